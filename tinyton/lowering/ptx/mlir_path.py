@@ -1,0 +1,38 @@
+"""
+PTX through the upstream LLVM tools, as subprocesses.
+
+xDSL prints the module; `mlir-translate` turns it into LLVM IR, `opt -O3` runs the same
+mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up
+in the `ToolchainError` when it fails.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tinyton.lowering.ptx.toolchain import (
+    TRIPLE,
+    ToolchainError,
+    find_tool,
+    ptx_features,
+    run_tool,
+)
+
+TOOLS = ("mlir-translate", "opt", "llc")
+
+
+def available() -> bool:
+    return all(find_tool(t) for t in TOOLS)
+
+
+def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
+    """Return the `llvm-mlir`, `llvm-ir` (after O3) and `ptx` stages."""
+    translate, opt, llc = (find_tool(t) for t in TOOLS)
+    if translate is None or opt is None or llc is None:
+        raise ToolchainError(f"the mlir toolchain needs {', '.join(TOOLS)} on PATH")
+    target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}"]
+    mlir_text = str(module)
+    llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], mlir_text)
+    optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
+    ptx = run_tool([llc, "-O3", *target, "-"], optimized)
+    return {"llvm-mlir": mlir_text, "llvm-ir": optimized.decode(), "ptx": ptx.decode()}
