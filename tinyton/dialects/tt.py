@@ -509,7 +509,11 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 
 @irdl_op_definition
 class CmpOp(_ElementwiseOp):
-    """Comparison giving i1: `tt.cmp "lt", %a, %b : tensor<64xi32> -> tensor<64xi1>` (signed, ordered)."""
+    """Comparison giving i1: `tt.cmp "lt", %a, %b : tensor<64xi32> -> tensor<64xi1>`.
+
+    Ints compare signed; floats compare ordered (false on NaN) except `ne`, which is true on NaN as in
+    Python, NumPy and Triton.
+    """
 
     name = "tt.cmp"
     T: ClassVar = VarConstraint("T", AnyAttr())

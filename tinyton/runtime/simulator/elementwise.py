@@ -1,0 +1,154 @@
+"""Elementwise tt ops, table-driven: one NumPy function per op and element kind.
+
+Semantics (the GPU's): i32 arithmetic wraps (the driver runs under `np.errstate(all="ignore")`); `tt.div`
+truncates ints toward zero, `tt.floordiv`/`tt.mod` follow Python (floor; remainder has the divisor's sign),
+for floats too; an integer division by zero raises `IntegerDivisionByZeroError`; maximum/minimum propagate
+NaN; comparisons are signed, and ordered except `ne` (true when either side is NaN, like Python, NumPy and
+Triton's `!=`); exp/log/sqrt/rsqrt compute in float32 (f16 rounds back); i1 arithmetic wraps at one bit.
+Float-to-int casts truncate and saturate, NaN gives 0 (PTX `cvt.rzi`); casts to i1 test `!= 0`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
+from xdsl.ir import Operation
+
+from tinyton.dialects import tt
+
+from .errors import IntegerDivisionByZeroError
+from .state import SimFunctions
+from .values import choose, np_dtype, rank, scalar
+
+Fn = Callable[..., Any]
+
+
+def _trunc_div(a: Any, b: Any) -> Any:
+    """C's integer division (toward zero) from NumPy's floor division."""
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+
+
+def _in_f32(fn: Fn) -> Fn:
+    """`fn` evaluated in float32, rounded back to the operand's dtype."""
+    return lambda x: fn(x.astype(np.float32)).astype(x.dtype)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """NumPy functions of a binary op for float, int and i1 operands; `divides`: check int divisors."""
+
+    float_fn: Fn | None
+    int_fn: Fn | None
+    bool_fn: Fn | None = None
+    divides: bool = False
+
+    def for_kind(self, kind: str) -> Fn:
+        if kind == "f":
+            fn = self.float_fn
+        else:
+            fn = (self.bool_fn or self.int_fn) if kind == "b" else self.int_fn
+        assert fn is not None, f"no {kind} implementation"
+        return fn
+
+
+BINARY: dict[type[Operation], Binary] = {
+    tt.AddOp: Binary(np.add, np.add, np.logical_xor),
+    tt.SubOp: Binary(np.subtract, np.subtract, np.logical_xor),
+    tt.MulOp: Binary(np.multiply, np.multiply, np.logical_and),
+    tt.DivOp: Binary(np.true_divide, _trunc_div, divides=True),
+    tt.FloorDivOp: Binary(np.floor_divide, np.floor_divide, divides=True),
+    tt.ModOp: Binary(np.remainder, np.remainder, divides=True),
+    tt.MaximumOp: Binary(np.maximum, np.maximum),
+    tt.MinimumOp: Binary(np.minimum, np.minimum),
+    tt.AndOp: Binary(None, np.bitwise_and),
+    tt.OrOp: Binary(None, np.bitwise_or),
+    tt.XorOp: Binary(None, np.bitwise_xor),
+    tt.ShlOp: Binary(None, np.left_shift),
+    tt.ShrOp: Binary(None, np.right_shift),
+}
+
+UNARY: dict[type[Operation], Fn] = {
+    tt.NegOp: np.negative,
+    tt.AbsOp: np.abs,
+    tt.ExpOp: _in_f32(np.exp),
+    tt.LogOp: _in_f32(np.log),
+    tt.SqrtOp: _in_f32(np.sqrt),
+    tt.RsqrtOp: _in_f32(lambda x: np.float32(1) / np.sqrt(x)),
+}
+
+COMPARE: dict[str, Fn] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def cast(x: Any, dtype: np.dtype) -> Any:
+    """Convert `x` to `dtype` as the GPU does (see the module docstring)."""
+    if dtype == x.dtype:
+        return x
+    if dtype.kind == "b":
+        return x != 0
+    if x.dtype.kind == "f" and dtype.kind == "i":
+        info = np.iinfo(dtype)
+        wide = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
+        return scalar(np.where(np.isnan(wide), 0, wide).astype(dtype))
+    return x.astype(dtype)
+
+
+def _binary_impl(spec: Binary) -> Fn:
+    def run(self: ElementwiseFunctions, interpreter: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        lhs, rhs = args
+        kind = lhs.dtype.kind
+        if spec.divides and kind != "f":
+            self.check_divisor(interpreter, op, rhs)
+        return (spec.for_kind(kind)(lhs, rhs),)
+
+    return run
+
+
+def _unary_impl(fn: Fn) -> Fn:
+    def run(self: ElementwiseFunctions, interpreter: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        return (fn(args[0]),)
+
+    return run
+
+
+class ElementwiseFunctions(SimFunctions):
+    """Arithmetic, comparisons, `tt.select` and `tt.cast`; the table-driven impls are added below."""
+
+    def check_divisor(self, interpreter: Interpreter, op: Operation, divisor: Any) -> None:
+        """Raise `IntegerDivisionByZeroError` if an executing program divides by zero."""
+        launch = self.launch(interpreter)
+        r = rank(op.results[0].type)
+        zero = launch.restrict(divisor == 0, r)
+        if np.any(zero):
+            program, lane = launch.locate(zero, r)
+            raise IntegerDivisionByZeroError(program=program, lane=lane, op_text=self.op_text(op))
+
+    @impl(tt.CmpOp)
+    def run_cmp(self, interpreter: Interpreter, op: tt.CmpOp, args: PythonValues) -> PythonValues:
+        return (COMPARE[op.predicate.data](*args),)
+
+    @impl(tt.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: tt.SelectOp, args: PythonValues) -> PythonValues:
+        return (choose(*args),)
+
+    @impl(tt.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: tt.CastOp, args: PythonValues) -> PythonValues:
+        return (cast(args[0], np_dtype(op.result.type)),)
+
+
+for _op, _spec in BINARY.items():
+    setattr(ElementwiseFunctions, f"run_{_op.name[3:]}", impl(_op)(_binary_impl(_spec)))
+for _op, _fn in UNARY.items():
+    setattr(ElementwiseFunctions, f"run_{_op.name[3:]}", impl(_op)(_unary_impl(_fn)))
+register_impls(ElementwiseFunctions)

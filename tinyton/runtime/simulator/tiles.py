@@ -1,0 +1,120 @@
+"""Program geometry, constants, tile construction and reshaping, reductions and `tt.dot`.
+
+Tile dimensions are addressed from the end (a value may carry a leading program dimension, see `values`).
+Float sums accumulate in float32 along a butterfly tree (pairs of halves, like the GPU's shuffle reduction;
+the GPU first sums each thread's registers in sequence, so low bits may differ), then round to the element
+type; int sums wrap; max/min propagate NaN.
+`tt.dot` computes `acc + a @ b` in float32 (f16 operands are widened exactly, products and sums in float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr
+from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
+from xdsl.ir import Attribute, Operation
+
+from tinyton.dialects import tt
+
+from .errors import SimulatorError
+from .state import SimFunctions
+from .values import map_offsets, np_dtype, rank, scalar, splat
+
+
+def constant(value: Attribute, result_type: Attribute) -> Any:
+    """The NumPy value of an integer, float or dense constant of `result_type`."""
+    dtype, shape = np_dtype(result_type), tt.shape_of(result_type)
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        values = value.get_values()
+        if len(values) != 1:
+            return np.array(values, dtype=dtype).reshape(shape)
+        number = values[0]
+    elif isinstance(value, IntegerAttr | FloatAttr):
+        number = value.value.data
+    else:
+        raise SimulatorError(f"the simulator cannot evaluate the constant {value}")
+    x = dtype.type(bool(number) if dtype.kind == "b" else number)
+    return splat(x, shape) if shape else x
+
+
+def _sum(x: Any, axis: int) -> Any:
+    if x.dtype.kind == "b":
+        return np.bitwise_xor.reduce(x, axis=axis)
+    if x.dtype.kind != "f":
+        return np.sum(x, axis=axis, dtype=x.dtype)
+    # A butterfly tree over the power-of-two axis, in float32: the same rounding whatever the batch shape
+    # (NumPy's own order depends on the memory layout), and the shape of the GPU's shuffle reduction.
+    acc = np.moveaxis(x, axis, -1).astype(np.float32)
+    if acc.shape[-1] & (acc.shape[-1] - 1):  # not a power of two (tiles always are)
+        return scalar(np.sum(acc, axis=-1, dtype=np.float32).astype(x.dtype))
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = acc[..., :half] + acc[..., half:]
+    return scalar(acc[..., 0].astype(x.dtype))
+
+
+REDUCTIONS: dict[type[Operation], Callable[[Any, int], Any]] = {
+    tt.ReduceSumOp: _sum,
+    tt.ReduceMaxOp: np.max,
+    tt.ReduceMinOp: np.min,
+}
+
+
+def _reduce_impl(fn: Callable[[Any, int], Any]) -> Callable[..., PythonValues]:
+    def run(self: TileFunctions, interpreter: Interpreter, op: tt.ReduceOp, args: PythonValues) -> PythonValues:
+        return (fn(args[0], op.axis.value.data - rank(op.input.type)),)
+
+    return run
+
+
+class TileFunctions(SimFunctions):
+    """Program ids, constants, arange, splat/broadcast/expand_dims, reductions and dot."""
+
+    @impl(tt.ProgramIdOp)
+    def run_program_id(self, interpreter: Interpreter, op: tt.ProgramIdOp, args: PythonValues) -> PythonValues:
+        return (self.launch(interpreter).pid[op.axis.value.data],)
+
+    @impl(tt.NumProgramsOp)
+    def run_num_programs(self, interpreter: Interpreter, op: tt.NumProgramsOp, args: PythonValues) -> PythonValues:
+        return (np.int32(self.launch(interpreter).grid[op.axis.value.data]),)
+
+    @impl(tt.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: tt.ConstantOp, args: PythonValues) -> PythonValues:
+        return (constant(op.value, op.result.type),)
+
+    @impl(arith.ConstantOp)
+    def run_arith_constant(self, interpreter: Interpreter, op: arith.ConstantOp, args: PythonValues) -> PythonValues:
+        return (constant(op.value, op.result.type),)
+
+    @impl(tt.ArangeOp)
+    def run_arange(self, interpreter: Interpreter, op: tt.ArangeOp, args: PythonValues) -> PythonValues:
+        return (np.arange(op.start.value.data, op.end.value.data, dtype=np.int32),)
+
+    @impl(tt.SplatOp)
+    def run_splat(self, interpreter: Interpreter, op: tt.SplatOp, args: PythonValues) -> PythonValues:
+        return (splat(args[0], tt.shape_of(op.result.type)),)
+
+    @impl(tt.BroadcastOp)
+    def run_broadcast(self, interpreter: Interpreter, op: tt.BroadcastOp, args: PythonValues) -> PythonValues:
+        shape, r = tt.shape_of(op.result.type), rank(op.input.type)
+        return (map_offsets(args[0], lambda x: np.broadcast_to(x, np.shape(x)[: np.ndim(x) - r] + shape)),)
+
+    @impl(tt.ExpandDimsOp)
+    def run_expand_dims(self, interpreter: Interpreter, op: tt.ExpandDimsOp, args: PythonValues) -> PythonValues:
+        axis = op.axis.value.data - rank(op.input.type) - 1
+        return (map_offsets(args[0], lambda x: np.expand_dims(x, axis)),)
+
+    @impl(tt.DotOp)
+    def run_dot(self, interpreter: Interpreter, op: tt.DotOp, args: PythonValues) -> PythonValues:
+        a, b, acc = args
+        product = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        return ((acc.astype(np.float32) + product).astype(acc.dtype),)
+
+
+for _op, _fn in REDUCTIONS.items():
+    setattr(TileFunctions, f"run_{_op.name[3:]}", impl(_op)(_reduce_impl(_fn)))
+register_impls(TileFunctions)
