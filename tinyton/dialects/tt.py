@@ -9,6 +9,9 @@ Design rules, so that every consumer (simulator, lowering, fusion codegen) stays
   `tt.broadcast` / `tt.expand_dims` explicitly, so no op broadcasts implicitly;
 - every tile dimension is a power of two (the lowering spreads tiles over threads by bit tricks);
 - reductions, `tt.dot` and layout changes are the only ops that move data between threads.
+
+This module holds the program-geometry, memory, reduction and dot ops and the dialect itself; the types are
+in `tt_types`, the elementwise ops in `tt_elementwise` (both re-exported here).
 """
 
 from __future__ import annotations
@@ -16,27 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import (
-    I32,
-    AnyFloat,
-    Float16Type,
-    Float32Type,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    StringAttr,
-    TensorType,
-    i1,
-    i32,
-)
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.dialects.builtin import I32, FloatAttr, IntegerAttr, TensorType, i1, i32
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
-    base,
     IRDLOperation,
     VarConstraint,
-    irdl_attr_definition,
+    base,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -45,82 +35,17 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
-from xdsl.utils.exceptions import VerifyException
 
-MAX_TILE_ELEMENTS = 1 << 16
-"""Largest tile one program may hold (elements); larger blocks are rejected by the verifier."""
-
-
-@irdl_attr_definition
-class PointerType(ParametrizedAttribute, TypeAttribute):
-    """`!tt.ptr<f32>`: a pointer to global memory holding elements of `pointee`."""
-
-    name = "tt.ptr"
-    pointee: Attribute
-
-    def __init__(self, pointee: Attribute):
-        super().__init__(pointee)
-
-
-# ---------------------------------------------------------------------------------------------
-# Type helpers shared by the verifiers, the frontend, the simulator and the lowering.
-# ---------------------------------------------------------------------------------------------
-
-
-def shape_of(t: Attribute) -> tuple[int, ...]:
-    """Shape of a tile type; `()` for a scalar."""
-    return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
-
-
-def element_type(t: Attribute) -> Attribute:
-    """Element type of a tile type; the type itself for a scalar."""
-    return t.element_type if isinstance(t, TensorType) else t
-
-
-def tile_type(element: Attribute, shape: Sequence[int]) -> Attribute:
-    """The tile type of `shape` (a scalar type when `shape` is empty)."""
-    return TensorType(element, list(shape)) if shape else element
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(element_type(t), AnyFloat)
-
-
-def is_int(t: Attribute) -> bool:
-    return isinstance(element_type(t), IntegerType)
-
-
-def is_pointer(t: Attribute) -> bool:
-    return isinstance(element_type(t), PointerType)
-
-
-def _type_name(t: Attribute) -> str:
-    from xdsl.printer import Printer
-    import io
-
-    out = io.StringIO()
-    Printer(stream=out).print_attribute(t)
-    return out.getvalue()
-
-
-def verify_tile_shape(t: Attribute, what: str) -> None:
-    """Tiles are rank 1 or 2 with power-of-two dimensions and at most MAX_TILE_ELEMENTS elements."""
-    shape = shape_of(t)
-    if len(shape) > 2:
-        raise VerifyException(f"{what} has rank {len(shape)}; tiles have rank 1 or 2")
-    size = 1
-    for dim in shape:
-        if dim < 1 or dim & (dim - 1):
-            raise VerifyException(f"{what} has dimension {dim}; tile dimensions must be powers of two")
-        size *= dim
-    if size > MAX_TILE_ELEMENTS:
-        raise VerifyException(f"{what} has {size} elements; a tile holds at most {MAX_TILE_ELEMENTS}")
-
-
-def _require(cond: bool, message: str) -> None:
-    if not cond:
-        raise VerifyException(message)
-
+# The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
+from tinyton.dialects.tt_elementwise import (  # noqa: F401
+    CASTABLE, CMP_PREDICATES, FLOAT, INT, AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, DivOp, ExpOp,
+    FloorDivOp, LogOp, MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RsqrtOp, SelectOp, ShlOp, ShrOp,
+    SqrtOp, SubOp, UnaryOp, XorOp,
+)
+from tinyton.dialects.tt_types import (  # noqa: F401
+    MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+    tile_type, type_name, verify_tile_shape,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Program geometry and tile construction
@@ -137,7 +62,7 @@ class _GridQueryOp(IRDLOperation):
         super().__init__(properties={"axis": IntegerAttr(axis, 32)}, result_types=[i32])
 
     def verify_(self) -> None:
-        _require(self.axis.value.data in (0, 1, 2), f"axis must be 0, 1 or 2, got {self.axis.value.data}")
+        require(self.axis.value.data in (0, 1, 2), f"axis must be 0, 1 or 2, got {self.axis.value.data}")
 
 
 @irdl_op_definition
@@ -169,9 +94,9 @@ class ConstantOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_tile_shape(self.result.type, "constant")
-        _require(
+        require(
             self.value.type == element_type(self.result.type),
-            f"value of type {_type_name(self.value.type)} cannot fill {_type_name(self.result.type)}",
+            f"value of type {type_name(self.value.type)} cannot fill {type_name(self.result.type)}",
         )
 
 
@@ -194,8 +119,8 @@ class ArangeOp(IRDLOperation):
 
     def verify_(self) -> None:
         n = self.end.value.data - self.start.value.data
-        _require(shape_of(self.result.type) == (n,), f"arange of {n} elements must have type tensor<{n}xi32>")
-        _require(self.result.type.element_type == i32, "arange produces i32 elements")
+        require(shape_of(self.result.type) == (n,), f"arange of {n} elements must have type tensor<{n}xi32>")
+        require(self.result.type.element_type == i32, "arange produces i32 elements")
         verify_tile_shape(self.result.type, "arange")
 
 
@@ -214,8 +139,8 @@ class SplatOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[TensorType(scalar, list(shape))])
 
     def verify_(self) -> None:
-        _require(not isinstance(self.input.type, TensorType), "splat takes a scalar")
-        _require(self.result.type.element_type == self.input.type, "splat must keep the element type")
+        require(not isinstance(self.input.type, TensorType), "splat takes a scalar")
+        require(self.result.type.element_type == self.input.type, "splat must keep the element type")
         verify_tile_shape(self.result.type, "splat result")
 
 
@@ -235,10 +160,10 @@ class BroadcastOp(IRDLOperation):
 
     def verify_(self) -> None:
         src, dst = shape_of(self.input.type), shape_of(self.result.type)
-        _require(len(src) == len(dst), f"broadcast cannot change the rank ({len(src)} to {len(dst)})")
+        require(len(src) == len(dst), f"broadcast cannot change the rank ({len(src)} to {len(dst)})")
         for s, d in zip(src, dst):
-            _require(s in (1, d), f"cannot broadcast shape {list(src)} to {list(dst)}")
-        _require(element_type(self.input.type) == element_type(self.result.type), "broadcast keeps the element type")
+            require(s in (1, d), f"cannot broadcast shape {list(src)} to {list(dst)}")
+        require(element_type(self.input.type) == element_type(self.result.type), "broadcast keeps the element type")
         verify_tile_shape(self.result.type, "broadcast result")
 
 
@@ -266,9 +191,9 @@ class ExpandDimsOp(IRDLOperation):
     def verify_(self) -> None:
         shape = list(shape_of(self.input.type))
         axis = self.axis.value.data
-        _require(0 <= axis <= len(shape), f"axis {axis} out of range for rank {len(shape)}")
+        require(0 <= axis <= len(shape), f"axis {axis} out of range for rank {len(shape)}")
         shape.insert(axis, 1)
-        _require(shape_of(self.result.type) == tuple(shape), f"expand_dims result must have shape {shape}")
+        require(shape_of(self.result.type) == tuple(shape), f"expand_dims result must have shape {shape}")
         verify_tile_shape(self.result.type, "expand_dims result")
 
 
@@ -293,9 +218,9 @@ class AddPtrOp(IRDLOperation):
         super().__init__(operands=[ptr, offset], result_types=[SSAValue.get(ptr).type])
 
     def verify_(self) -> None:
-        _require(is_pointer(self.ptr.type), "addptr needs pointers as its first operand")
-        _require(element_type(self.offset.type) == i32, "addptr offsets must be i32")
-        _require(
+        require(is_pointer(self.ptr.type), "addptr needs pointers as its first operand")
+        require(element_type(self.offset.type) == i32, "addptr offsets must be i32")
+        require(
             shape_of(self.ptr.type) == shape_of(self.offset.type),
             "addptr pointer and offset shapes must match (splat or broadcast first)",
         )
@@ -303,9 +228,9 @@ class AddPtrOp(IRDLOperation):
 
 def _verify_mask(op: Operation, ptr: SSAValue, mask: SSAValue | None) -> None:
     if mask is not None:
-        _require(
+        require(
             mask.type == tile_type(i1, shape_of(ptr.type)),
-            f"mask must be {_type_name(tile_type(i1, shape_of(ptr.type)))}, got {_type_name(mask.type)}",
+            f"mask must be {type_name(tile_type(i1, shape_of(ptr.type)))}, got {type_name(mask.type)}",
         )
 
 
@@ -338,12 +263,12 @@ class LoadOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _require(is_pointer(self.ptr.type), f"load needs pointers, got {_type_name(self.ptr.type)}")
+        require(is_pointer(self.ptr.type), f"load needs pointers, got {type_name(self.ptr.type)}")
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        _require(self.result.type == expected, f"load result must be {_type_name(expected)}")
+        require(self.result.type == expected, f"load result must be {type_name(expected)}")
         _verify_mask(self, self.ptr, self.mask)
         if self.other is not None:
-            _require(self.other.type == expected, f"other must be {_type_name(expected)}")
+            require(self.other.type == expected, f"other must be {type_name(expected)}")
 
 
 @irdl_op_definition
@@ -363,288 +288,13 @@ class StoreOp(IRDLOperation):
         super().__init__(operands=[ptr, value, [mask] if mask else []])
 
     def verify_(self) -> None:
-        _require(is_pointer(self.ptr.type), f"store needs pointers, got {_type_name(self.ptr.type)}")
+        require(is_pointer(self.ptr.type), f"store needs pointers, got {type_name(self.ptr.type)}")
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        _require(
+        require(
             self.value.type == expected,
-            f"stored value must be {_type_name(expected)}, got {_type_name(self.value.type)}",
+            f"stored value must be {type_name(expected)}, got {type_name(self.value.type)}",
         )
         _verify_mask(self, self.ptr, self.mask)
-
-
-# ---------------------------------------------------------------------------------------------
-# Elementwise arithmetic. Each class says which element kinds it accepts.
-# ---------------------------------------------------------------------------------------------
-
-INT, FLOAT = "int", "float"
-
-
-class _ElementwiseOp(IRDLOperation):
-    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
-
-    def _verify_kind(self, t: Attribute) -> None:
-        kind = FLOAT if is_float(t) else INT if is_int(t) else None
-        _require(
-            kind in self.KINDS,
-            f"{self.name} accepts {' or '.join(self.KINDS)} elements, got {_type_name(element_type(t))}",
-        )
-
-
-class BinaryOp(_ElementwiseOp):
-    """`lhs <op> rhs` on operands of one type (scalars or tiles)."""
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
-
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
-        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
-
-    def verify_(self) -> None:
-        self._verify_kind(self.result.type)
-
-
-@irdl_op_definition
-class AddOp(BinaryOp):
-    """Addition."""
-
-    name = "tt.add"
-
-
-@irdl_op_definition
-class SubOp(BinaryOp):
-    """Subtraction."""
-
-    name = "tt.sub"
-
-
-@irdl_op_definition
-class MulOp(BinaryOp):
-    """Multiplication."""
-
-    name = "tt.mul"
-
-
-@irdl_op_definition
-class DivOp(BinaryOp):
-    """Division: IEEE for floats, truncating for ints (as in C and Triton)."""
-
-    name = "tt.div"
-
-
-@irdl_op_definition
-class FloorDivOp(BinaryOp):
-    """Integer division rounding toward minus infinity (Python's `//`)."""
-
-    name = "tt.floordiv"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-@irdl_op_definition
-class ModOp(BinaryOp):
-    """Remainder with the sign of the divisor (Python's `%`)."""
-
-    name = "tt.mod"
-
-
-@irdl_op_definition
-class MaximumOp(BinaryOp):
-    """Elementwise maximum (NaN-propagating for floats)."""
-
-    name = "tt.maximum"
-
-
-@irdl_op_definition
-class MinimumOp(BinaryOp):
-    """Elementwise minimum (NaN-propagating for floats)."""
-
-    name = "tt.minimum"
-
-
-@irdl_op_definition
-class AndOp(BinaryOp):
-    """Bitwise and (logical and on i1)."""
-
-    name = "tt.and"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-@irdl_op_definition
-class OrOp(BinaryOp):
-    """Bitwise or (logical or on i1)."""
-
-    name = "tt.or"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-@irdl_op_definition
-class XorOp(BinaryOp):
-    """Bitwise xor."""
-
-    name = "tt.xor"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-@irdl_op_definition
-class ShlOp(BinaryOp):
-    """Shift left."""
-
-    name = "tt.shl"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-@irdl_op_definition
-class ShrOp(BinaryOp):
-    """Arithmetic shift right."""
-
-    name = "tt.shr"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
-
-
-CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
-
-
-@irdl_op_definition
-class CmpOp(_ElementwiseOp):
-    """Comparison giving i1: `tt.cmp "lt", %a, %b : tensor<64xi32> -> tensor<64xi1>`.
-
-    Ints compare signed; floats compare ordered (false on NaN) except `ne`, which is true on NaN as in
-    Python, NumPy and Triton.
-    """
-
-    name = "tt.cmp"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    predicate = prop_def(StringAttr)
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
-
-    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
-        t = SSAValue.get(lhs).type
-        super().__init__(
-            operands=[lhs, rhs],
-            properties={"predicate": StringAttr(predicate)},
-            result_types=[tile_type(i1, shape_of(t))],
-        )
-
-    def verify_(self) -> None:
-        _require(self.predicate.data in CMP_PREDICATES, f"predicate must be one of {', '.join(CMP_PREDICATES)}")
-        _require(
-            self.result.type == tile_type(i1, shape_of(self.lhs.type)), "cmp result must be i1 of the operand shape"
-        )
-        self._verify_kind(self.lhs.type)
-
-
-class UnaryOp(_ElementwiseOp):
-    """`op(x)` elementwise, keeping the type; floats only unless a subclass says otherwise."""
-
-    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
-
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    input = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($result)"
-
-    def __init__(self, input: SSAValue | Operation):
-        super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
-
-    def verify_(self) -> None:
-        self._verify_kind(self.result.type)
-
-
-@irdl_op_definition
-class NegOp(UnaryOp):
-    """Negation."""
-
-    name = "tt.neg"
-    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
-
-
-@irdl_op_definition
-class AbsOp(UnaryOp):
-    """Absolute value."""
-
-    name = "tt.abs"
-    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
-
-
-@irdl_op_definition
-class ExpOp(UnaryOp):
-    """e**x."""
-
-    name = "tt.exp"
-
-
-@irdl_op_definition
-class LogOp(UnaryOp):
-    """Natural logarithm."""
-
-    name = "tt.log"
-
-
-@irdl_op_definition
-class SqrtOp(UnaryOp):
-    """Square root."""
-
-    name = "tt.sqrt"
-
-
-@irdl_op_definition
-class RsqrtOp(UnaryOp):
-    """1/sqrt(x)."""
-
-    name = "tt.rsqrt"
-
-
-
-@irdl_op_definition
-class SelectOp(IRDLOperation):
-    """`cond ? a : b` elementwise (`tt.where`)."""
-
-    name = "tt.select"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    condition = operand_def()
-    true_value = operand_def(T)
-    false_value = operand_def(T)
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$condition `,` $true_value `,` $false_value attr-dict `:` type($condition) `,` type($result)"
-
-    def __init__(self, condition: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation):
-        super().__init__(operands=[condition, a, b], result_types=[SSAValue.get(a).type])
-
-    def verify_(self) -> None:
-        expected = tile_type(i1, shape_of(self.result.type))
-        _require(self.condition.type == expected, f"select condition must be {_type_name(expected)}")
-
-
-CASTABLE = (i1, i32, Float32Type(), Float16Type())
-
-
-@irdl_op_definition
-class CastOp(IRDLOperation):
-    """Convert element types among i1, i32, f32 and f16 (`x.to(tt.float16)`); floats to ints truncate."""
-
-    name = "tt.cast"
-    input = operand_def()
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, element: Attribute):
-        t = SSAValue.get(input).type
-        super().__init__(operands=[input], result_types=[tile_type(element, shape_of(t))])
-
-    def verify_(self) -> None:
-        _require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
-        for t in (self.input.type, self.result.type):
-            _require(element_type(t) in CASTABLE, f"cannot cast {_type_name(element_type(t))}; use i1, i32, f32 or f16")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -674,10 +324,10 @@ class ReduceOp(IRDLOperation):
     def verify_(self) -> None:
         shape = shape_of(self.input.type)
         axis = self.axis.value.data
-        _require(0 <= axis < len(shape), f"axis {axis} out of range for a rank-{len(shape)} tile")
+        require(0 <= axis < len(shape), f"axis {axis} out of range for a rank-{len(shape)} tile")
         expected = tile_type(element_type(self.input.type), [d for i, d in enumerate(shape) if i != axis])
-        _require(self.result.type == expected, f"{self.name} result must be {_type_name(expected)}")
-        _require(is_float(self.input.type) or is_int(self.input.type), f"{self.name} needs numbers")
+        require(self.result.type == expected, f"{self.name} result must be {type_name(expected)}")
+        require(is_float(self.input.type) or is_int(self.input.type), f"{self.name} needs numbers")
 
 
 @irdl_op_definition
@@ -716,14 +366,14 @@ class DotOp(IRDLOperation):
 
     def verify_(self) -> None:
         sa, sb, sc = shape_of(self.a.type), shape_of(self.b.type), shape_of(self.acc.type)
-        _require(len(sa) == 2 and len(sb) == 2, "dot takes 2-D tiles")
-        _require(sa[1] == sb[0], f"dot inner dimensions differ: {list(sa)} @ {list(sb)}")
-        _require(sc == (sa[0], sb[1]), f"dot accumulator must have shape {[sa[0], sb[1]]}, got {list(sc)}")
-        _require(self.result.type == self.acc.type, "dot result has the accumulator's type")
-        _require(element_type(self.a.type) == element_type(self.b.type), "dot operands must have one element type")
-        _require(is_float(self.a.type) and is_float(self.acc.type), "dot takes float tiles")
+        require(len(sa) == 2 and len(sb) == 2, "dot takes 2-D tiles")
+        require(sa[1] == sb[0], f"dot inner dimensions differ: {list(sa)} @ {list(sb)}")
+        require(sc == (sa[0], sb[1]), f"dot accumulator must have shape {[sa[0], sb[1]]}, got {list(sc)}")
+        require(self.result.type == self.acc.type, "dot result has the accumulator's type")
+        require(element_type(self.a.type) == element_type(self.b.type), "dot operands must have one element type")
+        require(is_float(self.a.type) and is_float(self.acc.type), "dot takes float tiles")
         for d in (*sa, *sb):
-            _require(d >= 16, "dot tiles must be at least 16 in every dimension")
+            require(d >= 16, "dot tiles must be at least 16 in every dimension")
 
 
 Tt = Dialect(

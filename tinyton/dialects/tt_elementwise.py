@@ -1,0 +1,304 @@
+"""Elementwise ops of the `tt` dialect: arithmetic, comparisons, math, select and casts.
+
+Operands of an elementwise op have one identical type (scalar or tile); the frontend inserts the splats and
+broadcasts. Each op class says which element kinds (int, float) it accepts.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import Float16Type, Float32Type, StringAttr, i1, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from tinyton.dialects.tt_types import (
+    element_type,
+    is_float,
+    is_int,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
+
+
+INT, FLOAT = "int", "float"
+
+
+class _ElementwiseOp(IRDLOperation):
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+    def _verify_kind(self, t: Attribute) -> None:
+        kind = FLOAT if is_float(t) else INT if is_int(t) else None
+        require(
+            kind in self.KINDS,
+            f"{self.name} accepts {' or '.join(self.KINDS)} elements, got {type_name(element_type(t))}",
+        )
+
+
+class BinaryOp(_ElementwiseOp):
+    """`lhs <op> rhs` on operands of one type (scalars or tiles)."""
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+    def verify_(self) -> None:
+        self._verify_kind(self.result.type)
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """Addition."""
+
+    name = "tt.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """Subtraction."""
+
+    name = "tt.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """Multiplication."""
+
+    name = "tt.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """Division: IEEE for floats, truncating for ints (as in C and Triton)."""
+
+    name = "tt.div"
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryOp):
+    """Integer division rounding toward minus infinity (Python's `//`)."""
+
+    name = "tt.floordiv"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """Remainder with the sign of the divisor (Python's `%`)."""
+
+    name = "tt.mod"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    """Elementwise maximum (NaN-propagating for floats)."""
+
+    name = "tt.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    """Elementwise minimum (NaN-propagating for floats)."""
+
+    name = "tt.minimum"
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    """Bitwise and (logical and on i1)."""
+
+    name = "tt.and"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    """Bitwise or (logical or on i1)."""
+
+    name = "tt.or"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class XorOp(BinaryOp):
+    """Bitwise xor."""
+
+    name = "tt.xor"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ShlOp(BinaryOp):
+    """Shift left."""
+
+    name = "tt.shl"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ShrOp(BinaryOp):
+    """Arithmetic shift right."""
+
+    name = "tt.shr"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CmpOp(_ElementwiseOp):
+    """Comparison giving i1: `tt.cmp "lt", %a, %b : tensor<64xi32> -> tensor<64xi1>`.
+
+    Ints compare signed; floats compare ordered (false on NaN) except `ne`, which is true on NaN as in
+    Python, NumPy and Triton.
+    """
+
+    name = "tt.cmp"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        t = SSAValue.get(lhs).type
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"predicate": StringAttr(predicate)},
+            result_types=[tile_type(i1, shape_of(t))],
+        )
+
+    def verify_(self) -> None:
+        require(self.predicate.data in CMP_PREDICATES, f"predicate must be one of {', '.join(CMP_PREDICATES)}")
+        require(
+            self.result.type == tile_type(i1, shape_of(self.lhs.type)), "cmp result must be i1 of the operand shape"
+        )
+        self._verify_kind(self.lhs.type)
+
+
+class UnaryOp(_ElementwiseOp):
+    """`op(x)` elementwise, keeping the type; floats only unless a subclass says otherwise."""
+
+    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue | Operation):
+        super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
+
+    def verify_(self) -> None:
+        self._verify_kind(self.result.type)
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """Negation."""
+
+    name = "tt.neg"
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """Absolute value."""
+
+    name = "tt.abs"
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """e**x."""
+
+    name = "tt.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Natural logarithm."""
+
+    name = "tt.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Square root."""
+
+    name = "tt.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """1/sqrt(x)."""
+
+    name = "tt.rsqrt"
+
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """`cond ? a : b` elementwise (`tt.where`)."""
+
+    name = "tt.select"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    condition = operand_def()
+    true_value = operand_def(T)
+    false_value = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$condition `,` $true_value `,` $false_value attr-dict `:` type($condition) `,` type($result)"
+
+    def __init__(self, condition: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation):
+        super().__init__(operands=[condition, a, b], result_types=[SSAValue.get(a).type])
+
+    def verify_(self) -> None:
+        expected = tile_type(i1, shape_of(self.result.type))
+        require(self.condition.type == expected, f"select condition must be {type_name(expected)}")
+
+
+CASTABLE = (i1, i32, Float32Type(), Float16Type())
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Convert element types among i1, i32, f32 and f16 (`x.to(tt.float16)`); floats to ints truncate."""
+
+    name = "tt.cast"
+    input = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, element: Attribute):
+        t = SSAValue.get(input).type
+        super().__init__(operands=[input], result_types=[tile_type(element, shape_of(t))])
+
+    def verify_(self) -> None:
+        require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
+        for t in (self.input.type, self.result.type):
+            require(element_type(t) in CASTABLE, f"cannot cast {type_name(element_type(t))}; use i1, i32, f32 or f16")

@@ -1,0 +1,87 @@
+"""Types of the `tt` dialect and the helpers every stage uses to read them.
+
+Tiles are builtin ranked tensors (`tensor<64xf32>`, `tensor<32x64x!tt.ptr<f16>>`); scalars are plain
+types. These helpers let verifiers, the frontend, the simulator and the lowering treat both alike.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
+from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+MAX_TILE_ELEMENTS = 1 << 16
+"""Largest tile one program may hold (elements); larger blocks are rejected by the verifier."""
+
+
+@irdl_attr_definition
+class PointerType(ParametrizedAttribute, TypeAttribute):
+    """`!tt.ptr<f32>`: a pointer to global memory holding elements of `pointee`."""
+
+    name = "tt.ptr"
+    pointee: Attribute
+
+    def __init__(self, pointee: Attribute):
+        super().__init__(pointee)
+
+
+# ---------------------------------------------------------------------------------------------
+# Type helpers shared by the verifiers, the frontend, the simulator and the lowering.
+# ---------------------------------------------------------------------------------------------
+
+
+def shape_of(t: Attribute) -> tuple[int, ...]:
+    """Shape of a tile type; `()` for a scalar."""
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+
+
+def element_type(t: Attribute) -> Attribute:
+    """Element type of a tile type; the type itself for a scalar."""
+    return t.element_type if isinstance(t, TensorType) else t
+
+
+def tile_type(element: Attribute, shape: Sequence[int]) -> Attribute:
+    """The tile type of `shape` (a scalar type when `shape` is empty)."""
+    return TensorType(element, list(shape)) if shape else element
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(element_type(t), AnyFloat)
+
+
+def is_int(t: Attribute) -> bool:
+    return isinstance(element_type(t), IntegerType)
+
+
+def is_pointer(t: Attribute) -> bool:
+    return isinstance(element_type(t), PointerType)
+
+
+def type_name(t: Attribute) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_attribute(t)
+    return out.getvalue()
+
+
+def verify_tile_shape(t: Attribute, what: str) -> None:
+    """Tiles are rank 1 or 2 with power-of-two dimensions and at most MAX_TILE_ELEMENTS elements."""
+    shape = shape_of(t)
+    if len(shape) > 2:
+        raise VerifyException(f"{what} has rank {len(shape)}; tiles have rank 1 or 2")
+    size = 1
+    for dim in shape:
+        if dim < 1 or dim & (dim - 1):
+            raise VerifyException(f"{what} has dimension {dim}; tile dimensions must be powers of two")
+        size *= dim
+    if size > MAX_TILE_ELEMENTS:
+        raise VerifyException(f"{what} has {size} elements; a tile holds at most {MAX_TILE_ELEMENTS}")
+
+
+def require(cond: bool, message: str) -> None:
+    if not cond:
+        raise VerifyException(message)
