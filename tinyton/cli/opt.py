@@ -10,6 +10,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tinyton.dialects import tinyton_dialects
+from tinyton.dialects.llvm_extra import load_llvm_extra
 from tinyton.passes import ALL_PASSES
 
 
@@ -20,6 +21,7 @@ class TinytonOptMain(xDSLOptMain):
             # xDSL's entry point may already have registered them through TINYTON_UNIVERSE.
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
+        load_llvm_extra(self.ctx)  # llvm ops xDSL lacks (llvm.fptosi, ...), printed in generic form
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

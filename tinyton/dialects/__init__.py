@@ -1,6 +1,9 @@
 """tinyton's dialects: `tt` (tile-level kernels), `tta` (array programs) and an `nvvm` subset."""
 
+from collections.abc import Callable
+
 from xdsl.context import Context
+from xdsl.ir import Dialect
 
 
 def tinyton_context() -> Context:
@@ -12,22 +15,28 @@ def tinyton_context() -> Context:
         ctx.register_dialect(name, factory)
     for name, factory in tinyton_dialects().items():
         ctx.register_dialect(name, factory)
+    from tinyton.dialects.llvm_extra import load_llvm_extra
+
+    load_llvm_extra(ctx)
     return ctx
 
 
-def tinyton_dialects() -> dict:
+def tinyton_dialects() -> dict[str, Callable[[], Dialect]]:
     """Lazy factories of tinyton's own dialects, keyed by dialect name (for contexts and xDSL's universe)."""
 
-    def tt():
+    def tt() -> Dialect:
         from tinyton.dialects.tt import Tt
 
         return Tt
 
-    factories = {"tt": tt}
-    try:
-        from tinyton.dialects.nvvm import NVVM  # noqa: F401
+    def tta() -> Dialect:
+        from tinyton.dialects.tta import Tta
 
-        factories["nvvm"] = lambda: NVVM
-    except ImportError:
-        pass
-    return factories
+        return Tta
+
+    def nvvm() -> Dialect:
+        from tinyton.dialects.nvvm import NVVM
+
+        return NVVM
+
+    return {"tt": tt, "tta": tta, "nvvm": nvvm}

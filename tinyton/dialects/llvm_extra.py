@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import I64, IntegerAttr, i64
 from xdsl.dialects.llvm import LLVMPointerType
-from xdsl.context import Context
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,

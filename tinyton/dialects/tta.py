@@ -54,7 +54,8 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton.dialects.tt import _type_name, element_type, is_float, is_int, shape_of, tile_type
+from tinyton.dialects.tt import element_type, is_float, is_int, shape_of, tile_type
+from tinyton.dialects.tt import type_name as _type_name
 
 __all__ = ["ShapeError", "array_type", "broadcast_shapes", "reduced_shape", "normalize_axis", "dtype_name"]
 

@@ -1,0 +1,38 @@
+"""
+PTX in-process through llvmlite's NVPTX backend: no LLVM tools needed.
+
+The module is converted by `llvmlite_ir`, parsed and verified by LLVM, optimized with the
+O3 pipeline of the NVPTX target machine (which also runs NVVMReflect), then emitted.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import llvmlite.binding as llb
+from xdsl.dialects.builtin import ModuleOp
+
+from tinyton.lowering.ptx.llvmlite_ir import to_llvmlite
+from tinyton.lowering.ptx.toolchain import TRIPLE, ToolchainError, ptx_features
+
+
+@cache
+def _target_machine(arch: str) -> llb.TargetMachine:
+    llb.initialize_all_targets()
+    llb.initialize_all_asmprinters()
+    target = llb.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=ptx_features(arch), opt=3)
+
+
+def compile_with_llvmlite(module: ModuleOp, arch: str) -> dict[str, str]:
+    """Return the `llvm-mlir`, `llvm-ir` (after O3) and `ptx` stages."""
+    tm = _target_machine(arch)
+    lmodule = to_llvmlite(module, triple=TRIPLE, data_layout=str(tm.target_data))
+    try:
+        parsed = llb.parse_assembly(str(lmodule))
+        parsed.verify()
+    except RuntimeError as e:
+        raise ToolchainError(f"llvmlite rejected the converted module: {e}") from e
+    builder = llb.create_pass_builder(tm, llb.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(parsed, builder)
+    return {"llvm-mlir": str(module), "llvm-ir": str(parsed), "ptx": tm.emit_assembly(parsed)}
