@@ -14,6 +14,27 @@ def _tinyton_to_llvm() -> type[ModulePass]:
     return TinytonToLLVMPass
 
 
+def _fuse_patterns() -> type[ModulePass]:
+    from tinyton.rewrites.patterns import FusePatternsPass
+
+    return FusePatternsPass
+
+
+def _fuse() -> type[ModulePass]:
+    from tinyton.rewrites.fuse import FusePass
+
+    return FusePass
+
+
+def _fusion_to_kernels() -> type[ModulePass]:
+    from tinyton.lowering.fusion import FusionToKernelsPass
+
+    return FusionToKernelsPass
+
+
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-to-llvm": _tinyton_to_llvm,
+    "tinyton-fuse-patterns": _fuse_patterns,
+    "tinyton-fuse": _fuse,
+    "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

@@ -1,0 +1,100 @@
+// RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s
+
+// Whole rows in registers: one program per row, BLOCK = next_pow2(1000) with a mask, the reductions
+// are tile reductions and the per-row results broadcast back by splat (Triton's tutorial kernel).
+
+func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
+  %m = tta.reduce_max %x axis = 1 keepdims : tensor<64x1000xf32> -> tensor<64x1xf32>
+  %s = tta.sub %x, %m : tensor<64x1000xf32>, tensor<64x1xf32> -> tensor<64x1000xf32>
+  %e = tta.exp %s : tensor<64x1000xf32>
+  %d = tta.reduce_sum %e axis = 1 keepdims : tensor<64x1000xf32> -> tensor<64x1xf32>
+  %r = tta.div %e, %d : tensor<64x1000xf32>, tensor<64x1xf32> -> tensor<64x1000xf32>
+  func.return %r : tensor<64x1000xf32>
+}
+
+// CHECK:       tta.fusion "softmax"(%x) {kernel = "softmax_0_softmax"}
+// CHECK-LABEL: builtin.module @softmax_0_softmax attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 64, 1, 1>}
+// CHECK-NEXT:    func.func @softmax_0_softmax(%x: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %out0: !tt.ptr<f32> {tt.divisibility = 16 : i32})
+// CHECK:           %[[PID:.+]] = tt.program_id 0
+// CHECK:           %[[COLS:.+]] = tt.arange 0 to 1024 : tensor<1024xi32>
+// CHECK:           %[[MASK:.+]] = tt.cmp "lt", %[[COLS]]
+// CHECK:           %[[ROW:.+]] = tt.mul %[[PID]], %{{.+}} : i32
+// CHECK:           %[[X:.+]] = tt.load %{{.+}} mask %[[MASK]] : tensor<1024x!tt.ptr<f32>>, tensor<1024xi1> -> tensor<1024xf32>
+// CHECK:           tt.select %[[MASK]], %[[X]]
+// CHECK:           %[[MAX:.+]] = tt.reduce_max %{{.+}} axis = 0 : tensor<1024xf32> -> f32
+// CHECK:           %[[E:.+]] = tt.exp
+// CHECK:           tt.reduce_sum %{{.+}} axis = 0 : tensor<1024xf32> -> f32
+// CHECK:           %[[Y:.+]] = tt.div %[[E]]
+// CHECK:           tt.store %{{.+}}, %[[Y]] mask %[[MASK]]
+// CHECK-NOT:       tt.load
+// CHECK:           func.return
+
+// Short rows: several rows per program, a [ROWS, BLOCK] tile; the weight is read as [1, BLOCK].
+
+func.func @rmsnorm(%x: tensor<4096x128xf32>, %w: tensor<128xf32>) -> tensor<4096x128xf32> {
+  %sq = tta.mul %x, %x : tensor<4096x128xf32>, tensor<4096x128xf32> -> tensor<4096x128xf32>
+  %ms = tta.reduce_mean %sq axis = 1 keepdims : tensor<4096x128xf32> -> tensor<4096x1xf32>
+  %eps = tta.constant 9.99999997E-7 : f32 -> f32
+  %a = tta.add %ms, %eps : tensor<4096x1xf32>, f32 -> tensor<4096x1xf32>
+  %r = tta.rsqrt %a : tensor<4096x1xf32>
+  %y = tta.mul %x, %r : tensor<4096x128xf32>, tensor<4096x1xf32> -> tensor<4096x128xf32>
+  %o = tta.mul %y, %w : tensor<4096x128xf32>, tensor<128xf32> -> tensor<4096x128xf32>
+  func.return %o : tensor<4096x128xf32>
+}
+
+// CHECK-LABEL: builtin.module @rmsnorm_1_rmsnorm attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 256, 1, 1>}
+// CHECK:           tt.load %{{.+}} : tensor<16x128x!tt.ptr<f32>> -> tensor<16x128xf32>
+// CHECK:           tt.reduce_sum %{{.+}} axis = 1 : tensor<16x128xf32> -> tensor<16xf32>
+// CHECK:           tt.expand_dims %{{.+}} axis = 1 : tensor<16xf32> -> tensor<16x1xf32>
+// CHECK:           tt.constant 7.812500e-03
+// CHECK:           tt.rsqrt %{{.+}} : tensor<16x1xf32>
+// CHECK:           tt.load %{{.+}} : tensor<1x128x!tt.ptr<f32>> -> tensor<1x128xf32>
+// CHECK:           tt.store %{{.+}} : tensor<16x128x!tt.ptr<f32>>, tensor<16x128xf32>
+
+// A row longer than the register budget: the online max+sum pass, then the output pass.
+
+func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
+  %m = tta.reduce_max %x axis = 1 keepdims : tensor<2x20000xf32> -> tensor<2x1xf32>
+  %s = tta.sub %x, %m : tensor<2x20000xf32>, tensor<2x1xf32> -> tensor<2x20000xf32>
+  %e = tta.exp %s : tensor<2x20000xf32>
+  %d = tta.reduce_sum %e axis = 1 keepdims : tensor<2x20000xf32> -> tensor<2x1xf32>
+  %r = tta.div %e, %d : tensor<2x20000xf32>, tensor<2x1xf32> -> tensor<2x20000xf32>
+  func.return %r : tensor<2x20000xf32>
+}
+
+// CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 2, 1, 1>}
+// CHECK:           %[[M:.+]], %[[S:.+]] = scf.for %{{.+}} iter_args(%[[MI:.+]] = %{{.+}}, %[[SI:.+]] = %{{.+}}) -> (f32, f32) : i32 {
+// CHECK:             tt.load %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xi1> -> tensor<4096xf32>
+// CHECK:             %[[MNEW:.+]] = tt.maximum %[[MI]], %{{.+}} : f32
+// CHECK:             tt.sub %[[MI]], %[[MNEW]] : f32
+// CHECK:             scf.yield %[[MNEW]], %{{.+}} : f32, f32
+// CHECK:           scf.for
+// CHECK:             tt.splat %[[M]]
+// CHECK:             tt.splat %[[S]]
+// CHECK:             tt.store
+// CHECK:           func.return
+
+// matmul + bias: a K loop of tt.dot on [BM, BK] x [BK, BN] tiles, the bias added to the accumulator.
+
+func.func @linear(%x: tensor<32x64xf32>, %w: tensor<64x48xf32>, %b: tensor<48xf32>) -> tensor<32x48xf32> {
+  %y = tta.matmul %x, %w : tensor<32x64xf32>, tensor<64x48xf32> -> tensor<32x48xf32>
+  %z = tta.add %y, %b : tensor<32x48xf32>, tensor<48xf32> -> tensor<32x48xf32>
+  func.return %z : tensor<32x48xf32>
+}
+
+// CHECK-LABEL: builtin.module @linear_3_matmul_epilogue
+// CHECK:           %[[ACC:.+]] = scf.for {{.+}} -> (tensor<32x64xf32>) : i32 {
+// CHECK:             tt.dot %{{.+}}, %{{.+}}, %{{.+}} : tensor<32x32xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+// CHECK:           tt.add %[[ACC]], %{{.+}} : tensor<32x64xf32>
+// CHECK:           tt.store
+
+// Elementwise: a flat 1-D kernel of 1024-element blocks.
+
+func.func @add(%x: tensor<3000xf32>, %y: tensor<3000xf32>) -> tensor<3000xf32> {
+  %z = tta.add %x, %y : tensor<3000xf32>, tensor<3000xf32> -> tensor<3000xf32>
+  func.return %z : tensor<3000xf32>
+}
+
+// CHECK-LABEL: builtin.module @add_4_elementwise attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 3, 1, 1>}
+// CHECK:           tt.arange 0 to 1024
+// CHECK:           tt.add %{{.+}}, %{{.+}} : tensor<1024xf32>

@@ -1,0 +1,41 @@
+// RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s
+
+// Layout ops on values read from memory are views: each consumer absorbs its own copy (and the two
+// consumers, over one domain and sharing their input, then share a kernel).
+
+func.func @shared_view(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<6x1xf32>) {
+  %t = tta.transpose %x permutation = [1, 0] : tensor<4x6xf32> -> tensor<6x4xf32>
+  %e = tta.exp %t : tensor<6x4xf32>
+  %s = tta.reduce_sum %t axis = 1 keepdims : tensor<6x4xf32> -> tensor<6x1xf32>
+  func.return %e, %s : tensor<6x4xf32>, tensor<6x1xf32>
+}
+
+// CHECK-LABEL: func.func @shared_view
+// CHECK-NEXT:    %e, %s = tta.fusion "row_reduction"(%x)
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %[[T1:.+]] = tta.transpose %x_1
+// CHECK-NEXT:      %[[T2:.+]] = tta.transpose %x_1
+// CHECK-NEXT:      %e_1 = tta.exp %[[T2]]
+// CHECK-NEXT:      %s_1 = tta.reduce_sum %[[T1]]
+// CHECK-NOT:     tta.fusion
+
+// `x.sum()` of a 2-D array is traced as a reshape then a reduction: the reshape is free.
+
+func.func @sum_all(%x: tensor<6x9xf32>) -> f32 {
+  %f = tta.reshape %x : tensor<6x9xf32> -> tensor<54xf32>
+  %s = tta.reduce_sum %f axis = 0 : tensor<54xf32> -> f32
+  func.return %s : f32
+}
+
+// CHECK-LABEL: func.func @sum_all
+// CHECK-NEXT:    %s = tta.fusion "row_reduction"(%x) : (tensor<6x9xf32>) -> f32
+
+// A lone reshape (returned) is a copy kernel of its own; `fusion_to_kernels` marks it as an alias.
+
+func.func @lone_reshape(%x: tensor<6x9xf32>) -> tensor<54xf32> {
+  %f = tta.reshape %x : tensor<6x9xf32> -> tensor<54xf32>
+  func.return %f : tensor<54xf32>
+}
+
+// CHECK-LABEL: func.func @lone_reshape
+// CHECK-NEXT:    %f = tta.fusion "reshape"(%x)

@@ -1,0 +1,146 @@
+// RUN: tinyton-opt %s --verify-diagnostics --split-input-file | filecheck %s --check-prefix=ERR
+
+// Verifier messages are worded like NumPy's.
+
+func.func @broadcast(%x: tensor<64xf32>, %y: tensor<32xf32>) -> tensor<64xf32> {
+  %z = tta.add %x, %y : tensor<64xf32>, tensor<32xf32> -> tensor<64xf32>
+  func.return %z : tensor<64xf32>
+}
+// ERR: operands could not be broadcast together with shapes (64,) (32,)
+
+// -----
+
+func.func @wrong_result(%x: tensor<4x1xf32>, %y: tensor<8xf32>) -> tensor<4x1xf32> {
+  %z = tta.mul %x, %y : tensor<4x1xf32>, tensor<8xf32> -> tensor<4x1xf32>
+  func.return %z : tensor<4x1xf32>
+}
+// ERR: result must be tensor<4x8xf32>, got tensor<4x1xf32>
+
+// -----
+
+func.func @mixed_types(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<4xf32> {
+  %z = tta.add %x, %y : tensor<4xf32>, tensor<4xi32> -> tensor<4xf32>
+  func.return %z : tensor<4xf32>
+}
+// ERR: tta.add operands must have one element type, got float32, int32 (insert tta.cast)
+
+// -----
+
+func.func @int_exp(%x: tensor<4xi32>) -> tensor<4xi32> {
+  %z = tta.exp %x : tensor<4xi32>
+  func.return %z : tensor<4xi32>
+}
+// ERR: ufunc 'exp' not supported for the input types (int32)
+
+// -----
+
+func.func @axis(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %z = tta.reduce_sum %x axis = 2 : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %z : tensor<4xf32>
+}
+// ERR: axis 2 is out of bounds for array of dimension 2
+
+// -----
+
+func.func @keepdims(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %z = tta.reduce_max %x axis = 1 keepdims : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %z : tensor<4xf32>
+}
+// ERR: tta.reduce_max result must be tensor<4x1xf32>, got tensor<4xf32>
+
+// -----
+
+func.func @matmul(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %z = tta.matmul %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %z : tensor<4x8xf32>
+}
+// ERR: matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is different from 8)
+
+// -----
+
+func.func @reshape(%x: tensor<4x8xf32>) -> tensor<5x8xf32> {
+  %z = tta.reshape %x : tensor<4x8xf32> -> tensor<5x8xf32>
+  func.return %z : tensor<5x8xf32>
+}
+// ERR: cannot reshape array of size 32 into shape (5, 8)
+
+// -----
+
+func.func @broadcast_to(%x: tensor<3xf32>) -> tensor<4x4xf32> {
+  %z = tta.broadcast_to %x : tensor<3xf32> -> tensor<4x4xf32>
+  func.return %z : tensor<4x4xf32>
+}
+// ERR: cannot broadcast an array of shape (3,) to shape (4, 4)
+
+// -----
+
+func.func @transpose(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %z = tta.transpose %x permutation = [0, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  func.return %z : tensor<8x4xf32>
+}
+// ERR: axes don't match array: permutation (0, 0) for shape (4, 8)
+
+// -----
+
+func.func @take(%t: tensor<10x8xf32>, %i: tensor<3xf32>) -> tensor<3x8xf32> {
+  %z = tta.take %t, %i axis = 0 : tensor<10x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
+  func.return %z : tensor<3x8xf32>
+}
+// ERR: take indices must be int32, got float32
+
+// -----
+
+func.func @predicate(%x: tensor<4xf32>) -> tensor<4xi1> {
+  %z = tta.cmp "lesser", %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  func.return %z : tensor<4xi1>
+}
+// ERR: predicate must be one of eq, ne, lt, le, gt, ge
+
+// -----
+
+func.func @constant() -> tensor<4xf32> {
+  %c = tta.constant 1.0 : f32 -> tensor<4xf32>
+  func.return %c : tensor<4xf32>
+}
+// ERR: constant result must be f32, a scalar
+
+// -----
+
+func.func @fusion_types(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %y = tta.fusion "elementwise"(%x) : (tensor<4x8xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    tta.yield %a : tensor<4x8xf32>
+  }
+  func.return %y : tensor<4xf32>
+}
+// ERR: fusion yields (tensor<4x8xf32>) but its results are (tensor<4xf32>)
+
+// -----
+
+func.func @fusion_isolated(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = tta.fusion "elementwise"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %e = tta.exp %x : tensor<4x8xf32>
+    tta.yield %e : tensor<4x8xf32>
+  }
+  func.return %y : tensor<4x8xf32>
+}
+// ERR: Operation using value defined out of its IsolatedFromAbove parent
+
+// -----
+
+func.func @fusion_args(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = tta.fusion "elementwise"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>):
+    tta.yield %a : tensor<4x8xf32>
+  }
+  func.return %y : tensor<4x8xf32>
+}
+// ERR: fusion block arguments (tensor<4x8xf32>, tensor<4x8xf32>) must match its inputs (tensor<4x8xf32>)
+
+// -----
+
+func.func @yield_outside(%x: tensor<4x8xf32>) {
+  tta.yield %x : tensor<4x8xf32>
+}
+// ERR: 'tta.yield' expects parent op 'tta.fusion'

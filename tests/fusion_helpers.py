@@ -1,0 +1,45 @@
+"""Run a traced array program kernel by kernel on the simulator (the fusion tests' own small executor)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.frontend.tracing import ELEMENT_TO_NUMPY, trace
+from tinyton.lowering.fusion import KernelSpec, fusion_to_kernels
+from tinyton.rewrites.pipeline import fuse_module
+from tinyton.runtime.simulator import run
+
+
+def compile_program(fn: Callable[..., Any], args: Sequence[np.ndarray], fuse: bool):
+    module = trace(fn, list(args))
+    fuse_module(module, fuse)
+    module.verify()
+    return module, fusion_to_kernels(module)
+
+
+def execute(module, specs: Sequence[KernelSpec], args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Launch every kernel in order; buffers are flat contiguous arrays keyed by program value."""
+    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    env: dict[Any, np.ndarray] = {}
+    for arg, value in zip(fn.body.block.args, (a for a in args if hasattr(a, "shape"))):
+        env[arg] = np.ascontiguousarray(value).reshape(-1).copy()
+    for spec in specs:
+        outs = []
+        for v in spec.outputs:
+            shape = shape_of(v.type)
+            outs.append(np.full(int(np.prod(shape)), 77, dtype=ELEMENT_TO_NUMPY[element_type(v.type)]))
+        run(spec.module, spec.grid, [*(env[v] for v in spec.inputs), *outs])
+        env.update(zip(spec.outputs, outs))
+    ret = fn.body.block.last_op
+    return [env[v].reshape(shape_of(v.type)) for v in ret.operands]
+
+
+def run_program(fn: Callable[..., Any], args: Sequence[np.ndarray], fuse: bool) -> tuple[list[np.ndarray], int]:
+    """(outputs, number of kernel launches)."""
+    module, specs = compile_program(fn, args, fuse)
+    return execute(module, specs, args), len(specs)

@@ -1,0 +1,204 @@
+"""Compiler driver: a tt kernel module -> `CompiledKernel` (lowering and PTX on demand), launch or simulate.
+
+Independent of the Python frontend: `@tt.jit` kernels and the array-program executor both call
+`compile_module`. Nothing is lowered until a stage needs it (`.asm["ptx"]`, `.launch`), so simulator-only
+runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
+from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
+
+from tinyton.dialects import tt
+
+STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
+_POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
+
+
+def kernel_function(module: ModuleOp) -> func.FuncOp:
+    """The module's one kernel."""
+    kernels = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    if len(kernels) != 1:
+        raise ValueError(f"a kernel module holds exactly one func.func, found {len(kernels)}")
+    return kernels[0]
+
+
+def _param_kind(t: Attribute) -> str:
+    """The driver Launcher's kind of a parameter type: "ptr" or a NumPy dtype name."""
+    if tt.is_pointer(t):
+        return "ptr"
+    if t == i32:
+        return "int32"
+    if isinstance(t, Float32Type):
+        return "float32"
+    raise ValueError(f"kernel parameters are pointers, i32 or f32, got {t}")
+
+
+def written_params(function: func.FuncOp) -> frozenset[int]:
+    """Indices of the pointer parameters that some `tt.store` may write through.
+
+    Follows each stored pointer back through addptr/splat/broadcast/expand_dims and loop-carried values;
+    anything else (e.g. a pointer chosen by tt.select) conservatively counts as every pointer."""
+    args = function.body.block.args
+    all_pointers = frozenset(i for i, a in enumerate(args) if tt.is_pointer(a.type))
+    written: set[int] = set()
+    seen: set[SSAValue] = set()
+    pending = [op.ptr for op in function.walk() if isinstance(op, tt.StoreOp)]
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value, BlockArgument) and value.owner is function.body.block:
+            written.add(value.index)
+        elif isinstance(value, OpResult) and isinstance(value.op, _POINTER_VIEWS):
+            pending.append(value.op.operands[0])
+        elif isinstance(value, (BlockArgument, OpResult)) and isinstance(_loop_of(value), scf.ForOp):
+            loop, index = _loop_of(value), _carried_index(value)
+            pending += [loop.iter_args[index], loop.body.block.last_op.operands[index]]
+        else:
+            return all_pointers
+    return frozenset(written)
+
+
+def _loop_of(value: SSAValue) -> Any:
+    if isinstance(value, BlockArgument):
+        return value.owner.parent_op() if value.index > 0 else None
+    return value.op
+
+
+def _carried_index(value: SSAValue) -> int:
+    return value.index - 1 if isinstance(value, BlockArgument) else value.index
+
+
+class _Asm(Mapping[str, str]):
+    """`kernel.asm`: the text of each stage, produced when first read."""
+
+    def __init__(self, kernel: CompiledKernel):
+        self._kernel = kernel
+
+    def __getitem__(self, stage: str) -> str:
+        return self._kernel.stage(stage)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(STAGES)
+
+    def __len__(self) -> int:
+        return len(STAGES)
+
+
+class CompiledKernel:
+    """One kernel specialisation: its tt module, its lowered stages (lazily) and how to run it."""
+
+    def __init__(self, module: ModuleOp, *, num_warps: int, arch: str | None = None, toolchain: str | None = None):
+        self.module = module
+        self.function = kernel_function(module)
+        self.name = self.function.sym_name.data
+        self.num_warps = num_warps
+        self.param_kinds = tuple(_param_kind(t) for t in self.function.function_type.inputs)
+        self.param_names = tuple(a.name_hint or f"arg{i}" for i, a in enumerate(self.function.body.block.args))
+        self.written_params = written_params(self.function)
+        self.arch, self.toolchain = arch, toolchain
+        self.shared_bytes = 0
+        self._texts: dict[str, str] = {"tt": str(module)}
+        self._launcher: Any = None
+
+    @property
+    def asm(self) -> Mapping[str, str]:
+        return _Asm(self)
+
+    def stage(self, stage: str) -> str:
+        if stage not in STAGES:
+            raise KeyError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        if stage not in self._texts:
+            self._compile(use_cache=stage == "ptx")
+        return self._texts[stage]
+
+    def _compile(self, use_cache: bool) -> None:
+        """Lower to PTX (from the disk cache when only the PTX is needed)."""
+        from tinyton.lowering.ptx import (
+            compile_llvm_module,
+            default_arch,
+            resolve_toolchain,
+        )
+        from tinyton.runtime.cache import CacheEntry, cache_key, default_cache
+
+        arch, toolchain = self.arch or default_arch(), resolve_toolchain(self.toolchain)
+        key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
+        entry = default_cache().get(key) if use_cache else None
+        if entry is None:
+            from tinyton.lowering.tt_to_llvm import lower_to_llvm
+
+            llvm = self.module.clone()
+            info = lower_to_llvm(llvm, self.num_warps)
+            self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
+            self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
+            entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
+            default_cache().put(key, entry)
+        self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
+
+    @property
+    def launcher(self) -> Any:
+        """The driver's `Launcher` of this kernel (compiles and loads the PTX on first use)."""
+        if self._launcher is None:
+            from tinyton.runtime import driver
+
+            function = driver.Module.from_ptx(self.stage("ptx")).function(self.name)
+            self._launcher = driver.Launcher(function, self.param_kinds)
+        return self._launcher
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.num_warps
+
+    def launch(self, grid: Sequence[int], args: Sequence[Any], stream: int = 0) -> None:
+        """Run on the GPU. Host arrays are staged on the device and copied back when the kernel writes them."""
+        from tinyton.runtime.arrays import as_kernel_argument
+
+        grid3 = normalize_grid(grid)
+        if 0 in grid3:
+            return
+        arguments = [as_kernel_argument(a) for a in args]
+        values = tuple(int(a.value) if a.dtype.kind == "b" else a.value for a in arguments)
+        self.launcher.launch(grid3, self.threads, 0, stream, values)
+        for i in self.written_params:
+            arguments[i].copy_back(stream)
+
+    def simulate(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+        """Run on the NumPy simulator: pointer arguments are NumPy arrays, updated in place."""
+        from tinyton.runtime import simulator
+
+        simulator.run(self.module, normalize_grid(grid), args)
+
+    def __repr__(self) -> str:
+        return f"<CompiledKernel {self.name} num_warps={self.num_warps} params={self.param_kinds}>"
+
+
+def normalize_grid(grid: Any) -> tuple[int, int, int]:
+    """A launch grid as (x, y, z): 1 to 3 non-negative ints, missing axes 1."""
+    dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    try:
+        dims = tuple(operator.index(d) for d in dims)
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or min(dims) < 0:
+        raise ValueError(f"a grid is a tuple of 1 to 3 non-negative ints, got {grid!r}")
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+def compile_module(
+    tt_module: ModuleOp, *, num_warps: int | None = None, arch: str | None = None, toolchain: str | None = None
+) -> CompiledKernel:
+    """A `CompiledKernel` of a tt kernel module; `num_warps` defaults to the module's `tt.num_warps` (else 4)."""
+    if num_warps is None:
+        attr = tt_module.attributes.get("tt.num_warps")
+        num_warps = attr.value.data if isinstance(attr, IntegerAttr) else 4
+    if num_warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps}")
+    return CompiledKernel(tt_module, num_warps=num_warps, arch=arch, toolchain=toolchain)

@@ -1,0 +1,136 @@
+"""Launch arguments: what a kernel is specialised on, and the parameter value each argument passes.
+
+The launch fast path handles a call with one generated function per kernel and *call shape* (the types
+of the positional arguments and the names and types of the keyword ones), built by `classifier`. In one
+Python frame it checks the types and returns the plan key (everything specialisation depends on, per
+parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16, constexpr values and types) and
+the runtime parameter values for the driver's buffer (device addresses, numbers). Each argument kind is
+one row of `KINDS`; the slow path (`argument_type`) derives the kernel parameter type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import i1, i32
+from xdsl.ir import Attribute
+
+from tinyton import language
+from tinyton.dialects.tt import PointerType
+from tinyton.frontend.errors import CompilationError
+from tinyton.frontend.source import Param
+from tinyton.frontend.values import f32
+
+KINDS: dict[str, tuple[str, str]] = {
+    "constexpr": ("({a}, type({a}))", "None"),
+    "bool": ("'i1'", "int({a})"),
+    "int": ("{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else None", "{a}"),
+    "float": ("'f32'", "{a}"),
+    "device": ("({a}.dtype, {a}.ptr & 15)", "{a}.ptr"),
+    "torch": ("({a}.dtype, {a}.is_cuda, {a}.data_ptr() & 15)", "{a}.data_ptr() if {a}.is_cuda else None"),
+    "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
+    "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
+}
+"""Argument kind -> (plan-key part, parameter value or None when the runtime must stage it), as Python
+expressions of the argument `{a}`. A None key part (an int out of range) never matches a cached plan."""
+
+
+def address(arg: Any) -> int:
+    """The data address of an array argument (0 when it has none)."""
+    if isinstance(arg, np.ndarray):
+        return arg.ctypes.data
+    if hasattr(arg, "data_ptr"):
+        return arg.data_ptr()
+    if hasattr(arg, "__cuda_array_interface__"):
+        return arg.__cuda_array_interface__["data"][0]
+    return 0
+
+
+def kind_of(cls: type) -> str:
+    if issubclass(cls, (bool, np.bool_)):
+        return "bool"
+    if issubclass(cls, (int, np.integer)):
+        return "int"
+    if issubclass(cls, (float, np.floating)):
+        return "float"
+    from tinyton.runtime.arrays import DeviceArray
+
+    if issubclass(cls, DeviceArray):
+        return "device"
+    if cls.__module__.partition(".")[0] == "torch" and hasattr(cls, "data_ptr"):
+        return "torch"
+    if not issubclass(cls, np.ndarray) and hasattr(cls, "__cuda_array_interface__"):
+        return "cuda"
+    return "host"
+
+
+def classifier(
+    params: Sequence[Param], arg_types: Sequence[type], kwarg_types: Mapping[str, type]
+) -> Callable[[tuple, dict], tuple[tuple, tuple] | None]:
+    """`f(args, kwargs) -> (plan key, runtime parameter values)` for calls of this shape: positional
+    arguments of `arg_types`, keyword arguments `kwarg_types`. For a call of another shape it returns
+    None or raises KeyError or ValueError. Parameters left out take their defaults; the key ends with
+    num_warps (default 4)."""
+    namespace: dict[str, Any] = {"address": address, "NUM_WARPS": (4, int)}
+    lines = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
+    sources = {p.name: (f"_a{i}", t) for i, (p, t) in enumerate(zip(params, arg_types))}
+    for i, (name, t) in enumerate(kwarg_types.items()):
+        lines.append(f"    _k{i} = kwargs[{name!r}]")
+        sources[name] = (f"_k{i}", t)
+    checks, keys, values = [f"len(kwargs) == {len(kwarg_types)}"], [], []
+    for p in params:
+        a, t = sources.get(p.name, (f"D_{p.name}", type(p.default)))
+        namespace.setdefault(a, p.default)
+        kind = "constexpr" if p.constexpr else kind_of(t)
+        if kind != "constexpr" and p.name in sources:
+            namespace[f"T_{a}"] = t
+            checks.append(f"type({a}) is T_{a}")
+        keys.append(KINDS[kind][0].format(a=a))
+        if not p.constexpr:
+            values.append(KINDS[kind][1].format(a=a))
+    keys.append(KINDS["constexpr"][0].format(a=sources["num_warps"][0]) if "num_warps" in sources else "NUM_WARPS")
+    lines.append(f"    if {' and '.join(checks)}:")
+    lines.append(f"        return ({''.join(f'({k}), ' for k in keys)}), ({''.join(f'({v}), ' for v in values)})")
+    exec("def classify(args, kwargs):\n" + "\n".join(lines), namespace)  # noqa: S102 - from KINDS only
+    return namespace["classify"]
+
+
+def argument_type(arg: Any) -> tuple[Attribute, bool]:
+    """(kernel parameter type, 16-divisible) of a runtime argument; CompilationError (no location) if none."""
+    kind = kind_of(type(arg))
+    if kind == "bool":
+        return i1, False
+    if kind == "int":
+        if not -0x80000000 <= int(arg) <= 0x7FFFFFFF:
+            raise CompilationError(f"the int {arg} does not fit in int32 (kernel ints are 32-bit)")
+        return i32, int(arg) % 16 == 0
+    if kind == "float":
+        return f32, False
+    dtype = getattr(arg, "dtype", None)
+    if dtype is None and kind == "cuda":
+        dtype = np.dtype(arg.__cuda_array_interface__["typestr"])
+    if dtype is None:
+        raise CompilationError(
+            f"unsupported argument of type {type(arg).__name__}; pass arrays (NumPy, torch, tinyton "
+            "DeviceArray) or Python numbers"
+        )
+    try:
+        element = language.dtype_of(dtype)
+    except CompilationError:
+        raise CompilationError(
+            f"arrays of {dtype} are not supported; kernels take float32, float16, int32 or bool arrays"
+        ) from None
+    return PointerType(element.ir), address(arg) % 16 == 0
+
+
+def simulator_argument(arg: Any) -> Any:
+    """What the simulator takes for an argument: host memory as NumPy arrays, bools as ints."""
+    if isinstance(arg, (bool, np.bool_)):
+        return int(arg)
+    if kind_of(type(arg)) in ("device", "cuda"):
+        raise CompilationError("device arrays cannot run on the simulator; pass NumPy arrays or CPU tensors")
+    if not isinstance(arg, np.ndarray) and hasattr(arg, "numpy"):
+        return arg.numpy()  # a CPU torch tensor: a view of its memory
+    return arg

@@ -1,0 +1,285 @@
+"""The `tt.*` builtins on traced arrays (NumPy semantics), registered in `tinyton.language.ARRAY_IMPLS`.
+
+`tinyton/language.py` forwards a builtin call whose arguments include a traced value to
+`ARRAY_IMPLS[name](*args, **kwargs)`; this module provides those implementations. Each one normalises
+its arguments the NumPy way (negative axes, `axis=None`, 1-D matmul operands, dtype promotion) and
+emits the few canonical `tta` ops the fusion passes know about.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import i1, i32
+from xdsl.ir import Operation
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import is_float, is_int
+from tinyton.frontend.tracing import Traced, as_traced, current_tracer, element_of, error, is_scalar
+
+Axis = int | Sequence[int] | None
+
+
+def _one(x: Any) -> Traced:
+    return as_traced([x])[0]
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    try:
+        return tta.normalize_axis(int(axis), ndim)
+    except tta.ShapeError as e:
+        raise error(str(e)) from None
+
+
+def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+
+
+# ---- elementwise --------------------------------------------------------------------------------
+
+
+def _float_unary(op: type[Operation]) -> Callable[[Any], Traced]:
+    def impl(x: Any) -> Traced:
+        x = _one(x)
+        if not is_float(x.element):  # np.exp(int array) is a float array
+            x = x.to(np.float32)
+        return x.tracer.emit(op, x.value)
+
+    impl.__name__ = op.name.removeprefix("tta.")
+    impl.__doc__ = f"NumPy's {impl.__name__} (integer inputs become float32)."
+    return impl
+
+
+exp, log, sqrt, rsqrt = (_float_unary(op) for op in (tta.ExpOp, tta.LogOp, tta.SqrtOp, tta.RsqrtOp))
+
+
+def abs(x: Any) -> Traced:
+    return builtins.abs(_one(x))
+
+
+def _binary(op: type[Operation]) -> Callable[[Any, Any], Traced]:
+    def impl(a: Any, b: Any) -> Traced:
+        a, b = as_traced([a, b])
+        return a.tracer.emit(op, a.value, b.value)
+
+    impl.__name__ = op.name.removeprefix("tta.")
+    return impl
+
+
+maximum, minimum = _binary(tta.MaximumOp), _binary(tta.MinimumOp)
+
+
+def relu(x: Any) -> Traced:
+    return maximum(x, 0)
+
+
+def where(condition: Any, a: Any, b: Any) -> Traced:
+    """`np.where`: a non-bool condition means `condition != 0`."""
+    cond = _one(condition)
+    if cond.element != i1:
+        cond = cond != 0
+    a, b = as_traced([a, b], cond.tracer)
+    return cond.tracer.emit(tta.WhereOp, cond.value, a.value, b.value)
+
+
+# ---- reductions ---------------------------------------------------------------------------------
+
+
+def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Traced:
+    """Reduce over `axis` (int, tuple or None = all), one `tta.reduce_*` per axis, or one over the
+    flattened array for `axis=None` (the shape the row-reduction templates expect)."""
+    x = _one(x)
+    if op is tta.ReduceMeanOp and not is_float(x.element):
+        x = x.to(np.float32)
+    elif op is tta.ReduceSumOp and x.element == i1:
+        x = x.to(np.int32)
+    if x.ndim == 0:
+        return x
+    if axis is None:
+        if x.ndim > 1:
+            flat = reshape(x, (x.size,))
+            result = flat.tracer.emit(op, flat.value, 0, False)
+            return reshape(result, (1,) * x.ndim) if keepdims else result
+        axis = 0
+    axes = [_normalize_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    if len(set(axes)) != len(axes):
+        raise error("duplicate value in 'axis'")
+    for a in sorted(axes, reverse=True):
+        x = x.tracer.emit(op, x.value, a, keepdims)
+    return x
+
+
+def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    return _reduce(tta.ReduceSumOp, x, axis, keepdims)
+
+
+def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    return _reduce(tta.ReduceMaxOp, x, axis, keepdims)
+
+
+def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    return _reduce(tta.ReduceMinOp, x, axis, keepdims)
+
+
+def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    return _reduce(tta.ReduceMeanOp, x, axis, keepdims)
+
+
+# ---- matmul -------------------------------------------------------------------------------------
+
+
+def matmul(a: Any, b: Any) -> Traced:
+    """`a @ b` with NumPy's rules for 1-D operands (promoted to a matrix, the added axis removed)."""
+    a, b = as_traced([a, b])
+    if a.ndim == 0 or b.ndim == 0:
+        raise error(f"matmul: Input operand {0 if a.ndim == 0 else 1} does not have enough dimensions")
+    if not is_float(a.element):
+        raise error(f"matmul of {a.dtype} arrays is not supported; cast to float32")
+    a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    result = a.tracer.emit(tta.MatmulOp, a2.value, b2.value)
+    shape = list(result.shape)
+    if b.ndim == 1:
+        shape.pop(-1)
+    if a.ndim == 1:
+        shape.pop(-2 if b.ndim > 1 else -1)
+    return reshape(result, tuple(shape))
+
+
+def dot(a: Any, b: Any, acc: Any = None) -> Traced:
+    """`acc + a @ b` (Triton's signature; `acc` optional)."""
+    result = matmul(a, b)
+    return result if acc is None else result + acc
+
+
+# ---- creation and data movement ----------------------------------------------------------------
+
+
+def full(shape: int | Sequence[int], fill_value: bool | int | float, dtype: Any = None) -> Traced:
+    tracer = current_tracer()
+    value = tracer.constant(fill_value, element_of(dtype)) if dtype is not None else as_traced([fill_value], tracer)[0]
+    return broadcast_to(value, _shape(shape))
+
+
+def zeros(shape: int | Sequence[int], dtype: Any = np.float32) -> Traced:
+    return full(shape, 0, dtype)
+
+
+def ones(shape: int | Sequence[int], dtype: Any = np.float32) -> Traced:
+    return full(shape, 1, dtype)
+
+
+def broadcast_to(x: Any, shape: int | Sequence[int]) -> Traced:
+    x, shape = _one(x), _shape(shape)
+    return x if x.shape == shape else x.tracer.emit(tta.BroadcastToOp, x.value, shape)
+
+
+def reshape(x: Any, shape: int | Sequence[int]) -> Traced:
+    """`x.reshape(shape)`, with at most one -1 dimension inferred."""
+    x, shape = _one(x), _shape(shape)
+    if shape.count(-1) > 1:
+        raise error("can only specify one unknown dimension")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or x.size % known:
+            raise error(f"cannot reshape array of size {x.size} into shape {tta.format_shape(shape)}")
+        shape = tuple(x.size // known if d == -1 else d for d in shape)
+    return x if x.shape == shape else x.tracer.emit(tta.ReshapeOp, x.value, shape)
+
+
+def transpose(x: Any, axes: Sequence[int] | None = None) -> Traced:
+    x = _one(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(_normalize_axis(a, x.ndim) for a in axes)
+    if perm == tuple(range(x.ndim)) and len(perm) == x.ndim:
+        return x
+    return x.tracer.emit(tta.TransposeOp, x.value, perm)
+
+
+def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
+    """`np.take`: gather along `axis` with int32 indices (an embedding lookup for axis 0)."""
+    table = _one(table)
+    if axis is None:
+        table, axis = reshape(table, (table.size,)), 0
+    if isinstance(indices, (list, tuple)):
+        raise error("take: pass the indices as an int32 array argument of the program, not a Python list")
+    idx = indices if isinstance(indices, Traced) else table.tracer.constant(indices, i32)
+    if not is_int(idx.element) or idx.element == i1:
+        raise error("arrays used as indices must be of integer type")
+    return table.tracer.emit(tta.TakeOp, table.value, idx.value, _normalize_axis(axis, table.ndim))
+
+
+def getitem(x: Traced, key: Any) -> Traced:
+    """`x[...]` for the forms that only add or keep axes (`x[:, None]`, `x[None]`, `x[...]`) and
+    gathers by an index array (`table[ids]`); anything else is a CompilationError."""
+    if isinstance(key, Traced):
+        return take(x, key, 0)
+    items = list(key) if isinstance(key, tuple) else [key]
+    supported = "supported: x[:, None], x[None, :], x[...], table[index_array]"
+    if items.count(Ellipsis) > 1:
+        raise error("an index can only have a single ellipsis ('...')")
+    indexed = [k for k in items if k is not None and k is not Ellipsis]
+    if len(indexed) > x.ndim:
+        raise error(
+            f"too many indices for array: array is {x.ndim}-dimensional, but {len(indexed)} were indexed"
+        )
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at : at + 1] = [slice(None)] * (x.ndim - len(indexed))
+    items += [slice(None)] * (x.ndim - len([k for k in items if k is not None]))
+    shape, dims = [], iter(x.shape)
+    for k in items:
+        if k is None:
+            shape.append(1)
+        elif k == slice(None):
+            shape.append(next(dims))
+        else:
+            what = "a Python int" if is_scalar(k) else type(k).__name__ if not isinstance(k, slice) else f"slice {k}"
+            raise error(f"indexing an array with {what} is not supported in array programs ({supported})")
+    return reshape(x, tuple(shape))
+
+
+ARRAY_IMPLS: dict[str, Callable[..., Traced]] = {
+    "exp": exp,
+    "log": log,
+    "sqrt": sqrt,
+    "rsqrt": rsqrt,
+    "abs": abs,
+    "maximum": maximum,
+    "minimum": minimum,
+    "relu": relu,
+    "where": where,
+    "sum": sum,
+    "reduce_sum": sum,
+    "max": max,
+    "reduce_max": max,
+    "min": min,
+    "reduce_min": min,
+    "mean": mean,
+    "reduce_mean": mean,
+    "dot": dot,
+    "matmul": matmul,
+    "zeros": zeros,
+    "ones": ones,
+    "full": full,
+    "broadcast_to": broadcast_to,
+    "reshape": reshape,
+    "transpose": transpose,
+    "take": take,
+}
+
+
+def install() -> None:
+    """Fill `tinyton.language.ARRAY_IMPLS` (idempotent; a no-op until language.py defines it)."""
+    try:
+        from tinyton import language
+    except ImportError:
+        return
+    registry = getattr(language, "ARRAY_IMPLS", None)
+    if registry is not None:
+        registry.update(ARRAY_IMPLS)
+
+
+install()

@@ -1,0 +1,523 @@
+"""Python AST of a `@tt.jit` kernel -> a tt-dialect `builtin.module` with one `func.func`.
+
+Expressions evaluate to kernel values: `Tile`s (SSA values) or Python values (constexprs, dtypes, modules,
+functions). Names resolve in the kernel's scope, then its closure, globals and Python's builtins; a call
+resolves its callee the same way and runs it only if it is a `tt.*` builtin (with the `TileBuilder`
+active), a tile method, or a compile-time helper (`float("inf")`, `min`, `tt.cdiv`, ...). Operations on
+Python values fold at compile time, which is how constexpr parameters reach shapes, bounds and `if`s.
+
+Control flow:
+- `for i in range(...)` unrolls when its bounds are constexpr and it runs at most UNROLL_MAX_TRIPS times
+  (always for `tt.static_range`); otherwise it becomes `scf.for` over i32 that carries the variables the
+  body reassigns (a carried variable must keep its type);
+- `if` on a constexpr is resolved at compile time; on a runtime scalar it becomes `scf.if` yielding the
+  variables both branches define (with one type).
+Every error is a `CompilationError` at the user's `file:line:col`.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    i1,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Region
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import dce
+from xdsl.utils.exceptions import VerifyException
+
+from tinyton import language
+from tinyton.dialects.tt import element_type, is_float, shape_of
+from tinyton.frontend.errors import CompilationError
+from tinyton.frontend.semantic import TileBuilder
+from tinyton.frontend.source import KernelSource, constexpr_value
+from tinyton.frontend.values import (
+    SELECT,
+    TILE_ATTRIBUTES,
+    TILE_METHODS,
+    Tile,
+    describe,
+    f32,
+    is_number,
+    promote,
+)
+
+UNROLL_MAX_TRIPS = 8
+"""Loops with constexpr bounds and at most this many iterations are unrolled at compile time."""
+
+BINOPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+PYTHON_CMPOPS = {
+    ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+UNSUPPORTED = {
+    ast.While: "while loops are not supported; use `for i in range(...)`",
+    ast.Try: "try/except is not supported in kernels",
+    ast.Lambda: "lambda is not supported in kernels",
+    ast.FunctionDef: "nested functions are not supported in kernels",
+    ast.With: "`with` is not supported in kernels",
+    ast.Break: "break is not supported; bound the loop with range() and mask instead",
+    ast.Continue: "continue is not supported; use an `if` around the rest of the body",
+    ast.ListComp: "comprehensions are not supported in kernels",
+    ast.Pow: "`**` is not supported; multiply (x * x) or use tt.exp/tt.log",
+    ast.MatMult: "`@` is not supported in kernels; use tt.dot(a, b)",
+}
+COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, language.cdiv, language.next_power_of_2)
+"""Plain functions a kernel may call on constexpr values (evaluated while compiling)."""
+
+
+class Undefined:
+    """A name without a value at this point (defined in one branch only, inside a runtime loop, ...)."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+
+class _Return(Exception):
+    """A `return` at the top level of the kernel: stop generating code."""
+
+
+def assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    return {n.id for s in stmts for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+class KernelCodegen:
+    """Walks the kernel's AST, keeping `scope` (name -> value) and emitting ops through `builder`."""
+
+    def __init__(self, source: KernelSource, builder: TileBuilder, scope: dict[str, Any]):
+        self.src, self.b, self.scope = source, builder, scope
+        self.region_depth = 0  # > 0 inside runtime loops and branches
+
+    def visit(self, node: ast.AST) -> Any:
+        method = getattr(self, f"visit_{type(node).__name__}", None)
+        try:
+            if method is None:
+                raise CompilationError(UNSUPPORTED.get(type(node), f"{type(node).__name__} is not supported in kernels"))
+            return method(node)
+        except CompilationError as e:
+            located = e.locate(self.src.where, node)
+            if located is e:
+                raise
+            raise located from None
+
+    def visit_body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.visit(stmt)
+
+    def line(self, node: ast.AST) -> int:
+        return self.src.where.of(node)[0]
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if not isinstance(node.value, ast.Constant):  # docstrings
+            self.visit(node.value)
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.visit(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise CompilationError("a declaration needs a value in kernels (x: tt.constexpr = 4)")
+        self.assign(node.target, self.visit(node.value))
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise CompilationError(f"cannot unpack {describe(value)} into {len(target.elts)} names")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v)
+        else:
+            raise CompilationError(
+                f"cannot assign to `{ast.unparse(target)}`: tiles are values; build a new one (e.g. with "
+                "tt.where) or write memory with tt.store"
+            )
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise CompilationError(f"cannot assign to `{ast.unparse(node.target)}`; only names can be updated")
+        current = self.lookup(node.target.id)
+        op = self.binop(node.op)
+        call = node.value
+        if op == "+" and isinstance(call, ast.Call) and self.visit(call.func) is language.dot:
+            args, kwargs = self.arguments(call)
+            fits = isinstance(current, Tile) and current.element == f32 and len(args) == 2 and not kwargs
+            if fits and all(isinstance(x, Tile) and len(x.shape) == 2 for x in args):
+                fits = current.shape == (args[0].shape[0], args[1].shape[1])
+            if fits:  # acc += tt.dot(a, b) accumulates in place: one tt.dot
+                self.scope[node.target.id] = self.call(language.dot, [*args, current], {})
+                return
+            value = self.call(language.dot, args, kwargs)
+        else:
+            value = self.visit(node.value)
+        self.scope[node.target.id] = self.b.binary(op, current, value)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            raise CompilationError("kernels cannot return values; store results with tt.store")
+        if self.region_depth:
+            raise CompilationError("return inside a runtime loop or `if` is not supported; guard the rest with `if`")
+        raise _Return
+
+    def visit_If(self, node: ast.If) -> None:
+        cond = self.visit(node.test)
+        if not isinstance(cond, Tile):
+            self.visit_body(node.body if cond else node.orelse)
+            return
+        if cond.shape:
+            raise CompilationError(
+                f"`if` needs a scalar condition, got a tile of shape {list(cond.shape)}; choose elementwise "
+                "with tt.where(cond, a, b)"
+            )
+        cond = self.b.truth(cond, "if")
+        outer, blocks, scopes = self.scope, [Block(), Block()], []
+        self.region_depth += 1
+        try:
+            for body, block in zip((node.body, node.orelse), blocks):
+                self.scope = dict(outer)
+                with self.b.at_end(block):
+                    self.visit_body(body)
+                scopes.append(self.scope)
+        finally:
+            self.scope = outer
+            self.region_depth -= 1
+        names, yields = [], ([], [])
+        for name in sorted(assigned_names(node.body) | assigned_names(node.orelse)):
+            merged = self.merge_branches(name, scopes, blocks, node)
+            if isinstance(merged, tuple):
+                names.append(name)
+                for values, v in zip(yields, merged):
+                    values.append(v.value)
+            elif merged is not None:
+                self.scope[name] = merged
+        for block, values in zip(blocks, yields):
+            block.add_op(scf.YieldOp(*values))
+        types = [v.type for v in yields[0]]
+        op = self.b.insert(scf.IfOp(cond.value, types, Region(blocks[0]), Region(blocks[1])))
+        for name, result in zip(names, op.results):
+            self.scope[name] = Tile(result)
+
+    def merge_branches(self, name: str, scopes: list[dict], blocks: list[Block], node: ast.If) -> Any:
+        """The value of `name` after a runtime `if`: one value, one per branch to yield, or None."""
+        values = [s.get(name) for s in scopes]
+        if values[0] is values[1]:  # unchanged, or the same value in both branches
+            return values[0]
+        where = f"the `if` at line {self.line(node)}"
+        if not all(isinstance(v, Tile) or is_number(v) for v in values):
+            return Undefined(
+                f"`{name}` does not get a number or tile in both branches of {where}; assign it before the `if`"
+            )
+        if all(is_number(v) for v in values) and values[0] == values[1] and type(values[0]) is type(values[1]):
+            return values[0]
+        typed = [v for v in values if isinstance(v, Tile)]
+        target = typed[0].type if typed else promote(SELECT, [type(v) for v in values], "if")
+        tiles = []
+        for v, block in zip(values, blocks):
+            with self.b.at_end(block):
+                tiles.append(v if isinstance(v, Tile) else self.b.operand(v, element_type(target), shape_of(target)))
+        if tiles[0].type != tiles[1].type:
+            return Undefined(
+                f"`{name}` has type {tiles[0].type} in one branch of {where} and {tiles[1].type} in the other; "
+                "give it one type (e.g. with .to(...))"
+            )
+        return tuple(tiles)
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise CompilationError("for ... else is not supported in kernels")
+        if not isinstance(node.target, ast.Name):
+            raise CompilationError("the loop variable must be a single name")
+        it = node.iter
+        fn = self.visit(it.func) if isinstance(it, ast.Call) else None
+        if fn is not range and fn is not language.static_range:
+            raise CompilationError("kernels loop over range(...) or tt.static_range(...) only")
+        args, kwargs = self.arguments(it)
+        if kwargs or not 1 <= len(args) <= 3:
+            raise CompilationError("range takes 1 to 3 positional arguments")
+        bounds = (0, args[0], 1) if len(args) == 1 else (*args, 1) if len(args) == 2 else tuple(args)
+        if not any(isinstance(b, Tile) for b in bounds):
+            if not all(isinstance(b, int) for b in bounds):
+                raise CompilationError(f"range bounds must be integers, got {', '.join(map(describe, bounds))}")
+            trips = range(*bounds) if bounds[2] else None
+            if trips is not None and (fn is language.static_range or len(trips) <= UNROLL_MAX_TRIPS):
+                for i in trips:
+                    self.scope[node.target.id] = i
+                    self.visit_body(node.body)
+                return
+        elif fn is language.static_range:
+            raise CompilationError("tt.static_range needs constexpr bounds; use range() for runtime bounds")
+        if isinstance(bounds[2], int) and bounds[2] <= 0:
+            raise CompilationError(f"a runtime loop needs a positive step, got {bounds[2]}")
+        self.runtime_loop(node, [self.loop_bound(b) for b in bounds])
+
+    def loop_bound(self, bound: Any) -> Tile:
+        if isinstance(bound, Tile) and (bound.shape or is_float(bound.type) or bound.is_pointer):
+            raise CompilationError(f"range bounds must be integer scalars, got {describe(bound)}")
+        return self.b.cast(bound, i32)
+
+    def runtime_loop(self, node: ast.For, bounds: list[Tile]) -> None:
+        """`scf.for` carrying the reassigned variables that hold numbers or tiles before the loop."""
+        var = node.target.id
+        assigned = assigned_names(node.body) - {var}
+        carried = [n for n in sorted(assigned) if isinstance(self.scope.get(n), Tile) or is_number(self.scope.get(n))]
+        inits = [self.b.tile(self.scope[n], n) for n in carried]
+        block = Block(arg_types=[i32, *(t.type for t in inits)])
+        outer = self.scope
+        self.scope = {**outer, var: Tile(block.args[0]), **{n: Tile(a) for n, a in zip(carried, block.args[1:])}}
+        self.region_depth += 1
+        try:
+            with self.b.at_end(block):
+                self.visit_body(node.body)
+                kept = [self.carry_out(n, arg, node) for n, arg in zip(carried, block.args[1:])]
+            body_scope = self.scope
+        finally:
+            self.scope = outer
+            self.region_depth -= 1
+        block.add_op(scf.YieldOp(*(k.value for k in kept if k is not None)))
+        for arg, k in reversed(list(zip(block.args[1:], kept))):
+            if k is None:
+                block.erase_arg(arg)
+        loop = self.b.insert(scf.ForOp(*(b.value for b in bounds), [t.value for t, k in zip(inits, kept) if k], block))
+        results = iter(loop.results)
+        line = self.line(node)
+        for n, k in zip(carried, kept):
+            self.scope[n] = Tile(next(results)) if k else Undefined(
+                f"`{n}` changes type inside the runtime loop at line {line}; it cannot be used after the loop"
+            )
+        for n in assigned - set(carried):
+            if n not in outer or body_scope.get(n) is not outer[n]:
+                self.scope[n] = Undefined(
+                    f"`{n}` is assigned inside the runtime loop at line {line} and cannot be used after it; "
+                    "assign it a number or tile before the loop"
+                )
+        self.scope[var] = Undefined(f"the loop variable `{var}` of the runtime loop at line {line} ends with it")
+
+    def carry_out(self, name: str, arg: Any, node: ast.For) -> Tile | None:
+        """The value yielded for a carried variable, or None to drop it (type changed, never read)."""
+        new = self.scope.get(name)
+        if is_number(new):
+            new = self.b.operand(new, element_type(arg.type), shape_of(arg.type))
+        if isinstance(new, Tile) and new.type == arg.type:
+            return new
+        if arg.first_use is None:
+            return None
+        after = new.type if isinstance(new, Tile) else describe(new)
+        raise CompilationError(
+            f"loop-carried variable `{name}` is {arg.type} before the loop but {after} after the loop body; "
+            "it must keep its type across iterations: initialise it with that type (e.g. tt.zeros(shape, "
+            "tt.float32), 0.0 instead of 0, or .to(...))"
+        )
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def visit_Constant(self, node: ast.Constant) -> Any:
+        if node.value is not None and not isinstance(node.value, (bool, int, float, str)):
+            raise CompilationError(f"constants of type {type(node.value).__name__} are not supported")
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id)
+
+    def lookup(self, name: str) -> Any:
+        if name in self.scope:
+            value = self.scope[name]
+            if isinstance(value, Undefined):
+                raise CompilationError(value.message)
+            return value
+        if name in self.src.namespace:
+            return constexpr_value(self.src.namespace[name])
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise CompilationError(f"name `{name}` is not defined")
+
+    def visit_Attribute(self, node: ast.Attribute) -> Any:
+        value = self.visit(node.value)
+        if isinstance(value, Tile):
+            if node.attr not in TILE_ATTRIBUTES:
+                raise CompilationError(f"tiles have no attribute `{node.attr}` (they have .to(), .shape and .dtype)")
+            return getattr(value, node.attr)
+        try:
+            return constexpr_value(getattr(value, node.attr))
+        except AttributeError:
+            raise CompilationError(f"`{ast.unparse(node.value)}` has no attribute `{node.attr}`") from None
+
+    def binop(self, op: ast.operator) -> str:
+        if type(op) not in BINOPS:
+            raise CompilationError(UNSUPPORTED.get(type(op), f"operator {type(op).__name__} is not supported"))
+        return BINOPS[type(op)]
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        op = self.binop(node.op)
+        return self.b.binary(op, self.visit(node.left), self.visit(node.right))
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        x = self.visit(node.operand)
+        if isinstance(node.op, ast.USub):
+            return self.b.unary("neg", x)
+        if isinstance(node.op, ast.Not):
+            return self.b.logical_not(x)
+        if isinstance(node.op, ast.Invert):
+            return self.b.invert(x)
+        return x
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        """`and`/`or`: Python's short-circuit on constexprs, a non-short-circuit i1 op on runtime scalars."""
+        is_and = isinstance(node.op, ast.And)
+        result = self.visit(node.values[0])
+        for operand in node.values[1:]:
+            if not isinstance(result, Tile) and bool(result) != is_and:
+                return result
+            value = self.visit(operand)
+            if not isinstance(result, Tile):
+                result = value
+                continue
+            if result.shape or (isinstance(value, Tile) and value.shape):
+                raise CompilationError("`and`/`or` take scalars; combine tile masks with & and |")
+            result = self.b.binary("&" if is_and else "|", self.b.truth(result, "and"), self.b.truth(value, "or"))
+        return result
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        left, result = self.visit(node.left), True
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.visit(right_node)
+            if type(op) in PYTHON_CMPOPS:
+                if isinstance(left, Tile) or isinstance(right, Tile):
+                    raise CompilationError("`is` and `in` compare constexpr values only; use == for tiles")
+                value = PYTHON_CMPOPS[type(op)](left, right)
+            else:
+                value = self.b.binary(CMPOPS[type(op)], left, right)
+            result = value if result is True else self.b.binary("&", result, value)
+            left = right
+        return result
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.visit(node.test)
+        if not isinstance(cond, Tile):
+            return self.visit(node.body if cond else node.orelse)
+        return self.b.where(cond, self.visit(node.body), self.visit(node.orelse))
+
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        value, key = self.visit(node.value), self.visit(node.slice)
+        if isinstance(value, Tile):
+            return self.b.subscript(value, key)
+        try:
+            return constexpr_value(value[key])
+        except (TypeError, IndexError, KeyError) as e:
+            raise CompilationError(f"cannot index {describe(value)}: {e}") from None
+
+    def visit_Slice(self, node: ast.Slice) -> slice:
+        return slice(*(None if x is None else self.visit(x) for x in (node.lower, node.upper, node.step)))
+
+    def visit_Tuple(self, node: ast.Tuple | ast.List) -> tuple:
+        return tuple(self.visit(e) for e in node.elts)
+
+    visit_List = visit_Tuple
+
+    def arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                values = self.visit(a.value)
+                if not isinstance(values, tuple):
+                    raise CompilationError(f"cannot unpack {describe(values)}")
+                args.extend(values)
+            else:
+                args.append(self.visit(a))
+        if any(k.arg is None for k in node.keywords):
+            raise CompilationError("**kwargs is not supported in kernels")
+        return args, {k.arg: self.visit(k.value) for k in node.keywords}
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        fn = self.visit(node.func)
+        args, kwargs = self.arguments(node)
+        return self.call(fn, args, kwargs)
+
+    def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        builtin_name = getattr(fn, "__tt_builtin__", None)
+        if builtin_name or getattr(fn, "__func__", None) in TILE_METHODS:
+            try:
+                inspect.signature(fn).bind(*args, **kwargs)
+            except TypeError as e:
+                raise CompilationError(f"{'tt.' + builtin_name if builtin_name else 'x.to'}(): {e}") from None
+            return fn(*args, **kwargs)
+        if fn is language.constexpr:
+            return args[0] if len(args) == 1 and not kwargs else fn(*args, **kwargs)
+        if any(fn is f for f in COMPILE_TIME_FUNCTIONS):
+            if any(isinstance(a, Tile) for a in (*args, *kwargs.values())):
+                raise CompilationError(
+                    f"{fn.__name__}() is evaluated at compile time on constexprs; for tiles use tt.maximum, "
+                    "tt.minimum, tt.abs or x.to(dtype)"
+                )
+            try:
+                return fn(*args, **kwargs)
+            except (TypeError, ValueError) as e:
+                raise CompilationError(f"{fn.__name__}(): {e}") from None
+        what = getattr(fn, "__name__", describe(fn))
+        hint = " (calling other @tt.jit functions is not supported yet: inline it)" if hasattr(fn, "fn") else ""
+        raise CompilationError(f"only tt.* builtins can be called inside a kernel; `{what}` is not one{hint}")
+
+
+def build_kernel(
+    source: KernelSource,
+    signature: Mapping[str, Attribute],
+    constexprs: Mapping[str, Any],
+    *,
+    divisible: Collection[str] = (),
+    num_warps: int = 4,
+) -> ModuleOp:
+    """The tt module of `source` specialised to `signature` (runtime parameter -> `!tt.ptr<..>`, i32, f32,
+    or i1 for a bool, which is passed as i32) and `constexprs` (constexpr parameter -> value).
+
+    `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`)."""
+    runtime = [p for p in source.params if not p.constexpr]
+    arg_types = [i32 if signature[p.name] == i1 else signature[p.name] for p in runtime]
+    arg_attrs = ArrayAttr(
+        [DictionaryAttr({"tt.divisibility": IntegerAttr(16, 32)} if p.name in divisible else {}) for p in runtime]
+    )
+    function = func.FuncOp(source.name, (arg_types, []), arg_attrs=arg_attrs)
+    block = function.body.block
+    builder = TileBuilder(block)
+    scope: dict[str, Any] = {p.name: constexpr_value(constexprs[p.name]) for p in source.params if p.constexpr}
+    language.KERNEL_BUILDERS.append(builder)
+    try:
+        for p, arg in zip(runtime, block.args):
+            arg.name_hint = p.name
+            scope[p.name] = builder.truth(Tile(arg), p.name) if signature[p.name] == i1 else Tile(arg)
+        try:
+            KernelCodegen(source, builder, scope).visit_body(source.tree.body)
+        except _Return:
+            pass
+    finally:
+        language.KERNEL_BUILDERS.pop()
+    block.add_op(func.ReturnOp())
+    module = ModuleOp([function], attributes={"tt.num_warps": IntegerAttr(num_warps, 32)})
+    cse(module)  # Python code repeats subexpressions (row * n_cols, rm[:, None], constants)
+    dce(module)
+    try:
+        module.verify()
+    except VerifyException as e:
+        raise source.error(source.tree, f"internal error: the generated kernel does not verify: {e}") from None
+    return module

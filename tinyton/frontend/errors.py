@@ -1,0 +1,52 @@
+"""`CompilationError`: a user-facing error that points at the kernel's source line."""
+
+from __future__ import annotations
+
+import ast
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where a kernel's AST came from: node positions are relative to the dedented source."""
+
+    filename: str
+    first_line: int  # file line of the AST's line 1
+    indent: int  # columns removed by dedenting
+
+    def of(self, node: ast.AST) -> tuple[int, int]:
+        """File line and 1-based column of `node`."""
+        return self.first_line + node.lineno - 1, self.indent + node.col_offset + 1
+
+
+class CompilationError(Exception):
+    """A kernel cannot be compiled; `str(err)` is `file:line:col: message`, the source line and a caret.
+
+    Raised without a location by the semantic layer; the code generator adds the location of the
+    statement or expression it was compiling (`locate`), so every message names the user's line.
+    """
+
+    def __init__(self, message: str, filename: str | None = None, line: int = 0, col: int = 0):
+        self.message, self.filename, self.line, self.col = message, filename, line, col
+        super().__init__(self._render())
+
+    @property
+    def located(self) -> bool:
+        return self.filename is not None
+
+    def locate(self, where: SourceLocation, node: ast.AST) -> CompilationError:
+        """This error at `node` (unchanged when it already has a location or `node` has none)."""
+        if self.located or not hasattr(node, "lineno"):
+            return self
+        line, col = where.of(node)
+        return CompilationError(self.message, where.filename, line, col)
+
+    def _render(self) -> str:
+        if not self.located:
+            return self.message
+        source = linecache.getline(self.filename, self.line).rstrip()
+        text = f"{self.filename}:{self.line}:{self.col}: {self.message}"
+        if source:
+            text += f"\n    {source}\n    {' ' * (self.col - 1)}^"
+        return text

@@ -1,0 +1,242 @@
+"""`@tt.jit`: `JITFunction`, specialisation, and the launch fast path.
+
+`kernel[grid]` returns a bound launcher (cached per grid tuple). A launch classifies its positional
+arguments with a generated function per argument-type combination (tinyton/frontend/arguments.py), which
+yields the plan key parts and the parameter values at once; the key, completed by the keyword constexprs,
+finds the `_Plan` (compiled variant + whether the GPU fast path applies), and the values go straight to
+the driver's prebuilt parameter buffer. A miss takes the slow path: bind the arguments by name, check
+them, compute the specialisation key (constexpr values and types, argument types, 16-divisibility of
+pointers and ints, num_warps) and compile the variant if it is new.
+
+A function whose body has a `return <value>` is an array program instead: calling it traces, fuses and
+runs it (tinyton/runtime/program.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xdsl.ir import Attribute
+
+from tinyton.compiler import CompiledKernel, compile_module, normalize_grid
+from tinyton.frontend.arguments import (
+    argument_type,
+    classifier,
+    simulator_argument,
+)
+from tinyton.frontend.errors import CompilationError
+from tinyton.frontend.source import KernelSource, Param, constexpr_value
+
+MAX_PLANS = 4096
+"""Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
+
+
+@functools.cache
+def backend() -> str:
+    """`$TINYTON_BACKEND` (cuda, sim or auto), resolved once per process; auto prefers a GPU."""
+    choice = os.environ.get("TINYTON_BACKEND", "auto").strip().lower()
+    if choice not in ("cuda", "sim", "auto"):
+        raise ValueError(f"TINYTON_BACKEND must be cuda, sim or auto, got {choice!r}")
+    if choice == "auto":
+        from tinyton.runtime import driver
+
+        if driver.is_available():
+            return "cuda"
+        print("tinyton: no GPU found, running on the NumPy simulator", file=sys.stderr)
+        return "sim"
+    return choice
+
+
+class _Plan:
+    """One plan key's launch: the compiled variant, and whether the GPU fast path applies (all runtime
+    arguments device-resident or scalars, whose values the classifier extracts)."""
+
+    __slots__ = ("fast", "kernel", "launch", "threads")
+
+    def __init__(self, kernel: CompiledKernel, fast: bool):
+        self.kernel, self.fast = kernel, fast
+        self.launch = kernel.launcher.launch if fast else None
+        self.threads = kernel.threads
+
+
+def _unclassified(args: tuple, kwargs: dict[str, Any]) -> None:
+    """The classifier before the first launch: matches nothing."""
+
+
+def _no_launch(*args: Any, **kwargs: Any) -> None:
+    """The launcher of an empty grid."""
+
+
+def _hashable(key: tuple) -> bool:
+    try:
+        hash(key)
+    except TypeError:  # an unhashable constexpr: such calls always take the slow path
+        return False
+    return True
+
+
+class JITFunction:
+    """A `@tt.jit` function: a kernel (`fn[grid](...)`) or an array program (`fn(...)`)."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+        try:
+            self.source: KernelSource | None = KernelSource.parse(fn)
+            self._source_error: CompilationError | None = None
+        except CompilationError as e:
+            self.source, self._source_error = None, e
+        self.is_kernel = self.source is not None and self.source.is_kernel
+        params = self.source.params if self.source else ()
+        self.params: tuple[Param, ...] = params
+        self._runtime = tuple(i for i, p in enumerate(params) if not p.constexpr)
+        self._plans: dict[Any, _Plan] = {}
+        self._classifiers: dict[tuple, Callable[..., Any]] = {}
+        self._classify: Callable[..., Any] = _unclassified
+        self._variants: dict[Any, CompiledKernel] = {}
+        self._bound: dict[Any, Callable[..., None]] = {}
+
+    def __repr__(self) -> str:
+        return f"<tt.jit {'kernel' if self.is_kernel else 'array program'} {self.fn.__qualname__}>"
+
+    # ---- array programs ---------------------------------------------------------------------
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.is_kernel:
+            raise TypeError(f"`{self.__name__}` is a kernel: launch kernels with kernel[grid](...)")
+        from tinyton.runtime.program import run_array_program
+
+        return run_array_program(self.fn, self._positional(args, kwargs))
+
+    def _positional(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
+        if not kwargs:
+            return tuple(args)
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        return bound.args
+
+    # ---- kernels: launch ----------------------------------------------------------------------
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """`kernel[grid]`: grid is a tuple of 1-3 ints, or a callable of the meta-parameters dict."""
+        bound = self._bound.get(grid) if type(grid) is tuple else None
+        if bound is None:
+            if not self.is_kernel:
+                raise self._source_error or TypeError(
+                    f"`{self.__name__}` returns a value, so it is an array program: call it directly, {self.__name__}(...)"
+                )
+            target = grid if callable(grid) else normalize_grid(grid)
+            empty = type(target) is tuple and 0 in target
+            bound = _no_launch if empty else functools.partial(self._run, target)
+            if type(grid) is tuple and len(self._bound) < MAX_PLANS:
+                self._bound[grid] = bound
+        return bound
+
+    def _run(self, grid: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            keys, values = self._classify(args, kwargs)  # another call shape: None (TypeError here),
+            plan = self._plans[keys]  # KeyError or ValueError
+        except (KeyError, TypeError, ValueError):
+            plan, values = self._plan(args, kwargs), None
+        if type(grid) is not tuple:
+            grid = self._grid(grid, args, kwargs)
+        if plan.fast and values is not None:
+            plan.launch(grid, plan.threads, 0, 0, values)
+        elif backend() == "cuda":
+            plan.kernel.launch(grid, self._runtime_args(args, kwargs))
+        else:
+            plan.kernel.simulate(grid, [simulator_argument(a) for a in self._runtime_args(args, kwargs)])
+
+    def _grid(self, grid: Callable[[dict], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[int, int, int]:
+        values, num_warps = self._bind(args, kwargs)
+        meta = {p.name: v for p, v in zip(self.params, values)}
+        meta["num_warps"] = num_warps
+        return normalize_grid(grid(meta))
+
+    def _runtime_args(self, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
+        values, _ = self._bind(args, kwargs)
+        return [values[i] for i in self._runtime]
+
+    # ---- kernels: specialisation (slow path) -----------------------------------------------------
+
+    def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
+        """The variant these arguments launch (`num_warps=`, constexprs by name), compiled, not launched."""
+        if not self.is_kernel:
+            from tinyton.runtime.program import compile_array_program
+
+            return compile_array_program(self.fn, self._positional(args, kwargs))
+        return self._plan(args, kwargs).kernel
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], int]:
+        """Arguments in parameter order (defaults filled in) and num_warps; TypeError names the culprits."""
+        kwargs = dict(kwargs)
+        num_warps = kwargs.pop("num_warps", 4)
+        names = [p.name for p in self.params]
+        if len(args) > len(names):
+            raise TypeError(
+                f"{self.__name__}() takes {len(names)} argument(s) ({', '.join(names)}) but {len(args)} were given"
+            )
+        values, missing = list(args), []
+        for p in self.params[len(args):]:
+            if p.name in kwargs:
+                values.append(kwargs.pop(p.name))
+            elif p.default is not inspect.Parameter.empty:
+                values.append(p.default)
+            else:
+                missing.append(p.name)
+        problems = [f"missing argument(s) for {', '.join(missing)}"] if missing else []
+        problems += [f"unexpected or repeated argument(s) {', '.join(kwargs)}"] if kwargs else []
+        if problems:
+            raise TypeError(f"{self.__name__}() got {' and '.join(problems)} (parameters: {', '.join(names)})")
+        if num_warps not in (1, 2, 4, 8, 16) or isinstance(num_warps, bool):
+            raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps!r}")
+        return values, num_warps
+
+    def _plan(self, args: tuple, kwargs: dict[str, Any]) -> _Plan:
+        """Slow path: check and specialise the call, compile its variant if new, cache its plan."""
+        values, num_warps = self._bind(args, kwargs)
+        specs, constexprs = [], {}
+        for p, v in zip(self.params, values):
+            if p.constexpr:
+                constexprs[p.name] = constexpr_value(v)
+                continue
+            try:
+                specs.append(argument_type(v))
+            except CompilationError as e:
+                raise self.source.error(p.node, f"argument `{p.name}`: {e.message}") from None
+        variant_key = (num_warps, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
+        kernel = self._variants.get(variant_key)
+        if kernel is None:
+            kernel = self._variants[variant_key] = self._compile(constexprs, specs, num_warps)
+        shape = (*map(type, args), *((k, type(v)) for k, v in kwargs.items()))
+        classify = self._classifiers.get(shape)
+        if classify is None:
+            kwarg_types = {k: type(v) for k, v in kwargs.items()}
+            classify = self._classifiers[shape] = classifier(self.params, [*map(type, args)], kwarg_types)
+        self._classify = classify
+        keys, parameter_values = classify(args, kwargs)
+        plan = self._plans.get(keys) if _hashable(keys) else None
+        if plan is None:
+            plan = _Plan(kernel, backend() == "cuda" and None not in parameter_values)
+            if _hashable(keys):
+                if len(self._plans) >= MAX_PLANS:
+                    self._plans.clear()
+                self._plans[keys] = plan
+        return plan
+
+    def _compile(self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], num_warps: int) -> CompiledKernel:
+        from tinyton.frontend.codegen import build_kernel
+
+        runtime = [self.params[i] for i in self._runtime]
+        signature = {p.name: t for p, (t, _) in zip(runtime, specs)}
+        divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}
+        module = build_kernel(self.source, signature, constexprs, divisible=divisible, num_warps=num_warps)
+        kernel = compile_module(module, num_warps=num_warps)
+        if backend() == "cuda":
+            kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
+        return kernel

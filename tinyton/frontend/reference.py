@@ -1,0 +1,99 @@
+"""A NumPy reference interpreter for `tta` IR: the ground truth that fused kernels are tested against.
+
+`evaluate(module, *arrays)` runs the module's function op by op with NumPy (float32 arithmetic, as the
+kernels do); `tta.fusion` regions are evaluated inline, so a module gives the same answer before and
+after fusion, which is itself a check on the fusion passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.frontend.tracing import ELEMENT_TO_NUMPY
+
+
+_BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
+    tta.AddOp: np.add,
+    tta.SubOp: np.subtract,
+    tta.MulOp: np.multiply,
+    tta.DivOp: np.divide,
+    tta.FloorDivOp: np.floor_divide,
+    tta.ModOp: np.mod,
+    tta.MaximumOp: np.maximum,
+    tta.MinimumOp: np.minimum,
+    tta.AndOp: np.bitwise_and,
+    tta.OrOp: np.bitwise_or,
+    tta.XorOp: np.bitwise_xor,
+    tta.ShlOp: np.left_shift,
+    tta.ShrOp: np.right_shift,
+    tta.PowOp: np.power,
+}
+_UNARY: dict[type[Operation], Callable[[Any], Any]] = {
+    tta.NegOp: np.negative,
+    tta.AbsOp: np.abs,
+    tta.ExpOp: np.exp,
+    tta.LogOp: np.log,
+    tta.SqrtOp: np.sqrt,
+    tta.RsqrtOp: lambda x: 1 / np.sqrt(x),
+}
+_CMP = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal
+}
+_REDUCE = {tta.ReduceSumOp: np.sum, tta.ReduceMaxOp: np.max, tta.ReduceMinOp: np.min, tta.ReduceMeanOp: np.mean}
+
+
+def _op(op: Operation, args: list[Any]) -> list[Any]:
+    """One op on NumPy values; results are cast to the op's result types."""
+    kind = type(op)
+    if kind in _BINARY:
+        out = _BINARY[kind](*args)
+    elif kind in _UNARY:
+        out = _UNARY[kind](*args)
+    elif isinstance(op, tta.CmpOp):
+        out = _CMP[op.predicate.data](*args)
+    elif isinstance(op, tta.WhereOp):
+        out = np.where(*args)
+    elif isinstance(op, (tta.CastOp, tta.BroadcastToOp, tta.ReshapeOp)):
+        out = np.broadcast_to(args[0], shape_of(op.result.type)) if isinstance(op, tta.BroadcastToOp) else args[0]
+        out = np.reshape(out, shape_of(op.result.type))
+    elif isinstance(op, tta.ConstantOp):
+        out = op.value.value.data
+    elif isinstance(op, tta.ReduceOp):
+        out = _REDUCE[kind](args[0], axis=op.axis.value.data, keepdims=op.keeps_dims)
+    elif isinstance(op, tta.MatmulOp):
+        out = np.matmul(*args)
+    elif isinstance(op, tta.TransposeOp):
+        out = np.transpose(args[0], op.perm)
+    elif isinstance(op, tta.TakeOp):
+        out = np.take(args[0], args[1], axis=op.axis.value.data)
+    elif isinstance(op, tta.FusionOp):
+        return run_block(op.block, args)
+    else:
+        raise NotImplementedError(f"reference interpreter: no implementation of {op.name}")
+    return [np.asarray(out).astype(ELEMENT_TO_NUMPY[element_type(op.results[0].type)], copy=False)]
+
+
+def run_block(block: Block, args: Sequence[Any]) -> list[Any]:
+    """Evaluate a func or fusion body; returns the values of its terminator."""
+    env: dict[SSAValue, Any] = dict(zip(block.args, args))
+    for op in block.ops:
+        values = [env[v] for v in op.operands]
+        if isinstance(op, (func.ReturnOp, tta.YieldOp)):
+            return values
+        with np.errstate(all="ignore"):
+            env.update(zip(op.results, _op(op, values)))
+    raise ValueError("block has no terminator")
+
+
+def evaluate(module: ModuleOp, *arrays: Any) -> list[np.ndarray]:
+    """Run the module's (first) function on NumPy arrays; returns the list of its results."""
+    fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+    return run_block(fn.body.block, [np.asarray(a) for a in arrays])

@@ -1,0 +1,342 @@
+"""Kernel semantics of the builtins and operators: `TileBuilder` emits tt ops at an insertion point.
+
+It applies the rules of values.py (weak Python numbers, promotion, NumPy broadcasting) by inserting the
+explicit `tt.cast` / `tt.splat` / `tt.expand_dims` / `tt.broadcast` ops the dialect requires, folds
+operations on Python numbers at compile time, and raises `CompilationError` (without a location: the
+code generator adds the user's line) for anything the dialect cannot express. Every op is verified as
+it is inserted, so an xDSL `VerifyException` never escapes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i32
+from xdsl.ir import Attribute, Block, Operation
+from xdsl.utils.exceptions import VerifyException
+
+from tinyton import language
+from tinyton.dialects import tt
+from tinyton.frontend.errors import CompilationError
+from tinyton.frontend.values import (
+    ARITH,
+    BITWISE,
+    DIV,
+    INT,
+    SELECT,
+    Tile,
+    broadcast_shapes,
+    check_block_shape,
+    describe,
+    element,
+    f32,
+    is_number,
+    natural_element,
+    promote,
+    shape,
+)
+
+BINARY: dict[str, tuple[Callable[..., Operation], str, Callable[[Any, Any], Any]]] = {
+    "+": (tt.AddOp, ARITH, operator.add),
+    "-": (tt.SubOp, ARITH, operator.sub),
+    "*": (tt.MulOp, ARITH, operator.mul),
+    "/": (tt.DivOp, DIV, operator.truediv),
+    "//": (tt.FloorDivOp, INT, operator.floordiv),
+    "%": (tt.ModOp, ARITH, operator.mod),
+    "&": (tt.AndOp, BITWISE, operator.and_),
+    "|": (tt.OrOp, BITWISE, operator.or_),
+    "^": (tt.XorOp, BITWISE, operator.xor),
+    "<<": (tt.ShlOp, INT, operator.lshift),
+    ">>": (tt.ShrOp, INT, operator.rshift),
+    "maximum": (tt.MaximumOp, ARITH, max),
+    "minimum": (tt.MinimumOp, ARITH, min),
+    **{
+        sym: (functools.partial(tt.CmpOp, pred), SELECT, fold)
+        for sym, pred, fold in (
+            ("<", "lt", operator.lt), ("<=", "le", operator.le), (">", "gt", operator.gt),
+            (">=", "ge", operator.ge), ("==", "eq", operator.eq), ("!=", "ne", operator.ne),
+        )
+    },
+}
+"""Binary operator or builtin -> (op builder, promotion rule, compile-time fold on Python numbers)."""
+
+UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
+    "neg": (tt.NegOp, False, operator.neg),
+    "abs": (tt.AbsOp, False, abs),
+    "exp": (tt.ExpOp, True, math.exp),
+    "log": (tt.LogOp, True, math.log),
+    "sqrt": (tt.SqrtOp, True, math.sqrt),
+    "rsqrt": (tt.RsqrtOp, True, lambda v: 1 / math.sqrt(v)),
+}
+"""Unary op -> (op class, floats only (ints become f32), compile-time fold)."""
+
+REDUCE = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+def _fold(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except (ArithmeticError, ValueError, TypeError) as e:
+        raise CompilationError(f"constant expression failed: {e}") from None
+
+
+class TileBuilder:
+    """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    @contextmanager
+    def at_end(self, block: Block) -> Iterator[None]:
+        outer, self.block = self.block, block
+        try:
+            yield
+        finally:
+            self.block = outer
+
+    def insert(self, op: Operation) -> Operation:
+        try:
+            op.verify()  # before inserting: a block's last op is checked as its terminator
+        except VerifyException as e:
+            raise CompilationError(f"invalid {op.name}: {e}") from None
+        self.block.add_op(op)
+        return op
+
+    def emit(self, op: Operation) -> Tile:
+        """Insert an op with one result and return that result."""
+        return Tile(self.insert(op).results[0])
+
+    # ---- conversions ------------------------------------------------------------------------
+
+    def constant(self, value: Any, elem: Attribute, shape: Sequence[int] = ()) -> Tile:
+        if elem == i1:
+            attr: Attribute = IntegerAttr(int(bool(value)), i1)
+        elif isinstance(elem, IntegerType):
+            if not I32_MIN <= int(value) <= I32_MAX:
+                raise CompilationError(f"integer constant {value} does not fit in int32")
+            attr = IntegerAttr(int(value), elem)
+        else:
+            attr = FloatAttr(float(value), elem)
+        return self.emit(tt.ConstantOp(attr, tt.tile_type(elem, shape)))
+
+    def tile(self, x: Any, what: str) -> Tile:
+        """`x` as a Tile: Python numbers become constants of their natural type."""
+        if isinstance(x, Tile):
+            return x
+        if not is_number(x):
+            raise CompilationError(f"`{what}` needs a number or a tile, got {describe(x)}")
+        return self.constant(x, natural_element(x))
+
+    def cast(self, x: Any, dtype: Any) -> Tile:
+        elem = language.dtype_of(dtype).ir
+        x = self.constant(x, elem) if is_number(x) else self.tile(x, "cast")
+        if x.element == elem:
+            return x
+        if x.is_pointer:
+            raise CompilationError(f"cannot convert pointers ({x.type}) to {language.dtype_of(dtype)}")
+        return self.emit(tt.CastOp(x.value, elem))
+
+    def broadcast(self, x: Tile, to: tuple[int, ...]) -> Tile:
+        if x.shape == to:
+            return x
+        if not x.shape:
+            return self.emit(tt.SplatOp(x.value, to))
+        if broadcast_shapes([x.shape, to], "broadcast") != to:
+            raise CompilationError(f"cannot broadcast a tile of shape {list(x.shape)} to {list(to)}")
+        while len(x.shape) < len(to):
+            x = self.emit(tt.ExpandDimsOp(x.value, 0))
+        return x if x.shape == to else self.emit(tt.BroadcastOp(x.value, to))
+
+    def operand(self, x: Any, elem: Attribute, to: tuple[int, ...]) -> Tile:
+        """`x` converted to `elem` and broadcast to `to` (a Python number becomes a constant tile)."""
+        if is_number(x):
+            return self.constant(x, elem, to)
+        return self.broadcast(self.cast(x, elem), to)
+
+    def truth(self, x: Any, what: str) -> Tile:
+        """`x` as i1 (`x != 0` for numbers)."""
+        x = self.tile(x, what)
+        return x if x.element == i1 else self.binary("!=", x, 0)
+
+    # ---- operators --------------------------------------------------------------------------
+
+    def binary(self, op: str, a: Any, b: Any) -> Any:
+        """`a <op> b` with promotion and broadcasting; folded when both are Python numbers."""
+        make, rule, fold = BINARY[op]
+        if not isinstance(a, Tile) and not isinstance(b, Tile):
+            return _fold(fold, a, b)
+        for x in (a, b):
+            if not (isinstance(x, Tile) or is_number(x)):
+                raise CompilationError(f"`{op}` needs numbers or tiles, got {describe(x)}")
+        if any(isinstance(x, Tile) and x.is_pointer for x in (a, b)):
+            return self._pointer_arith(op, a, b)
+        elem = promote(rule, [element(a), element(b)], op)
+        to = broadcast_shapes([shape(a), shape(b)], op)
+        return self.emit(make(self.operand(a, elem, to).value, self.operand(b, elem, to).value))
+
+    def _pointer_arith(self, op: str, a: Any, b: Any) -> Tile:
+        ptr, offset = (a, b) if isinstance(a, Tile) and a.is_pointer else (b, a)
+        if op not in ("+", "-") or (op == "-" and ptr is b) or (isinstance(offset, Tile) and offset.is_pointer):
+            raise CompilationError(f"pointers support only `ptr + offsets` and `ptr - offsets`, not `{op}`")
+        promote(INT, [element(offset)], "pointer offset")
+        to = broadcast_shapes([ptr.shape, shape(offset)], op)
+        offset = self.operand(offset if op == "+" else self.unary("neg", offset), i32, to)
+        return self.emit(tt.AddPtrOp(self.broadcast(ptr, to).value, offset.value))
+
+    def unary(self, op: str, x: Any) -> Any:
+        cls, floats_only, fold = UNARY[op]
+        if is_number(x):
+            return _fold(fold, x)
+        x = self.tile(x, op)
+        if x.is_pointer:
+            raise CompilationError(f"`{op}` needs numbers, got {x.type}")
+        if (floats_only and not tt.is_float(x.type)) or (op == "neg" and x.element == i1):
+            x = self.cast(x, f32 if floats_only else i32)
+        return self.emit(cls(x.value))
+
+    def logical_not(self, x: Any) -> Any:
+        return self.binary("^", self.truth(x, "not"), True) if isinstance(x, Tile) else not x
+
+    def invert(self, x: Any) -> Any:
+        if is_number(x):
+            return _fold(operator.invert, x)
+        return self.binary("^", x, True if self.tile(x, "~").element == i1 else -1)
+
+    def where(self, condition: Any, x: Any, y: Any) -> Any:
+        if is_number(condition):
+            return x if condition else y
+        condition = self.truth(condition, "tt.where")
+        elem = promote(SELECT, [element(x), element(y)], "tt.where")
+        to = broadcast_shapes([condition.shape, shape(x), shape(y)], "tt.where")
+        operands = [self.broadcast(condition, to), self.operand(x, elem, to), self.operand(y, elem, to)]
+        return self.emit(tt.SelectOp(*(o.value for o in operands)))
+
+    def subscript(self, x: Tile, key: Any) -> Tile:
+        """`x[:, None]` / `x[None, :]`: insert size-1 dimensions where the key holds None."""
+        items = key if isinstance(key, tuple) else (key,)
+        if any(k is not None and k != slice(None) for k in items) or sum(k is not None for k in items) > len(x.shape):
+            raise CompilationError(
+                "tiles can only be indexed with `:` and None (x[:, None], x[None, :]); read elements "
+                "through pointers with tt.load"
+            )
+        for axis, k in enumerate(items):
+            if k is None:
+                x = self.emit(tt.ExpandDimsOp(x.value, axis)) if x.shape else self.broadcast(x, (1,))
+        return x
+
+    # ---- builtins ---------------------------------------------------------------------------
+
+    def program_id(self, axis: Any) -> Tile:
+        return self.emit(tt.ProgramIdOp(self._axis(axis, "tt.program_id")))
+
+    def num_programs(self, axis: Any) -> Tile:
+        return self.emit(tt.NumProgramsOp(self._axis(axis, "tt.num_programs")))
+
+    @staticmethod
+    def _axis(axis: Any, what: str) -> int:
+        if not isinstance(axis, int) or axis not in (0, 1, 2):
+            raise CompilationError(f"{what} takes a constexpr axis 0, 1 or 2, got {describe(axis)}")
+        return axis
+
+    def arange(self, start: Any, end: Any) -> Tile:
+        for bound in (start, end):
+            if not isinstance(bound, int) or isinstance(bound, bool):
+                raise CompilationError(
+                    f"tt.arange bounds must be constexpr ints, got {describe(bound)}; "
+                    "make the block size a `tt.constexpr` parameter"
+                )
+        if end <= start:
+            raise CompilationError(f"tt.arange({start}, {end}) is empty")
+        check_block_shape([end - start], f"tt.arange({start}, {end})")
+        return self.emit(tt.ArangeOp(start, end))
+
+    def full(self, shape_: Any, value: Any, dtype: Any) -> Tile:
+        dims = check_block_shape((shape_,) if isinstance(shape_, int) else tuple(shape_), "block shape")
+        elem = language.dtype_of(dtype).ir
+        if isinstance(value, Tile) and value.shape:
+            raise CompilationError(f"tt.full needs a scalar value, got {describe(value)}")
+        return self.operand(value, elem, dims)
+
+    def _pointer(self, ptr: Any, what: str) -> Tile:
+        if not (isinstance(ptr, Tile) and ptr.is_pointer):
+            raise CompilationError(
+                f"{what} needs a pointer or a tile of pointers (e.g. x_ptr + offsets), got {describe(ptr)}"
+            )
+        return ptr
+
+    def load(self, ptr: Any, mask: Any, other: Any) -> Tile:
+        ptr = self._pointer(ptr, "tt.load")
+        mask = None if mask is True else mask
+        other = None if mask is None else other
+        to = broadcast_shapes([ptr.shape, *(shape(v) for v in (mask, other) if v is not None)], "tt.load")
+        mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
+        other_value = None if other is None else self.operand(other, ptr.element.pointee, to).value
+        return self.emit(tt.LoadOp(self.broadcast(ptr, to).value, mask_value, other_value))
+
+    def store(self, ptr: Any, value: Any, mask: Any) -> None:
+        ptr = self._pointer(ptr, "tt.store")
+        mask = None if mask is True else mask
+        if not (isinstance(value, Tile) or is_number(value)):
+            raise CompilationError(f"tt.store needs a number or a tile to store, got {describe(value)}")
+        to = broadcast_shapes([ptr.shape, shape(value), *([shape(mask)] if mask is not None else [])], "tt.store")
+        mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
+        value = self.operand(value, ptr.element.pointee, to)
+        self.insert(tt.StoreOp(self.broadcast(ptr, to).value, value.value, mask_value))
+
+    def _reduce_input(self, x: Any, what: str) -> Tile:
+        if not isinstance(x, Tile) or not x.shape or x.is_pointer:
+            raise CompilationError(f"{what} reduces a tile of numbers, got {describe(x)}")
+        return x
+
+    def _axes(self, x: Tile, axis: Any, what: str) -> list[int]:
+        if axis is None:
+            return list(range(len(x.shape)))
+        rank = len(x.shape)
+        if not isinstance(axis, int) or not -rank <= axis < rank:
+            raise CompilationError(f"{what}: axis must be a constexpr int in [{-rank}, {rank}), got {describe(axis)}")
+        return [axis % rank]
+
+    def reduce(self, kind: str, x: Any, axis: Any, keepdims: bool) -> Tile:
+        x = self._reduce_input(x, f"tt.{kind}")
+        if kind == "sum" and x.element == i1:
+            x = self.cast(x, i32)
+        axes, rank, result = self._axes(x, axis, f"tt.{kind}"), len(x.shape), x
+        for ax in sorted(axes, reverse=True):
+            result = self.emit(REDUCE[kind](result.value, ax))
+        if keepdims:
+            if not result.shape:
+                return self.broadcast(result, (1,) * rank)
+            for ax in sorted(axes):
+                result = self.emit(tt.ExpandDimsOp(result.value, ax))
+        return result
+
+    def mean(self, x: Any, axis: Any, keepdims: bool) -> Tile:
+        x = self._reduce_input(x, "tt.mean")
+        count = math.prod(x.shape[ax] for ax in self._axes(x, axis, "tt.mean"))
+        x = x if tt.is_float(x.type) else self.cast(x, f32)
+        return self.binary("/", self.reduce("sum", x, axis, keepdims), count)
+
+    def dot(self, a: Any, b: Any, acc: Any) -> Tile:
+        if not all(isinstance(x, Tile) and len(x.shape) == 2 for x in (a, b)):
+            raise CompilationError(f"tt.dot multiplies 2-D tiles, got {describe(a)} and {describe(b)}")
+        elem = promote(ARITH, [a.element, b.element], "tt.dot")
+        if not tt.is_float(elem):
+            raise CompilationError("tt.dot multiplies float tiles; convert the operands with .to(tt.float32)")
+        (m, k), (k2, n) = a.shape, b.shape
+        if k != k2:
+            raise CompilationError(f"tt.dot inner dimensions differ: {[m, k]} @ {[k2, n]}")
+        if min(m, k, n) < 16:
+            raise CompilationError(
+                f"tt.dot needs blocks of at least 16 in every dimension, got {[m, k]} @ {[k2, n]}; "
+                "use larger blocks and mask the edges"
+            )
+        if isinstance(acc, Tile) and not tt.is_float(acc.type):
+            raise CompilationError(f"tt.dot accumulates in floats, got an accumulator of {acc.type}")
+        acc = self.operand(0 if acc is None else acc, acc.element if isinstance(acc, Tile) else f32, (m, n))
+        return self.emit(tt.DotOp(self.cast(a, elem).value, self.cast(b, elem).value, acc.value))

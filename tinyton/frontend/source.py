@@ -1,0 +1,113 @@
+"""The parsed source of a `@tt.jit` function: AST, parameters, namespaces, kernel or array program."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tinyton import language
+from tinyton.frontend.errors import CompilationError, SourceLocation
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of the function; constexpr ones are folded into the kernel."""
+
+    name: str
+    constexpr: bool
+    default: Any  # inspect.Parameter.empty when there is none
+    node: ast.arg
+
+
+def constexpr_value(value: Any) -> Any:
+    """A Python value as the code generator sees it: NumPy scalars become Python numbers."""
+    if isinstance(value, language.constexpr):
+        return value.value
+    return value.item() if isinstance(value, np.generic) else value
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Everything the code generator and the launcher need from the Python function, parsed once."""
+
+    fn: Callable[..., Any]
+    tree: ast.FunctionDef
+    where: SourceLocation
+    params: tuple[Param, ...]
+    is_kernel: bool  # no `return <value>`: launched with kernel[grid](...)
+    namespace: dict[str, Any]  # closure variables over globals
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def error(self, node: ast.AST, message: str) -> CompilationError:
+        return CompilationError(message).locate(self.where, node)
+
+    @staticmethod
+    def parse(fn: Callable[..., Any]) -> KernelSource:
+        try:
+            lines, first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise CompilationError(f"cannot read the source of {fn!r} ({e}); define kernels in a file") from None
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        fdef = tree.body[0]
+        where = SourceLocation(inspect.getsourcefile(fn) or fn.__code__.co_filename, first_line, indent)
+        if not isinstance(fdef, ast.FunctionDef):
+            raise CompilationError("@tt.jit decorates plain `def` functions").locate(where, fdef)
+        namespace = dict(fn.__globals__)
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the variable is not assigned yet
+                pass
+        is_kernel = _is_kernel(fdef)
+        return KernelSource(fn, fdef, where, _params(fn, fdef, where, namespace, is_kernel), is_kernel, namespace)
+
+
+def _params(
+    fn: Callable[..., Any], fdef: ast.FunctionDef, where: SourceLocation, namespace: dict, is_kernel: bool
+) -> tuple[Param, ...]:
+    a = fdef.args
+    for node, kind in ((a.vararg, "*args"), (a.kwarg, "**kwargs"), (a.kwonlyargs[:1], "keyword-only")):
+        if node and is_kernel:
+            target = node[0] if isinstance(node, list) else node
+            raise CompilationError(f"{kind} parameters are not supported in @tt.jit functions").locate(where, target)
+    defaults = inspect.signature(fn).parameters
+    return tuple(
+        Param(arg.arg, _is_constexpr(arg.annotation, namespace), defaults[arg.arg].default, arg)
+        for arg in (*a.posonlyargs, *a.args)
+    )
+
+
+def _is_constexpr(annotation: ast.expr | None, namespace: dict) -> bool:
+    """`tt.constexpr` (any spelling that resolves to it), or a string annotation naming it."""
+    if annotation is None:
+        return False
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation.value.rsplit(".", 1)[-1] == "constexpr"
+    try:
+        value = eval(compile(ast.Expression(annotation), "<annotation>", "eval"), namespace)
+    except Exception:
+        return ast.unparse(annotation).rsplit(".", 1)[-1] == "constexpr"
+    return value is language.constexpr
+
+
+def _is_kernel(fdef: ast.FunctionDef) -> bool:
+    """A kernel has no `return <value>` (nested functions aside); an array program returns arrays."""
+    pending: list[ast.AST] = list(fdef.body)
+    while pending:
+        node = pending.pop()
+        value = node.value if isinstance(node, ast.Return) else None
+        if value is not None and not (isinstance(value, ast.Constant) and value.value is None):
+            return False
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return True

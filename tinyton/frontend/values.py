@@ -1,0 +1,162 @@
+"""Values of a kernel being compiled and the frontend's pure type rules (promotion, broadcasting).
+
+A kernel value is either a `Tile` (an SSA value: a scalar or a rank-1/2 tile, with its tt type) or a
+plain Python value: a constexpr (int, float, bool, None, a tuple of them), a dtype, a module, a function.
+Python numbers are *weak*, as in Triton: combined with a tile they adopt its element type when they are
+of its kind (`x_f16 * 2.0` stays f16, `i * 2` stays i32) and only widen it across kinds (`i * 0.5` is f32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, i1, i32
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton import language
+from tinyton.dialects.tt import (
+    MAX_TILE_ELEMENTS,
+    element_type,
+    is_float,
+    is_pointer,
+    shape_of,
+)
+from tinyton.frontend.errors import CompilationError
+
+f16, f32 = Float16Type(), Float32Type()
+
+
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """An SSA value of the kernel with tensor-like helpers (`x.to(dtype)`, `x.shape`, `x.dtype`)."""
+
+    value: SSAValue
+
+    @property
+    def type(self) -> Attribute:
+        return self.value.type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return shape_of(self.value.type)
+
+    @property
+    def element(self) -> Attribute:
+        return element_type(self.value.type)
+
+    @property
+    def is_pointer(self) -> bool:
+        return is_pointer(self.value.type)
+
+    @property
+    def dtype(self) -> language.dtype:
+        return language.dtype_of(self.element)
+
+    def to(self, dtype: Any) -> Tile:
+        """Convert the elements to `dtype` (floats to ints truncate)."""
+        return language.KERNEL_BUILDERS[-1].cast(self, dtype)
+
+
+TILE_METHODS = frozenset({Tile.to})
+TILE_ATTRIBUTES = frozenset({"to", "shape", "dtype"})
+
+
+def is_number(x: Any) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+def describe(x: Any) -> str:
+    """A value for error messages: its type for tiles, its repr for Python values."""
+    return f"a {x.type}" if isinstance(x, Tile) else f"{type(x).__name__} {x!r}"
+
+
+def shape(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, Tile) else ()
+
+
+def element(x: Any) -> Any:
+    """The element type of a tile, or the Python type (`bool`, `int`, `float`) of a weak number."""
+    return x.element if isinstance(x, Tile) else type(x)
+
+
+def natural_element(x: bool | float) -> Attribute:
+    """The type of a Python number on its own: bool -> i1, int -> i32, float -> f32."""
+    return i1 if isinstance(x, bool) else i32 if isinstance(x, int) else f32
+
+
+def _floatish(e: Any) -> bool:
+    return e is float or (isinstance(e, Attribute) and is_float(e))
+
+
+def _boolish(e: Any) -> bool:
+    return e is bool or e == i1
+
+
+def _name(e: Any) -> str:
+    return e.__name__ if isinstance(e, type) else str(e)
+
+
+ARITH, DIV, INT, BITWISE, SELECT = "arith", "div", "int", "bitwise", "select"
+"""Promotion rules: arithmetic, true division, integer-only (`//` `<<` `>>`), `& | ^`, where/compare."""
+
+
+def promote(rule: str, elements: Sequence[Any], what: str) -> Attribute:
+    """The common element type of operands with `elements` under `rule` (Triton's promotion).
+
+    Any float makes the result the wider concrete float (f16 with f32 gives f32, a weak float alone gives
+    f32); otherwise ints compute in i32, except that bitwise ops and selections of booleans stay i1."""
+    for e in elements:
+        if isinstance(e, Attribute) and not (is_float(e) or isinstance(e, IntegerType)):
+            raise CompilationError(f"`{what}` needs numbers, got {_name(e)} operands")
+    floats = [e for e in elements if _floatish(e)]
+    if floats and rule in (INT, BITWISE):
+        raise CompilationError(
+            f"`{what}` needs integer operands, got {', '.join(_name(e) for e in elements)}; "
+            "convert with .to(tt.int32)" + ("" if what != "//" else " or use / for floats")
+        )
+    if rule in (BITWISE, SELECT) and all(_boolish(e) for e in elements):
+        return i1
+    if floats:
+        concrete = [e for e in floats if e is not float]
+        return f16 if concrete and all(e == f16 for e in concrete) else f32
+    return f32 if rule == DIV else i32
+
+
+def broadcast_shapes(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
+    """NumPy's broadcast of tile shapes (align trailing dims; a dim of 1 stretches)."""
+    rank = max(len(s) for s in shapes)
+    result = []
+    for dims in zip(*[(1,) * (rank - len(s)) + s for s in shapes]):
+        sizes = {d for d in dims if d != 1}
+        if len(sizes) > 1:
+            listed = " and ".join(str(list(s)) for s in shapes)
+            raise CompilationError(
+                f"cannot broadcast tiles of shapes {listed} in `{what}`: sizes differ along a dimension and "
+                "neither is 1; use blocks of one size (or x[:, None] / x[None, :] for 2-D)"
+            )
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def check_block_shape(shape: Sequence[Any], what: str) -> tuple[int, ...]:
+    """Validate a constexpr block shape: rank <= 2, power-of-two dims, at most MAX_TILE_ELEMENTS."""
+    if any(not isinstance(d, int) or isinstance(d, bool) for d in shape):
+        raise CompilationError(f"{what}: block shapes must be constexpr ints, got {list(shape)}")
+    if len(shape) > 2:
+        raise CompilationError(f"{what}: tiles have rank 1 or 2, got shape {list(shape)}")
+    size = 1
+    for d in shape:
+        if d < 1 or d & (d - 1):
+            raise CompilationError(
+                f"{what}: block dimension {d} is not a power of two; round it up with tt.next_power_of_2 "
+                "and mask the extra lanes"
+            )
+        size *= d
+    if size > MAX_TILE_ELEMENTS:
+        raise CompilationError(
+            f"{what}: a block of {size} elements is too large; a tile holds at most {MAX_TILE_ELEMENTS} "
+            "(tt.MAX_TILE_ELEMENTS): split the work over more programs or loop over smaller blocks"
+        )
+    return tuple(shape)

@@ -1,0 +1,358 @@
+"""The tinyton language: what `import tinyton as tt` gives a kernel or array-program author.
+
+Every user-facing op is a *builtin*: a short documented function whose body forwards to the kernel being
+compiled. The code generator (tinyton/frontend/codegen.py) resolves a call such as `tt.exp(x)` to the
+function object and calls it with `Tile`s and constexpr values while a `TileBuilder` is active; the rules
+(promotion, broadcasting, checks) live in tinyton/frontend/semantic.py. Called on traced arrays (array
+programs) a builtin forwards to `ARRAY_IMPLS[name]`, which tinyton/frontend/array_ops.py fills. Called
+anywhere else it says where it belongs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
+from xdsl.ir import Attribute
+
+from tinyton.dialects.tt import MAX_TILE_ELEMENTS
+from tinyton.frontend.errors import CompilationError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# ---------------------------------------------------------------------------------------------
+# Element types and constexpr
+# ---------------------------------------------------------------------------------------------
+
+
+class dtype:
+    """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.int32`, `tt.int1`."""
+
+    __slots__ = ("ir", "name", "np")
+
+    def __init__(self, name: str, ir: Attribute, np_dtype: type):
+        self.name, self.ir, self.np = name, ir, np.dtype(np_dtype)
+
+    def __repr__(self) -> str:
+        return f"tt.{self.name}"
+
+
+int1 = dtype("int1", i1, np.bool_)
+int32 = dtype("int32", i32, np.int32)
+float16 = dtype("float16", Float16Type(), np.float16)
+float32 = dtype("float32", Float32Type(), np.float32)
+DTYPES = (int1, int32, float16, float32)
+_BY_KEY: dict[Any, dtype] = {k: d for d in DTYPES for k in (d, d.ir, d.np, d.name)}
+
+
+def dtype_of(x: Any) -> dtype:
+    """The tinyton dtype of `x`: a tt dtype, an xDSL type, or a NumPy/torch dtype (or its name)."""
+    found = _BY_KEY.get(x)
+    for candidate in (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1]):  # torch.float32 -> float32
+        if found is not None:
+            break
+        try:
+            found = _BY_KEY.get(np.dtype(candidate))
+        except TypeError:
+            pass
+    if found is None:
+        name = getattr(x, "__name__", x)
+        raise CompilationError(f"unsupported dtype {name}; tinyton supports int1 (bool), int32, float16 and float32")
+    return found
+
+
+class constexpr:
+    """Annotation of a compile-time parameter (`BLOCK: tt.constexpr`).
+
+    Its value is folded into the kernel (usable in shapes, `tt.arange` bounds and `range`) and is part of
+    the specialisation key, so each distinct value compiles one variant."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, for grid sizes: `cdiv(n, BLOCK)` programs cover `n` elements."""
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (tile dimensions must be powers of two)."""
+    return 1 << builtins.max(int(n) - 1, 0).bit_length()
+
+
+def static_range(start: int, end: int | None = None, step: int = 1) -> range:
+    """`range` that a kernel always unrolls at compile time (its bounds must be constexpr)."""
+    return range(start, end, step) if end is not None else range(start)
+
+
+# ---------------------------------------------------------------------------------------------
+# Builtin dispatch
+# ---------------------------------------------------------------------------------------------
+
+ARRAY_IMPLS: dict[str, Callable[..., Any]] = {}
+"""Array-program implementations of the builtins by name (filled by tinyton/frontend/array_ops.py)."""
+
+KERNEL_BUILDERS: list[Any] = []
+"""Stack of active `TileBuilder`s: non-empty while the code generator compiles a kernel."""
+
+
+def _tracing() -> bool:
+    tracing = sys.modules.get("tinyton.frontend.tracing")
+    return tracing is not None and tracing.is_tracing()
+
+
+def builtin(fn: F) -> F:
+    """Make `fn` a builtin: kernel semantics while compiling, `ARRAY_IMPLS` on traced arrays."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def dispatch(*args: Any, **kwargs: Any) -> Any:
+        if KERNEL_BUILDERS:
+            return fn(*args, **kwargs)
+        traced = any(hasattr(a, "__tt_traced__") for a in (*args, *kwargs.values()))
+        if traced or _tracing():
+            impl = ARRAY_IMPLS.get(name)
+            if impl is None:
+                raise CompilationError(f"tt.{name} is not supported in array programs")
+            return impl(*args, **kwargs)
+        raise RuntimeError(f"tt.{name} must be called inside a @tt.jit function")
+
+    dispatch.__tt_builtin__ = name  # type: ignore[attr-defined]
+    return dispatch  # type: ignore[return-value]
+
+
+def _kernel() -> Any:
+    return KERNEL_BUILDERS[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Program geometry and tile construction
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def program_id(axis: int) -> Any:
+    """Index of this program along grid axis 0, 1 or 2 (CUDA's blockIdx)."""
+    return _kernel().program_id(axis)
+
+
+@builtin
+def num_programs(axis: int) -> Any:
+    """Number of programs along grid axis 0, 1 or 2 (CUDA's gridDim)."""
+    return _kernel().num_programs(axis)
+
+
+@builtin
+def arange(start: int, end: int) -> Any:
+    """`[start, ..., end-1]` as an int32 tile; constexpr bounds, `end - start` a power of two."""
+    return _kernel().arange(start, end)
+
+
+@builtin
+def full(shape: int | Sequence[int], value: Any, dtype: Any) -> Any:
+    """A tile of `shape` filled with `value` converted to `dtype`."""
+    return _kernel().full(shape, value, dtype)
+
+
+@builtin
+def zeros(shape: int | Sequence[int], dtype: Any = float32) -> Any:
+    """A tile of zeros, e.g. the accumulator of a matmul."""
+    return _kernel().full(shape, 0, dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def load(ptr: Any, mask: Any = None, other: Any = None) -> Any:
+    """Read through a pointer (tile); lanes where `mask` is false read nothing and give `other` (0)."""
+    return _kernel().load(ptr, mask, other)
+
+
+@builtin
+def store(ptr: Any, value: Any, mask: Any = None) -> None:
+    """Write `value` (converted to the pointee type) through a pointer tile where `mask` is true."""
+    _kernel().store(ptr, value, mask)
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise math
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """`x` where `condition` is true, else `y`, elementwise with broadcasting."""
+    return _kernel().where(condition, x, y)
+
+
+@builtin
+def exp(x: Any) -> Any:
+    """e**x (int inputs become float32)."""
+    return _kernel().unary("exp", x)
+
+
+@builtin
+def log(x: Any) -> Any:
+    """Natural logarithm (int inputs become float32)."""
+    return _kernel().unary("log", x)
+
+
+@builtin
+def sqrt(x: Any) -> Any:
+    """Square root (int inputs become float32)."""
+    return _kernel().unary("sqrt", x)
+
+
+@builtin
+def rsqrt(x: Any) -> Any:
+    """1/sqrt(x), one instruction on the GPU (int inputs become float32)."""
+    return _kernel().unary("rsqrt", x)
+
+
+@builtin
+def abs(x: Any) -> Any:
+    """Absolute value."""
+    return _kernel().unary("abs", x)
+
+
+@builtin
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum with broadcasting (NaN-propagating)."""
+    return _kernel().binary("maximum", x, y)
+
+
+@builtin
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum with broadcasting (NaN-propagating)."""
+    return _kernel().binary("minimum", x, y)
+
+
+@builtin
+def relu(x: Any) -> Any:
+    """max(x, 0)."""
+    return _kernel().binary("maximum", x, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and dot
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def sum(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Sum along `axis` (all axes when None); bool tiles count their true lanes."""
+    return _kernel().reduce("sum", x, axis, keepdims)
+
+
+@builtin
+def max(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Maximum along `axis` (all axes when None)."""
+    return _kernel().reduce("max", x, axis, keepdims)
+
+
+@builtin
+def min(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Minimum along `axis` (all axes when None)."""
+    return _kernel().reduce("min", x, axis, keepdims)
+
+
+@builtin
+def mean(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean along `axis` (all axes when None), as a float."""
+    return _kernel().mean(x, axis, keepdims)
+
+
+reduce_sum, reduce_max, reduce_min = sum, max, min
+
+
+@builtin
+def dot(a: Any, b: Any, acc: Any = None) -> Any:
+    """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16); `acc` defaults to float32 zeros."""
+    return _kernel().dot(a, b, acc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Array-program-only builtins (implemented by the tracer; no tile-level equivalent)
+# ---------------------------------------------------------------------------------------------
+
+
+def _array_only(name: str, doc: str) -> Callable[..., Any]:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise CompilationError(f"tt.{name} is only available in array programs, not in kernels")
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return builtin(fn)
+
+
+ones = _array_only("ones", "An array of ones: `tt.ones(shape, dtype)`.")
+matmul = _array_only("matmul", "NumPy's matmul (`a @ b`).")
+reshape = _array_only("reshape", "NumPy's reshape.")
+transpose = _array_only("transpose", "NumPy's transpose.")
+broadcast_to = _array_only("broadcast_to", "NumPy's broadcast_to.")
+take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
+
+
+def jit(fn: Callable[..., Any]) -> Any:
+    """Compile `fn` on first use: a kernel (no `return <value>`, launch with `fn[grid](...)`) or an
+    array program (returns arrays, call it directly)."""
+    from tinyton.frontend.jit import JITFunction
+
+    return JITFunction(fn)
+
+
+__all__ = [
+    "DTYPES",
+    "CompilationError",
+    "abs",
+    "arange",
+    "broadcast_to",
+    "cdiv",
+    "constexpr",
+    "dot",
+    "dtype",
+    "dtype_of",
+    "exp",
+    "float16",
+    "float32",
+    "full",
+    "int1",
+    "int32",
+    "jit",
+    "load",
+    "log",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "next_power_of_2",
+    "num_programs",
+    "ones",
+    "program_id",
+    "reduce_max",
+    "reduce_min",
+    "reduce_sum",
+    "relu",
+    "reshape",
+    "rsqrt",
+    "sqrt",
+    "static_range",
+    "store",
+    "sum",
+    "take",
+    "transpose",
+    "where",
+    "zeros",
+]

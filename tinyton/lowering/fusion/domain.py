@@ -1,0 +1,252 @@
+"""Can a set of tta ops run as ONE kernel, and how does each value map onto the kernel's index space?
+
+Both the fusion planner (legality of a merge) and the codegen (index arithmetic) call `analyze`, so the
+planner can never build a group the codegen cannot emit.
+
+The kernel iterates over a *domain* D (a shape) with at most one reduced axis `red`. Every value held
+in registers gets a *map*: for each of its dims, the D axis it runs along, or None for a size-1
+(broadcast) dim. Maps are strictly increasing (no transposes in registers). Values defined outside
+the group are read from memory through a `View` (a strided window on an input buffer): transpose,
+broadcast_to and contiguous reshapes of inputs cost nothing but index arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from math import prod
+
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import shape_of
+
+Map = tuple[int | None, ...]
+
+ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp)
+VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp)
+INDEX_LIMIT = 1 << 31
+"""Kernels index with i32: every buffer and the domain must have fewer elements."""
+
+
+class NotFusable(Exception):
+    """The ops cannot form one kernel; the message says why (shown by the planner's debug output)."""
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """Elements of `base` (a value from outside the group) read at `sum(index[i] * strides[i])`."""
+
+    base: SSAValue
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @staticmethod
+    def of(value: SSAValue) -> View:
+        shape = shape_of(value.type)
+        return View(value, shape, contiguous_strides(shape))
+
+    @property
+    def is_contiguous(self) -> bool:
+        return all(s == c for s, c, d in zip(self.strides, contiguous_strides(self.shape), self.shape) if d != 1)
+
+    def apply(self, op: Operation) -> View | None:
+        """The view after a transpose / broadcast_to / reshape; None if a reshape needs a copy."""
+        out = shape_of(op.results[0].type)
+        if isinstance(op, tta.TransposeOp):
+            return View(self.base, out, tuple(self.strides[p] for p in op.perm))
+        if isinstance(op, tta.BroadcastToOp):
+            lead = len(out) - len(self.shape)
+            src = [(1, 0)] * lead + list(zip(self.shape, self.strides))
+            return View(self.base, out, tuple(0 if d == 1 else s for (d, s) in src))
+        if self.is_contiguous:
+            return View(self.base, out, contiguous_strides(out))
+        kept = [(d, s) for d, s in zip(self.shape, self.strides) if d != 1]
+        if [d for d, _ in kept] == [d for d in out if d != 1]:  # only size-1 dims added or removed
+            it = iter(s for _, s in kept)
+            return View(self.base, out, tuple(next(it) if d != 1 else 0 for d in out))
+        return None
+
+
+@dataclass
+class Domain:
+    """The kernel's index space and how every value of the group sits in it."""
+
+    shape: tuple[int, ...]
+    red: int | None
+    maps: dict[SSAValue, Map] = field(default_factory=dict)
+    views: dict[SSAValue, View] = field(default_factory=dict)
+    matmul: tta.MatmulOp | None = None
+
+    @property
+    def kind(self) -> str:
+        """The codegen strategy (and the default `kind` of a fusion region)."""
+        if self.matmul is not None:
+            return "matmul_epilogue"
+        if self.red is None:
+            return "elementwise"
+        inner = prod(self.shape[self.red + 1 :])
+        return "row_reduction" if inner == 1 else "reduction"
+
+    def view(self, value: SSAValue) -> View:
+        return self.views.get(value) or View.of(value)
+
+    def align(self, shape: Sequence[int], like: Map) -> Map:
+        """Map of an operand of `shape` broadcast (NumPy-style, trailing dims) against a result mapped `like`."""
+        k = len(like) - len(shape)
+        return tuple(None if d == 1 else like[j + k] for j, d in enumerate(shape))
+
+    def free_map(self, shape: Sequence[int]) -> Map:
+        """A value with no register producer sits right-aligned in the domain (NumPy broadcasting)."""
+        n, k = len(self.shape), len(shape)
+        out: list[int | None] = []
+        for j, d in enumerate(shape):
+            a = n - k + j
+            if d == 1:
+                out.append(None)
+            elif a < 0 or self.shape[a] != d:
+                raise NotFusable(f"shape {tuple(shape)} does not broadcast into the domain {self.shape}")
+            else:
+                out.append(a)
+        return tuple(out)
+
+    def map_of(self, value: SSAValue) -> Map:
+        return self.maps[value] if value in self.maps else self.free_map(shape_of(value.type))
+
+    def operand_map(self, op: Operation, index: int) -> Map:
+        """How operand `index` of a register op is indexed (its map, or the alignment of its view)."""
+        value = op.operands[index]
+        if value in self.maps:
+            return self.maps[value]
+        if isinstance(op, (tta.ReduceOp, tta.ReshapeOp, tta.TransposeOp)):
+            return self.map_of(value)
+        if isinstance(op, tta.TakeOp) and index == 1:
+            out = self.maps[op.result]
+            axis = op.axis.value.data
+            return tuple(None if d == 1 else out[axis + j] for j, d in enumerate(shape_of(value.type)))
+        return self.align(shape_of(value.type), self.maps[op.results[0]])
+
+    def take_table_axes(self, op: tta.TakeOp) -> tuple[Map, int]:
+        """(map of the table's non-gathered dims (None at the gathered axis), gathered axis)."""
+        out, axis = self.maps[op.result], op.axis.value.data
+        k = len(shape_of(op.indices.type))
+        table = shape_of(op.table.type)
+        m = tuple(None if j == axis or d == 1 else out[j if j < axis else j + k - 1] for j, d in enumerate(table))
+        return m, axis
+
+
+def _inside(value: SSAValue, members: set[Operation]) -> bool:
+    return isinstance(value, OpResult) and value.op in members
+
+
+def _check_map(m: Map, what: Operation) -> Map:
+    axes = [a for a in m if a is not None]
+    if any(b <= a for a, b in zip(axes, axes[1:])):
+        raise NotFusable(f"{what.name} would reorder axes in registers (a transpose needs memory)")
+    return m
+
+
+def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
+    """The domain of `ops` (in program order) writing `outputs`; raises NotFusable if not one kernel."""
+    members = set(ops)
+    outputs = list(outputs)
+    views: dict[SSAValue, View] = {}
+    register: list[Operation] = []
+    for op in ops:
+        if not isinstance(op, (*ELEMENTWISE, *VIEWS, tta.ReduceOp, tta.MatmulOp, tta.TakeOp)):
+            raise NotFusable(f"{op.name} has no kernel template")
+        if isinstance(op, VIEWS) and (op.input in views or not _inside(op.input, members)):
+            view = (views.get(op.input) or View.of(op.input)).apply(op)
+            if view is not None:
+                views[op.result] = view
+                continue
+        register.append(op)
+
+    def external(v: SSAValue) -> bool:
+        return v in views or not _inside(v, members)
+
+    for v in [*(v for op in ops for v in op.operands), *outputs]:
+        if prod(shape_of(v.type)) >= INDEX_LIMIT:
+            raise NotFusable("arrays of 2**31 elements or more need 64-bit indexing")
+
+    matmuls = [op for op in register if isinstance(op, tta.MatmulOp)]
+    reductions = [op for op in register if isinstance(op, tta.ReduceOp)]
+    for op in register:
+        if isinstance(op, tta.TakeOp) and not external(op.table):
+            raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
+    if matmuls:
+        if len(matmuls) > 1 or reductions:
+            raise NotFusable("a matmul kernel takes elementwise epilogues only")
+        if not all(external(v) for v in matmuls[0].operands):
+            raise NotFusable("matmul operands are read from memory (no prologue fusion)")
+        dom = Domain(shape_of(matmuls[0].result.type), None, matmul=matmuls[0])
+    elif reductions:
+        anchor = max(reductions, key=lambda r: (len(shape_of(r.input.type)), prod(shape_of(r.input.type))))
+        dom = Domain(shape_of(anchor.input.type), anchor.axis.value.data)
+    else:
+        shapes = [shape_of(op.results[0].type) for op in register]
+        shapes += [shape_of(v.type) for v in outputs if v in views]
+        try:
+            dom = Domain(tta.broadcast_shapes(*shapes), None)
+        except tta.ShapeError as e:
+            raise NotFusable(str(e)) from None
+    if prod(dom.shape) >= INDEX_LIMIT:
+        raise NotFusable("domains of 2**31 elements or more need 64-bit indexing")
+    dom.views = views
+
+    for op in register:
+        dom.maps[op.results[0]] = _check_map(_infer(dom, op, external), op)
+    for v in outputs:
+        if v in views:
+            dom.free_map(shape_of(v.type))
+    return dom
+
+
+def _infer(dom: Domain, op: Operation, external) -> Map:
+    """Map of the result of register op `op` from its operands' maps (NumPy alignment)."""
+    out_shape = shape_of(op.results[0].type)
+    if isinstance(op, tta.MatmulOp):
+        return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
+    if isinstance(op, tta.ReduceOp):
+        m, axis = dom.map_of(op.input), op.axis.value.data
+        if m[axis] != dom.red and not (m[axis] is None and dom.shape[dom.red] == 1):
+            raise NotFusable("reductions in one kernel must reduce the same axis of the same domain")
+        return tuple(None if j == axis else a for j, a in enumerate(m) if j != axis or op.keeps_dims)
+    if isinstance(op, (tta.ReshapeOp, tta.TransposeOp)):  # in registers: only size-1 dims may move
+        m, in_shape = dom.map_of(op.input), shape_of(op.input.type)
+        moved = isinstance(op, tta.TransposeOp) and sorted(p := [i for i in op.perm if in_shape[i] != 1]) != p
+        if moved or [d for d in in_shape if d != 1] != [d for d in out_shape if d != 1]:
+            raise NotFusable(f"{op.name} of a computed value changes the layout (needs memory)")
+        it = iter(a for a in m if a is not None)
+        return tuple(None if d == 1 else next(it) for d in out_shape)
+    constraints: list[tuple[int, Map, tuple[int, ...]]] = []  # (offset into out dims, map, shape)
+    if isinstance(op, tta.TakeOp):
+        if not external(op.indices):
+            constraints.append((op.axis.value.data, dom.maps[op.indices], shape_of(op.indices.type)))
+    else:
+        for v in op.operands:
+            if not external(v):
+                s = shape_of(v.type)
+                constraints.append((len(out_shape) - len(s), dom.maps[v], s))
+    n, k = len(dom.shape), len(out_shape)
+    out: list[int | None] = []
+    for j, d in enumerate(out_shape):
+        if d == 1:
+            out.append(None)
+            continue
+        axes = {m[j - off] for off, m, s in constraints if 0 <= j - off < len(s) and s[j - off] != 1}
+        if len(axes) > 1:
+            raise NotFusable(f"{op.name} combines values laid out along different axes")
+        a = axes.pop() if axes else n - k + j
+        if a is None or a < 0 or dom.shape[a] != d:
+            raise NotFusable(f"{op.name} result {out_shape} does not fit the domain {dom.shape}")
+        out.append(a)
+    return tuple(out)

@@ -1,0 +1,160 @@
+"""A small builder for tt kernels: constants, implicit splat/broadcast, i32 index arithmetic, loops.
+
+tt ops never broadcast implicitly; `binary` inserts the `tt.splat` / `tt.broadcast` a hand-writer would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IntegerAttr, i1, i32
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tinyton.dialects import tt
+from tinyton.dialects.tt import element_type, is_float, shape_of, tile_type
+
+Shape = tuple[int, ...]
+f32 = Float32Type()
+
+
+def broadcast_shape(*shapes: Shape) -> Shape:
+    """The common tile shape (all tiles of a kernel share one rank; scalars are `()`)."""
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def identity(kind: str, element: Attribute) -> float | int:
+    """Neutral element of a reduction `kind` ("sum", "max", "min") for `element`."""
+    if kind == "sum":
+        return 0.0 if is_float(element) else 0
+    if is_float(element):
+        return float("-inf") if kind == "max" else float("inf")
+    if element == i1:
+        return 0 if kind == "max" else 1
+    return -(2**31) if kind == "max" else 2**31 - 1
+
+
+class Emitter:
+    """Appends tt ops at an insertion point; `at(block)` switches blocks (loop bodies)."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self._consts: dict[tuple, SSAValue] = {}
+        """Constants, splats and broadcasts already emitted, per block (emitted once, reused)."""
+
+    def emit(self, op: Operation) -> SSAValue:
+        Rewriter.insert_op(op, InsertPoint.at_end(self.block))
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    # ---- constants and shapes ------------------------------------------------------------
+    def const(self, value: float | int | bool, element: Attribute, shape: Shape = ()) -> SSAValue:
+        """A constant of `element` type, scalar or tile; memoised per block."""
+        key = (self.block, (value, shape), element)
+        if key not in self._consts:
+            if is_float(element):
+                attr = FloatAttr(float(value), element)
+            else:
+                attr = IntegerAttr(int(value) if element != i1 else int(bool(value)), element)
+            self._consts[key] = self.emit(tt.ConstantOp(attr, tile_type(element, shape)))
+        return self._consts[key]
+
+    def i32(self, value: int) -> SSAValue:
+        return self.const(value, i32)
+
+    def to_shape(self, value: SSAValue, shape: Shape) -> SSAValue:
+        """Splat a scalar or broadcast a tile (size-1 dims) to `shape`."""
+        have = shape_of(value.type)
+        if have == shape:
+            return value
+        key = (self.block, value, shape)
+        if key not in self._consts:
+            op = tt.SplatOp(value, shape) if not have else tt.BroadcastOp(value, shape)
+            self._consts[key] = self.emit(op)
+        return self._consts[key]
+
+    def expand(self, value: SSAValue, axis: int) -> SSAValue:
+        return self.emit(tt.ExpandDimsOp(value, axis))
+
+    # ---- arithmetic ------------------------------------------------------------------------
+    def binary(self, cls: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        shape = broadcast_shape(shape_of(a.type), shape_of(b.type))
+        return self.emit(cls(self.to_shape(a, shape), self.to_shape(b, shape)))
+
+    def cmp(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        shape = broadcast_shape(shape_of(a.type), shape_of(b.type))
+        return self.emit(tt.CmpOp(predicate, self.to_shape(a, shape), self.to_shape(b, shape)))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        shape = broadcast_shape(*(shape_of(v.type) for v in (cond, a, b)))
+        return self.emit(tt.SelectOp(*(self.to_shape(v, shape) for v in (cond, a, b))))
+
+    def cast(self, value: SSAValue, element: Attribute) -> SSAValue:
+        return value if element_type(value.type) == element else self.emit(tt.CastOp(value, element))
+
+    def and_(self, a: SSAValue | None, b: SSAValue | None) -> SSAValue | None:
+        """Conjunction of optional masks (None is all-true)."""
+        if a is None or b is None:
+            return a if b is None else b
+        return self.binary(tt.AndOp, a, b)
+
+    # Integer index arithmetic that folds the trivial cases a hand-writer would not write.
+    def add(self, a: SSAValue | None, b: SSAValue | None) -> SSAValue | None:
+        if a is None or b is None:
+            return a if b is None else b
+        return self.binary(tt.AddOp, a, b)
+
+    def mul_int(self, a: SSAValue, k: int) -> SSAValue:
+        return a if k == 1 else self.binary(tt.MulOp, a, self.i32(k))
+
+    def div_int(self, a: SSAValue, k: int) -> SSAValue:
+        return a if k == 1 else self.binary(tt.FloorDivOp, a, self.i32(k))
+
+    def mod_int(self, a: SSAValue, k: int) -> SSAValue:
+        return self.binary(tt.ModOp, a, self.i32(k))
+
+    def arange(self, n: int, rank: int = 1, dim: int = 0) -> SSAValue:
+        """`arange(n)` shaped to run along tile dimension `dim` of a rank-`rank` tile."""
+        value = self.emit(tt.ArangeOp(0, n))
+        return self.expand(value, 1 - dim) if rank == 2 else value
+
+    def reduce(self, kind: str, value: SSAValue, axis: int) -> SSAValue:
+        """Reduce a tile along `axis`, keeping the rank (a rank-1 tile reduces to a scalar)."""
+        if not shape_of(value.type):  # a one-element row
+            return value
+        cls = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}[kind]
+        out = self.emit(cls(value, axis))
+        return self.expand(out, axis) if len(shape_of(value.type)) == 2 else out
+
+    def for_loop(
+        self, lb: int, ub: int, step: int, carried: Sequence[SSAValue],
+        body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]],
+    ) -> list[SSAValue]:
+        """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`.
+
+        The body is built before the loop op is inserted, so code emitted meanwhile into the enclosing
+        block (hoisted loop invariants) lands before the loop."""
+        outer = self.block
+        bounds = [self.i32(lb), self.i32(ub), self.i32(step)]
+        block = Block(arg_types=[i32, *(v.type for v in carried)])
+        self.block = block
+        new = body(block.args[0], list(block.args[1:]))
+        self.emit(scf.YieldOp(*new))
+        self.block = outer
+        loop = scf.ForOp(*bounds, list(carried), block)
+        self.emit(loop)
+        return list(loop.results)
+
+    @contextmanager
+    def inside(self, block: Block) -> Iterator[None]:
+        """Emit into `block` for a while (loop invariants go to the enclosing block)."""
+        saved, self.block = self.block, block
+        try:
+            yield
+        finally:
+            self.block = saved
+
+
+__all__ = ["Emitter", "identity", "broadcast_shape", "f32", "Float16Type"]

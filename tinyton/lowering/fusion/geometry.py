@@ -1,0 +1,144 @@
+"""How a fused region's domain is cut into programs and tiles, and the heuristics choosing the sizes.
+
+A *source* is one index a program iterates over: a set of domain axes enumerated (row-major) either
+along a tile dimension (`pid * block + arange(block)`) or as one scalar per program. Strategies:
+
+- rows (reduce the last non-trivial axis): tile `[BLOCK]` per row (one program per row, the Triton
+  tutorial's kernel) or `[ROWS, BLOCK]` for short rows; a looped `[CHUNK]` walk when the row does not
+  fit in registers;
+- cols (reduce an inner axis): tile `[BK, BI]`, contiguous along the inner axes (coalesced), a
+  scalar index over the outer axes, looping over the reduced axis when it is long;
+- flat (elementwise): a 1-D `[BLOCK]` tile over all elements;
+- matmul: `[BM, BN]` output tiles, a scalar index over batch axes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+from xdsl.ir import SSAValue
+
+from tinyton.lowering.fusion.domain import Domain
+
+MAX_ROW_BLOCK = 16384
+"""Longest row kept whole in registers (elements); longer rows are reduced in a loop."""
+LOOP_CHUNK = 4096
+"""Chunk of a looped row (elements per iteration)."""
+SHORT_ROW_TILE = 2048
+"""Rows of at most 512 elements are packed `SHORT_ROW_TILE // BLOCK` to a program."""
+MIN_PROGRAMS = 264
+"""Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
+
+
+def next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def warps_for(elements: int) -> int:
+    """num_warps from the tile size: ~4-16 elements per thread, 4 warps from 1024 up, at most 16."""
+    if elements >= 1024:
+        return max(4, min(16, elements // 512))
+    return max(1, min(4, elements // 256))
+
+
+@dataclass
+class Source:
+    """One program-level index over `axes` of the domain."""
+
+    axes: tuple[int, ...]
+    extent: int
+    block: int = 1
+    dim: int | None = None
+    index: SSAValue | None = None
+    mask: SSAValue | None = None
+
+    @property
+    def programs(self) -> int:
+        return cdiv(self.extent, self.block) if self.dim is not None else self.extent
+
+    @property
+    def needs_mask(self) -> bool:
+        return self.dim is not None and self.extent % self.block != 0
+
+
+@dataclass
+class Geometry:
+    """Tile rank, sources in program-id order (outermost first), the reduced source, warps."""
+
+    domain: tuple[int, ...]
+    rank: int
+    sources: list[Source]
+    num_warps: int
+    k: Source | None = None
+    looped: bool = False
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def programs(self) -> int:
+        return prod(s.programs for s in self.sources if s is not self.k)
+
+    def tile_shape(self, axes: set[int] | frozenset[int]) -> tuple[int, ...]:
+        """Tile shape of a value varying along `axes`; `()` (a scalar) when it varies along no tile dim."""
+        dims = [1] * self.rank
+        for s in self.sources:
+            if s.dim is not None and any(a in axes for a in s.axes):
+                dims[s.dim] = s.block
+        return tuple(dims) if any(d > 1 for d in dims) else ()
+
+    def source_of(self, axis: int) -> Source:
+        return next(s for s in self.sources if axis in s.axes)
+
+
+def plan(dom: Domain) -> Geometry:
+    """The strategy and the block sizes for a reduction or elementwise domain."""
+    shape = dom.shape
+    if dom.red is None:
+        n = prod(shape)
+        block = min(next_pow2(n), 2048 if n >= 1 << 20 else 1024)
+        src = Source(tuple(range(len(shape))), n, block, 0)
+        return Geometry(shape, 1, [src], warps_for(block), notes={"BLOCK": block})
+    red = dom.red
+    K = shape[red]
+    inner = tuple(a for a in range(red + 1, len(shape)))
+    if prod(shape[red + 1 :]) == 1:
+        rows = tuple(a for a in range(len(shape)) if a != red)
+        R = prod(shape[a] for a in rows)
+        block = next_pow2(K)
+        looped = block > MAX_ROW_BLOCK
+        if looped:
+            block = LOOP_CHUNK
+        per = 1
+        if block <= 512:
+            per = min(SHORT_ROW_TILE // block, next_pow2(R))
+            while per > 1 and cdiv(R, per) < MIN_PROGRAMS:
+                per //= 2
+        rank = 2 if per > 1 else 1
+        p = Source(rows, R, per, 0 if rank == 2 else None)
+        k = Source((red,), K, block, rank - 1)
+        return Geometry(shape, rank, [p, k], warps_for(per * block), k, looped, {"ROWS": per, "BLOCK": block})
+    outer = tuple(range(red))
+    I = prod(shape[red + 1 :])
+    bi = min(next_pow2(I), 128)
+    bk = min(next_pow2(K), max(1, 4096 // bi))
+    o = Source(outer, prod(shape[:red]))
+    k = Source((red,), K, bk, 0)
+    i = Source(inner, I, bi, 1)
+    return Geometry(shape, 2, [o, i, k], warps_for(bk * bi), k, bk < K, {"BLOCK_K": bk, "BLOCK_I": bi})
+
+
+def plan_matmul(dom: Domain) -> Geometry:
+    """Output tiles `[BM, BN]` (16 to 64 per side, `tt.dot`'s minimum is 16) over the batch axes."""
+    shape = dom.shape
+    M, N = shape[-2], shape[-1]
+    bm, bn = (max(16, min(64, next_pow2(d))) for d in (M, N))
+    n = len(shape)
+    batch = Source(tuple(range(n - 2)), prod(shape[:-2]))
+    m = Source((n - 2,), M, bm, 0)
+    nn = Source((n - 1,), N, bn, 1)
+    warps = 4 if bm * bn >= 2048 else 2 if bm * bn >= 512 else 1
+    return Geometry(shape, 2, [batch, m, nn], warps, notes={"BM": bm, "BN": bn})

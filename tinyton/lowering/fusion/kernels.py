@@ -1,0 +1,147 @@
+"""Each `tta.fusion` region becomes one tt kernel plus the facts needed to launch it (`KernelSpec`).
+
+Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output (contiguous
+buffers of the value's shape; rank-0 values are one-element buffers). Shapes are compile-time
+constants (a traced program is specialised on them), so the kernel takes no scalar parameters and
+masks appear only where a block does not divide its extent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import PointerType, element_type
+from tinyton.lowering.fusion.domain import analyze
+from tinyton.lowering.fusion.emitter import Emitter
+from tinyton.lowering.fusion.geometry import plan, plan_matmul
+from tinyton.lowering.fusion.region import RegionEmitter
+from tinyton.lowering.fusion.schedule import Scheduler
+
+DIVISIBILITY = 16
+"""Buffers come from the allocator (cuMemAlloc / NumPy), so every pointer is 16-byte aligned."""
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """Kernel argument `name` is region input (or output) number `index`."""
+
+    role: Literal["input", "output"]
+    index: int
+    name: str
+
+
+@dataclass
+class KernelSpec:
+    """One launch of the array program: the tt kernel, its grid and how to bind its arguments."""
+
+    name: str
+    kind: str
+    module: ModuleOp
+    grid: tuple[int, int, int]
+    num_warps: int
+    params: list[KernelParam]
+    fusion: tta.FusionOp
+    tiles: dict[str, int] = field(default_factory=dict)
+    alias: int | None = None
+    """Set when output 0 is a contiguous reshape of input `alias`: the launch can be skipped by
+    binding the output to the input's buffer (the kernel, a copy, stays valid either way)."""
+
+    @property
+    def inputs(self) -> list[SSAValue]:
+        """Program values read, in parameter order (the region's operands)."""
+        return list(self.fusion.inputs)
+
+    @property
+    def outputs(self) -> list[SSAValue]:
+        """Program values written, in parameter order (the region's results)."""
+        return list(self.fusion.outputs)
+
+    @property
+    def kernel(self) -> func.FuncOp:
+        return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
+
+
+def _hint(value: SSAValue, fallback: str) -> str:
+    hint = value.name_hint or fallback
+    return re.sub(r"\W", "_", hint)
+
+
+def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
+    """Generate the tt kernel of one fusion region."""
+    ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
+    results = list(fusion.yield_op.values)
+    dom = analyze(ops, results)
+    geom = plan_matmul(dom) if dom.matmul is not None else plan(dom)
+
+    values = [*fusion.block.args, *results]
+    params = [KernelParam("input", i, _hint(a, f"in{i}")) for i, a in enumerate(fusion.block.args)]
+    params += [KernelParam("output", i, f"out{i}") for i in range(len(results))]
+    types = [PointerType(element_type(v.type)) for v in values]
+    attrs = ArrayAttr([DictionaryAttr({"tt.divisibility": IntegerAttr(DIVISIBILITY, 32)}) for _ in types])
+    kernel = func.FuncOp(name, (types, []), arg_attrs=attrs)
+    args = kernel.body.block.args
+    for arg, p in zip(args, params):
+        arg.name_hint = p.name
+
+    em = Emitter(kernel.body.block)
+    rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
+    rg.setup_programs()
+    Scheduler(rg, ops, list(zip(results, args[len(fusion.block.args) :]))).run()
+    em.emit(func.ReturnOp())
+
+    module = ModuleOp([kernel])
+    module.attributes["tt.num_warps"] = IntegerAttr(geom.num_warps, i32)
+    module.verify()
+    alias = None
+    if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
+        alias = 0 if dom.views[results[0]].is_contiguous else None
+    return KernelSpec(
+        name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion, dict(geom.notes), alias
+    )
+
+
+def fusion_to_kernels(module: ModuleOp) -> list[KernelSpec]:
+    """Kernels of every `tta.fusion` in `module`, in program order (the launch order)."""
+    specs: list[KernelSpec] = []
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp):
+            continue
+        for op in fn.body.block.ops:
+            if isinstance(op, tta.FusionOp):
+                name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
+                specs.append(build_kernel(op, name))
+    return specs
+
+
+@dataclass(frozen=True)
+class FusionToKernelsPass(ModulePass):
+    """Append each fusion's kernel as a nested module (`tinyton.grid`, `tt.num_warps` attributes) and
+    tag the fusion with its kernel's name: the IR view of `fusion_to_kernels`, for inspection."""
+
+    name = "tinyton-fusion-to-kernels"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for spec in fusion_to_kernels(op):
+            spec.fusion.attributes["kernel"] = StringAttr(spec.name)
+            kernel_module = spec.module
+            kernel_module.properties["sym_name"] = StringAttr(spec.name)
+            kernel_module.attributes["tinyton.grid"] = DenseArrayBase.from_list(i64, list(spec.grid))
+            op.body.block.add_op(kernel_module)

@@ -1,0 +1,276 @@
+"""Emit the tt code of a region's ops: index arithmetic, masked loads and stores, elementwise ops.
+
+Values live in *scopes*: the program scope (per-row values, hoisted out of loops) and a chunk scope
+(values varying along the reduced axis, recomputed per chunk of a looped row). A value's tile shape
+follows its map: it has a tile dimension only where it varies, so per-row values stay `[ROWS, 1]`
+(or scalars) and are broadcast in registers where an elementwise op needs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.ir import Block, Operation, SSAValue
+
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
+from tinyton.lowering.fusion.domain import Domain, Map, View, contiguous_strides
+from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
+from tinyton.lowering.fusion.geometry import Geometry, Source
+
+BINARY: dict[type[Operation], type[Operation]] = {
+    tta.AddOp: tt.AddOp, tta.SubOp: tt.SubOp, tta.MulOp: tt.MulOp, tta.DivOp: tt.DivOp,
+    tta.FloorDivOp: tt.FloorDivOp, tta.ModOp: tt.ModOp, tta.MaximumOp: tt.MaximumOp,
+    tta.MinimumOp: tt.MinimumOp, tta.AndOp: tt.AndOp, tta.OrOp: tt.OrOp, tta.XorOp: tt.XorOp,
+    tta.ShlOp: tt.ShlOp, tta.ShrOp: tt.ShrOp,
+}
+UNARY: dict[type[Operation], type[Operation]] = {
+    tta.NegOp: tt.NegOp, tta.AbsOp: tt.AbsOp, tta.ExpOp: tt.ExpOp, tta.LogOp: tt.LogOp,
+    tta.SqrtOp: tt.SqrtOp, tta.RsqrtOp: tt.RsqrtOp,
+}
+IN_REGISTERS = (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
+"""Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
+
+
+class Scope:
+    """Memo of emitted values for one block; lookups fall back to the enclosing scope."""
+
+    def __init__(self, block: Block, parent: Scope | None = None):
+        self.block, self.parent, self.memo = block, parent, {}
+
+    def get(self, key: Any) -> SSAValue | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if key in scope.memo:
+                return scope.memo[key]
+            scope = scope.parent
+        return None
+
+
+class RegionEmitter:
+    """Shared state of one kernel: domain, geometry, kernel pointers of the region's inputs."""
+
+    def __init__(self, dom: Domain, geom: Geometry, em: Emitter, ptrs: dict[SSAValue, SSAValue]):
+        self.dom, self.geom, self.em, self.ptrs = dom, geom, em, ptrs
+        self.root = Scope(em.block)
+
+    # ---- programs and chunks -------------------------------------------------------------
+    def setup_programs(self) -> None:
+        """Split `program_id(0)` into one index per source (the last source varies fastest)."""
+        em, geom = self.em, self.geom
+        order = [s for s in geom.sources if s is not geom.k]
+        rest = em.emit(tt.ProgramIdOp(0)) if geom.programs > 1 else None
+        for i in reversed(range(len(order))):
+            s, n = order[i], order[i].programs
+            if n == 1 or rest is None:
+                idx = None
+            elif i == 0:
+                idx = rest
+            else:
+                idx = em.mod_int(rest, n)
+                rest = em.div_int(rest, n)
+            self._set_index(s, idx, s.block)
+
+    def set_k(self, start: SSAValue | None) -> None:
+        """Index and mask of the reduced axis for the chunk starting at `start` (None: 0)."""
+        self._set_index(self.geom.k, start, 1)
+
+    def _set_index(self, s: Source, base: SSAValue | None, scale: int) -> None:
+        em = self.em
+        if s.dim is None:
+            s.index = base if base is not None else em.i32(0)
+            return
+        key = ("lanes", s.block, s.dim)
+        if key not in self.root.memo:  # loop invariants: lanes and the bound
+            with em.inside(self.root.block):
+                self.root.memo[key] = em.arange(s.block, self.geom.rank, s.dim)
+                self.root.memo[("bound", s.extent)] = em.to_shape(em.i32(s.extent), shape_of(self.root.memo[key].type))
+        lanes = self.root.memo[key]
+        s.index = lanes if base is None else em.add(em.mul_int(base, scale), lanes)
+        s.mask = em.cmp("lt", s.index, self.root.memo[("bound", s.extent)]) if s.needs_mask else None
+
+    # ---- addresses ---------------------------------------------------------------------------
+    def offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
+        """`sum(index[a] * strides[a])` over the domain axes, one decomposed term per source."""
+        target = scope if self.kvar(a for a, st in strides.items() if st) else self.root
+        key = ("offsets", tuple(sorted(strides.items())))
+        if key not in target.memo:
+            with self.em.inside(target.block):
+                target.memo[key] = self._offsets(strides, target)
+        return target.memo[key]
+
+    def _offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
+        total = None
+        for s in self.geom.sources:
+            pairs = tuple((self.dom.shape[a], strides.get(a, 0)) for a in s.axes)
+            if not any(st for _, st in pairs):
+                continue
+            target = scope if s is self.geom.k else self.root
+            key = ("term", id(s), pairs)
+            term = target.get(key)
+            if term is None:
+                with self.em.inside(target.block):
+                    term = target.memo[key] = self._decompose(s.index, pairs)
+            total = self.em.add(total, term)
+        return total
+
+    def _decompose(self, index: SSAValue, pairs: Sequence[tuple[int, int]]) -> SSAValue | None:
+        """Offset of a row-major index over (extent, stride) pairs; contiguous runs are merged first."""
+        groups: list[tuple[int, int]] = []
+        for ext, st in pairs:
+            if ext == 1:
+                continue
+            if groups and groups[-1][1] == st * ext:
+                groups[-1] = (groups[-1][0] * ext, st)
+            else:
+                groups.append((ext, st))
+        em, inner, out = self.em, 1, None
+        for i in reversed(range(len(groups))):
+            ext, st = groups[i]
+            if st:
+                t = em.div_int(index, inner)
+                t = em.mod_int(t, ext) if i > 0 else t
+                out = em.add(out, em.mul_int(t, st))
+            inner *= ext
+        return out
+
+    def mask(self, shape: tuple[int, ...], scope: Scope) -> SSAValue | None:
+        """Lanes of a `shape` tile that lie inside the domain (None: all of them)."""
+        if not shape:
+            return None
+        parts = [s for s in self.geom.sources if s.dim is not None and shape[s.dim] > 1 and s.mask is not None]
+        if not parts:
+            return None
+        target = scope if any(s is self.geom.k for s in parts) else self.root
+        key = ("mask", shape)
+        if target.get(key) is None:
+            with self.em.inside(target.block):
+                m = None
+                for s in parts:
+                    m = self.em.and_(m, s.mask)
+                target.memo[key] = self.em.to_shape(m, shape)
+        return target.get(key)
+
+    def _pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
+        """(pointer tile or scalar, tile shape) for kernel pointer `ptr` at per-axis strides plus `extra`."""
+        em = self.em
+        shape = broadcast_shape(self.geom.tile_shape(set(strides)), shape_of(extra.type) if extra else ())
+        off = em.add(self.offsets(strides, scope), extra)
+        if not shape:
+            return (ptr if off is None else em.emit(tt.AddPtrOp(ptr, off))), shape
+        key = ("splat", ptr, shape)
+        if key not in self.root.memo:  # loop invariant
+            with em.inside(self.root.block):
+                self.root.memo[key] = em.to_shape(ptr, shape)
+        return em.emit(tt.AddPtrOp(self.root.memo[key], em.to_shape(off, shape))), shape
+
+    def kvar(self, axes: Any) -> bool:
+        return self.geom.k is not None and self.dom.red in set(axes)
+
+    def load(self, view: View, m: Map, scope: Scope) -> SSAValue:
+        """Load a view of an input, indexed through map `m`; hoisted when it does not vary per chunk."""
+        strides = {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
+        target = scope if self.kvar(strides) else self.root
+        key = ("load", view.base, tuple(sorted(strides.items())))
+        if target.get(key) is None:
+            with self.em.inside(target.block):
+                ptr, shape = self._pointers(self.ptrs[view.base], strides, target)
+                target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target)))
+        return target.get(key)
+
+    def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
+        """Write region value `value` to its (contiguous) output buffer `ptr`."""
+        m = self.dom.map_of(value)
+        reg = self.operand_value(value, m, scope)
+        strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
+        p, shape = self._pointers(ptr, strides, scope)
+        shape = broadcast_shape(shape, shape_of(reg.type))
+        if shape and shape_of(p.type) != shape:
+            p = self.em.to_shape(p, shape)
+        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
+
+    # ---- values --------------------------------------------------------------------------
+    def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:
+        """A register value, or an input (view) loaded through map `m`."""
+        if value in self.dom.maps:
+            got = scope.get(value)
+            assert got is not None, f"value used before it was emitted: {value}"
+            return got
+        return self.load(self.dom.view(value), m, scope)
+
+    def operand(self, op: Operation, index: int, scope: Scope) -> SSAValue:
+        return self.operand_value(op.operands[index], self.dom.operand_map(op, index), scope)
+
+    def scope_for(self, value: SSAValue, scope: Scope) -> Scope:
+        return scope if self.kvar(self.dom.maps[value]) else self.root
+
+    def compute(self, op: Operation, scope: Scope) -> SSAValue:
+        """Emit elementwise / gather / in-register layout op `op` into the scope where it belongs."""
+        result = op.results[0]
+        target = self.scope_for(result, scope)
+        with self.em.inside(target.block):
+            value = self._emit(op, target)
+        target.memo[result] = value
+        return value
+
+    def _emit(self, op: Operation, scope: Scope) -> SSAValue:
+        em = self.em
+        args = lambda: [self.operand(op, i, scope) for i in range(len(op.operands))]  # noqa: E731
+        if isinstance(op, tta.ConstantOp):
+            return em.const(op.value.value.data, op.result.type)
+        if isinstance(op, IN_REGISTERS):
+            return args()[0]
+        if isinstance(op, tta.TakeOp):
+            return self._gather(op, scope)
+        if isinstance(op, tta.CmpOp):
+            return em.cmp(op.predicate.data, *args())
+        if isinstance(op, tta.WhereOp):
+            return em.select(*args())
+        if isinstance(op, tta.CastOp):
+            return em.cast(args()[0], element_type(op.result.type))
+        if type(op) in UNARY:
+            return em.emit(UNARY[type(op)](args()[0]))
+        if isinstance(op, tta.PowOp):
+            return self._pow(*args())
+        a, b = args()
+        if isinstance(op, (tta.DivOp, tta.FloorDivOp, tta.ModOp)) and is_int(a.type):
+            valid = self.mask(broadcast_shape(shape_of(a.type), shape_of(b.type)), scope)
+            if valid is not None:  # masked lanes hold junk: never divide by zero there
+                b = em.select(valid, b, em.const(1, element_type(b.type)))
+        return em.binary(BINARY[type(op)], a, b)
+
+    def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`a ** b` = exp(b log|a|), negative bases allowed for integral exponents (NumPy's results)."""
+        em, el = self.em, element_type(a.type)
+        c = lambda v: em.const(v, el)  # noqa: E731
+        mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
+        integral = em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0))
+        odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))
+        signed = em.select(odd, em.emit(tt.NegOp(mag)), mag)
+        neg = em.select(integral, signed, em.to_shape(c(float("nan")), shape_of(signed.type)))
+        out = em.select(em.cmp("lt", a, c(0.0)), neg, mag)
+        return em.select(em.cmp("eq", b, c(0.0)), c(1.0), out)
+
+    def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
+        """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets."""
+        em, dom = self.em, self.dom
+        view = dom.view(op.table)
+        tmap, axis = dom.take_table_axes(op)
+        idx = self.operand(op, 1, scope)
+        n = view.shape[axis]
+        idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
+        strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
+        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, em.mul_int(idx, view.strides[axis]))
+        return em.emit(tt.LoadOp(ptr, self.mask(shape, scope)))
+
+
+def reduction_kind(op: tta.ReduceOp) -> str:
+    return {tta.ReduceMaxOp: "max", tta.ReduceMinOp: "min"}.get(type(op), "sum")
+
+
+def accumulator_element(element: Any) -> Any:
+    """Reductions accumulate in f32 (floats); ints and bools in their own type."""
+    return f32 if is_float(element) else element
+
+

@@ -1,0 +1,220 @@
+"""Order a region's computation into passes over the reduced axis, and emit them.
+
+Whole rows in registers: one straight-line pass, every value computed once. Rows longer than the
+register budget: reductions are grouped into passes by dependency level; each pass walks the row in
+chunks, recomputing the chunk-varying values it needs from the inputs and accumulating elementwise
+(Triton's `acc += x; ...; tl.sum(acc)`); a final pass writes the chunk-varying outputs. The softmax
+shape `sum(exp(a - max(a)))` shares the max's pass (online rescaling: `s = s*exp(m - m') + ...`), so a
+long-row softmax reads its input twice, not three times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.lowering.fusion.emitter import f32, identity
+from tinyton.lowering.fusion.region import RegionEmitter, Scope, accumulator_element, reduction_kind
+
+COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
+
+
+@dataclass
+class Online:
+    """`rsum = sum(exp(a - bcast(rmax)))` with `rmax = max(a)`: both in one pass."""
+
+    rmax: tta.ReduceOp
+    rsum: tta.ReduceOp
+    a: SSAValue
+
+
+class Scheduler:
+    def __init__(self, rg: RegionEmitter, ops: Sequence[Operation], outputs: Sequence[tuple[SSAValue, SSAValue]]):
+        self.rg, self.ops, self.outputs = rg, list(ops), list(outputs)
+        self.reductions = [op for op in self.ops if isinstance(op, tta.ReduceOp)]
+
+    # ---- dependencies ------------------------------------------------------------------------
+    def _owner(self, v: SSAValue) -> Operation | None:
+        return v.op if isinstance(v, OpResult) and v in self.rg.dom.maps else None
+
+    def ensure(self, value: SSAValue, scope: Scope) -> None:
+        """Emit `value` and what it needs (reductions must already be done)."""
+        stack = [value]
+        while stack:
+            v = stack[-1]
+            op = self._owner(v)
+            if op is None or scope.get(v) is not None:
+                stack.pop()
+                continue
+            assert not isinstance(op, tta.ReduceOp), "reduction needed before its pass"
+            todo = [u for u in op.operands if self._owner(u) is not None and scope.get(u) is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            self.rg.compute(op, scope)
+
+    def needs(self, value: SSAValue) -> set[Operation]:
+        """Reductions `value` depends on (stopping at them)."""
+        seen, out, stack = set(), set(), [value]
+        while stack:
+            op = self._owner(stack.pop())
+            if op is None or op in seen:
+                continue
+            seen.add(op)
+            if isinstance(op, tta.ReduceOp):
+                out.add(op)
+            else:
+                stack.extend(op.operands)
+        return out
+
+    def online(self, rsum: Operation) -> Online | None:
+        """Recognise `sum(exp(sub(a, M)))` where M is `max(a)` (through in-register reshapes)."""
+        if not isinstance(rsum, tta.ReduceSumOp) or element_type(rsum.input.type) != f32:
+            return None
+        e = self._owner(rsum.input)
+        s = self._owner(e.input) if isinstance(e, tta.ExpOp) else None
+        if not isinstance(s, tta.SubOp):
+            return None
+        m = self._owner(s.rhs)
+        while isinstance(m, (tta.ReshapeOp, tta.BroadcastToOp)):
+            m = self._owner(m.input)
+        if isinstance(m, tta.ReduceMaxOp) and m.input == s.lhs and m.axis == rsum.axis:
+            return Online(m, rsum, s.lhs)
+        return None
+
+    # ---- reductions ---------------------------------------------------------------------------
+    def _acc_shape(self, op: tta.ReduceOp) -> tuple[int, ...]:
+        axes = {a for a in self.rg.dom.map_of(op.input) if a is not None} | {self.rg.dom.red}
+        return self.rg.geom.tile_shape(axes)
+
+    def _masked(self, value: SSAValue, kind: str, shape: tuple[int, ...], element) -> SSAValue:
+        """`value` (broadcast to `shape`, cast to the accumulator type) with out-of-row lanes neutral."""
+        em, k = self.rg.em, self.rg.geom.k
+        v = em.cast(em.to_shape(value, shape), element)
+        return v if k.mask is None else em.select(k.mask, v, em.const(identity(kind, element), element))
+
+    def _finish(self, op: tta.ReduceOp, acc: SSAValue) -> SSAValue:
+        """Cross-lane reduction of the accumulator, mean scaling, cast to the result type."""
+        em, kind = self.rg.em, reduction_kind(op)
+        r = em.reduce(kind, acc, self.rg.geom.k.dim)
+        if isinstance(op, tta.ReduceMeanOp):
+            r = em.binary(tt.MulOp, r, em.const(1.0 / self.rg.dom.shape[self.rg.dom.red], f32))
+        return em.cast(r, element_type(op.result.type))
+
+    def _operand(self, op: Operation, scope: Scope) -> SSAValue:
+        if op.operands[0] in self.rg.dom.maps:
+            self.ensure(op.operands[0], scope)
+        return self.rg.operand(op, 0, scope)
+
+    # ---- the two strategies -------------------------------------------------------------------
+    def run(self) -> None:
+        rg = self.rg
+        if rg.geom.k is not None and not rg.geom.looped:
+            rg.set_k(None)
+        if rg.geom.k is None or not rg.geom.looped:
+            self._straight()
+        else:
+            self._looped()
+
+    def _straight(self) -> None:
+        rg = self.rg
+        scope = Scope(rg.root.block, rg.root)
+        for op in self.ops:
+            if isinstance(op, tta.ReduceOp):
+                el = accumulator_element(element_type(op.input.type))
+                value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
+                rg.root.memo[op.result] = self._finish(op, value)
+            elif isinstance(op, tta.MatmulOp):
+                from tinyton.lowering.fusion.matmul import emit_matmul
+
+                rg.root.memo[op.result] = emit_matmul(rg, op)
+        for value, ptr in self.outputs:
+            self.ensure(value, scope)
+            rg.store(value, ptr, scope)
+
+    def _looped(self) -> None:
+        rg, em = self.rg, self.rg.em
+        pending, done = list(self.reductions), set()
+        while pending:
+            ready = [r for r in pending if self.needs(r.input) <= done]
+            pairs = [p for r in pending if r not in ready and (p := self.online(r)) and p.rmax in ready
+                     and self.needs(r.input) <= done | {p.rmax}]
+            if not ready:
+                raise AssertionError("reductions form a cycle")
+            self._pass(ready, pairs)
+            done |= set(ready) | {p.rsum for p in pairs}
+            pending = [r for r in pending if r not in done]
+        row = [(v, p) for v, p in self.outputs if not rg.kvar(rg.dom.map_of(v))]
+        for value, ptr in row:
+            self.ensure(value, rg.root)
+            rg.store(value, ptr, rg.root)
+        chunked = [(v, p) for v, p in self.outputs if (v, p) not in row]
+        if chunked:
+            def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+                scope = Scope(em.block, rg.root)
+                rg.set_k(k0)
+                for value, ptr in chunked:
+                    self.ensure(value, scope)
+                    rg.store(value, ptr, scope)
+                return []
+
+            em.for_loop(0, rg.geom.k.extent, rg.geom.k.block, [], body)
+
+    def _pass(self, reds: list[tta.ReduceOp], pairs: list[Online]) -> None:
+        """One walk over the row computing `reds` (and the online sums of `pairs`)."""
+        rg, em = self.rg, self.rg.em
+        online = {p.rmax: p for p in pairs}
+        plain = [r for r in reds if r not in online]
+        init: list[SSAValue] = []
+        for r in plain:
+            el = accumulator_element(element_type(r.input.type))
+            init.append(em.const(identity(reduction_kind(r), el), el, self._acc_shape(r)))
+        for p in pairs:
+            row = self._row_shape(p.rmax)
+            init += [em.const(float("-inf"), f32, row), em.const(0.0, f32, row)]
+
+        def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            scope = Scope(em.block, rg.root)
+            rg.set_k(k0)
+            out = []
+            for r, acc in zip(plain, carried):
+                el = element_type(acc.type)
+                v = self._masked(self._operand(r, scope), reduction_kind(r), shape_of(acc.type), el)
+                out.append(em.binary(COMBINE[reduction_kind(r)], acc, v))
+            rest = carried[len(plain):]
+            for i, p in enumerate(pairs):
+                out += self._online_step(p, rest[2 * i], rest[2 * i + 1], scope)
+            return out
+
+        results = em.for_loop(0, rg.geom.k.extent, rg.geom.k.block, init, body)
+        for r, acc in zip(plain, results):
+            rg.root.memo[r.result] = self._finish(r, acc)
+        rest = results[len(plain):]
+        for i, p in enumerate(pairs):
+            m, s = rest[2 * i], rest[2 * i + 1]
+            rg.root.memo[p.rmax.result] = em.cast(m, element_type(p.rmax.result.type))
+            rg.root.memo[p.rsum.result] = em.cast(s, element_type(p.rsum.result.type))
+
+    def _row_shape(self, r: tta.ReduceOp) -> tuple[int, ...]:
+        shape = list(self._acc_shape(r))
+        if len(shape) == 1 or not shape:
+            return ()
+        shape[self.rg.geom.k.dim] = 1
+        return tuple(shape)
+
+    def _online_step(self, p: Online, m: SSAValue, s: SSAValue, scope: Scope) -> list[SSAValue]:
+        em, k = self.rg.em, self.rg.geom.k
+        shape = self._acc_shape(p.rmax)
+        a = self._masked(self._operand(p.rmax, scope), "max", shape, f32)
+        m_new = em.binary(tt.MaximumOp, m, em.reduce("max", a, k.dim))
+        e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_new, shape))))
+        if k.mask is not None:
+            e = em.select(k.mask, e, em.const(0.0, f32))
+        scale = em.emit(tt.ExpOp(em.binary(tt.SubOp, m, m_new)))
+        s_new = em.binary(tt.AddOp, em.binary(tt.MulOp, s, scale), em.reduce("sum", e, k.dim))
+        return [m_new, s_new]

@@ -1,0 +1,153 @@
+"""
+Which layout each tile value gets, decided before any code is emitted.
+
+Loads, reductions and dots fix layouts (*anchors*); elementwise ops, `expand_dims` and
+`broadcast` inherit them from their operands. Tiles computed only from `arange`, `splat`
+and constants are *free*: they cost a few integer ops in any layout, so the lowering
+builds them on demand in whatever layout their consumer wants (what Triton achieves by
+propagating layouts backwards), e.g. `arange(0, M)[:, None]` directly in the row layout of
+a 2-D load, instead of converting through shared memory.
+
+A load through free pointers is *flexible*: its default layout only holds until its first
+user needs another one (an elementwise op taking a reduction result's or another load's
+layout, a broadcast into a 2-D layout); then the load is pinned to that layout (seen
+back through `expand_dims`/`broadcast`) and the assignment runs again, so the tile is
+loaded where it is needed instead of converted through shared memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import func, scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
+from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked
+
+ELEMENTWISE = (tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.AddPtrOp)
+"""Ops computing each element from the same element of their operands, in any layout."""
+
+SOURCES = (tt.ArangeOp, tt.SplatOp, tt.ConstantOp)
+PASS_THROUGH = (*ELEMENTWISE, tt.ExpandDimsOp, tt.BroadcastOp)
+"""Ops whose result is free (or flexible) when their tile operands are."""
+
+_ROUNDS = 3
+"""Re-analyses of a loop body (or of the kernel, for pinned loads) before settling."""
+
+
+def is_tile(value: SSAValue) -> bool:
+    return bool(tt.shape_of(value.type))
+
+
+class LayoutAssignment:
+    """`layout[v]` for every tile value `v`; `free` holds the rematerialisable ones (their
+    `layout` is only the default used when no consumer asks for another)."""
+
+    def __init__(self, kernel: func.FuncOp, num_warps: int):
+        self.num_warps = num_warps
+        self._pinned: dict[SSAValue, Layout] = {}
+        for _ in range(_ROUNDS):
+            self.layout: dict[SSAValue, Layout] = {}
+            self.free: set[SSAValue] = set()
+            self._flexible: set[SSAValue] = set()
+            self._loads: list[SSAValue] = []
+            self._visit_block(kernel.body.block)
+            wanted = {v: w for v in self._loads if (w := self._wanted(v)) is not None and w != self.layout[v]}
+            if not wanted:
+                break
+            self._pinned |= wanted
+
+    def default(self, value: SSAValue) -> Layout:
+        """The blocked layout for `value`, vectorised for its element size when it is a pointer."""
+        vec = 16 // pointee_bytes(value.type) if tt.is_pointer(value.type) else 4
+        return blocked(tt.shape_of(value.type), self.num_warps, vec)
+
+    def anchor(self, values: Iterable[SSAValue | None], fallback: SSAValue) -> Layout:
+        """The layout of the first fixed tile among `values`, else of the first flexible
+        one, else `fallback`'s default."""
+        tiles = [v for v in values if v is not None and is_tile(v) and v not in self.free]
+        if not tiles:
+            return self.default(fallback)
+        return self.layout[min(tiles, key=lambda v: v in self._flexible)]
+
+    def _wanted(self, value: SSAValue) -> Layout | None:
+        """The layout that the first user of a flexible `value` needs it in."""
+        for use in value.uses:
+            user = use.operation
+            if len(user.results) != 1 or not is_tile(result := user.results[0]):
+                continue
+            deeper = self._wanted(result) if result in self._flexible else None
+            match user:
+                case tt.ExpandDimsOp() if deeper is not None:
+                    return deeper.slice(user.axis.value.data)
+                case tt.BroadcastOp():
+                    return (deeper or self.layout[result]).project(tt.shape_of(value.type))
+                case _ if isinstance(user, ELEMENTWISE):
+                    return deeper or self.layout[result]
+        return None
+
+    def _visit_block(self, block: Block) -> None:
+        for op in block.ops:
+            self._visit(op)
+
+    def _visit(self, op: Operation) -> None:
+        if isinstance(op, scf.ForOp):
+            self._visit_for(op)
+        elif isinstance(op, scf.IfOp):
+            self._visit_if(op)
+        elif len(op.results) == 1 and is_tile(op.results[0]):
+            self._assign(op, op.results[0])
+
+    def _assign(self, op: Operation, result: SSAValue) -> None:
+        tiles = [v for v in op.operands if is_tile(v)]
+        if isinstance(op, SOURCES) or isinstance(op, PASS_THROUGH) and all(v in self.free for v in tiles):
+            self.free.add(result)
+        elif isinstance(op, tt.LoadOp) and all(v in self.free for v in tiles) or (
+            isinstance(op, PASS_THROUGH) and all(v in self.free or v in self._flexible for v in tiles)
+        ):
+            self._flexible.add(result)
+        match op:
+            case tt.ExpandDimsOp():
+                layout = self.layout[op.input].expand(op.axis.value.data)
+            case tt.BroadcastOp():
+                shape = tt.shape_of(result.type)
+                layout = self.layout[op.input].broadcast_target(shape) or self.default(result)
+            case tt.ReduceOp():
+                layout = self.layout[op.input].slice(op.axis.value.data)
+            case tt.LoadOp():
+                layout = self._pinned.get(result) or self.anchor(op.operands, op.ptr)
+                if result in self._flexible:
+                    self._loads.append(result)
+            case _:
+                layout = self.anchor(tiles, result)
+        self.layout[result] = layout
+
+    def _visit_for(self, op: scf.ForOp) -> None:
+        body = op.body.block
+        carried = list(zip(op.iter_args, body.args[1:], op.results))
+        for init, arg, _ in carried:
+            if is_tile(init):
+                self.layout[arg] = self.layout[init] if init not in self.free else self.default(init)
+        for _ in range(_ROUNDS):
+            self._visit_block(body)
+            changed = False
+            for (init, arg, _), y in zip(carried, body.last_op.operands):
+                if is_tile(init) and init in self.free and y not in self.free and self.layout[y] != self.layout[arg]:
+                    self.layout[arg] = self.layout[y]
+                    changed = True
+            if not changed:
+                break
+        for _, arg, res in carried:
+            if arg in self.layout:
+                self.layout[res] = self.layout[arg]
+
+    def _visit_if(self, op: scf.IfOp) -> None:
+        regions = [r for r in (op.true_region, op.false_region) if r.blocks]
+        for region in regions:
+            self._visit_block(region.block)
+        for i, res in enumerate(op.results):
+            if is_tile(res):
+                yields = [region.block.last_op.operands[i] for region in regions]
+                self.layout[res] = self.anchor(yields, res)

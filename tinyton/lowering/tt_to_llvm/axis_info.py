@@ -1,0 +1,280 @@
+"""
+Contiguity, divisibility and constancy of integer and pointer tiles, as in Triton's AxisInfo.
+
+The memory lowering uses them to pick the width of vector accesses: a thread may load
+`v` elements at once when the addresses are consecutive (contiguity), the first one is
+aligned to `v` elements (divisibility) and the mask is the same for all of them (constancy).
+
+Per dimension `d` of a value (scalars count as shape `(1,)`):
+- contiguity `c`: along `d`, aligned groups of `c` elements (indices `[k*c, (k+1)*c)`) hold
+  consecutive values (pointers: consecutive elements);
+- constancy `k`: aligned groups of `k` elements hold one value;
+- divisibility `D`: the first element of every contiguity group is a multiple of `D`
+  (pointers: in bytes). All three are powers of two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import gcd
+
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from tinyton.dialects import tt
+
+MAX_DIVISIBILITY = 1 << 30
+"""Divisibility of 0 (and the cap for products)."""
+
+POINTER_ALIGNMENT_ATTR = "tt.divisibility"
+
+
+def _pow2_divisor(value: int) -> int:
+    return MAX_DIVISIBILITY if value == 0 else min(value & -value, MAX_DIVISIBILITY)
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tt.shape_of(value.type) or (1,)
+
+
+def pointee_bytes(ptr_type: Attribute) -> int:
+    """Bytes of the element a pointer (tile) points to; booleans take a byte."""
+    return max(1, tt.element_type(ptr_type).pointee.bitwidth // 8)
+
+
+@dataclass(frozen=True)
+class AxisInfo:
+    contiguity: tuple[int, ...]
+    divisibility: tuple[int, ...]
+    constancy: tuple[int, ...]
+    value: int | None = None
+    """The value of every element, when known at compile time."""
+
+    @staticmethod
+    def unknown(shape: Sequence[int]) -> AxisInfo:
+        return AxisInfo((1,) * len(shape), (1,) * len(shape), (1,) * len(shape))
+
+    @staticmethod
+    def constant(shape: Sequence[int], value: int | None, divisibility: int) -> AxisInfo:
+        return AxisInfo((1,) * len(shape), (divisibility,) * len(shape), tuple(shape), value)
+
+    def divisibility_at(self, d: int, group: int, unit: int = 1) -> int:
+        """Divisibility of the first element of aligned groups of `group` elements along `d`
+        (`unit`: bytes per step, for pointers)."""
+        if group >= self.contiguity[d]:
+            return self.divisibility[d]
+        return min(self.divisibility[d], group * unit)
+
+    def element_divisibility(self) -> int:
+        """A power of two dividing every element."""
+        return max([1] + [D for c, D in zip(self.contiguity, self.divisibility) if c == 1])
+
+
+def _add(a: AxisInfo, b: AxisInfo, unit: int = 1, sub: bool = False) -> AxisInfo:
+    """`a + b*unit` (pointer + offsets when unit is the element size), or `a - b`."""
+    rank = len(a.contiguity)
+    contiguity = tuple(
+        max(gcd(a.contiguity[d], b.constancy[d]), 1 if sub else gcd(a.constancy[d], b.contiguity[d]))
+        for d in range(rank)
+    )
+    divisibility = tuple(
+        gcd(a.divisibility_at(d, contiguity[d], unit), b.divisibility_at(d, contiguity[d]) * unit)
+        for d in range(rank)
+    )
+    value = None
+    if a.value is not None and b.value is not None:
+        value = a.value - b.value if sub else a.value + b.value * unit
+    return AxisInfo(contiguity, divisibility, tuple(map(gcd, a.constancy, b.constancy)), value)
+
+
+def _mul(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    rank = len(a.contiguity)
+    if b.value == 1 or a.value == 1:
+        return a if b.value == 1 else b
+    divisibility = tuple(
+        min(a.divisibility_at(d, 1) * b.divisibility_at(d, 1), MAX_DIVISIBILITY) for d in range(rank)
+    )
+    value = a.value * b.value if a.value is not None and b.value is not None else None
+    return AxisInfo((1,) * rank, divisibility, tuple(map(gcd, a.constancy, b.constancy)), value)
+
+
+def _floordiv(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """`a // 2**k` keeps runs of equal quotients; other divisors lose everything."""
+    rank = len(a.contiguity)
+    v = b.value
+    if v is None or v <= 0 or v & (v - 1):
+        return AxisInfo((1,) * rank, (1,) * rank, tuple(map(gcd, a.constancy, b.constancy)))
+    constancy = tuple(
+        max(a.constancy[d], min(a.contiguity[d], v, a.divisibility[d])) for d in range(rank)
+    )
+    divisibility = tuple(max(1, a.divisibility_at(d, 1) // v) for d in range(rank))
+    value = a.value // v if a.value is not None else None
+    return AxisInfo((1,) * rank, divisibility, constancy, value)
+
+
+def _mod(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """`a % 2**k` keeps contiguous runs that do not wrap."""
+    rank = len(a.contiguity)
+    v = b.value
+    if v is None or v <= 0 or v & (v - 1):
+        return AxisInfo((1,) * rank, (1,) * rank, tuple(map(gcd, a.constancy, b.constancy)))
+    contiguity = tuple(min(a.contiguity[d], v, a.divisibility[d]) for d in range(rank))
+    divisibility = tuple(min(a.divisibility_at(d, contiguity[d]), v) for d in range(rank))
+    value = a.value % v if a.value is not None else None
+    return AxisInfo(contiguity, divisibility, a.constancy, value)
+
+
+def _shift(a: AxisInfo, b: AxisInfo, left: bool) -> AxisInfo:
+    if b.value is None or not 0 <= b.value < 31:
+        return AxisInfo.unknown(a.contiguity)
+    factor = AxisInfo.constant(a.contiguity, 1 << b.value, 1 << b.value)
+    return _mul(a, factor) if left else _floordiv(a, factor)
+
+
+def _compare(op: tt.CmpOp, a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """`x < n` is constant over aligned groups of consecutive `x` that cannot contain a
+    multiple of `n`'s divisibility (Triton's rule), and wherever both sides are constant."""
+    rank = len(a.contiguity)
+    constancy = list(map(gcd, a.constancy, b.constancy))
+    if op.predicate.data in ("lt", "le", "gt", "ge"):
+        for x, n in ((a, b), (b, a)):
+            for d in range(rank):
+                if x.contiguity[d] > 1:
+                    group = min(x.contiguity[d], x.divisibility[d], n.divisibility[d], n.constancy[d])
+                    constancy[d] = max(constancy[d], group)
+    return AxisInfo((1,) * rank, (1,) * rank, tuple(constancy))
+
+
+def _select(c: AxisInfo, a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    rank = len(a.contiguity)
+    contiguity = tuple(min(c.constancy[d], a.contiguity[d], b.contiguity[d]) for d in range(rank))
+    divisibility = tuple(
+        gcd(a.divisibility_at(d, contiguity[d]), b.divisibility_at(d, contiguity[d])) for d in range(rank)
+    )
+    constancy = tuple(gcd(gcd(c.constancy[d], a.constancy[d]), b.constancy[d]) for d in range(rank))
+    return AxisInfo(contiguity, divisibility, constancy)
+
+
+def _bitwise(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """`and`/`or`/`xor` (combined masks): only constancy survives."""
+    rank = len(a.contiguity)
+    return AxisInfo((1,) * rank, (1,) * rank, tuple(map(gcd, a.constancy, b.constancy)))
+
+
+def _join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for a value that is either `a` or `b`."""
+    return AxisInfo(
+        tuple(map(min, a.contiguity, b.contiguity)),
+        tuple(map(min, a.divisibility, b.divisibility)),
+        tuple(map(min, a.constancy, b.constancy)),
+        a.value if a.value == b.value else None,
+    )
+
+
+_BINARY: dict[type[Operation], Callable[[AxisInfo, AxisInfo], AxisInfo]] = {
+    tt.AddOp: _add,
+    tt.SubOp: lambda a, b: _add(a, b, sub=True),
+    tt.MulOp: _mul,
+    tt.FloorDivOp: _floordiv,
+    tt.ModOp: _mod,
+    tt.ShlOp: lambda a, b: _shift(a, b, left=True),
+    tt.ShrOp: lambda a, b: _shift(a, b, left=False),
+    tt.AndOp: _bitwise,
+    tt.OrOp: _bitwise,
+    tt.XorOp: _bitwise,
+}
+
+
+class AxisAnalysis:
+    """Forward analysis over a kernel; `info[value]` for every integer or pointer value."""
+
+    def __init__(self, kernel: func.FuncOp):
+        self.info: dict[SSAValue, AxisInfo] = {}
+        attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+        for i, arg in enumerate(kernel.args):
+            hint = attrs[i].data.get(POINTER_ALIGNMENT_ATTR) if i < len(attrs) else None
+            div = hint.value.data if isinstance(hint, IntegerAttr) else 1
+            if tt.is_pointer(arg.type):
+                div = max(div, pointee_bytes(arg.type))
+            self.info[arg] = AxisInfo.constant((1,), None, div) if div > 1 else AxisInfo.unknown((1,))
+        self._visit_block(kernel.body.block)
+
+    def __getitem__(self, value: SSAValue) -> AxisInfo:
+        return self.info.get(value) or AxisInfo.unknown(_shape(value))
+
+    def _visit_block(self, block: Block) -> None:
+        for op in block.ops:
+            self._visit(op)
+
+    def _visit(self, op: Operation) -> None:
+        if isinstance(op, scf.ForOp):
+            lb, step = self[op.lb], self[op.step]
+            div = gcd(lb.element_divisibility(), step.element_divisibility())
+            self.info[op.body.block.args[0]] = AxisInfo.constant((1,), None, div)
+            self._visit_block(op.body.block)
+            return
+        if isinstance(op, scf.IfOp):
+            for region in (op.true_region, op.false_region):
+                if region.blocks:
+                    self._visit_block(region.block)
+            if op.false_region.blocks:
+                then_y, else_y = (r.block.last_op for r in (op.true_region, op.false_region))
+                for res, a, b in zip(op.results, then_y.operands, else_y.operands):
+                    self.info[res] = _join(self[a], self[b])
+            return
+        if len(op.results) == 1:
+            info = self._rule(op)
+            if info is not None:
+                self.info[op.results[0]] = info
+
+    def _rule(self, op: Operation) -> AxisInfo | None:
+        shape = _shape(op.results[0])
+        match op:
+            case tt.ConstantOp(value=IntegerAttr() as v):
+                return AxisInfo.constant(shape, v.value.data, _pow2_divisor(v.value.data))
+            case tt.ArangeOp():
+                n = op.end.value.data - op.start.value.data
+                return AxisInfo((n,), (_pow2_divisor(op.start.value.data),), (1,))
+            case tt.SplatOp():
+                src = self[op.input]
+                return AxisInfo.constant(shape, src.value, src.element_divisibility())
+            case tt.ExpandDimsOp():
+                src, axis = self[op.input], op.axis.value.data
+                ins = lambda t, x: t[:axis] + (x,) + t[axis:]  # noqa: E731
+                return AxisInfo(
+                    ins(src.contiguity, 1),
+                    ins(src.divisibility, src.element_divisibility()),
+                    ins(src.constancy, 1),
+                    src.value,
+                )
+            case tt.BroadcastOp():
+                src = self[op.input]
+                old = _shape(op.input)
+                constancy = tuple(n if o == 1 else k for o, n, k in zip(old, shape, src.constancy))
+                return AxisInfo(src.contiguity, src.divisibility, constancy, src.value)
+            case tt.AddPtrOp():
+                return _add(self[op.ptr], self[op.offset], unit=pointee_bytes(op.ptr.type))
+            case tt.CmpOp():
+                return _compare(op, self[op.lhs], self[op.rhs])
+            case tt.SelectOp():
+                return _select(self[op.condition], self[op.true_value], self[op.false_value])
+            case tt.CastOp() if tt.is_int(op.input.type) and tt.is_int(op.result.type):
+                return self[op.input]
+            case _ if type(op) in _BINARY and tt.is_int(op.results[0].type):
+                return _BINARY[type(op)](self[op.operands[0]], self[op.operands[1]])
+        return None
+
+
+def vector_width(
+    ptr: AxisInfo, mask: AxisInfo | None, per_thread: int, elem_bytes: int
+) -> int:
+    """Elements one access may move along the last dimension: at most 128 bits, the
+    thread's contiguous registers, the contiguous and aligned addresses, one mask value."""
+    last = len(ptr.contiguity) - 1
+    v = min(per_thread, 16 // elem_bytes, ptr.contiguity[last], max(1, ptr.divisibility[last] // elem_bytes))
+    if mask is not None:
+        v = min(v, mask.constancy[last])
+    return 1 << (max(v, 1).bit_length() - 1)
+

@@ -1,0 +1,441 @@
+"""
+The state of one kernel's lowering: where ops go, what each tt value became, and the
+helpers every op's lowering shares (constants, integer arithmetic, thread coordinates).
+
+A tile value becomes a `Tile`: a layout plus one LLVM SSA value per register of the
+calling thread, in the layout's register order. A scalar is a `Tile` without layout (one
+register, the same in every thread). A *free* tile (see `assign`) becomes a `Lazy`,
+emitted at its definition point the first time a consumer asks for it in some layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    i1,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import DiagnosticException
+
+from tinyton.dialects import nvvm, tt
+from tinyton.lowering.tt_to_llvm.layouts import LANES, Layout, register_map
+
+if TYPE_CHECKING:
+    from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
+    from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
+
+GLOBAL_PTR = llvm.LLVMPointerType(IntAttr(1))
+SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
+SMEM_LIMIT = 48 * 1024
+"""Static shared memory a kernel may use without opting in at launch."""
+SMEM_ANYWHERE = (0, SMEM_LIMIT)
+
+
+class LoweringError(DiagnosticException):
+    """The kernel cannot be lowered (unsupported op, too much shared memory, ...)."""
+
+
+def llvm_type(t: Attribute) -> Attribute:
+    """The LLVM type of one element of a tt type."""
+    elem = tt.element_type(t)
+    return GLOBAL_PTR if isinstance(elem, tt.PointerType) else elem
+
+
+@dataclass
+class Tile:
+    layout: Layout | None
+    regs: list[SSAValue]
+
+
+@dataclass
+class Lazy:
+    op: Operation
+    anchor: Operation
+    """A placeholder op at the definition point: materialisations go right before it."""
+    cache: dict[Layout, list[SSAValue]] = field(default_factory=dict)
+
+
+TileLowering = Callable[["KernelContext", Operation, "Layout | None"], list[SSAValue]]
+OpLowering = Callable[["KernelContext", Operation], None]
+TILE_LOWERINGS: dict[type[Operation], TileLowering] = {}
+"""Ops with one result: give its registers in the requested layout (None for a scalar)."""
+OP_LOWERINGS: dict[type[Operation], OpLowering] = {}
+"""Other ops (stores, control flow): lowered once, in place."""
+
+_F = TypeVar("_F")
+
+
+def lowers_tile(*op_types: type[Operation]) -> Callable[[_F], _F]:
+    def register(fn: _F) -> _F:
+        for t in op_types:
+            TILE_LOWERINGS[t] = fn  # type: ignore[assignment]
+        return fn
+
+    return register
+
+
+def lowers(*op_types: type[Operation]) -> Callable[[_F], _F]:
+    def register(fn: _F) -> _F:
+        for t in op_types:
+            OP_LOWERINGS[t] = fn  # type: ignore[assignment]
+        return fn
+
+    return register
+
+
+def _wrap(value: int, width: int) -> int:
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+_INT_OPS: dict[str, tuple[type[Operation], Callable[[int, int], int]]] = {
+    "add": (llvm.AddOp, lambda a, b: a + b),
+    "sub": (llvm.SubOp, lambda a, b: a - b),
+    "mul": (llvm.MulOp, lambda a, b: a * b),
+    "and": (llvm.AndOp, lambda a, b: a & b),
+    "or": (llvm.OrOp, lambda a, b: a | b),
+    "xor": (llvm.XOrOp, lambda a, b: a ^ b),
+    "shl": (llvm.ShlOp, lambda a, b: a << b),
+    "ashr": (llvm.AShrOp, lambda a, b: a >> b),
+}
+_IDENTITY = {"add": 0, "sub": 0, "mul": 1, "or": 0, "xor": 0, "shl": 0, "ashr": 0, "lshr": 0}
+
+
+class KernelContext:
+    def __init__(
+        self,
+        func: llvm.FuncOp,
+        num_warps: int,
+        assign: LayoutAssignment,
+        axis: AxisAnalysis,
+        smem_symbol: str,
+    ):
+        self.func = func
+        self.num_warps = num_warps
+        self.assign = assign
+        self.axis = axis
+        self.smem_symbol = smem_symbol
+        self.smem_bytes = 0
+        self.smem_pending: tuple[int, int] | None = None
+        """Bytes of shared memory that threads may read until the next barrier."""
+        self.values: dict[SSAValue, Tile | Lazy] = {}
+        self._markers: list[Operation] = []
+        self._known: dict[SSAValue, int] = {}
+        self._consts: dict[tuple[object, Attribute], SSAValue] = {}
+        self._hoisted: dict[object, object] = {}
+        entry = func.body.block
+        self.ip = InsertPoint.at_end(entry)
+        self._prologue_end = self._marker()
+        tid = self.hoist(nvvm.read_special_register("tid.x")).results[0]
+        self.lane = self.hoist_value(lambda: self.int_op("and", tid, self.const(LANES - 1)))
+        self.warp = self.hoist_value(lambda: self.int_op("lshr", tid, self.const(5)))
+
+    # --- emitting -------------------------------------------------------------------------
+
+    def insert(self, op: Operation) -> Operation:
+        Rewriter.insert_op(op, self.ip)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        return self.insert(op).results[0]
+
+    def hoist(self, op: Operation) -> Operation:
+        """Insert `op` in the entry block's prologue (it must only use prologue values)."""
+        Rewriter.insert_op(op, InsertPoint.before(self._prologue_end))
+        return op
+
+    def hoist_value(self, build: Callable[[], SSAValue]) -> SSAValue:
+        """Run `build` with ops going to the prologue."""
+        saved, self.ip = self.ip, InsertPoint.before(self._prologue_end)
+        try:
+            return build()
+        finally:
+            self.ip = saved
+
+    def cached(self, key: object, build: Callable[[], _F]) -> _F:
+        """`build()` once per key, in the prologue (thread coordinates, predicates, ...)."""
+        if key not in self._hoisted:
+            self._hoisted[key] = self.hoist_value(build)  # type: ignore[arg-type]
+        return self._hoisted[key]  # type: ignore[return-value]
+
+    def _marker(self) -> Operation:
+        marker = self.insert(llvm.UndefOp(i32))
+        self._markers.append(marker)
+        return marker
+
+    def finish(self) -> None:
+        for marker in self._markers:
+            marker.detach()
+            marker.erase()
+
+    # --- constants and integer arithmetic ---------------------------------------------------
+
+    def const(self, value: int | float, t: Attribute = i32) -> SSAValue:
+        key = (value, t)
+        if key not in self._consts:
+            if isinstance(t, AnyFloat):
+                attr: Attribute = FloatAttr(float(value), t)
+            else:
+                value = _wrap(int(value), t.bitwidth) if t.bitwidth > 1 else int(value) & 1
+                attr = IntegerAttr(value, t)
+            op = self.hoist(llvm.ConstantOp(attr, t))
+            self._consts[key] = op.results[0]
+            if isinstance(t, IntegerType):
+                self._known[op.results[0]] = int(value)
+        return self._consts[key]
+
+    def known(self, v: SSAValue) -> int | None:
+        """The compile-time value of an integer, if it is a constant."""
+        return self._known.get(v)
+
+    def int_op(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """Integer `a <kind> b` (two's complement, wrapping), folded when possible."""
+        ka, kb = self.known(a), self.known(b)
+        width = a.type.bitwidth
+        if kind in _INT_OPS and ka is not None and kb is not None and width > 1:
+            return self.const(_INT_OPS[kind][1](ka, kb), a.type)
+        if kb is not None and _IDENTITY.get(kind) == kb:
+            return a
+        if ka is not None and kind in ("add", "or", "xor", "mul") and _IDENTITY[kind] == ka:
+            return b
+        op_type = llvm.LShrOp if kind == "lshr" else _INT_OPS[kind][0]
+        return self.value(op_type(a, b))
+
+    def icmp(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        flag = llvm.ICmpPredicateFlag(predicate)
+        return self.value(llvm.ICmpOp(a, b, IntegerAttr(flag.to_int(), 64)))
+
+    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return a if a is b else self.value(llvm.SelectOp(cond, a, b))
+
+    def all_of(self, conds: Sequence[SSAValue | None]) -> SSAValue | None:
+        """The conjunction of the given i1 values (None: no condition)."""
+        present = [c for c in conds if c is not None]
+        if not present:
+            return None
+        out = present[0]
+        for c in present[1:]:
+            out = self.value(llvm.AndOp(out, c))
+        return out
+
+    # --- threads ------------------------------------------------------------------------------
+
+    def _bits_value(self, tid_part: SSAValue, bases: Sequence[int]) -> SSAValue:
+        """Sum over set bits `i` of `tid_part` of `bases[i]` (distinct powers of two or 0),
+        with one and+shift per run of bits that map to consecutive powers."""
+        out = self.const(0)
+        i = 0
+        while i < len(bases):
+            if not bases[i]:
+                i += 1
+                continue
+            n = 1
+            while i + n < len(bases) and bases[i + n] == bases[i] << n:
+                n += 1
+            part = self.int_op("and", tid_part, self.const(((1 << n) - 1) << i))
+            shift = bases[i].bit_length() - 1 - i
+            part = self.int_op("shl", part, self.const(shift)) if shift >= 0 else self.int_op(
+                "lshr", part, self.const(-shift)
+            )
+            out = self.int_op("or", out, part)
+            i += n
+        return out
+
+    def thread_coords(self, layout: Layout) -> list[SSAValue]:
+        """Per dimension, the coordinate of this thread's register 0 (computed once)."""
+
+        def build() -> list[SSAValue]:
+            return [
+                self.int_op(
+                    "or",
+                    self._bits_value(self.lane, [b[d] for b in layout.lane]),
+                    self._bits_value(self.warp, [b[d] for b in layout.warp]),
+                )
+                for d in range(layout.rank)
+            ]
+
+        return self.cached(("coords", layout.lane, layout.warp), build)
+
+    def coords(self, layout: Layout, r: int) -> list[SSAValue]:
+        """Coordinates of register `r` of this thread."""
+        return [self.int_op("add", t, self.const(c)) for t, c in zip(self.thread_coords(layout), layout.reg_coord(r))]
+
+    def replica_predicate(self, layout: Layout | None) -> SSAValue | None:
+        """True in exactly one of the threads holding the same elements (None: no replicas)."""
+
+        def build() -> SSAValue | None:
+            conds = []
+            for part, bits in (
+                (self.lane, layout.replica_bits(layout.lane) if layout else LANES - 1),
+                (self.warp, layout.replica_bits(layout.warp) if layout else self.num_warps - 1),
+            ):
+                if bits:
+                    conds.append(self.icmp("eq", self.int_op("and", part, self.const(bits)), self.const(0)))
+            return self.all_of(conds)
+
+        key = ("replica", layout.lane, layout.warp) if layout else ("replica",)
+        return self.cached(key, build)
+
+    # --- shared memory ------------------------------------------------------------------------
+
+    def smem_buffer(self, nbytes: int, what: str) -> int:
+        """
+        Byte offset of a shared-memory buffer for one write, barrier, read round.
+
+        Rounds alternate between the bottom of shared memory and right above the previous
+        round's buffer, so that a round never overwrites what other threads may still be
+        reading from the previous one (its barrier ordered everything older); only when
+        neither fits is a barrier needed first.
+        """
+        if nbytes > SMEM_LIMIT:
+            raise LoweringError(
+                f"{what} needs {nbytes} bytes of shared memory, more than the {SMEM_LIMIT} bytes a "
+                "kernel may use; use smaller tiles"
+            )
+        start = 0
+        if self.smem_pending is not None:
+            low, high = self.smem_pending
+            above = -(-high // 16) * 16
+            if nbytes > low:
+                if above + nbytes <= SMEM_LIMIT:
+                    start = above
+                else:
+                    self.barrier()
+        self.smem_bytes = max(self.smem_bytes, start + nbytes)
+        return start
+
+    def smem_read(self, start: int, nbytes: int) -> None:
+        """Record that threads read `[start, start + nbytes)` since the last barrier."""
+        self.smem_pending = (start, start + nbytes)
+
+    def smem_ptr(self, elem: Attribute, index: SSAValue | int, byte_offset: int = 0) -> SSAValue:
+        """Address of element `index` of an `elem` array at `byte_offset` in shared memory."""
+        base = self.cached(
+            ("smem", byte_offset),
+            lambda: self.gep(
+                self.value(llvm.AddressOfOp(self.smem_symbol, SHARED_PTR)), byte_offset, IntegerType(8)
+            ),
+        )
+        return self.gep(base, index, elem)
+
+    def gep(self, ptr: SSAValue, index: SSAValue | int, elem: Attribute) -> SSAValue:
+        """`ptr + index` elements of type `elem` (the index is sign-extended)."""
+        if (index if isinstance(index, int) else self.known(index)) == 0:
+            return ptr
+        return self.value(llvm.GEPOp.from_mixed_indices(ptr, [index], elem, result_type=ptr.type))
+
+    def barrier(self) -> None:
+        self.insert(nvvm.Barrier0Op())
+
+    # --- values -------------------------------------------------------------------------------
+
+    def set(self, value: SSAValue, layout: Layout | None, regs: Sequence[SSAValue]) -> None:
+        self.values[value] = Tile(layout, list(regs))
+
+    def scalar(self, value: SSAValue) -> SSAValue:
+        tile = self.values[value]
+        assert isinstance(tile, Tile) and tile.layout is None
+        return tile.regs[0]
+
+    def layout_of(self, value: SSAValue) -> Layout:
+        """The layout a tile has, or is built in when its consumer does not choose one."""
+        return self.assign.layout[value]
+
+    def get(self, value: SSAValue, layout: Layout | None) -> list[SSAValue]:
+        """The registers of `value` in `layout`; `layout` may broadcast size-1 dimensions."""
+        if layout is None:
+            return [self.scalar(value)]
+        entry = self.values[value]
+        if isinstance(entry, Lazy):
+            shape = tt.shape_of(value.type)
+            if shape == layout.shape:
+                return self._materialize(entry, layout)
+            src = layout.project(shape)
+            regs = self._materialize(entry, src)
+            return [regs[i] for i in register_map(src, layout)]  # type: ignore[union-attr]
+        assert entry.layout is not None
+        if entry.layout == layout:
+            return entry.regs
+        mapping = register_map(entry.layout, layout)
+        if mapping is not None:
+            return [entry.regs[i] for i in mapping]
+        from tinyton.lowering.tt_to_llvm.shared import convert_layout
+
+        return convert_layout(self, entry.regs, entry.layout, llvm_type(value.type), layout)
+
+    def _materialize(self, lazy: Lazy, layout: Layout) -> list[SSAValue]:
+        if layout not in lazy.cache:
+            saved, self.ip = self.ip, InsertPoint.before(lazy.anchor)
+            try:
+                lazy.cache[layout] = TILE_LOWERINGS[type(lazy.op)](self, lazy.op, layout)
+            finally:
+                self.ip = saved
+        return lazy.cache[layout]
+
+    # --- blocks and ops ----------------------------------------------------------------------
+
+    def new_block(self, arg_types: Sequence[Attribute] = ()) -> Block:
+        block = Block(arg_types=arg_types)
+        self.func.body.add_block(block)
+        return block
+
+    def move_to(self, block: Block) -> None:
+        self.ip = InsertPoint.at_end(block)
+
+    def loop(
+        self,
+        lb: SSAValue,
+        ub: SSAValue,
+        step: SSAValue,
+        inits: Sequence[SSAValue],
+        body: Callable[[SSAValue, list[SSAValue]], Sequence[SSAValue]],
+    ) -> list[SSAValue]:
+        """`for (iv = lb; iv < ub; iv += step)` carrying `inits` through block arguments;
+        `body(iv, carried)` emits one iteration and returns the next carried values."""
+        header = self.new_block([i32, *(v.type for v in inits)])
+        self.insert(llvm.BrOp(header, lb, *inits))
+        self.move_to(header)
+        iv, *carried = header.args
+        first = self.new_block()
+        exit_block = Block()
+        self.insert(llvm.CondBrOp(self.icmp("slt", iv, ub), first, [], exit_block, []))
+        self.move_to(first)
+        # An iteration may read shared memory that the next one overwrites.
+        self.smem_pending = SMEM_ANYWHERE
+        next_values = body(iv, list(carried))
+        self.insert(llvm.BrOp(header, self.int_op("add", iv, step), *next_values))
+        self.func.body.add_block(exit_block)
+        self.move_to(exit_block)
+        self.smem_pending = SMEM_ANYWHERE
+        return list(carried)
+
+    def lower_block(self, block: Block) -> None:
+        """Lower the ops of a tt block, up to (not including) its terminator."""
+        for op in block.ops:
+            if not op.has_trait(IsTerminator):
+                self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        if type(op) in OP_LOWERINGS:
+            OP_LOWERINGS[type(op)](self, op)
+            return
+        if type(op) not in TILE_LOWERINGS:
+            raise LoweringError(f"tinyton-to-llvm cannot lower {op.name}")
+        result = op.results[0]
+        if result in self.assign.free:
+            self.values[result] = Lazy(op, self._marker())
+        else:
+            layout = self.assign.layout.get(result)
+            self.set(result, layout, TILE_LOWERINGS[type(op)](self, op, layout))

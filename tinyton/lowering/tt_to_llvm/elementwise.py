@@ -1,0 +1,265 @@
+"""
+Ops that compute each register from the same register of their operands, plus the
+sources of tiles (constants, `arange`, `splat`) and the grid queries.
+
+Each op is a row of a table mapping it to an integer and a float implementation on one
+register. Float transcendentals of f16 run in f32 (the approximate PTX instructions are
+f32-only); other f16 arithmetic is left to LLVM, which promotes what sm_90 lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import log, log2
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import Float16Type, IntegerType, f32, i32
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tinyton.dialects import llvm_extra, nvvm, tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+
+Unary = Callable[[KernelContext, SSAValue], SSAValue]
+Binary = Callable[[KernelContext, SSAValue, SSAValue], SSAValue]
+
+
+def _count(layout: Layout | None) -> int:
+    return layout.num_regs if layout is not None else 1
+
+
+def _int(kind: str) -> Binary:
+    return lambda ctx, a, b: ctx.int_op(kind, a, b)
+
+
+def _llvm(op_type: type[Operation]) -> Binary:
+    return lambda ctx, a, b: ctx.value(op_type(a, b))
+
+
+def _intrinsic(name: str) -> Callable[..., SSAValue]:
+    """A call of `name.<type>` (e.g. `llvm.maximum.f32`), or of `name` if it has a suffix."""
+
+    def call(ctx: KernelContext, *args: SSAValue) -> SSAValue:
+        t = args[0].type
+        suffix = "" if name.startswith("llvm.nvvm.") else f".f{t.bitwidth}"
+        return ctx.value(llvm.CallIntrinsicOp(name + suffix, list(args), [t]))
+
+    return call
+
+
+def _fcmp(ctx: KernelContext, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    return ctx.value(llvm.FCmpOp(a, b, predicate))
+
+
+def _floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Python's `//`: truncate, then step down when the remainder's sign differs from b's."""
+    k = ctx.known(b)
+    if k is not None and k > 0 and not k & (k - 1):
+        return ctx.int_op("ashr", a, ctx.const(k.bit_length() - 1))
+    q = ctx.value(llvm.SDivOp(a, b))
+    r = ctx.value(llvm.SRemOp(a, b))
+    return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("sub", q, ctx.const(1)), q)
+
+
+def _int_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """Python's `%`: the remainder takes the divisor's sign."""
+    k = ctx.known(b)
+    if k is not None and k > 0 and not k & (k - 1):
+        return ctx.int_op("and", a, ctx.const(k - 1))
+    r = ctx.value(llvm.SRemOp(a, b))
+    return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("add", r, b), r)
+
+
+def _needs_floor_fix(ctx: KernelContext, r: SSAValue, b: SSAValue) -> SSAValue:
+    nonzero = ctx.icmp("ne", r, ctx.const(0))
+    signs_differ = ctx.icmp("slt", ctx.int_op("xor", r, b), ctx.const(0))
+    return ctx.value(llvm.AndOp(nonzero, signs_differ))
+
+
+def _float_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    zero = ctx.const(0.0, a.type)
+    r = ctx.value(llvm.FRemOp(a, b))
+    signs_differ = ctx.value(llvm.XOrOp(_fcmp(ctx, "olt", r, zero), _fcmp(ctx, "olt", b, zero)))
+    fix = ctx.value(llvm.AndOp(_fcmp(ctx, "une", r, zero), signs_differ))
+    return ctx.select(fix, ctx.value(llvm.FAddOp(r, b)), r)
+
+
+def _int_pick(predicate: str) -> Binary:
+    return lambda ctx, a, b: ctx.select(ctx.icmp(predicate, a, b), a, b)
+
+
+BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
+    tt.AddOp: (_int("add"), _llvm(llvm.FAddOp)),
+    tt.SubOp: (_int("sub"), _llvm(llvm.FSubOp)),
+    tt.MulOp: (_int("mul"), _llvm(llvm.FMulOp)),
+    tt.DivOp: (_llvm(llvm.SDivOp), _llvm(llvm.FDivOp)),
+    tt.FloorDivOp: (_floordiv, None),
+    tt.ModOp: (_int_mod, _float_mod),
+    tt.MaximumOp: (_int_pick("sgt"), _intrinsic("llvm.maximum")),
+    tt.MinimumOp: (_int_pick("slt"), _intrinsic("llvm.minimum")),
+    tt.AndOp: (_int("and"), None),
+    tt.OrOp: (_int("or"), None),
+    tt.XorOp: (_int("xor"), None),
+    tt.ShlOp: (_int("shl"), None),
+    tt.ShrOp: (_int("ashr"), None),
+}
+"""(integer, float) implementation of each binary op; the verifier rules out the Nones."""
+
+
+def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
+    """`fn(x * factor)` or `fn(x) * factor`: exp and log through their base-2 instructions."""
+
+    def apply(ctx: KernelContext, x: SSAValue) -> SSAValue:
+        c = ctx.const(factor, x.type)
+        if before:
+            return fn(ctx, ctx.value(llvm.FMulOp(x, c)))
+        return ctx.value(llvm.FMulOp(fn(ctx, x), c))
+
+    return apply
+
+
+UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
+    tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
+    tt.AbsOp: (
+        lambda ctx, x: ctx.select(ctx.icmp("slt", x, ctx.const(0)), ctx.int_op("sub", ctx.const(0), x), x),
+        lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type)),
+    ),
+    # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
+    tt.ExpOp: (None, _scaled(lambda ctx, x: ctx.value(llvm.FExp2Op(x)), log2(2.718281828459045), before=True)),
+    tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),
+    tt.SqrtOp: (None, lambda ctx, x: ctx.value(llvm.FSqrtOp(x))),
+    tt.RsqrtOp: (None, _intrinsic("llvm.nvvm.rsqrt.approx.f")),
+}
+
+_ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_BOOL_ICMP = {**_ICMP, "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
+_FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+"""Like NumPy: ordered comparisons are false on NaN, `!=` is true."""
+
+
+def map_registers(ctx: KernelContext, fn: Callable[..., SSAValue], *operands: list[SSAValue]) -> list[SSAValue]:
+    """Apply `fn` register by register, once per distinct tuple of operands (splats repeat)."""
+    done: dict[tuple[SSAValue, ...], SSAValue] = {}
+    out = []
+    for args in zip(*operands):
+        if args not in done:
+            done[args] = fn(ctx, *args)
+        out.append(done[args])
+    return out
+
+
+def _in_f32(fn: Unary) -> Unary:
+    def apply(ctx: KernelContext, x: SSAValue) -> SSAValue:
+        return ctx.value(llvm.FPTruncOp(fn(ctx, ctx.value(llvm.FPExtOp(x, f32))), x.type))
+
+    return apply
+
+
+@lowers_tile(*BINARY)
+def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> list[SSAValue]:
+    int_fn, float_fn = BINARY[type(op)]
+    fn = float_fn if tt.is_float(op.result.type) else int_fn
+    assert fn is not None
+    return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
+
+
+@lowers_tile(*UNARY)
+def lower_unary(ctx: KernelContext, op: tt.UnaryOp, layout: Layout | None) -> list[SSAValue]:
+    int_fn, float_fn = UNARY[type(op)]
+    if tt.is_float(op.result.type):
+        fn = _in_f32(float_fn) if isinstance(tt.element_type(op.result.type), Float16Type) else float_fn
+    else:
+        assert int_fn is not None
+        fn = int_fn
+    return map_registers(ctx, fn, ctx.get(op.input, layout))
+
+
+@lowers_tile(tt.CmpOp)
+def lower_cmp(ctx: KernelContext, op: tt.CmpOp, layout: Layout | None) -> list[SSAValue]:
+    pred = op.predicate.data
+    elem = tt.element_type(op.lhs.type)
+    if tt.is_float(op.lhs.type):
+        fn: Binary = lambda c, a, b: _fcmp(c, _FCMP[pred], a, b)  # noqa: E731
+    else:
+        table = _BOOL_ICMP if elem.bitwidth == 1 else _ICMP
+        fn = lambda c, a, b: c.icmp(table[pred], a, b)  # noqa: E731
+    return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
+
+
+@lowers_tile(tt.SelectOp)
+def lower_select(ctx: KernelContext, op: tt.SelectOp, layout: Layout | None) -> list[SSAValue]:
+    return map_registers(
+        ctx,
+        lambda c, m, a, b: c.select(m, a, b),
+        ctx.get(op.condition, layout),
+        ctx.get(op.true_value, layout),
+        ctx.get(op.false_value, layout),
+    )
+
+
+def _kind(t: Attribute) -> str:
+    return f"i{t.bitwidth}" if isinstance(t, IntegerType) else f"f{t.bitwidth}"
+
+
+CASTS: dict[tuple[str, str], Callable[[KernelContext, SSAValue, Attribute], SSAValue]] = {
+    ("i1", "i32"): lambda ctx, x, t: ctx.value(llvm.ZExtOp(x, t)),
+    ("i32", "i1"): lambda ctx, x, t: ctx.icmp("ne", x, ctx.const(0)),
+    ("i32", "f32"): lambda ctx, x, t: ctx.value(llvm.SIToFPOp(x, t)),
+    ("i32", "f16"): lambda ctx, x, t: ctx.value(llvm.SIToFPOp(x, t)),
+    ("f32", "i32"): lambda ctx, x, t: ctx.value(llvm_extra.FPToSIOp(x, t)),
+    ("f16", "i32"): lambda ctx, x, t: ctx.value(llvm_extra.FPToSIOp(x, t)),
+    ("f32", "i1"): lambda ctx, x, t: _fcmp(ctx, "une", x, ctx.const(0.0, x.type)),
+    ("f16", "i1"): lambda ctx, x, t: _fcmp(ctx, "une", x, ctx.const(0.0, x.type)),
+    ("f16", "f32"): lambda ctx, x, t: ctx.value(llvm.FPExtOp(x, t)),
+    ("f32", "f16"): lambda ctx, x, t: ctx.value(llvm.FPTruncOp(x, t)),
+}
+"""Direct conversions; booleans reach floats through i32 (true is 1, as in NumPy)."""
+
+
+def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
+    src, dst = _kind(x.type), _kind(to)
+    if src == dst:
+        return x
+    if (src, dst) not in CASTS:
+        return cast(ctx, cast(ctx, x, i32), to)
+    return CASTS[(src, dst)](ctx, x, to)
+
+
+@lowers_tile(tt.CastOp)
+def lower_cast(ctx: KernelContext, op: tt.CastOp, layout: Layout | None) -> list[SSAValue]:
+    to = llvm_type(op.result.type)
+    return map_registers(ctx, lambda c, x: cast(c, x, to), ctx.get(op.input, layout))
+
+
+@lowers_tile(tt.ConstantOp)
+def lower_constant(ctx: KernelContext, op: tt.ConstantOp, layout: Layout | None) -> list[SSAValue]:
+    return [ctx.const(op.value.value.data, llvm_type(op.result.type))] * _count(layout)
+
+
+@lowers_tile(tt.SplatOp)
+def lower_splat(ctx: KernelContext, op: tt.SplatOp, layout: Layout | None) -> list[SSAValue]:
+    return [ctx.scalar(op.input)] * _count(layout)
+
+
+@lowers_tile(tt.ArangeOp)
+def lower_arange(ctx: KernelContext, op: tt.ArangeOp, layout: Layout | None) -> list[SSAValue]:
+    assert layout is not None
+    start = ctx.const(op.start.value.data)
+    return [ctx.int_op("add", ctx.coords(layout, r)[0], start) for r in range(layout.num_regs)]
+
+
+@lowers_tile(tt.ExpandDimsOp)
+def lower_expand_dims(ctx: KernelContext, op: tt.ExpandDimsOp, layout: Layout | None) -> list[SSAValue]:
+    assert layout is not None
+    return ctx.get(op.input, layout.slice(op.axis.value.data))
+
+
+@lowers_tile(tt.BroadcastOp)
+def lower_broadcast(ctx: KernelContext, op: tt.BroadcastOp, layout: Layout | None) -> list[SSAValue]:
+    return ctx.get(op.input, layout)
+
+
+@lowers_tile(tt.ProgramIdOp, tt.NumProgramsOp)
+def lower_grid_query(ctx: KernelContext, op: tt._GridQueryOp, layout: Layout | None) -> list[SSAValue]:
+    register = ("ctaid." if isinstance(op, tt.ProgramIdOp) else "nctaid.") + "xyz"[op.axis.value.data]
+    return [ctx.cached(("sreg", register), lambda: ctx.value(nvvm.read_special_register(register)))]

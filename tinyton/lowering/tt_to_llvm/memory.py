@@ -1,0 +1,163 @@
+"""
+Global memory: `tt.addptr`, `tt.load` and `tt.store`.
+
+Accesses are PTX through inline asm, as in Triton: a thread moves `v` consecutive
+elements with one `ld.global.v{1,2,4}.b32` (or `.b16`/`.u8` when under 32 bits) chosen
+by the axis analysis, predicated by the mask so that a masked-off address is never
+dereferenced; masked loads first `mov` the `other` value into the outputs.
+
+Loads are marked side-effecting, like Triton's: LLVM treats a side-effect-free asm call
+as not reading memory, and `opt -O3` then merges a load with an identical one across an
+intervening store, or sinks it past the store. ptxas schedules the PTX either way.
+Stores are predicated to one thread of each group of replicas.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerType, i8, i16, i32, i64
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.assign import is_tile
+from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes, vector_width
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.elementwise import map_registers
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+
+
+@lowers_tile(tt.AddPtrOp)
+def lower_addptr(ctx: KernelContext, op: tt.AddPtrOp, layout: Layout | None) -> list[SSAValue]:
+    elem = llvm_type(tt.element_type(op.ptr.type).pointee)
+    return map_registers(ctx, lambda c, p, o: c.gep(p, o, elem), ctx.get(op.ptr, layout), ctx.get(op.offset, layout))
+
+
+class _Access:
+    """How `v` elements of type `elem` travel as PTX words (registers of 16 or 32 bits)."""
+
+    def __init__(self, elem: Attribute, v: int):
+        self.elem = elem
+        self.bits = 8 if elem.bitwidth == 1 else elem.bitwidth
+        total = v * self.bits
+        self.word_bits = min(32, total)
+        self.words = max(1, total // 32)
+        self.per_word = self.word_bits // self.bits
+        self.reg = i32 if self.word_bits == 32 else i16
+        self.constraint = "r" if self.word_bits == 32 else "h"
+        vec = f".v{self.words}" if self.words > 1 else ""
+        self.suffix = f"{vec}.{'u8' if self.word_bits == 8 else f'b{self.word_bits}'}"
+
+    def operands(self, first: int) -> str:
+        names = [f"${first + i}" for i in range(self.words)]
+        return f"{{ {', '.join(names)} }}" if self.words > 1 else names[0]
+
+    def pack(self, ctx: KernelContext, values: list[SSAValue]) -> list[SSAValue]:
+        """Element registers -> word registers (little-endian)."""
+        words = []
+        for w in range(self.words):
+            word = None
+            for j, x in enumerate(values[w * self.per_word : (w + 1) * self.per_word]):
+                bits = _to_bits(ctx, x, self.bits)
+                if bits.type != self.reg:
+                    bits = ctx.value(llvm.ZExtOp(bits, self.reg))
+                part = ctx.int_op("shl", bits, ctx.const(j * self.bits, self.reg))
+                word = part if word is None else ctx.int_op("or", word, part)
+            words.append(word)
+        return words
+
+    def unpack(self, ctx: KernelContext, words: list[SSAValue]) -> list[SSAValue]:
+        out = []
+        for word in words:
+            for j in range(self.per_word):
+                bits = ctx.int_op("lshr", word, ctx.const(j * self.bits, self.reg))
+                if self.bits != self.reg.bitwidth:
+                    bits = ctx.value(llvm.TruncOp(bits, IntegerType(self.bits)))
+                out.append(_from_bits(ctx, bits, self.elem))
+        return out
+
+
+def _to_bits(ctx: KernelContext, x: SSAValue, bits: int) -> SSAValue:
+    if isinstance(x.type, AnyFloat):
+        return ctx.value(llvm.BitcastOp(x, IntegerType(bits)))
+    if x.type.bitwidth == 1:
+        return ctx.value(llvm.ZExtOp(x, i8))
+    return x
+
+
+def _from_bits(ctx: KernelContext, bits: SSAValue, elem: Attribute) -> SSAValue:
+    if isinstance(elem, AnyFloat):
+        return ctx.value(llvm.BitcastOp(bits, elem))
+    if elem.bitwidth == 1:
+        return ctx.icmp("ne", bits, ctx.const(0, i8))
+    return bits
+
+
+def _width(ctx: KernelContext, ptr: SSAValue, mask: SSAValue | None, layout: Layout | None) -> int:
+    if layout is None:
+        return 1
+    mask_info = ctx.axis[mask] if mask is not None else None
+    return vector_width(ctx.axis[ptr], mask_info, layout.contiguous_per_thread(), pointee_bytes(ptr.type))
+
+
+def _load(
+    ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, other: list[SSAValue] | None, a: _Access
+) -> list[SSAValue]:
+    n = a.words
+    lines = []
+    inputs = [ptr]
+    constraints = [f"={a.constraint}"] * n + ["l"]
+    if pred is not None:
+        inputs.append(pred)
+        constraints.append("b")
+        fills = [f"${n + 2 + i}" for i in range(n)] if other is not None else ["0"] * n
+        lines += [f"mov.b{a.reg.bitwidth} ${i}, {fills[i]};" for i in range(n)]
+        if other is not None:
+            inputs += a.pack(ctx, other)
+            constraints += [a.constraint] * n
+    guard = f"@${n + 1} " if pred is not None else ""
+    lines.append(f"{guard}ld.global{a.suffix} {a.operands(0)}, [ ${n} + 0 ];")
+    result = llvm.LLVMStructType.from_type_list([a.reg] * n) if n > 1 else a.reg
+    asm = ctx.value(
+        llvm.InlineAsmOp("\n\t".join(lines), ",".join(constraints), inputs, [result], has_side_effects=True)
+    )
+    words = [ctx.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), asm, a.reg)) for i in range(n)] if n > 1 else [asm]
+    return a.unpack(ctx, words)
+
+
+@lowers_tile(tt.LoadOp)
+def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list[SSAValue]:
+    elem = llvm_type(op.result.type)
+    ptrs = ctx.get(op.ptr, layout)
+    masks = ctx.get(op.mask, layout) if op.mask is not None else None
+    others = ctx.get(op.other, layout) if op.other is not None and masks is not None else None
+    v = _width(ctx, op.ptr, op.mask, layout)
+    access = _Access(elem, v)
+    out: list[SSAValue] = []
+    for g in range(0, len(ptrs), v):
+        pred = masks[g] if masks is not None else None
+        other = others[g : g + v] if others is not None else None
+        out += _load(ctx, ptrs[g], pred, other, access)
+    return out
+
+
+@lowers(tt.StoreOp)
+def lower_store(ctx: KernelContext, op: tt.StoreOp) -> None:
+    layout = ctx.assign.anchor([op.value, op.ptr, op.mask], op.ptr) if is_tile(op.ptr) else None
+    ptrs = ctx.get(op.ptr, layout)
+    values = ctx.get(op.value, layout)
+    masks = ctx.get(op.mask, layout) if op.mask is not None else None
+    replica = ctx.replica_predicate(layout)
+    v = _width(ctx, op.ptr, op.mask, layout)
+    a = _Access(llvm_type(op.value.type), v)
+    n = a.words
+    for g in range(0, len(ptrs), v):
+        pred = ctx.all_of([masks[g] if masks is not None else None, replica])
+        inputs = [ptrs[g], *a.pack(ctx, values[g : g + v])]
+        constraints = ["l"] + [a.constraint] * n
+        guard = ""
+        if pred is not None:
+            inputs.append(pred)
+            constraints.append("b")
+            guard = f"@${n + 1} "
+        asm = f"{guard}st.global{a.suffix} [ $0 + 0 ], {a.operands(1)};"
+        ctx.insert(llvm.InlineAsmOp(asm, ",".join(constraints), inputs, [], has_side_effects=True))

@@ -1,0 +1,89 @@
+"""The `tinyton-to-llvm` pass: a tt kernel module becomes an llvm + nvvm kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, ModuleOp, UnitAttr, i32
+from xdsl.ir import Block, Region
+from xdsl.passes import ModulePass
+
+# Importing the op modules registers their lowerings.
+from tinyton.lowering.tt_to_llvm import control_flow, dot, elementwise, memory, reductions  # noqa: F401
+from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
+from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
+from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type
+
+NUM_WARPS_ATTR = "tt.num_warps"
+DEFAULT_NUM_WARPS = 4
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What launching the kernel needs to know."""
+
+    name: str
+    num_warps: int
+    shared_bytes: int
+    """Static shared memory (already declared in the module)."""
+    param_types: tuple[str, ...]
+    """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
+
+
+def _num_warps(module: ModuleOp, requested: int | None) -> int:
+    attr = module.attributes.get(NUM_WARPS_ATTR)
+    n = requested if requested is not None else attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_NUM_WARPS
+    if n not in (1, 2, 4, 8, 16):
+        raise LoweringError(f"num_warps must be 1, 2, 4, 8 or 16, got {n}")
+    return n
+
+
+def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
+    """Lower the module's one tt kernel in place; `num_warps` overrides `tt.num_warps`."""
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if len(kernels) != 1:
+        raise LoweringError(f"expected one kernel (func.func) in the module, found {len(kernels)}")
+    kernel = kernels[0]
+    warps = _num_warps(module, num_warps)
+    name = kernel.sym_name.data
+    param_types = tuple(str(a.type) for a in kernel.args)
+    params = [llvm_type(a.type) for a in kernel.args]
+    fn = llvm.FuncOp(
+        name,
+        llvm.LLVMFunctionType(params),
+        linkage=llvm.LinkageAttr("external"),
+        body=Region(Block(arg_types=params)),
+    )
+    fn.attributes["nvvm.kernel"] = UnitAttr()
+    fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
+
+    smem = f"{name}_smem"
+    ctx = KernelContext(fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem)
+    for arg, param in zip(kernel.args, fn.body.block.args):
+        ctx.set(arg, None, [param])
+    ctx.lower_block(kernel.body.block)
+    ctx.insert(llvm.ReturnOp())
+    ctx.finish()
+
+    block = module.body.block
+    if ctx.smem_bytes:
+        array = llvm.LLVMArrayType(ctx.smem_bytes, IntegerType(8))
+        block.insert_op_before(llvm.GlobalOp(array, smem, "internal", addr_space=3, alignment=16), kernel)
+    block.insert_op_before(fn, kernel)
+    kernel.detach()
+    kernel.erase()
+    return KernelInfo(name, warps, ctx.smem_bytes, param_types)
+
+
+@dataclass(frozen=True)
+class TinytonToLLVMPass(ModulePass):
+    """tt kernel -> llvm + nvvm (`num_warps` defaults to the module's `tt.num_warps`, else 4)."""
+
+    name = "tinyton-to-llvm"
+
+    num_warps: int | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_to_llvm(op, self.num_warps)

@@ -1,0 +1,101 @@
+"""
+`tt.reduce_sum` / `reduce_max` / `reduce_min` along one axis.
+
+Three stages, each only where the layout spreads the axis: over the thread's registers,
+over lanes with `shfl.sync.bfly` (every lane of a butterfly ends with the full value),
+and over warps through one shared-memory round: each warp writes its partials, and after
+a barrier every thread combines all warps' partials for its results, in the same order,
+so replicas agree bit for bit. The result has the layout `slice(input layout, axis)`.
+Floats reduce in f32, integers in i32; float max/min propagate NaN, as NumPy's do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+
+from xdsl.dialects.builtin import f32, i32
+from xdsl.ir import SSAValue
+
+from tinyton.dialects import nvvm, tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.elementwise import BINARY, cast
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.shared import load_tile, store_tile
+
+COMBINE = {tt.ReduceSumOp: tt.AddOp, tt.ReduceMaxOp: tt.MaximumOp, tt.ReduceMinOp: tt.MinimumOp}
+
+Combine = Callable[[SSAValue, SSAValue], SSAValue]
+
+
+def _tree(values: list[SSAValue], combine: Combine) -> SSAValue:
+    """Pairwise combination: short dependency chains for the in-thread stage."""
+    while len(values) > 1:
+        pairs = [combine(a, b) for a, b in zip(values[::2], values[1::2])]
+        values = pairs + values[len(values) & ~1 :]
+    return values[0]
+
+
+def _shuffle_xor(ctx: KernelContext, value: SSAValue, lane_mask: int) -> SSAValue:
+    return ctx.value(
+        nvvm.ShflOp(nvvm.ShflKind.BFLY, ctx.const(-1), value, ctx.const(lane_mask), ctx.const(0x1F))
+    )
+
+
+def _partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
+    """The partials as a tile of `out.shape + (warps along the axis,)`, warp-distributed."""
+    return Layout(
+        (*out.shape, 1 << len(warp_bits)),
+        tuple((*b, 0) for b in out.reg),
+        tuple((*b, 0) for b in out.lane),
+        tuple((*b, 1 << warp_bits.index(i) if i in warp_bits else 0) for i, b in enumerate(out.warp)),
+    )
+
+
+def _across_warps(
+    ctx: KernelContext, partials: list[SSAValue], out: Layout, warp_bits: list[int], combine: Combine
+) -> list[SSAValue]:
+    written = _partials_layout(out, warp_bits)
+    count = written.shape[-1]
+    # Every thread reads all `count` partials of each of its results: the extra dimension
+    # lives in registers, after the result registers.
+    read = Layout(
+        written.shape,
+        written.reg + tuple((*(0,) * out.rank, 1 << j) for j in range(len(warp_bits))),
+        written.lane,
+        tuple((*b, 0) for b in out.warp),
+    )
+    elem = partials[0].type
+    nbytes = prod(written.shape) * 4
+    start = ctx.smem_buffer(nbytes, "a reduction across warps")
+    store_tile(ctx, partials, written, elem, start)
+    ctx.barrier()
+    values = load_tile(ctx, read, written.shape, elem, start)
+    ctx.smem_read(start, nbytes)
+    n = out.num_regs
+    return [_tree(values[s::n], combine) for s in range(n)]
+
+
+@lowers_tile(*COMBINE)
+def lower_reduce(ctx: KernelContext, op: tt.ReduceOp, layout: Layout | None) -> list[SSAValue]:
+    axis = op.axis.value.data
+    src = ctx.layout_of(op.input)
+    out = src.slice(axis)
+    compute = f32 if tt.is_float(op.input.type) else i32
+    fn = BINARY[COMBINE[type(op)]][0 if compute == i32 else 1]
+    assert fn is not None
+
+    def combine(a: SSAValue, b: SSAValue) -> SSAValue:
+        return fn(ctx, a, b)
+
+    groups: list[list[SSAValue]] = [[] for _ in range(out.num_regs)]
+    for r, value in enumerate(ctx.get(op.input, src)):
+        groups[src.slice_reg_index(r, axis)].append(cast(ctx, value, compute))
+    partials = [_tree(g, combine) for g in groups]
+    for bit in src.axis_bits(src.lane, axis):
+        partials = [combine(p, _shuffle_xor(ctx, p, 1 << bit)) for p in partials]
+    warp_bits = src.axis_bits(src.warp, axis)
+    if warp_bits:
+        partials = _across_warps(ctx, partials, out, warp_bits, combine)
+    result = llvm_type(op.result.type)
+    return [cast(ctx, p, result) for p in partials]

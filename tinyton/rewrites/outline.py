@@ -1,0 +1,173 @@
+"""Rebuild a traced function as a sequence of `tta.fusion` regions, one per planned group.
+
+Shared by the pattern pass, the general fusion pass and the unfused baseline: a plan is a list of
+groups in topological order; `rebuild` emits one region per group (operands = values from outside,
+results = values used outside or returned) and leaves groups with kind None as plain ops. Scalar
+`tta.constant`s are never inputs: each region clones the constants it reads (a region is isolated
+from above), so constants are not part of any group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import networkx as nx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tinyton.dialects import tta
+from tinyton.lowering.fusion.domain import VIEWS, NotFusable, analyze
+
+Group = tuple[list[Operation], str | None]
+
+
+def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    yield from (op for op in module.ops if isinstance(op, func.FuncOp))
+
+
+def inline_fusions(fn: func.FuncOp) -> list[Group]:
+    """Dissolve existing regions back into plain ops; returns them as seed groups with their kinds."""
+    seeds: list[Group] = []
+    for fusion in [op for op in fn.body.block.ops if isinstance(op, tta.FusionOp)]:
+        mapping: dict[SSAValue, SSAValue] = dict(zip(fusion.block.args, fusion.inputs))
+        members = []
+        for op in fusion.block.ops:
+            if isinstance(op, tta.YieldOp):
+                for old, new in zip(fusion.outputs, op.values):
+                    old.replace_all_uses_with(mapping[new])
+                continue
+            clone = op.clone(mapping)
+            Rewriter.insert_op(clone, InsertPoint.before(fusion))
+            if not isinstance(clone, tta.ConstantOp):
+                members.append(clone)
+        Rewriter.erase_op(fusion)
+        seeds.append((members, fusion.kind.data))
+    return seeds
+
+
+def duplicate_free_ops(fn: func.FuncOp) -> None:
+    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy.
+
+    Views cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
+    forcing the view to be materialised for the others."""
+    for op in list(fn.body.block.ops):
+        if not isinstance(op, VIEWS):
+            continue
+        for use in list(op.result.uses)[1:]:
+            clone = op.clone()
+            Rewriter.insert_op(clone, InsertPoint.after(op))
+            use.operation.operands[use.index] = clone.result
+
+
+def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:
+    """Results of `ops` used by anything outside them (other ops or the function's return)."""
+    members = set(ops)
+    return [r for op in ops for r in op.results if any(u.operation not in members for u in r.uses)]
+
+
+def default_kind(ops: Sequence[Operation]) -> str:
+    """Name of the codegen strategy of a group (used when no pattern named it)."""
+    if all(isinstance(op, (*VIEWS, tta.TakeOp)) for op in ops):
+        return ops[-1].name.removeprefix("tta.")
+    try:
+        return analyze(ops, outputs_of(ops)).kind
+    except NotFusable:
+        return "unfusable"
+
+
+def order_groups(groups: Sequence[Group]) -> list[Group]:
+    """Groups in a topological order of their dependencies, ties broken by program order."""
+    owner = {op: i for i, (ops, _) in enumerate(groups) for op in ops}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(groups)))
+    for i, (ops, _) in enumerate(groups):
+        for op in ops:
+            for v in op.operands:
+                j = owner.get(v.op) if isinstance(v, OpResult) else None
+                if j is not None and j != i:
+                    graph.add_edge(j, i)
+    first = {i: min(_position(op) for op in ops) for i, (ops, _) in enumerate(groups)}
+    return [groups[i] for i in nx.lexicographical_topological_sort(graph, key=first.__getitem__)]
+
+
+def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
+    """Re-emit the function body as `groups` (topological order); returns the new regions."""
+    block = fn.body.block
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    new: dict[SSAValue, SSAValue] = {}
+    fusions: list[tta.FusionOp] = []
+    old: list[Operation] = []
+    for ops, kind in groups:
+        if kind is not None:
+            ops = [op for op in ops if not isinstance(op, tta.ConstantOp)] or list(ops)
+        if kind is None:
+            for op in ops:
+                op.detach()
+                op.operands = [new.get(v, v) for v in op.operands]
+                Rewriter.insert_op(op, InsertPoint.before(ret))
+            continue
+        fusion = _outline(ops, kind, new)
+        Rewriter.insert_op(fusion, InsertPoint.before(ret))
+        fusions.append(fusion)
+        old.extend(ops)
+    ret.operands = [new.get(v, v) for v in ret.operands]
+    for op in sorted(old, key=lambda o: -_position(o)):
+        Rewriter.erase_op(op, safe_erase=False)
+    for op in list(block.ops):  # constants now cloned into every region that reads them
+        if isinstance(op, tta.ConstantOp) and not op.result.uses:
+            Rewriter.erase_op(op)
+    return fusions
+
+
+def _position(op: Operation) -> int:
+    return op.parent_block().get_operation_index(op) if op.parent_block() else -1
+
+
+def _outline(ops: Sequence[Operation], kind: str, new: dict[SSAValue, SSAValue]) -> tta.FusionOp:
+    members = set(ops)
+    inputs: list[SSAValue] = []
+    constants: list[tta.ConstantOp] = []
+    for op in ops:
+        for v in op.operands:
+            owner = v.op if isinstance(v, OpResult) else None
+            if owner in members or v in inputs or owner in constants:
+                continue
+            if isinstance(owner, tta.ConstantOp):
+                constants.append(owner)
+            else:
+                inputs.append(v)
+    outputs = outputs_of(ops)
+    fusion = tta.FusionOp(kind, [new.get(v, v) for v in inputs], [r.type for r in outputs])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v, arg in zip(inputs, fusion.block.args):
+        mapping[v] = arg
+        arg.name_hint = v.name_hint
+    for op in [*constants, *ops]:
+        fusion.block.add_op(op.clone(mapping))
+    fusion.block.add_op(tta.YieldOp(*(mapping[r] for r in outputs)))
+    for r, res in zip(outputs, fusion.results):
+        res.name_hint = r.name_hint
+        new[r] = res
+    return fusion
+
+
+def outline_each_op(module: ModuleOp) -> ModuleOp:
+    """Fusion off: every op (but scalar constants) becomes a region of its own, in place."""
+    for fn in functions(module):
+        inline_fusions(fn)
+        ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp)]
+        groups: list[Group] = []
+        for op in ops:
+            if isinstance(op, tta.ConstantOp) and not _returned(op):
+                groups.append(([op], None))
+            else:
+                groups.append(([op], default_kind([op])))
+        rebuild(fn, groups)
+    return module
+
+
+def _returned(op: Operation) -> bool:
+    return any(isinstance(u.operation, func.ReturnOp) for r in op.results for u in r.uses)

@@ -1,0 +1,162 @@
+"""`tinyton-fuse-patterns`: declarative fusion patterns (`*.pdl.mlir`, package data) → named regions.
+
+The patterns are data: each `pdl.pattern` matches a DAG of tta ops and ends in
+`pdl.rewrite %root with "outline_fusion"(%kind)`. xDSL 0.74's PDL interpreter matches and checks
+native constraints but has no `apply_native_rewrite` and cannot create regions, so this pass runs
+xDSL's `PDLMatcher` itself and implements the one external rewrite: outline the matched ops into a
+`tta.fusion` of that kind. Adding a pattern needs a `.pdl.mlir` file, no Python.
+
+Native constraints (what PDL cannot say): `has_one_use`, `used_only_by` (an intermediate used outside
+the chain refuses the rewrite, since a template kernel writes only the root) and `numel_below` (32-bit
+indexing). "Same axis, keepdims" is declarative: both reductions bind the same `pdl.attribute`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects import func, pdl
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.interpreters.pdl import PDLMatcher
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import shape_of
+from tinyton.rewrites.outline import Group, functions, order_groups, rebuild
+
+PATTERN_FILES = ("softmax.pdl.mlir", "rmsnorm.pdl.mlir")
+
+
+def _uses(value: SSAValue) -> list[Operation]:
+    return [u.operation for u in value.uses]
+
+
+NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
+    "has_one_use": lambda v: len(_uses(v)) == 1,
+    "used_only_by": lambda v, *ops: all(user in ops for user in _uses(v)),
+    "numel_below": lambda v, limit: prod(shape_of(v.type)) < limit.value.data,
+}
+
+
+def _outline_fusion(matched: Sequence[Operation], kind: StringAttr) -> Group:
+    """The external rewrite "outline_fusion": the matched ops become one region named `kind`."""
+    return list(matched), kind.data
+
+
+NATIVE_REWRITES: dict[str, Callable[..., Group]] = {"outline_fusion": _outline_fusion}
+
+COMMUTATIVE = (tta.AddOp, tta.MulOp, tta.MaximumOp, tta.MinimumOp, tta.AndOp, tta.OrOp, tta.XorOp)
+
+
+def canonicalize_operands(fn: func.FuncOp) -> None:
+    """Order commutative operands so patterns need one form: the larger array first, constants last."""
+
+    def rank(v: SSAValue) -> tuple[int, int]:
+        constant = isinstance(v, OpResult) and isinstance(v.op, tta.ConstantOp)
+        return prod(shape_of(v.type)), 0 if constant else 1
+
+    for op in fn.body.block.ops:
+        if isinstance(op, COMMUTATIVE) and rank(op.rhs) > rank(op.lhs):
+            op.operands = [op.rhs, op.lhs]
+
+
+@dataclass
+class FusionPattern:
+    """One `pdl.pattern`, matched with xDSL's PDLMatcher and the native constraints above."""
+
+    pattern: pdl.PatternOp
+
+    @property
+    def benefit(self) -> int:
+        return self.pattern.benefit.value.data
+
+    @property
+    def rewrite(self) -> pdl.RewriteOp:
+        return next(op for op in self.pattern.body.ops if isinstance(op, pdl.RewriteOp))
+
+    def match(self, op: Operation) -> Group | None:
+        rewrite = self.rewrite
+        root = rewrite.root
+        assert isinstance(root, OpResult) and isinstance(root.op, pdl.OperationOp)
+        matcher = PDLMatcher(native_constraints=NATIVE_CONSTRAINTS)
+        if not matcher.match_operation(root, root.op, op):
+            return None
+        for check in self.pattern.body.ops:
+            if isinstance(check, pdl.ApplyNativeConstraintOp) and not matcher.check_native_constraints(check):
+                return None
+        assert rewrite.name_ is not None, "fusion patterns end in `pdl.rewrite %root with \"...\"`"
+        args = [matcher.get_constant_or_matched_value(a) for a in rewrite.external_args]
+        matched = [v for v in matcher.matching_context.values() if isinstance(v, Operation)]
+        return NATIVE_REWRITES[rewrite.name_.data](matched, *args)
+
+
+@cache
+def _pattern_texts() -> tuple[str, ...]:
+    folder = resources.files("tinyton.rewrites")
+    return tuple(folder.joinpath(name).read_text() for name in PATTERN_FILES)
+
+
+@cache
+def default_context() -> Context:
+    """A context with tinyton's dialects and pdl, for callers outside `tinyton-opt`."""
+    from tinyton.dialects import tinyton_context
+
+    return tinyton_context()
+
+
+def load_patterns(ctx: Context | None = None) -> list[FusionPattern]:
+    """Parse the packaged `.pdl.mlir` files; highest benefit first."""
+    ctx = ctx or default_context()
+    patterns = []
+    for text in _pattern_texts():
+        module = Parser(ctx, text).parse_module()
+        patterns += [FusionPattern(p) for p in module.ops if isinstance(p, pdl.PatternOp)]
+    return sorted(patterns, key=lambda p: -p.benefit)
+
+
+def match_patterns(fn: func.FuncOp, patterns: Sequence[FusionPattern]) -> list[Group]:
+    """Non-overlapping matches, roots visited last-to-first so larger chains win."""
+    canonicalize_operands(fn)
+    claimed: set[Operation] = set()
+    groups: list[Group] = []
+    for op in reversed(list(fn.body.block.ops)):
+        if op in claimed:
+            continue
+        for pattern in patterns:
+            group = pattern.match(op)
+            if group is None:
+                continue
+            ops = [o for o in group[0] if not isinstance(o, tta.ConstantOp)]
+            if claimed.isdisjoint(ops):
+                claimed.update(ops)
+                groups.append((ops, group[1]))
+                break
+    return groups
+
+
+def plan_with_seeds(fn: func.FuncOp, seeds: Sequence[Group]) -> list[Group]:
+    """The seeds plus every other op left alone (kind None), in a topological order."""
+    claimed = {op for ops, _ in seeds for op in ops}
+    rest = [([op], None) for op in fn.body.block.ops if op not in claimed and not isinstance(op, func.ReturnOp)]
+    return order_groups([*seeds, *rest])
+
+
+@dataclass(frozen=True)
+class FusePatternsPass(ModulePass):
+    """Outline every match of the packaged PDL patterns into a `tta.fusion` of the pattern's kind."""
+
+    name = "tinyton-fuse-patterns"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        patterns = load_patterns(ctx)
+        for fn in functions(op):
+            seeds = match_patterns(fn, patterns)
+            if seeds:
+                rebuild(fn, plan_with_seeds(fn, seeds))

@@ -1,0 +1,27 @@
+"""Entry point of the fusion stage for the array-program executor.
+
+    module = trace(fn, args)            # one func.func of tta ops
+    fuse_module(module, fuse=True)      # -> tta.fusion regions, one kernel each
+    specs = fusion_to_kernels(module)   # tinyton.lowering.fusion
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ModuleOp
+
+from tinyton.rewrites.fuse import FusePass
+from tinyton.rewrites.outline import outline_each_op
+from tinyton.rewrites.patterns import default_context
+
+
+def fuse_module(module: ModuleOp, fuse: bool = True) -> ModuleOp:
+    """Group the module's ops into `tta.fusion` regions, in place: patterns + general fusion, or
+    (fuse=False) one region per op, the unfused baseline."""
+    if fuse:
+        FusePass().apply(default_context(), module)
+    else:
+        outline_each_op(module)
+    return module
+
+
+__all__ = ["fuse_module", "outline_each_op"]

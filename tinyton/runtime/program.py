@@ -1,0 +1,290 @@
+"""Array programs: trace -> fuse -> one tt kernel per `tta.fusion` -> launch them in order.
+
+`compile_array_program(fn, args)` builds an `ArrayProgram` (cached per input shapes, dtypes, baked-in
+scalars and `fuse`); calling it allocates the intermediates and outputs, launches each kernel in program
+order and returns NumPy arrays for NumPy inputs, or arrays of the caller's device type (torch tensors,
+`DeviceArray`s) for device inputs. Without a GPU the kernels run in the NumPy simulator.
+
+Fusion stages used: `tinyton.rewrites.pipeline.fuse_module(module, fuse)` puts every compute op in a
+`tta.fusion` region (one per op when `fuse` is False), and `tinyton.lowering.fusion.fusion_to_kernels`
+gives one `KernelSpec` per region in program order: kernel parameters are pointers to the region's
+inputs, then to its outputs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
+
+from tinyton.frontend.tracing import ELEMENT_TO_NUMPY, is_array, returns_tuple, trace
+from tinyton.dialects import tta
+from tinyton.dialects.tt import element_type, shape_of
+
+
+def fusion_enabled(fuse: bool | None = None) -> bool:
+    """`fuse`, or the TINYTON_FUSION environment variable (default on; 0/false/off/no disable it)."""
+    if fuse is not None:
+        return fuse
+    return os.environ.get("TINYTON_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def fused_modules(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None = None) -> tuple[ModuleOp, ModuleOp]:
+    """The traced module and a copy of it with every compute op in a `tta.fusion` (one per op unfused)."""
+    from tinyton.rewrites.pipeline import fuse_module
+
+    graph = trace(fn, args)
+    module = fuse_module(graph.clone(), fusion_enabled(fuse))
+    module.verify()
+    for op in _function(module).body.block.ops:
+        if not isinstance(op, (tta.FusionOp, tta.ConstantOp, func.ReturnOp)):
+            raise RuntimeError(f"internal error: {op.name} was left outside any tta.fusion, so no kernel computes it")
+    return graph, module
+
+
+def _function(module: ModuleOp) -> func.FuncOp:
+    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+
+
+class _LazyAsm(Mapping[str, str]):
+    """`program.asm`: IR texts by stage, each rendered on first access (PTX needs the toolchain)."""
+
+    def __init__(self, makers: dict[str, Callable[[], str]]):
+        self._makers, self._texts = makers, {}
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._texts:
+            self._texts[key] = self._makers[key]()
+        return self._texts[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+
+@dataclass
+class _Step:
+    """One kernel launch: its KernelSpec, grid, and parameter slots (indices into the call's buffers)."""
+
+    launch: Any
+    grid: tuple[int, ...]
+    slots: tuple[int, ...]
+    compiled: Any = None
+
+
+@dataclass
+class ArrayProgram:
+    """A compiled array program for one signature; call it with arrays like the Python function."""
+
+    name: str
+    graph: ModuleOp
+    fused: ModuleOp
+    num_launches: int
+    input_positions: tuple[int, ...]
+    buffer_specs: list[tuple[tuple[int, ...], np.dtype]]
+    steps: list[_Step]
+    outputs: tuple[int, ...]
+    returns_tuple: bool
+    asm: Mapping[str, str] = field(default_factory=dict)
+    _memories: dict[tuple[Any, ...], _Memory] = field(default_factory=dict, repr=False)
+
+    def _kernel(self, step: _Step) -> Any:
+        """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
+        if step.compiled is None:
+            from tinyton.compiler import compile_module
+
+            step.compiled = compile_module(step.launch.module, num_warps=step.launch.num_warps)
+        return step.compiled
+
+    def __call__(self, *args: Any) -> Any:
+        from tinyton.runtime import driver
+
+        inputs = [args[i] for i in self.input_positions]
+        on_gpu = driver.is_available()
+        sample = inputs[0] if inputs else None
+        key = (type(sample), getattr(sample, "device", None), on_gpu)
+        memory = self._memories.get(key)
+        if memory is None:
+            memory = self._memories[key] = _Memory.for_inputs(sample, on_gpu)
+        buffers = [memory.prepare(x) for x in inputs]
+        buffers += [memory.allocate(shape, dtype) for shape, dtype in self.buffer_specs[len(inputs) :]]
+        if memory.address is None:
+            for step in self.steps:
+                (step.compiled or self._kernel(step)).simulate(step.grid, [buffers[i] for i in step.slots])
+        else:  # every buffer is device memory: pass addresses straight to the driver's launcher
+            addresses = [memory.address(b) for b in buffers]
+            for step in self.steps:
+                kernel = step.compiled or self._kernel(step)
+                kernel.launcher.launch(step.grid, kernel.threads, 0, 0, tuple(addresses[i] for i in step.slots))
+        results = tuple(memory.finish(buffers[i]) for i in self.outputs)
+        return results if self.returns_tuple else results[0]
+
+    def kernels(self) -> list[Any]:
+        """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
+        return [self._kernel(step) for step in self.steps]
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """Where one call's arrays live, chosen from the kind of its inputs (and cached per kind).
+
+    torch CUDA inputs: every buffer is a torch tensor on their device (results are torch tensors);
+    other device arrays: `DeviceArray`s; host arrays (NumPy, CPU torch): copied to the GPU once and the
+    results copied back, or used in place by the simulator when there is no GPU."""
+
+    prepare: Callable[[Any], Any]
+    allocate: Callable[[tuple[int, ...], np.dtype], Any]
+    finish: Callable[[Any], Any]
+    address: Callable[[Any], int] | None = None
+    """Device address of a buffer; None when the kernels run on the simulator."""
+
+    @staticmethod
+    def for_inputs(sample: Any, on_gpu: bool) -> _Memory:
+        is_torch = type(sample).__module__.partition(".")[0] == "torch"
+        if is_torch and sample.is_cuda:
+            import torch
+
+            dtypes = {np.dtype(n): getattr(torch, n) for n in ("float32", "float16", "int32", "bool")}
+            return _Memory(
+                lambda x: x.contiguous(),
+                lambda shape, dtype: torch.empty(shape, dtype=dtypes[dtype], device=sample.device),
+                _identity,
+                torch.Tensor.data_ptr,
+            )
+        host = sample is None or isinstance(sample, np.ndarray) or is_torch
+        if is_torch:
+            import torch
+
+            to_caller = torch.from_numpy
+        else:
+            to_caller = _identity
+        if not on_gpu:
+            return _Memory(_host_array, np.empty, to_caller)
+        from tinyton.runtime import arrays
+
+        def prepare(x: Any) -> Any:
+            return x if hasattr(x, "__cuda_array_interface__") else arrays.to_device(_host_array(x))
+
+        finish = (lambda b: to_caller(b.numpy()) if isinstance(b, arrays.DeviceArray) else b) if host else _identity
+        return _Memory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value)
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def _host_array(x: Any) -> np.ndarray:
+    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied)."""
+    return np.ascontiguousarray(x.numpy() if not isinstance(x, np.ndarray) and hasattr(x, "numpy") else x)
+
+
+def build_program(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None = None) -> ArrayProgram:
+    """Trace, fuse, generate the kernels and plan the buffers of `fn` for these arguments."""
+    from tinyton.compiler import normalize_grid
+    from tinyton.lowering.fusion import fusion_to_kernels
+
+    graph, fused = fused_modules(fn, args, fuse)
+    launches = list(fusion_to_kernels(fused))
+    body = _function(fused).body.block
+
+    slot: dict[SSAValue, int] = {}
+    specs: list[tuple[tuple[int, ...], np.dtype]] = []
+
+    def buffer(value: SSAValue) -> int:
+        if value not in slot:
+            slot[value] = len(specs)
+            specs.append((shape_of(value.type), ELEMENT_TO_NUMPY[element_type(value.type)]))
+        return slot[value]
+
+    for arg in body.args:
+        buffer(arg)
+    results = set(body.last_op.operands)
+    steps: list[_Step] = []
+    for k in launches:
+        if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
+            slot[k.outputs[0]] = buffer(k.inputs[k.alias])
+            continue
+        grid = normalize_grid(k.grid)
+        if 0 not in grid:
+            steps.append(_Step(k, grid, tuple(buffer(v) for v in (*k.inputs, *k.outputs))))
+    outputs = tuple(buffer(v) for v in body.last_op.operands)
+
+    program = ArrayProgram(
+        name=getattr(fn, "__name__", "program"),
+        graph=graph,
+        fused=fused,
+        num_launches=len(steps),
+        input_positions=tuple(i for i, a in enumerate(args) if is_array(a)),
+        buffer_specs=specs,
+        steps=steps,
+        outputs=outputs,
+        returns_tuple=returns_tuple(graph),
+    )
+    makers: dict[str, Callable[[], str]] = {"graph": lambda: str(graph), "fused": lambda: str(fused)}
+    for i, step in enumerate(steps):
+        makers[f"kernel{i}:tt"] = lambda launch=step.launch: str(launch.module)
+    makers["ptx"] = lambda: "\n".join(k.asm["ptx"] for k in program.kernels())
+    program.asm = _LazyAsm(makers)
+    return program
+
+
+def _signature_key(args: Sequence[Any]) -> tuple[Any, ...]:
+    """What a compiled program is specialised on: array shapes and dtypes, and the other arguments."""
+    return tuple(map(_argument_key, args))
+
+
+def _argument_key(a: Any) -> Any:
+    if is_array(a):
+        return a.shape, a.dtype  # both hashable for NumPy, torch and device arrays; no str() on the hot path
+    try:
+        hash(a)
+        return type(a), a
+    except TypeError:
+        return type(a), repr(a)
+
+
+_PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], ArrayProgram]] = weakref.WeakKeyDictionary()
+
+
+def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> ArrayProgram:
+    """The compiled program of `fn` for `args` (cached per signature and fusion setting)."""
+    fn = getattr(fn, "fn", fn)
+    fuse = fusion_enabled(fuse)
+    programs = _PROGRAMS.setdefault(fn, {})
+    key = (_signature_key(args), fuse)
+    program = programs.get(key)
+    if program is None:
+        program = programs[key] = build_program(fn, args, fuse)
+    return program
+
+
+def run_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> Any:
+    """`fn(*args)` as an array program: compile (cached) and run."""
+    return compile_array_program(fn, args, fuse=fuse)(*args)
+
+
+def load_function(target: str) -> Callable[..., Any]:
+    """`path/to/file.py:function` -> the function (a `@tt.jit` wrapper is unwrapped)."""
+    path, _, name = target.rpartition(":")
+    if not path or not name:
+        raise ValueError(f"expected FILE.py:FUNCTION, got {target!r}")
+    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        fn = getattr(module, name)
+    except AttributeError:
+        raise AttributeError(f"{path} has no function {name!r}") from None
+    return getattr(fn, "fn", fn)
