@@ -1,0 +1,120 @@
+"""`tinyton`: compile a kernel from a Python file and print any stage, or draw an array program's fusion.
+
+    tinyton compile examples/vector_add.py --signature '*i32,*i32,*i32,i32' --emit ptx
+    tinyton compile examples/softmax.py -k softmax_kernel -s '*fp32,*fp32,i32:16' -D BLOCK=1024 -v
+    tinyton graph examples/fused_softmax.py:softmax --shape 4096x1000 --format svg > softmax.svg
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
+PASS_OF_STAGE = {
+    "tt": "frontend (Python AST -> tt)",
+    "llvm-mlir": "tinyton-to-llvm",
+    "llvm-ir": "mlir-translate --mlir-to-llvmir + opt -O3",
+    "ptx": "llc (NVPTX)",
+}
+DTYPES = {"fp32": np.float32, "fp16": np.float16, "i32": np.int32, "i1": np.bool_}
+
+
+def signature_arguments(signature: str) -> list[Any]:
+    """Stand-in arguments for a Triton-style signature: `*fp32` is an array (16-byte aligned), `i32` an int
+    (`i32:16` one divisible by 16), `fp32` a float. Only their types matter to the compiler."""
+    args: list[Any] = []
+    for item in filter(None, (s.strip() for s in signature.split(","))):
+        name, _, hint = item.partition(":")
+        pointer = name.startswith("*")
+        dtype = DTYPES.get(name.lstrip("*"))
+        if dtype is None or (hint and hint not in ("1", "16")):
+            raise ValueError(f"bad signature entry {item!r}: use *fp32, *fp16, *i32, *i1, i32, i32:16 or fp32")
+        if pointer:
+            args.append(np.zeros(16, dtype))
+        elif dtype is np.float32:
+            args.append(1.5)
+        else:
+            args.append(16 if hint == "16" else 7)
+    return args
+
+
+def constexpr_value(text: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+def _compile(options: argparse.Namespace) -> int:
+    from tinyton.cli.loading import load_jit_function
+
+    kernel = load_jit_function(options.file, options.kernel)
+    constexprs = dict(item.split("=", 1) for item in options.define)
+    compiled = kernel.compile(
+        *signature_arguments(options.signature),
+        num_warps=options.num_warps,
+        **{k: constexpr_value(v) for k, v in constexprs.items()},
+    )
+    stages = STAGES[: STAGES.index(options.emit) + 1] if options.verbose else (options.emit,)
+    for stage in stages:
+        if options.verbose:
+            print(f"// -----// IR after {PASS_OF_STAGE[stage]} ({stage}) //----- //")
+        print(compiled.asm[stage])
+    return 0
+
+
+def _graph(options: argparse.Namespace) -> int:
+    from tinyton.cli.graph import graph_command
+
+    output = graph_command(options.target, options.shape, options.format)
+    if isinstance(output, bytes):
+        sys.stdout.buffer.write(output)
+    else:
+        print(output)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tinyton", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = p.add_subparsers(dest="command", required=True)
+
+    c = commands.add_parser("compile", help="compile a @tt.jit kernel and print a stage")
+    c.add_argument("file", help="Python file defining the kernel (its script part is not run)")
+    c.add_argument("-k", "--kernel", help="name of the @tt.jit kernel (default: the only one)")
+    c.add_argument("-s", "--signature", required=True, help="runtime parameters, e.g. '*fp32,*fp32,i32:16'")
+    c.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="a constexpr value")
+    c.add_argument("--num-warps", type=int, default=4)
+    c.add_argument("--emit", choices=STAGES, default="ptx", help="stage to print (default: ptx)")
+    c.add_argument("-v", "--verbose", action="store_true", help="print the IR after every stage up to --emit")
+    c.set_defaults(run=_compile)
+
+    g = commands.add_parser("graph", help="draw the fusion graph of an array program")
+    g.add_argument("target", help="FILE.py:FUNCTION")
+    g.add_argument("--shape", action="append", required=True, help="shape of each array argument, e.g. 4096x1000")
+    g.add_argument("--format", choices=("dot", "svg", "png"), default="dot")
+    g.set_defaults(run=_graph)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tinyton.frontend.errors import CompilationError
+
+    options = parser().parse_args(argv)
+    try:
+        return options.run(options)
+    except CompilationError as error:
+        print(error, file=sys.stderr)
+    except (LookupError, ValueError, TypeError, FileNotFoundError, RuntimeError) as error:
+        print(f"tinyton: error: {error}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
