@@ -209,3 +209,28 @@ def test_fast_path_packs_device_pointers_and_measures_python_overhead(monkeypatc
     assert len(kernel._plans) == plans  # every timed launch hit the cached plan
     print(f"\nPython launch overhead with a fake launcher: {seconds * 1e6:.2f} us per kernel[grid](...)")
     assert seconds < 20e-6
+
+
+def test_kernels_without_source_say_so_and_array_programs_are_told_apart():
+    namespace: dict = {"tt": tt}
+    exec(
+        "def kernel(x_ptr):\n    tt.store(x_ptr, 1.0)\n\ndef program(x):\n    return x * 2\n",
+        namespace,
+    )
+    kernel, program = tt.jit(namespace["kernel"]), tt.jit(namespace["program"])
+    assert kernel.is_kernel and not program.is_kernel
+    with pytest.raises(tt.CompilationError, match="cannot read the source of `kernel`"):
+        kernel[(1,)](np.zeros(1, np.float32))
+
+
+def test_list_constexprs_work_through_the_slow_path():
+    @tt.jit
+    def fill(x_ptr, SHAPE: tt.constexpr):
+        rows = tt.arange(0, SHAPE[0])
+        cols = tt.arange(0, SHAPE[1])
+        tt.store(x_ptr + rows[:, None] * SHAPE[1] + cols[None, :], tt.full(SHAPE, 3.0, tt.float32))
+
+    x = np.zeros((2, 4), np.float32)
+    fill[(1,)](x, SHAPE=[2, 4])
+    fill[(1,)](x, SHAPE=[2, 4])
+    assert (x == 3).all() and len(fill._variants) == 1

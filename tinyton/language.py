@@ -20,7 +20,7 @@ import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
 from xdsl.ir import Attribute
 
-from tinyton.dialects.tt import MAX_TILE_ELEMENTS
+from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as tt.MAX_TILE_ELEMENTS
 from tinyton.frontend.errors import CompilationError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,13 +54,13 @@ _BY_KEY: dict[Any, dtype] = {k: d for d in DTYPES for k in (d, d.ir, d.np, d.nam
 def dtype_of(x: Any) -> dtype:
     """The tinyton dtype of `x`: a tt dtype, an xDSL type, or a NumPy/torch dtype (or its name)."""
     found = _BY_KEY.get(x)
-    for candidate in (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1]):  # torch.float32 -> float32
-        if found is not None:
-            break
+    candidates = (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1])  # torch.float32 -> float32
+    while found is None and candidates:
+        candidate, *candidates = candidates
         try:
             found = _BY_KEY.get(np.dtype(candidate))
         except TypeError:
-            pass
+            continue
     if found is None:
         name = getattr(x, "__name__", x)
         raise CompilationError(f"unsupported dtype {name}; tinyton supports int1 (bool), int32, float16 and float32")

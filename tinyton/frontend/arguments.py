@@ -28,13 +28,15 @@ KINDS: dict[str, tuple[str, str]] = {
     "bool": ("'i1'", "int({a})"),
     "int": ("{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else None", "{a}"),
     "float": ("'f32'", "{a}"),
-    "device": ("({a}.dtype, {a}.ptr & 15)", "{a}.ptr"),
-    "torch": ("({a}.dtype, {a}.is_cuda, {a}.data_ptr() & 15)", "{a}.data_ptr() if {a}.is_cuda else None"),
+    "device": ("({a}.dtype, ({a}_p := {a}.ptr) & 15)", "{a}_p"),
+    "torch": ("({a}.dtype, {a}.is_cuda, ({a}_p := {a}.data_ptr()) & 15)", "{a}_p"),
     "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
     "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
 }
 """Argument kind -> (plan-key part, parameter value or None when the runtime must stage it), as Python
-expressions of the argument `{a}`. A None key part (an int out of range) never matches a cached plan."""
+expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses the address it read). A
+None key part (an int out of range) never matches a cached plan; CPU tensors get keys whose plans are
+never fast, so their host addresses are never launched."""
 
 
 def address(arg: Any) -> int:

@@ -30,7 +30,7 @@ from tinyton.frontend.arguments import (
     simulator_argument,
 )
 from tinyton.frontend.errors import CompilationError
-from tinyton.frontend.source import KernelSource, Param, constexpr_value
+from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -72,14 +72,6 @@ def _no_launch(*args: Any, **kwargs: Any) -> None:
     """The launcher of an empty grid."""
 
 
-def _hashable(key: tuple) -> bool:
-    try:
-        hash(key)
-    except TypeError:  # an unhashable constexpr: such calls always take the slow path
-        return False
-    return True
-
-
 class JITFunction:
     """A `@tt.jit` function: a kernel (`fn[grid](...)`) or an array program (`fn(...)`)."""
 
@@ -91,7 +83,7 @@ class JITFunction:
             self._source_error: CompilationError | None = None
         except CompilationError as e:
             self.source, self._source_error = None, e
-        self.is_kernel = self.source is not None and self.source.is_kernel
+        self.is_kernel = self.source.is_kernel if self.source else not returns_values(fn)
         params = self.source.params if self.source else ()
         self.params: tuple[Param, ...] = params
         self._runtime = tuple(i for i, p in enumerate(params) if not p.constexpr)
@@ -126,8 +118,9 @@ class JITFunction:
         """`kernel[grid]`: grid is a tuple of 1-3 ints, or a callable of the meta-parameters dict."""
         bound = self._bound.get(grid) if type(grid) is tuple else None
         if bound is None:
+            self._require_source()
             if not self.is_kernel:
-                raise self._source_error or TypeError(
+                raise TypeError(
                     f"`{self.__name__}` returns a value, so it is an array program: call it directly, {self.__name__}(...)"
                 )
             target = grid if callable(grid) else normalize_grid(grid)
@@ -170,7 +163,12 @@ class JITFunction:
             from tinyton.runtime.program import compile_array_program
 
             return compile_array_program(self.fn, self._positional(args, kwargs))
+        self._require_source()
         return self._plan(args, kwargs).kernel
+
+    def _require_source(self) -> None:
+        if self.is_kernel and self._source_error is not None:
+            raise self._source_error
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], int]:
         """Arguments in parameter order (defaults filled in) and num_warps; TypeError names the culprits."""
@@ -220,13 +218,15 @@ class JITFunction:
             classify = self._classifiers[shape] = classifier(self.params, [*map(type, args)], kwarg_types)
         self._classify = classify
         keys, parameter_values = classify(args, kwargs)
-        plan = self._plans.get(keys) if _hashable(keys) else None
-        if plan is None:
+        try:
+            return self._plans[keys]
+        except KeyError:
             plan = _Plan(kernel, backend() == "cuda" and None not in parameter_values)
-            if _hashable(keys):
-                if len(self._plans) >= MAX_PLANS:
-                    self._plans.clear()
-                self._plans[keys] = plan
+        except TypeError:  # an unhashable constexpr: such calls always take the slow path
+            return _Plan(kernel, False)
+        if len(self._plans) >= MAX_PLANS:
+            self._plans.clear()
+        self._plans[keys] = plan
         return plan
 
     def _compile(self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], num_warps: int) -> CompiledKernel:

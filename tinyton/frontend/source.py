@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import textwrap
 from collections.abc import Callable
@@ -26,9 +27,11 @@ class Param:
 
 
 def constexpr_value(value: Any) -> Any:
-    """A Python value as the code generator sees it: NumPy scalars become Python numbers."""
+    """A Python value as the code generator sees it: NumPy scalars become Python numbers, lists tuples."""
     if isinstance(value, language.constexpr):
         return value.value
+    if isinstance(value, list):
+        return tuple(value)
     return value.item() if isinstance(value, np.generic) else value
 
 
@@ -55,7 +58,10 @@ class KernelSource:
         try:
             lines, first_line = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
-            raise CompilationError(f"cannot read the source of {fn!r} ({e}); define kernels in a file") from None
+            raise CompilationError(
+                f"cannot read the source of `{fn.__qualname__}` ({e}): kernels compile from their source, so "
+                "define them in a .py file (not in `python -c` or a REPL)"
+            ) from None
         indent = len(lines[0]) - len(lines[0].lstrip())
         tree = ast.parse(textwrap.dedent("".join(lines)))
         fdef = tree.body[0]
@@ -111,3 +117,15 @@ def _is_kernel(fdef: ast.FunctionDef) -> bool:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             pending.extend(ast.iter_child_nodes(node))
     return True
+
+
+def returns_values(fn: Callable[..., Any]) -> bool:
+    """Whether `fn`'s bytecode has a `return <value>`: tells kernels from array programs when the source
+    cannot be read (`python -c`, a REPL)."""
+    previous = None
+    for ins in dis.get_instructions(fn):
+        implicit = previous is not None and previous.opname == "LOAD_CONST" and previous.argval is None
+        if (ins.opname == "RETURN_CONST" and ins.argval is not None) or (ins.opname == "RETURN_VALUE" and not implicit):
+            return True
+        previous = ins
+    return False

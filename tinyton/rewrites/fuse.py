@@ -28,7 +28,15 @@ from xdsl.passes import ModulePass
 
 from tinyton.dialects import tta
 from tinyton.lowering.fusion.domain import NotFusable, analyze
-from tinyton.rewrites.outline import Group, default_kind, duplicate_free_ops, functions, inline_fusions, rebuild
+from tinyton.rewrites.outline import (
+    Group,
+    default_kind,
+    duplicate_free_ops,
+    erase_dead_ops,
+    functions,
+    inline_fusions,
+    rebuild,
+)
 from tinyton.rewrites.patterns import FusePatternsPass
 
 
@@ -62,12 +70,17 @@ class Planner:
         return [r for op in ops for r in op.results if any(u.operation not in ops for u in r.uses)]
 
     def legal(self, ops: set[Operation]) -> bool:
+        """One kernel (the codegen's analysis), and no output written redundantly by many programs: each
+        output must vary along every domain axis but the reduced one (a per-column array computed in
+        a per-element kernel would be stored once per row)."""
         ordered = sorted(ops, key=self.index.__getitem__)
+        outputs = self.outputs(ops)
         try:
-            analyze(ordered, self.outputs(ops))
+            dom = analyze(ordered, outputs)
         except NotFusable:
             return False
-        return True
+        wide = {a for a, d in enumerate(dom.shape) if d > 1 and a != dom.red}
+        return all(wide <= set(dom.map_of(v)) for v in outputs)
 
     def creates_cycle(self, a: int, b: int) -> bool:
         """Would merging a and b close a cycle, i.e. is there a path a → c → ... → b (or b → a)?"""
@@ -110,7 +123,10 @@ class Planner:
         for g, ops in self.members.items():
             for op in ops:
                 for v in op.operands:
-                    if not (isinstance(v, OpResult) and v.op in ops) and g not in readers.setdefault(v, []):
+                    owner = v.op if isinstance(v, OpResult) else None
+                    if owner in ops or isinstance(owner, tta.ConstantOp):
+                        continue
+                    if g not in readers.setdefault(v, []):
                         readers[v].append(g)
         changed = False
         for groups in readers.values():
@@ -135,6 +151,7 @@ class Planner:
 def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     """Plan and outline one function (existing regions are dissolved and kept as seeds)."""
     seeds = inline_fusions(fn)
+    erase_dead_ops(fn)
     duplicate_free_ops(fn)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())

@@ -47,6 +47,15 @@ def inline_fusions(fn: func.FuncOp) -> list[Group]:
     return seeds
 
 
+def erase_dead_ops(fn: func.FuncOp) -> None:
+    """Drop ops whose results nobody reads (a kernel with no outputs would be launched for nothing)."""
+    for op in reversed(list(fn.body.block.ops)):
+        if isinstance(op, func.ReturnOp) or op.regions:
+            continue
+        if op.results and not any(r.uses for r in op.results):
+            Rewriter.erase_op(op)
+
+
 def duplicate_free_ops(fn: func.FuncOp) -> None:
     """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy.
 
@@ -88,7 +97,8 @@ def order_groups(groups: Sequence[Group]) -> list[Group]:
                 j = owner.get(v.op) if isinstance(v, OpResult) else None
                 if j is not None and j != i:
                     graph.add_edge(j, i)
-    first = {i: min(_position(op) for op in ops) for i, (ops, _) in enumerate(groups)}
+    position = _positions(groups)
+    first = {i: min(position[op] for op in ops) for i, (ops, _) in enumerate(groups)}
     return [groups[i] for i in nx.lexicographical_topological_sort(graph, key=first.__getitem__)]
 
 
@@ -97,6 +107,7 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
     block = fn.body.block
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
+    position = {op: i for i, op in enumerate(block.ops)}
     new: dict[SSAValue, SSAValue] = {}
     fusions: list[tta.FusionOp] = []
     old: list[Operation] = []
@@ -114,7 +125,7 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
         fusions.append(fusion)
         old.extend(ops)
     ret.operands = [new.get(v, v) for v in ret.operands]
-    for op in sorted(old, key=lambda o: -_position(o)):
+    for op in sorted(old, key=lambda o: -position[o]):  # users before producers
         Rewriter.erase_op(op, safe_erase=False)
     for op in list(block.ops):  # constants now cloned into every region that reads them
         if isinstance(op, tta.ConstantOp) and not op.result.uses:
@@ -122,8 +133,10 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
     return fusions
 
 
-def _position(op: Operation) -> int:
-    return op.parent_block().get_operation_index(op) if op.parent_block() else -1
+def _positions(groups: Sequence[Group]) -> dict[Operation, int]:
+    """Program order of the ops of `groups` (they all live in one block)."""
+    block = next(op for ops, _ in groups for op in ops).parent_block()
+    return {op: i for i, op in enumerate(block.ops)} if block else {}
 
 
 def _outline(ops: Sequence[Operation], kind: str, new: dict[SSAValue, SSAValue]) -> tta.FusionOp:
@@ -158,6 +171,7 @@ def outline_each_op(module: ModuleOp) -> ModuleOp:
     """Fusion off: every op (but scalar constants) becomes a region of its own, in place."""
     for fn in functions(module):
         inline_fusions(fn)
+        erase_dead_ops(fn)
         ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp)]
         groups: list[Group] = []
         for op in ops:

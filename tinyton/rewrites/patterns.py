@@ -21,7 +21,7 @@ from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import func, pdl
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.interpreters.pdl import PDLMatcher
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.parser import Parser

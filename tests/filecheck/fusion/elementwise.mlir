@@ -53,3 +53,17 @@ func.func @outer(%a: tensor<5x1xf32>, %b: tensor<7xf32>) -> tensor<5x7xf32> {
 // CHECK-LABEL: func.func @outer
 // CHECK-NEXT:    %y = tta.fusion "elementwise"(%a, %b)
 // CHECK-NOT:     tta.fusion
+
+// A per-column value that is itself returned stays in its own kernel: inside the per-element kernel
+// every row's programs would store it again.
+
+func.func @no_redundant_stores(%x: tensor<64x8xf32>, %w: tensor<8xf32>) -> (tensor<64x8xf32>, tensor<8xf32>) {
+  %w2 = tta.mul %w, %w : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  %y = tta.add %x, %w2 : tensor<64x8xf32>, tensor<8xf32> -> tensor<64x8xf32>
+  func.return %y, %w2 : tensor<64x8xf32>, tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @no_redundant_stores
+// CHECK-NEXT:    %w2 = tta.fusion "elementwise"(%w) : (tensor<8xf32>) -> tensor<8xf32>
+// CHECK:         %y = tta.fusion "elementwise"(%x, %w2)
+// CHECK:         func.return %y, %w2

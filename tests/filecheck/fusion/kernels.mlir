@@ -42,14 +42,14 @@ func.func @rmsnorm(%x: tensor<4096x128xf32>, %w: tensor<128xf32>) -> tensor<4096
   func.return %o : tensor<4096x128xf32>
 }
 
-// CHECK-LABEL: builtin.module @rmsnorm_1_rmsnorm attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 256, 1, 1>}
-// CHECK:           tt.load %{{.+}} : tensor<16x128x!tt.ptr<f32>> -> tensor<16x128xf32>
-// CHECK:           tt.reduce_sum %{{.+}} axis = 1 : tensor<16x128xf32> -> tensor<16xf32>
-// CHECK:           tt.expand_dims %{{.+}} axis = 1 : tensor<16xf32> -> tensor<16x1xf32>
+// CHECK-LABEL: builtin.module @rmsnorm_1_rmsnorm attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 512, 1, 1>}
+// CHECK:           tt.load %{{.+}} : tensor<8x128x!tt.ptr<f32>> -> tensor<8x128xf32>
+// CHECK:           tt.reduce_sum %{{.+}} axis = 1 : tensor<8x128xf32> -> tensor<8xf32>
+// CHECK:           tt.expand_dims %{{.+}} axis = 1 : tensor<8xf32> -> tensor<8x1xf32>
 // CHECK:           tt.constant 7.812500e-03
-// CHECK:           tt.rsqrt %{{.+}} : tensor<16x1xf32>
+// CHECK:           tt.rsqrt %{{.+}} : tensor<8x1xf32>
 // CHECK:           tt.load %{{.+}} : tensor<1x128x!tt.ptr<f32>> -> tensor<1x128xf32>
-// CHECK:           tt.store %{{.+}} : tensor<16x128x!tt.ptr<f32>>, tensor<16x128xf32>
+// CHECK:           tt.store %{{.+}} : tensor<8x128x!tt.ptr<f32>>, tensor<8x128xf32>
 
 // A row longer than the register budget: the online max+sum pass, then the output pass.
 

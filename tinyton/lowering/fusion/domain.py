@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -30,7 +31,7 @@ INDEX_LIMIT = 1 << 31
 
 
 class NotFusable(Exception):
-    """The ops cannot form one kernel; the message says why (shown by the planner's debug output)."""
+    """The ops cannot form one kernel; the message says why."""
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -143,13 +144,18 @@ class Domain:
         return m, axis
 
 
+def is_trivial(op: Operation) -> bool:
+    """A reduction over a size-1 axis: the identity (in registers, like a reshape)."""
+    return isinstance(op, tta.ReduceOp) and shape_of(op.input.type)[op.axis.value.data] == 1
+
+
 def _inside(value: SSAValue, members: set[Operation]) -> bool:
     return isinstance(value, OpResult) and value.op in members
 
 
 def _check_map(m: Map, what: Operation) -> Map:
     axes = [a for a in m if a is not None]
-    if any(b <= a for a, b in zip(axes, axes[1:])):
+    if any(b <= a for a, b in pairwise(axes)):
         raise NotFusable(f"{what.name} would reorder axes in registers (a transpose needs memory)")
     return m
 
@@ -178,7 +184,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
             raise NotFusable("arrays of 2**31 elements or more need 64-bit indexing")
 
     matmuls = [op for op in register if isinstance(op, tta.MatmulOp)]
-    reductions = [op for op in register if isinstance(op, tta.ReduceOp)]
+    reductions = [op for op in register if isinstance(op, tta.ReduceOp) and not is_trivial(op)]
     for op in register:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
@@ -187,21 +193,33 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
             raise NotFusable("a matmul kernel takes elementwise epilogues only")
         if not all(external(v) for v in matmuls[0].operands):
             raise NotFusable("matmul operands are read from memory (no prologue fusion)")
-        dom = Domain(shape_of(matmuls[0].result.type), None, matmul=matmuls[0])
+        candidates = [Domain(shape_of(matmuls[0].result.type), None, matmul=matmuls[0])]
     elif reductions:
-        anchor = max(reductions, key=lambda r: (len(shape_of(r.input.type)), prod(shape_of(r.input.type))))
-        dom = Domain(shape_of(anchor.input.type), anchor.axis.value.data)
+        by_size = sorted(reductions, key=lambda r: (-len(shape_of(r.input.type)), -prod(shape_of(r.input.type))))
+        candidates = [Domain(shape_of(r.input.type), r.axis.value.data) for r in by_size]
     else:
         shapes = [shape_of(op.results[0].type) for op in register]
         shapes += [shape_of(v.type) for v in outputs if v in views]
         try:
-            dom = Domain(tta.broadcast_shapes(*shapes), None)
+            candidates = [Domain(tta.broadcast_shapes(*shapes), None)]
         except tta.ShapeError as e:
             raise NotFusable(str(e)) from None
+        # a keepdims=False reduction over a size-1 axis realigns dims: its input may be the domain
+        candidates += [Domain(shape_of(op.input.type), None) for op in register if is_trivial(op)]
+    errors = []
+    for dom in candidates:
+        try:
+            return _infer_all(dom, register, views, outputs, external)
+        except NotFusable as e:
+            errors.append(e)
+    raise errors[0]
+
+
+def _infer_all(dom: Domain, register: list[Operation], views: dict[SSAValue, View], outputs, external) -> Domain:
+    """Maps of every register value in domain `dom` (NotFusable if one does not fit)."""
     if prod(dom.shape) >= INDEX_LIMIT:
         raise NotFusable("domains of 2**31 elements or more need 64-bit indexing")
     dom.views = views
-
     for op in register:
         dom.maps[op.results[0]] = _check_map(_infer(dom, op, external), op)
     for v in outputs:
@@ -217,7 +235,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp):
         m, axis = dom.map_of(op.input), op.axis.value.data
-        if m[axis] != dom.red and not (m[axis] is None and dom.shape[dom.red] == 1):
+        if not is_trivial(op) and m[axis] != dom.red:
             raise NotFusable("reductions in one kernel must reduce the same axis of the same domain")
         return tuple(None if j == axis else a for j, a in enumerate(m) if j != axis or op.keeps_dims)
     if isinstance(op, (tta.ReshapeOp, tta.TransposeOp)):  # in registers: only size-1 dims may move

@@ -10,7 +10,14 @@ from contextlib import contextmanager
 
 import numpy as np
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IntegerAttr, i1, i32
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    i1,
+    i32,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -50,7 +57,7 @@ class Emitter:
         return op.results[0] if op.results else None  # type: ignore[return-value]
 
     # ---- constants and shapes ------------------------------------------------------------
-    def const(self, value: float | int | bool, element: Attribute, shape: Shape = ()) -> SSAValue:
+    def const(self, value: float | bool, element: Attribute, shape: Shape = ()) -> SSAValue:
         """A constant of `element` type, scalar or tile; memoised per block."""
         key = (self.block, (value, shape), element)
         if key not in self._consts:
@@ -157,4 +164,4 @@ class Emitter:
             self.block = saved
 
 
-__all__ = ["Emitter", "identity", "broadcast_shape", "f32", "Float16Type"]
+__all__ = ["Emitter", "Float16Type", "broadcast_shape", "f32", "identity"]

@@ -32,7 +32,12 @@ MIN_PROGRAMS = 264
 
 
 def next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _k_block(K: int) -> int:
+    """Tile extent covering a reduced axis of K; an empty axis gets 2 fully masked lanes."""
+    return next_pow2(K) if K else 2
 
 
 def cdiv(a: int, b: int) -> int:
@@ -63,7 +68,7 @@ class Source:
 
     @property
     def needs_mask(self) -> bool:
-        return self.dim is not None and self.extent % self.block != 0
+        return self.dim is not None and (self.extent % self.block != 0 or self.extent == 0)
 
 
 @dataclass
@@ -108,7 +113,7 @@ def plan(dom: Domain) -> Geometry:
     if prod(shape[red + 1 :]) == 1:
         rows = tuple(a for a in range(len(shape)) if a != red)
         R = prod(shape[a] for a in rows)
-        block = next_pow2(K)
+        block = _k_block(K)
         looped = block > MAX_ROW_BLOCK
         if looped:
             block = LOOP_CHUNK
@@ -124,7 +129,7 @@ def plan(dom: Domain) -> Geometry:
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_pow2(I), 128)
-    bk = min(next_pow2(K), max(1, 4096 // bi))
+    bk = min(_k_block(K), max(2, 4096 // bi))
     o = Source(outer, prod(shape[:red]))
     k = Source((red,), K, bk, 0)
     i = Source(inner, I, bi, 1)

@@ -15,7 +15,13 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
-from tinyton.lowering.fusion.domain import Domain, Map, View, contiguous_strides
+from tinyton.lowering.fusion.domain import (
+    Domain,
+    Map,
+    View,
+    contiguous_strides,
+    is_trivial,
+)
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
 
@@ -85,10 +91,10 @@ class RegionEmitter:
         if key not in self.root.memo:  # loop invariants: lanes and the bound
             with em.inside(self.root.block):
                 self.root.memo[key] = em.arange(s.block, self.geom.rank, s.dim)
-                self.root.memo[("bound", s.extent)] = em.to_shape(em.i32(s.extent), shape_of(self.root.memo[key].type))
+                self.root.memo[(*key, s.extent)] = em.to_shape(em.i32(s.extent), shape_of(self.root.memo[key].type))
         lanes = self.root.memo[key]
         s.index = lanes if base is None else em.add(em.mul_int(base, scale), lanes)
-        s.mask = em.cmp("lt", s.index, self.root.memo[("bound", s.extent)]) if s.needs_mask else None
+        s.mask = em.cmp("lt", s.index, self.root.memo[(*key, s.extent)]) if s.needs_mask else None
 
     # ---- addresses ---------------------------------------------------------------------------
     def offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
@@ -216,10 +222,10 @@ class RegionEmitter:
 
     def _emit(self, op: Operation, scope: Scope) -> SSAValue:
         em = self.em
-        args = lambda: [self.operand(op, i, scope) for i in range(len(op.operands))]  # noqa: E731
+        args = lambda: [self.operand(op, i, scope) for i in range(len(op.operands))]
         if isinstance(op, tta.ConstantOp):
             return em.const(op.value.value.data, op.result.type)
-        if isinstance(op, IN_REGISTERS):
+        if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
         if isinstance(op, tta.TakeOp):
             return self._gather(op, scope)
@@ -243,7 +249,7 @@ class RegionEmitter:
     def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
         """`a ** b` = exp(b log|a|), negative bases allowed for integral exponents (NumPy's results)."""
         em, el = self.em, element_type(a.type)
-        c = lambda v: em.const(v, el)  # noqa: E731
+        c = lambda v: em.const(v, el)
         mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
         integral = em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0))
         odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))

@@ -17,8 +17,15 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.lowering.fusion.domain import is_trivial
 from tinyton.lowering.fusion.emitter import f32, identity
-from tinyton.lowering.fusion.region import RegionEmitter, Scope, accumulator_element, reduction_kind
+from tinyton.lowering.fusion.matmul import emit_matmul
+from tinyton.lowering.fusion.region import (
+    RegionEmitter,
+    Scope,
+    accumulator_element,
+    reduction_kind,
+)
 
 COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
 
@@ -35,7 +42,7 @@ class Online:
 class Scheduler:
     def __init__(self, rg: RegionEmitter, ops: Sequence[Operation], outputs: Sequence[tuple[SSAValue, SSAValue]]):
         self.rg, self.ops, self.outputs = rg, list(ops), list(outputs)
-        self.reductions = [op for op in self.ops if isinstance(op, tta.ReduceOp)]
+        self.reductions = [op for op in self.ops if isinstance(op, tta.ReduceOp) and not is_trivial(op)]
 
     # ---- dependencies ------------------------------------------------------------------------
     def _owner(self, v: SSAValue) -> Operation | None:
@@ -50,7 +57,7 @@ class Scheduler:
             if op is None or scope.get(v) is not None:
                 stack.pop()
                 continue
-            assert not isinstance(op, tta.ReduceOp), "reduction needed before its pass"
+            assert op not in self.reductions, "reduction needed before its pass"
             todo = [u for u in op.operands if self._owner(u) is not None and scope.get(u) is None]
             if todo:
                 stack.extend(todo)
@@ -66,7 +73,7 @@ class Scheduler:
             if op is None or op in seen:
                 continue
             seen.add(op)
-            if isinstance(op, tta.ReduceOp):
+            if op in self.reductions:
                 out.add(op)
             else:
                 stack.extend(op.operands)
@@ -103,7 +110,8 @@ class Scheduler:
         em, kind = self.rg.em, reduction_kind(op)
         r = em.reduce(kind, acc, self.rg.geom.k.dim)
         if isinstance(op, tta.ReduceMeanOp):
-            r = em.binary(tt.MulOp, r, em.const(1.0 / self.rg.dom.shape[self.rg.dom.red], f32))
+            n = self.rg.dom.shape[self.rg.dom.red]
+            r = em.binary(tt.MulOp, r, em.const(1.0 / n if n else float("nan"), f32))  # mean = sum * (1/n)
         return em.cast(r, element_type(op.result.type))
 
     def _operand(self, op: Operation, scope: Scope) -> SSAValue:
@@ -125,13 +133,11 @@ class Scheduler:
         rg = self.rg
         scope = Scope(rg.root.block, rg.root)
         for op in self.ops:
-            if isinstance(op, tta.ReduceOp):
+            if op in self.reductions:
                 el = accumulator_element(element_type(op.input.type))
                 value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
                 rg.root.memo[op.result] = self._finish(op, value)
             elif isinstance(op, tta.MatmulOp):
-                from tinyton.lowering.fusion.matmul import emit_matmul
-
                 rg.root.memo[op.result] = emit_matmul(rg, op)
         for value, ptr in self.outputs:
             self.ensure(value, scope)

@@ -7,6 +7,10 @@ reductions shuffle within warps and meet in shared memory across warps.
 """
 
 from tinyton.lowering.tt_to_llvm.context import LoweringError
-from tinyton.lowering.tt_to_llvm.pass_ import KernelInfo, TinytonToLLVMPass, lower_to_llvm
+from tinyton.lowering.tt_to_llvm.pass_ import (
+    KernelInfo,
+    TinytonToLLVMPass,
+    lower_to_llvm,
+)
 
 __all__ = ["KernelInfo", "LoweringError", "TinytonToLLVMPass", "lower_to_llvm"]

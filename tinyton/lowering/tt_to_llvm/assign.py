@@ -65,27 +65,32 @@ class LayoutAssignment:
         return blocked(tt.shape_of(value.type), self.num_warps, vec)
 
     def anchor(self, values: Iterable[SSAValue | None], fallback: SSAValue) -> Layout:
-        """The layout of the first fixed tile among `values`, else of the first flexible
-        one, else `fallback`'s default."""
-        tiles = [v for v in values if v is not None and is_tile(v) and v not in self.free]
+        """The layout of the first fixed tile among `values` of `fallback`'s shape, else of
+        the first flexible one, else `fallback`'s default."""
+        shape = tt.shape_of(fallback.type)
+        tiles = [v for v in values if v is not None and tt.shape_of(v.type) == shape and v not in self.free]
         if not tiles:
             return self.default(fallback)
         return self.layout[min(tiles, key=lambda v: v in self._flexible)]
 
     def _wanted(self, value: SSAValue) -> Layout | None:
-        """The layout that the first user of a flexible `value` needs it in."""
+        """A layout, other than its own, that a user of the flexible `value` needs it in."""
         for use in value.uses:
             user = use.operation
             if len(user.results) != 1 or not is_tile(result := user.results[0]):
                 continue
             deeper = self._wanted(result) if result in self._flexible else None
             match user:
-                case tt.ExpandDimsOp() if deeper is not None:
-                    return deeper.slice(user.axis.value.data)
+                case tt.ExpandDimsOp():
+                    wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
                 case tt.BroadcastOp():
-                    return (deeper or self.layout[result]).project(tt.shape_of(value.type))
+                    wanted = (deeper or self.layout[result]).project(tt.shape_of(value.type))
                 case _ if isinstance(user, ELEMENTWISE):
-                    return deeper or self.layout[result]
+                    wanted = deeper or self.layout[result]
+                case _:
+                    wanted = None
+            if wanted is not None and wanted != self.layout[value]:
+                return wanted
         return None
 
     def _visit_block(self, block: Block) -> None:
@@ -128,8 +133,12 @@ class LayoutAssignment:
         body = op.body.block
         carried = list(zip(op.iter_args, body.args[1:], op.results))
         for init, arg, _ in carried:
-            if is_tile(init):
-                self.layout[arg] = self.layout[init] if init not in self.free else self.default(init)
+            if is_tile(init) and init in self.free:
+                # Like a flexible load: the layout of what the body yields wins.
+                self.layout[arg] = self.default(init)
+                self._flexible.add(arg)
+            elif is_tile(init):
+                self.layout[arg] = self.layout[init]
         for _ in range(_ROUNDS):
             self._visit_block(body)
             changed = False

@@ -242,7 +242,7 @@ class AxisAnalysis:
                 return AxisInfo.constant(shape, src.value, src.element_divisibility())
             case tt.ExpandDimsOp():
                 src, axis = self[op.input], op.axis.value.data
-                ins = lambda t, x: t[:axis] + (x,) + t[axis:]  # noqa: E731
+                ins = lambda t, x: t[:axis] + (x,) + t[axis:]
                 return AxisInfo(
                     ins(src.contiguity, 1),
                     ins(src.divisibility, src.element_divisibility()),

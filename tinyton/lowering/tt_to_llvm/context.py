@@ -1,6 +1,6 @@
 """
-The state of one kernel's lowering: where ops go, what each tt value became, and the
-helpers every op's lowering shares (constants, integer arithmetic, thread coordinates).
+The state of one kernel's lowering: what each tt value became, and the helpers every op's
+lowering shares (thread coordinates, shared memory, loops).
 
 A tile value becomes a `Tile`: a layout plus one LLVM SSA value per register of the
 calling thread, in the layout's register order. A scalar is a `Tile` without layout (one
@@ -12,32 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    FloatAttr,
-    IntAttr,
-    IntegerAttr,
-    IntegerType,
-    i1,
-    i32,
-)
+from xdsl.dialects.builtin import IntegerType, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
 from tinyton.dialects import nvvm, tt
+from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR, SHARED_PTR, Emitter, T
 from tinyton.lowering.tt_to_llvm.layouts import LANES, Layout, register_map
 
 if TYPE_CHECKING:
     from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
     from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 
-GLOBAL_PTR = llvm.LLVMPointerType(IntAttr(1))
-SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
 SMEM_LIMIT = 48 * 1024
 """Static shared memory a kernel may use without opting in at launch."""
 SMEM_ANYWHERE = (0, SMEM_LIMIT)
@@ -74,11 +65,9 @@ TILE_LOWERINGS: dict[type[Operation], TileLowering] = {}
 OP_LOWERINGS: dict[type[Operation], OpLowering] = {}
 """Other ops (stores, control flow): lowered once, in place."""
 
-_F = TypeVar("_F")
 
-
-def lowers_tile(*op_types: type[Operation]) -> Callable[[_F], _F]:
-    def register(fn: _F) -> _F:
+def lowers_tile(*op_types: type[Operation]) -> Callable[[T], T]:
+    def register(fn: T) -> T:
         for t in op_types:
             TILE_LOWERINGS[t] = fn  # type: ignore[assignment]
         return fn
@@ -86,8 +75,8 @@ def lowers_tile(*op_types: type[Operation]) -> Callable[[_F], _F]:
     return register
 
 
-def lowers(*op_types: type[Operation]) -> Callable[[_F], _F]:
-    def register(fn: _F) -> _F:
+def lowers(*op_types: type[Operation]) -> Callable[[T], T]:
+    def register(fn: T) -> T:
         for t in op_types:
             OP_LOWERINGS[t] = fn  # type: ignore[assignment]
         return fn
@@ -95,25 +84,7 @@ def lowers(*op_types: type[Operation]) -> Callable[[_F], _F]:
     return register
 
 
-def _wrap(value: int, width: int) -> int:
-    value &= (1 << width) - 1
-    return value - (1 << width) if value >> (width - 1) else value
-
-
-_INT_OPS: dict[str, tuple[type[Operation], Callable[[int, int], int]]] = {
-    "add": (llvm.AddOp, lambda a, b: a + b),
-    "sub": (llvm.SubOp, lambda a, b: a - b),
-    "mul": (llvm.MulOp, lambda a, b: a * b),
-    "and": (llvm.AndOp, lambda a, b: a & b),
-    "or": (llvm.OrOp, lambda a, b: a | b),
-    "xor": (llvm.XOrOp, lambda a, b: a ^ b),
-    "shl": (llvm.ShlOp, lambda a, b: a << b),
-    "ashr": (llvm.AShrOp, lambda a, b: a >> b),
-}
-_IDENTITY = {"add": 0, "sub": 0, "mul": 1, "or": 0, "xor": 0, "shl": 0, "ashr": 0, "lshr": 0}
-
-
-class KernelContext:
+class KernelContext(Emitter):
     def __init__(
         self,
         func: llvm.FuncOp,
@@ -122,7 +93,7 @@ class KernelContext:
         axis: AxisAnalysis,
         smem_symbol: str,
     ):
-        self.func = func
+        super().__init__(func)
         self.num_warps = num_warps
         self.assign = assign
         self.axis = axis
@@ -131,104 +102,9 @@ class KernelContext:
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""
         self.values: dict[SSAValue, Tile | Lazy] = {}
-        self._markers: list[Operation] = []
-        self._known: dict[SSAValue, int] = {}
-        self._consts: dict[tuple[object, Attribute], SSAValue] = {}
-        self._hoisted: dict[object, object] = {}
-        entry = func.body.block
-        self.ip = InsertPoint.at_end(entry)
-        self._prologue_end = self._marker()
-        tid = self.hoist(nvvm.read_special_register("tid.x")).results[0]
-        self.lane = self.hoist_value(lambda: self.int_op("and", tid, self.const(LANES - 1)))
-        self.warp = self.hoist_value(lambda: self.int_op("lshr", tid, self.const(5)))
-
-    # --- emitting -------------------------------------------------------------------------
-
-    def insert(self, op: Operation) -> Operation:
-        Rewriter.insert_op(op, self.ip)
-        return op
-
-    def value(self, op: Operation) -> SSAValue:
-        return self.insert(op).results[0]
-
-    def hoist(self, op: Operation) -> Operation:
-        """Insert `op` in the entry block's prologue (it must only use prologue values)."""
-        Rewriter.insert_op(op, InsertPoint.before(self._prologue_end))
-        return op
-
-    def hoist_value(self, build: Callable[[], SSAValue]) -> SSAValue:
-        """Run `build` with ops going to the prologue."""
-        saved, self.ip = self.ip, InsertPoint.before(self._prologue_end)
-        try:
-            return build()
-        finally:
-            self.ip = saved
-
-    def cached(self, key: object, build: Callable[[], _F]) -> _F:
-        """`build()` once per key, in the prologue (thread coordinates, predicates, ...)."""
-        if key not in self._hoisted:
-            self._hoisted[key] = self.hoist_value(build)  # type: ignore[arg-type]
-        return self._hoisted[key]  # type: ignore[return-value]
-
-    def _marker(self) -> Operation:
-        marker = self.insert(llvm.UndefOp(i32))
-        self._markers.append(marker)
-        return marker
-
-    def finish(self) -> None:
-        for marker in self._markers:
-            marker.detach()
-            marker.erase()
-
-    # --- constants and integer arithmetic ---------------------------------------------------
-
-    def const(self, value: int | float, t: Attribute = i32) -> SSAValue:
-        key = (value, t)
-        if key not in self._consts:
-            if isinstance(t, AnyFloat):
-                attr: Attribute = FloatAttr(float(value), t)
-            else:
-                value = _wrap(int(value), t.bitwidth) if t.bitwidth > 1 else int(value) & 1
-                attr = IntegerAttr(value, t)
-            op = self.hoist(llvm.ConstantOp(attr, t))
-            self._consts[key] = op.results[0]
-            if isinstance(t, IntegerType):
-                self._known[op.results[0]] = int(value)
-        return self._consts[key]
-
-    def known(self, v: SSAValue) -> int | None:
-        """The compile-time value of an integer, if it is a constant."""
-        return self._known.get(v)
-
-    def int_op(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        """Integer `a <kind> b` (two's complement, wrapping), folded when possible."""
-        ka, kb = self.known(a), self.known(b)
-        width = a.type.bitwidth
-        if kind in _INT_OPS and ka is not None and kb is not None and width > 1:
-            return self.const(_INT_OPS[kind][1](ka, kb), a.type)
-        if kb is not None and _IDENTITY.get(kind) == kb:
-            return a
-        if ka is not None and kind in ("add", "or", "xor", "mul") and _IDENTITY[kind] == ka:
-            return b
-        op_type = llvm.LShrOp if kind == "lshr" else _INT_OPS[kind][0]
-        return self.value(op_type(a, b))
-
-    def icmp(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        flag = llvm.ICmpPredicateFlag(predicate)
-        return self.value(llvm.ICmpOp(a, b, IntegerAttr(flag.to_int(), 64)))
-
-    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return a if a is b else self.value(llvm.SelectOp(cond, a, b))
-
-    def all_of(self, conds: Sequence[SSAValue | None]) -> SSAValue | None:
-        """The conjunction of the given i1 values (None: no condition)."""
-        present = [c for c in conds if c is not None]
-        if not present:
-            return None
-        out = present[0]
-        for c in present[1:]:
-            out = self.value(llvm.AndOp(out, c))
-        return out
+        tid = self.hoisted(lambda: self.value(nvvm.read_special_register("tid.x")))
+        self.lane = self.hoisted(lambda: self.int_op("and", tid, self.const(LANES - 1)))
+        self.warp = self.hoisted(lambda: self.int_op("lshr", tid, self.const(5)))
 
     # --- threads ------------------------------------------------------------------------------
 
@@ -330,12 +206,6 @@ class KernelContext:
         )
         return self.gep(base, index, elem)
 
-    def gep(self, ptr: SSAValue, index: SSAValue | int, elem: Attribute) -> SSAValue:
-        """`ptr + index` elements of type `elem` (the index is sign-extended)."""
-        if (index if isinstance(index, int) else self.known(index)) == 0:
-            return ptr
-        return self.value(llvm.GEPOp.from_mixed_indices(ptr, [index], elem, result_type=ptr.type))
-
     def barrier(self) -> None:
         self.insert(nvvm.Barrier0Op())
 
@@ -384,15 +254,7 @@ class KernelContext:
                 self.ip = saved
         return lazy.cache[layout]
 
-    # --- blocks and ops ----------------------------------------------------------------------
-
-    def new_block(self, arg_types: Sequence[Attribute] = ()) -> Block:
-        block = Block(arg_types=arg_types)
-        self.func.body.add_block(block)
-        return block
-
-    def move_to(self, block: Block) -> None:
-        self.ip = InsertPoint.at_end(block)
+    # --- loops and ops -----------------------------------------------------------------------
 
     def loop(
         self,
@@ -435,7 +297,8 @@ class KernelContext:
             raise LoweringError(f"tinyton-to-llvm cannot lower {op.name}")
         result = op.results[0]
         if result in self.assign.free:
-            self.values[result] = Lazy(op, self._marker())
+            self.values[result] = Lazy(op, self.marker())
         else:
             layout = self.assign.layout.get(result)
+            assert layout is None or layout.shape == tt.shape_of(result.type), f"bad layout for {op.name}"
             self.set(result, layout, TILE_LOWERINGS[type(op)](self, op, layout))

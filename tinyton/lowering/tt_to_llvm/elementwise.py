@@ -179,10 +179,10 @@ def lower_cmp(ctx: KernelContext, op: tt.CmpOp, layout: Layout | None) -> list[S
     pred = op.predicate.data
     elem = tt.element_type(op.lhs.type)
     if tt.is_float(op.lhs.type):
-        fn: Binary = lambda c, a, b: _fcmp(c, _FCMP[pred], a, b)  # noqa: E731
+        fn: Binary = lambda c, a, b: _fcmp(c, _FCMP[pred], a, b)
     else:
         table = _BOOL_ICMP if elem.bitwidth == 1 else _ICMP
-        fn = lambda c, a, b: c.icmp(table[pred], a, b)  # noqa: E731
+        fn = lambda c, a, b: c.icmp(table[pred], a, b)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
 
 

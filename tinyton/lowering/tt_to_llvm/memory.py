@@ -2,26 +2,39 @@
 Global memory: `tt.addptr`, `tt.load` and `tt.store`.
 
 Accesses are PTX through inline asm, as in Triton: a thread moves `v` consecutive
-elements with one `ld.global.v{1,2,4}.b32` (or `.b16`/`.u8` when under 32 bits) chosen
-by the axis analysis, predicated by the mask so that a masked-off address is never
-dereferenced; masked loads first `mov` the `other` value into the outputs.
+elements with one `ld.global.v{1,2,4}.b32` (`.b16`/`.u8` under 32 bits), `v` chosen by
+the axis analysis, predicated by the mask so that a masked-off address is never
+dereferenced; masked loads first `mov` the `other` value into their outputs.
 
-Loads are marked side-effecting, like Triton's: LLVM treats a side-effect-free asm call
-as not reading memory, and `opt -O3` then merges a load with an identical one across an
-intervening store, or sinks it past the store. ptxas schedules the PTX either way.
-Stores are predicated to one thread of each group of replicas.
+Loads are marked side-effecting, like Triton's: LLVM takes an asm call without side
+effects for one that reads no memory, and `opt -O3` then merges a load with an identical
+one across a store in between, or sinks it past the store. ptxas schedules the PTX
+either way. Stores are predicated to one thread of each group of replicas.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import AnyFloat, DenseArrayBase, IntegerType, i8, i16, i32, i64
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    IntegerType,
+    i8,
+    i16,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.assign import is_tile
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes, vector_width
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    llvm_type,
+    lowers,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.elementwise import map_registers
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
@@ -29,30 +42,33 @@ from tinyton.lowering.tt_to_llvm.layouts import Layout
 @lowers_tile(tt.AddPtrOp)
 def lower_addptr(ctx: KernelContext, op: tt.AddPtrOp, layout: Layout | None) -> list[SSAValue]:
     elem = llvm_type(tt.element_type(op.ptr.type).pointee)
-    return map_registers(ctx, lambda c, p, o: c.gep(p, o, elem), ctx.get(op.ptr, layout), ctx.get(op.offset, layout))
+    return map_registers(
+        ctx, lambda c, p, o: c.gep(p, o, elem), ctx.get(op.ptr, layout), ctx.get(op.offset, layout)
+    )
 
 
 class _Access:
-    """How `v` elements of type `elem` travel as PTX words (registers of 16 or 32 bits)."""
+    """How `v` elements of type `elem` travel: as PTX words of 16 or 32 bits."""
 
     def __init__(self, elem: Attribute, v: int):
         self.elem = elem
-        self.bits = 8 if elem.bitwidth == 1 else elem.bitwidth
+        self.bits = 8 if elem.bitwidth == 1 else elem.bitwidth  # booleans are bytes in memory
         total = v * self.bits
         self.word_bits = min(32, total)
         self.words = max(1, total // 32)
         self.per_word = self.word_bits // self.bits
         self.reg = i32 if self.word_bits == 32 else i16
         self.constraint = "r" if self.word_bits == 32 else "h"
-        vec = f".v{self.words}" if self.words > 1 else ""
-        self.suffix = f"{vec}.{'u8' if self.word_bits == 8 else f'b{self.word_bits}'}"
+        vector = f".v{self.words}" if self.words > 1 else ""
+        self.suffix = vector + (".u8" if self.word_bits == 8 else f".b{self.word_bits}")
 
     def operands(self, first: int) -> str:
+        """`$first` or `{ $first, ... }`: the words of the access among the asm operands."""
         names = [f"${first + i}" for i in range(self.words)]
         return f"{{ {', '.join(names)} }}" if self.words > 1 else names[0]
 
     def pack(self, ctx: KernelContext, values: list[SSAValue]) -> list[SSAValue]:
-        """Element registers -> word registers (little-endian)."""
+        """Element registers to words, the first element in the low bits (little-endian)."""
         words = []
         for w in range(self.words):
             word = None
@@ -99,44 +115,67 @@ def _width(ctx: KernelContext, ptr: SSAValue, mask: SSAValue | None, layout: Lay
     return vector_width(ctx.axis[ptr], mask_info, layout.contiguous_per_thread(), pointee_bytes(ptr.type))
 
 
+def _inline_asm(
+    ctx: KernelContext,
+    lines: list[str],
+    outputs: list[str],
+    inputs: list[tuple[str, SSAValue]],
+    result: Attribute | None,
+) -> SSAValue | None:
+    """Side-effecting inline asm: `outputs` are constraints, `inputs` (constraint, value)."""
+    constraints = ",".join([*outputs, *(c for c, _ in inputs)])
+    op = llvm.InlineAsmOp(
+        "\n\t".join(lines), constraints, [v for _, v in inputs], [result] if result else [], has_side_effects=True
+    )
+    ctx.insert(op)
+    return op.res
+
+
 def _load(
     ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, other: list[SSAValue] | None, a: _Access
 ) -> list[SSAValue]:
+    """One predicated vector load; operands: words $0.., address, `other` words, predicate."""
     n = a.words
-    lines = []
-    inputs = [ptr]
-    constraints = [f"={a.constraint}"] * n + ["l"]
+    inputs = [("l", ptr)]
+    lines, guard = [], ""
     if pred is not None:
-        inputs.append(pred)
-        constraints.append("b")
-        fills = [f"${n + 2 + i}" for i in range(n)] if other is not None else ["0"] * n
-        lines += [f"mov.b{a.reg.bitwidth} ${i}, {fills[i]};" for i in range(n)]
+        fills = [f"${n + 1 + i}" for i in range(n)] if other is not None else ["0"] * n
+        lines = [f"mov.b{a.reg.bitwidth} ${i}, {fill};" for i, fill in enumerate(fills)]
         if other is not None:
-            inputs += a.pack(ctx, other)
-            constraints += [a.constraint] * n
-    guard = f"@${n + 1} " if pred is not None else ""
+            inputs += [(a.constraint, w) for w in a.pack(ctx, other)]
+        inputs.append(("b", pred))
+        guard = f"@${n + len(inputs) - 1} "
     lines.append(f"{guard}ld.global{a.suffix} {a.operands(0)}, [ ${n} + 0 ];")
     result = llvm.LLVMStructType.from_type_list([a.reg] * n) if n > 1 else a.reg
-    asm = ctx.value(
-        llvm.InlineAsmOp("\n\t".join(lines), ",".join(constraints), inputs, [result], has_side_effects=True)
-    )
-    words = [ctx.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), asm, a.reg)) for i in range(n)] if n > 1 else [asm]
+    asm = _inline_asm(ctx, lines, [f"={a.constraint}"] * n, inputs, result)
+    assert asm is not None
+    if n == 1:
+        return a.unpack(ctx, [asm])
+    words = [ctx.value(llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [i]), asm, a.reg)) for i in range(n)]
     return a.unpack(ctx, words)
+
+
+def _store(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, values: list[SSAValue], a: _Access) -> None:
+    """One predicated vector store; operands: address, words, predicate."""
+    inputs = [("l", ptr), *((a.constraint, w) for w in a.pack(ctx, values))]
+    guard = ""
+    if pred is not None:
+        inputs.append(("b", pred))
+        guard = f"@${len(inputs) - 1} "
+    _inline_asm(ctx, [f"{guard}st.global{a.suffix} [ $0 + 0 ], {a.operands(1)};"], [], inputs, None)
 
 
 @lowers_tile(tt.LoadOp)
 def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list[SSAValue]:
-    elem = llvm_type(op.result.type)
     ptrs = ctx.get(op.ptr, layout)
     masks = ctx.get(op.mask, layout) if op.mask is not None else None
     others = ctx.get(op.other, layout) if op.other is not None and masks is not None else None
     v = _width(ctx, op.ptr, op.mask, layout)
-    access = _Access(elem, v)
+    access = _Access(llvm_type(op.result.type), v)
     out: list[SSAValue] = []
     for g in range(0, len(ptrs), v):
         pred = masks[g] if masks is not None else None
-        other = others[g : g + v] if others is not None else None
-        out += _load(ctx, ptrs[g], pred, other, access)
+        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access)
     return out
 
 
@@ -148,16 +187,7 @@ def lower_store(ctx: KernelContext, op: tt.StoreOp) -> None:
     masks = ctx.get(op.mask, layout) if op.mask is not None else None
     replica = ctx.replica_predicate(layout)
     v = _width(ctx, op.ptr, op.mask, layout)
-    a = _Access(llvm_type(op.value.type), v)
-    n = a.words
+    access = _Access(llvm_type(op.value.type), v)
     for g in range(0, len(ptrs), v):
         pred = ctx.all_of([masks[g] if masks is not None else None, replica])
-        inputs = [ptrs[g], *a.pack(ctx, values[g : g + v])]
-        constraints = ["l"] + [a.constraint] * n
-        guard = ""
-        if pred is not None:
-            inputs.append(pred)
-            constraints.append("b")
-            guard = f"@${n + 1} "
-        asm = f"{guard}st.global{a.suffix} [ $0 + 0 ], {a.operands(1)};"
-        ctx.insert(llvm.InlineAsmOp(asm, ",".join(constraints), inputs, [], has_side_effects=True))
+        _store(ctx, ptrs[g], pred, values[g : g + v], access)

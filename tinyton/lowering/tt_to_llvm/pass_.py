@@ -6,12 +6,25 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, IntegerType, ModuleOp, UnitAttr, i32
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    UnitAttr,
+    i32,
+)
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
 # Importing the op modules registers their lowerings.
-from tinyton.lowering.tt_to_llvm import control_flow, dot, elementwise, memory, reductions  # noqa: F401
+from tinyton.lowering.tt_to_llvm import (  # noqa: F401
+    control_flow,
+    dot,
+    elementwise,
+    memory,
+    reductions,
+)
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type

@@ -43,12 +43,12 @@ def _shuffle_xor(ctx: KernelContext, value: SSAValue, lane_mask: int) -> SSAValu
 
 
 def _partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
-    """The partials as a tile of `out.shape + (warps along the axis,)`, warp-distributed."""
+    """The partials as a tile of shape `(warps along the axis, *out.shape)`, one row per warp."""
     return Layout(
-        (*out.shape, 1 << len(warp_bits)),
-        tuple((*b, 0) for b in out.reg),
-        tuple((*b, 0) for b in out.lane),
-        tuple((*b, 1 << warp_bits.index(i) if i in warp_bits else 0) for i, b in enumerate(out.warp)),
+        (1 << len(warp_bits), *out.shape),
+        tuple((0, *b) for b in out.reg),
+        tuple((0, *b) for b in out.lane),
+        tuple((1 << warp_bits.index(i) if i in warp_bits else 0, *b) for i, b in enumerate(out.warp)),
     )
 
 
@@ -56,14 +56,13 @@ def _across_warps(
     ctx: KernelContext, partials: list[SSAValue], out: Layout, warp_bits: list[int], combine: Combine
 ) -> list[SSAValue]:
     written = _partials_layout(out, warp_bits)
-    count = written.shape[-1]
-    # Every thread reads all `count` partials of each of its results: the extra dimension
-    # lives in registers, after the result registers.
+    # Every thread reads the partials of all warps for each of its results: the warp
+    # dimension moves into registers, after the result registers.
     read = Layout(
         written.shape,
-        written.reg + tuple((*(0,) * out.rank, 1 << j) for j in range(len(warp_bits))),
+        written.reg + tuple((1 << j, *(0,) * out.rank) for j in range(len(warp_bits))),
         written.lane,
-        tuple((*b, 0) for b in out.warp),
+        tuple((0, *b) for b in out.warp),
     )
     elem = partials[0].type
     nbytes = prod(written.shape) * 4

@@ -1,0 +1,46 @@
+// Python's // and % by a runtime divisor (floor division, remainder with the divisor's
+// sign), on ints and floats.
+// REQUIRES: mlir-tools
+// RUN: tinyton-opt %s -p tinyton-to-llvm | filecheck %s --check-prefix=LLVM
+// RUN: tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 | filecheck %s --check-prefix=PTX
+// RUN: %if ptxas %{ tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+
+// LLVM:      llvm.sdiv
+// LLVM:      llvm.srem
+// LLVM:      llvm.xor
+// LLVM:      llvm.icmp "slt"
+// LLVM:      llvm.select
+// LLVM:      llvm.frem
+
+// PTX:       div.s32
+// PTX:       div.rn.f32
+
+builtin.module attributes {tt.num_warps = 4 : i32} {
+  func.func @pymath(%x_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %d: i32, %q_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %m_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %f_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %fm_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {
+    %0 = tt.arange 0 to 256 : tensor<256xi32>
+    %1 = tt.splat %x_ptr : !tt.ptr<i32> -> tensor<256x!tt.ptr<i32>>
+    %2 = tt.addptr %1, %0 : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %3 = tt.load %2 : tensor<256x!tt.ptr<i32>> -> tensor<256xi32>
+    %4 = tt.splat %q_ptr : !tt.ptr<i32> -> tensor<256x!tt.ptr<i32>>
+    %5 = tt.addptr %4, %0 : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %6 = tt.splat %d : i32 -> tensor<256xi32>
+    %7 = tt.floordiv %3, %6 : tensor<256xi32>
+    tt.store %5, %7 : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %8 = tt.splat %m_ptr : !tt.ptr<i32> -> tensor<256x!tt.ptr<i32>>
+    %9 = tt.addptr %8, %0 : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %10 = tt.mod %3, %6 : tensor<256xi32>
+    tt.store %9, %10 : tensor<256x!tt.ptr<i32>>, tensor<256xi32>
+    %11 = tt.cast %3 : tensor<256xi32> -> tensor<256xf32>
+    %12 = tt.constant 3.700000e-01 : f32 -> tensor<256xf32>
+    %13 = tt.mul %11, %12 : tensor<256xf32>
+    %14 = tt.splat %f_ptr : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %15 = tt.addptr %14, %0 : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    tt.store %15, %13 : tensor<256x!tt.ptr<f32>>, tensor<256xf32>
+    %16 = tt.splat %fm_ptr : !tt.ptr<f32> -> tensor<256x!tt.ptr<f32>>
+    %17 = tt.addptr %16, %0 : tensor<256x!tt.ptr<f32>>, tensor<256xi32>
+    %18 = tt.constant 1.500000e+00 : f32 -> tensor<256xf32>
+    %19 = tt.mod %13, %18 : tensor<256xf32>
+    tt.store %17, %19 : tensor<256x!tt.ptr<f32>>, tensor<256xf32>
+    func.return
+  }
+}
