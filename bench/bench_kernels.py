@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -145,7 +146,10 @@ def compile_times() -> list[list[object]]:
     rows = []
     for toolchain in ("llvmlite", "mlir"):
         env = dict(os.environ, TINYTON_CACHE="0", TINYTON_TOOLCHAIN=toolchain)
-        out = subprocess.run([sys.executable, "-c", COLD_COMPILE], env=env, capture_output=True, text=True)
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:  # kernels need a source file
+            script.write(COLD_COMPILE)
+        out = subprocess.run([sys.executable, script.name], env=env, capture_output=True, text=True)
+        os.unlink(script.name)
         if out.returncode != 0:
             rows.append([f"toolchain {toolchain}", "unavailable: " + out.stderr.strip().splitlines()[-1], "", ""])
             continue

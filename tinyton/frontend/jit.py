@@ -162,7 +162,8 @@ class JITFunction:
         if not self.is_kernel:
             from tinyton.runtime.program import compile_array_program
 
-            return compile_array_program(self.fn, self._positional(args, kwargs))
+            fuse = kwargs.pop("fuse", None)
+            return compile_array_program(self.fn, self._positional(args, kwargs), fuse=fuse)
         self._require_source()
         return self._plan(args, kwargs).kernel
 
