@@ -169,9 +169,13 @@ def graph_command(target: str, shapes: Sequence[str], fmt: str = "dot", dtype: s
     One `--shape` per array argument, in order (zero-filled arrays of `dtype`: only shapes matter)."""
     import numpy as np
 
-    from tinyton.runtime.program import fused_modules, load_function
+    from tinyton.cli.loading import load_jit_function
+    from tinyton.runtime.program import fused_modules
 
-    fn = load_function(target)
+    path, _, name = target.rpartition(":")
+    if not path or not name:
+        raise ValueError(f"expected FILE.py:FUNCTION, got {target!r}")
+    fn = load_jit_function(path, name).fn
     args = [np.zeros(parse_shape(s), dtype=dtype) for s in shapes]
     before, after = fused_modules(fn, args)
     return render_fusion_graph(before, after, fmt)

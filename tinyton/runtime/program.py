@@ -13,7 +13,6 @@ inputs, then to its outputs.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -271,20 +270,3 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
 def run_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> Any:
     """`fn(*args)` as an array program: compile (cached) and run."""
     return compile_array_program(fn, args, fuse=fuse)(*args)
-
-
-def load_function(target: str) -> Callable[..., Any]:
-    """`path/to/file.py:function` -> the function (a `@tt.jit` wrapper is unwrapped)."""
-    path, _, name = target.rpartition(":")
-    if not path or not name:
-        raise ValueError(f"expected FILE.py:FUNCTION, got {target!r}")
-    spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    try:
-        fn = getattr(module, name)
-    except AttributeError:
-        raise AttributeError(f"{path} has no function {name!r}") from None
-    return getattr(fn, "fn", fn)
