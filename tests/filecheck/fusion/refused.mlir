@@ -85,3 +85,23 @@ func.func @no_keepdims(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT:    %r = tta.fusion "row_reduction"(%x)
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return %r
+
+// 2**31 elements: beyond 32-bit indexing, the size-limit constraint refuses the pattern (and the
+// general step cannot build a kernel for these ops either).
+
+func.func @too_large(%x: tensor<65536x32768xf32>) -> tensor<65536x32768xf32> {
+  %m = tta.reduce_max %x axis = 1 keepdims : tensor<65536x32768xf32> -> tensor<65536x1xf32>
+  %s = tta.sub %x, %m : tensor<65536x32768xf32>, tensor<65536x1xf32> -> tensor<65536x32768xf32>
+  %e = tta.exp %s : tensor<65536x32768xf32>
+  %d = tta.reduce_sum %e axis = 1 keepdims : tensor<65536x32768xf32> -> tensor<65536x1xf32>
+  %r = tta.div %e, %d : tensor<65536x32768xf32>, tensor<65536x1xf32> -> tensor<65536x32768xf32>
+  func.return %r : tensor<65536x32768xf32>
+}
+
+// PATTERN-LABEL: func.func @too_large
+// PATTERN-NOT:     tta.fusion
+// PATTERN:         func.return %r
+
+// CHECK-LABEL: func.func @too_large
+// CHECK-NOT:     "softmax"
+// CHECK:         func.return %r
