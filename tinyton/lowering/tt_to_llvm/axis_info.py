@@ -29,6 +29,8 @@ MAX_DIVISIBILITY = 1 << 30
 """Divisibility of 0 (and the cap for products)."""
 
 POINTER_ALIGNMENT_ATTR = "tt.divisibility"
+_LOOP_ROUNDS = 8
+"""Passes over a loop body before loop-carried values are given up on."""
 
 
 def _pow2_divisor(value: int) -> int:
@@ -134,16 +136,17 @@ def _shift(a: AxisInfo, b: AxisInfo, left: bool) -> AxisInfo:
 
 
 def _compare(op: tt.CmpOp, a: AxisInfo, b: AxisInfo) -> AxisInfo:
-    """`x < n` is constant over aligned groups of consecutive `x` that cannot contain a
-    multiple of `n`'s divisibility (Triton's rule), and wherever both sides are constant."""
+    """Constant wherever both sides are. Also (Triton's rule) `x < n` and `x >= n`, with `x`
+    consecutive and `n` constant: they flip only at `x = n`, so they are constant over
+    aligned groups whose size divides `n` and the first `x` of each group."""
     rank = len(a.contiguity)
     constancy = list(map(gcd, a.constancy, b.constancy))
-    if op.predicate.data in ("lt", "le", "gt", "ge"):
-        for x, n in ((a, b), (b, a)):
-            for d in range(rank):
-                if x.contiguity[d] > 1:
-                    group = min(x.contiguity[d], x.divisibility[d], n.divisibility[d], n.constancy[d])
-                    constancy[d] = max(constancy[d], group)
+    pred = op.predicate.data
+    for x, n, flips_at_n in ((a, b, pred in ("lt", "ge")), (b, a, pred in ("gt", "le"))):
+        for d in range(rank):
+            if flips_at_n and x.contiguity[d] > 1:
+                group = min(x.contiguity[d], x.divisibility[d], n.divisibility[d], n.constancy[d])
+                constancy[d] = max(constancy[d], group)
     return AxisInfo((1,) * rank, (1,) * rank, tuple(constancy))
 
 
@@ -165,11 +168,12 @@ def _bitwise(a: AxisInfo, b: AxisInfo) -> AxisInfo:
 
 def _join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
     """What holds for a value that is either `a` or `b`."""
+    contiguity = tuple(map(min, a.contiguity, b.contiguity))
+    divisibility = tuple(
+        min(a.divisibility_at(d, c), b.divisibility_at(d, c)) for d, c in enumerate(contiguity)
+    )
     return AxisInfo(
-        tuple(map(min, a.contiguity, b.contiguity)),
-        tuple(map(min, a.divisibility, b.divisibility)),
-        tuple(map(min, a.constancy, b.constancy)),
-        a.value if a.value == b.value else None,
+        contiguity, divisibility, tuple(map(min, a.constancy, b.constancy)), a.value if a.value == b.value else None
     )
 
 
@@ -210,10 +214,7 @@ class AxisAnalysis:
 
     def _visit(self, op: Operation) -> None:
         if isinstance(op, scf.ForOp):
-            lb, step = self[op.lb], self[op.step]
-            div = gcd(lb.element_divisibility(), step.element_divisibility())
-            self.info[op.body.block.args[0]] = AxisInfo.constant((1,), None, div)
-            self._visit_block(op.body.block)
+            self._visit_for(op)
             return
         if isinstance(op, scf.IfOp):
             for region in (op.true_region, op.false_region):
@@ -228,6 +229,27 @@ class AxisAnalysis:
             info = self._rule(op)
             if info is not None:
                 self.info[op.results[0]] = info
+
+    def _visit_for(self, op: scf.ForOp) -> None:
+        """Loop-carried values (pointers bumped each iteration, say) hold what holds for the
+        initial value and for every yielded one: iterate the join to a fixpoint."""
+        body = op.body.block
+        lb, step = self[op.lb], self[op.step]
+        div = gcd(lb.element_divisibility(), step.element_divisibility())
+        self.info[body.args[0]] = AxisInfo.constant((1,), None, div)
+        carried = body.args[1:]
+        for arg, init in zip(carried, op.iter_args):
+            self.info[arg] = self[init]
+        for _ in range(_LOOP_ROUNDS):
+            self._visit_block(body)
+            joined = [_join(self[arg], self[y]) for arg, y in zip(carried, body.last_op.operands)]
+            if joined == [self[arg] for arg in carried]:
+                break
+            self.info.update(zip(carried, joined))
+        else:
+            self.info.update((arg, AxisInfo.unknown(_shape(arg))) for arg in carried)
+            self._visit_block(body)
+        self.info.update(zip(op.results, (self[arg] for arg in carried)))
 
     def _rule(self, op: Operation) -> AxisInfo | None:
         shape = _shape(op.results[0])

@@ -23,7 +23,12 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from tinyton.dialects import nvvm, tt
 from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR, SHARED_PTR, Emitter, T
-from tinyton.lowering.tt_to_llvm.layouts import LANES, Layout, register_map
+from tinyton.lowering.tt_to_llvm.layouts import (
+    LANES,
+    Layout,
+    register_map,
+    replica_mask,
+)
 
 if TYPE_CHECKING:
     from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
@@ -154,8 +159,8 @@ class KernelContext(Emitter):
         def build() -> SSAValue | None:
             conds = []
             for part, bits in (
-                (self.lane, layout.replica_bits(layout.lane) if layout else LANES - 1),
-                (self.warp, layout.replica_bits(layout.warp) if layout else self.num_warps - 1),
+                (self.lane, replica_mask(layout.lane) if layout else LANES - 1),
+                (self.warp, replica_mask(layout.warp) if layout else self.num_warps - 1),
             ):
                 if bits:
                     conds.append(self.icmp("eq", self.int_op("and", part, self.const(bits)), self.const(0)))

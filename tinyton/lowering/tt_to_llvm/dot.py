@@ -44,7 +44,7 @@ def lower_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout | None) -> list[S
     a_regs, b_regs = ctx.get(op.a, la), ctx.get(op.b, lb)
     acc = [cast(ctx, x, f32) for x in ctx.get(op.acc, layout)]
     nbytes = b_offset + k * n * sb
-    a_offset = ctx.smem_buffer(nbytes, f"the operands of a {m}x{k}x{n} tt.dot")
+    a_offset = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
     b_offset += a_offset
     store_tile(ctx, a_regs, la, ea, a_offset)
     store_tile(ctx, b_regs, lb, eb, b_offset)

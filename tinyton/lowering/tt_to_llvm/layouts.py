@@ -75,14 +75,6 @@ class Layout:
             n *= 2
         return n
 
-    def replica_bits(self, bases: Sequence[Basis]) -> int:
-        """Mask of the lane (or warp) id bits whose threads hold the same elements."""
-        return sum(1 << i for i, b in enumerate(bases) if not any(b))
-
-    def axis_bits(self, bases: Sequence[Basis], axis: int) -> list[int]:
-        """Lane (or warp) id bits that move along `axis`."""
-        return [i for i, b in enumerate(bases) if b[axis]]
-
     def slice(self, axis: int) -> Layout:
         """Layout of the reduction along `axis`: registers along it merge, lanes along it replicate."""
         reg = tuple(d for b in self.reg if any(d := _drop(b, axis)))
@@ -143,6 +135,16 @@ class Layout:
     def strides(self) -> tuple[int, ...]:
         """Row-major strides of the shape, for linearised (shared-memory) addressing."""
         return tuple(prod(self.shape[d + 1 :]) for d in range(self.rank))
+
+
+def replica_mask(bases: Sequence[Basis]) -> int:
+    """Mask of the lane (or warp) id bits whose threads hold the same elements."""
+    return sum(1 << i for i, b in enumerate(bases) if not any(b))
+
+
+def bits_along(bases: Sequence[Basis], axis: int) -> list[int]:
+    """Lane (or warp) id bits that move along `axis`."""
+    return [i for i, b in enumerate(bases) if b[axis]]
 
 
 def blocked(shape: Sequence[int], num_warps: int, vec: int = 4) -> Layout:

@@ -47,7 +47,10 @@ class KernelInfo:
 
 def _num_warps(module: ModuleOp, requested: int | None) -> int:
     attr = module.attributes.get(NUM_WARPS_ATTR)
-    n = requested if requested is not None else attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_NUM_WARPS
+    if requested is not None:
+        n = requested
+    else:
+        n = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_NUM_WARPS
     if n not in (1, 2, 4, 8, 16):
         raise LoweringError(f"num_warps must be 1, 2, 4, 8 or 16, got {n}")
     return n
@@ -87,6 +90,7 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     block.insert_op_before(fn, kernel)
     kernel.detach()
     kernel.erase()
+    module.attributes[NUM_WARPS_ATTR] = IntegerAttr(warps, 32)
     return KernelInfo(name, warps, ctx.smem_bytes, param_types)
 
 

@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 from tinyton.dialects import nvvm, tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.elementwise import BINARY, cast
-from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.layouts import Layout, bits_along
 from tinyton.lowering.tt_to_llvm.shared import load_tile, store_tile
 
 COMBINE = {tt.ReduceSumOp: tt.AddOp, tt.ReduceMaxOp: tt.MaximumOp, tt.ReduceMinOp: tt.MinimumOp}
@@ -91,9 +91,9 @@ def lower_reduce(ctx: KernelContext, op: tt.ReduceOp, layout: Layout | None) -> 
     for r, value in enumerate(ctx.get(op.input, src)):
         groups[src.slice_reg_index(r, axis)].append(cast(ctx, value, compute))
     partials = [_tree(g, combine) for g in groups]
-    for bit in src.axis_bits(src.lane, axis):
+    for bit in bits_along(src.lane, axis):
         partials = [combine(p, _shuffle_xor(ctx, p, 1 << bit)) for p in partials]
-    warp_bits = src.axis_bits(src.warp, axis)
+    warp_bits = bits_along(src.warp, axis)
     if warp_bits:
         partials = _across_warps(ctx, partials, out, warp_bits, combine)
     result = llvm_type(op.result.type)
