@@ -9,7 +9,8 @@ import numpy as np
 from xdsl.dialects import func
 
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.frontend.tracing import ELEMENT_TO_NUMPY, trace
+from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
+from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import KernelSpec, fusion_to_kernels
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.simulator import run

@@ -170,7 +170,7 @@ def test_graph_command_loads_file_function(stub_backend, tmp_path, monkeypatch) 
     monkeypatch.setattr(graph.shutil, "which", lambda name: None)
     with pytest.raises(RuntimeError, match="needs Graphviz's `dot` program"):
         graph.graph_command(f"{source}:rmsnorm", ["64x32", "32"], "svg")
-    with pytest.raises(AttributeError, match="has no function 'softmax'"):
+    with pytest.raises(LookupError, match="has no function 'softmax'"):
         graph.graph_command(f"{source}:softmax", ["64x32"])
 
 

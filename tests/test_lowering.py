@@ -153,7 +153,7 @@ def test_num_warps_option_overrides_the_module():
     "text, message",
     [
         (kernels.vadd(), "num_warps must be 1, 2, 4, 8 or 16, got 3"),
-        (kernels.vadd().replace("tt.add %x, %y", "tt.mul %x, %y") + kernels.vadd(), "expected one kernel"),
+        (kernels.vadd().replace("tt.add %x, %y", "tt.mul %x, %y") + kernels.vadd(), "expected one tt kernel"),
     ],
 )
 def test_rejected(text: str, message: str):

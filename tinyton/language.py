@@ -104,8 +104,8 @@ KERNEL_BUILDERS: list[Any] = []
 
 
 def _tracing() -> bool:
-    tracing = sys.modules.get("tinyton.frontend.tracing")
-    return tracing is not None and tracing.is_tracing()
+    traced = sys.modules.get("tinyton.frontend.traced")
+    return traced is not None and traced.is_tracing()
 
 
 def builtin(fn: F) -> F:

@@ -169,13 +169,13 @@ def graph_command(target: str, shapes: Sequence[str], fmt: str = "dot", dtype: s
     One `--shape` per array argument, in order (zero-filled arrays of `dtype`: only shapes matter)."""
     import numpy as np
 
-    from tinyton.cli.loading import load_jit_function
+    from tinyton.cli.loading import load_function
     from tinyton.runtime.program import fused_modules
 
     path, _, name = target.rpartition(":")
     if not path or not name:
         raise ValueError(f"expected FILE.py:FUNCTION, got {target!r}")
-    fn = load_jit_function(path, name).fn
+    fn = load_function(path, name)
     args = [np.zeros(parse_shape(s), dtype=dtype) for s in shapes]
     before, after = fused_modules(fn, args)
     return render_fusion_graph(before, after, fmt)

@@ -38,6 +38,14 @@ def load_definitions(path: str) -> dict[str, Any]:
     return namespace
 
 
+def load_function(path: str, name: str) -> Any:
+    """The function `name` of `path`: the Python function itself when it is wrapped in `@tt.jit`."""
+    namespace = load_definitions(path)
+    if not callable(namespace.get(name)):
+        raise LookupError(f"{path} has no function {name!r}")
+    return getattr(namespace[name], "fn", namespace[name])
+
+
 def load_jit_function(path: str, name: str | None) -> Any:
     """The `@tt.jit` function `name` of `path` (the only one when `name` is None)."""
     from tinyton.frontend.jit import JITFunction

@@ -38,12 +38,12 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
 from tinyton.dialects.tt_elementwise import (  # noqa: F401
-    CASTABLE, CMP_PREDICATES, FLOAT, INT, AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, DivOp, ExpOp,
-    FloorDivOp, LogOp, MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RsqrtOp, SelectOp, ShlOp, ShrOp,
-    SqrtOp, SubOp, UnaryOp, XorOp,
+    CASTABLE, CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
+    MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
+    XorOp,
 )
 from tinyton.dialects.tt_types import (  # noqa: F401
-    MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+    FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
 )
 

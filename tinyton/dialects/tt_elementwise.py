@@ -1,7 +1,8 @@
 """Elementwise ops of the `tt` dialect: arithmetic, comparisons, math, select and casts.
 
 Operands of an elementwise op have one identical type (scalar or tile); the frontend inserts the splats and
-broadcasts. Each op class says which element kinds (int, float) it accepts.
+broadcasts. Each op class says which element kinds (int, float) it accepts. The unary and cast ops share
+their operands and syntax with `tta`'s (`UnaryOpBase`, `CastOpBase`); each dialect adds its own verifier.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from tinyton.dialects.tt_types import (
+    FLOAT,
+    INT,
+    element_kind,
     element_type,
-    is_float,
-    is_int,
     require,
     shape_of,
     tile_type,
@@ -33,14 +35,11 @@ from tinyton.dialects.tt_types import (
 )
 
 
-INT, FLOAT = "int", "float"
-
-
 class _ElementwiseOp(IRDLOperation):
     KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
 
     def _verify_kind(self, t: Attribute) -> None:
-        kind = FLOAT if is_float(t) else INT if is_int(t) else None
+        kind = element_kind(t)
         require(
             kind in self.KINDS,
             f"{self.name} accepts {' or '.join(self.KINDS)} elements, got {type_name(element_type(t))}",
@@ -197,10 +196,8 @@ class CmpOp(_ElementwiseOp):
         self._verify_kind(self.lhs.type)
 
 
-class UnaryOp(_ElementwiseOp):
-    """`op(x)` elementwise, keeping the type; floats only unless a subclass says otherwise."""
-
-    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
+class UnaryOpBase(IRDLOperation):
+    """`op(x)` elementwise, keeping the type: the operands and syntax of `tt` and `tta` unary ops."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
@@ -210,6 +207,12 @@ class UnaryOp(_ElementwiseOp):
 
     def __init__(self, input: SSAValue | Operation):
         super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
+
+
+class UnaryOp(_ElementwiseOp, UnaryOpBase):
+    """`op(x)` elementwise, keeping the type; floats only unless a subclass says otherwise."""
+
+    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
 
     def verify_(self) -> None:
         self._verify_kind(self.result.type)
@@ -259,7 +262,6 @@ class RsqrtOp(UnaryOp):
     name = "tt.rsqrt"
 
 
-
 @irdl_op_definition
 class SelectOp(IRDLOperation):
     """`cond ? a : b` elementwise (`tt.where`)."""
@@ -284,11 +286,9 @@ class SelectOp(IRDLOperation):
 CASTABLE = (i1, i32, Float32Type(), Float16Type())
 
 
-@irdl_op_definition
-class CastOp(IRDLOperation):
-    """Convert element types among i1, i32, f32 and f16 (`x.to(tt.float16)`); floats to ints truncate."""
+class CastOpBase(IRDLOperation):
+    """`input` converted to another element type, same shape: the operands and syntax of `tt` and `tta` casts."""
 
-    name = "tt.cast"
     input = operand_def()
     result = result_def()
     traits = traits_def(Pure())
@@ -297,6 +297,13 @@ class CastOp(IRDLOperation):
     def __init__(self, input: SSAValue | Operation, element: Attribute):
         t = SSAValue.get(input).type
         super().__init__(operands=[input], result_types=[tile_type(element, shape_of(t))])
+
+
+@irdl_op_definition
+class CastOp(CastOpBase):
+    """Convert element types among i1, i32, f32 and f16 (`x.to(tt.float16)`); floats to ints truncate."""
+
+    name = "tt.cast"
 
     def verify_(self) -> None:
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")

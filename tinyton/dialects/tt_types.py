@@ -62,6 +62,15 @@ def is_pointer(t: Attribute) -> bool:
     return isinstance(element_type(t), PointerType)
 
 
+INT, FLOAT = "int", "float"
+"""The element kinds an elementwise op may accept (ints include i1)."""
+
+
+def element_kind(t: Attribute) -> str | None:
+    """`INT` or `FLOAT` for the element type of `t`; None for pointers and other non-numbers."""
+    return FLOAT if is_float(t) else INT if is_int(t) else None
+
+
 def type_name(t: Attribute) -> str:
     out = io.StringIO()
     Printer(stream=out).print_attribute(t)

@@ -18,7 +18,9 @@ from xdsl.ir import Operation
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
-from tinyton.frontend.tracing import Traced, as_traced, current_tracer, element_of, error, is_scalar
+from tinyton.frontend.dtypes import element_of, is_scalar
+from tinyton.frontend.errors import error
+from tinyton.frontend.traced import Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
 

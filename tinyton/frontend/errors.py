@@ -1,10 +1,14 @@
-"""`CompilationError`: a user-facing error that points at the kernel's source line."""
+"""`CompilationError`: a user-facing error that points at the kernel's (or array program's) source line."""
 
 from __future__ import annotations
 
 import ast
 import linecache
+import os
+import sys
 from dataclasses import dataclass
+
+_TINYTON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclass(frozen=True)
@@ -50,3 +54,26 @@ class CompilationError(Exception):
         if source:
             text += f"\n    {source}\n    {' ' * (self.col - 1)}^"
         return text
+
+
+def user_location() -> tuple[str, int, int]:
+    """`(file, line, column)` of the innermost frame outside the tinyton package: the user's code.
+
+    The column (1-based, 0 when unknown) is the start of the expression being evaluated."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if not filename.startswith(_TINYTON_DIR + os.sep) and not filename.startswith("<frozen"):
+            col = 0
+            if hasattr(frame.f_code, "co_positions"):  # Python >= 3.11
+                positions = list(frame.f_code.co_positions())
+                if 0 <= frame.f_lasti // 2 < len(positions):
+                    col = (positions[frame.f_lasti // 2][2] or -1) + 1
+            return frame.f_code.co_filename, frame.f_lineno, col
+        frame = frame.f_back
+    return "<unknown>", 0, 0
+
+
+def error(message: str) -> CompilationError:
+    """A CompilationError at the user's current line: `softmax.py:3:9: operands could not ...`."""
+    return CompilationError(message, *user_location())

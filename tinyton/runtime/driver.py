@@ -189,34 +189,32 @@ def free(ptr: int) -> None:
 
 def memcpy_htod(dst: int, src: np.ndarray, stream: int | None = None) -> None:
     drv = _driver()
-    if stream is None:
-        _call(drv.cuMemcpyHtoD, dst, _host_address(src), src.nbytes)
-    else:
-        _call(drv.cuMemcpyHtoDAsync, dst, _host_address(src), src.nbytes, stream)
+    _call_on(stream, drv.cuMemcpyHtoD, drv.cuMemcpyHtoDAsync, dst, _host_address(src), src.nbytes)
 
 
 def memcpy_dtoh(dst: np.ndarray, src: int, stream: int | None = None) -> None:
     drv = _driver()
-    if stream is None:
-        _call(drv.cuMemcpyDtoH, _host_address(dst), src, dst.nbytes)
-    else:
-        _call(drv.cuMemcpyDtoHAsync, _host_address(dst), src, dst.nbytes, stream)
+    _call_on(stream, drv.cuMemcpyDtoH, drv.cuMemcpyDtoHAsync, _host_address(dst), src, dst.nbytes)
 
 
 def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
     drv = _driver()
-    if stream is None:
-        _call(drv.cuMemcpyDtoD, dst, src, nbytes)
-    else:
-        _call(drv.cuMemcpyDtoDAsync, dst, src, nbytes, stream)
+    _call_on(stream, drv.cuMemcpyDtoD, drv.cuMemcpyDtoDAsync, dst, src, nbytes)
 
 
 def memset(ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
     drv = _driver()
+    _call_on(stream, drv.cuMemsetD8, drv.cuMemsetD8Async, ptr, byte, nbytes)
+
+
+def _call_on(
+    stream: int | None, sync: Callable[..., tuple[Any, ...]], on_stream: Callable[..., tuple[Any, ...]], *args: Any
+) -> None:
+    """`sync(*args)` without a stream, else its `...Async` variant `on_stream(*args, stream)`."""
     if stream is None:
-        _call(drv.cuMemsetD8, ptr, byte, nbytes)
+        _call(sync, *args)
     else:
-        _call(drv.cuMemsetD8Async, ptr, byte, nbytes, stream)
+        _call(on_stream, *args, stream)
 
 
 def _host_address(array: np.ndarray) -> int:

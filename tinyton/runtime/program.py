@@ -24,7 +24,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from tinyton.frontend.tracing import ELEMENT_TO_NUMPY, is_array, returns_tuple, trace
+from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
+from tinyton.frontend.tracing import is_array, returns_tuple, trace
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    TensorType,
     UnitAttr,
     i32,
 )
@@ -56,11 +57,17 @@ def _num_warps(module: ModuleOp, requested: int | None) -> int:
     return n
 
 
+def is_kernel(function: func.FuncOp) -> bool:
+    """A tt kernel takes pointers and scalars and returns nothing (array programs take tensors)."""
+    inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
+    return not outputs and not any(isinstance(t, TensorType) for t in inputs)
+
+
 def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     """Lower the module's one tt kernel in place; `num_warps` overrides `tt.num_warps`."""
-    kernels = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
-        raise LoweringError(f"expected one kernel (func.func) in the module, found {len(kernels)}")
+        raise LoweringError(f"expected one tt kernel (func.func) in the module, found {len(kernels)}")
     kernel = kernels[0]
     warps = _num_warps(module, num_warps)
     name = kernel.sym_name.data
@@ -103,4 +110,9 @@ class TinytonToLLVMPass(ModulePass):
     num_warps: int | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_to_llvm(op, self.num_warps)
+        """Lower the module's kernel, or each nested kernel module (as `tinyton-fusion-to-kernels` makes)."""
+        nested = [m for m in op.ops if isinstance(m, ModuleOp)]
+        if any(isinstance(f, func.FuncOp) and is_kernel(f) for f in op.ops) or not nested:
+            lower_to_llvm(op, self.num_warps)
+        for module in nested:
+            lower_to_llvm(module, self.num_warps)

@@ -1,0 +1,293 @@
+"""Elementwise ops of the `tta` dialect: arithmetic, comparisons, math, `where`, casts and constants.
+
+Unlike `tt`, operands broadcast implicitly (NumPy's rule) and the result has the broadcast shape; operands
+still share one element type (the tracer inserts `tta.cast`). Each op class says which element kinds
+(int, float) it accepts, and errors read like NumPy's ufunc errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, i1
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from tinyton.dialects.tt_elementwise import CMP_PREDICATES, CastOpBase, UnaryOpBase
+from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
+from tinyton.dialects.tta_shapes import (
+    array_type,
+    broadcast_shapes,
+    checked,
+    dtype_name,
+    expect_result,
+    type_str,
+    verify_value,
+)
+
+class _ElementwiseOp(IRDLOperation):
+    """Checks the element kind (ints include bool) and that all operands share one element type."""
+
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+    def _verify_operands(self, values: Sequence[SSAValue]) -> None:
+        for i, v in enumerate(values):
+            verify_value(f"operand {i}", v.type)
+        first = element_type(values[0].type)
+        require(
+            all(element_type(v.type) == first for v in values),
+            f"{self.name} operands must have one element type, got "
+            + ", ".join(dtype_name(v.type) for v in values)
+            + " (insert tta.cast)",
+        )
+        require(
+            element_kind(first) in self.KINDS,
+            f"ufunc '{self.name.removeprefix('tta.')}' not supported for the input types ({dtype_name(first)})",
+        )
+
+
+class BinaryOp(_ElementwiseOp):
+    """`lhs <op> rhs` with NumPy broadcasting; the result has the broadcast shape."""
+
+    lhs = operand_def()
+    rhs = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lt, rt = SSAValue.get(lhs).type, SSAValue.get(rhs).type
+        shape = broadcast_shapes(shape_of(lt), shape_of(rt))
+        super().__init__(operands=[lhs, rhs], result_types=[array_type(element_type(lt), shape)])
+
+    def verify_(self) -> None:
+        self._verify_operands([self.lhs, self.rhs])
+        checked(_verify_broadcast_result, self, element_type(self.lhs.type), self.lhs, self.rhs)
+
+
+def _verify_broadcast_result(op: IRDLOperation, element: Attribute, *operands: SSAValue) -> None:
+    """The result of an implicitly broadcasting op has the operands' broadcast shape."""
+    shape = broadcast_shapes(*(shape_of(v.type) for v in operands))
+    expect_result(op, array_type(element, shape))
+
+
+@irdl_op_definition
+class AddOp(BinaryOp):
+    name = "tta.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryOp):
+    name = "tta.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    name = "tta.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """True division; the tracer casts integer operands to float first, as NumPy does."""
+
+    name = "tta.div"
+    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
+
+
+@irdl_op_definition
+class FloorDivOp(BinaryOp):
+    """Integer division rounding toward minus infinity (`//`)."""
+
+    name = "tta.floordiv"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """Remainder with the sign of the divisor (`%`)."""
+
+    name = "tta.mod"
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    name = "tta.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    name = "tta.minimum"
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    name = "tta.and"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    name = "tta.or"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class XorOp(BinaryOp):
+    name = "tta.xor"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ShlOp(BinaryOp):
+    name = "tta.shl"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class ShrOp(BinaryOp):
+    """Arithmetic shift right."""
+
+    name = "tta.shr"
+    KINDS: ClassVar[tuple[str, ...]] = (INT,)
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """`lhs ** rhs` on floats (the tracer turns small integer powers into multiplications)."""
+
+    name = "tta.pow"
+    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
+
+
+@irdl_op_definition
+class CmpOp(_ElementwiseOp):
+    """Broadcasting comparison giving bools: `tta.cmp "lt", %a, %b : tensor<4xf32>, f32 -> tensor<4xi1>`."""
+
+    name = "tta.cmp"
+    predicate = prop_def(StringAttr)
+    lhs = operand_def()
+    rhs = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)"
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        shape = broadcast_shapes(shape_of(SSAValue.get(lhs).type), shape_of(SSAValue.get(rhs).type))
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"predicate": StringAttr(predicate)},
+            result_types=[array_type(i1, shape)],
+        )
+
+    def verify_(self) -> None:
+        require(self.predicate.data in CMP_PREDICATES, f"predicate must be one of {', '.join(CMP_PREDICATES)}")
+        self._verify_operands([self.lhs, self.rhs])
+        checked(_verify_broadcast_result, self, i1, self.lhs, self.rhs)
+
+
+class UnaryOp(_ElementwiseOp, UnaryOpBase):
+    """`op(x)` elementwise, keeping the type; floats only unless a subclass says otherwise."""
+
+    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
+
+    def verify_(self) -> None:
+        self._verify_operands([self.input])
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    name = "tta.neg"
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    name = "tta.abs"
+    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    name = "tta.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    name = "tta.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    name = "tta.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    name = "tta.rsqrt"
+
+
+@irdl_op_definition
+class WhereOp(_ElementwiseOp):
+    """`np.where(cond, a, b)`, all three broadcast together."""
+
+    name = "tta.where"
+    condition = operand_def()
+    true_value = operand_def()
+    false_value = operand_def()
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$condition `,` $true_value `,` $false_value attr-dict `:` "
+        "type($condition) `,` type($true_value) `,` type($false_value) `->` type($result)"
+    )
+
+    def __init__(self, condition: SSAValue | Operation, a: SSAValue | Operation, b: SSAValue | Operation):
+        types = [SSAValue.get(v).type for v in (condition, a, b)]
+        shape = broadcast_shapes(*(shape_of(t) for t in types))
+        super().__init__(operands=[condition, a, b], result_types=[array_type(element_type(types[1]), shape)])
+
+    def verify_(self) -> None:
+        cond = self.condition.type
+        require(element_type(cond) == i1, f"where condition must be bool, got {type_str(cond)}")
+        self._verify_operands([self.true_value, self.false_value])
+        element = element_type(self.true_value.type)
+        checked(_verify_broadcast_result, self, element, self.condition, self.true_value, self.false_value)
+
+
+@irdl_op_definition
+class CastOp(CastOpBase):
+    """`x.astype(dtype)` among bool, int32, float32, float16; floats to ints truncate."""
+
+    name = "tta.cast"
+
+    def verify_(self) -> None:
+        verify_value("cast input", self.input.type)
+        verify_value("cast result", self.result.type)
+        require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A scalar constant: `tta.constant 1.0e-06 : f32 -> f32` (arrays of it come from `tta.broadcast_to`)."""
+
+    name = "tta.constant"
+    value = prop_def(IntegerAttr | FloatAttr)
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$value attr-dict `->` type($result)"
+
+    def __init__(self, value: IntegerAttr | FloatAttr):
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+    def verify_(self) -> None:
+        verify_value("constant", self.result.type)
+        require(self.result.type == self.value.type, f"constant result must be {type_str(self.value.type)}, a scalar")

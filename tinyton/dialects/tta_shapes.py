@@ -1,0 +1,153 @@
+"""NumPy's shape and dtype rules for the `tta` dialect, and the helpers its verifiers build on.
+
+The shape helpers (`broadcast_shapes`, `reduced_shape`, ...) raise `ShapeError` with NumPy's wording and
+are shared by the verifiers, the tracer and the fusion passes; `checked` turns that error into a
+`VerifyException` inside a verifier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from xdsl.dialects.builtin import Float16Type, Float32Type, TensorType, i1, i32
+from xdsl.ir import Attribute
+from xdsl.irdl import IRDLOperation
+from xdsl.utils.exceptions import VerifyException
+
+from tinyton.dialects.tt_types import element_type, require, tile_type, type_name
+
+R = TypeVar("R")
+
+array_type = tile_type
+"""`array_type(f32, (4, 8))` is `tensor<4x8xf32>`; `array_type(f32, ())` is `f32`."""
+
+ELEMENT_TYPES: tuple[Attribute, ...] = (Float32Type(), Float16Type(), i32, i1)
+_DTYPE_NAMES = {Float32Type(): "float32", Float16Type(): "float16", i32: "int32", i1: "bool"}
+
+
+class ShapeError(ValueError):
+    """A NumPy-style shape or type error; the verifiers wrap it, the tracer adds the user's file:line."""
+
+
+def dtype_name(t: Attribute) -> str:
+    """NumPy's name of the element type of `t` (`float32`, `int32`, `bool`, ...)."""
+    el = element_type(t)
+    return _DTYPE_NAMES.get(el, str(el))
+
+
+def type_str(t: Attribute | Sequence[Attribute]) -> str:
+    """Types as the IR prints them (`tensor<4x8xf32>`), for messages; lists comma-separated."""
+    if isinstance(t, Attribute):
+        return type_name(t)
+    return ", ".join(type_name(x) for x in t)
+
+
+def format_shape(shape: Sequence[int]) -> str:
+    """`(64,)`, `(4, 8)`, `()`: shapes as NumPy prints them."""
+    return str(tuple(shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape rules
+# ---------------------------------------------------------------------------------------------
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy's broadcasting rule: align trailing dimensions; each pair must be equal or contain a 1."""
+    rank = max((len(s) for s in shapes), default=0)
+    result = [1] * rank
+    for shape in shapes:
+        for i, dim in enumerate(shape, start=rank - len(shape)):
+            if result[i] == 1:
+                result[i] = dim
+            elif dim not in (1, result[i]):
+                raise ShapeError(
+                    "operands could not be broadcast together with shapes "
+                    + " ".join(format_shape(s) for s in shapes)
+                )
+    return tuple(result)
+
+
+def check_broadcast_to(src: Sequence[int], dst: Sequence[int]) -> None:
+    """`np.broadcast_to(x, dst)` is valid iff broadcasting `src` with `dst` gives `dst`."""
+    ok = len(src) <= len(dst) and all(s in (1, d) for s, d in zip(reversed(src), reversed(dst)))
+    if not ok:
+        raise ShapeError(f"cannot broadcast an array of shape {format_shape(src)} to shape {format_shape(dst)}")
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    """A non-negative axis; NumPy's AxisError message when out of range."""
+    if not -ndim <= axis < ndim:
+        raise ShapeError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def reduced_shape(shape: Sequence[int], axis: int, keepdims: bool) -> tuple[int, ...]:
+    """Shape after reducing `axis` (normalised): dropped, or kept as 1 with `keepdims`."""
+    axis = normalize_axis(axis, len(shape))
+    return tuple(1 if i == axis else d for i, d in enumerate(shape) if keepdims or i != axis)
+
+
+def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """`a @ b` for rank >= 2 operands, batch dimensions broadcast (NumPy's matmul)."""
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError(f"matmul operands must have rank >= 2, got shapes {format_shape(a)} {format_shape(b)}")
+    if a[-1] != b[-2]:
+        raise ShapeError(
+            "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+            f"(n?,k),(k,m?)->(n?,m?) (size {b[-2]} is different from {a[-1]})"
+        )
+    return (*broadcast_shapes(a[:-2], b[:-2]), a[-2], b[-1])
+
+
+def transposed_shape(shape: Sequence[int], permutation: Sequence[int]) -> tuple[int, ...]:
+    if sorted(permutation) != list(range(len(shape))):
+        raise ShapeError(f"axes don't match array: permutation {tuple(permutation)} for shape {format_shape(shape)}")
+    return tuple(shape[p] for p in permutation)
+
+
+def check_reshape(src: Sequence[int], dst: Sequence[int]) -> None:
+    size = math.prod(src)
+    if size != math.prod(dst):
+        raise ShapeError(f"cannot reshape array of size {size} into shape {format_shape(dst)}")
+
+
+def take_shape(table: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
+    """`np.take(table, indices, axis)`: the indexed axis is replaced by the shape of `indices`."""
+    axis = normalize_axis(axis, len(table))
+    return (*table[:axis], *indices, *table[axis + 1 :])
+
+
+# ---------------------------------------------------------------------------------------------
+# Verifier helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def checked(check: Callable[..., R], *args: Any) -> R:
+    """Run a shape helper inside a verifier (returning its result), turning ShapeError into VerifyException."""
+    try:
+        return check(*args)
+    except ShapeError as error:
+        raise VerifyException(str(error)) from error
+
+
+def verify_axis(axis: int, ndim: int) -> None:
+    """An op's `axis` property is normalised: `0 <= axis < ndim` (NumPy's AxisError message otherwise)."""
+    require(0 <= axis < ndim, f"axis {axis} is out of bounds for array of dimension {ndim}")
+
+
+def expect_result(op: IRDLOperation, expected: Attribute) -> None:
+    got = op.results[0].type
+    require(got == expected, f"{op.name} result must be {type_str(expected)}, got {type_str(got)}")
+
+
+def verify_value(what: str, t: Attribute) -> None:
+    """Values are scalars or static tensors of f32/f16/i32/i1."""
+    require(
+        element_type(t) in ELEMENT_TYPES,
+        f"{what} has unsupported type {type_str(t)}; use float32, float16, int32 or bool",
+    )
+    if isinstance(t, TensorType):
+        require(all(d >= 0 for d in t.get_shape()), f"{what} must have a static shape")

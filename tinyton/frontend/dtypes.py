@@ -1,0 +1,76 @@
+"""The element types of array programs and NumPy's promotion rules between them.
+
+Array programs support float32, float16, int32 and bool. Python scalars are "weak" (`x * 2` keeps `x`'s
+dtype, `i32 * 0.5` is float32); two array dtypes promote to the wider one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
+from xdsl.ir import Attribute
+
+NUMPY_TO_ELEMENT: dict[np.dtype, Attribute] = {
+    np.dtype(np.float32): Float32Type(),
+    np.dtype(np.float16): Float16Type(),
+    np.dtype(np.int32): i32,
+    np.dtype(np.bool_): i1,
+}
+ELEMENT_TO_NUMPY: dict[Attribute, np.dtype] = {v: k for k, v in NUMPY_TO_ELEMENT.items()}
+_PROMOTION_RANK = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 3}
+_KIND = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 2}
+"""bool < int < float: a weak Python scalar only changes the type when it is of a higher kind."""
+
+
+def element_of(dtype: Any) -> Attribute:
+    """The tta element type of a NumPy/torch dtype, a `tt.float32`-like object, a name or an xDSL type."""
+    dtype = getattr(dtype, "ir", dtype)  # tt.float32 and friends carry their xDSL type
+    if dtype in _PROMOTION_RANK:
+        return dtype
+    for candidate in (dtype, getattr(dtype, "name", None), str(dtype).rsplit(".", 1)[-1]):
+        try:
+            np_dtype = np.dtype(candidate)
+        except TypeError:
+            continue
+        if np_dtype in NUMPY_TO_ELEMENT:
+            return NUMPY_TO_ELEMENT[np_dtype]
+    raise TypeError(f"unsupported dtype {dtype}; array programs use float32, float16, int32 or bool")
+
+
+def _weak_element(value: Any) -> Attribute:
+    """The element type a Python scalar would have on its own."""
+    if isinstance(value, (bool, np.bool_)):
+        return i1
+    if isinstance(value, (int, np.integer)):
+        return i32
+    return Float32Type()
+
+
+def promote(a: Attribute, b: Attribute) -> Attribute:
+    """NumPy's promotion restricted to bool < int32 < float16 < float32 (int32 with float16 gives float32)."""
+    if {a, b} == {i32, Float16Type()}:
+        return Float32Type()
+    return a if _PROMOTION_RANK[a] >= _PROMOTION_RANK[b] else b
+
+
+def is_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
+def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attribute:
+    """The common element type of arrays and Python scalars mixed in one operation (NumPy's rules).
+
+    Arrays decide the type; Python scalars are "weak" and only widen it by kind (an int array times
+    0.5 becomes float32, a float16 array plus 1.0 stays float16)."""
+    element = None
+    for a in arrays:
+        element = a if element is None else promote(element, a)
+    for v in scalars:
+        weak = _weak_element(v)
+        if element is None or _KIND[weak] > _KIND[element]:
+            element = weak if element is None else promote(element, weak)
+    assert element is not None
+    return element

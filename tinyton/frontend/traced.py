@@ -1,0 +1,307 @@
+"""`Traced`: the value an array program computes with while it is traced, and the `Tracer` recording it.
+
+Every operator or `tt.*` builtin applied to a `Traced` appends a `tta` op (verified, located at the user's
+line) to the tracer's block and returns a new `Traced`; NumPy's promotion rules decide the operands'
+common element type. The entry point, `trace`, is in tinyton/frontend/tracing.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAttr, StringAttr, i1
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt_types import element_type, is_float, is_int, shape_of
+from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY, element_of, is_scalar, result_element
+from tinyton.frontend.errors import error, user_location
+
+_TRACER: ContextVar[Tracer | None] = ContextVar("tinyton_tracer", default=None)
+
+
+def is_tracing() -> bool:
+    """True while an array program is being traced (`tt.zeros(...)` then builds IR, not an array)."""
+    return _TRACER.get() is not None
+
+
+def current_tracer() -> Tracer:
+    tracer = _TRACER.get()
+    if tracer is None:
+        raise error("this tinyton builtin needs an array program being traced")
+    return tracer
+
+
+class Tracer:
+    """Appends `tta` ops, each with the user's file:line as its location, to one block."""
+
+    def __init__(self) -> None:
+        self.block = Block()
+        self.constants: dict[tuple[Attribute, Any], Traced] = {}
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Make this the tracer that `current_tracer()` returns (builtins called with no array use it)."""
+        token = _TRACER.set(self)
+        try:
+            yield
+        finally:
+            _TRACER.reset(token)
+
+    def emit(self, make: Callable[..., Operation], *args: Any, **kwargs: Any) -> Traced:
+        """Build and verify one op; its NumPy-style errors become CompilationErrors at the user's line."""
+        try:
+            op = make(*args, **kwargs)
+            op.verify()
+        except (tta.ShapeError, VerifyException) as e:
+            raise error(str(e)) from None
+        filename, line, col = user_location()
+        op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
+        self.block.add_op(op)
+        return Traced(self, op.results[0])
+
+    def constant(self, value: bool | int | float, element: Attribute) -> Traced:
+        """A scalar `tta.constant`, one per distinct (type, value) in the program."""
+        if element == i1:
+            attr = IntegerAttr(int(bool(value)), i1)
+        elif is_int(element):
+            attr = IntegerAttr(int(value), element)
+        else:
+            attr = FloatAttr(float(value), element)
+        key = (element, repr(attr.value.data))  # repr keeps -0.0 apart from 0.0
+        if key not in self.constants:
+            self.constants[key] = self.emit(tta.ConstantOp, attr)
+        return self.constants[key]
+
+
+def as_traced(values: Sequence[Any], tracer: Tracer | None = None) -> list[Traced]:
+    """Operands of one elementwise op, converted to a common element type with NumPy's rules
+    (`dtypes.result_element`: arrays decide the type, Python scalars only widen it by kind)."""
+    traced = [v for v in values if isinstance(v, Traced)]
+    tracer = tracer or (traced[0].tracer if traced else current_tracer())
+    for v in values:
+        if not isinstance(v, Traced) and not is_scalar(v):
+            raise error(
+                f"cannot mix a {type(v).__name__} with traced arrays; pass arrays as arguments of the program"
+            )
+    element = result_element([v.element for v in traced], [v for v in values if not isinstance(v, Traced)])
+    return [
+        (v.to(element) if isinstance(v, Traced) else tracer.constant(v, element)) for v in values
+    ]
+
+
+class Traced:
+    """A traced array: an SSA value of the program being traced, with NumPy's operators."""
+
+    __tt_traced__ = True
+    __array_ufunc__ = None  # `np_array + traced` defers to Traced.__radd__ (which then reports the mix)
+
+    def __init__(self, tracer: Tracer, value: SSAValue):
+        self.tracer = tracer
+        self.value = value
+
+    # ---- metadata --------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return shape_of(self.value.type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def element(self) -> Attribute:
+        return element_type(self.value.type)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return ELEMENT_TO_NUMPY[self.element]
+
+    def __repr__(self) -> str:
+        return f"Traced(shape={self.shape}, dtype={self.dtype})"
+
+    # ---- conversions -----------------------------------------------------------------------
+    def to(self, dtype: Any) -> Traced:
+        """`x.to(tt.float16)` / `x.astype(np.float32)`: a no-op when the type already matches."""
+        try:
+            element = element_of(dtype)
+        except TypeError as e:
+            raise error(str(e)) from None
+        return self if element == self.element else self.tracer.emit(tta.CastOp, self.value, element)
+
+    astype = to
+
+    def reshape(self, *shape: Any) -> Traced:
+        from tinyton.frontend.array_ops import reshape
+
+        return reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+
+    def transpose(self, *axes: Any) -> Traced:
+        from tinyton.frontend.array_ops import transpose
+
+        return transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+
+    @property
+    def T(self) -> Traced:
+        return self.transpose()
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
+        from tinyton.frontend.array_ops import sum
+
+        return sum(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Traced:
+        from tinyton.frontend.array_ops import max
+
+        return max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Traced:
+        from tinyton.frontend.array_ops import min
+
+        return min(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
+        from tinyton.frontend.array_ops import mean
+
+        return mean(self, axis, keepdims)
+
+    def __getitem__(self, key: Any) -> Traced:
+        from tinyton.frontend.array_ops import getitem
+
+        return getitem(self, key)
+
+    # ---- Python protocols that would need a concrete value ----------------------------------
+    def _no_value(self, what: str) -> Exception:
+        return error(
+            f"{what} needs the value of a traced array, which is unknown while compiling; "
+            "use tt.where for data-dependent choices"
+        )
+
+    def __bool__(self) -> bool:
+        raise self._no_value("Python control flow on an array (if/while/and/or/not)")
+
+    def __float__(self) -> float:
+        raise self._no_value("float()")
+
+    def __int__(self) -> int:
+        raise self._no_value("int()")
+
+    def __index__(self) -> int:
+        raise self._no_value("using an array as an index")
+
+    def __iter__(self):
+        raise error("iterating over a traced array is not supported; use array operations")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise error("len() of a 0-d array")
+        return self.shape[0]
+
+    def __hash__(self) -> int:  # `==` is elementwise, so keep identity hashing explicitly
+        return id(self)
+
+    # ---- operators ---------------------------------------------------------------------------
+    def _binary(self, other: Any, op: type[Operation], reverse: bool = False) -> Traced:
+        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
+        return self.tracer.emit(op, a.value, b.value)
+
+    def _int_binary(self, other: Any, op: type[Operation], symbol: str, reverse: bool = False) -> Traced:
+        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
+        if not is_int(a.element):
+            raise error(f"ufunc '{symbol}' not supported for the input types ({a.dtype}); it needs int32 or bool")
+        return self.tracer.emit(op, a.value, b.value)
+
+    def _cmp(self, other: Any, predicate: str) -> Traced:
+        a, b = as_traced([self, other], self.tracer)
+        return self.tracer.emit(tta.CmpOp, predicate, a.value, b.value)
+
+    def __add__(self, o: Any) -> Traced: return self._binary(o, tta.AddOp)  # noqa: E704
+    def __radd__(self, o: Any) -> Traced: return self._binary(o, tta.AddOp, True)  # noqa: E704
+    def __sub__(self, o: Any) -> Traced: return self._binary(o, tta.SubOp)  # noqa: E704
+    def __rsub__(self, o: Any) -> Traced: return self._binary(o, tta.SubOp, True)  # noqa: E704
+    def __mul__(self, o: Any) -> Traced: return self._binary(o, tta.MulOp)  # noqa: E704
+    def __rmul__(self, o: Any) -> Traced: return self._binary(o, tta.MulOp, True)  # noqa: E704
+    def __mod__(self, o: Any) -> Traced: return self._binary(o, tta.ModOp)  # noqa: E704
+    def __rmod__(self, o: Any) -> Traced: return self._binary(o, tta.ModOp, True)  # noqa: E704
+    def __and__(self, o: Any) -> Traced: return self._int_binary(o, tta.AndOp, "&")  # noqa: E704
+    def __rand__(self, o: Any) -> Traced: return self._int_binary(o, tta.AndOp, "&", True)  # noqa: E704
+    def __or__(self, o: Any) -> Traced: return self._int_binary(o, tta.OrOp, "|")  # noqa: E704
+    def __ror__(self, o: Any) -> Traced: return self._int_binary(o, tta.OrOp, "|", True)  # noqa: E704
+    def __xor__(self, o: Any) -> Traced: return self._int_binary(o, tta.XorOp, "^")  # noqa: E704
+    def __rxor__(self, o: Any) -> Traced: return self._int_binary(o, tta.XorOp, "^", True)  # noqa: E704
+    def __lshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShlOp, "<<")  # noqa: E704
+    def __rlshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShlOp, "<<", True)  # noqa: E704
+    def __rshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShrOp, ">>")  # noqa: E704
+    def __rrshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShrOp, ">>", True)  # noqa: E704
+    def __floordiv__(self, o: Any) -> Traced: return self._int_binary(o, tta.FloorDivOp, "//")  # noqa: E704
+    def __rfloordiv__(self, o: Any) -> Traced: return self._int_binary(o, tta.FloorDivOp, "//", True)  # noqa: E704
+    def __lt__(self, o: Any) -> Traced: return self._cmp(o, "lt")  # noqa: E704
+    def __le__(self, o: Any) -> Traced: return self._cmp(o, "le")  # noqa: E704
+    def __gt__(self, o: Any) -> Traced: return self._cmp(o, "gt")  # noqa: E704
+    def __ge__(self, o: Any) -> Traced: return self._cmp(o, "ge")  # noqa: E704
+    def __eq__(self, o: Any) -> Traced: return self._cmp(o, "eq")  # type: ignore[override]  # noqa: E704
+    def __ne__(self, o: Any) -> Traced: return self._cmp(o, "ne")  # type: ignore[override]  # noqa: E704
+
+    def _true_div(self, other: Any, reverse: bool) -> Traced:
+        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
+        if not is_float(a.element):  # NumPy's true division of ints gives floats
+            a, b = a.to(np.float32), b.to(np.float32)
+        return self.tracer.emit(tta.DivOp, a.value, b.value)
+
+    def __truediv__(self, o: Any) -> Traced: return self._true_div(o, False)  # noqa: E704
+    def __rtruediv__(self, o: Any) -> Traced: return self._true_div(o, True)  # noqa: E704
+
+    def __pow__(self, exponent: Any) -> Traced:
+        """Small integer powers multiply (as NumPy's fast paths do); others need floats."""
+        if is_scalar(exponent) and float(exponent) in (1.0, 2.0, 3.0, 4.0):
+            result = self
+            for _ in range(int(exponent) - 1):
+                result = result * self
+            return result
+        if is_scalar(exponent) and float(exponent) == 0.5 and is_float(self.element):
+            return self.tracer.emit(tta.SqrtOp, self.value)
+        return self._float_binary(exponent, tta.PowOp, "**")
+
+    def __rpow__(self, base: Any) -> Traced:
+        return self._float_binary(base, tta.PowOp, "**", reverse=True)
+
+    def _float_binary(self, other: Any, op: type[Operation], symbol: str, reverse: bool = False) -> Traced:
+        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
+        if not is_float(a.element):
+            raise error(f"'{symbol}' on {a.dtype} arrays is only supported with exponents 1 to 4; cast to float32")
+        return self.tracer.emit(op, a.value, b.value)
+
+    def __matmul__(self, o: Any) -> Traced:
+        from tinyton.frontend.array_ops import matmul
+
+        return matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> Traced:
+        from tinyton.frontend.array_ops import matmul
+
+        return matmul(o, self)
+
+    def __neg__(self) -> Traced:
+        if self.element == i1:
+            raise error("the numpy boolean negative, the `-` operator, is not supported, use the `~` operator")
+        return self.tracer.emit(tta.NegOp, self.value)
+
+    def __pos__(self) -> Traced:
+        return self
+
+    def __abs__(self) -> Traced:
+        return self.tracer.emit(tta.AbsOp, self.value)
+
+    def __invert__(self) -> Traced:
+        if not is_int(self.element):
+            raise error(f"ufunc 'invert' not supported for the input types ({self.dtype})")
+        return self ^ (True if self.element == i1 else -1)
