@@ -22,7 +22,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
     done | tee "$out/examples.log"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-    (cd bench && python3 bench_kernels.py 2>&1 | tee "../$out/bench_kernels.md") || status=1
-    (cd bench && python3 bench_fusion.py 2>&1 | tee "../$out/bench_fusion.md") || status=1
+    (cd bench && python3 bench_kernels.py) 2>&1 | tee "$out/bench_kernels.md" || status=1
+    (cd bench && python3 bench_fusion.py) 2>&1 | tee "$out/bench_fusion.md" || status=1
 fi
 exit $status

@@ -149,6 +149,15 @@ def synchronize() -> None:
     _call(_driver().cuCtxSynchronize)
 
 
+def _release(destroy: str, handle: Any) -> None:
+    """Destroy a handle from `__del__`, where raising is useless (e.g. at exit)."""
+    if handle is not None and _context is not None:
+        try:
+            getattr(_driver(), destroy)(handle)
+        except Exception:
+            pass
+
+
 class Stream:
     """A CUDA stream; `handle` (an int) is what `Launcher.launch` and the copies take."""
 
@@ -162,17 +171,8 @@ class Stream:
     def synchronize(self) -> None:
         _call(_driver().cuStreamSynchronize, self._stream)
 
-    def __del__(self):
+    def __del__(self, _release=_release):  # bound now: module globals are gone at interpreter exit
         _release("cuStreamDestroy", getattr(self, "_stream", None))
-
-
-def _release(destroy: str, handle: Any) -> None:
-    """Destroy a handle from `__del__`, where raising is useless (e.g. at exit)."""
-    if handle is not None and _context is not None:
-        try:
-            getattr(_driver(), destroy)(handle)
-        except Exception:
-            pass
 
 
 # Memory: device pointers are plain ints; host buffers are C-contiguous numpy arrays.
@@ -241,7 +241,7 @@ class Module:
             fn.set_max_dynamic_shared(dynamic_shared_bytes)
         return fn
 
-    def __del__(self):
+    def __del__(self, _release=_release):  # bound now: module globals are gone at interpreter exit
         _release("cuModuleUnload", getattr(self, "_module", None))
 
 
