@@ -34,7 +34,8 @@ def fusion_enabled(fuse: bool | None = None) -> bool:
     """`fuse`, or the TINYTON_FUSION environment variable (default on; 0/false/off/no disable it)."""
     if fuse is not None:
         return fuse
-    return os.environ.get("TINYTON_FUSION", "1").strip().lower() not in ("0", "false", "off", "no")
+    value = os.environ.get("TINYTON_FUSION")
+    return value is None or value.strip().lower() not in ("0", "false", "off", "no")
 
 
 def fused_modules(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None = None) -> tuple[ModuleOp, ModuleOp]:
@@ -96,7 +97,7 @@ class ArrayProgram:
     outputs: tuple[int, ...]
     returns_tuple: bool
     asm: Mapping[str, str] = field(default_factory=dict)
-    _memories: dict[tuple[Any, ...], _Memory] = field(default_factory=dict, repr=False)
+    _runners: dict[tuple[Any, ...], Callable[[list[Any]], tuple[Any, ...]]] = field(default_factory=dict, repr=False)
 
     def _kernel(self, step: _Step) -> Any:
         """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
@@ -107,27 +108,47 @@ class ArrayProgram:
         return step.compiled
 
     def __call__(self, *args: Any) -> Any:
+        inputs = [args[i] for i in self.input_positions]
+        sample = inputs[0] if inputs else None
+        # is_cuda tells torch's CPU and GPU tensors apart without building a torch.device per call.
+        runner = self._runners.get((type(sample), getattr(sample, "is_cuda", None)))
+        if runner is None:
+            runner = self._runners[(type(sample), getattr(sample, "is_cuda", None))] = self._runner(sample)
+        results = runner(inputs)
+        return results if self.returns_tuple else results[0]
+
+    def _runner(self, sample: Any) -> Callable[[list[Any]], tuple[Any, ...]]:
+        """The call path for inputs like `sample`, with everything that does not change per call bound."""
         from tinyton.runtime import driver
 
-        inputs = [args[i] for i in self.input_positions]
-        on_gpu = driver.is_available()
-        sample = inputs[0] if inputs else None
-        key = (type(sample), getattr(sample, "device", None), on_gpu)
-        memory = self._memories.get(key)
-        if memory is None:
-            memory = self._memories[key] = _Memory.for_inputs(sample, on_gpu)
-        buffers = [memory.prepare(x) for x in inputs]
-        buffers += [memory.allocate(shape, dtype) for shape, dtype in self.buffer_specs[len(inputs) :]]
-        if memory.address is None:
-            for step in self.steps:
-                (step.compiled or self._kernel(step)).simulate(step.grid, [buffers[i] for i in step.slots])
-        else:  # every buffer is device memory: pass addresses straight to the driver's launcher
-            addresses = [memory.address(b) for b in buffers]
-            for step in self.steps:
-                kernel = step.compiled or self._kernel(step)
-                kernel.launcher.launch(step.grid, kernel.threads, 0, 0, tuple(addresses[i] for i in step.slots))
-        results = tuple(memory.finish(buffers[i]) for i in self.outputs)
-        return results if self.returns_tuple else results[0]
+        memory = _Memory.for_inputs(sample, driver.is_available())
+        prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
+        temporaries = self.buffer_specs[len(self.input_positions) :]
+        outputs = self.outputs
+
+        if address is None:
+
+            def simulate(inputs: list[Any]) -> tuple[Any, ...]:
+                buffers = [prepare(x) for x in inputs] + [allocate(shape, dtype) for shape, dtype in temporaries]
+                for step in self.steps:
+                    (step.compiled or self._kernel(step)).simulate(step.grid, [buffers[i] for i in step.slots])
+                return tuple(finish(buffers[i]) for i in outputs)
+
+            return simulate
+
+        launches = []  # every buffer is device memory: addresses go straight to the driver's launcher
+        for step in self.steps:
+            kernel = self._kernel(step)
+            launches.append((kernel.launcher.launch, step.grid, kernel.threads, step.slots))
+
+        def launch(inputs: list[Any]) -> tuple[Any, ...]:
+            buffers = [prepare(x) for x in inputs] + [allocate(shape, dtype) for shape, dtype in temporaries]
+            addresses = [address(b) for b in buffers]
+            for run, grid, threads, slots in launches:
+                run(grid, threads, 0, 0, tuple([addresses[i] for i in slots]))
+            return tuple([finish(buffers[i]) for i in outputs])
+
+        return launch
 
     def kernels(self) -> list[Any]:
         """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
@@ -155,9 +176,10 @@ class _Memory:
             import torch
 
             dtypes = {np.dtype(n): getattr(torch, n) for n in ("float32", "float16", "int32", "bool")}
+            device, empty = sample.device, torch.empty
             return _Memory(
                 lambda x: x.contiguous(),
-                lambda shape, dtype: torch.empty(shape, dtype=dtypes[dtype], device=sample.device),
+                lambda shape, dtype: empty(shape, dtype=dtypes[dtype], device=device),
                 _identity,
                 torch.Tensor.data_ptr,
             )
@@ -260,7 +282,9 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
     """The compiled program of `fn` for `args` (cached per signature and fusion setting)."""
     fn = getattr(fn, "fn", fn)
     fuse = fusion_enabled(fuse)
-    programs = _PROGRAMS.setdefault(fn, {})
+    programs = _PROGRAMS.get(fn)
+    if programs is None:
+        programs = _PROGRAMS[fn] = {}
     key = (_signature_key(args), fuse)
     program = programs.get(key)
     if program is None:

@@ -44,6 +44,11 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+FEW_PROGRAMS = 128
+"""Fewer programs than about one GPU's SMs: each row's latency, not bandwidth, sets the time (measured on an
+H200 at 32x2048: 8 warps 5.6 µs against 4 warps 6.3 µs; docs/benchmarks.md)."""
+
+
 def warps_for(elements: int) -> int:
     """num_warps from the tile size: ~4-16 elements per thread, 4 warps from 1024 up, at most 16."""
     if elements >= 1024:
@@ -125,7 +130,10 @@ def plan(dom: Domain) -> Geometry:
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
         k = Source((red,), K, block, rank - 1)
-        return Geometry(shape, rank, [p, k], warps_for(per * block), k, looped, {"ROWS": per, "BLOCK": block})
+        warps = warps_for(per * block)
+        if cdiv(R, per) < FEW_PROGRAMS and not looped:
+            warps = min(16, 2 * warps)  # latency-bound: more threads shorten each program's serial work
+        return Geometry(shape, rank, [p, k], warps, k, looped, {"ROWS": per, "BLOCK": block})
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_pow2(I), 128)
