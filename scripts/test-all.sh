@@ -25,7 +25,7 @@ if ! command -v ptxas >/dev/null; then
 fi
 
 export TINYTON_CACHE_DIR="${TINYTON_CACHE_DIR:-$(mktemp -d)}"
-python -m pytest -q tests
+python -m pytest -q -rs tests
 lit -v tests/filecheck
 for example in examples/*.py; do
     echo "== $example"
