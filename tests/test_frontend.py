@@ -139,7 +139,7 @@ def loops(x_ptr, n, N: tt.constexpr):
     acc = tt.zeros((16,), tt.float32)
     for i in range(N):
         acc += tt.load(x_ptr + i * 16 + offs)
-    for i in tt.static_range(0, 16, 8):
+    for i in tt.static_range(0, 16, 8):  # noqa: B007
         acc = acc * 2.0
     for i in range(1, n, 2):
         acc += i
@@ -210,7 +210,7 @@ def non_power_of_two(p, B: tt.constexpr):
 
 
 def too_large(p):
-    x = tt.zeros((512, 256), tt.float32)  # error
+    x = tt.zeros((512, 256), tt.float32)  # error  # noqa: F841
 
 
 def while_loop(p):
@@ -227,7 +227,7 @@ def try_block(p):
 
 
 def lambda_expr(p):
-    f = lambda q: q  # error
+    f = lambda q: q  # error  # noqa: F841
 
 
 def helper(x):
@@ -253,7 +253,7 @@ def unsupported_dtype(p):
 
 def carried_type_change(p, n):
     acc = 0
-    for i in range(n):  # error
+    for i in range(n):  # error  # noqa: B007
         acc += tt.load(p + tt.arange(0, 16))
     tt.store(p + tt.arange(0, 16), acc)
 
@@ -284,7 +284,7 @@ def small_dot(p):
 
 
 def float_floordiv(p):
-    x = tt.load(p) // 2  # error
+    x = tt.load(p) // 2  # error  # noqa: F841
 
 
 def runtime_arange(p, n):
@@ -292,7 +292,7 @@ def runtime_arange(p, n):
 
 
 def early_return_in_loop(p, n):
-    for i in range(n):
+    for i in range(n):  # noqa: B007
         return  # error
 
 

@@ -150,7 +150,7 @@ def test_compiled_kernels_run_on_the_simulator_directly():
         else:
             y = x - 1
         total = 0.0
-        for i in range(0, n, BLOCK):
+        for i in range(0, n, BLOCK):  # noqa: B007
             total += 1.0
         tt.store(y_ptr + offsets, y + total, mask=offsets < n)
 

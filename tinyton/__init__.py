@@ -15,4 +15,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tinyton' has no attribute {name!r}")
 
 
-__all__ = [*_language, "OutOfBoundsError"]
+__all__ = [*_language, "OutOfBoundsError"]  # noqa: F405 - served lazily by `__getattr__`

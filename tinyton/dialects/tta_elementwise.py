@@ -34,6 +34,7 @@ from tinyton.dialects.tta_shapes import (
     verify_value,
 )
 
+
 class _ElementwiseOp(IRDLOperation):
     """Checks the element kind (ints include bool) and that all operands share one element type."""
 
