@@ -40,11 +40,20 @@ class CacheEntry:
 
 
 @cache
+@cache
 def _tinyton_version() -> str:
+    """The package version plus a hash of the compiler's own sources: an edited lowering (a development
+    checkout) must never be served PTX that an older lowering produced."""
     try:
-        return metadata.version("tinyton")
+        version = metadata.version("tinyton")
     except metadata.PackageNotFoundError:
-        return "unknown"
+        version = "unknown"
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent.parent
+    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.pdl.mlir")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return f"{version}+{digest.hexdigest()[:16]}"
 
 
 def cache_key(source: str, specialization: object, toolchain: str, arch: str) -> str:
