@@ -13,7 +13,7 @@ func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
 }
 
 // CHECK:       tta.fusion "softmax"(%x) {kernel = "softmax_0_softmax"}
-// CHECK-LABEL: builtin.module @softmax_0_softmax attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 64, 1, 1>}
+// CHECK-LABEL: builtin.module @softmax_0_softmax attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 64, 1, 1>}
 // CHECK-NEXT:    func.func @softmax_0_softmax(%x: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %out0: !tt.ptr<f32> {tt.divisibility = 16 : i32})
 // CHECK:           %[[PID:.+]] = tt.program_id 0
 // CHECK:           %[[COLS:.+]] = tt.arange 0 to 1024 : tensor<1024xi32>
@@ -62,7 +62,7 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
   func.return %r : tensor<2x20000xf32>
 }
 
-// CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 2, 1, 1>}
+// CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 16 : i32, tinyton.grid = array<i64: 2, 1, 1>}
 // CHECK:           %[[M:.+]], %[[S:.+]] = scf.for %{{.+}} iter_args(%[[MI:.+]] = %{{.+}}, %[[SI:.+]] = %{{.+}}) -> (f32, f32) : i32 {
 // CHECK:             tt.load %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xi1> -> tensor<4096xf32>
 // CHECK:             %[[MNEW:.+]] = tt.maximum %[[MI]], %{{.+}} : f32

@@ -44,15 +44,13 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-FEW_PROGRAMS = 128
-"""Fewer programs than about one GPU's SMs: each row's latency, not bandwidth, sets the time (measured on an
-H200 at 32x2048: 8 warps 5.6 µs against 4 warps 6.3 µs; docs/benchmarks.md)."""
-
-
 def warps_for(elements: int) -> int:
-    """num_warps from the tile size: ~4-16 elements per thread, 4 warps from 1024 up, at most 16."""
+    """num_warps from the tile size: 8 elements per thread from 1024 elements up (4 warps at 1024, 8 at
+    2048, 16 from 4096), fewer warps below. Measured on an H200 (bench/tune_row_warps.py,
+    docs/benchmarks.md): rows of 2048 gain from 8 warps when few rows make the kernel latency-bound and
+    lose nothing when there are many; rows of 4096 are 1-2 % faster with 16 warps than with 8."""
     if elements >= 1024:
-        return max(4, min(16, elements // 512))
+        return min(16, elements // 256)
     return max(1, min(4, elements // 256))
 
 
@@ -130,10 +128,7 @@ def plan(dom: Domain) -> Geometry:
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
         k = Source((red,), K, block, rank - 1)
-        warps = warps_for(per * block)
-        if cdiv(R, per) < FEW_PROGRAMS and not looped:
-            warps = min(16, 2 * warps)  # latency-bound: more threads shorten each program's serial work
-        return Geometry(shape, rank, [p, k], warps, k, looped, {"ROWS": per, "BLOCK": block})
+        return Geometry(shape, rank, [p, k], warps_for(per * block), k, looped, {"ROWS": per, "BLOCK": block})
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_pow2(I), 128)
