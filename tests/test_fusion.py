@@ -244,12 +244,12 @@ def test_fuse_is_idempotent() -> None:
 @pytest.mark.parametrize(
     "shape, block, rows, warps, grid",
     [
-        ((4096, 4096), 4096, 1, 16, 4096),
+        ((4096, 4096), 4096, 1, 8, 4096),
         ((57344, 2048), 2048, 1, 8, 57344),
         ((8192, 1024), 1024, 1, 4, 8192),
         ((32, 2048), 2048, 1, 8, 32),
         ((8192, 128), 128, 16, 8, 512),
-        ((2, 100000), 4096, 1, 16, 2),
+        ((2, 100000), 4096, 1, 8, 2),
     ],
 )
 def test_row_heuristics(shape, block, rows, warps, grid) -> None:

@@ -62,7 +62,7 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
   func.return %r : tensor<2x20000xf32>
 }
 
-// CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 16 : i32, tinyton.grid = array<i64: 2, 1, 1>}
+// CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 2, 1, 1>}
 // CHECK:           %[[M:.+]], %[[S:.+]] = scf.for %{{.+}} iter_args(%[[MI:.+]] = %{{.+}}, %[[SI:.+]] = %{{.+}}) -> (f32, f32) : i32 {
 // CHECK:             tt.load %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xi1> -> tensor<4096xf32>
 // CHECK:             %[[MNEW:.+]] = tt.maximum %[[MI]], %{{.+}} : f32

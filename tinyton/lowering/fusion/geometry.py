@@ -45,12 +45,14 @@ def cdiv(a: int, b: int) -> int:
 
 
 def warps_for(elements: int) -> int:
-    """num_warps from the tile size: 8 elements per thread from 1024 elements up (4 warps at 1024, 8 at
-    2048, 16 from 4096), fewer warps below. Measured on an H200 (bench/tune_row_warps.py,
-    docs/benchmarks.md): rows of 2048 gain from 8 warps when few rows make the kernel latency-bound and
-    lose nothing when there are many; rows of 4096 are 1-2 % faster with 16 warps than with 8."""
+    """num_warps from the tile size: 8 elements per thread up to 8 warps (4 at 1024, 8 at 2048), then 16
+    per thread (8 warps at 4096, 16 from 8192); fewer warps below 1024 elements.
+
+    Measured on an H200 (bench/tune_row_warps.py, bench/probe_rms.py; docs/benchmarks.md): rows of 2048
+    gain from 8 warps when few rows make the kernel latency-bound and lose nothing when there are many;
+    at 4096, 16 warps help softmax by ~2 % but cost rmsnorm 1-2 %, so 8 it is."""
     if elements >= 1024:
-        return min(16, elements // 256)
+        return min(16, elements // 256 if elements <= 2048 else elements // 512)
     return max(1, min(4, elements // 256))
 
 
