@@ -27,7 +27,7 @@ def main() -> None:
             for name, fn, args in (("rmsnorm", rmsnorm, (x, w)), ("softmax", softmax, (x,))):
                 programs._PROGRAMS.clear()
                 fn(*args)
-                row.append(f"{name} {warps} warps {gbps(2 * x.nbytes, median_ms(lambda: fn(*args))):.0f}")
+                row.append(f"{name} {warps} warps {gbps(2 * x.nbytes, median_ms(lambda fn=fn, args=args: fn(*args))):.0f}")
         print(" | ".join(row), flush=True)
     geometry.warps_for = heuristic
 

@@ -23,8 +23,8 @@ for shape in SHAPES:
             geometry.warps_for = heuristic if warps is None else (lambda elements, w=warps: w)
             programs._PROGRAMS.clear()
             fn(*args)
-            times.append(median_ms(lambda: fn(*args)) * 1e3)
-        host = host_us_per_call(lambda: fn(*args), calls=2000)
+            times.append(median_ms(lambda fn=fn, args=args: fn(*args)) * 1e3)
+        host = host_us_per_call(lambda fn=fn, args=args: fn(*args), calls=2000)
         rows.append([name, f"{shape[0]}x{shape[1]}", *times, fn.compile(*args).kernels()[0].num_warps, host])
 geometry.warps_for = heuristic
 print_table("Fused row kernels: µs per call by num_warps", ["program", "shape", "2", "4", "8", "16", "heuristic", "heuristic warps", "host µs/call"], rows)
