@@ -17,6 +17,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
+from tinyton.frontend.tracing import program_function
 
 FORMATS = ("dot", "svg", "png")
 
@@ -24,19 +25,15 @@ _FREE_OPS = (tta.ConstantOp,)
 """Ops that never become launches of their own (scalars folded into their users)."""
 
 
-def _function(module: ModuleOp) -> func.FuncOp:
-    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
-
-
 def count_launches(module: ModuleOp) -> int:
     """Kernels this module launches: one per `tta.fusion`, one per other compute op outside fusions."""
-    ops = list(_function(module).body.block.ops)
+    ops = list(program_function(module).body.block.ops)
     return sum(1 for op in ops if not isinstance(op, (*_FREE_OPS, func.ReturnOp)))
 
 
 def fusions(module: ModuleOp) -> list[tta.FusionOp]:
     """The module's fusion regions in launch (program) order."""
-    return [op for op in _function(module).body.block.ops if isinstance(op, tta.FusionOp)]
+    return [op for op in program_function(module).body.block.ops if isinstance(op, tta.FusionOp)]
 
 
 def _quote(text: str) -> str:
@@ -95,7 +92,7 @@ def _ops(block_ops: Iterator[Operation]) -> Iterator[Operation]:
 
 def to_dot(module_before: ModuleOp, module_after: ModuleOp) -> str:
     """DOT text of the fused program `module_after`; `module_before` gives the unfused launch count."""
-    fn = _function(module_after)
+    fn = program_function(module_after)
     fused, unfused = count_launches(module_after), count_launches(module_before)
     w = _DotWriter()
     title = f"{fn.sym_name.data}: {fused} launch{'es' * (fused != 1)} (fused) / {unfused} unfused"

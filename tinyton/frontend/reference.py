@@ -18,6 +18,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
+from tinyton.frontend.tracing import program_function
 
 
 _BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
@@ -95,5 +96,5 @@ def run_block(block: Block, args: Sequence[Any]) -> list[Any]:
 
 def evaluate(module: ModuleOp, *arrays: Any) -> list[np.ndarray]:
     """Run the module's (first) function on NumPy arrays; returns the list of its results."""
-    fn = next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+    fn = program_function(module)
     return run_block(fn.body.block, [np.asarray(a) for a in arrays])

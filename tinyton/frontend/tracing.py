@@ -101,5 +101,10 @@ RETURNS_TUPLE = "tta.returns_tuple"
 """Unit attribute on the traced func when the Python function returned a tuple (even of one array)."""
 
 
+def program_function(module: ModuleOp) -> func.FuncOp:
+    """The traced program's `func.func` (the one function `trace` puts in its module)."""
+    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+
+
 def returns_tuple(module: ModuleOp) -> bool:
     return any(RETURNS_TUPLE in op.attributes for op in module.body.block.ops)

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
-from tinyton.frontend.tracing import is_array, returns_tuple, trace
+from tinyton.frontend.tracing import is_array, program_function, returns_tuple, trace
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 
@@ -45,14 +45,10 @@ def fused_modules(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None
     graph = trace(fn, args)
     module = fuse_module(graph.clone(), fusion_enabled(fuse))
     module.verify()
-    for op in _function(module).body.block.ops:
+    for op in program_function(module).body.block.ops:
         if not isinstance(op, (tta.FusionOp, tta.ConstantOp, func.ReturnOp)):
             raise RuntimeError(f"internal error: {op.name} was left outside any tta.fusion, so no kernel computes it")
     return graph, module
-
-
-def _function(module: ModuleOp) -> func.FuncOp:
-    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
 
 
 class _LazyAsm(Mapping[str, str]):
@@ -111,9 +107,10 @@ class ArrayProgram:
         inputs = [args[i] for i in self.input_positions]
         sample = inputs[0] if inputs else None
         # is_cuda tells torch's CPU and GPU tensors apart without building a torch.device per call.
-        runner = self._runners.get((type(sample), getattr(sample, "is_cuda", None)))
+        kind = (type(sample), getattr(sample, "is_cuda", None))
+        runner = self._runners.get(kind)
         if runner is None:
-            runner = self._runners[(type(sample), getattr(sample, "is_cuda", None))] = self._runner(sample)
+            runner = self._runners[kind] = self._runner(sample)
         results = runner(inputs)
         return results if self.returns_tuple else results[0]
 
@@ -217,7 +214,7 @@ def build_program(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None
 
     graph, fused = fused_modules(fn, args, fuse)
     launches = list(fusion_to_kernels(fused))
-    body = _function(fused).body.block
+    body = program_function(fused).body.block
 
     slot: dict[SSAValue, int] = {}
     specs: list[tuple[tuple[int, ...], np.dtype]] = []
