@@ -6,11 +6,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
 
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
-from tinyton.frontend.tracing import trace
+from tinyton.frontend.tracing import program_function, trace
 from tinyton.lowering.fusion import KernelSpec, fusion_to_kernels
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.simulator import run
@@ -25,7 +24,7 @@ def compile_program(fn: Callable[..., Any], args: Sequence[np.ndarray], fuse: bo
 
 def execute(module, specs: Sequence[KernelSpec], args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Launch every kernel in order; buffers are flat contiguous arrays keyed by program value."""
-    fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    fn = program_function(module)
     env: dict[Any, np.ndarray] = {}
     for arg, value in zip(fn.body.block.args, (a for a in args if hasattr(a, "shape"))):
         env[arg] = np.ascontiguousarray(value).reshape(-1).copy()
