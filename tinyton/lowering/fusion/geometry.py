@@ -20,6 +20,7 @@ from math import prod
 from xdsl.ir import SSAValue
 
 from tinyton.lowering.fusion.domain import Domain
+from tinyton.language import cdiv, next_power_of_2
 
 MAX_ROW_BLOCK = 16384
 """Longest row kept whole in registers (elements); longer rows are reduced in a loop."""
@@ -31,17 +32,9 @@ MIN_PROGRAMS = 264
 """Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
 
 
-def next_pow2(n: int) -> int:
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
-
-
 def _k_block(K: int) -> int:
     """Tile extent covering a reduced axis of K; an empty axis gets 2 fully masked lanes."""
-    return next_pow2(K) if K else 2
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+    return next_power_of_2(K) if K else 2
 
 
 def warps_for(elements: int) -> int:
@@ -109,7 +102,7 @@ def plan(dom: Domain) -> Geometry:
     shape = dom.shape
     if dom.red is None:
         n = prod(shape)
-        block = min(next_pow2(n), 2048 if n >= 1 << 20 else 1024)
+        block = min(next_power_of_2(n), 2048 if n >= 1 << 20 else 1024)
         src = Source(tuple(range(len(shape))), n, block, 0)
         return Geometry(shape, 1, [src], warps_for(block), notes={"BLOCK": block})
     red = dom.red
@@ -124,7 +117,7 @@ def plan(dom: Domain) -> Geometry:
             block = LOOP_CHUNK
         per = 1
         if block <= 512:
-            per = min(SHORT_ROW_TILE // block, next_pow2(R))
+            per = min(SHORT_ROW_TILE // block, next_power_of_2(R))
             while per > 1 and cdiv(R, per) < MIN_PROGRAMS:
                 per //= 2
         rank = 2 if per > 1 else 1
@@ -133,7 +126,7 @@ def plan(dom: Domain) -> Geometry:
         return Geometry(shape, rank, [p, k], warps_for(per * block), k, looped, {"ROWS": per, "BLOCK": block})
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
-    bi = min(next_pow2(I), 128)
+    bi = min(next_power_of_2(I), 128)
     bk = min(_k_block(K), max(2, 4096 // bi))
     o = Source(outer, prod(shape[:red]))
     k = Source((red,), K, bk, 0)
@@ -145,7 +138,7 @@ def plan_matmul(dom: Domain) -> Geometry:
     """Output tiles `[BM, BN]` (16 to 64 per side, `tt.dot`'s minimum is 16) over the batch axes."""
     shape = dom.shape
     M, N = shape[-2], shape[-1]
-    bm, bn = (max(16, min(64, next_pow2(d))) for d in (M, N))
+    bm, bn = (max(16, min(64, next_power_of_2(d))) for d in (M, N))
     n = len(shape)
     batch = Source(tuple(range(n - 2)), prod(shape[:-2]))
     m = Source((n - 2,), M, bm, 0)

@@ -12,7 +12,7 @@ from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
 from tinyton.lowering.fusion.domain import View
 from tinyton.lowering.fusion.emitter import f32
-from tinyton.lowering.fusion.geometry import next_pow2
+from tinyton.language import next_power_of_2
 
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
@@ -29,7 +29,7 @@ def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[
 
 
 def k_block(K: int) -> int:
-    return max(16, min(32, next_pow2(K)))
+    return max(16, min(32, next_power_of_2(K)))
 
 
 def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
