@@ -8,11 +8,11 @@ The repetitions show the run-to-run spread that a num_warps choice must beat to 
 from __future__ import annotations
 
 import torch
-
-import tinyton.lowering.fusion.geometry as geometry
 from bench_fusion import rmsnorm, softmax, torch_rmsnorm
 from common import gbps, median_ms
-from tinyton.runtime import program as programs
+
+import tinyton.lowering.fusion.geometry as geometry
+from tinyton.frontend import programs
 
 
 def main() -> None:

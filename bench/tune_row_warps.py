@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import torch
-
-import tinyton.lowering.fusion.geometry as geometry
 from bench_fusion import SHAPES, rmsnorm, softmax
 from common import host_us_per_call, median_ms, print_table
-from tinyton.runtime import program as programs
+
+import tinyton.lowering.fusion.geometry as geometry
+from tinyton.frontend import programs
 
 heuristic = geometry.warps_for
 rows = []

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
-from tinyton.frontend.tracing import program_function, trace
+from tinyton.dialects.tta import program_function
+from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import KernelSpec, fusion_to_kernels
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.simulator import run

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+import tinyton.lowering.fusion
+import tinyton.rewrites.pipeline
+from tinyton.cli.graph import render_fusion_graph, to_dot
+from tinyton.compiler import program as compiler_program
 from tinyton.dialects import tta
 from tinyton.frontend import array_ops as tt
-from tinyton.rewrites.outline import outline_each_op, rebuild
+from tinyton.frontend import programs as program_module
 from tinyton.frontend.reference import evaluate, run_block
 from tinyton.frontend.tracing import trace
-from tinyton.cli.graph import render_fusion_graph, to_dot
-from tinyton.runtime import program as program_module
+from tinyton.rewrites.outline import outline_each_op, rebuild
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((4, 8)).astype(np.float32)
@@ -112,19 +113,15 @@ class FakeKernel:
 @pytest.fixture
 def stub_backend(monkeypatch):
     """Stand-ins for the fusion pass, kernel codegen and compiler: regions are evaluated with NumPy."""
-    fake = types.ModuleType("tinyton.lowering.fusion")
-    fake.fusion_to_kernels = lambda module: [FakeSpec(op) for op in module.walk() if isinstance(op, tta.FusionOp)]
-    monkeypatch.setitem(sys.modules, "tinyton.lowering.fusion", fake)
-
-    pipeline = types.ModuleType("tinyton.rewrites.pipeline")
-    pipeline.fuse_module = lambda module, fuse: fuse_whole(module, "whole") if fuse else outline_each_op(module)
-    monkeypatch.setitem(sys.modules, "tinyton.rewrites.pipeline", pipeline)
+    fusion_to_kernels = lambda module: [FakeSpec(op) for op in module.walk() if isinstance(op, tta.FusionOp)]
+    monkeypatch.setattr(tinyton.lowering.fusion, "fusion_to_kernels", fusion_to_kernels)
+    fuse_module = lambda module, fuse: fuse_whole(module, "whole") if fuse else outline_each_op(module)
+    monkeypatch.setattr(tinyton.rewrites.pipeline, "fuse_module", fuse_module)
 
     launched: list[str] = []
-    import tinyton.compiler
     from tinyton.runtime import driver
 
-    monkeypatch.setattr(tinyton.compiler, "compile_module", lambda fusion, **_: FakeKernel(fusion, launched))
+    monkeypatch.setattr(compiler_program, "compile_module", lambda fusion, **_: FakeKernel(fusion, launched))
     monkeypatch.setattr(driver, "is_available", lambda: False)
     program_module._PROGRAMS.clear()
     return launched

@@ -15,8 +15,8 @@ import pytest
 
 from tinyton.compiler import compile_module
 from tinyton.frontend.jit import JITFunction
+from tinyton.frontend.programs import _PROGRAMS
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.runtime.program import _PROGRAMS
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 HAVE_MLIR_TOOLS = Path("/usr/lib/llvm-22/bin/mlir-translate").exists()

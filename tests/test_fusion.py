@@ -9,9 +9,9 @@ import pytest
 from fusion_helpers import compile_program, run_program
 from xdsl.dialects import scf
 
+from tinyton.analysis.domain import NotFusable, analyze
 from tinyton.dialects import tt, tta
 from tinyton.frontend import array_ops as ops
-from tinyton.lowering.fusion.domain import NotFusable, analyze
 from tinyton.rewrites.fuse import Planner
 from tinyton.runtime.simulator import run
 

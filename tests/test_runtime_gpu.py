@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from llvm_kernels import row_sum, vector_add
 
-from tinyton.lowering.ptx import compile_llvm_module, default_arch
+from tinyton.lowering.ptx import compile_llvm_module
 from tinyton.runtime import driver
 from tinyton.runtime.arrays import as_kernel_argument, empty, to_device, zeros
 
@@ -18,7 +18,7 @@ VADD_PARAMS = (driver.POINTER, driver.POINTER, driver.POINTER, "i4")
 
 @cache
 def vadd_module() -> driver.Module:
-    return driver.Module.from_ptx(compile_llvm_module(vector_add())["ptx"])
+    return driver.Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
 
 
 def vadd(n: int) -> tuple[driver.Launcher, tuple[int, int, int]]:
@@ -30,7 +30,7 @@ def test_device_properties():
     dev = driver.device()
     assert dev.compute_capability >= (7, 0) and dev.sm_count > 0 and dev.warp_size == 32
     assert dev.max_shared_per_block_optin >= dev.max_shared_per_block >= 48 * 1024
-    assert default_arch() == "sm_{}{}".format(*dev.compute_capability)
+    assert driver.default_arch() == "sm_{}{}".format(*dev.compute_capability)
 
 
 def test_vector_add():
@@ -47,7 +47,7 @@ def test_vector_add():
 def test_row_sum_shuffles_and_shared_memory():
     rows, n = 64, 1000
     x = np.random.default_rng(1).standard_normal((rows, n), dtype=np.float32)
-    module = driver.Module.from_ptx(compile_llvm_module(row_sum())["ptx"])
+    module = driver.Module.from_ptx(compile_llvm_module(row_sum(), arch=driver.default_arch())["ptx"])
     launcher = driver.Launcher(module.function("row_sum"), (driver.POINTER, driver.POINTER, "i4"))
     dx, out = to_device(x), empty(rows)
     launcher.launch((rows, 1, 1), 128, 0, 0, (dx.ptr, out.ptr, n))

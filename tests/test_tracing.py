@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from tinyton.dialects import tta
+from tinyton.dialects.tta import returns_tuple
+from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops as tt
-from tinyton.frontend.errors import CompilationError
-from tinyton.frontend.tracing import returns_tuple, trace
+from tinyton.frontend.tracing import trace
 
 X = np.zeros((4, 8), np.float32)
 W = np.ones(8, np.float32)

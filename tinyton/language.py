@@ -10,81 +10,26 @@ anywhere else it says where it belongs.
 
 from __future__ import annotations
 
-import builtins
 import functools
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
-from xdsl.ir import Attribute
-
 from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as tt.MAX_TILE_ELEMENTS
-from tinyton.frontend.errors import CompilationError
+from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
+from tinyton.errors import CompilationError
+from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
+from tinyton.frontend.jit import JITFunction
+from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
+from tinyton.frontend.traced import ARRAY_IMPLS, is_tracing
+from tinyton.frontend.values import KERNEL_BUILDERS
+from tinyton.intmath import cdiv, next_power_of_2  # noqa: F401 - re-exported as tt.cdiv, tt.next_power_of_2
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 # ---------------------------------------------------------------------------------------------
-# Element types and constexpr
+# Compile-time helpers
 # ---------------------------------------------------------------------------------------------
-
-
-class dtype:
-    """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.int32`, `tt.int1`."""
-
-    __slots__ = ("ir", "name", "np")
-
-    def __init__(self, name: str, ir: Attribute, np_dtype: type):
-        self.name, self.ir, self.np = name, ir, np.dtype(np_dtype)
-
-    def __repr__(self) -> str:
-        return f"tt.{self.name}"
-
-
-int1 = dtype("int1", i1, np.bool_)
-int32 = dtype("int32", i32, np.int32)
-float16 = dtype("float16", Float16Type(), np.float16)
-float32 = dtype("float32", Float32Type(), np.float32)
-DTYPES = (int1, int32, float16, float32)
-_BY_KEY: dict[Any, dtype] = {k: d for d in DTYPES for k in (d, d.ir, d.np, d.name)}
-
-
-def dtype_of(x: Any) -> dtype:
-    """The tinyton dtype of `x`: a tt dtype, an xDSL type, or a NumPy/torch dtype (or its name)."""
-    found = _BY_KEY.get(x)
-    candidates = (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1])  # torch.float32 -> float32
-    while found is None and candidates:
-        candidate, *candidates = candidates
-        try:
-            found = _BY_KEY.get(np.dtype(candidate))
-        except TypeError:
-            continue
-    if found is None:
-        name = getattr(x, "__name__", x)
-        raise CompilationError(f"unsupported dtype {name}; tinyton supports int1 (bool), int32, float16 and float32")
-    return found
-
-
-class constexpr:
-    """Annotation of a compile-time parameter (`BLOCK: tt.constexpr`).
-
-    Its value is folded into the kernel (usable in shapes, `tt.arange` bounds and `range`) and is part of
-    the specialisation key, so each distinct value compiles one variant."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-
-def cdiv(a: int, b: int) -> int:
-    """Ceiling division, for grid sizes: `cdiv(n, BLOCK)` programs cover `n` elements."""
-    return -(-a // b)
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of two >= n (tile dimensions must be powers of two)."""
-    return 1 << builtins.max(int(n) - 1, 0).bit_length()
 
 
 def static_range(start: int, end: int | None = None, step: int = 1) -> range:
@@ -92,20 +37,12 @@ def static_range(start: int, end: int | None = None, step: int = 1) -> range:
     return range(start, end, step) if end is not None else range(start)
 
 
+static_range.__tt_builtin__ = "static_range"  # type: ignore[attr-defined] - the code generator unrolls it
+
+
 # ---------------------------------------------------------------------------------------------
 # Builtin dispatch
 # ---------------------------------------------------------------------------------------------
-
-ARRAY_IMPLS: dict[str, Callable[..., Any]] = {}
-"""Array-program implementations of the builtins by name (filled by tinyton/frontend/array_ops.py)."""
-
-KERNEL_BUILDERS: list[Any] = []
-"""Stack of active `TileBuilder`s: non-empty while the code generator compiles a kernel."""
-
-
-def _tracing() -> bool:
-    traced = sys.modules.get("tinyton.frontend.traced")
-    return traced is not None and traced.is_tracing()
 
 
 def builtin(fn: F) -> F:
@@ -117,7 +54,7 @@ def builtin(fn: F) -> F:
         if KERNEL_BUILDERS:
             return fn(*args, **kwargs)
         traced = any(hasattr(a, "__tt_traced__") for a in (*args, *kwargs.values()))
-        if traced or _tracing():
+        if traced or is_tracing():
             impl = ARRAY_IMPLS.get(name)
             if impl is None:
                 raise CompilationError(f"tt.{name} is not supported in array programs")
@@ -306,8 +243,6 @@ take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embe
 def jit(fn: Callable[..., Any]) -> Any:
     """Compile `fn` on first use: a kernel (no `return <value>`, launch with `fn[grid](...)`) or an
     array program (returns arrays, call it directly)."""
-    from tinyton.frontend.jit import JITFunction
-
     return JITFunction(fn)
 
 

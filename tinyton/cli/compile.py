@@ -104,7 +104,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tinyton.frontend.errors import CompilationError
+    from tinyton.errors import CompilationError
 
     options = parser().parse_args(argv)
     try:

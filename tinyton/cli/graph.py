@@ -17,7 +17,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
-from tinyton.frontend.tracing import program_function
+from tinyton.dialects.tta import program_function
 
 FORMATS = ("dot", "svg", "png")
 
@@ -167,7 +167,7 @@ def graph_command(target: str, shapes: Sequence[str], fmt: str = "dot", dtype: s
     import numpy as np
 
     from tinyton.cli.loading import load_function
-    from tinyton.runtime.program import fused_modules
+    from tinyton.frontend.programs import fused_modules
 
     path, _, name = target.rpartition(":")
     if not path or not name:

@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I32,
     I64,
     DenseArrayBase,
     IntegerAttr,
+    ModuleOp,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -336,6 +338,20 @@ class YieldOp(IRDLOperation):
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
+
+
+RETURNS_TUPLE = "tta.returns_tuple"
+"""Unit attribute on a traced program's func when the Python function returned a tuple (even of one array)."""
+
+
+def program_function(module: ModuleOp) -> func.FuncOp:
+    """An array program's `func.func` (the one function the tracer puts in its module)."""
+    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
+
+
+def returns_tuple(module: ModuleOp) -> bool:
+    """Whether the traced Python function returned a tuple rather than one array."""
+    return any(RETURNS_TUPLE in op.attributes for op in module.body.block.ops)
 
 
 Tta = Dialect(

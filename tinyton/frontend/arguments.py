@@ -17,9 +17,9 @@ import numpy as np
 from xdsl.dialects.builtin import i1, i32
 from xdsl.ir import Attribute
 
-from tinyton import language
 from tinyton.dialects.tt import PointerType
-from tinyton.frontend.errors import CompilationError
+from tinyton.dtypes import dtype_of
+from tinyton.errors import CompilationError
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
 
@@ -119,7 +119,7 @@ def argument_type(arg: Any) -> tuple[Attribute, bool]:
             "DeviceArray) or Python numbers"
         )
     try:
-        element = language.dtype_of(dtype)
+        element = dtype_of(dtype)
     except CompilationError:
         raise CompilationError(
             f"arrays of {dtype} are not supported; kernels take float32, float16, int32 or bool arrays"

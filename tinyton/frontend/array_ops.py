@@ -1,4 +1,4 @@
-"""The `tt.*` builtins on traced arrays (NumPy semantics), registered in `tinyton.language.ARRAY_IMPLS`.
+"""The `tt.*` builtins on traced arrays (NumPy semantics), registered in `traced.ARRAY_IMPLS`.
 
 `tinyton/language.py` forwards a builtin call whose arguments include a traced value to
 `ARRAY_IMPLS[name](*args, **kwargs)`; this module provides those implementations. Each one normalises
@@ -18,9 +18,9 @@ from xdsl.ir import Operation
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
-from tinyton.frontend.dtypes import element_of, is_scalar
-from tinyton.frontend.errors import error
-from tinyton.frontend.traced import Traced, as_traced, current_tracer
+from tinyton.errors import error
+from tinyton.frontend.promotion import element_of, is_scalar
+from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
 
@@ -243,45 +243,34 @@ def getitem(x: Traced, key: Any) -> Traced:
     return reshape(x, tuple(shape))
 
 
-ARRAY_IMPLS: dict[str, Callable[..., Traced]] = {
-    "exp": exp,
-    "log": log,
-    "sqrt": sqrt,
-    "rsqrt": rsqrt,
-    "abs": abs,
-    "maximum": maximum,
-    "minimum": minimum,
-    "relu": relu,
-    "where": where,
-    "sum": sum,
-    "reduce_sum": sum,
-    "max": max,
-    "reduce_max": max,
-    "min": min,
-    "reduce_min": min,
-    "mean": mean,
-    "reduce_mean": mean,
-    "dot": dot,
-    "matmul": matmul,
-    "zeros": zeros,
-    "ones": ones,
-    "full": full,
-    "broadcast_to": broadcast_to,
-    "reshape": reshape,
-    "transpose": transpose,
-    "take": take,
-}
-
-
-def install() -> None:
-    """Fill `tinyton.language.ARRAY_IMPLS` (idempotent; a no-op until language.py defines it)."""
-    try:
-        from tinyton import language
-    except ImportError:
-        return
-    registry = getattr(language, "ARRAY_IMPLS", None)
-    if registry is not None:
-        registry.update(ARRAY_IMPLS)
-
-
-install()
+ARRAY_IMPLS.update(
+    {
+        "exp": exp,
+        "log": log,
+        "sqrt": sqrt,
+        "rsqrt": rsqrt,
+        "abs": abs,
+        "maximum": maximum,
+        "minimum": minimum,
+        "relu": relu,
+        "where": where,
+        "sum": sum,
+        "reduce_sum": sum,
+        "max": max,
+        "reduce_max": max,
+        "min": min,
+        "reduce_min": min,
+        "mean": mean,
+        "reduce_mean": mean,
+        "dot": dot,
+        "matmul": matmul,
+        "zeros": zeros,
+        "ones": ones,
+        "full": full,
+        "broadcast_to": broadcast_to,
+        "reshape": reshape,
+        "transpose": transpose,
+        "take": take,
+        "getitem": getitem,
+    }
+)

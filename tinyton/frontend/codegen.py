@@ -35,18 +35,20 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton import language
+from tinyton.errors import CompilationError
 from tinyton.frontend.control_flow import ControlFlow, Undefined
-from tinyton.frontend.errors import CompilationError
 from tinyton.frontend.semantic import TileBuilder
-from tinyton.frontend.source import KernelSource, constexpr_value
+from tinyton.frontend.source import KernelSource, constexpr, constexpr_value
 from tinyton.frontend.values import (
+    KERNEL_BUILDERS,
     TILE_ATTRIBUTES,
     TILE_METHODS,
     Tile,
+    builtin_name,
     describe,
     f32,
 )
+from tinyton.intmath import cdiv, next_power_of_2
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -69,7 +71,7 @@ UNSUPPORTED = {
     ast.Pow: "`**` is not supported; multiply (x * x) or use tt.exp/tt.log",
     ast.MatMult: "`@` is not supported in kernels; use tt.dot(a, b)",
 }
-COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, language.cdiv, language.next_power_of_2)
+COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, cdiv, next_power_of_2)
 """Plain functions a kernel may call on constexpr values (evaluated while compiling)."""
 
 
@@ -142,15 +144,16 @@ class KernelCodegen(ControlFlow):
         current = self.lookup(node.target.id)
         op = self.binop(node.op)
         call = node.value
-        if op == "+" and isinstance(call, ast.Call) and self.visit(call.func) is language.dot:
+        fn = self.visit(call.func) if isinstance(call, ast.Call) else None
+        if op == "+" and builtin_name(fn) == "dot":
             args, kwargs = self.arguments(call)
             fits = isinstance(current, Tile) and current.element == f32 and len(args) == 2 and not kwargs
             if fits and all(isinstance(x, Tile) and len(x.shape) == 2 for x in args):
                 fits = current.shape == (args[0].shape[0], args[1].shape[1])
             if fits:  # acc += tt.dot(a, b) accumulates in place: one tt.dot
-                self.scope[node.target.id] = self.call(language.dot, [*args, current], {})
+                self.scope[node.target.id] = self.call(fn, [*args, current], {})
                 return
-            value = self.call(language.dot, args, kwargs)
+            value = self.call(fn, args, kwargs)
         else:
             value = self.visit(node.value)
         self.scope[node.target.id] = self.b.binary(op, current, value)
@@ -294,7 +297,7 @@ class KernelCodegen(ControlFlow):
             except TypeError as e:
                 raise CompilationError(f"{'tt.' + builtin_name if builtin_name else 'x.to'}(): {e}") from None
             return fn(*args, **kwargs)
-        if fn is language.constexpr:
+        if fn is constexpr:
             return args[0] if len(args) == 1 and not kwargs else fn(*args, **kwargs)
         if any(fn is f for f in COMPILE_TIME_FUNCTIONS):
             if any(isinstance(a, Tile) for a in (*args, *kwargs.values())):
@@ -332,7 +335,7 @@ def build_kernel(
     block = function.body.block
     builder = TileBuilder(block)
     scope: dict[str, Any] = {p.name: constexpr_value(constexprs[p.name]) for p in source.params if p.constexpr}
-    language.KERNEL_BUILDERS.append(builder)
+    KERNEL_BUILDERS.append(builder)
     try:
         for p, arg in zip(runtime, block.args):
             arg.name_hint = p.name
@@ -342,7 +345,7 @@ def build_kernel(
         except _Return:
             pass
     finally:
-        language.KERNEL_BUILDERS.pop()
+        KERNEL_BUILDERS.pop()
     block.add_op(func.ReturnOp())
     module = ModuleOp([function], attributes={"tt.num_warps": IntegerAttr(num_warps, 32)})
     cse(module)  # Python code repeats subexpressions (row * n_cols, rm[:, None], constants)

@@ -16,11 +16,17 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Block, Region
 
-from tinyton import language
 from tinyton.dialects.tt import element_type, is_float, shape_of
-from tinyton.frontend.errors import CompilationError
+from tinyton.errors import CompilationError
 from tinyton.frontend.semantic import TileBuilder
-from tinyton.frontend.values import SELECT, Tile, describe, is_number, promote
+from tinyton.frontend.values import (
+    SELECT,
+    Tile,
+    builtin_name,
+    describe,
+    is_number,
+    promote,
+)
 
 UNROLL_MAX_TRIPS = 8
 """Loops with constexpr bounds and at most this many iterations are unrolled at compile time."""
@@ -115,7 +121,7 @@ class ControlFlow:
             raise CompilationError("the loop variable must be a single name")
         it = node.iter
         fn = self.visit(it.func) if isinstance(it, ast.Call) else None
-        if fn is not range and fn is not language.static_range:
+        if fn is not range and builtin_name(fn) != "static_range":
             raise CompilationError("kernels loop over range(...) or tt.static_range(...) only")
         args, kwargs = self.arguments(it)
         if kwargs or not 1 <= len(args) <= 3:
@@ -125,12 +131,12 @@ class ControlFlow:
             if not all(isinstance(b, int) for b in bounds):
                 raise CompilationError(f"range bounds must be integers, got {', '.join(map(describe, bounds))}")
             trips = range(*bounds) if bounds[2] else None
-            if trips is not None and (fn is language.static_range or len(trips) <= UNROLL_MAX_TRIPS):
+            if trips is not None and (builtin_name(fn) == "static_range" or len(trips) <= UNROLL_MAX_TRIPS):
                 for i in trips:
                     self.scope[node.target.id] = i
                     self.visit_body(node.body)
                 return
-        elif fn is language.static_range:
+        elif builtin_name(fn) == "static_range":
             raise CompilationError("tt.static_range needs constexpr bounds; use range() for runtime bounds")
         if isinstance(bounds[2], int) and bounds[2] <= 0:
             raise CompilationError(f"a runtime loop needs a positive step, got {bounds[2]}")

@@ -9,7 +9,7 @@ them, compute the specialisation key (constexpr values and types, argument types
 pointers and ints, num_warps) and compile the variant if it is new.
 
 A function whose body has a `return <value>` is an array program instead: calling it traces, fuses and
-runs it (tinyton/runtime/program.py).
+runs it (tinyton/frontend/programs.py, then tinyton/compiler/program.py).
 """
 
 from __future__ import annotations
@@ -24,13 +24,16 @@ from typing import Any
 from xdsl.ir import Attribute
 
 from tinyton.compiler import CompiledKernel, compile_module, normalize_grid
+from tinyton.errors import CompilationError
 from tinyton.frontend.arguments import (
     argument_type,
     classifier,
     simulator_argument,
 )
-from tinyton.frontend.errors import CompilationError
+from tinyton.frontend.codegen import build_kernel
+from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
+from tinyton.runtime import driver
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -43,8 +46,6 @@ def backend() -> str:
     if choice not in ("cuda", "sim", "auto"):
         raise ValueError(f"TINYTON_BACKEND must be cuda, sim or auto, got {choice!r}")
     if choice == "auto":
-        from tinyton.runtime import driver
-
         if driver.is_available():
             return "cuda"
         print("tinyton: no GPU found, running on the NumPy simulator", file=sys.stderr)
@@ -101,8 +102,6 @@ class JITFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.is_kernel:
             raise TypeError(f"`{self.__name__}` is a kernel: launch kernels with kernel[grid](...)")
-        from tinyton.runtime.program import run_array_program
-
         return run_array_program(self.fn, self._positional(args, kwargs))
 
     def _positional(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
@@ -160,8 +159,6 @@ class JITFunction:
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         """The variant these arguments launch (`num_warps=`, constexprs by name), compiled, not launched."""
         if not self.is_kernel:
-            from tinyton.runtime.program import compile_array_program
-
             fuse = kwargs.pop("fuse", None)
             return compile_array_program(self.fn, self._positional(args, kwargs), fuse=fuse)
         self._require_source()
@@ -231,8 +228,6 @@ class JITFunction:
         return plan
 
     def _compile(self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], num_warps: int) -> CompiledKernel:
-        from tinyton.frontend.codegen import build_kernel
-
         runtime = [self.params[i] for i in self._runtime]
         signature = {p.name: t for p, (t, _) in zip(runtime, specs)}
         divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}

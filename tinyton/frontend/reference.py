@@ -17,9 +17,8 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
-from tinyton.frontend.tracing import program_function
-
+from tinyton.dialects.tta import program_function
+from tinyton.dtypes import ELEMENT_TO_NUMPY
 
 _BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
     tta.AddOp: np.add,

@@ -20,9 +20,9 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i32
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton import language
 from tinyton.dialects import tt
-from tinyton.frontend.errors import CompilationError
+from tinyton.dtypes import dtype_of
+from tinyton.errors import CompilationError
 from tinyton.frontend.values import (
     ARITH,
     BITWISE,
@@ -134,12 +134,12 @@ class TileBuilder:
         return self.constant(x, natural_element(x))
 
     def cast(self, x: Any, dtype: Any) -> Tile:
-        elem = language.dtype_of(dtype).ir
+        elem = dtype_of(dtype).ir
         x = self.constant(x, elem) if is_number(x) else self.tile(x, "cast")
         if x.element == elem:
             return x
         if x.is_pointer:
-            raise CompilationError(f"cannot convert pointers ({x.type}) to {language.dtype_of(dtype)}")
+            raise CompilationError(f"cannot convert pointers ({x.type}) to {dtype_of(dtype)}")
         return self.emit(tt.CastOp(x.value, elem))
 
     def broadcast(self, x: Tile, to: tuple[int, ...]) -> Tile:
@@ -258,7 +258,7 @@ class TileBuilder:
 
     def full(self, shape_: Any, value: Any, dtype: Any) -> Tile:
         dims = check_block_shape((shape_,) if isinstance(shape_, int) else tuple(shape_), "block shape")
-        elem = language.dtype_of(dtype).ir
+        elem = dtype_of(dtype).ir
         if isinstance(value, Tile) and value.shape:
             raise CompilationError(f"tt.full needs a scalar value, got {describe(value)}")
         return self.operand(value, elem, dims)

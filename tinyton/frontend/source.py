@@ -12,8 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from tinyton import language
-from tinyton.frontend.errors import CompilationError, SourceLocation
+from tinyton.errors import CompilationError, SourceLocation
+
+
+class constexpr:
+    """Annotation of a compile-time parameter (`BLOCK: tt.constexpr`).
+
+    Its value is folded into the kernel (usable in shapes, `tt.arange` bounds and `range`) and is part of
+    the specialisation key, so each distinct value compiles one variant."""
+
+    def __init__(self, value: Any):
+        self.value = value
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,7 @@ class Param:
 
 def constexpr_value(value: Any) -> Any:
     """A Python value as the code generator sees it: NumPy scalars become Python numbers, lists tuples."""
-    if isinstance(value, language.constexpr):
+    if isinstance(value, constexpr):
         return value.value
     if isinstance(value, list):
         return tuple(value)
@@ -103,7 +112,7 @@ def _is_constexpr(annotation: ast.expr | None, namespace: dict) -> bool:
         value = eval(compile(ast.Expression(annotation), "<annotation>", "eval"), namespace)
     except Exception:
         return ast.unparse(annotation).rsplit(".", 1)[-1] == "constexpr"
-    return value is language.constexpr
+    return value is constexpr
 
 
 def _is_kernel(fdef: ast.FunctionDef) -> bool:

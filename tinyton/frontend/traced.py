@@ -13,14 +13,26 @@ from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntAttr, IntegerAttr, StringAttr, i1
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    StringAttr,
+    i1,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, is_int, shape_of
-from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY, element_of, is_scalar, result_element
-from tinyton.frontend.errors import error, user_location
+from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.errors import error, user_location
+from tinyton.frontend.promotion import element_of, is_scalar, result_element
+
+ARRAY_IMPLS: dict[str, Callable[..., Any]] = {}
+"""The array-program implementation of each `tt.*` builtin and `Traced` method, by name; filled by
+tinyton/frontend/array_ops.py, which builds on this module."""
 
 _TRACER: ContextVar[Tracer | None] = ContextVar("tinyton_tracer", default=None)
 
@@ -141,43 +153,29 @@ class Traced:
     astype = to
 
     def reshape(self, *shape: Any) -> Traced:
-        from tinyton.frontend.array_ops import reshape
-
-        return reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        return ARRAY_IMPLS["reshape"](self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
     def transpose(self, *axes: Any) -> Traced:
-        from tinyton.frontend.array_ops import transpose
-
-        return transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
+        return ARRAY_IMPLS["transpose"](self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None))
 
     @property
     def T(self) -> Traced:
         return self.transpose()
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        from tinyton.frontend.array_ops import sum
-
-        return sum(self, axis, keepdims)
+        return ARRAY_IMPLS["sum"](self, axis, keepdims)
 
     def max(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        from tinyton.frontend.array_ops import max
-
-        return max(self, axis, keepdims)
+        return ARRAY_IMPLS["max"](self, axis, keepdims)
 
     def min(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        from tinyton.frontend.array_ops import min
-
-        return min(self, axis, keepdims)
+        return ARRAY_IMPLS["min"](self, axis, keepdims)
 
     def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        from tinyton.frontend.array_ops import mean
-
-        return mean(self, axis, keepdims)
+        return ARRAY_IMPLS["mean"](self, axis, keepdims)
 
     def __getitem__(self, key: Any) -> Traced:
-        from tinyton.frontend.array_ops import getitem
-
-        return getitem(self, key)
+        return ARRAY_IMPLS["getitem"](self, key)
 
     # ---- Python protocols that would need a concrete value ----------------------------------
     def _no_value(self, what: str) -> Exception:
@@ -281,14 +279,10 @@ class Traced:
         return self.tracer.emit(op, a.value, b.value)
 
     def __matmul__(self, o: Any) -> Traced:
-        from tinyton.frontend.array_ops import matmul
-
-        return matmul(self, o)
+        return ARRAY_IMPLS["matmul"](self, o)
 
     def __rmatmul__(self, o: Any) -> Traced:
-        from tinyton.frontend.array_ops import matmul
-
-        return matmul(o, self)
+        return ARRAY_IMPLS["matmul"](o, self)
 
     def __neg__(self) -> Traced:
         if self.element == i1:

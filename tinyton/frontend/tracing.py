@@ -22,8 +22,9 @@ from xdsl.ir import Attribute, Region
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
-from tinyton.frontend.dtypes import element_of, is_scalar
-from tinyton.frontend.errors import CompilationError, error
+from tinyton.errors import CompilationError, error
+from tinyton.frontend import array_ops  # noqa: F401 - registers what traced values do
+from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
 
 
@@ -49,9 +50,6 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
 
     Array arguments become function arguments (named after the Python parameters); other arguments
     are compile-time constants. The function returns one array or a tuple of arrays."""
-    from tinyton.frontend import array_ops
-
-    array_ops.install()
     fn = getattr(fn, "fn", fn)  # a JITFunction wraps the Python function
     try:
         params = list(inspect.signature(fn).parameters)
@@ -88,23 +86,10 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
         Region(tracer.block),
     )
     if isinstance(out, (tuple, list)):
-        function.attributes[RETURNS_TUPLE] = UnitAttr()
+        function.attributes[tta.RETURNS_TUPLE] = UnitAttr()
     module = ModuleOp([function])
     try:
         module.verify()
     except VerifyException as e:  # a tracer bug, not a user error: keep the IR in the message
         raise CompilationError(f"internal error: traced IR does not verify: {e}\n{module}") from e
     return module
-
-
-RETURNS_TUPLE = "tta.returns_tuple"
-"""Unit attribute on the traced func when the Python function returned a tuple (even of one array)."""
-
-
-def program_function(module: ModuleOp) -> func.FuncOp:
-    """The traced program's `func.func` (the one function `trace` puts in its module)."""
-    return next(op for op in module.body.block.ops if isinstance(op, func.FuncOp))
-
-
-def returns_tuple(module: ModuleOp) -> bool:
-    return any(RETURNS_TUPLE in op.attributes for op in module.body.block.ops)

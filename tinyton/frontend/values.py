@@ -15,7 +15,6 @@ from typing import Any
 from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, i1, i32
 from xdsl.ir import Attribute, SSAValue
 
-from tinyton import language
 from tinyton.dialects.tt import (
     MAX_TILE_ELEMENTS,
     element_type,
@@ -23,9 +22,15 @@ from tinyton.dialects.tt import (
     is_pointer,
     shape_of,
 )
-from tinyton.frontend.errors import CompilationError
+from tinyton.dtypes import dtype, dtype_of
+from tinyton.errors import CompilationError
 
 f16, f32 = Float16Type(), Float32Type()
+
+
+KERNEL_BUILDERS: list[Any] = []
+"""Stack of active `TileBuilder`s: non-empty while the code generator compiles a kernel (the builtins of
+tinyton/language.py forward to the top one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +56,24 @@ class Tile:
         return is_pointer(self.value.type)
 
     @property
-    def dtype(self) -> language.dtype:
-        return language.dtype_of(self.element)
+    def dtype(self) -> dtype:
+        return dtype_of(self.element)
 
     def to(self, dtype: Any) -> Tile:
         """Convert the elements to `dtype` (floats to ints truncate)."""
-        return language.KERNEL_BUILDERS[-1].cast(self, dtype)
+        return KERNEL_BUILDERS[-1].cast(self, dtype)
 
 
 TILE_METHODS = frozenset({Tile.to})
 TILE_ATTRIBUTES = frozenset({"to", "shape", "dtype"})
+
+
+def builtin_name(fn: Any) -> str | None:
+    """The name of a `tt.*` builtin (`"dot"`, `"static_range"`), None for any other value.
+
+    The code generator recognises the builtins it treats specially by this mark, not by importing the
+    language module, which sits above the frontend."""
+    return getattr(fn, "__tt_builtin__", None)
 
 
 def is_number(x: Any) -> bool:

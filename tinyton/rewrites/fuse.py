@@ -1,5 +1,8 @@
 """`tinyton-fuse`: PDL patterns first, then greedy producer→consumer fusion over the op graph.
 
+Takes: a module of `func.func`s of tta ops (a traced array program). Gives: the same functions with every
+compute op inside a `tta.fusion` region, each region one kernel, in topological order.
+
 Rules (XLA-style, the legality of each merge decided by the codegen's own domain analysis, so every
 group is one kernel the codegen can emit):
 - elementwise into elementwise; elementwise producers into a reduction (prologue);
@@ -26,8 +29,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.domain import NotFusable, analyze
 from tinyton.dialects import tta
-from tinyton.lowering.fusion.domain import NotFusable, analyze
 from tinyton.rewrites.outline import (
     Group,
     default_kind,

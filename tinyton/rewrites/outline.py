@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tinyton.analysis.domain import VIEWS, NotFusable, analyze
 from tinyton.dialects import tta
-from tinyton.lowering.fusion.domain import VIEWS, NotFusable, analyze
 
 Group = tuple[list[Operation], str | None]
 

@@ -1,5 +1,8 @@
 """`tinyton-fuse-patterns`: declarative fusion patterns (`*.pdl.mlir`, package data) → named regions.
 
+Takes: a module of `func.func`s of tta ops. Gives: the same, with each matched chain outlined into a
+`tta.fusion` region whose `kind` names the pattern (softmax, rmsnorm, ...); unmatched ops stay as they are.
+
 The patterns are data: each `pdl.pattern` matches a DAG of tta ops and ends in
 `pdl.rewrite %root with "outline_fusion"(%kind)`. xDSL 0.74's PDL interpreter matches and checks
 native constraints but has no `apply_native_rewrite` and cannot create regions, so this pass runs

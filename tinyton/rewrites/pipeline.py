@@ -1,6 +1,6 @@
-"""Entry point of the fusion stage for the array-program executor.
+"""Entry point of the fusion stage for the array-program compiler (tinyton/compiler/program.py).
 
-    module = trace(fn, args)            # one func.func of tta ops
+    module = trace(fn, args)            # tinyton.frontend.tracing: one func.func of tta ops
     fuse_module(module, fuse=True)      # -> tta.fusion regions, one kernel each
     specs = fusion_to_kernels(module)   # tinyton.lowering.fusion
 """

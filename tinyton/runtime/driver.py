@@ -143,6 +143,15 @@ def device() -> Device:
     )
 
 
+@cache
+def default_arch() -> str:
+    """The `sm_NN` to compile for: device 0's when a GPU is usable, else `sm_90`."""
+    if is_available():
+        major, minor = device().compute_capability
+        return f"sm_{major}{minor}"
+    return "sm_90"
+
+
 def synchronize() -> None:
     """Wait for all work on the context."""
     _ctx()

@@ -19,8 +19,8 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.lowering.fusion.domain import Domain
-from tinyton.language import cdiv, next_power_of_2
+from tinyton.analysis.domain import Domain
+from tinyton.intmath import cdiv, next_power_of_2
 
 MAX_ROW_BLOCK = 16384
 """Longest row kept whole in registers (elements); longer rows are reduced in a loop."""

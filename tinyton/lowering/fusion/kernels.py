@@ -1,4 +1,8 @@
-"""Each `tta.fusion` region becomes one tt kernel plus the facts needed to launch it (`KernelSpec`).
+"""`tinyton-fusion-to-kernels`: each `tta.fusion` region becomes one tt kernel (`KernelSpec` adds the
+facts needed to launch it).
+
+Takes: a module whose functions hold `tta.fusion` regions (the output of `tinyton-fuse`). Gives: that
+module with one nested `builtin.module` per region, holding the region's tt kernel (`func.func` of tt ops).
 
 Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output (contiguous
 buffers of the value's shape; rank-0 values are one-element buffers). Shapes are compile-time
@@ -27,9 +31,9 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.domain import analyze
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type
-from tinyton.lowering.fusion.domain import analyze
 from tinyton.lowering.fusion.emitter import Emitter
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
 from tinyton.lowering.fusion.region import RegionEmitter

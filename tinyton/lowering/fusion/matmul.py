@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from xdsl.ir import SSAValue
 
+from tinyton.analysis.domain import View
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
-from tinyton.lowering.fusion.domain import View
+from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import f32
-from tinyton.language import next_power_of_2
 
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:

@@ -13,15 +13,15 @@ from typing import Any
 
 from xdsl.ir import Block, Operation, SSAValue
 
-from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
-from tinyton.lowering.fusion.domain import (
+from tinyton.analysis.domain import (
     Domain,
     Map,
     View,
     contiguous_strides,
     is_trivial,
 )
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
 

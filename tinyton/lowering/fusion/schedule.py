@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from tinyton.analysis.domain import is_trivial
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.lowering.fusion.domain import is_trivial
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.region import (

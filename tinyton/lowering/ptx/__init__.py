@@ -4,7 +4,6 @@ from tinyton.lowering.ptx.compile import (
     TOOLCHAINS,
     assemble_ptx,
     compile_llvm_module,
-    default_arch,
     resolve_toolchain,
 )
 from tinyton.lowering.ptx.toolchain import ToolchainError
@@ -14,6 +13,5 @@ __all__ = [
     "ToolchainError",
     "assemble_ptx",
     "compile_llvm_module",
-    "default_arch",
     "resolve_toolchain",
 ]

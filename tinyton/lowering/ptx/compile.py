@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from functools import cache
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.lowering.ptx import mlir_path
-from tinyton.lowering.ptx.toolchain import ToolchainError, find_tool, parse_arch, run_tool
+from tinyton.lowering.ptx.llvmlite_path import compile_with_llvmlite
+from tinyton.lowering.ptx.toolchain import (
+    ToolchainError,
+    find_tool,
+    parse_arch,
+    run_tool,
+)
 
 TOOLCHAINS = ("mlir", "llvmlite")
 _EXTERN_FUNC = re.compile(r"^\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w.$]+)", re.M)
@@ -27,34 +32,19 @@ def resolve_toolchain(toolchain: str | None = None) -> str:
     return choice
 
 
-@cache
-def default_arch() -> str:
-    """`sm_NN` of device 0 when a GPU is usable, else `sm_90`."""
-    from tinyton.runtime import driver
-
-    if driver.is_available():
-        major, minor = driver.device().compute_capability
-        return f"sm_{major}{minor}"
-    return "sm_90"
-
-
-def compile_llvm_module(
-    module: ModuleOp, *, arch: str | None = None, toolchain: str | None = None
-) -> dict[str, str]:
+def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = None) -> dict[str, str]:
     """
-    Compile a module in the llvm (+ nvvm, llvm_extra) dialects to PTX.
+    Compile a module in the llvm (+ nvvm, llvm_extra) dialects to PTX for `arch` (`sm_NN`, decided by the
+    caller: the lowering knows no device).
 
     Returns the stages `llvm-mlir` (the printed input), `llvm-ir` (after O3) and `ptx`.
     Raises `ToolchainError` with the failing tool's diagnostics.
     """
-    arch = arch or default_arch()
     parse_arch(arch)
     module.verify()
     if resolve_toolchain(toolchain) == "mlir":
         stages = mlir_path.compile_with_mlir_tools(module, arch)
     else:
-        from tinyton.lowering.ptx.llvmlite_path import compile_with_llvmlite
-
         stages = compile_with_llvmlite(module, arch)
     # The driver does not link: an external function (such as an `llvm.*` name that
     # is no intrinsic, which LLVM silently declares) would only fail at load time.
@@ -67,7 +57,7 @@ def compile_llvm_module(
     return stages
 
 
-def assemble_ptx(ptx: str, arch: str | None = None) -> bytes:
+def assemble_ptx(ptx: str, arch: str) -> bytes:
     """Assemble PTX with `ptxas` into a cubin; `ToolchainError` if it is rejected."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
@@ -76,5 +66,5 @@ def assemble_ptx(ptx: str, arch: str | None = None) -> bytes:
         cubin = Path(tmp, "kernel.cubin")
         source = Path(tmp, "kernel.ptx")
         source.write_text(ptx)
-        run_tool([ptxas, f"-arch={arch or default_arch()}", str(source), "-o", str(cubin)])
+        run_tool([ptxas, f"-arch={arch}", str(source), "-o", str(cubin)])
         return cubin.read_bytes()

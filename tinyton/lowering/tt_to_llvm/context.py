@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerType, i32
@@ -22,6 +21,8 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
 from tinyton.dialects import nvvm, tt
+from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
+from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR, SHARED_PTR, Emitter, T
 from tinyton.lowering.tt_to_llvm.layouts import (
     LANES,
@@ -29,10 +30,6 @@ from tinyton.lowering.tt_to_llvm.layouts import (
     register_map,
     replica_mask,
 )
-
-if TYPE_CHECKING:
-    from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
-    from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 
 SMEM_LIMIT = 48 * 1024
 """Static shared memory a kernel may use without opting in at launch."""
@@ -89,6 +86,10 @@ def lowers(*op_types: type[Operation]) -> Callable[[T], T]:
     return register
 
 
+LayoutConversion = Callable[["KernelContext", Sequence[SSAValue], Layout, Attribute, Layout], list[SSAValue]]
+"""Moves a tile's registers between two layouts that share no registers: `(ctx, regs, src, elem, dst)`."""
+
+
 class KernelContext(Emitter):
     def __init__(
         self,
@@ -97,8 +98,12 @@ class KernelContext(Emitter):
         assign: LayoutAssignment,
         axis: AxisAnalysis,
         smem_symbol: str,
+        convert_layout: LayoutConversion,
     ):
+        """`convert_layout` is the shared-memory conversion (tinyton/lowering/tt_to_llvm/shared.py); the
+        pass passes it in because shared-memory staging is built on this context's helpers."""
         super().__init__(func)
+        self.convert_layout = convert_layout
         self.num_warps = num_warps
         self.assign = assign
         self.axis = axis
@@ -246,9 +251,7 @@ class KernelContext(Emitter):
         mapping = register_map(entry.layout, layout)
         if mapping is not None:
             return [entry.regs[i] for i in mapping]
-        from tinyton.lowering.tt_to_llvm.shared import convert_layout
-
-        return convert_layout(self, entry.regs, entry.layout, llvm_type(value.type), layout)
+        return self.convert_layout(self, entry.regs, entry.layout, llvm_type(value.type), layout)
 
     def _materialize(self, lazy: Lazy, layout: Layout) -> list[SSAValue]:
         if layout not in lazy.cache:

@@ -1,4 +1,9 @@
-"""The `tinyton-to-llvm` pass: a tt kernel module becomes an llvm + nvvm kernel."""
+"""The `tinyton-to-llvm` pass: a tt kernel module becomes an llvm + nvvm kernel.
+
+Takes: a module holding one `func.func` of tt (and scf/arith) ops, or modules nesting such kernel modules
+(the output of `tinyton-fusion-to-kernels`). Gives: each kernel as an `llvm.func` with the `nvvm.kernel`
+attribute, of llvm + nvvm (+ llvm_extra) ops only, ready for the PTX backend (tinyton/lowering/ptx).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +23,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
-# Importing the op modules registers their lowerings.
-from tinyton.lowering.tt_to_llvm import (  # noqa: F401
+from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
     control_flow,
     dot,
     elementwise,
@@ -29,6 +33,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type
+from tinyton.lowering.tt_to_llvm.shared import convert_layout
 
 NUM_WARPS_ATTR = "tt.num_warps"
 DEFAULT_NUM_WARPS = 4
@@ -83,7 +88,7 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
 
     smem = f"{name}_smem"
-    ctx = KernelContext(fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem)
+    ctx = KernelContext(fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem, convert_layout)
     for arg, param in zip(kernel.args, fn.body.block.args):
         ctx.set(arg, None, [param])
     ctx.lower_block(kernel.body.block)

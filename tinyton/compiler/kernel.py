@@ -2,7 +2,8 @@
 
 Independent of the Python frontend: `@tt.jit` kernels and the array-program executor both call
 `compile_module`. Nothing is lowered until a stage needs it (`.asm["ptx"]`, `.launch`), so simulator-only
-runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text.
+runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text. The target architecture is
+decided here (the GPU's, else sm_90) and passed down to the PTX backend.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
 from tinyton.dialects import tt
+from tinyton.runtime import driver
+from tinyton.runtime.arrays import as_kernel_argument
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 _POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
@@ -122,19 +125,15 @@ class CompiledKernel:
 
     def _compile(self, use_cache: bool) -> None:
         """Lower to PTX (from the disk cache when only the PTX is needed)."""
-        from tinyton.lowering.ptx import (
-            compile_llvm_module,
-            default_arch,
-            resolve_toolchain,
-        )
+        # The lowering, LLVM and the cache are imported on first use: `import tinyton` stays light.
+        from tinyton.lowering.ptx import compile_llvm_module, resolve_toolchain
+        from tinyton.lowering.tt_to_llvm import lower_to_llvm
         from tinyton.runtime.cache import CacheEntry, cache_key, default_cache
 
-        arch, toolchain = self.arch or default_arch(), resolve_toolchain(self.toolchain)
+        arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
         key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
         entry = default_cache().get(key) if use_cache else None
         if entry is None:
-            from tinyton.lowering.tt_to_llvm import lower_to_llvm
-
             llvm = self.module.clone()
             info = lower_to_llvm(llvm, self.num_warps)
             self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
@@ -147,8 +146,6 @@ class CompiledKernel:
     def launcher(self) -> Any:
         """The driver's `Launcher` of this kernel (compiles and loads the PTX on first use)."""
         if self._launcher is None:
-            from tinyton.runtime import driver
-
             function = driver.Module.from_ptx(self.stage("ptx")).function(self.name)
             self._launcher = driver.Launcher(function, self.param_kinds)
         return self._launcher
@@ -159,8 +156,6 @@ class CompiledKernel:
 
     def launch(self, grid: Sequence[int], args: Sequence[Any], stream: int = 0) -> None:
         """Run on the GPU. Host arrays are staged on the device and copied back when the kernel writes them."""
-        from tinyton.runtime.arrays import as_kernel_argument
-
         grid3 = normalize_grid(grid)
         if 0 in grid3:
             return
@@ -172,7 +167,9 @@ class CompiledKernel:
 
     def simulate(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run on the NumPy simulator: pointer arguments are NumPy arrays, updated in place."""
-        from tinyton.runtime import simulator
+        from tinyton.runtime import (
+            simulator,  # on first use: the xDSL interpreter is slow to import
+        )
 
         simulator.run(self.module, normalize_grid(grid), args)
 

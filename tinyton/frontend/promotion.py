@@ -13,13 +13,8 @@ import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
 from xdsl.ir import Attribute
 
-NUMPY_TO_ELEMENT: dict[np.dtype, Attribute] = {
-    np.dtype(np.float32): Float32Type(),
-    np.dtype(np.float16): Float16Type(),
-    np.dtype(np.int32): i32,
-    np.dtype(np.bool_): i1,
-}
-ELEMENT_TO_NUMPY: dict[Attribute, np.dtype] = {v: k for k, v in NUMPY_TO_ELEMENT.items()}
+from tinyton.dtypes import NUMPY_TO_ELEMENT
+
 _PROMOTION_RANK = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 3}
 _KIND = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 2}
 """bool < int < float: a weak Python scalar only changes the type when it is of a higher kind."""

@@ -1,4 +1,8 @@
-"""`CompilationError`: a user-facing error that points at the kernel's (or array program's) source line."""
+"""`CompilationError`: a user-facing error that points at the kernel's (or array program's) source line.
+
+It sits at the bottom of the import graph: every layer, from the dialects' verifiers to the CLI, may
+raise it or add a location to it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-_TINYTON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TINYTON_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
-"""Array programs: trace -> fuse -> one tt kernel per `tta.fusion` -> launch them in order.
+"""Array programs: a traced tta module -> fuse -> one tt kernel per `tta.fusion` -> launch them in order.
 
-`compile_array_program(fn, args)` builds an `ArrayProgram` (cached per input shapes, dtypes, baked-in
-scalars and `fuse`); calling it allocates the intermediates and outputs, launches each kernel in program
+`build_program(graph, ...)` builds an `ArrayProgram` from the module the frontend traced (the frontend
+caches it per input shapes, dtypes, baked-in scalars and `fuse`); calling it allocates the intermediates and outputs, launches each kernel in program
 order and returns NumPy arrays for NumPy inputs, or arrays of the caller's device type (torch tensors,
 `DeviceArray`s) for device inputs. Without a GPU the kernels run in the NumPy simulator.
 
@@ -14,7 +14,6 @@ inputs, then to its outputs.
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,10 +23,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from tinyton.frontend.dtypes import ELEMENT_TO_NUMPY
-from tinyton.frontend.tracing import is_array, program_function, returns_tuple, trace
+from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tta import program_function, returns_tuple
+from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.runtime import arrays, driver
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -38,17 +39,18 @@ def fusion_enabled(fuse: bool | None = None) -> bool:
     return value is None or value.strip().lower() not in ("0", "false", "off", "no")
 
 
-def fused_modules(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None = None) -> tuple[ModuleOp, ModuleOp]:
-    """The traced module and a copy of it with every compute op in a `tta.fusion` (one per op unfused)."""
-    from tinyton.rewrites.pipeline import fuse_module
+def fused_module(graph: ModuleOp, fuse: bool | None = None) -> ModuleOp:
+    """A copy of the traced module with every compute op in a `tta.fusion` (one per op unfused)."""
+    from tinyton.rewrites.pipeline import (
+        fuse_module,  # on first use: networkx and PDL are slow to import
+    )
 
-    graph = trace(fn, args)
     module = fuse_module(graph.clone(), fusion_enabled(fuse))
     module.verify()
     for op in program_function(module).body.block.ops:
         if not isinstance(op, (tta.FusionOp, tta.ConstantOp, func.ReturnOp)):
             raise RuntimeError(f"internal error: {op.name} was left outside any tta.fusion, so no kernel computes it")
-    return graph, module
+    return module
 
 
 class _LazyAsm(Mapping[str, str]):
@@ -95,11 +97,9 @@ class ArrayProgram:
     asm: Mapping[str, str] = field(default_factory=dict)
     _runners: dict[tuple[Any, ...], Callable[[list[Any]], tuple[Any, ...]]] = field(default_factory=dict, repr=False)
 
-    def _kernel(self, step: _Step) -> Any:
+    def _kernel(self, step: _Step) -> CompiledKernel:
         """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
         if step.compiled is None:
-            from tinyton.compiler import compile_module
-
             step.compiled = compile_module(step.launch.module, num_warps=step.launch.num_warps)
         return step.compiled
 
@@ -116,8 +116,6 @@ class ArrayProgram:
 
     def _runner(self, sample: Any) -> Callable[[list[Any]], tuple[Any, ...]]:
         """The call path for inputs like `sample`, with everything that does not change per call bound."""
-        from tinyton.runtime import driver
-
         memory = _Memory.for_inputs(sample, driver.is_available())
         prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
         temporaries = self.buffer_specs[len(self.input_positions) :]
@@ -147,7 +145,7 @@ class ArrayProgram:
 
         return launch
 
-    def kernels(self) -> list[Any]:
+    def kernels(self) -> list[CompiledKernel]:
         """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
         return [self._kernel(step) for step in self.steps]
 
@@ -189,8 +187,6 @@ class _Memory:
             to_caller = _identity
         if not on_gpu:
             return _Memory(_host_array, np.empty, to_caller)
-        from tinyton.runtime import arrays
-
         def prepare(x: Any) -> Any:
             return x if hasattr(x, "__cuda_array_interface__") else arrays.to_device(_host_array(x))
 
@@ -207,12 +203,18 @@ def _host_array(x: Any) -> np.ndarray:
     return np.ascontiguousarray(x.numpy() if not isinstance(x, np.ndarray) and hasattr(x, "numpy") else x)
 
 
-def build_program(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None = None) -> ArrayProgram:
-    """Trace, fuse, generate the kernels and plan the buffers of `fn` for these arguments."""
-    from tinyton.compiler import normalize_grid
-    from tinyton.lowering.fusion import fusion_to_kernels
+def build_program(
+    graph: ModuleOp, name: str, input_positions: Sequence[int], fuse: bool | None = None
+) -> ArrayProgram:
+    """Fuse, generate the kernels and plan the buffers of a traced program.
 
-    graph, fused = fused_modules(fn, args, fuse)
+    `input_positions` are the indices of the Python arguments that are arrays (the program's inputs, in
+    the order of the traced function's arguments); the others were baked into the trace."""
+    from tinyton.lowering.fusion import (
+        fusion_to_kernels,  # on first use, as the fusion passes
+    )
+
+    fused = fused_module(graph, fuse)
     launches = list(fusion_to_kernels(fused))
     body = program_function(fused).body.block
 
@@ -239,11 +241,11 @@ def build_program(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None
     outputs = tuple(buffer(v) for v in body.last_op.operands)
 
     program = ArrayProgram(
-        name=getattr(fn, "__name__", "program"),
+        name=name,
         graph=graph,
         fused=fused,
         num_launches=len(steps),
-        input_positions=tuple(i for i, a in enumerate(args) if is_array(a)),
+        input_positions=tuple(input_positions),
         buffer_specs=specs,
         steps=steps,
         outputs=outputs,
@@ -255,40 +257,3 @@ def build_program(fn: Callable[..., Any], args: Sequence[Any], fuse: bool | None
     makers["ptx"] = lambda: "\n".join(k.asm["ptx"] for k in program.kernels())
     program.asm = _LazyAsm(makers)
     return program
-
-
-def _signature_key(args: Sequence[Any]) -> tuple[Any, ...]:
-    """What a compiled program is specialised on: array shapes and dtypes, and the other arguments."""
-    return tuple(map(_argument_key, args))
-
-
-def _argument_key(a: Any) -> Any:
-    if is_array(a):
-        return a.shape, a.dtype  # both hashable for NumPy, torch and device arrays; no str() on the hot path
-    try:
-        hash(a)
-        return type(a), a
-    except TypeError:
-        return type(a), repr(a)
-
-
-_PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], ArrayProgram]] = weakref.WeakKeyDictionary()
-
-
-def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> ArrayProgram:
-    """The compiled program of `fn` for `args` (cached per signature and fusion setting)."""
-    fn = getattr(fn, "fn", fn)
-    fuse = fusion_enabled(fuse)
-    programs = _PROGRAMS.get(fn)
-    if programs is None:
-        programs = _PROGRAMS[fn] = {}
-    key = (_signature_key(args), fuse)
-    program = programs.get(key)
-    if program is None:
-        program = programs[key] = build_program(fn, args, fuse)
-    return program
-
-
-def run_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> Any:
-    """`fn(*args)` as an array program: compile (cached) and run."""
-    return compile_array_program(fn, args, fuse=fuse)(*args)
