@@ -59,7 +59,7 @@ def per_call_ns(fn: Callable[[], object], number: int = 200_000) -> float:
 
 
 def main(n: int) -> None:
-    drv = driver._driver()
+    drv = driver.driver_api()
     module = driver.Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
     fn = module.function("vadd4")
     a, b, c = empty(512), empty(512), empty(512)

@@ -18,11 +18,16 @@ from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as
 from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
+from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
 from tinyton.frontend.traced import ARRAY_IMPLS, is_tracing
 from tinyton.frontend.values import KERNEL_BUILDERS
 from tinyton.intmath import cdiv, next_power_of_2  # noqa: F401 - re-exported as tt.cdiv, tt.next_power_of_2
+from tinyton.runtime.arrays import DeviceArray, to_device  # noqa: F401 - tt.to_device(x): an array on the GPU
+from tinyton.runtime.driver import Stream  # noqa: F401 - tt.Stream(): a CUDA stream
+from tinyton.runtime.graphs import CudaGraph  # noqa: F401 - tt.CudaGraph: capture and replay by hand
+from tinyton.runtime.streams import stream  # noqa: F401 - `with tt.stream(s):` launches go to s
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -249,6 +254,10 @@ def jit(fn: Callable[..., Any]) -> Any:
 __all__ = [
     "DTYPES",
     "CompilationError",
+    "CudaGraph",
+    "DeviceArray",
+    "Graphed",
+    "Stream",
     "abs",
     "arange",
     "broadcast_to",
@@ -261,6 +270,7 @@ __all__ = [
     "float16",
     "float32",
     "full",
+    "graphed",
     "int1",
     "int32",
     "jit",
@@ -285,8 +295,10 @@ __all__ = [
     "sqrt",
     "static_range",
     "store",
+    "stream",
     "sum",
     "take",
+    "to_device",
     "transpose",
     "where",
     "zeros",

@@ -29,6 +29,7 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.runtime import arrays, driver
+from tinyton.runtime.streams import current_stream
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -136,11 +137,16 @@ class ArrayProgram:
             kernel = self._kernel(step)
             launches.append((kernel.launcher.launch, step.grid, kernel.threads, step.slots))
 
+        torch_inputs, host_results = memory.torch_inputs, memory.host_results
+
         def launch(inputs: list[Any]) -> tuple[Any, ...]:
+            stream = current_stream(torch_inputs)
             buffers = [prepare(x) for x in inputs] + [allocate(shape, dtype) for shape, dtype in temporaries]
             addresses = [address(b) for b in buffers]
             for run, grid, threads, slots in launches:
-                run(grid, threads, 0, 0, tuple([addresses[i] for i in slots]))
+                run(grid, threads, 0, stream, tuple([addresses[i] for i in slots]))
+            if stream and host_results:  # the copies back below run on the default stream
+                driver.stream_synchronize(stream)
             return tuple([finish(buffers[i]) for i in outputs])
 
         return launch
@@ -163,6 +169,10 @@ class _Memory:
     finish: Callable[[Any], Any]
     address: Callable[[Any], int] | None = None
     """Device address of a buffer; None when the kernels run on the simulator."""
+    torch_inputs: bool = False
+    """torch CUDA tensors come in: launches follow torch's current stream."""
+    host_results: bool = False
+    """Results are copied back to the host after the launches."""
 
     @staticmethod
     def for_inputs(sample: Any, on_gpu: bool) -> _Memory:
@@ -177,6 +187,7 @@ class _Memory:
                 lambda shape, dtype: empty(shape, dtype=dtypes[dtype], device=device),
                 _identity,
                 torch.Tensor.data_ptr,
+                torch_inputs=True,
             )
         host = sample is None or isinstance(sample, np.ndarray) or is_torch
         if is_torch:
@@ -191,7 +202,7 @@ class _Memory:
             return x if hasattr(x, "__cuda_array_interface__") else arrays.to_device(_host_array(x))
 
         finish = (lambda b: to_caller(b.numpy()) if isinstance(b, arrays.DeviceArray) else b) if host else _identity
-        return _Memory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value)
+        return _Memory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value, host_results=host)
 
 
 def _identity(x: Any) -> Any:

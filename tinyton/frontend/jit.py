@@ -34,6 +34,7 @@ from tinyton.frontend.codegen import build_kernel
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.runtime import driver
+from tinyton.runtime.streams import current_stream
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -54,13 +55,14 @@ def backend() -> str:
 
 
 class _Plan:
-    """One plan key's launch: the compiled variant, and whether the GPU fast path applies (all runtime
-    arguments device-resident or scalars, whose values the classifier extracts)."""
+    """One plan key's launch: the compiled variant, whether the GPU fast path applies (all runtime
+    arguments device-resident or scalars, whose values the classifier extracts), and whether torch tensors
+    come in (then launches follow torch's current stream, unless the caller chose one)."""
 
-    __slots__ = ("fast", "kernel", "launch", "threads")
+    __slots__ = ("fast", "kernel", "launch", "threads", "torch_inputs")
 
-    def __init__(self, kernel: CompiledKernel, fast: bool):
-        self.kernel, self.fast = kernel, fast
+    def __init__(self, kernel: CompiledKernel, fast: bool, torch_inputs: bool = False):
+        self.kernel, self.fast, self.torch_inputs = kernel, fast, torch_inputs
         self.launch = kernel.launcher.launch if fast else None
         self.threads = kernel.threads
 
@@ -138,9 +140,9 @@ class JITFunction:
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs)
         if plan.fast and values is not None:
-            plan.launch(grid, plan.threads, 0, 0, values)
+            plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
         elif backend() == "cuda":
-            plan.kernel.launch(grid, self._runtime_args(args, kwargs))
+            plan.kernel.launch(grid, self._runtime_args(args, kwargs), current_stream(plan.torch_inputs))
         else:
             plan.kernel.simulate(grid, [simulator_argument(a) for a in self._runtime_args(args, kwargs)])
 
@@ -219,7 +221,8 @@ class JITFunction:
         try:
             return self._plans[keys]
         except KeyError:
-            plan = _Plan(kernel, backend() == "cuda" and None not in parameter_values)
+            torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in values)
+            plan = _Plan(kernel, backend() == "cuda" and None not in parameter_values, torch_inputs)
         except TypeError:  # an unhashable constexpr: such calls always take the slow path
             return _Plan(kernel, False)
         if len(self._plans) >= MAX_PLANS:

@@ -12,7 +12,8 @@ Classification dispatches on the argument's type, with one cached classifier per
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -21,6 +22,20 @@ import numpy as np
 import numpy.typing as npt
 
 from tinyton.runtime import driver
+
+
+_KEEPERS: list[list[DeviceArray]] = []
+"""Lists that every new DeviceArray is appended to (graph captures keep their memory alive this way)."""
+
+
+@contextmanager
+def keep_allocations(into: list[DeviceArray]) -> Iterator[None]:
+    """Append every DeviceArray allocated inside the block to `into`."""
+    _KEEPERS.append(into)
+    try:
+        yield
+    finally:
+        _KEEPERS.remove(into)
 
 
 class DeviceArray:
@@ -34,6 +49,8 @@ class DeviceArray:
         self.nbytes = prod(self.shape) * self.dtype.itemsize
         self.ptr = driver.alloc(self.nbytes)
         self._argument = KernelArgument(self.ptr, self.dtype, True)
+        for keeper in _KEEPERS:
+            keeper.append(self)
 
     @property
     def size(self) -> int:

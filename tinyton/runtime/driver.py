@@ -36,7 +36,7 @@ class CudaError(RuntimeError):
 
 
 def _describe(code: int) -> tuple[str, str]:
-    drv = _driver()
+    drv = driver_api()
     try:
         result = drv.CUresult(int(code))
         return drv.cuGetErrorName(result)[1].decode(), drv.cuGetErrorString(result)[1].decode()
@@ -45,16 +45,17 @@ def _describe(code: int) -> tuple[str, str]:
 
 
 @cache
-def _driver() -> Any:
+def driver_api() -> Any:
+    """cuda-python's `cuda.bindings.driver` module, imported on first use."""
     from cuda.bindings import driver
 
     return driver
 
 
-def _call(fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
-    """Call a driver function; return its single output (or the tuple, or None)."""
+def call(fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+    """Call a driver function; return its single output (or the tuple, or None); `CudaError` on failure."""
     err, *outputs = fn(*args)
-    if err != _driver().CUresult.CUDA_SUCCESS:
+    if err != driver_api().CUresult.CUDA_SUCCESS:
         raise CudaError(fn.__name__, err)
     if len(outputs) > 1:
         return tuple(outputs)
@@ -80,11 +81,11 @@ class _Context:
     """Device 0 and its primary context, made current on the initializing thread."""
 
     def __init__(self):
-        drv = _driver()
-        _call(drv.cuInit, 0)
-        self.device = _call(drv.cuDeviceGet, 0)
-        self.context = _call(drv.cuDevicePrimaryCtxRetain, self.device)
-        _call(drv.cuCtxSetCurrent, self.context)
+        drv = driver_api()
+        call(drv.cuInit, 0)
+        self.device = call(drv.cuDeviceGet, 0)
+        self.context = call(drv.cuDevicePrimaryCtxRetain, self.device)
+        call(drv.cuCtxSetCurrent, self.context)
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
         self.launch_kernel = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
@@ -124,22 +125,22 @@ def unavailable_reason() -> str | None:
 @cache
 def device() -> Device:
     """Properties of the current device (device 0)."""
-    drv, dev = _driver(), _ctx().device
+    drv, dev = driver_api(), _ctx().device
     attr = drv.CUdevice_attribute
 
     def get(name: str) -> int:
-        return _call(drv.cuDeviceGetAttribute, getattr(attr, f"CU_DEVICE_ATTRIBUTE_{name}"), dev)
+        return call(drv.cuDeviceGetAttribute, getattr(attr, f"CU_DEVICE_ATTRIBUTE_{name}"), dev)
 
     return Device(
         ordinal=0,
-        name=_call(drv.cuDeviceGetName, 256, dev).split(b"\0")[0].decode(),
+        name=call(drv.cuDeviceGetName, 256, dev).split(b"\0")[0].decode(),
         compute_capability=(get("COMPUTE_CAPABILITY_MAJOR"), get("COMPUTE_CAPABILITY_MINOR")),
         sm_count=get("MULTIPROCESSOR_COUNT"),
         warp_size=get("WARP_SIZE"),
         max_threads_per_block=get("MAX_THREADS_PER_BLOCK"),
         max_shared_per_block=get("MAX_SHARED_MEMORY_PER_BLOCK"),
         max_shared_per_block_optin=get("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
-        total_memory=_call(drv.cuDeviceTotalMem, dev),
+        total_memory=call(drv.cuDeviceTotalMem, dev),
     )
 
 
@@ -155,14 +156,20 @@ def default_arch() -> str:
 def synchronize() -> None:
     """Wait for all work on the context."""
     _ctx()
-    _call(_driver().cuCtxSynchronize)
+    call(driver_api().cuCtxSynchronize)
 
 
-def _release(destroy: str, handle: Any) -> None:
+def stream_synchronize(handle: int) -> None:
+    """Wait for the work queued on the stream with this raw handle (0: the default stream)."""
+    drv = driver_api()
+    call(drv.cuStreamSynchronize, drv.CUstream(handle))
+
+
+def release(destroy: str, handle: Any) -> None:
     """Destroy a handle from `__del__`, where raising is useless (e.g. at exit)."""
     if handle is not None and _context is not None:
         try:
-            getattr(_driver(), destroy)(handle)
+            getattr(driver_api(), destroy)(handle)
         except Exception:
             pass
 
@@ -171,16 +178,18 @@ class Stream:
     """A CUDA stream; `handle` (an int) is what `Launcher.launch` and the copies take."""
 
     def __init__(self, *, non_blocking: bool = True):
-        drv = _driver()
+        drv = driver_api()
         _ctx()
         flags = drv.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else 0
-        self._stream = _call(drv.cuStreamCreate, flags)
+        self._stream = call(drv.cuStreamCreate, flags)
         self.handle = int(self._stream)
+        self.raw = self._stream
+        """The cuda-python `CUstream` object (what the bindings take)."""
 
     def synchronize(self) -> None:
-        _call(_driver().cuStreamSynchronize, self._stream)
+        call(driver_api().cuStreamSynchronize, self._stream)
 
-    def __del__(self, _release=_release):  # bound now: module globals are gone at interpreter exit
+    def __del__(self, _release=release):  # bound now: module globals are gone at interpreter exit
         _release("cuStreamDestroy", getattr(self, "_stream", None))
 
 
@@ -189,30 +198,30 @@ class Stream:
 
 def alloc(nbytes: int) -> int:
     _ctx()
-    return int(_call(_driver().cuMemAlloc, max(nbytes, 1)))
+    return int(call(driver_api().cuMemAlloc, max(nbytes, 1)))
 
 
 def free(ptr: int) -> None:
-    _call(_driver().cuMemFree, ptr)
+    call(driver_api().cuMemFree, ptr)
 
 
 def memcpy_htod(dst: int, src: np.ndarray, stream: int | None = None) -> None:
-    drv = _driver()
+    drv = driver_api()
     _call_on(stream, drv.cuMemcpyHtoD, drv.cuMemcpyHtoDAsync, dst, _host_address(src), src.nbytes)
 
 
 def memcpy_dtoh(dst: np.ndarray, src: int, stream: int | None = None) -> None:
-    drv = _driver()
+    drv = driver_api()
     _call_on(stream, drv.cuMemcpyDtoH, drv.cuMemcpyDtoHAsync, _host_address(dst), src, dst.nbytes)
 
 
 def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
-    drv = _driver()
+    drv = driver_api()
     _call_on(stream, drv.cuMemcpyDtoD, drv.cuMemcpyDtoDAsync, dst, src, nbytes)
 
 
 def memset(ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
-    drv = _driver()
+    drv = driver_api()
     _call_on(stream, drv.cuMemsetD8, drv.cuMemsetD8Async, ptr, byte, nbytes)
 
 
@@ -221,9 +230,9 @@ def _call_on(
 ) -> None:
     """`sync(*args)` without a stream, else its `...Async` variant `on_stream(*args, stream)`."""
     if stream is None:
-        _call(sync, *args)
+        call(sync, *args)
     else:
-        _call(on_stream, *args, stream)
+        call(on_stream, *args, stream)
 
 
 def _host_address(array: np.ndarray) -> int:
@@ -237,7 +246,7 @@ class Module:
 
     def __init__(self, image: bytes):
         _ctx()
-        self._module = _call(_driver().cuModuleLoadData, image)
+        self._module = call(driver_api().cuModuleLoadData, image)
 
     @classmethod
     def from_ptx(cls, ptx: str) -> Module:
@@ -245,12 +254,12 @@ class Module:
 
     def function(self, name: str, *, dynamic_shared_bytes: int = 0) -> Function:
         """The kernel `name`, allowed `dynamic_shared_bytes` of dynamic shared memory."""
-        fn = Function(self, _call(_driver().cuModuleGetFunction, self._module, name.encode()), name)
+        fn = Function(self, call(driver_api().cuModuleGetFunction, self._module, name.encode()), name)
         if dynamic_shared_bytes > _DEFAULT_SHARED_LIMIT:
             fn.set_max_dynamic_shared(dynamic_shared_bytes)
         return fn
 
-    def __del__(self, _release=_release):  # bound now: module globals are gone at interpreter exit
+    def __del__(self, _release=release):  # bound now: module globals are gone at interpreter exit
         _release("cuModuleUnload", getattr(self, "_module", None))
 
 
@@ -265,15 +274,15 @@ class Function:
 
     def attribute(self, name: str) -> int:
         """`cuFuncGetAttribute`, e.g. `attribute("NUM_REGS")`, `"SHARED_SIZE_BYTES"`."""
-        drv = _driver()
+        drv = driver_api()
         attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
-        return _call(drv.cuFuncGetAttribute, attr, self.handle)
+        return call(drv.cuFuncGetAttribute, attr, self.handle)
 
     def set_max_dynamic_shared(self, nbytes: int) -> None:
         """Opt in to more than 48 KiB of dynamic shared memory."""
-        drv = _driver()
+        drv = driver_api()
         attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _call(drv.cuFuncSetAttribute, self.handle, attr, nbytes)
+        call(drv.cuFuncSetAttribute, self.handle, attr, nbytes)
 
 
 def _param_dtype(kind: str | npt.DTypeLike) -> np.dtype:
