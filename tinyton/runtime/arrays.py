@@ -23,7 +23,6 @@ import numpy.typing as npt
 
 from tinyton.runtime import driver
 
-
 _KEEPERS: list[list[DeviceArray]] = []
 """Lists that every new DeviceArray is appended to (graph captures keep their memory alive this way)."""
 

@@ -23,6 +23,7 @@ from tinyton.dialects import tt
 
 from .errors import SimulatorError
 
+
 @dataclass(frozen=True, slots=True)
 class Pointer:
     """A pointer value: `offsets` (int64 elements, any shape) from the start of argument array `buffer`."""
