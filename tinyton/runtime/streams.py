@@ -9,9 +9,10 @@ torch work around it; everything else goes to the default stream (handle 0).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import cache
 from typing import Any
 
 _CURRENT: ContextVar[int | None] = ContextVar("tinyton_stream", default=None)
@@ -42,11 +43,21 @@ def explicit_stream() -> int | None:
     return _CURRENT.get()
 
 
-def torch_stream() -> int:
-    """torch's current CUDA stream on the current device (only called when torch CUDA tensors came in)."""
+@cache
+def _torch_raw_stream() -> Callable[[], int]:
+    """The cheapest way to read torch's current raw stream: its C entry point (what Triton uses), ~0.2 µs
+    against several µs for `torch.cuda.current_stream()`, which builds a Stream object per call."""
     import torch  # only reached with torch tensors in hand: torch is already imported
 
-    return int(torch.cuda.current_stream().cuda_stream)
+    raw, device = getattr(torch._C, "_cuda_getCurrentRawStream", None), getattr(torch._C, "_cuda_getDevice", None)
+    if raw is None or device is None:
+        return lambda: int(torch.cuda.current_stream().cuda_stream)
+    return lambda: int(raw(device()))
+
+
+def torch_stream() -> int:
+    """torch's current CUDA stream on the current device (only called when torch CUDA tensors came in)."""
+    return _torch_raw_stream()()
 
 
 def current_stream(torch_inputs: bool = False) -> int:
