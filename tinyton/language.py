@@ -241,6 +241,7 @@ ones = _array_only("ones", "An array of ones: `tt.ones(shape, dtype)`.")
 matmul = _array_only("matmul", "NumPy's matmul (`a @ b`).")
 reshape = _array_only("reshape", "NumPy's reshape.")
 transpose = _array_only("transpose", "NumPy's transpose.")
+swapaxes = _array_only("swapaxes", "NumPy's swapaxes: `tt.swapaxes(k, -1, -2)` transposes the last two axes.")
 broadcast_to = _array_only("broadcast_to", "NumPy's broadcast_to.")
 take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
 
@@ -297,6 +298,7 @@ __all__ = [
     "store",
     "stream",
     "sum",
+    "swapaxes",
     "take",
     "to_device",
     "transpose",

@@ -20,6 +20,12 @@ def _fuse_patterns() -> type[ModulePass]:
     return FusePatternsPass
 
 
+def _flash_attention() -> type[ModulePass]:
+    from tinyton.rewrites.patterns import FlashAttentionPass
+
+    return FlashAttentionPass
+
+
 def _fuse() -> type[ModulePass]:
     from tinyton.rewrites.fuse import FusePass
 
@@ -35,6 +41,7 @@ def _fusion_to_kernels() -> type[ModulePass]:
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-to-llvm": _tinyton_to_llvm,
     "tinyton-fuse-patterns": _fuse_patterns,
+    "tinyton-flash-attention": _flash_attention,
     "tinyton-fuse": _fuse,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

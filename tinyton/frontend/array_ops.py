@@ -200,6 +200,15 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Traced:
     return x.tracer.emit(tta.TransposeOp, x.value, perm)
 
 
+def swapaxes(x: Any, axis1: int, axis2: int) -> Traced:
+    """`np.swapaxes`: `tt.swapaxes(k, -1, -2)` is the batched transpose attention wants (`k.mT` too)."""
+    x = _one(x)
+    perm = list(range(x.ndim))
+    a, b = _normalize_axis(axis1, x.ndim), _normalize_axis(axis2, x.ndim)
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
 def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
     """`np.take`: gather along `axis` with int32 indices (an embedding lookup for axis 0)."""
     table = _one(table)
@@ -270,6 +279,7 @@ ARRAY_IMPLS.update(
         "broadcast_to": broadcast_to,
         "reshape": reshape,
         "transpose": transpose,
+        "swapaxes": swapaxes,
         "take": take,
         "getitem": getitem,
     }

@@ -162,6 +162,11 @@ class Traced:
     def T(self) -> Traced:
         return self.transpose()
 
+    @property
+    def mT(self) -> Traced:
+        """The transpose of the last two axes (NumPy's `mT`): `q @ k.mT` in batched attention."""
+        return ARRAY_IMPLS["swapaxes"](self, -1, -2)
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
         return ARRAY_IMPLS["sum"](self, axis, keepdims)
 

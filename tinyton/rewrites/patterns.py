@@ -32,9 +32,10 @@ from xdsl.passes import ModulePass
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
+from tinyton.rewrites.attention import attention_scores, last_axis, outline_attention
 from tinyton.rewrites.outline import Group, functions, order_groups, rebuild
 
-PATTERN_FILES = ("softmax.pdl.mlir", "rmsnorm.pdl.mlir")
+PATTERN_FILES = ("attention.pdl.mlir", "softmax.pdl.mlir", "rmsnorm.pdl.mlir")
 
 
 def _uses(value: SSAValue) -> list[Operation]:
@@ -45,6 +46,8 @@ NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
     "has_one_use": lambda v: len(_uses(v)) == 1,
     "used_only_by": lambda v, *ops: all(user in ops for user in _uses(v)),
     "numel_below": lambda v, limit: prod(shape_of(v.type)) < limit.value.data,
+    "last_axis": last_axis,
+    "attention_scores": attention_scores,
 }
 
 
@@ -53,7 +56,10 @@ def _outline_fusion(matched: Sequence[Operation], kind: StringAttr) -> Group:
     return list(matched), kind.data
 
 
-NATIVE_REWRITES: dict[str, Callable[..., Group]] = {"outline_fusion": _outline_fusion}
+NATIVE_REWRITES: dict[str, Callable[..., Group]] = {
+    "outline_fusion": _outline_fusion,
+    "outline_attention": outline_attention,
+}
 
 COMMUTATIVE = (tta.AddOp, tta.MulOp, tta.MaximumOp, tta.MinimumOp, tta.AndOp, tta.OrOp, tta.XorOp)
 
@@ -101,9 +107,9 @@ class FusionPattern:
 
 
 @cache
-def _pattern_texts() -> tuple[str, ...]:
+def _pattern_texts(files: tuple[str, ...]) -> tuple[str, ...]:
     folder = resources.files("tinyton.rewrites")
-    return tuple(folder.joinpath(name).read_text() for name in PATTERN_FILES)
+    return tuple(folder.joinpath(name).read_text() for name in files)
 
 
 @cache
@@ -114,11 +120,11 @@ def default_context() -> Context:
     return tinyton_context()
 
 
-def load_patterns(ctx: Context | None = None) -> list[FusionPattern]:
-    """Parse the packaged `.pdl.mlir` files; highest benefit first."""
+def load_patterns(ctx: Context | None = None, files: tuple[str, ...] = PATTERN_FILES) -> list[FusionPattern]:
+    """Parse packaged `.pdl.mlir` files (all of them by default); highest benefit first."""
     ctx = ctx or default_context()
     patterns = []
-    for text in _pattern_texts():
+    for text in _pattern_texts(files):
         module = Parser(ctx, text).parse_module()
         patterns += [FusionPattern(p) for p in module.ops if isinstance(p, pdl.PatternOp)]
     return sorted(patterns, key=lambda p: -p.benefit)
@@ -156,10 +162,20 @@ class FusePatternsPass(ModulePass):
     """Outline every match of the packaged PDL patterns into a `tta.fusion` of the pattern's kind."""
 
     name = "tinyton-fuse-patterns"
+    files = PATTERN_FILES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = load_patterns(ctx)
+        patterns = load_patterns(ctx, self.files)
         for fn in functions(op):
             seeds = match_patterns(fn, patterns)
             if seeds:
                 rebuild(fn, plan_with_seeds(fn, seeds))
+
+
+@dataclass(frozen=True)
+class FlashAttentionPass(FusePatternsPass):
+    """Outline attention (`q @ kᵀ` → scale/bias/mask → softmax → `@ v`) into `tta.fusion` regions of kind
+    "attention", each one flash-attention kernel; `tinyton-fuse` runs the same pattern among the others."""
+
+    name = "tinyton-flash-attention"
+    files = ("attention.pdl.mlir",)

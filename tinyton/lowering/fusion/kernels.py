@@ -31,9 +31,11 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.attention import find_attention
 from tinyton.analysis.domain import analyze
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type
+from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.emitter import Emitter
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
 from tinyton.lowering.fusion.region import RegionEmitter
@@ -92,9 +94,6 @@ def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
     """Generate the tt kernel of one fusion region."""
     ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
     results = list(fusion.yield_op.values)
-    dom = analyze(ops, results)
-    geom = plan_matmul(dom) if dom.matmul is not None else plan(dom)
-
     values = [*fusion.block.args, *results]
     params = [KernelParam("input", i, _hint(a, f"in{i}")) for i, a in enumerate(fusion.block.args)]
     params += [KernelParam("output", i, f"out{i}") for i in range(len(results))]
@@ -106,20 +105,26 @@ def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
         arg.name_hint = p.name
 
     em = Emitter(kernel.body.block)
-    rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
-    rg.setup_programs()
-    Scheduler(rg, ops, list(zip(results, args[len(fusion.block.args) :]))).run()
+    attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
+    if attention is not None:
+        grid, num_warps = emit_attention(em, attention, dict(zip(values, args)))
+        notes: dict[str, int] = {}
+    else:
+        dom = analyze(ops, results)
+        geom = plan_matmul(dom) if dom.matmul is not None else plan(dom)
+        rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
+        rg.setup_programs()
+        Scheduler(rg, ops, list(zip(results, args[len(fusion.block.args) :]))).run()
+        grid, num_warps, notes = (geom.programs, 1, 1), geom.num_warps, dict(geom.notes)
     em.emit(func.ReturnOp())
 
     module = ModuleOp([kernel])
-    module.attributes["tt.num_warps"] = IntegerAttr(geom.num_warps, i32)
+    module.attributes["tt.num_warps"] = IntegerAttr(num_warps, i32)
     module.verify()
     alias = None
-    if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
+    if attention is None and len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous else None
-    return KernelSpec(
-        name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion, dict(geom.notes), alias
-    )
+    return KernelSpec(name, fusion.kind.data, module, grid, num_warps, params, fusion, notes, alias)
 
 
 def fusion_to_kernels(module: ModuleOp) -> list[KernelSpec]:

@@ -1,0 +1,133 @@
+"""Flash attention: naive attention array programs become one tiled kernel (tinyton/rewrites/attention.py,
+tinyton/lowering/fusion/attention.py) that matches NumPy in float64, with no S x S buffer anywhere."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinyton as tt
+
+
+@tt.jit
+def attention(q, k, v):
+    s = (q @ k.T) * 0.0883883
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def batched_attention(q, k, v, scale):
+    s = (q @ tt.swapaxes(k, -1, -2)) * scale
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def masked_attention(q, k, v, bias, keep):
+    s = tt.where(keep, q @ k.mT / 8.0 + bias, float("-inf"))
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def attention_and_probabilities(q, k, v):
+    s = q @ k.T
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    p = e / tt.sum(e, axis=-1, keepdims=True)
+    return p @ v, p
+
+
+def reference(q, k, v, scale=0.0883883, bias=0.0, keep=None):
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    s = q @ np.swapaxes(k, -1, -2) * scale + bias
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return (e / e.sum(-1, keepdims=True)) @ v
+
+
+def randn(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def assert_one_kernel_without_scores(program, s_q: int, s_kv: int) -> None:
+    assert program.num_launches == 1
+    assert program.steps[0].launch.kind == "attention"
+    allocated = program.buffer_specs[len(program.input_positions) :]  # intermediates and outputs
+    assert not any(shape[-2:] == (s_q, s_kv) for shape, _ in allocated), "an S x S buffer is allocated"
+
+
+@pytest.mark.parametrize("s_q, s_kv, d", [(64, 64, 32), (1, 1, 16), (1, 37, 64), (50, 70, 24), (130, 33, 128), (17, 200, 40)])
+def test_single_head_matches_numpy(s_q, s_kv, d):
+    rng = np.random.default_rng(s_q * 1000 + s_kv)
+    q, k, v = randn(rng, s_q, d), randn(rng, s_kv, d), randn(rng, s_kv, d)
+    program = attention.compile(q, k, v)
+    assert_one_kernel_without_scores(program, s_q, s_kv)
+    np.testing.assert_allclose(program(q, k, v), reference(q, k, v), rtol=1e-4, atol=1e-5)
+
+
+def test_batched_heads_and_grouped_query_attention():
+    rng = np.random.default_rng(1)
+    b, h_kv, group, s, d = 2, 2, 3, 40, 32
+    q = randn(rng, b, h_kv, group, s, d)
+    k, v = randn(rng, b, h_kv, 1, s, d), randn(rng, b, h_kv, 1, s, d)  # kv heads broadcast over the group
+    program = batched_attention.compile(q, k, v, 0.125)
+    assert_one_kernel_without_scores(program, s, s)
+    np.testing.assert_allclose(program(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=1e-4, atol=1e-5)
+
+
+def test_causal_mask_and_bias_arrays():
+    rng = np.random.default_rng(2)
+    s, d = 72, 16
+    q, k, v = randn(rng, 2, s, d), randn(rng, 2, s, d), randn(rng, 2, s, d)
+    bias = randn(rng, s, s)
+    causal = np.tril(np.ones((s, s), bool))
+    program = masked_attention.compile(q, k, v, bias, causal)
+    assert_one_kernel_without_scores(program, s, s)
+    expected = reference(q, k, v, 1 / 8.0, bias, causal)
+    np.testing.assert_allclose(program(q, k, v, bias, causal), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_fully_masked_rows_give_nan_like_numpy():
+    rng = np.random.default_rng(3)
+    q, k, v = randn(rng, 1, 8, 16), randn(rng, 1, 8, 16), randn(rng, 1, 8, 16)
+    keep = np.tril(np.ones((8, 8), bool))
+    keep[3] = False
+    out = masked_attention(q, k, v, np.zeros((8, 8), np.float32), keep)
+    expected = reference(q, k, v, 1 / 8.0, 0.0, keep)
+    assert np.isnan(out[0, 3]).all() and np.isnan(expected[0, 3]).all()
+    np.testing.assert_allclose(np.delete(out, 3, axis=1), np.delete(expected, 3, axis=1), rtol=1e-4, atol=1e-5)
+
+
+def test_float16_computes_in_float32():
+    rng = np.random.default_rng(4)
+    q, k, v = (randn(rng, 48, 64, dtype=np.float16) for _ in range(3))
+    out = attention(q, k, v)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v), rtol=2e-2, atol=2e-3)
+
+
+def test_returning_the_probabilities_keeps_them():
+    rng = np.random.default_rng(5)
+    q, k, v = randn(rng, 16, 16), randn(rng, 16, 16), randn(rng, 16, 16)
+    program = attention_and_probabilities.compile(q, k, v)
+    assert all(step.launch.kind != "attention" for step in program.steps)
+    out, p = program(q, k, v)
+    np.testing.assert_allclose(out, reference(q, k, v, 1.0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_attention_on_the_gpu(dtype):
+    rng = np.random.default_rng(6)
+    b, h, s, d = 2, 3, 300, 64
+    q, k, v = (randn(rng, b, h, s, d, dtype=dtype) for _ in range(3))
+    bias = randn(rng, s, s)
+    causal = np.tril(np.ones((s, s), bool))
+    tolerance = dict(rtol=1e-4, atol=1e-5) if dtype == np.float32 else dict(rtol=2e-2, atol=2e-3)
+    out = batched_attention(q, k, v, 0.125)
+    np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v, 0.125), **tolerance)
+    out = masked_attention(q, k, v, bias, causal)
+    np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v, 1 / 8.0, bias, causal), **tolerance)

@@ -1,0 +1,204 @@
+"""The flash-attention kernel of an "attention" region (FlashAttention's forward, as Triton writes it).
+
+Programs run over (query block, batch): each loads its `[BM, D]` block of q once, then walks the keys and
+values in blocks of `BN`, keeping per row a running maximum `m`, a running sum `l` of exponentials and the
+output accumulator; when a block raises the maximum, what was accumulated is rescaled by `exp(m_old - m)`.
+The `S_q × S_kv` score matrix exists only one `[BM, BN]` block at a time, in registers.
+
+The score steps between `q @ kᵀ` and the softmax (scale, additive bias, `where` masks; see
+tinyton/analysis/attention.py) are applied to each score block, reading bias and mask arrays through their
+broadcast strides. All of it computes in float32 whatever the inputs' dtype; the probabilities are cast to
+v's dtype for the second product (tensor cores for fp16 and bf16). A row whose scores are all -inf gives
+NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.attention import Attention, ScoreStep, is_constant
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.emitter import Emitter, f32
+
+NUM_WARPS = 4
+SHARED_BUDGET = 40 * 1024
+"""Bytes of shared memory the two dots may stage their operands in (48 KiB without opting in)."""
+
+_STEP_OPS: dict[type, type] = {
+    tta.AddOp: tt.AddOp,
+    tta.SubOp: tt.SubOp,
+    tta.MulOp: tt.MulOp,
+    tta.DivOp: tt.DivOp,
+    tta.MaximumOp: tt.MaximumOp,
+    tta.MinimumOp: tt.MinimumOp,
+}
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
+    return [prod(shape[i + 1 :]) for i in range(len(shape))]
+
+
+def block_sizes(s_q: int, d: int, d_v: int, element_bytes: int) -> tuple[int, int]:
+    """(BM, BN): the largest of 64, 32, 16 whose dot operands fit the shared-memory budget."""
+    dp, dvp = max(16, next_power_of_2(d)), max(16, next_power_of_2(d_v))
+    bm_max = max(16, min(64, next_power_of_2(s_q)))
+    for bm in (64, 32, 16):
+        for bn in (64, 32, 16):
+            staged = (bm * dp + dp * bn + bm * bn + bn * dvp) * element_bytes
+            if bm <= bm_max and staged <= SHARED_BUDGET:
+                return bm, bn
+    return 16, 16
+
+
+class _Program:
+    """Emits one program's code: batch offsets, tile pointers, the KV loop."""
+
+    def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], out: SSAValue):
+        self.em, self.att, self.pointers, self.out = em, att, pointers, out
+        out_shape = shape_of(out.type)
+        self.batch = out_shape[:-2]
+        self.s_q, self.d_v = out_shape[-2:]
+        self.d = shape_of(att.q.type)[-1]
+        self.s_kv = shape_of(att.v.type)[-2]
+        self.out_element = element_type(out.type)
+        self.element = element_type(att.q.type)
+        self.bm, self.bn = block_sizes(self.s_q, self.d, self.d_v, max(2, self.element.bitwidth // 8))
+        self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
+        self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1)
+
+    # ---- addressing ---------------------------------------------------------------------------
+    def _batch_coords(self) -> list[SSAValue]:
+        em, rest = self.em, self.em.emit(tt.ProgramIdOp(1))
+        coords: list[SSAValue] = []
+        for i in reversed(range(len(self.batch))):
+            n = self.batch[i]
+            coords.insert(0, rest if i == 0 else em.mod_int(rest, n))
+            if i:
+                rest = em.div_int(rest, n)
+        return coords
+
+    def batch_offset(self, value: SSAValue) -> SSAValue:
+        """Element offset of this program's batch entry in `value` (broadcast dims have stride 0)."""
+        shape = shape_of(value.type)
+        lead = shape[:-2] if len(shape) >= 2 else ()
+        strides = _contiguous_strides(shape)
+        offset = self.em.i32(0)
+        for j, extent in enumerate(lead):
+            axis = len(self.batch) - len(lead) + j
+            if extent > 1:
+                offset = self.em.add(offset, self.em.mul_int(self.coords[axis], strides[j]))
+        return offset
+
+    def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
+             mask: SSAValue | None) -> SSAValue:
+        """`value[batch, rows, cols]` as a tile (rows `[R, 1]`, cols `[1, C]`); masked lanes give 0."""
+        em = self.em
+        shape = (shape_of(rows.type)[0], shape_of(cols.type)[1])
+        offsets = em.to_shape(self.batch_offset(value), (1, 1))
+        for index, stride in ((rows, row_stride), (cols, col_stride)):
+            if stride:
+                offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
+        other = em.const(0, element_type(value.type), shape) if mask is not None else None
+        return em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
+
+    def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
+        """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
+        shape = shape_of(value.type)
+        rows = shape[-2] if len(shape) >= 2 else 1
+        cols = shape[-1] if shape else 1
+        return (cols if rows > 1 else 0), (1 if cols > 1 else 0)
+
+    # ---- the kernel ---------------------------------------------------------------------------
+    def emit(self) -> None:
+        em, att = self.em, self.att
+        self.coords = self._batch_coords()
+        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
+        rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
+        row_ok = em.cmp("lt", rows, em.i32(self.s_q))
+        d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
+        q = self.load(att.q, rows, d_cols, self.d, 1, em.and_(row_ok, self._below(d_cols, self.dp, self.d)))
+
+        zero_rows = em.const(0.0, f32, (self.bm, 1))
+        init = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
+
+        def body(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            return self._kv_block(j, rows, row_ok, q, dv_cols, *carried)
+
+        _, total, acc = em.for_loop(0, self.s_kv, self.bn, init, body)
+        out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
+        offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
+        offsets = em.binary(tt.AddOp, offsets, dv_cols)
+        shape = (self.bm, self.dvp)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
+        mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
+        em.emit(tt.StoreOp(ptrs, out, mask))
+
+    def _below(self, index: SSAValue, size: int, bound: int) -> SSAValue | None:
+        """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
+        return None if size <= bound else self.em.cmp("lt", index, self.em.i32(bound))
+
+    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
+                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
+        em, att = self.em, self.att
+        cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
+        col_ok = em.cmp("lt", cols, em.i32(self.s_kv)) if self.s_kv % self.bn else None
+        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
+        k_mask = em.and_(self._below(d_rows, self.dp, self.d), col_ok)
+        # kᵀ[d, n]: k stored (S_kv, D) when transposed by the program, else already (D, S_kv)
+        d_stride, n_stride = (1, self.d) if att.k_transposed else (self.s_kv, 1)
+        kt = self.load(att.k, d_rows, cols, d_stride, n_stride, k_mask)
+        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        for step in att.steps:
+            s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
+        if col_ok is not None:
+            s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
+        m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
+        is_empty = em.cmp("eq", m_new, em.const(float("-inf"), f32))
+        m_safe = em.select(is_empty, em.const(0.0, f32), m_new)  # no exp(-inf - -inf): empty rows stay 0
+        p = em.emit(tt.ExpOp(em.binary(tt.SubOp, s, m_safe)))
+        alpha = em.emit(tt.ExpOp(em.binary(tt.SubOp, m_old, m_safe)))
+        l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
+        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
+        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if self.s_kv % self.bn else None
+        v = self.load(att.v, kv_rows, dv_cols, self.d_v, 1, em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v)))
+        scaled = em.binary(tt.MulOp, acc, alpha)
+        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(att.v.type)), v, scaled))
+        return [m_new, l_new, acc_new]
+
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+        """One score step on the `[BM, BN]` block, its other operands loaded or splatted."""
+        em = self.em
+        operands = []
+        for i, value in enumerate(step.op.operands):
+            if i == step.operand:
+                operands.append(s)
+            elif is_constant(value):
+                attr = value.op.value
+                element = i1 if element_type(value.type) == i1 else f32
+                number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
+                operands.append(em.const(number, element))
+            else:
+                row_stride, col_stride = self._matrix_strides(value)
+                tile = self.load(value, rows, cols, row_stride, col_stride, mask)
+                operands.append(tile if element_type(value.type) == i1 else em.cast(tile, f32))
+        op = step.op
+        if isinstance(op, tta.WhereOp):
+            cond, yes, no = operands
+            return em.select(em.to_shape(cond, (self.bm, self.bn)), yes, no)
+        if isinstance(op, tta.NegOp):
+            return em.emit(tt.NegOp(s))
+        return em.binary(_STEP_OPS[type(op)], *operands)
+
+
+def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue]) -> tuple[tuple[int, int, int], int]:
+    """Emit the kernel body (`pointers` maps the region's inputs and its output to kernel arguments);
+    returns the grid and num_warps."""
+    program = _Program(em, att, pointers, att.pv.result)
+    program.emit()
+    return program.grid, NUM_WARPS
