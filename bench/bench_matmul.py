@@ -1,7 +1,7 @@
 """Issue 6 benchmark: fp16 matmul TFLOPS of tinyton's tensor-core `tt.dot` next to cuBLAS and Triton.
 
     python bench/bench_matmul.py            # on a GPU host with torch and Triton; prints a Markdown table
-    python bench/bench_matmul.py 4096       # only the M=N=K=4096 row
+    python bench/bench_matmul.py 4096 16x4096x4096   # only these rows (M=N=K, or MxNxK)
 
 A hand-written tinyton kernel in Triton's style (grouped program order for L2 reuse, f32 accumulator, fp16
 output) runs at each shape with the best of a few tile configurations (picked per shape, time of the best
@@ -50,8 +50,11 @@ def matmul_kernel(
 
 
 CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
-    (128, 128, 32, 4),
+    (128, 256, 32, 8),
+    (256, 128, 32, 8),
+    (128, 128, 64, 8),
     (128, 128, 32, 8),
+    (128, 128, 32, 4),
     (128, 64, 32, 4),
     (64, 64, 32, 4),
     (16, 64, 64, 4),
@@ -105,11 +108,11 @@ SHAPES = [(s, s, s) for s in (1024, 2048, 4096, 8192)] + [(16, 4096, 4096), (409
 def main(argv: list[str]) -> None:
     device = torch.cuda.get_device_name()
     print(f"device: {device}; torch {torch.__version__}; date {time.strftime('%Y-%m-%d')}\n")
-    shapes = [(int(s), int(s), int(s)) for s in argv] or SHAPES
+    shapes = [tuple(int(d) for d in s.split("x")) * (3 if "x" not in s else 1) for s in argv] or SHAPES
     print_table(
         "fp16 matmul, f32 accumulate (TFLOPS, median; tinyton: best of its configurations)",
         ["M x N x K", "tinyton", "cuBLAS", "Triton", "tinyton/cuBLAS", "tinyton/Triton", "tinyton config"],
-        [row(*shape) for shape in SHAPES if shape in shapes or not argv],
+        [row(*shape) for shape in shapes],
     )
 
 

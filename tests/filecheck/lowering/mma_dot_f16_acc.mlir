@@ -8,7 +8,7 @@
 
 // LLVM:      llvm.mlir.global internal @dot_tile_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<2048 x i8>
 // LLVM:      llvm.xor
-// LLVM:      llvm.store {{.*}} : f16, !llvm.ptr<3>
+// LLVM:      llvm.store {{.*}} : vector<{{[0-9]}}xf16>, !llvm.ptr<3>
 // LLVM:      nvvm.barrier0
 // LLVM:      llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"({{.*}}) : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // LLVM:      llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"({{.*}}) : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>

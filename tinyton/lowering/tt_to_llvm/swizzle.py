@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import llvm
+from xdsl.dialects.builtin import VectorType
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.lowering.tt_to_llvm.context import KernelContext
@@ -76,15 +77,16 @@ class Swizzle:
 def store_swizzled(
     ctx: KernelContext, regs: Sequence[SSAValue], layout: Layout, elem: Attribute, swizzle: Swizzle, byte_offset: int
 ) -> None:
-    """Store a 2-D tile held in `layout`; each run of consecutive registers within one chunk
-    gets one address (its alignment lets LLVM vectorise the run into one store)."""
-    size = byte_size(elem)
+    """Store a 2-D tile held in `layout`: each run of consecutive registers within one chunk
+    as one vector store (built explicitly: LLVM does not always merge scalar stores whose
+    addresses it hoisted out of a loop one by one)."""
     run = min(layout.contiguous_per_thread(), swizzle.vec)
-    for r, value in enumerate(regs):
-        if r % run == 0:
-            row, col = ctx.coords(layout, r)
-            start = ctx.smem_ptr(elem, swizzle.offset(ctx, row, col), byte_offset)
-            ptr, align = start, min(CHUNK_BYTES, run * size)
-        else:
-            ptr, align = ctx.gep(start, r % run, elem), size
-        ctx.insert(llvm.StoreOp(value, ptr, alignment=align))
+    for r in range(0, len(regs), run):
+        row, col = ctx.coords(layout, r)
+        ptr = ctx.smem_ptr(elem, swizzle.offset(ctx, row, col), byte_offset)
+        value = regs[r]
+        if run > 1:
+            value = ctx.value(llvm.UndefOp(VectorType(elem, [run])))
+            for i, reg in enumerate(regs[r : r + run]):
+                value = ctx.value(llvm.InsertElementOp(value, reg, ctx.const(i)))
+        ctx.insert(llvm.StoreOp(value, ptr, alignment=run * byte_size(elem)))
