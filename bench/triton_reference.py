@@ -91,5 +91,5 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     (m, k), (_, n) = a.shape, b.shape
-    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)  # noqa: E731
+    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
     _matmul_kernel[grid](a, b, c, m, n, k)

@@ -66,18 +66,15 @@ def test_mma_layouts_cover_the_tile(m: int, n: int, warps: int):
     one lane, up to warps that the tile is too small for (replicas)."""
     tiling = MmaTiling.of(m, n, warps)
     for layout in (tiling.accumulator(), tiling.operand(0, 32), tiling.operand(1, 32)):
+        live = [w for w in range(warps) if not any(w >> i & 1 for i, b in enumerate(layout.warp) if not any(b))]
         seen = set()
-        live_warps = [w for w in range(warps) if not any(w >> i & 1 for i, b in enumerate(layout.warp) if not any(b))]
-        for w in live_warps:
+        for w in live:
             for lane in range(LANES):
-                for r in range(layout.num_regs):
-                    coord = layout.reg_coord(r)
-                    for bases, idx in ((layout.lane, lane), (layout.warp, w)):
-                        for bit, basis in enumerate(bases):
-                            if idx >> bit & 1:
-                                coord = tuple(c + x for c, x in zip(coord, basis))
-                    seen.add(coord)
-        assert len(seen) == m * n if layout is tiling.accumulator() else len(seen) == np.prod(layout.shape)
+                base = np.zeros(2, int)
+                for bases, index in ((layout.lane, lane), (layout.warp, w)):
+                    base += sum((np.array(b) for i, b in enumerate(bases) if index >> i & 1), np.zeros(2, int))
+                seen |= {tuple(base + layout.reg_coord(r)) for r in range(layout.num_regs)}
+        assert len(seen) == len(live) * LANES * layout.num_regs == np.prod(layout.shape)
 
 
 def test_mma_accumulator_is_the_ptx_fragment():

@@ -13,7 +13,15 @@ f16 -> f32 instruction; an f16 one the f16 -> f16 instruction, which rounds afte
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, VectorType, f16, f32, i32, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerType,
+    VectorType,
+    f16,
+    f32,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
@@ -29,7 +37,7 @@ FRAGMENT_REGS = 4
 
 
 def _fields(ctx: KernelContext, struct: SSAValue, types: list[Attribute]) -> list[SSAValue]:
-    position = lambda i: DenseArrayBase.from_list(i64, [i])  # noqa: E731
+    position = lambda i: DenseArrayBase.from_list(i64, [i])
     return [ctx.value(llvm.ExtractValueOp(position(i), struct, t)) for i, t in enumerate(types)]
 
 
