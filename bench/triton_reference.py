@@ -1,4 +1,4 @@
-"""The Triton kernels tinyton is compared with: the usual one-program-per-row softmax and rmsnorm."""
+"""The Triton kernels tinyton is compared with: one-program-per-row softmax and rmsnorm, the tutorial matmul."""
 
 import torch
 import triton
@@ -51,3 +51,45 @@ def _add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
 
 def add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     _add_kernel[(triton.cdiv(a.numel(), 1024),)](a, b, c, a.numel(), BLOCK=1024)
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}, num_stages=3, num_warps=8),
+        triton.Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_stages=4, num_warps=4),
+        triton.Config({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}, num_stages=4, num_warps=4),
+        triton.Config({"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8}, num_stages=4, num_warps=4),
+    ],
+    key=["M", "N", "K"],
+)
+@triton.jit
+def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """Triton's tutorial matmul (grouped program order), row-major fp16 in, f32 accumulate, fp16 out."""
+    pid = tl.program_id(0)
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_pid_n
+    first_m = pid // in_group * GROUP_M
+    group_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + pid % in_group % group_m
+    pid_n = pid % in_group // group_m
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None] * K + ks[None, :]
+    b_ptrs = b_ptr + ks[:, None] * N + cols[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (cols[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * N
+    c = acc.to(tl.float16)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    (m, k), (_, n) = a.shape, b.shape
+    grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+    _matmul_kernel[grid](a, b, c, m, n, k)

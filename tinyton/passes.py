@@ -14,6 +14,12 @@ def _tinyton_to_llvm() -> type[ModulePass]:
     return TinytonToLLVMPass
 
 
+def _annotate_layouts() -> type[ModulePass]:
+    from tinyton.lowering.tt_to_llvm.annotate import AnnotateLayoutsPass
+
+    return AnnotateLayoutsPass
+
+
 def _fuse_patterns() -> type[ModulePass]:
     from tinyton.rewrites.patterns import FusePatternsPass
 
@@ -40,6 +46,7 @@ def _fusion_to_kernels() -> type[ModulePass]:
 
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-to-llvm": _tinyton_to_llvm,
+    "tinyton-annotate-layouts": _annotate_layouts,
     "tinyton-fuse-patterns": _fuse_patterns,
     "tinyton-flash-attention": _flash_attention,
     "tinyton-fuse": _fuse,

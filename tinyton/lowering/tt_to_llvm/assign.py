@@ -1,7 +1,8 @@
 """
 Which layout each tile value gets, decided before any code is emitted.
 
-Loads, reductions and dots fix layouts (*anchors*); elementwise ops, `expand_dims` and
+Loads, reductions and dots fix layouts (*anchors*; a dot on tensor cores gives its result
+the mma accumulator layout, which the epilogue then works in); elementwise ops, `expand_dims` and
 `broadcast` inherit them from their operands. Tiles computed only from `arange`, `splat`
 and constants are *free*: they cost a few integer ops in any layout, so the lowering
 builds them on demand in whatever layout their consumer wants (what Triton achieves by
@@ -25,6 +26,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
 from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked
+from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
 
 ELEMENTWISE = (tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.AddPtrOp)
 """Ops computing each element from the same element of their operands, in any layout."""
@@ -121,6 +123,8 @@ class LayoutAssignment:
                 layout = self.layout[op.input].broadcast_target(shape) or self.default(result)
             case tt.ReduceOp():
                 layout = self.layout[op.input].slice(op.axis.value.data)
+            case tt.DotOp() if uses_mma(op):
+                layout = mma_tiling(op, self.num_warps).accumulator()
             case tt.LoadOp():
                 layout = self._pinned.get(result) or self.anchor(op.operands, op.ptr)
                 if result in self._flexible:

@@ -1,7 +1,7 @@
 """
-`tt.dot` with f32 FMAs (no tensor cores yet).
+`tt.dot`: on tensor cores (`mma`) when its operands are 16-bit floats, else with f32 FMAs.
 
-Both operands go to shared memory (row-major), then each thread accumulates its own
+On the FMA path (f32 operands: Triton's `input_precision="ieee"`), both operands go to shared memory (row-major), then each thread accumulates its own
 registers of the result: per step of K it loads the A elements of its distinct rows and
 the B elements of its distinct columns, and issues one FMA per register. The K loop is
 an LLVM loop unrolled by `UNROLL`, whose unrolled loads of consecutive elements LLVM's
@@ -18,6 +18,8 @@ from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.elementwise import cast
 from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.mma import lower_mma_dot
+from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
 from tinyton.lowering.tt_to_llvm.shared import byte_size, store_tile
 
 UNROLL = 4
@@ -36,6 +38,8 @@ def _load_f32(ctx: KernelContext, base: SSAValue, offset: int, elem: Attribute, 
 @lowers_tile(tt.DotOp)
 def lower_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout | None) -> list[SSAValue]:
     assert layout is not None
+    if uses_mma(op):
+        return lower_mma_dot(ctx, op, layout)
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     ea, eb = llvm_type(op.a.type), llvm_type(op.b.type)
     sa, sb = byte_size(ea), byte_size(eb)

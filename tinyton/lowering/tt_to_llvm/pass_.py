@@ -51,7 +51,7 @@ class KernelInfo:
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
 
 
-def _num_warps(module: ModuleOp, requested: int | None) -> int:
+def kernel_num_warps(module: ModuleOp, requested: int | None) -> int:
     attr = module.attributes.get(NUM_WARPS_ATTR)
     if requested is not None:
         n = requested
@@ -74,7 +74,7 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     if len(kernels) != 1:
         raise LoweringError(f"expected one tt kernel (func.func) in the module, found {len(kernels)}")
     kernel = kernels[0]
-    warps = _num_warps(module, num_warps)
+    warps = kernel_num_warps(module, num_warps)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)
     params = [llvm_type(a.type) for a in kernel.args]

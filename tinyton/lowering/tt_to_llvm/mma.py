@@ -1,0 +1,148 @@
+"""
+`tt.dot` on tensor cores: `ldmatrix` from swizzled shared memory and `mma.sync.m16n8k16`.
+
+Both operands are stored into shared memory, XOR-swizzled (`swizzle`), from whatever layout
+they are in; after a barrier each warp loads the fragments of its 16-row blocks of A with
+`ldmatrix.x4` and of its 16-column blocks of B with `ldmatrix.x4.trans` (B is row-major K x
+N, so each 8x8 matrix is read transposed), one 16-deep step of K at a time, and issues one
+`mma` per 16x8 piece of its accumulator (`mma_layout`). An f32 accumulator uses the f16 x
+f16 -> f32 instruction; an f16 one the f16 -> f16 instruction, which rounds after every
+16-deep step (as Triton's `out_dtype=float16` does).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerType,
+    VectorType,
+    f16,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, mma_tiling
+from tinyton.lowering.tt_to_llvm.swizzle import Swizzle, store_swizzled
+
+HALF2 = VectorType(f16, [2])
+I16 = IntegerType(16)
+FRAGMENT_REGS = 4
+"""32-bit registers that one `ldmatrix.x4` gives each thread."""
+
+
+def _fields(ctx: KernelContext, struct: SSAValue, types: list[Attribute]) -> list[SSAValue]:
+    position = lambda i: DenseArrayBase.from_list(i64, [i])
+    return [ctx.value(llvm.ExtractValueOp(position(i), struct, t)) for i, t in enumerate(types)]
+
+
+def _pack(ctx: KernelContext, lo: SSAValue, hi: SSAValue) -> SSAValue:
+    """Two halves as one `<2 x half>` register."""
+    vec = ctx.value(llvm.UndefOp(HALF2))
+    vec = ctx.value(llvm.InsertElementOp(vec, lo, ctx.const(0)))
+    return ctx.value(llvm.InsertElementOp(vec, hi, ctx.const(1)))
+
+
+def _unpack(ctx: KernelContext, pair: SSAValue) -> list[SSAValue]:
+    word = ctx.value(llvm.BitcastOp(pair, i32))
+    halves = (word, ctx.int_op("lshr", word, ctx.const(16)))
+    return [ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(h, I16)), f16)) for h in halves]
+
+
+def _ldmatrix(ctx: KernelContext, ptr: SSAValue, trans: bool) -> list[SSAValue]:
+    """Four 8x8 matrices of 16-bit elements; this lane supplies the address of one row."""
+    name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.b16"
+    words = [i32] * FRAGMENT_REGS
+    result = llvm.LLVMStructType.from_type_list(words)
+    struct = ctx.value(llvm.CallIntrinsicOp(name, [ptr], [result]))
+    return [ctx.value(llvm.BitcastOp(w, HALF2)) for w in _fields(ctx, struct, words)]
+
+
+def _mma(ctx: KernelContext, a: list[SSAValue], b: list[SSAValue], c: list[SSAValue]) -> list[SSAValue]:
+    """One `mma.m16n8k16` on a 16x8 piece: c0..c3 in, d0..d3 out (f32 or f16 registers)."""
+    if c[0].type == f32:
+        name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", [f32] * 4, c
+    else:
+        name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16", [HALF2] * 2, [
+            _pack(ctx, c[0], c[1]),
+            _pack(ctx, c[2], c[3]),
+        ]
+    result = llvm.LLVMStructType.from_type_list(types)
+    d = _fields(ctx, ctx.value(llvm.CallIntrinsicOp(name, [*a, *b, *args], [result])), types)
+    return d if c[0].type == f32 else [h for pair in d for h in _unpack(ctx, pair)]
+
+
+def _warp_block(ctx: KernelContext, tiling: MmaTiling) -> tuple[SSAValue, SSAValue]:
+    """First row and first column of this warp's 16x16 blocks."""
+
+    def build() -> tuple[SSAValue, SSAValue]:
+        n_bits = tiling.warps_n.bit_length() - 1
+        warp_n = ctx.int_op("and", ctx.warp, ctx.const(tiling.warps_n - 1))
+        warp_m = ctx.int_op("and", ctx.int_op("lshr", ctx.warp, ctx.const(n_bits)), ctx.const(tiling.warps_m - 1))
+        return ctx.int_op("mul", warp_m, ctx.const(BLOCK)), ctx.int_op("mul", warp_n, ctx.const(BLOCK))
+
+    return ctx.cached(("mma warp block", tiling), build)
+
+
+def _lane_row_col(ctx: KernelContext) -> tuple[SSAValue, SSAValue]:
+    """The row (0..15) and column (0 or 8) of a 16x16 block whose address this lane gives
+    to `ldmatrix.x4`: lane i addresses row i % 8 of matrix i / 8, and the matrices are the
+    block's quadrants, column-major (top left, bottom left, top right, bottom right)."""
+
+    def build() -> tuple[SSAValue, SSAValue]:
+        row = ctx.int_op("and", ctx.lane, ctx.const(15))
+        col = ctx.int_op("shl", ctx.int_op("lshr", ctx.lane, ctx.const(4)), ctx.const(3))
+        return row, col
+
+    return ctx.cached("ldmatrix lane", build)
+
+
+def _fragments(
+    ctx: KernelContext, swizzle: Swizzle, byte_offset: int, row: SSAValue, col: SSAValue, trans: bool
+) -> list[SSAValue]:
+    """The four fragment registers of the 16x16 block at (`row`, `col`) of a swizzled tile."""
+    lane_row, lane_col = _lane_row_col(ctx)
+    offset = swizzle.offset(ctx, ctx.int_op("add", row, lane_row), ctx.int_op("add", col, lane_col))
+    return _ldmatrix(ctx, ctx.smem_ptr(f16, offset, byte_offset), trans)
+
+
+def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
+    tiling = mma_tiling(op, ctx.num_warps)
+    assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
+    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    elem = llvm_type(op.a.type)
+    a_tile, b_tile = Swizzle(m, k, 2), Swizzle(k, n, 2)
+    la, lb = ctx.layout_of(op.a), ctx.layout_of(op.b)
+    a_regs, b_regs = ctx.get(op.a, la), ctx.get(op.b, lb)
+    acc = list(ctx.get(op.acc, layout))
+    nbytes = a_tile.nbytes + b_tile.nbytes
+    a_offset = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
+    b_offset = a_offset + a_tile.nbytes
+    store_swizzled(ctx, a_regs, la, elem, a_tile, a_offset)
+    store_swizzled(ctx, b_regs, lb, elem, b_tile, b_offset)
+    ctx.barrier()
+
+    row0, col0 = _warp_block(ctx, tiling)
+    step_m, step_n = BLOCK * tiling.warps_m, BLOCK * tiling.warps_n
+    for kk in range(0, k, BLOCK):
+        kc = ctx.const(kk)
+        a_frags = [
+            _fragments(ctx, a_tile, a_offset, ctx.int_op("add", row0, ctx.const(i * step_m)), kc, trans=False)
+            for i in range(tiling.reps_m)
+        ]
+        b_frags = [
+            _fragments(ctx, b_tile, b_offset, kc, ctx.int_op("add", col0, ctx.const(j * step_n)), trans=True)
+            for j in range(tiling.reps_n)
+        ]
+        for i, a in enumerate(a_frags):
+            for j, b in enumerate(b_frags):
+                for half in range(2):
+                    base = 8 * (i * tiling.reps_n + j) + 4 * half
+                    acc[base : base + 4] = _mma(ctx, a, b[2 * half : 2 * half + 2], acc[base : base + 4])
+    ctx.smem_read(a_offset, nbytes)
+    return acc
