@@ -167,7 +167,7 @@ class Loops:
         with self.b.at_end(scratch):
             value = self.visit(test)
         for op in reversed(list(scratch.ops)):
-            op.erase()
+            scratch.erase_op(op)
         return value
 
     def runtime_while(self, node: ast.While) -> None:
