@@ -20,6 +20,7 @@ from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int3
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
 from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
+from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
 from tinyton.frontend.traced import ARRAY_IMPLS, is_tracing
@@ -296,6 +297,9 @@ def jit(
 
 
 __all__ = [
+    "Config",
+    "autotune",
+    "heuristics",
     "DTYPES",
     "CompilationError",
     "CudaGraph",
