@@ -19,8 +19,8 @@ from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as
 from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
-from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
+from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
 from tinyton.frontend.traced import ARRAY_IMPLS, is_tracing
@@ -48,7 +48,7 @@ def static_range(arg1: int, arg2: int | None = None, step: int | None = None) ->
 static_range.__tt_builtin__ = "static_range"  # type: ignore[attr-defined] - the code generator unrolls it
 
 
-def range(  # noqa: A001 - Triton's spelling, tt.range
+def range(  # Triton's spelling: tt.range
     arg1: int,
     arg2: int | None = None,
     step: int | None = None,
@@ -275,7 +275,7 @@ def jit(
     noinline: bool = False,
     debug: bool | None = None,
     version: Any = None,
-    repr: Any = None,  # noqa: A002 - Triton's keyword
+    repr: Any = None,  # Triton's keyword
     launch_metadata: Any = None,
 ) -> Any:
     """Compile `fn` on first use: a kernel (no `return <value>`, launch with `fn[grid](...)`) or an
@@ -297,17 +297,16 @@ def jit(
 
 
 __all__ = [
-    "Config",
-    "autotune",
-    "heuristics",
     "DTYPES",
     "CompilationError",
+    "Config",
     "CudaGraph",
     "DeviceArray",
     "Graphed",
     "Stream",
     "abs",
     "arange",
+    "autotune",
     "broadcast_to",
     "cdiv",
     "constexpr",
@@ -319,6 +318,7 @@ __all__ = [
     "float32",
     "full",
     "graphed",
+    "heuristics",
     "int1",
     "int32",
     "jit",

@@ -184,7 +184,9 @@ class CompiledKernel:
         if driver.is_available():
             function = self.launcher.function
             return function.attribute("NUM_REGS"), function.attribute("LOCAL_SIZE_BYTES") // 4
-        from tinyton.lowering.ptx import register_usage  # with the PTX backend, on first use
+        from tinyton.lowering.ptx import (
+            register_usage,  # with the PTX backend, on first use
+        )
 
         usage = register_usage(self.stage("ptx"), self.arch or driver.default_arch())
         return usage if usage is not None else (NOMINAL_REGISTERS, 0)

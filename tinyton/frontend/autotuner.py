@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import hashlib
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 

@@ -30,8 +30,8 @@ from tinyton.frontend.arguments import (
     classifier,
     simulator_argument,
 )
-from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.codegen import build_kernel
+from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.runtime import driver

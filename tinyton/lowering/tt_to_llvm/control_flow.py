@@ -12,7 +12,12 @@ from itertools import accumulate
 from xdsl.dialects import llvm, scf
 from xdsl.ir import Block, SSAValue
 
-from tinyton.lowering.tt_to_llvm.context import SMEM_ANYWHERE, KernelContext, llvm_type, lowers
+from tinyton.lowering.tt_to_llvm.context import (
+    SMEM_ANYWHERE,
+    KernelContext,
+    llvm_type,
+    lowers,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 
