@@ -213,10 +213,9 @@ def too_large(p):
     x = tt.zeros((512, 256), tt.float32)  # error  # noqa: F841
 
 
-def while_loop(p):
-    i = 0
-    while i < 3:  # error
-        i += 1
+def break_in_loop(p, n):
+    for i in range(n):  # noqa: B007
+        break  # error
 
 
 def try_block(p):
@@ -306,10 +305,10 @@ ERRORS = [
     (non_power_of_two, {"B": 48}, "block dimension 48 is not a power of two"),
     (non_power_of_two, {"B": 1 << 17}, "a tile holds at most 65536"),
     (too_large, {}, "a tile holds at most 65536"),
-    (while_loop, {}, "while loops are not supported"),
+    (break_in_loop, {}, "`break` is not supported (as in Triton)"),
     (try_block, {}, "try/except is not supported"),
     (lambda_expr, {}, "lambda is not supported"),
-    (non_builtin_call, {}, "`helper` is not one"),
+    (non_builtin_call, {}, "`helper` is neither"),
     (store_non_pointer, {}, "tt.store needs a pointer"),
     (load_non_pointer, {}, "tt.load needs a pointer"),
     (unsupported_dtype, {}, "unsupported dtype float64"),
@@ -321,7 +320,7 @@ ERRORS = [
     (small_dot, {}, "tt.dot needs blocks of at least 16"),
     (float_floordiv, {}, "`//` needs integer operands"),
     (runtime_arange, {}, "tt.arange bounds must be constexpr ints"),
-    (early_return_in_loop, {}, "return inside a runtime loop"),
+    (early_return_in_loop, {}, "`return` inside a loop is not supported"),
     (assign_to_subscript, {}, "cannot assign to `x[0]`"),
 ]
 

@@ -10,6 +10,7 @@ anywhere else it says where it belongs.
 
 from __future__ import annotations
 
+import builtins
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -18,6 +19,7 @@ from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as
 from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
+from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
 from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
@@ -37,12 +39,32 @@ F = TypeVar("F", bound=Callable[..., Any])
 # ---------------------------------------------------------------------------------------------
 
 
-def static_range(start: int, end: int | None = None, step: int = 1) -> range:
+def static_range(arg1: int, arg2: int | None = None, step: int | None = None) -> builtins.range:
     """`range` that a kernel always unrolls at compile time (its bounds must be constexpr)."""
-    return range(start, end, step) if end is not None else range(start)
+    start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+    return builtins.range(start, end, 1 if step is None else step)
 
 
 static_range.__tt_builtin__ = "static_range"  # type: ignore[attr-defined] - the code generator unrolls it
+
+
+def range(  # Triton's spelling: tt.range
+    arg1: int,
+    arg2: int | None = None,
+    step: int | None = None,
+    num_stages: int | None = None,
+    loop_unroll_factor: int | None = None,
+    disallow_acc_multi_buffer: bool = False,
+    flatten: bool = False,
+    warp_specialize: bool = False,
+) -> builtins.range:
+    """A loop that always becomes `scf.for` (never unrolled by the frontend). `num_stages` and
+    `loop_unroll_factor` travel as `tt.num_stages` / `tt.loop_unroll_factor` attributes of the loop for
+    the lowering (a software pipeliner may read them); the other Triton hints are accepted and ignored."""
+    return static_range(arg1, arg2, step)
+
+
+range.__tt_builtin__ = "range"  # type: ignore[attr-defined] - the code generator emits an scf.for
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,21 +268,46 @@ broadcast_to = _array_only("broadcast_to", "NumPy's broadcast_to.")
 take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
 
 
-def jit(fn: Callable[..., Any]) -> Any:
+def jit(
+    fn: Callable[..., Any] | None = None,
+    *,
+    do_not_specialize: Sequence[str | int] = (),
+    do_not_specialize_on_alignment: Sequence[str | int] = (),
+    noinline: bool = False,
+    debug: bool | None = None,
+    version: Any = None,
+    repr: Any = None,  # Triton's keyword
+    launch_metadata: Any = None,
+) -> Any:
     """Compile `fn` on first use: a kernel (no `return <value>`, launch with `fn[grid](...)`) or an
-    array program (returns arrays, call it directly)."""
-    return JITFunction(fn)
+    array program (returns arrays, call it directly). `@tt.jit` and `@tt.jit(...)` both work.
+
+    `do_not_specialize` names (or numbers) parameters whose values are not specialised on (no
+    16-divisibility); `noinline=True` is accepted, but calls are still inlined; `debug` is kept on the
+    function (`fn.debug`). `version`, `repr` and `launch_metadata` are accepted and ignored."""
+
+    def decorate(f: Callable[..., Any]) -> JITFunction:
+        return JITFunction(
+            f,
+            do_not_specialize=(*do_not_specialize, *do_not_specialize_on_alignment),
+            noinline=noinline,
+            debug=debug,
+        )
+
+    return decorate if fn is None else decorate(fn)
 
 
 __all__ = [
     "DTYPES",
     "CompilationError",
+    "Config",
     "CudaGraph",
     "DeviceArray",
     "Graphed",
     "Stream",
     "abs",
     "arange",
+    "autotune",
     "broadcast_to",
     "cdiv",
     "constexpr",
@@ -272,6 +319,7 @@ __all__ = [
     "float32",
     "full",
     "graphed",
+    "heuristics",
     "int1",
     "int32",
     "jit",
@@ -287,6 +335,7 @@ __all__ = [
     "num_programs",
     "ones",
     "program_id",
+    "range",
     "reduce_max",
     "reduce_min",
     "reduce_sum",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from xdsl.dialects import func, scf
@@ -21,6 +22,10 @@ from tinyton.runtime import driver
 from tinyton.runtime.arrays import as_kernel_argument
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
+TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
+"""Triton's names of the stages in `kernel.asm` (tinyton has no separate GPU-layout IR text)."""
+NOMINAL_REGISTERS = 32
+"""`n_regs` where neither a GPU nor ptxas can tell the real count."""
 _POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 
 
@@ -87,7 +92,7 @@ class _Asm(Mapping[str, str]):
         self._kernel = kernel
 
     def __getitem__(self, stage: str) -> str:
-        return self._kernel.stage(stage)
+        return self._kernel.stage(TRITON_STAGES.get(stage, stage))
 
     def __iter__(self) -> Iterator[str]:
         return iter(STAGES)
@@ -109,6 +114,8 @@ class CompiledKernel:
         self.written_params = written_params(self.function)
         self.arch, self.toolchain = arch, toolchain
         self.shared_bytes = 0
+        self.options: dict[str, Any] = {"num_warps": num_warps}
+        """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
         self._texts: dict[str, str] = {"tt": str(module)}
         self._launcher: Any = None
 
@@ -149,6 +156,40 @@ class CompiledKernel:
             function = driver.Module.from_ptx(self.stage("ptx")).function(self.name)
             self._launcher = driver.Launcher(function, self.param_kinds)
         return self._launcher
+
+    @property
+    def metadata(self) -> SimpleNamespace:
+        """Triton's `kernel.metadata`: `shared` (bytes of static shared memory, from the lowering),
+        `num_warps`, `num_stages`, `num_ctas`, `maxnreg`, `name`."""
+        self.stage("ptx")
+        return SimpleNamespace(**{"num_stages": 3, "num_ctas": 1, "maxnreg": None, **self.options},
+                               shared=self.shared_bytes, name=self.name)
+
+    def _init_handles(self) -> None:
+        """Triton's spelling: load the kernel on the GPU now (nothing to do without one)."""
+        if driver.is_available():
+            self.launcher  # noqa: B018 - loads the module
+
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread: the loaded function's, else ptxas's report, else NOMINAL_REGISTERS."""
+        return self._usage()[0]
+
+    @property
+    def n_spills(self) -> int:
+        """Spilled 4-byte registers (local memory per thread / 4), measured as `n_regs` is."""
+        return self._usage()[1]
+
+    def _usage(self) -> tuple[int, int]:
+        if driver.is_available():
+            function = self.launcher.function
+            return function.attribute("NUM_REGS"), function.attribute("LOCAL_SIZE_BYTES") // 4
+        from tinyton.lowering.ptx import (
+            register_usage,  # with the PTX backend, on first use
+        )
+
+        usage = register_usage(self.stage("ptx"), self.arch or driver.default_arch())
+        return usage if usage is not None else (NOMINAL_REGISTERS, 0)
 
     @property
     def threads(self) -> int:

@@ -69,13 +69,13 @@ def kind_of(cls: type) -> str:
 
 
 def classifier(
-    params: Sequence[Param], arg_types: Sequence[type], kwarg_types: Mapping[str, type]
+    params: Sequence[Param], arg_types: Sequence[type], kwarg_types: Mapping[str, type], options: Mapping[str, Any]
 ) -> Callable[[tuple, dict], tuple[tuple, tuple] | None]:
     """`f(args, kwargs) -> (plan key, runtime parameter values)` for calls of this shape: positional
     arguments of `arg_types`, keyword arguments `kwarg_types`. For a call of another shape it returns
     None or raises KeyError or ValueError. Parameters left out take their defaults; the key ends with
-    num_warps (default 4)."""
-    namespace: dict[str, Any] = {"address": address, "NUM_WARPS": (4, int)}
+    the launch `options` (name -> default)."""
+    namespace: dict[str, Any] = {"address": address}
     lines = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
     sources = {p.name: (f"_a{i}", t) for i, (p, t) in enumerate(zip(params, arg_types))}
     for i, (name, t) in enumerate(kwarg_types.items()):
@@ -92,7 +92,9 @@ def classifier(
         keys.append(KINDS[kind][0].format(a=a))
         if not p.constexpr:
             values.append(KINDS[kind][1].format(a=a))
-    keys.append(KINDS["constexpr"][0].format(a=sources["num_warps"][0]) if "num_warps" in sources else "NUM_WARPS")
+    for name, default in options.items():
+        namespace[f"O_{name}"] = (default, type(default))
+        keys.append(KINDS["constexpr"][0].format(a=sources[name][0]) if name in sources else f"O_{name}")
     lines.append(f"    if {' and '.join(checks)}:")
     lines.append(f"        return ({''.join(f'({k}), ' for k in keys)}), ({''.join(f'({v}), ' for v in values)})")
     exec("def classify(args, kwargs):\n" + "\n".join(lines), namespace)  # noqa: S102 - from KINDS only

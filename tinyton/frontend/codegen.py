@@ -3,13 +3,14 @@
 Expressions evaluate to kernel values: `Tile`s (SSA values) or Python values (constexprs, dtypes, modules,
 functions). Names resolve in the kernel's scope, then its closure, globals and Python's builtins; a call
 resolves its callee the same way and runs it only if it is a `tt.*` builtin (with the `TileBuilder`
-active), a tile method, or a compile-time helper (`float("inf")`, `min`, `tt.cdiv`, ...). Operations on
-Python values fold at compile time, which is how constexpr parameters reach shapes, bounds and `if`s.
+active), a tile method, a compile-time helper (`float("inf")`, `min`, `tt.cdiv`, ...), or another
+`@tt.jit` function, which is inlined (calls.py). Operations on Python values fold at compile time, which
+is how constexpr parameters reach shapes, bounds and `if`s.
 
-Control flow (control_flow.py): `for i in range(...)` unrolls when its bounds are constexpr and it runs
-at most UNROLL_MAX_TRIPS times (always for `tt.static_range`), otherwise it becomes `scf.for` over i32
-carrying the variables the body reassigns; `if` on a constexpr is resolved at compile time, on a runtime
-scalar it becomes `scf.if`. Every error is a `CompilationError` at the user's `file:line:col`.
+Control flow: loops in loops.py (`for` unrolled or `scf.for`, `while` as `scf.while`), branches in
+control_flow.py (`if` and ternaries resolved at compile time or `scf.if`); returns.py moves every
+`return` to the end of its block first, so a `return` inside a runtime `if` is a branch too. Every error
+is a `CompilationError` at the user's `file:line:col`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,10 @@ from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.errors import CompilationError
+from tinyton.frontend.calls import bind_arguments, callee_source, is_jit_function
 from tinyton.frontend.control_flow import ControlFlow, Undefined
+from tinyton.frontend.loops import Loops
+from tinyton.frontend.returns import RESULT
 from tinyton.frontend.semantic import TileBuilder
 from tinyton.frontend.source import KernelSource, constexpr, constexpr_value
 from tinyton.frontend.values import (
@@ -60,13 +64,12 @@ PYTHON_CMPOPS = {
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
 UNSUPPORTED = {
-    ast.While: "while loops are not supported; use `for i in range(...)`",
     ast.Try: "try/except is not supported in kernels",
     ast.Lambda: "lambda is not supported in kernels",
     ast.FunctionDef: "nested functions are not supported in kernels",
     ast.With: "`with` is not supported in kernels",
-    ast.Break: "break is not supported; bound the loop with range() and mask instead",
-    ast.Continue: "continue is not supported; use an `if` around the rest of the body",
+    ast.Break: "`break` is not supported (as in Triton); loop with `while cond:` or guard the rest with `if`",
+    ast.Continue: "`continue` is not supported (as in Triton); put the rest of the body under an `if`",
     ast.ListComp: "comprehensions are not supported in kernels",
     ast.Pow: "`**` is not supported; multiply (x * x) or use tt.exp/tt.log",
     ast.MatMult: "`@` is not supported in kernels; use tt.dot(a, b)",
@@ -75,16 +78,13 @@ COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, cdiv, next_power
 """Plain functions a kernel may call on constexpr values (evaluated while compiling)."""
 
 
-class _Return(Exception):
-    """A `return` at the top level of the kernel: stop generating code."""
-
-
-class KernelCodegen(ControlFlow):
+class KernelCodegen(ControlFlow, Loops):
     """Walks the kernel's AST, keeping `scope` (name -> value) and emitting ops through `builder`."""
 
-    def __init__(self, source: KernelSource, builder: TileBuilder, scope: dict[str, Any]):
+    def __init__(self, source: KernelSource, builder: TileBuilder, scope: dict[str, Any], calls: tuple = ()):
         self.src, self.b, self.scope = source, builder, scope
-        self.region_depth = 0  # > 0 inside runtime loops and branches
+        self.calls = calls  # the @tt.jit functions being inlined around this one, outermost first
+        self.loop_depth = 0  # > 0 inside loops
 
     def visit(self, node: ast.AST) -> Any:
         method = getattr(self, f"visit_{type(node).__name__}", None)
@@ -159,11 +159,13 @@ class KernelCodegen(ControlFlow):
         self.scope[node.target.id] = self.b.binary(op, current, value)
 
     def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        """A `return` in tail position (returns.hoist_returns put it there): record the result."""
+        if self.loop_depth:
+            raise CompilationError("`return` inside a loop is not supported; loop with `while cond:` instead")
+        value = None if node.value is None else self.visit(node.value)
+        if value is not None and not self.calls:
             raise CompilationError("kernels cannot return values; store results with tt.store")
-        if self.region_depth:
-            raise CompilationError("return inside a runtime loop or `if` is not supported; guard the rest with `if`")
-        raise _Return
+        self.scope[RESULT] = value
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -248,10 +250,14 @@ class KernelCodegen(ControlFlow):
         return result
 
     def visit_IfExp(self, node: ast.IfExp) -> Any:
+        """`a if c else b`: chosen at compile time on a constexpr, a branch (`scf.if`, only the taken arm
+        runs) on a runtime scalar, `tt.where` on a tile condition."""
         cond = self.visit(node.test)
         if not isinstance(cond, Tile):
             return self.visit(node.body if cond else node.orelse)
-        return self.b.where(cond, self.visit(node.body), self.visit(node.orelse))
+        if cond.shape:
+            return self.b.where(cond, self.visit(node.body), self.visit(node.orelse))
+        return self.ternary(cond, node)
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         value, key = self.visit(node.value), self.visit(node.slice)
@@ -309,9 +315,22 @@ class KernelCodegen(ControlFlow):
                 return fn(*args, **kwargs)
             except (TypeError, ValueError) as e:
                 raise CompilationError(f"{fn.__name__}(): {e}") from None
+        if is_jit_function(fn):
+            return self.inline(fn, args, kwargs)
         what = getattr(fn, "__name__", describe(fn))
-        hint = " (calling other @tt.jit functions is not supported yet: inline it)" if hasattr(fn, "fn") else ""
-        raise CompilationError(f"only tt.* builtins can be called inside a kernel; `{what}` is not one{hint}")
+        raise CompilationError(
+            f"only tt.* builtins and @tt.jit functions can be called inside a kernel; `{what}` is neither"
+        )
+
+    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Call the `@tt.jit` function `fn` by generating its body here (calls.py); its return value."""
+        source = callee_source(fn, (*self.calls, self.src.fn))
+        inner = KernelCodegen(source, self.b, bind_arguments(source, args, kwargs), (*self.calls, self.src.fn))
+        inner.visit_body(list(source.body))
+        result = inner.scope.get(RESULT)
+        if isinstance(result, Undefined):
+            raise CompilationError(f"{source.name}(): {result.message}")
+        return result
 
 
 def build_kernel(
@@ -321,11 +340,13 @@ def build_kernel(
     *,
     divisible: Collection[str] = (),
     num_warps: int = 4,
+    num_stages: int | None = None,
 ) -> ModuleOp:
     """The tt module of `source` specialised to `signature` (runtime parameter -> `!tt.ptr<..>`, i32, f32,
     or i1 for a bool, which is passed as i32) and `constexprs` (constexpr parameter -> value).
 
-    `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`)."""
+    `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`);
+    `num_stages`, when given, becomes the module attribute `tt.num_stages`."""
     runtime = [p for p in source.params if not p.constexpr]
     arg_types = [i32 if signature[p.name] == i1 else signature[p.name] for p in runtime]
     arg_attrs = ArrayAttr(
@@ -340,14 +361,14 @@ def build_kernel(
         for p, arg in zip(runtime, block.args):
             arg.name_hint = p.name
             scope[p.name] = builder.truth(Tile(arg), p.name) if signature[p.name] == i1 else Tile(arg)
-        try:
-            KernelCodegen(source, builder, scope).visit_body(source.tree.body)
-        except _Return:
-            pass
+        KernelCodegen(source, builder, scope).visit_body(list(source.body))
     finally:
         KERNEL_BUILDERS.pop()
     block.add_op(func.ReturnOp())
-    module = ModuleOp([function], attributes={"tt.num_warps": IntegerAttr(num_warps, 32)})
+    attributes = {"tt.num_warps": IntegerAttr(num_warps, 32)}
+    if num_stages is not None:  # the launch's default pipelining depth of loops
+        attributes["tt.num_stages"] = IntegerAttr(num_stages, 32)
+    module = ModuleOp([function], attributes=attributes)
     cse(module)  # Python code repeats subexpressions (row * n_cols, rm[:, None], constants)
     dce(module)
     try:

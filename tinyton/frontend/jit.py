@@ -31,6 +31,7 @@ from tinyton.frontend.arguments import (
     simulator_argument,
 )
 from tinyton.frontend.codegen import build_kernel
+from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.runtime import driver
@@ -75,11 +76,34 @@ def _no_launch(*args: Any, **kwargs: Any) -> None:
     """The launcher of an empty grid."""
 
 
-class JITFunction:
-    """A `@tt.jit` function: a kernel (`fn[grid](...)`) or an array program (`fn(...)`)."""
+def not_specialized(params: Sequence[Param], names: Sequence[str | int]) -> frozenset[str]:
+    """The parameter names of `do_not_specialize` (given by name or position)."""
+    by_name = {p.name for p in params}
+    chosen = set()
+    for n in names:
+        name = params[n].name if isinstance(n, int) and 0 <= n < len(params) else n
+        if name not in by_name:
+            raise ValueError(f"do_not_specialize: {n!r} is not a parameter (parameters: {', '.join(sorted(by_name))})")
+        chosen.add(name)
+    return frozenset(chosen)
 
-    def __init__(self, fn: Callable[..., Any]):
+
+class JITFunction:
+    """A `@tt.jit` function: a kernel (`fn[grid](...)`) or an array program (`fn(...)`); called from a
+    kernel, it is inlined (tinyton/frontend/calls.py)."""
+
+    __tt_jit__ = True
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        do_not_specialize: Sequence[str | int] = (),
+        noinline: bool = False,
+        debug: bool | None = None,
+    ):
         self.fn = fn
+        self.noinline, self.debug = noinline, debug
         functools.update_wrapper(self, fn)
         try:
             self.source: KernelSource | None = KernelSource.parse(fn)
@@ -90,11 +114,18 @@ class JITFunction:
         params = self.source.params if self.source else ()
         self.params: tuple[Param, ...] = params
         self._runtime = tuple(i for i, p in enumerate(params) if not p.constexpr)
+        self.do_not_specialize = not_specialized(params, do_not_specialize)
         self._plans: dict[Any, _Plan] = {}
         self._classifiers: dict[tuple, Callable[..., Any]] = {}
         self._classify: Callable[..., Any] = _unclassified
         self._variants: dict[Any, CompiledKernel] = {}
         self._bound: dict[Any, Callable[..., None]] = {}
+
+    def kernel_source(self) -> KernelSource:
+        """The parsed source (raises its CompilationError if it could not be parsed)."""
+        if self.source is None:
+            raise self._source_error
+        return self.source
 
     def __repr__(self) -> str:
         return f"<tt.jit {'kernel' if self.is_kernel else 'array program'} {self.fn.__qualname__}>"
@@ -131,7 +162,8 @@ class JITFunction:
                 self._bound[grid] = bound
         return bound
 
-    def _run(self, grid: Any, *args: Any, **kwargs: Any) -> None:
+    def _run(self, grid: Any, *args: Any, **kwargs: Any) -> CompiledKernel:
+        """Launch; the compiled kernel it ran (Triton's launch result: `.asm`, `.n_regs`, `.metadata`)."""
         try:
             keys, values = self._classify(args, kwargs)  # another call shape: None (TypeError here),
             plan = self._plans[keys]  # KeyError or ValueError
@@ -139,22 +171,30 @@ class JITFunction:
             plan, values = self._plan(args, kwargs), None
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs)
+            if 0 in grid:
+                return plan.kernel
         if plan.fast and values is not None:
             plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
         elif backend() == "cuda":
             plan.kernel.launch(grid, self._runtime_args(args, kwargs), current_stream(plan.torch_inputs))
         else:
             plan.kernel.simulate(grid, [simulator_argument(a) for a in self._runtime_args(args, kwargs)])
+        return plan.kernel
 
     def _grid(self, grid: Callable[[dict], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[int, int, int]:
-        values, num_warps = self._bind(args, kwargs)
+        values, options = self._bind(args, kwargs)
         meta = {p.name: v for p, v in zip(self.params, values)}
-        meta["num_warps"] = num_warps
+        meta.update(options)
         return normalize_grid(grid(meta))
 
     def _runtime_args(self, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         values, _ = self._bind(args, kwargs)
         return [values[i] for i in self._runtime]
+
+    def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:
+        """Compile the variant these arguments launch without launching it (Triton's `warmup`; `grid` is
+        accepted and unused)."""
+        return self.compile(*args, **kwargs)
 
     # ---- kernels: specialisation (slow path) -----------------------------------------------------
 
@@ -170,10 +210,11 @@ class JITFunction:
         if self.is_kernel and self._source_error is not None:
             raise self._source_error
 
-    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], int]:
-        """Arguments in parameter order (defaults filled in) and num_warps; TypeError names the culprits."""
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Arguments in parameter order (defaults filled in) and the launch options; TypeError names the
+        culprits."""
         kwargs = dict(kwargs)
-        num_warps = kwargs.pop("num_warps", 4)
+        options = launch_options(kwargs)
         names = [p.name for p in self.params]
         if len(args) > len(names):
             raise TypeError(
@@ -191,31 +232,33 @@ class JITFunction:
         problems += [f"unexpected or repeated argument(s) {', '.join(kwargs)}"] if kwargs else []
         if problems:
             raise TypeError(f"{self.__name__}() got {' and '.join(problems)} (parameters: {', '.join(names)})")
-        if num_warps not in (1, 2, 4, 8, 16) or isinstance(num_warps, bool):
-            raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps!r}")
-        return values, num_warps
+        return values, options
 
     def _plan(self, args: tuple, kwargs: dict[str, Any]) -> _Plan:
         """Slow path: check and specialise the call, compile its variant if new, cache its plan."""
-        values, num_warps = self._bind(args, kwargs)
+        values, options = self._bind(args, kwargs)
+        num_warps = options["num_warps"]
         specs, constexprs = [], {}
         for p, v in zip(self.params, values):
             if p.constexpr:
                 constexprs[p.name] = constexpr_value(v)
                 continue
             try:
-                specs.append(argument_type(v))
+                kind, divisible = argument_type(v)
             except CompilationError as e:
                 raise self.source.error(p.node, f"argument `{p.name}`: {e.message}") from None
-        variant_key = (num_warps, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
+            specs.append((kind, divisible and p.name not in self.do_not_specialize))
+        compiled_options = (num_warps, options["num_stages"], options["maxnreg"])
+        variant_key = (compiled_options, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
         kernel = self._variants.get(variant_key)
         if kernel is None:
-            kernel = self._variants[variant_key] = self._compile(constexprs, specs, num_warps)
+            kernel = self._variants[variant_key] = self._compile(constexprs, specs, options)
         shape = (*map(type, args), *((k, type(v)) for k, v in kwargs.items()))
         classify = self._classifiers.get(shape)
         if classify is None:
             kwarg_types = {k: type(v) for k, v in kwargs.items()}
-            classify = self._classifiers[shape] = classifier(self.params, [*map(type, args)], kwarg_types)
+            classify = classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS)
+            self._classifiers[shape] = classify
         self._classify = classify
         keys, parameter_values = classify(args, kwargs)
         try:
@@ -230,12 +273,18 @@ class JITFunction:
         self._plans[keys] = plan
         return plan
 
-    def _compile(self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], num_warps: int) -> CompiledKernel:
+    def _compile(
+        self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], options: dict[str, Any]
+    ) -> CompiledKernel:
         runtime = [self.params[i] for i in self._runtime]
         signature = {p.name: t for p, (t, _) in zip(runtime, specs)}
         divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}
-        module = build_kernel(self.source, signature, constexprs, divisible=divisible, num_warps=num_warps)
+        num_warps, num_stages = options["num_warps"], options["num_stages"]
+        module = build_kernel(
+            self.source, signature, constexprs, divisible=divisible, num_warps=num_warps, num_stages=num_stages
+        )
         kernel = compile_module(module, num_warps=num_warps)
+        kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
         if backend() == "cuda":
             kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
         return kernel

@@ -6,13 +6,14 @@ import ast
 import dis
 import inspect
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tinyton.errors import CompilationError, SourceLocation
+from tinyton.frontend.returns import hoist_returns
 
 
 class constexpr:
@@ -44,6 +45,37 @@ def constexpr_value(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 
 
+class Namespace(Mapping[str, Any]):
+    """The names a function sees, read when looked up (closure cells, then its module's globals): a
+    helper defined later in the module resolves at the first launch, not at decoration."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self._globals = fn.__globals__
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def __getitem__(self, name: str) -> Any:
+        cell = self._cells.get(name)
+        if cell is not None:
+            try:
+                return cell.cell_contents
+            except ValueError:  # an empty cell: the variable is not assigned yet
+                pass
+        return self._globals[name]
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._globals, **self._cells})
+
+    def __len__(self) -> int:
+        return len({**self._globals, **self._cells})
+
+
 @dataclass(frozen=True)
 class KernelSource:
     """Everything the code generator and the launcher need from the Python function, parsed once."""
@@ -53,7 +85,8 @@ class KernelSource:
     where: SourceLocation
     params: tuple[Param, ...]
     is_kernel: bool  # no `return <value>`: launched with kernel[grid](...)
-    namespace: dict[str, Any]  # closure variables over globals
+    namespace: Namespace  # closure variables over globals, read live
+    body: tuple[ast.stmt, ...]  # the body with every `return` in tail position (returns.hoist_returns)
 
     @property
     def name(self) -> str:
@@ -77,18 +110,14 @@ class KernelSource:
         where = SourceLocation(inspect.getsourcefile(fn) or fn.__code__.co_filename, first_line, indent)
         if not isinstance(fdef, ast.FunctionDef):
             raise CompilationError("@tt.jit decorates plain `def` functions").locate(where, fdef)
-        namespace = dict(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                namespace[name] = cell.cell_contents
-            except ValueError:  # an empty cell: the variable is not assigned yet
-                pass
+        namespace = Namespace(fn)
         is_kernel = _is_kernel(fdef)
-        return KernelSource(fn, fdef, where, _params(fn, fdef, where, namespace, is_kernel), is_kernel, namespace)
+        params = _params(fn, fdef, where, namespace, is_kernel)
+        return KernelSource(fn, fdef, where, params, is_kernel, namespace, tuple(hoist_returns(fdef.body)))
 
 
 def _params(
-    fn: Callable[..., Any], fdef: ast.FunctionDef, where: SourceLocation, namespace: dict, is_kernel: bool
+    fn: Callable[..., Any], fdef: ast.FunctionDef, where: SourceLocation, namespace: Namespace, is_kernel: bool
 ) -> tuple[Param, ...]:
     a = fdef.args
     for node, kind in ((a.vararg, "*args"), (a.kwarg, "**kwargs"), (a.kwonlyargs[:1], "keyword-only")):
@@ -102,14 +131,14 @@ def _params(
     )
 
 
-def _is_constexpr(annotation: ast.expr | None, namespace: dict) -> bool:
+def _is_constexpr(annotation: ast.expr | None, namespace: Namespace) -> bool:
     """`tt.constexpr` (any spelling that resolves to it), or a string annotation naming it."""
     if annotation is None:
         return False
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return annotation.value.rsplit(".", 1)[-1] == "constexpr"
     try:
-        value = eval(compile(ast.Expression(annotation), "<annotation>", "eval"), namespace)
+        value = eval(compile(ast.Expression(annotation), "<annotation>", "eval"), {}, namespace)
     except Exception:
         return ast.unparse(annotation).rsplit(".", 1)[-1] == "constexpr"
     return value is constexpr

@@ -2,6 +2,7 @@
 Compiled-kernel cache, in memory and on disk.
 
 An entry is the PTX text and JSON metadata, stored as `<dir>/<key[:2]>/<key>.{ptx,json}`.
+Small JSON records (autotuning results, `get_record`/`put_record`) live in `<dir>/<kind>/<key>.json`.
 Both files are written atomically (temporary file + `os.replace`), the metadata last,
 and the metadata records the PTX's size and sha256: a truncated, corrupted or half
 written entry is therefore never trusted, only ignored (and overwritten by the next
@@ -71,7 +72,7 @@ class KernelCache:
         default = os.environ.get("TINYTON_CACHE_DIR") or "~/.cache/tinyton"
         self.directory = Path(directory or default).expanduser()
         self.disk = os.environ.get("TINYTON_CACHE", "1") != "0" if disk is None else disk
-        self._memory: dict[str, CacheEntry] = {}
+        self._memory: dict[str, Any] = {}  # key -> CacheEntry; "kind/key" -> record
 
     def get(self, key: str) -> CacheEntry | None:
         entry = self._memory.get(key)
@@ -86,6 +87,28 @@ class KernelCache:
         if self.disk:
             try:
                 self._store(key, entry)
+            except OSError:
+                pass
+
+    def get_record(self, kind: str, key: str) -> Any:
+        """A small JSON record (e.g. an autotuning result) stored under `kind`, or None."""
+        record = self._memory.get(f"{kind}/{key}")
+        if record is None and self.disk:
+            try:
+                record = json.loads((self.directory / kind / f"{key}.json").read_text())["value"]
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+            self._memory[f"{kind}/{key}"] = record
+        return record
+
+    def put_record(self, kind: str, key: str, value: Any) -> None:
+        """Remember a JSON-serializable `value` (in memory, and on disk unless it is off)."""
+        self._memory[f"{kind}/{key}"] = value
+        if self.disk:
+            path = self.directory / kind / f"{key}.json"
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(path, json.dumps({"value": value}).encode())
             except OSError:
                 pass
 

@@ -12,6 +12,7 @@ a launch only writes the values and calls `cuLaunchKernel` with plain integers.
 from __future__ import annotations
 
 import ctypes
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from tinyton.runtime.streams import explicit_stream, torch_stream
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 POINTER = "ptr"
@@ -75,6 +78,10 @@ class Device:
     max_shared_per_block: int
     max_shared_per_block_optin: int
     total_memory: int
+    max_registers_per_block: int
+    clock_rate_khz: int
+    memory_clock_rate_khz: int
+    memory_bus_width: int
 
 
 class _Context:
@@ -141,6 +148,10 @@ def device() -> Device:
         max_shared_per_block=get("MAX_SHARED_MEMORY_PER_BLOCK"),
         max_shared_per_block_optin=get("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
         total_memory=call(drv.cuDeviceTotalMem, dev),
+        max_registers_per_block=get("MAX_REGISTERS_PER_BLOCK"),
+        clock_rate_khz=get("CLOCK_RATE"),
+        memory_clock_rate_khz=get("MEMORY_CLOCK_RATE"),
+        memory_bus_width=get("GLOBAL_MEMORY_BUS_WIDTH"),
     )
 
 
@@ -343,3 +354,87 @@ class Launcher:
         )
         if err:
             raise CudaError("cuLaunchKernel", err)
+
+
+# Triton's `triton.runtime.driver.active`, as its tutorials use it.
+
+NOMINAL_PROPERTIES = {
+    "multiprocessor_count": 132,
+    "max_shared_mem": 232448,
+    "max_num_regs": 65536,
+    "warpSize": 32,
+    "sm_clock_rate": 1980000,
+    "mem_clock_rate": 2619000,
+    "mem_bus_width": 5120,
+}
+"""What `get_device_properties` reports without a GPU (an H100 SXM's figures), so that occupancy
+arithmetic written for a GPU still runs on the simulator."""
+
+
+@dataclass(frozen=True)
+class GPUTarget:
+    backend: str
+    arch: int
+    warp_size: int
+
+
+class _Utils:
+    @staticmethod
+    def get_device_properties(device: int = 0) -> dict[str, int]:
+        """Triton's property dict: SM count, opt-in shared memory per block, registers per block, ..."""
+        if not is_available():
+            return dict(NOMINAL_PROPERTIES)
+        d = device()
+        return {
+            "multiprocessor_count": d.sm_count,
+            "max_shared_mem": d.max_shared_per_block_optin,
+            "max_num_regs": d.max_registers_per_block,
+            "warpSize": d.warp_size,
+            "sm_clock_rate": d.clock_rate_khz,
+            "mem_clock_rate": d.memory_clock_rate_khz,
+            "mem_bus_width": d.memory_bus_width,
+        }
+
+
+class ActiveDriver:
+    """`tinyton.runtime.driver.active`: device 0 (tinyton drives one GPU), its current stream and
+    properties, and the torch device that tensors for it live on (the CPU without a GPU, where the
+    simulator runs)."""
+
+    utils = _Utils()
+
+    @staticmethod
+    def get_current_device() -> int:
+        return 0
+
+    @staticmethod
+    def set_current_device(device: int) -> None:
+        if device != 0:
+            raise ValueError(f"tinyton drives device 0 only, got {device}")
+
+    @staticmethod
+    def get_current_stream(device: int | None = None) -> int:
+        """The stream launches go to now: `tt.stream(...)`'s, else torch's current one when torch has
+        initialised CUDA, else the default stream (0)."""
+        explicit = explicit_stream()
+        if explicit is not None:
+            return explicit
+        torch = sys.modules.get("torch")
+        return torch_stream() if torch is not None and torch.cuda.is_initialized() else 0
+
+    @staticmethod
+    def get_active_torch_device() -> Any:
+        import torch  # asked for a torch device: the caller uses torch
+
+        return torch.device("cuda", 0) if is_available() else torch.device("cpu")
+
+    @staticmethod
+    def get_current_target() -> GPUTarget:
+        return GPUTarget("cuda", int(default_arch()[3:]), 32)
+
+    @staticmethod
+    def is_active() -> bool:
+        return True
+
+
+active = ActiveDriver()

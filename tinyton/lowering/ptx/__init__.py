@@ -7,11 +7,13 @@ from tinyton.lowering.ptx.compile import (
     resolve_toolchain,
 )
 from tinyton.lowering.ptx.toolchain import ToolchainError
+from tinyton.lowering.ptx.usage import register_usage
 
 __all__ = [
     "TOOLCHAINS",
     "ToolchainError",
     "assemble_ptx",
     "compile_llvm_module",
+    "register_usage",
     "resolve_toolchain",
 ]

@@ -104,6 +104,8 @@ class LayoutAssignment:
             self._visit_for(op)
         elif isinstance(op, scf.IfOp):
             self._visit_if(op)
+        elif isinstance(op, scf.WhileOp):
+            self._visit_while(op)
         elif len(op.results) == 1 and is_tile(op.results[0]):
             self._assign(op, op.results[0])
 
@@ -155,6 +157,17 @@ class LayoutAssignment:
         for _, arg, res in carried:
             if arg in self.layout:
                 self.layout[res] = self.layout[arg]
+
+    def _visit_while(self, op: scf.WhileOp) -> None:
+        """Carried tiles keep the layout of their initial value (a free one gets its default layout);
+        what the body yields is converted to it."""
+        before, after = op.before_region.block, op.after_region.block
+        for init, *values in zip(op.arguments, before.args, after.args, op.res):
+            if is_tile(init):
+                layout = self.default(init) if init in self.free else self.layout[init]
+                self.layout.update((v, layout) for v in values)
+        self._visit_block(before)
+        self._visit_block(after)
 
     def _visit_if(self, op: scf.IfOp) -> None:
         regions = [r for r in (op.true_region, op.false_region) if r.blocks]

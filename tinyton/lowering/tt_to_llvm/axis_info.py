@@ -216,6 +216,10 @@ class AxisAnalysis:
         if isinstance(op, scf.ForOp):
             self._visit_for(op)
             return
+        if isinstance(op, scf.WhileOp):  # carried values: nothing known; the regions' own values are
+            for region in (op.before_region, op.after_region):
+                self._visit_block(region.block)
+            return
         if isinstance(op, scf.IfOp):
             for region in (op.true_region, op.false_region):
                 if region.blocks:

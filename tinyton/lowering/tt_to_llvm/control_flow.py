@@ -1,5 +1,5 @@
 """
-`scf.for` and `scf.if` become LLVM blocks; tiles cross block boundaries as one block
+`scf.for`, `scf.while` and `scf.if` become LLVM blocks; tiles cross block boundaries as one block
 argument per register, in the layout the assignment chose for the loop-carried value or
 the `if` result (yielded values are converted to it).
 """
@@ -12,7 +12,12 @@ from itertools import accumulate
 from xdsl.dialects import llvm, scf
 from xdsl.ir import Block, SSAValue
 
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers
+from tinyton.lowering.tt_to_llvm.context import (
+    SMEM_ANYWHERE,
+    KernelContext,
+    llvm_type,
+    lowers,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 
@@ -47,6 +52,34 @@ def lower_for(ctx: KernelContext, op: scf.ForOp) -> None:
     inits = _flatten(ctx, op.iter_args, layouts)
     bounds = [ctx.scalar(v) for v in (op.lb, op.ub, op.step)]
     _bind(ctx, op.res, layouts, ctx.loop(*bounds, inits, iteration))
+
+
+@lowers(scf.WhileOp)
+def lower_while(ctx: KernelContext, op: scf.WhileOp) -> None:
+    """header(carried): `before` computes the condition -> body(forwarded): `after` -> header; the loop
+    leaves to exit(forwarded), whose arguments are the results."""
+    before, after = op.before_region.block, op.after_region.block
+    layouts = _layouts(ctx, op.res)
+    types = [llvm_type(v.type) for v, layout in zip(op.res, layouts) for _ in range(layout.num_regs if layout else 1)]
+    inits = _flatten(ctx, op.arguments, layouts)
+    header = ctx.new_block(types)
+    ctx.insert(llvm.BrOp(header, *inits))
+    ctx.move_to(header)
+    ctx.smem_pending = SMEM_ANYWHERE  # an iteration may read shared memory that the next one overwrites
+    _bind(ctx, before.args, layouts, header.args)
+    ctx.lower_block(before)
+    condition = before.last_op
+    forwarded = _flatten(ctx, condition.args, layouts)
+    body, exit_block = ctx.new_block(types), Block(arg_types=types)
+    ctx.insert(llvm.CondBrOp(ctx.scalar(condition.condition), body, forwarded, exit_block, forwarded))
+    ctx.move_to(body)
+    _bind(ctx, after.args, layouts, body.args)
+    ctx.lower_block(after)
+    ctx.insert(llvm.BrOp(header, *_flatten(ctx, after.last_op.operands, layouts)))
+    ctx.func.body.add_block(exit_block)
+    ctx.move_to(exit_block)
+    ctx.smem_pending = SMEM_ANYWHERE
+    _bind(ctx, op.res, layouts, exit_block.args)
 
 
 @lowers(scf.IfOp)

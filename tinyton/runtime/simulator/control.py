@@ -1,10 +1,10 @@
-"""`scf.for`, `scf.if` and `scf.yield`, with per-program predication for the batched path.
+"""`scf.for`, `scf.if`, `scf.while` and their terminators, with per-program predication for the batched path.
 
 When every program of a batch takes the same path (the condition or the loop bounds have no program
 dimension) these run like xDSL's own scf impls. Otherwise they predicate like a SIMT machine: a branch runs
 for the programs that take it (`Launch.active` masks their loads, stores and division checks) and the results
 are merged per program; a loop runs until its longest-running program ends, and a program whose loop has
-ended keeps its carried values.
+ended keeps its carried values (for `while`: the values its condition forwarded when it left).
 """
 
 from __future__ import annotations
@@ -76,6 +76,40 @@ class ControlFunctions(SimFunctions):
             new = self._run_with(interpreter, launch, op.body, (iv, *carried), outer if everyone else live)
             carried = new if everyone else [choose_programs(live, n, c, r) for n, c, r in zip(new, carried, ranks)]
         return tuple(carried)
+
+    @impl(scf.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: scf.WhileOp, args: PythonValues) -> PythonValues:
+        """Uniform while the condition is the same for every program; then per program: a program that
+        leaves keeps the values its condition forwarded, the others go on."""
+        carried: PythonValues = args
+        launch = self.launch(interpreter)
+        outer = launch.active
+        live: np.ndarray | None = None  # programs still looping, once the condition differs between them
+        results: list[Any] = []
+        ranks = [rank(r.type) for r in op.results]
+        while True:
+            cond, *forwarded = self._run_with(interpreter, launch, op.before_region, carried, outer if live is None else live)
+            if live is None and np.ndim(cond) == 0:
+                if not cond:
+                    return tuple(forwarded)
+                carried = self._run_with(interpreter, launch, op.after_region, tuple(forwarded), outer)
+                continue
+            if live is None:
+                live = np.ones(len(launch.programs), dtype=bool) if outer is None else outer.copy()
+                results = list(forwarded)
+            leaving = live & ~np.asarray(cond, dtype=bool)
+            results = [choose_programs(leaving, f, r, k) for f, r, k in zip(forwarded, results, ranks)]
+            live = live & ~leaving
+            if not live.any():
+                return tuple(results)
+            new = self._run_with(interpreter, launch, op.after_region, tuple(forwarded), live)
+            carried = tuple(choose_programs(live, n, f, k) for n, f, k in zip(new, forwarded, ranks))
+
+    @impl_terminator(scf.ConditionOp)
+    def run_condition(
+        self, interpreter: Interpreter, op: scf.ConditionOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(args), ()
 
     @impl_terminator(scf.YieldOp)
     def run_yield(

@@ -1,0 +1,224 @@
+"""Kernel loops: `for` over `range` / `tt.range` / `tt.static_range` and `while`, as a mixin of the code
+generator.
+
+`for` with constexpr bounds unrolls when it runs at most UNROLL_MAX_TRIPS times (always for
+`tt.static_range`); otherwise (and always for `tt.range`, as in Triton) it becomes `scf.for` over i32,
+carrying the variables the body reassigns. `tt.range(..., num_stages=, loop_unroll_factor=)` puts
+`tt.num_stages` / `tt.loop_unroll_factor` attributes on the `scf.for` for the lowering to read.
+`while` runs at compile time while its condition is a constexpr and becomes `scf.while` once it is a
+runtime scalar. A carried variable must keep its type, unless (in `for`) the body never reads its previous
+value (then it is only unavailable after the loop). `break` and `continue` are refused, as in Triton.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from typing import Any
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.ir import Block, Region
+
+from tinyton.dialects.tt import element_type, is_float, shape_of
+from tinyton.errors import CompilationError
+from tinyton.frontend.control_flow import Undefined, assigned_names
+from tinyton.frontend.semantic import TileBuilder
+from tinyton.frontend.values import Tile, builtin_name, describe, is_number
+
+UNROLL_MAX_TRIPS = 8
+"""Loops with constexpr bounds and at most this many iterations are unrolled at compile time."""
+CONSTEXPR_WHILE_MAX_TRIPS = 4096
+"""A `while` whose condition stays a constexpr this long is taken for an endless loop."""
+LOOP_HINTS = {"num_stages": "tt.num_stages", "loop_unroll_factor": "tt.loop_unroll_factor"}
+"""`tt.range` keyword -> the `scf.for` attribute that carries it."""
+
+
+class Loops:
+    """`visit_For` and `visit_While` of `KernelCodegen`, which provides the scope, the builder and the
+    visitors (`visit`, `visit_body`, `arguments`, `line`)."""
+
+    b: TileBuilder
+    scope: dict[str, Any]
+    loop_depth: int
+
+    def visit_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise CompilationError("for ... else is not supported in kernels")
+        if not isinstance(node.target, ast.Name):
+            raise CompilationError("the loop variable must be a single name")
+        it = node.iter
+        fn = self.visit(it.func) if isinstance(it, ast.Call) else None
+        kind = "python" if fn is range else builtin_name(fn)
+        if kind not in ("python", "static_range", "range"):
+            raise CompilationError("kernels loop over range(...), tt.range(...) or tt.static_range(...) only")
+        args, kwargs = self.arguments(it)
+        bounds, hints = loop_arguments(fn, args, kwargs)
+        self.loop_depth += 1
+        try:
+            if not any(isinstance(b, Tile) for b in bounds):
+                if not all(isinstance(b, int) for b in bounds):
+                    raise CompilationError(f"range bounds must be integers, got {', '.join(map(describe, bounds))}")
+                trips = range(*bounds) if bounds[2] else None
+                if trips is not None and (kind == "static_range" or (kind == "python" and len(trips) <= UNROLL_MAX_TRIPS)):
+                    for i in trips:
+                        self.scope[node.target.id] = i
+                        self.visit_body(node.body)
+                    return
+            elif kind == "static_range":
+                raise CompilationError("tt.static_range needs constexpr bounds; use tt.range() for runtime bounds")
+            if isinstance(bounds[2], int) and bounds[2] <= 0:
+                raise CompilationError(f"a runtime loop needs a positive step, got {bounds[2]}")
+            self.runtime_loop(node, [self.loop_bound(b) for b in bounds], hints)
+        finally:
+            self.loop_depth -= 1
+
+    def loop_bound(self, bound: Any) -> Tile:
+        if isinstance(bound, Tile) and (bound.shape or is_float(bound.type) or bound.is_pointer):
+            raise CompilationError(f"range bounds must be integer scalars, got {describe(bound)}")
+        return self.b.cast(bound, i32)
+
+    def carried_names(self, body: list[ast.stmt], exclude: set[str]) -> tuple[set[str], list[str]]:
+        """(names the body assigns, those of them that hold numbers or tiles now: the loop carries them)."""
+        assigned = assigned_names(body) - exclude
+        return assigned, [n for n in sorted(assigned) if isinstance(self.scope.get(n), Tile) or is_number(self.scope.get(n))]
+
+    def runtime_loop(self, node: ast.For, bounds: list[Tile], hints: dict[str, int]) -> None:
+        """`scf.for` carrying the reassigned variables that hold numbers or tiles before the loop."""
+        var = node.target.id
+        assigned, carried = self.carried_names(node.body, {var})
+        inits = [self.b.tile(self.scope[n], n) for n in carried]
+        block = Block(arg_types=[i32, *(t.type for t in inits)])
+        outer = self.scope
+        self.scope = {**outer, var: Tile(block.args[0]), **{n: Tile(a) for n, a in zip(carried, block.args[1:])}}
+        try:
+            with self.b.at_end(block):
+                self.visit_body(node.body)
+                kept = [self.carry_out(n, arg, strict=False) for n, arg in zip(carried, block.args[1:])]
+            body_scope = self.scope
+        finally:
+            self.scope = outer
+        block.add_op(scf.YieldOp(*(k.value for k in kept if k is not None)))
+        for arg, k in reversed(list(zip(block.args[1:], kept))):
+            if k is None:
+                block.erase_arg(arg)
+        loop = scf.ForOp(*(b.value for b in bounds), [t.value for t, k in zip(inits, kept) if k], block)
+        for name, value in hints.items():
+            loop.attributes[LOOP_HINTS[name]] = IntegerAttr(value, 32)
+        self.b.insert(loop)
+        results = iter(loop.results)
+        line = self.line(node)
+        for n, k in zip(carried, kept):
+            self.scope[n] = Tile(next(results)) if k else Undefined(
+                f"`{n}` changes type inside the runtime loop at line {line}; it cannot be used after the loop"
+            )
+        self.forget_body_names(assigned - set(carried), outer, body_scope, line)
+        self.scope[var] = Undefined(f"the loop variable `{var}` of the runtime loop at line {line} ends with it")
+
+    def forget_body_names(self, names: set[str], outer: dict[str, Any], body_scope: dict[str, Any], line: int) -> None:
+        for n in names:
+            if n not in outer or body_scope.get(n) is not outer[n]:
+                self.scope[n] = Undefined(
+                    f"`{n}` is assigned inside the runtime loop at line {line} and cannot be used after it; "
+                    "assign it a number or tile before the loop"
+                )
+
+    def carry_out(self, name: str, arg: Any, strict: bool) -> Tile | None:
+        """The value yielded for a carried variable, or None to drop it (type changed, never read, and
+        not `strict`)."""
+        new = self.scope.get(name)
+        if is_number(new):
+            new = self.b.operand(new, element_type(arg.type), shape_of(arg.type))
+        if isinstance(new, Tile) and new.type == arg.type:
+            return new
+        if arg.first_use is None and not strict:
+            return None
+        after = new.type if isinstance(new, Tile) else describe(new)
+        raise CompilationError(
+            f"loop-carried variable `{name}` is {arg.type} before the loop but {after} after the loop body; "
+            "it must keep its type across iterations: initialise it with that type (e.g. tt.zeros(shape, "
+            "tt.float32), 0.0 instead of 0, or .to(...))"
+        )
+
+    # ---- while ----------------------------------------------------------------------------------
+
+    def visit_While(self, node: ast.While) -> None:
+        if node.orelse:
+            raise CompilationError("while ... else is not supported in kernels")
+        self.loop_depth += 1
+        try:
+            for _ in range(CONSTEXPR_WHILE_MAX_TRIPS):
+                cond = self.probe(node.test)
+                if isinstance(cond, Tile):
+                    self.runtime_while(node)
+                    return
+                if not cond:
+                    return
+                self.visit_body(node.body)
+            raise CompilationError(
+                f"this while loop's condition stayed a true constexpr for {CONSTEXPR_WHILE_MAX_TRIPS} iterations"
+            )
+        finally:
+            self.loop_depth -= 1
+
+    def probe(self, test: ast.expr) -> Any:
+        """The condition's value if it is a constexpr, else some Tile (its ops are thrown away)."""
+        scratch = Block()
+        with self.b.at_end(scratch):
+            value = self.visit(test)
+        for op in reversed(list(scratch.ops)):
+            scratch.erase_op(op)
+        return value
+
+    def runtime_while(self, node: ast.While) -> None:
+        """`scf.while`: the condition in the `before` region, the body in `after`, carrying the variables
+        the body reassigns (they must keep their types)."""
+        assigned, carried = self.carried_names(node.body, set())
+        inits = [self.b.tile(self.scope[n], n) for n in carried]
+        types = [t.type for t in inits]
+        before, after = Block(arg_types=types), Block(arg_types=types)
+        outer = self.scope
+        try:
+            self.scope = {**outer, **{n: Tile(a) for n, a in zip(carried, before.args)}}
+            with self.b.at_end(before):
+                cond = self.visit(node.test)
+                if not isinstance(cond, Tile) or cond.shape:
+                    raise CompilationError(f"a while condition must be a scalar, got {describe(cond)}")
+                before.add_op(scf.ConditionOp(self.b.truth(cond, "while").value, *before.args))
+            self.scope = {**outer, **{n: Tile(a) for n, a in zip(carried, after.args)}}
+            with self.b.at_end(after):
+                self.visit_body(node.body)
+                yielded = [self.carry_out(n, arg, strict=True) for n, arg in zip(carried, after.args)]
+            body_scope = self.scope
+        finally:
+            self.scope = outer
+        after.add_op(scf.YieldOp(*(y.value for y in yielded)))
+        loop = self.b.insert(scf.WhileOp([t.value for t in inits], types, Region(before), Region(after)))
+        for n, r in zip(carried, loop.results):
+            self.scope[n] = Tile(r)
+        self.forget_body_names(assigned - set(carried), outer, body_scope, self.line(node))
+
+
+def loop_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[tuple[Any, Any, Any], dict[str, int]]:
+    """((start, end, step), loop hints) of `range(...)` / `tt.range(...)` / `tt.static_range(...)`."""
+    if fn is range:
+        if kwargs or not 1 <= len(args) <= 3:
+            raise CompilationError("range takes 1 to 3 positional arguments")
+        named = dict(zip(("arg1", "arg2", "step"), args))
+    else:
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise CompilationError(f"tt.{builtin_name(fn)}(): {e}") from None
+        bound.apply_defaults()
+        named = bound.arguments
+    start, end, step = named["arg1"], named.get("arg2"), named.get("step")
+    bounds = (0, start, 1 if step is None else step) if end is None else (start, end, 1 if step is None else step)
+    hints = {}
+    for name in LOOP_HINTS:
+        value = named.get(name)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise CompilationError(f"tt.range(): {name} must be a constexpr non-negative int, got {describe(value)}")
+            hints[name] = value
+    return bounds, hints

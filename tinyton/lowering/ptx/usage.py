@@ -1,0 +1,27 @@
+"""Register usage of a PTX kernel as ptxas reports it (`-v`): what Triton's `n_regs` / `n_spills` show,
+available without a GPU wherever ptxas is installed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from tinyton.lowering.ptx.toolchain import find_tool
+
+
+def register_usage(ptx: str, arch: str) -> tuple[int, int] | None:
+    """(registers per thread, spilled 4-byte registers) of the PTX's kernel; None without ptxas."""
+    ptxas = find_tool("ptxas")
+    if ptxas is None:
+        return None
+    try:
+        proc = subprocess.run([ptxas, f"-arch={arch}", "-v", "-", "-o", "/dev/null"], input=ptx.encode(),
+                              capture_output=True, check=False)
+    except OSError:
+        return None
+    report = proc.stderr.decode(errors="replace")
+    registers = re.search(r"Used (\d+) registers", report)
+    spills = re.search(r"(\d+) bytes spill stores", report)
+    if proc.returncode != 0 or registers is None:
+        return None
+    return int(registers.group(1)), int(spills.group(1)) // 4 if spills else 0
