@@ -131,3 +131,69 @@ def test_attention_on_the_gpu(dtype):
     np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v, 0.125), **tolerance)
     out = masked_attention(q, k, v, bias, causal)
     np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v, 1 / 8.0, bias, causal), **tolerance)
+
+
+@tt.jit
+def causal_attention(q, k, v):
+    s_q, s_kv = q.shape[-2], k.shape[-2]
+    i = tt.arange(s_q).reshape(s_q, 1) + (s_kv - s_q)  # bottom-right aligned, as torch's is_causal for S_q < S_kv
+    j = tt.arange(s_kv)
+    s = tt.where(i >= j, (q @ k.mT) * 0.125, float("-inf"))
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def tril_masked_attention(q, k, v):
+    n = q.shape[-2]
+    keep = tt.tril(tt.ones((n, n), tt.int1))
+    s = tt.where(keep, q @ k.mT, float("-inf"))
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+def causal_reference(q, k, v, scale):
+    s_q, s_kv = q.shape[-2], k.shape[-2]
+    keep = np.arange(s_q)[:, None] + (s_kv - s_q) >= np.arange(s_kv)[None, :]
+    return reference(q, k, v, scale, 0.0, keep)
+
+
+@pytest.mark.parametrize("s_q, s_kv", [(1, 1), (64, 64), (100, 100), (37, 130), (1, 77)])
+def test_causal_mask_from_arange_skips_blocks_and_matches(s_q, s_kv):
+    rng = np.random.default_rng(s_q + s_kv)
+    q, k, v = randn(rng, 2, s_q, 32), randn(rng, 2, s_kv, 32), randn(rng, 2, s_kv, 32)
+    program = causal_attention.compile(q, k, v)
+    assert_one_kernel_without_scores(program, s_q, s_kv)
+    if s_q > 1:  # the KV loop stops at the diagonal (one query row is a constant mask)
+        assert "tt.minimum" in program.asm["kernel0:tt"]
+    np.testing.assert_allclose(program(q, k, v), causal_reference(q, k, v, 0.125), rtol=1e-4, atol=1e-5)
+
+
+def test_causal_masks_shared_by_two_attentions_are_cloned():
+    @tt.jit
+    def two_layers(q, k, v):
+        n = q.shape[-2]
+        keep = tt.arange(n).reshape(n, 1) >= tt.arange(n)
+        s1 = tt.where(keep, q @ k.T, float("-inf"))
+        e1 = tt.exp(s1 - tt.max(s1, axis=-1, keepdims=True))
+        h = (e1 / tt.sum(e1, axis=-1, keepdims=True)) @ v
+        s2 = tt.where(keep, h @ k.T, float("-inf"))
+        e2 = tt.exp(s2 - tt.max(s2, axis=-1, keepdims=True))
+        return (e2 / tt.sum(e2, axis=-1, keepdims=True)) @ v
+
+    rng = np.random.default_rng(9)
+    q, k, v = randn(rng, 40, 16), randn(rng, 40, 16), randn(rng, 40, 16)
+    program = two_layers.compile(q, k, v)
+    assert [s.launch.kind for s in program.steps] == ["attention", "attention"]
+    keep = np.tril(np.ones((40, 40), bool))
+    h = reference(q, k, v, 1.0, 0.0, keep)
+    np.testing.assert_allclose(program(q, k, v), reference(h, k, v, 1.0, 0.0, keep), rtol=1e-4, atol=1e-5)
+
+
+def test_tril_mask_is_an_index_mask():
+    rng = np.random.default_rng(10)
+    q, k, v = randn(rng, 50, 16), randn(rng, 50, 16), randn(rng, 50, 16)
+    program = tril_masked_attention.compile(q, k, v)
+    assert program.num_launches == 1
+    keep = np.tril(np.ones((50, 50), bool))
+    np.testing.assert_allclose(program(q, k, v), reference(q, k, v, 1.0, 0.0, keep), rtol=1e-4, atol=1e-5)

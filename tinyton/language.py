@@ -263,6 +263,8 @@ ones = _array_only("ones", "An array of ones: `tt.ones(shape, dtype)`.")
 matmul = _array_only("matmul", "NumPy's matmul (`a @ b`).")
 reshape = _array_only("reshape", "NumPy's reshape.")
 transpose = _array_only("transpose", "NumPy's transpose.")
+tril = _array_only("tril", "NumPy's tril: zero above the k-th diagonal (`tt.tril(x, k=0)`).")
+triu = _array_only("triu", "NumPy's triu: zero below the k-th diagonal (`tt.triu(x, k=0)`).")
 swapaxes = _array_only("swapaxes", "NumPy's swapaxes: `tt.swapaxes(k, -1, -2)` transposes the last two axes.")
 broadcast_to = _array_only("broadcast_to", "NumPy's broadcast_to.")
 take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
@@ -351,6 +353,8 @@ __all__ = [
     "take",
     "to_device",
     "transpose",
+    "tril",
+    "triu",
     "where",
     "zeros",
 ]

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt import shape_of
+from tinyton.dialects.tt import element_type, shape_of
 
 SCORE_OPS = (tta.AddOp, tta.SubOp, tta.MulOp, tta.DivOp, tta.WhereOp, tta.MaximumOp, tta.MinimumOp, tta.NegOp)
 """Elementwise ops allowed between `q @ kᵀ` and the softmax: scale, bias, masks."""
@@ -31,6 +32,11 @@ class ScoreStep:
 
     op: Operation
     operand: int
+
+    @property
+    def others(self) -> list[SSAValue]:
+        """The step's other operands: constants, bias or mask arrays, index masks."""
+        return [v for i, v in enumerate(self.op.operands) if i != self.operand]
 
 
 @dataclass(frozen=True)
@@ -49,19 +55,20 @@ class Attention:
 
     @property
     def ops(self) -> list[Operation]:
-        """Every op of the attention, in program order."""
+        """Every op of the attention (index masks included)."""
         first = [self.transpose] if self.transpose is not None else []
-        return [*first, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
+        masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
+        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
 
     @property
-    def extra_inputs(self) -> list[SSAValue]:
-        """Arrays the score steps read besides the scores (bias, mask)."""
-        out: list[SSAValue] = []
+    def causal_offset(self) -> int | None:
+        """`c` when a step masks the scores to the keys `j <= i + c` (the KV loop then stops there)."""
         for step in self.steps:
-            for i, v in enumerate(step.op.operands):
-                if i != step.operand and not is_constant(v) and v not in out:
-                    out.append(v)
-        return out
+            if isinstance(step.op, tta.WhereOp) and step.operand == 1 and is_constant(step.op.false_value):
+                mask = index_mask(step.op.condition)
+                if mask is not None and causal_offset(mask) is not None:
+                    return causal_offset(mask)
+        return None
 
 
 def is_constant(value: SSAValue) -> bool:
@@ -151,9 +158,149 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
     found = Attention(qk.lhs, k, transpose is not None, pv.rhs, qk, transpose, steps, (rmax, sub, exp, rsum, div), pv)
-    return found if set(found.ops) == {op for op in ops if not isinstance(op, tta.ConstantOp)} else None
+    computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}  # noqa: E731
+    return found if computed(found.ops) == computed(ops) else None
 
 
 def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:
     """A reduction over the last axis that keeps it (so the result broadcasts back over the row)."""
     return reduction.axis.value.data == len(shape_of(value.type)) - 1 and reduction.keeps_dims
+
+
+# ---------------------------------------------------------------------------------------------
+# Index masks: conditions computed from `tt.arange` alone (causal and banded masks)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Affine:
+    """`sum(coef[p] * index along position p) + const`; positions count from the right (-1: keys, -2: queries)."""
+
+    coef: tuple[tuple[int, int], ...]
+    const: int
+
+    def scaled(self, k: int) -> Affine:
+        return Affine(tuple((p, c * k) for p, c in self.coef), self.const * k)
+
+    def plus(self, other: Affine) -> Affine:
+        coef = dict(self.coef)
+        for p, c in other.coef:
+            coef[p] = coef.get(p, 0) + c
+        return Affine(tuple(sorted((p, c) for p, c in coef.items() if c)), self.const + other.const)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`lhs <predicate> 0` for an affine index expression."""
+
+    predicate: str
+    lhs: Affine
+
+
+@dataclass(frozen=True)
+class Logic:
+    """`and` / `or` of masks."""
+
+    kind: str
+    parts: tuple[Mask, ...]
+
+
+Mask = Compare | Logic
+
+
+def _moved_positions(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> dict[int, int] | None:
+    """How the right-aligned positions of a reshape that only adds or drops size-1 dims move."""
+    kept_in = [i - len(in_shape) for i, d in enumerate(in_shape) if d != 1]
+    kept_out = [i - len(out_shape) for i, d in enumerate(out_shape) if d != 1]
+    if [in_shape[p] for p in kept_in] != [out_shape[p] for p in kept_out]:
+        return None
+    return dict(zip(kept_in, kept_out))
+
+
+def affine_index(value: SSAValue) -> Affine | None:
+    """`value` as an affine function of the query and key indices, if it is computed from aranges only."""
+    if not isinstance(value, OpResult):
+        return None
+    op = value.op
+    if isinstance(op, tta.ArangeOp):  # a length-1 arange is the constant `start`
+        return Affine(((-1, 1),) if shape_of(op.result.type)[0] > 1 else (), op.start.value.data)
+    if isinstance(op, tta.ConstantOp):
+        data = op.value.value.data
+        return Affine((), data) if isinstance(data, int) and element_type(op.result.type) != i1 else None
+    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):
+        inner = affine_index(op.input)
+        moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
+        if inner is None or moves is None or any(p not in moves for p, _ in inner.coef):
+            return None  # (a coefficient sits on a dim of extent > 1, which every reshape here keeps)
+        return Affine(tuple(sorted((moves[p], c) for p, c in inner.coef)), inner.const)
+    if isinstance(op, (tta.AddOp, tta.SubOp)):
+        a, b = affine_index(op.lhs), affine_index(op.rhs)
+        if a is None or b is None:
+            return None
+        return a.plus(b if isinstance(op, tta.AddOp) else b.scaled(-1))
+    if isinstance(op, tta.MulOp):
+        a, b = affine_index(op.lhs), affine_index(op.rhs)
+        if a is not None and b is not None and not b.coef:
+            return a.scaled(b.const)
+        if a is not None and b is not None and not a.coef:
+            return b.scaled(a.const)
+    return None
+
+
+def index_mask(value: SSAValue) -> Mask | None:
+    """A boolean array computed from aranges only, over the last two axes (queries, keys)."""
+    if not isinstance(value, OpResult):
+        return None
+    op = value.op
+    if isinstance(op, tta.CmpOp):
+        a, b = affine_index(op.lhs), affine_index(op.rhs)
+        if a is None or b is None:
+            return None
+        lhs = a.plus(b.scaled(-1))
+        return Compare(op.predicate.data, lhs) if all(p in (-1, -2) for p, _ in lhs.coef) else None
+    if isinstance(op, tta.WhereOp) and _constant_value(op.true_value) is True and _constant_value(op.false_value) is False:
+        return index_mask(op.condition)  # `tt.tril(tt.ones((n, n), tt.int1))`: where(mask, True, False)
+    if isinstance(op, (tta.AndOp, tta.OrOp)):
+        a, b = index_mask(op.lhs), index_mask(op.rhs)
+        return Logic("and" if isinstance(op, tta.AndOp) else "or", (a, b)) if a and b else None
+    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):
+        moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
+        return index_mask(op.input) if moves and all(moves.get(p, p) == p for p in (-1, -2) if p in moves) else None
+    return None
+
+
+def _constant_value(value: SSAValue) -> bool | int | float | None:
+    """The value of a scalar constant, or of a constant broadcast to an array; None otherwise."""
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.BroadcastToOp, tta.ReshapeOp)):
+        value = value.op.input
+    if not is_constant(value):
+        return None
+    data = value.op.value.value.data
+    return bool(data) if element_type(value.type) == i1 else data
+
+
+def mask_ops(value: SSAValue) -> list[Operation]:
+    """The ops computing an index mask, in program order (to clone into the attention region)."""
+    seen: list[Operation] = []
+
+    def visit(v: SSAValue) -> None:
+        if isinstance(v, OpResult) and v.op not in seen:
+            for operand in v.op.operands:
+                visit(operand)
+            seen.append(v.op)
+
+    visit(value)
+    return seen
+
+
+def causal_offset(mask: Mask) -> int | None:
+    """`c` when the mask keeps exactly the keys `j <= i + c` of query `i` (a causal mask, shifted)."""
+    if not isinstance(mask, Compare):
+        return None
+    coef, const = dict(mask.lhs.coef), mask.lhs.const
+    # lhs = a*i + b*j + const compared with 0
+    if mask.predicate in ("ge", "gt") and coef == {-2: 1, -1: -1}:  # i - j + const >= 0  <=>  j <= i + const
+        return const - (1 if mask.predicate == "gt" else 0)
+    if mask.predicate in ("le", "lt") and coef == {-2: -1, -1: 1}:  # j - i + const <= 0  <=>  j <= i - const
+        return -const - (1 if mask.predicate == "lt" else 0)
+    return None

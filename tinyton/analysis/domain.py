@@ -24,7 +24,7 @@ from tinyton.dialects.tt import shape_of
 
 Map = tuple[int | None, ...]
 
-ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp)
+ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
 VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp)
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""

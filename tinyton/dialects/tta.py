@@ -229,6 +229,28 @@ class BroadcastToOp(_ShapeOp):
 
 
 @irdl_op_definition
+class ArangeOp(IRDLOperation):
+    """`np.arange(start, end)` as int32: the index arrays that causal masks and `tt.tril` are built from."""
+
+    name = "tta.arange"
+    start = prop_def(IntegerAttr[I32])
+    end = prop_def(IntegerAttr[I32])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$start `to` $end attr-dict `:` type($result)"
+
+    def __init__(self, start: int, end: int):
+        super().__init__(
+            properties={"start": IntegerAttr(start, 32), "end": IntegerAttr(end, 32)},
+            result_types=[array_type(i32, (max(end - start, 0),))],
+        )
+
+    def verify_(self) -> None:
+        start, end = self.start.value.data, self.end.value.data
+        expect_result(self, array_type(i32, (max(end - start, 0),)))
+
+
+@irdl_op_definition
 class TakeOp(IRDLOperation):
     """`np.take(table, indices, axis)`: gather rows (an embedding lookup for axis 0); indices are int32."""
 
@@ -390,6 +412,7 @@ Tta = Dialect(
         ReshapeOp,
         BroadcastToOp,
         TakeOp,
+        ArangeOp,
         FusionOp,
         YieldOp,
     ],

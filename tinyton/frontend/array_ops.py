@@ -200,6 +200,34 @@ def transpose(x: Any, axes: Sequence[int] | None = None) -> Traced:
     return x.tracer.emit(tta.TransposeOp, x.value, perm)
 
 
+def arange(start: int, end: int | None = None) -> Traced:
+    """`np.arange(start, end)` as int32 (`tt.arange(n)` is `0..n-1`): row and column indices for masks."""
+    start, end = (0, start) if end is None else (start, end)
+    if not all(isinstance(v, (int, np.integer)) for v in (start, end)):
+        raise error(f"arange bounds are Python ints in array programs, got {start!r} and {end!r}")
+    return current_tracer().emit(tta.ArangeOp, int(start), int(end))
+
+
+def _triangle(x: Any, k: int, lower: bool) -> Traced:
+    x = _one(x)
+    if x.ndim < 2:
+        raise error(f"{'tril' if lower else 'triu'} needs an array of rank >= 2, got rank {x.ndim}")
+    rows, cols = x.shape[-2:]
+    i, j = reshape(arange(rows), (rows, 1)), reshape(arange(cols), (1, cols))
+    keep = (j - i <= k) if lower else (j - i >= k)
+    return where(keep, x, x.tracer.constant(False if x.element == i1 else 0, x.element))  # keeps x's dtype
+
+
+def tril(x: Any, k: int = 0) -> Traced:
+    """`np.tril`: zero above the k-th diagonal of the last two axes."""
+    return _triangle(x, k, lower=True)
+
+
+def triu(x: Any, k: int = 0) -> Traced:
+    """`np.triu`: zero below the k-th diagonal of the last two axes."""
+    return _triangle(x, k, lower=False)
+
+
 def swapaxes(x: Any, axis1: int, axis2: int) -> Traced:
     """`np.swapaxes`: `tt.swapaxes(k, -1, -2)` is the batched transpose attention wants (`k.mT` too)."""
     x = _one(x)
@@ -280,6 +308,9 @@ ARRAY_IMPLS.update(
         "reshape": reshape,
         "transpose": transpose,
         "swapaxes": swapaxes,
+        "arange": arange,
+        "tril": tril,
+        "triu": triu,
         "take": take,
         "getitem": getitem,
     }

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import score_chain
+from tinyton.analysis.attention import index_mask, mask_ops, score_chain
 from tinyton.dialects.tt import shape_of
 
 
@@ -26,9 +27,32 @@ def last_axis(value: SSAValue, axis: IntegerAttr) -> bool:
 
 
 def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValue) -> tuple[list[Operation], str]:
-    """The matched ops plus `q @ kᵀ`, the transpose of k and the score steps: one region."""
+    """The matched ops plus `q @ kᵀ`, the transpose of k, the score steps and the index masks (causal
+    masks from `tt.arange`, cloned so that every attention gets its own): one region."""
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
-    path = [*([transpose] if transpose is not None else []), qk, *(step.op for step in steps)]
+    masks = [op for step in steps for value in step.others if index_mask(value) for op in _own_copy(step.op, value)]
+    path = [*([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     return [*path, *matched], kind.data
+
+
+def _own_copy(user: Operation, value: SSAValue) -> list[Operation]:
+    """Clone the ops computing index mask `value` before `user`, point `user` at the clone, and erase the
+    originals left without users. Returns the clones."""
+    originals = mask_ops(value)
+    mapping: dict[SSAValue, SSAValue] = {}
+    clones = []
+    for op in originals:
+        clone = op.clone()
+        for i, operand in enumerate(clone.operands):
+            clone.operands[i] = mapping.get(operand, operand)
+        Rewriter.insert_op(clone, InsertPoint.before(user))
+        mapping.update(zip(op.results, clone.results))
+        clones.append(clone)
+    user.operands = [mapping.get(v, v) for v in user.operands]
+    for op in reversed(originals):
+        if all(not r.uses for r in op.results):
+            op.detach()
+            op.erase()
+    return clones

@@ -19,7 +19,7 @@ from math import prod
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, ScoreStep, is_constant
+from tinyton.analysis.attention import Attention, Logic, Mask, ScoreStep, index_mask, is_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
@@ -130,7 +130,7 @@ class _Program:
         def body(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             return self._kv_block(j, rows, row_ok, q, dv_cols, *carried)
 
-        _, total, acc = em.for_loop(0, self.s_kv, self.bn, init, body)
+        _, total, acc = em.for_loop(0, self._kv_end(start), self.bn, init, body)
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
         offsets = em.binary(tt.AddOp, offsets, dv_cols)
@@ -138,6 +138,28 @@ class _Program:
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
         em.emit(tt.StoreOp(ptrs, out, mask))
+
+    def _kv_end(self, start: SSAValue) -> int | SSAValue:
+        """Where the KV loop stops: S_kv, or for a causal mask (keys j <= i + c) the last key the block's
+        last query sees, so blocks above the diagonal are never visited."""
+        c = self.att.causal_offset
+        if c is None:
+            return self.s_kv
+        em = self.em
+        end = em.add(start, em.i32(self.bm + c))
+        end = em.binary(tt.MinimumOp, end, em.i32(self.s_kv))
+        return em.binary(tt.MaximumOp, end, em.i32(0))
+
+    def _mask_tile(self, mask: Mask, rows: SSAValue, cols: SSAValue) -> SSAValue:
+        """An index mask (tinyton/analysis/attention.py) on this block: a `[BM, BN]` (or broadcastable) i1 tile."""
+        em = self.em
+        if isinstance(mask, Logic):
+            a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
+            return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
+        value: SSAValue = em.i32(mask.lhs.const)
+        for position, coef in mask.lhs.coef:
+            value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
+        return em.cmp(mask.predicate, value, em.i32(0))
 
     def _below(self, index: SSAValue, size: int, bound: int) -> SSAValue | None:
         """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
@@ -172,12 +194,15 @@ class _Program:
         return [m_new, l_new, acc_new]
 
     def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
-        """One score step on the `[BM, BN]` block, its other operands loaded or splatted."""
+        """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
+        the block's indices, or splatted."""
         em = self.em
         operands = []
         for i, value in enumerate(step.op.operands):
             if i == step.operand:
                 operands.append(s)
+            elif (index := index_mask(value)) is not None:
+                operands.append(self._mask_tile(index, rows, cols))
             elif is_constant(value):
                 attr = value.op.value
                 element = i1 if element_type(value.type) == i1 else f32

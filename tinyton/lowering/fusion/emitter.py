@@ -136,7 +136,7 @@ class Emitter:
         return self.expand(out, axis) if len(shape_of(value.type)) == 2 else out
 
     def for_loop(
-        self, lb: int, ub: int, step: int, carried: Sequence[SSAValue],
+        self, lb: int, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],
         body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]],
     ) -> list[SSAValue]:
         """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`.
@@ -144,7 +144,7 @@ class Emitter:
         The body is built before the loop op is inserted, so code emitted meanwhile into the enclosing
         block (hoisted loop invariants) lands before the loop."""
         outer = self.block
-        bounds = [self.i32(lb), self.i32(ub), self.i32(step)]
+        bounds = [self.i32(lb), ub if isinstance(ub, SSAValue) else self.i32(ub), self.i32(step)]
         block = Block(arg_types=[i32, *(v.type for v in carried)])
         self.block = block
         new = body(block.args[0], list(block.args[1:]))

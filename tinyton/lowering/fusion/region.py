@@ -225,6 +225,10 @@ class RegionEmitter:
         args = lambda: [self.operand(op, i, scope) for i in range(len(op.operands))]
         if isinstance(op, tta.ConstantOp):
             return em.const(op.value.value.data, op.result.type)
+        if isinstance(op, tta.ArangeOp):  # the index along its domain axis, plus start
+            (axis,) = self.dom.map_of(op.result)
+            index = self.offsets({axis: 1}, scope) if axis is not None else None
+            return em.add(index if index is not None else em.i32(0), em.i32(op.start.value.data))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
         if isinstance(op, tta.TakeOp):
