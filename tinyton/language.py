@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as tt.MAX_TILE_ELEMENTS
-from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
+from tinyton.dtypes import DTYPES, bfloat16, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - tt.* dtypes
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
 from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
@@ -316,6 +316,7 @@ __all__ = [
     "dtype_of",
     "exp",
     "float16",
+    "bfloat16",
     "float32",
     "full",
     "graphed",
