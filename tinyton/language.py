@@ -240,9 +240,11 @@ reduce_sum, reduce_max, reduce_min = sum, max, min
 
 
 @builtin
-def dot(a: Any, b: Any, acc: Any = None) -> Any:
-    """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16); `acc` defaults to float32 zeros."""
-    return _kernel().dot(a, b, acc)
+def dot(a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out_dtype: dtype = float32) -> Any:
+    """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16), as Triton's: f16/bf16 operands accumulate
+    in `out_dtype` (float32, or float16 for f16 operands); f32 operands take `input_precision` "ieee"
+    (default, exact), "tf32" (tensor cores, 10-bit mantissas) or "tf32x3". `acc` defaults to zeros."""
+    return _kernel().dot(a, b, acc, input_precision, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
