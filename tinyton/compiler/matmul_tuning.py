@@ -16,7 +16,12 @@ from tinyton.compiler.autotune import Tuner, benchmark
 from tinyton.compiler.kernel import compile_module, normalize_grid
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
-from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, MatmulTiles, candidates, default_tiles
+from tinyton.lowering.fusion.matmul_tiles import (
+    MatmulProblem,
+    MatmulTiles,
+    candidates,
+    default_tiles,
+)
 from tinyton.runtime import arrays, driver
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
@@ -43,7 +48,9 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
 
 def _measure(p: MatmulProblem, tiles: MatmulTiles) -> float:
     """Milliseconds of one launch of the matmul kernel of `p` tiled by `tiles`."""
-    from tinyton.lowering.fusion import fusion_to_kernels  # on first use, as in program.py
+    from tinyton.lowering.fusion import (
+        fusion_to_kernels,  # on first use, as in program.py
+    )
     from tinyton.rewrites.pipeline import fuse_module
 
     (spec,) = fusion_to_kernels(fuse_module(_matmul_module(p), fuse=False), lambda _: tiles)
