@@ -33,7 +33,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     default_tiles,
 )
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.runtime.cache import TuningCache
+from tinyton.runtime.cache import KernelCache
 from tinyton.runtime.simulator.tiles import round_tf32
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -232,9 +232,9 @@ def test_tuner_measures_once_and_keeps_the_choice(tmp_path):
         return times[t]
 
     decode = lambda d: MatmulTiles(**d)
-    tuner = Tuner("test", decode=decode, cache=TuningCache(tmp_path, disk=True))
+    tuner = Tuner("test", decode=decode, cache=KernelCache(tmp_path, disk=True))
     assert tuner.choose(("gpu", (1, 2)), tiles, measure) == tiles[1] and len(measured) == 3
-    fresh = Tuner("test", decode=decode, cache=TuningCache(tmp_path, disk=True))  # a later process
+    fresh = Tuner("test", decode=decode, cache=KernelCache(tmp_path, disk=True))  # a later process
     assert fresh.choose(("gpu", (1, 2)), tiles, measure) == tiles[1] and len(measured) == 3
     assert fresh.choose(("gpu", (1, 4)), tiles, measure) == tiles[1] and len(measured) == 6
 
@@ -305,8 +305,8 @@ def test_gpu_f32_dot_precisions():
 @on_gpu
 @pytest.mark.parametrize("dtype", [np.float16, BF16, F32], ids=["f16", "bf16", "f32"])
 def test_gpu_array_matmul(dtype, tmp_path, monkeypatch):
-    monkeypatch.setattr(matmul_tuning.TUNER, "cache", TuningCache(tmp_path, disk=True))  # measure afresh
+    monkeypatch.setattr(matmul_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))  # measure afresh
     test_array_matmul_batched_with_epilogue(None, dtype)
     if dtype != F32:
         test_array_matmul_broadcast_batch_dims(None, dtype)
-    assert list((tmp_path / "tuning").glob("*.json")), "the matmul tiles were not measured and stored"
+    assert list((tmp_path / "tune-matmul").glob("*.json")), "the matmul tiles were not measured and stored"

@@ -12,7 +12,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
-from tinyton.compiler.autotune import Tuner, benchmark
+from tinyton.compiler.autotune import Tuner
 from tinyton.compiler.kernel import compile_module, normalize_grid
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
@@ -23,6 +23,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     default_tiles,
 )
 from tinyton.runtime import arrays, driver
+from tinyton.runtime.bench import do_bench
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
 
@@ -61,4 +62,4 @@ def _measure(p: MatmulProblem, tiles: MatmulTiles) -> float:
     buffers = [arrays.to_device(rng.standard_normal(s, dtype=np.float32).astype(np_dtype)) for s in shapes]
     grid, args = normalize_grid(spec.grid), tuple(b.ptr for b in buffers)
     launch = kernel.launcher.launch
-    return benchmark(lambda: launch(grid, kernel.threads, 0, 0, args))
+    return float(do_bench(lambda: launch(grid, kernel.threads, 0, 0, args), warmup=5, rep=20))

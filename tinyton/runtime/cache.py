@@ -169,48 +169,6 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-class TuningCache:
-    """Autotuning choices (small JSON values) by key, on disk next to the kernels: `<dir>/tuning/<key>.json`.
-
-    Keys are hashed with the compiler's version, so a choice measured for older code is not reused."""
-
-    def __init__(self, directory: str | Path | None = None, *, disk: bool | None = None):
-        kernels = KernelCache(directory, disk=disk)
-        self.directory, self.disk = kernels.directory / "tuning", kernels.disk
-        self._memory: dict[str, Any] = {}
-
-    @staticmethod
-    def _digest(key: object) -> str:
-        return hashlib.sha256(json.dumps([repr(key), _tinyton_version()]).encode()).hexdigest()
-
-    def get(self, key: object) -> Any:
-        digest = self._digest(key)
-        if digest not in self._memory and self.disk:
-            try:
-                stored = json.loads((self.directory / f"{digest}.json").read_text())
-                if stored["key"] == repr(key):
-                    self._memory[digest] = stored["value"]
-            except (OSError, ValueError, KeyError, TypeError):
-                pass
-        return self._memory.get(digest)
-
-    def put(self, key: object, value: Any) -> None:
-        digest = self._digest(key)
-        self._memory[digest] = value
-        if self.disk:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                _write_atomic(self.directory / f"{digest}.json", json.dumps({"key": repr(key), "value": value}).encode())
-            except OSError:
-                pass
-
-
-@cache
-def default_tuning_cache() -> TuningCache:
-    """The process-wide tuning cache, configured like `default_cache`."""
-    return TuningCache()
-
-
 @cache
 def default_cache() -> KernelCache:
     """The process-wide cache, configured from the environment on first use."""

@@ -204,25 +204,6 @@ class Stream:
         _release("cuStreamDestroy", getattr(self, "_stream", None))
 
 
-class Event:
-    """A CUDA event for timing work on a stream (`elapsed_ms` between two recorded events)."""
-
-    def __init__(self):
-        _ctx()
-        self._event = _call(_driver().cuEventCreate, _driver().CUevent_flags.CU_EVENT_DEFAULT)
-
-    def record(self, stream: int = 0) -> None:
-        _call(_driver().cuEventRecord, self._event, stream)
-
-    def elapsed_ms(self, end: Event) -> float:
-        """Milliseconds from this event to `end`, waiting for `end` to complete."""
-        _call(_driver().cuEventSynchronize, end._event)
-        return float(_call(_driver().cuEventElapsedTime, self._event, end._event))
-
-    def __del__(self, _release=_release):  # bound now: module globals are gone at interpreter exit
-        _release("cuEventDestroy", getattr(self, "_event", None))
-
-
 # Memory: device pointers are plain ints; host buffers are C-contiguous numpy arrays.
 
 
