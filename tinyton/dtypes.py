@@ -2,21 +2,24 @@
 
 `tt.float32` and friends are `dtype` objects: the name users write, the xDSL element type the dialects
 use, and the NumPy dtype the runtime allocates. Everything above the dialects converts through here.
+NumPy has no bfloat16: `tt.bfloat16` is `ml_dtypes.bfloat16` (the type JAX uses), whose NumPy kind is
+"V", not "f"; code that asks "is this a float array" uses `is_float_dtype`, never `dtype.kind == "f"`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, i1, i32
 from xdsl.ir import Attribute
 
 from tinyton.errors import CompilationError
 
 
 class dtype:
-    """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.int32`, `tt.int1`."""
+    """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.bfloat16`, `tt.int32`, `tt.int1`."""
 
     __slots__ = ("ir", "name", "np")
 
@@ -30,8 +33,11 @@ class dtype:
 int1 = dtype("int1", i1, np.bool_)
 int32 = dtype("int32", i32, np.int32)
 float16 = dtype("float16", Float16Type(), np.float16)
+bfloat16 = dtype("bfloat16", BFloat16Type(), ml_dtypes.bfloat16)
 float32 = dtype("float32", Float32Type(), np.float32)
-DTYPES = (int1, int32, float16, float32)
+DTYPES = (int1, int32, float16, bfloat16, float32)
+BF16 = bfloat16.np
+"""NumPy's view of bfloat16 (`ml_dtypes.bfloat16`)."""
 _BY_KEY: dict[Any, dtype] = {k: d for d in DTYPES for k in (d, d.ir, d.np, d.name)}
 
 NUMPY_TO_ELEMENT: dict[np.dtype, Attribute] = {d.np: d.ir for d in DTYPES}
@@ -50,5 +56,12 @@ def dtype_of(x: Any) -> dtype:
             continue
     if found is None:
         name = getattr(x, "__name__", x)
-        raise CompilationError(f"unsupported dtype {name}; tinyton supports int1 (bool), int32, float16 and float32")
+        raise CompilationError(
+            f"unsupported dtype {name}; tinyton supports int1 (bool), int32, float16, bfloat16 and float32"
+        )
     return found
+
+
+def is_float_dtype(np_dtype: np.dtype) -> bool:
+    """True for NumPy float dtypes, bfloat16 included (its NumPy kind is "V")."""
+    return np_dtype.kind == "f" or np_dtype == BF16

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tinyton.dialects.tt import MAX_TILE_ELEMENTS  # noqa: F401 - re-exported as tt.MAX_TILE_ELEMENTS
-from tinyton.dtypes import DTYPES, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - the tt.* dtypes
+from tinyton.dtypes import DTYPES, bfloat16, dtype, dtype_of, float16, float32, int1, int32  # noqa: F401 - tt.* dtypes
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
 from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
@@ -240,9 +240,11 @@ reduce_sum, reduce_max, reduce_min = sum, max, min
 
 
 @builtin
-def dot(a: Any, b: Any, acc: Any = None) -> Any:
-    """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16); `acc` defaults to float32 zeros."""
-    return _kernel().dot(a, b, acc)
+def dot(a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out_dtype: dtype = float32) -> Any:
+    """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16), as Triton's: f16/bf16 operands accumulate
+    in `out_dtype` (float32, or float16 for f16 operands); f32 operands take `input_precision` "ieee"
+    (default, exact), "tf32" (tensor cores, 10-bit mantissas) or "tf32x3". `acc` defaults to zeros."""
+    return _kernel().dot(a, b, acc, input_precision, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +320,7 @@ __all__ = [
     "dtype_of",
     "exp",
     "float16",
+    "bfloat16",
     "float32",
     "full",
     "graphed",

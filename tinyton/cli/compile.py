@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from tinyton.dtypes import BF16
+
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 PASS_OF_STAGE = {
     "tt": "frontend (Python AST -> tt)",
@@ -21,7 +23,7 @@ PASS_OF_STAGE = {
     "llvm-ir": "mlir-translate --mlir-to-llvmir + opt -O3",
     "ptx": "llc (NVPTX)",
 }
-DTYPES = {"fp32": np.float32, "fp16": np.float16, "i32": np.int32, "i1": np.bool_}
+DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": BF16, "i32": np.int32, "i1": np.bool_}
 
 
 def signature_arguments(signature: str) -> list[Any]:

@@ -24,12 +24,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
+from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.streams import current_stream
+from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -176,26 +178,20 @@ class _Memory:
 
     @staticmethod
     def for_inputs(sample: Any, on_gpu: bool) -> _Memory:
-        is_torch = type(sample).__module__.partition(".")[0] == "torch"
-        if is_torch and sample.is_cuda:
+        torch_input = is_torch(sample)
+        if torch_input and sample.is_cuda:
             import torch
 
-            dtypes = {np.dtype(n): getattr(torch, n) for n in ("float32", "float16", "int32", "bool")}
             device, empty = sample.device, torch.empty
             return _Memory(
                 lambda x: x.contiguous(),
-                lambda shape, dtype: empty(shape, dtype=dtypes[dtype], device=device),
+                lambda shape, dtype: empty(shape, dtype=torch_dtype(dtype), device=device),
                 _identity,
                 torch.Tensor.data_ptr,
                 torch_inputs=True,
             )
-        host = sample is None or isinstance(sample, np.ndarray) or is_torch
-        if is_torch:
-            import torch
-
-            to_caller = torch.from_numpy
-        else:
-            to_caller = _identity
+        host = sample is None or isinstance(sample, np.ndarray) or torch_input
+        to_caller = from_host if torch_input else _identity
         if not on_gpu:
             return _Memory(_host_array, np.empty, to_caller)
         def prepare(x: Any) -> Any:
@@ -211,7 +207,7 @@ def _identity(x: Any) -> Any:
 
 def _host_array(x: Any) -> np.ndarray:
     """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied)."""
-    return np.ascontiguousarray(x.numpy() if not isinstance(x, np.ndarray) and hasattr(x, "numpy") else x)
+    return np.ascontiguousarray(host_view(x) if is_torch(x) else x)
 
 
 def build_program(
@@ -226,7 +222,7 @@ def build_program(
     )
 
     fused = fused_module(graph, fuse)
-    launches = list(fusion_to_kernels(fused))
+    launches = list(fusion_to_kernels(fused, matmul_tiles))
     body = program_function(fused).body.block
 
     slot: dict[SSAValue, int] = {}

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I32, FloatAttr, IntegerAttr, TensorType, i1, i32
+from xdsl.dialects.builtin import (
+    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32,
+)
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -348,21 +350,48 @@ class ReduceMinOp(ReduceOp):
     KIND: ClassVar[str] = "min"
 
 
+INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3")
+"""Triton's `input_precision` of f32 operands: exact FMA, TF32 tensor cores (10-bit mantissas), or three
+TF32 products that recover f32 accuracy (tinyton computes it as `ieee`)."""
+
+DOT_MIN = 16
+"""Smallest tile side of a dot (the MMA instruction shape m16n8k16, as in Triton)."""
+
+
 @irdl_op_definition
 class DotOp(IRDLOperation):
-    """`acc + a @ b` for 2-D tiles `a: MxK`, `b: KxN`, `acc: MxN` (f32 accumulation)."""
+    """`acc + a @ b` for 2-D tiles `a: MxK`, `b: KxN`, `acc: MxN`; the accumulator's type is the result's.
+
+    Operands f16 or bf16 accumulate in f32 (an f16 accumulator is Triton's `out_dtype=float16` for f16
+    operands); f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
+    (an attribute that matters only for f32 operands, as in Triton).
+    """
 
     name = "tt.dot"
     T: ClassVar = VarConstraint("T", base(TensorType))
     a = operand_def(TensorType)
     b = operand_def(TensorType)
     acc = operand_def(T)
+    input_precision = prop_def(StringAttr, default_value=StringAttr("ieee"))
     result = result_def(T)
     traits = traits_def(Pure())
-    assembly_format = "$a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `->` type($result)"
+    assembly_format = (
+        "$a `,` $b `,` $acc (`input_precision` `=` $input_precision^)? attr-dict `:` type($a) `,` type($b) "
+        "`->` type($result)"
+    )
 
-    def __init__(self, a: SSAValue | Operation, b: SSAValue | Operation, acc: SSAValue | Operation):
-        super().__init__(operands=[a, b, acc], result_types=[SSAValue.get(acc).type])
+    def __init__(
+        self,
+        a: SSAValue | Operation,
+        b: SSAValue | Operation,
+        acc: SSAValue | Operation,
+        input_precision: str = "ieee",
+    ):
+        super().__init__(
+            operands=[a, b, acc],
+            properties={"input_precision": StringAttr(input_precision)},
+            result_types=[SSAValue.get(acc).type],
+        )
 
     def verify_(self) -> None:
         sa, sb, sc = shape_of(self.a.type), shape_of(self.b.type), shape_of(self.acc.type)
@@ -370,10 +399,27 @@ class DotOp(IRDLOperation):
         require(sa[1] == sb[0], f"dot inner dimensions differ: {list(sa)} @ {list(sb)}")
         require(sc == (sa[0], sb[1]), f"dot accumulator must have shape {[sa[0], sb[1]]}, got {list(sc)}")
         require(self.result.type == self.acc.type, "dot result has the accumulator's type")
-        require(element_type(self.a.type) == element_type(self.b.type), "dot operands must have one element type")
+        operand, acc = element_type(self.a.type), element_type(self.acc.type)
+        require(operand == element_type(self.b.type), "dot operands must have one element type")
         require(is_float(self.a.type) and is_float(self.acc.type), "dot takes float tiles")
+        allowed = DOT_ACCUMULATORS.get(operand, ())
+        require(
+            acc in allowed,
+            f"dot of {type_name(operand)} operands accumulates in {' or '.join(map(type_name, allowed))}, "
+            f"got {type_name(acc)}",
+        )
+        precision = self.input_precision.data
+        require(precision in INPUT_PRECISIONS, f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}")
         for d in (*sa, *sb):
-            require(d >= 16, "dot tiles must be at least 16 in every dimension")
+            require(d >= DOT_MIN, f"dot tiles must be at least {DOT_MIN} in every dimension")
+
+
+DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
+    Float16Type(): (Float32Type(), Float16Type()),
+    BFloat16Type(): (Float32Type(),),
+    Float32Type(): (Float32Type(),),
+}
+"""Accumulator (= result) element types of `tt.dot` per operand element type (Triton's `out_dtype`)."""
 
 
 Tt = Dialect(

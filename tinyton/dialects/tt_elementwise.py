@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, StringAttr, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, StringAttr, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -283,7 +283,7 @@ class SelectOp(IRDLOperation):
         require(self.condition.type == expected, f"select condition must be {type_name(expected)}")
 
 
-CASTABLE = (i1, i32, Float32Type(), Float16Type())
+CASTABLE = (i1, i32, Float32Type(), Float16Type(), BFloat16Type())
 
 
 class CastOpBase(IRDLOperation):
@@ -301,11 +301,11 @@ class CastOpBase(IRDLOperation):
 
 @irdl_op_definition
 class CastOp(CastOpBase):
-    """Convert element types among i1, i32, f32 and f16 (`x.to(tt.float16)`); floats to ints truncate."""
+    """Convert element types among i1, i32, f32, f16 and bf16 (`x.to(tt.float16)`); floats to ints truncate."""
 
     name = "tt.cast"
 
     def verify_(self) -> None:
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
         for t in (self.input.type, self.result.type):
-            require(element_type(t) in CASTABLE, f"cannot cast {type_name(element_type(t))}; use i1, i32, f32 or f16")
+            require(element_type(t) in CASTABLE, f"cannot cast {type_name(element_type(t))}; use i1, i32, f32, f16 or bf16")

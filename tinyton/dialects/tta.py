@@ -2,7 +2,7 @@
 
 `@tt.jit` functions called with arrays are traced (tinyton/frontend/tracing.py) into one `func.func` of
 `tta` ops on builtin ranked tensors of any rank with static shapes (`tensor<4096x1000xf32>`) and
-scalars (`f32`, `f16`, `i32`, `i1`; a rank-0 value is always a scalar type, as in `tt`).
+scalars (`f32`, `f16`, `bf16`, `i32`, `i1`; a rank-0 value is always a scalar type, as in `tt`).
 
 Design rules:
 - ops follow NumPy: elementwise ops broadcast implicitly, reductions take `axis` (normalised to be

@@ -266,7 +266,7 @@ class WhereOp(_ElementwiseOp):
 
 @irdl_op_definition
 class CastOp(CastOpBase):
-    """`x.astype(dtype)` among bool, int32, float32, float16; floats to ints truncate."""
+    """`x.astype(dtype)` among bool, int32, float32, float16, bfloat16; floats to ints truncate."""
 
     name = "tta.cast"
 

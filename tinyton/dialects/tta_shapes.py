@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, TensorType, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType, i1, i32
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
@@ -23,8 +23,10 @@ R = TypeVar("R")
 array_type = tile_type
 """`array_type(f32, (4, 8))` is `tensor<4x8xf32>`; `array_type(f32, ())` is `f32`."""
 
-ELEMENT_TYPES: tuple[Attribute, ...] = (Float32Type(), Float16Type(), i32, i1)
-_DTYPE_NAMES = {Float32Type(): "float32", Float16Type(): "float16", i32: "int32", i1: "bool"}
+ELEMENT_TYPES: tuple[Attribute, ...] = (Float32Type(), Float16Type(), BFloat16Type(), i32, i1)
+_DTYPE_NAMES = {
+    Float32Type(): "float32", Float16Type(): "float16", BFloat16Type(): "bfloat16", i32: "int32", i1: "bool"
+}
 
 
 class ShapeError(ValueError):
@@ -144,10 +146,10 @@ def expect_result(op: IRDLOperation, expected: Attribute) -> None:
 
 
 def verify_value(what: str, t: Attribute) -> None:
-    """Values are scalars or static tensors of f32/f16/i32/i1."""
+    """Values are scalars or static tensors of f32/f16/bf16/i32/i1."""
     require(
         element_type(t) in ELEMENT_TYPES,
-        f"{what} has unsupported type {type_str(t)}; use float32, float16, int32 or bool",
+        f"{what} has unsupported type {type_str(t)}; use float32, float16, bfloat16, int32 or bool",
     )
     if isinstance(t, TensorType):
         require(all(d >= 0 for d in t.get_shape()), f"{what} must have a static shape")

@@ -22,6 +22,7 @@ from tinyton.dtypes import dtype_of
 from tinyton.errors import CompilationError
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
+from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
     "constexpr": ("({a}, type({a}))", "None"),
@@ -124,7 +125,7 @@ def argument_type(arg: Any) -> tuple[Attribute, bool]:
         element = dtype_of(dtype)
     except CompilationError:
         raise CompilationError(
-            f"arrays of {dtype} are not supported; kernels take float32, float16, int32 or bool arrays"
+            f"arrays of {dtype} are not supported; kernels take float32, float16, bfloat16, int32 or bool arrays"
         ) from None
     return PointerType(element.ir), address(arg) % 16 == 0
 
@@ -135,6 +136,6 @@ def simulator_argument(arg: Any) -> Any:
         return int(arg)
     if kind_of(type(arg)) in ("device", "cuda"):
         raise CompilationError("device arrays cannot run on the simulator; pass NumPy arrays or CPU tensors")
-    if not isinstance(arg, np.ndarray) and hasattr(arg, "numpy"):
-        return arg.numpy()  # a CPU torch tensor: a view of its memory
+    if is_torch(arg):
+        return host_view(arg)  # a CPU torch tensor: a view of its memory
     return arg

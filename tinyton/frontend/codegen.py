@@ -147,11 +147,12 @@ class KernelCodegen(ControlFlow, Loops):
         fn = self.visit(call.func) if isinstance(call, ast.Call) else None
         if op == "+" and builtin_name(fn) == "dot":
             args, kwargs = self.arguments(call)
-            fits = isinstance(current, Tile) and current.element == f32 and len(args) == 2 and not kwargs
+            fits = isinstance(current, Tile) and current.element == f32 and len(args) == 2
+            fits = fits and set(kwargs) <= {"input_precision"}
             if fits and all(isinstance(x, Tile) and len(x.shape) == 2 for x in args):
                 fits = current.shape == (args[0].shape[0], args[1].shape[1])
             if fits:  # acc += tt.dot(a, b) accumulates in place: one tt.dot
-                self.scope[node.target.id] = self.call(fn, [*args, current], {})
+                self.scope[node.target.id] = self.call(fn, [*args, current], kwargs)
                 return
             value = self.call(fn, args, kwargs)
         else:

@@ -1,7 +1,9 @@
 """The element types of array programs and NumPy's promotion rules between them.
 
-Array programs support float32, float16, int32 and bool. Python scalars are "weak" (`x * 2` keeps `x`'s
-dtype, `i32 * 0.5` is float32); two array dtypes promote to the wider one.
+Array programs support float32, float16, bfloat16, int32 and bool. Python scalars are "weak" (`x * 2` keeps
+`x`'s dtype, `i32 * 0.5` is float32); two array dtypes promote to the wider one. bfloat16 follows
+ml_dtypes/JAX: with bool it stays bfloat16, with float16 or float32 it is float32, and with int32 float32
+(NumPy and ml_dtypes give float64 there, as for float16, and tinyton has no float64).
 """
 
 from __future__ import annotations
@@ -10,14 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, Float32Type, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, i1, i32
 from xdsl.ir import Attribute
 
 from tinyton.dtypes import NUMPY_TO_ELEMENT
 
-_PROMOTION_RANK = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 3}
-_KIND = {i1: 0, i32: 1, Float16Type(): 2, Float32Type(): 2}
+_PROMOTION_RANK = {i1: 0, i32: 1, Float16Type(): 2, BFloat16Type(): 2, Float32Type(): 3}
+_KIND = {i1: 0, i32: 1, Float16Type(): 2, BFloat16Type(): 2, Float32Type(): 2}
 """bool < int < float: a weak Python scalar only changes the type when it is of a higher kind."""
+_HALVES = {Float16Type(), BFloat16Type()}
 
 
 def element_of(dtype: Any) -> Attribute:
@@ -32,7 +35,7 @@ def element_of(dtype: Any) -> Attribute:
             continue
         if np_dtype in NUMPY_TO_ELEMENT:
             return NUMPY_TO_ELEMENT[np_dtype]
-    raise TypeError(f"unsupported dtype {dtype}; array programs use float32, float16, int32 or bool")
+    raise TypeError(f"unsupported dtype {dtype}; array programs use float32, float16, bfloat16, int32 or bool")
 
 
 def _weak_element(value: Any) -> Attribute:
@@ -45,8 +48,11 @@ def _weak_element(value: Any) -> Attribute:
 
 
 def promote(a: Attribute, b: Attribute) -> Attribute:
-    """NumPy's promotion restricted to bool < int32 < float16 < float32 (int32 with float16 gives float32)."""
-    if {a, b} == {i32, Float16Type()}:
+    """NumPy's promotion restricted to bool < int32 < float16, bfloat16 < float32 (int32 with a 16-bit float
+    and float16 with bfloat16 give float32)."""
+    if a == b:
+        return a
+    if {a, b} == _HALVES or (i32 in (a, b) and {a, b} & _HALVES):
         return Float32Type()
     return a if _PROMOTION_RANK[a] >= _PROMOTION_RANK[b] else b
 

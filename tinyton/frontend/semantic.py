@@ -322,7 +322,10 @@ class TileBuilder:
         x = x if tt.is_float(x.type) else self.cast(x, f32)
         return self.binary("/", self.reduce("sum", x, axis, keepdims), count)
 
-    def dot(self, a: Any, b: Any, acc: Any) -> Tile:
+    def dot(self, a: Any, b: Any, acc: Any, input_precision: Any, out_dtype: Any) -> Tile:
+        """Triton's `tt.dot`: f16/bf16 operands accumulate in f32 (or f16 for f16 operands), f32 operands
+        with `input_precision` "ieee" (the default, exact), "tf32" or "tf32x3". An accumulator of another
+        float type accumulates in f32 and rounds back (a correct fallback, never a silent wrong type)."""
         if not all(isinstance(x, Tile) and len(x.shape) == 2 for x in (a, b)):
             raise CompilationError(f"tt.dot multiplies 2-D tiles, got {describe(a)} and {describe(b)}")
         elem = promote(ARITH, [a.element, b.element], "tt.dot")
@@ -331,12 +334,29 @@ class TileBuilder:
         (m, k), (k2, n) = a.shape, b.shape
         if k != k2:
             raise CompilationError(f"tt.dot inner dimensions differ: {[m, k]} @ {[k2, n]}")
-        if min(m, k, n) < 16:
+        if min(m, k, n) < tt.DOT_MIN:
             raise CompilationError(
-                f"tt.dot needs blocks of at least 16 in every dimension, got {[m, k]} @ {[k2, n]}; "
+                f"tt.dot needs blocks of at least {tt.DOT_MIN} in every dimension, got {[m, k]} @ {[k2, n]}; "
                 "use larger blocks and mask the edges"
             )
-        if isinstance(acc, Tile) and not tt.is_float(acc.type):
-            raise CompilationError(f"tt.dot accumulates in floats, got an accumulator of {acc.type}")
-        acc = self.operand(0 if acc is None else acc, acc.element if isinstance(acc, Tile) else f32, (m, n))
-        return self.emit(tt.DotOp(self.cast(a, elem).value, self.cast(b, elem).value, acc.value))
+        precision = "ieee" if input_precision is None else input_precision
+        if precision not in tt.INPUT_PRECISIONS:
+            raise CompilationError(
+                f"tt.dot input_precision must be one of {', '.join(map(repr, tt.INPUT_PRECISIONS))}, "
+                f"got {describe(input_precision)}"
+            )
+        out = dtype_of(out_dtype).ir
+        if isinstance(acc, Tile):
+            if not tt.is_float(acc.type):
+                raise CompilationError(f"tt.dot accumulates in floats, got an accumulator of {acc.type}")
+            out = acc.element
+        if out not in tt.DOT_ACCUMULATORS[elem]:
+            if not tt.is_float(out):
+                raise CompilationError(f"tt.dot out_dtype must be a float type, got {dtype_of(out_dtype)}")
+            wide = self.dot(a, b, None if acc is None else self.cast(acc, f32), input_precision, f32)
+            return self.cast(wide, out)
+        acc = self.operand(0 if acc is None else acc, out, (m, n))
+        op = tt.DotOp(
+            self.cast(a, elem).value, self.cast(b, elem).value, acc.value, precision if elem == f32 else "ieee"
+        )
+        return self.emit(op)

@@ -34,7 +34,7 @@ def _argument_type(name: str, value: Any) -> Attribute:
         element = element_of(dtype)
     except TypeError:
         raise error(
-            f"argument '{name}' has dtype {dtype}; array programs support float32, float16, int32 and bool "
+            f"argument '{name}' has dtype {dtype}; array programs support float32, float16, bfloat16, int32 and bool "
             f"(convert with {name}.astype(np.float32))"
         ) from None
     return tta.array_type(element, shape)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType, i1, i32
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects.tt import (
@@ -25,7 +25,7 @@ from tinyton.dialects.tt import (
 from tinyton.dtypes import dtype, dtype_of
 from tinyton.errors import CompilationError
 
-f16, f32 = Float16Type(), Float32Type()
+f16, bf16, f32 = Float16Type(), BFloat16Type(), Float32Type()
 
 
 KERNEL_BUILDERS: list[Any] = []
@@ -118,8 +118,9 @@ ARITH, DIV, INT, BITWISE, SELECT = "arith", "div", "int", "bitwise", "select"
 def promote(rule: str, elements: Sequence[Any], what: str) -> Attribute:
     """The common element type of operands with `elements` under `rule` (Triton's promotion).
 
-    Any float makes the result the wider concrete float (f16 with f32 gives f32, a weak float alone gives
-    f32); otherwise ints compute in i32, except that bitwise ops and selections of booleans stay i1."""
+    Any float makes the result the concrete float when all concrete floats agree (f16 with ints or weak
+    floats stays f16, bf16 likewise), else f32 (f16 with f32 or with bf16, a weak float alone); otherwise
+    ints compute in i32, except that bitwise ops and selections of booleans stay i1."""
     for e in elements:
         if isinstance(e, Attribute) and not (is_float(e) or isinstance(e, IntegerType)):
             raise CompilationError(f"`{what}` needs numbers, got {_name(e)} operands")
@@ -132,8 +133,8 @@ def promote(rule: str, elements: Sequence[Any], what: str) -> Attribute:
     if rule in (BITWISE, SELECT) and all(_boolish(e) for e in elements):
         return i1
     if floats:
-        concrete = [e for e in floats if e is not float]
-        return f16 if concrete and all(e == f16 for e in concrete) else f32
+        concrete = {e for e in floats if e is not float}
+        return concrete.pop() if len(concrete) == 1 else f32
     return f32 if rule == DIV else i32
 
 

@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tinyton.dtypes import BF16
 from tinyton.runtime import driver
+from tinyton.runtime.torch_interop import host_view, numpy_dtype
 
 _KEEPERS: list[list[DeviceArray]] = []
 """Lists that every new DeviceArray is appended to (graph captures keep their memory alive this way)."""
@@ -199,11 +201,11 @@ _TORCH_DTYPES: dict[Any, np.dtype] = {}
 
 def _torch_argument(tensor: Any) -> KernelArgument:
     if not tensor.is_cuda:
-        return _host_argument(tensor.numpy())
+        return _host_argument(host_view(tensor))
     dtype = _TORCH_DTYPES.get(tensor.dtype)
     if dtype is None:
         try:
-            dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))
+            dtype = numpy_dtype(tensor.dtype)
         except TypeError:
             raise TypeError(f"unsupported tensor dtype {tensor.dtype}") from None
         _TORCH_DTYPES[tensor.dtype] = dtype
@@ -229,6 +231,7 @@ class _DLTensor(ctypes.Structure):
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
+_DL_BFLOAT = 4
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -244,9 +247,10 @@ def _dlpack_argument(obj: Any) -> KernelArgument:
     # while the caller's `obj` keeps the memory alive.
     capsule = obj.__dlpack__()
     tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-    if tensor.code not in _DL_KINDS or tensor.lanes != 1:
+    bf16 = tensor.code == _DL_BFLOAT and tensor.bits == 16
+    if (tensor.code not in _DL_KINDS and not bf16) or tensor.lanes != 1:
         raise TypeError(f"unsupported DLPack dtype code={tensor.code} lanes={tensor.lanes}")
-    dtype = np.dtype(f"{_DL_KINDS[tensor.code]}{tensor.bits // 8}")
+    dtype = BF16 if bf16 else np.dtype(f"{_DL_KINDS[tensor.code]}{tensor.bits // 8}")
     return KernelArgument((tensor.data or 0) + tensor.byte_offset, dtype, True)
 
 

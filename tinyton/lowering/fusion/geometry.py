@@ -21,6 +21,7 @@ from xdsl.ir import SSAValue
 
 from tinyton.analysis.domain import Domain
 from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
 
 MAX_ROW_BLOCK = 16384
 """Longest row kept whole in registers (elements); longer rows are reduced in a loop."""
@@ -134,14 +135,12 @@ def plan(dom: Domain) -> Geometry:
     return Geometry(shape, 2, [o, i, k], warps_for(bk * bi), k, bk < K, {"BLOCK_K": bk, "BLOCK_I": bi})
 
 
-def plan_matmul(dom: Domain) -> Geometry:
-    """Output tiles `[BM, BN]` (16 to 64 per side, `tt.dot`'s minimum is 16) over the batch axes."""
+def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
+    """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says."""
     shape = dom.shape
-    M, N = shape[-2], shape[-1]
-    bm, bn = (max(16, min(64, next_power_of_2(d))) for d in (M, N))
     n = len(shape)
     batch = Source(tuple(range(n - 2)), prod(shape[:-2]))
-    m = Source((n - 2,), M, bm, 0)
-    nn = Source((n - 1,), N, bn, 1)
-    warps = 4 if bm * bn >= 2048 else 2 if bm * bn >= 512 else 1
-    return Geometry(shape, 2, [batch, m, nn], warps, notes={"BM": bm, "BN": bn})
+    m = Source((n - 2,), shape[-2], tiles.block_m, 0)
+    nn = Source((n - 1,), shape[-1], tiles.block_n, 1)
+    notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k}
+    return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)

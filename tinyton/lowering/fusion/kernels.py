@@ -38,6 +38,7 @@ from tinyton.dialects.tt import PointerType, element_type
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.emitter import Emitter
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
+from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, TileChooser, default_tiles
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.schedule import Scheduler
 
@@ -90,8 +91,8 @@ def _hint(value: SSAValue, fallback: str) -> str:
     return re.sub(r"\W", "_", hint)
 
 
-def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
-    """Generate the tt kernel of one fusion region."""
+def build_kernel(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles) -> KernelSpec:
+    """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks)."""
     ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
     results = list(fusion.yield_op.values)
     values = [*fusion.block.args, *results]
@@ -111,7 +112,11 @@ def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
         notes: dict[str, int] = {}
     else:
         dom = analyze(ops, results)
-        geom = plan_matmul(dom) if dom.matmul is not None else plan(dom)
+        if dom.matmul is not None:
+            problem = MatmulProblem.of(dom)
+            geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
+        else:
+            geom = plan(dom)
         rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
         rg.setup_programs()
         Scheduler(rg, ops, list(zip(results, args[len(fusion.block.args) :]))).run()
@@ -127,7 +132,7 @@ def build_kernel(fusion: tta.FusionOp, name: str) -> KernelSpec:
     return KernelSpec(name, fusion.kind.data, module, grid, num_warps, params, fusion, notes, alias)
 
 
-def fusion_to_kernels(module: ModuleOp) -> list[KernelSpec]:
+def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tiles) -> list[KernelSpec]:
     """Kernels of every `tta.fusion` in `module`, in program order (the launch order)."""
     specs: list[KernelSpec] = []
     for fn in module.ops:
@@ -136,7 +141,7 @@ def fusion_to_kernels(module: ModuleOp) -> list[KernelSpec]:
         for op in fn.body.block.ops:
             if isinstance(op, tta.FusionOp):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
-                specs.append(build_kernel(op, name))
+                specs.append(build_kernel(op, name, choose_tiles))
     return specs
 
 

@@ -11,7 +11,6 @@ from xdsl.ir import SSAValue
 from tinyton.analysis.domain import View
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
-from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import f32
 
 
@@ -28,10 +27,6 @@ def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[
     return strides, view.strides[k_dim]
 
 
-def k_block(K: int) -> int:
-    return max(16, min(32, next_power_of_2(K)))
-
-
 def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
     """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type."""
     em, dom = rg.em, rg.dom
@@ -40,7 +35,7 @@ def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
     a_strides, a_k = _strides(a_view, n - 2, n - 2, len(a_view.shape) - 2)
     b_strides, b_k = _strides(b_view, n - 2, n - 1, len(b_view.shape) - 1)
     K = a_view.shape[-1]
-    bk = k_block(K)
+    bk = rg.geom.notes["BK"]
     m_src, n_src = rg.geom.source_of(n - 2), rg.geom.source_of(n - 1)
     bm, bn = m_src.block, n_src.block
     el = element_type(op.lhs.type)

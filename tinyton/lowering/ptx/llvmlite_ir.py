@@ -11,7 +11,9 @@ what it gets wrong or lacks for NVPTX, and falls back to its `convert_op` for th
   for `ptr addrspace(1|3)`;
 - `nvvm.*` ops and the casts/atomics of `tinyton.dialects.llvm_extra`;
 - float intrinsics (`llvm.intr.*`) and `llvm.call_intrinsic`, so that they keep their
-  type suffix (`llvm.exp2.f32`) and fast-math flags.
+  type suffix (`llvm.exp2.f32`) and fast-math flags;
+- LLVM's `bfloat` type, which neither llvmlite nor xDSL's type converter knows: `BFloatType`
+  is registered with the converter, its constants print in LLVM's exact `0xR` hex form.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import llvmlite.ir as ir
+import numpy as np
+from xdsl.backend.llvm import convert_type as xdsl_types
 from xdsl.backend.llvm.convert_op import convert_op as xdsl_convert_op
 from xdsl.backend.llvm.convert_op import create_constant, intrinsic_suffix
 from xdsl.backend.llvm.convert_type import convert_type
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
     IntegerAttr,
     ModuleOp,
@@ -34,7 +39,25 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import llvm_extra, nvvm
+from tinyton.dtypes import BF16
 from tinyton.lowering.ptx.toolchain import ToolchainError
+
+
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's `bfloat`; a constant prints as `0xR` and its 16 bits (rounded to nearest even)."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value: float) -> str:
+        return f"0xR{int(np.array(value, BF16).view(np.uint16)):04X}"
+
+
+BFloatType._create_instance()
+xdsl_types._TYPE_CONVERTERS[BFloat16Type] = lambda _: BFloatType()
 
 Values = dict[SSAValue, ir.Value]
 _Op = TypeVar("_Op", bound=Operation)

@@ -4,7 +4,11 @@ sources of tiles (constants, `arange`, `splat`) and the grid queries.
 
 Each op is a row of a table mapping it to an integer and a float implementation on one
 register. Float transcendentals of f16 run in f32 (the approximate PTX instructions are
-f32-only); other f16 arithmetic is left to LLVM, which promotes what sm_90 lacks.
+f32-only); other f16 arithmetic is left to LLVM, which promotes what sm_90 lacks. bf16
+computes everything in f32 and rounds back (`cvt.rn.bf16.f32`), as Triton does: PTX has
+few bf16 instructions before sm_90, and for + - * / sqrt one f32 step then one rounding
+is the correctly rounded bf16 result, so sm_80 and sm_90 agree with the simulator.
+Conversions to and from bf16 go through f32 (one rounding, the same on every target).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 from math import log, log2
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import Float16Type, IntegerType, f32, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerType, f32, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tinyton.dialects import llvm_extra, nvvm, tt
@@ -148,11 +152,18 @@ def map_registers(ctx: KernelContext, fn: Callable[..., SSAValue], *operands: li
     return out
 
 
-def _in_f32(fn: Unary) -> Unary:
-    def apply(ctx: KernelContext, x: SSAValue) -> SSAValue:
-        return ctx.value(llvm.FPTruncOp(fn(ctx, ctx.value(llvm.FPExtOp(x, f32))), x.type))
+def _in_f32(fn: Callable[..., SSAValue], round_back: bool = True) -> Callable[..., SSAValue]:
+    """`fn` on operands widened to f32 (exact), its result rounded back to their type."""
+
+    def apply(ctx: KernelContext, *args: SSAValue) -> SSAValue:
+        result = fn(ctx, *(ctx.value(llvm.FPExtOp(x, f32)) for x in args))
+        return ctx.value(llvm.FPTruncOp(result, args[0].type)) if round_back else result
 
     return apply
+
+
+def _is_bf16(t: Attribute) -> bool:
+    return isinstance(tt.element_type(t), BFloat16Type)
 
 
 @lowers_tile(*BINARY)
@@ -160,6 +171,8 @@ def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> 
     int_fn, float_fn = BINARY[type(op)]
     fn = float_fn if tt.is_float(op.result.type) else int_fn
     assert fn is not None
+    if _is_bf16(op.result.type):
+        fn = _in_f32(fn)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
 
 
@@ -167,7 +180,8 @@ def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> 
 def lower_unary(ctx: KernelContext, op: tt.UnaryOp, layout: Layout | None) -> list[SSAValue]:
     int_fn, float_fn = UNARY[type(op)]
     if tt.is_float(op.result.type):
-        fn = _in_f32(float_fn) if isinstance(tt.element_type(op.result.type), Float16Type) else float_fn
+        half = isinstance(tt.element_type(op.result.type), Float16Type | BFloat16Type)
+        fn = _in_f32(float_fn) if half else float_fn
     else:
         assert int_fn is not None
         fn = int_fn
@@ -180,6 +194,8 @@ def lower_cmp(ctx: KernelContext, op: tt.CmpOp, layout: Layout | None) -> list[S
     elem = tt.element_type(op.lhs.type)
     if tt.is_float(op.lhs.type):
         fn: Binary = lambda c, a, b: _fcmp(c, _FCMP[pred], a, b)
+        if _is_bf16(elem):
+            fn = _in_f32(fn, round_back=False)
     else:
         table = _BOOL_ICMP if elem.bitwidth == 1 else _ICMP
         fn = lambda c, a, b: c.icmp(table[pred], a, b)
@@ -198,6 +214,8 @@ def lower_select(ctx: KernelContext, op: tt.SelectOp, layout: Layout | None) -> 
 
 
 def _kind(t: Attribute) -> str:
+    if isinstance(t, BFloat16Type):
+        return "bf16"
     return f"i{t.bitwidth}" if isinstance(t, IntegerType) else f"f{t.bitwidth}"
 
 
@@ -212,8 +230,11 @@ CASTS: dict[tuple[str, str], Callable[[KernelContext, SSAValue, Attribute], SSAV
     ("f16", "i1"): lambda ctx, x, t: _fcmp(ctx, "une", x, ctx.const(0.0, x.type)),
     ("f16", "f32"): lambda ctx, x, t: ctx.value(llvm.FPExtOp(x, t)),
     ("f32", "f16"): lambda ctx, x, t: ctx.value(llvm.FPTruncOp(x, t)),
+    ("bf16", "f32"): lambda ctx, x, t: ctx.value(llvm.FPExtOp(x, t)),
+    ("f32", "bf16"): lambda ctx, x, t: ctx.value(llvm.FPTruncOp(x, t)),
 }
-"""Direct conversions; booleans reach floats through i32 (true is 1, as in NumPy)."""
+"""Direct conversions; booleans reach floats through i32 (true is 1, as in NumPy), bf16 reaches
+everything through f32."""
 
 
 def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
@@ -221,7 +242,8 @@ def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
     if src == dst:
         return x
     if (src, dst) not in CASTS:
-        return cast(ctx, cast(ctx, x, i32), to)
+        via = f32 if "bf16" in (src, dst) else i32
+        return cast(ctx, cast(ctx, x, via), to)
     return CASTS[(src, dst)](ctx, x, to)
 
 

@@ -5,7 +5,9 @@ truncates ints toward zero, `tt.floordiv`/`tt.mod` follow Python (floor; remaind
 for floats too; an integer division by zero raises `IntegerDivisionByZeroError`; maximum/minimum propagate
 NaN; comparisons are signed, and ordered except `ne` (true when either side is NaN, like Python, NumPy and
 Triton's `!=`); exp/log/sqrt/rsqrt compute in float32 (f16 rounds back); i1 arithmetic wraps at one bit.
-Float-to-int casts truncate and saturate, NaN gives 0 (PTX `cvt.rzi`); casts to i1 test `!= 0`.
+bf16 arithmetic computes in float32 and rounds to nearest even, as Triton's lowering does (for + - * /
+that is the correctly rounded bf16 result). Float-to-int casts truncate and saturate, NaN gives 0 (PTX
+`cvt.rzi`); casts to i1 test `!= 0`; casts to and from bf16 go through float32 (one rounding).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
 from xdsl.ir import Operation
 
 from tinyton.dialects import tt
+from tinyton.dtypes import BF16
 
 from .errors import IntegerDivisionByZeroError
 from .state import SimFunctions
-from .values import choose, np_dtype, rank, scalar
+from .values import choose, kind, np_dtype, rank, scalar
 
 Fn = Callable[..., Any]
 
@@ -34,7 +37,7 @@ def _trunc_div(a: Any, b: Any) -> Any:
 
 
 def _in_f32(fn: Fn) -> Fn:
-    """`fn` evaluated in float32, rounded back to the operand's dtype."""
+    """`fn` evaluated in float32, rounded back to the operand's dtype (exact for neg/abs)."""
     return lambda x: fn(x.astype(np.float32)).astype(x.dtype)
 
 
@@ -73,8 +76,8 @@ BINARY: dict[type[Operation], Binary] = {
 }
 
 UNARY: dict[type[Operation], Fn] = {
-    tt.NegOp: np.negative,
-    tt.AbsOp: np.abs,
+    tt.NegOp: lambda x: _in_f32(np.negative)(x) if x.dtype == BF16 else np.negative(x),
+    tt.AbsOp: lambda x: _in_f32(np.abs)(x) if x.dtype == BF16 else np.abs(x),
     tt.ExpOp: _in_f32(np.exp),
     tt.LogOp: _in_f32(np.log),
     tt.SqrtOp: _in_f32(np.sqrt),
@@ -97,7 +100,9 @@ def cast(x: Any, dtype: np.dtype) -> Any:
         return x
     if dtype.kind == "b":
         return x != 0
-    if x.dtype.kind == "f" and dtype.kind == "i":
+    if BF16 in (x.dtype, dtype) and np.float32 not in (x.dtype, dtype):
+        return cast(cast(x, np.dtype(np.float32)), dtype)
+    if kind(x) == "f" and dtype.kind == "i":
         info = np.iinfo(dtype)
         wide = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
         return scalar(np.where(np.isnan(wide), 0, wide).astype(dtype))
@@ -107,10 +112,13 @@ def cast(x: Any, dtype: np.dtype) -> Any:
 def _binary_impl(spec: Binary) -> Fn:
     def run(self: ElementwiseFunctions, interpreter: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
         lhs, rhs = args
-        kind = lhs.dtype.kind
-        if spec.divides and kind != "f":
+        k = kind(lhs)
+        if spec.divides and k != "f":
             self.check_divisor(interpreter, op, rhs)
-        return (spec.for_kind(kind)(lhs, rhs),)
+        fn = spec.for_kind(k)
+        if lhs.dtype == BF16:
+            return (fn(lhs.astype(np.float32), rhs.astype(np.float32)).astype(BF16),)
+        return (fn(lhs, rhs),)
 
     return run
 
@@ -136,7 +144,10 @@ class ElementwiseFunctions(SimFunctions):
 
     @impl(tt.CmpOp)
     def run_cmp(self, interpreter: Interpreter, op: tt.CmpOp, args: PythonValues) -> PythonValues:
-        return (COMPARE[op.predicate.data](*args),)
+        lhs, rhs = args
+        if lhs.dtype == BF16:  # exact in float32
+            lhs, rhs = lhs.astype(np.float32), rhs.astype(np.float32)
+        return (COMPARE[op.predicate.data](lhs, rhs),)
 
     @impl(tt.SelectOp)
     def run_select(self, interpreter: Interpreter, op: tt.SelectOp, args: PythonValues) -> PythonValues:

@@ -4,7 +4,10 @@ Tile dimensions are addressed from the end (a value may carry a leading program 
 Float sums accumulate in float32 along a butterfly tree (pairs of halves, like the GPU's shuffle reduction;
 the GPU first sums each thread's registers in sequence, so low bits may differ), then round to the element
 type; int sums wrap; max/min propagate NaN.
-`tt.dot` computes `acc + a @ b` in float32 (f16 operands are widened exactly, products and sums in float32).
+`tt.dot` computes `acc + a @ b` as the tensor cores do: f16/bf16 operands widen exactly, products and sums in
+float32; with `input_precision="tf32"` f32 operands first round to TF32 (10-bit mantissa, to nearest, ties
+away from zero: `cvt.rna.tf32.f32`); an f16 accumulator rounds to f16 after each 16-deep step of K (one
+`mma.m16n8k16` with f16 C/D).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tinyton.dialects import tt
 
 from .errors import SimulatorError
 from .state import SimFunctions
-from .values import map_offsets, np_dtype, rank, scalar, splat
+from .values import kind, map_offsets, np_dtype, rank, scalar, splat
 
 
 def constant(value: Attribute, result_type: Attribute) -> Any:
@@ -44,7 +47,7 @@ def constant(value: Attribute, result_type: Attribute) -> Any:
 def _sum(x: Any, axis: int) -> Any:
     if x.dtype.kind == "b":
         return np.bitwise_xor.reduce(x, axis=axis)
-    if x.dtype.kind != "f":
+    if kind(x) != "f":
         return np.sum(x, axis=axis, dtype=x.dtype)
     # A butterfly tree over the power-of-two axis, in float32: the same rounding whatever the batch shape
     # (NumPy's own order depends on the memory layout), and the shape of the GPU's shuffle reduction.
@@ -55,6 +58,26 @@ def _sum(x: Any, axis: int) -> Any:
         half = acc.shape[-1] // 2
         acc = acc[..., :half] + acc[..., half:]
     return scalar(acc[..., 0].astype(x.dtype))
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to TF32 (10 explicit mantissa bits), to nearest with ties away from zero."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def dot(a: Any, b: Any, acc: Any, input_precision: str = "ieee") -> Any:
+    """`acc + a @ b` (see the module docstring); values may carry a leading program dimension."""
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    if input_precision == "tf32":
+        a, b = round_tf32(a), round_tf32(b)
+    if acc.dtype != np.float16:
+        return (acc.astype(np.float32) + np.matmul(a, b)).astype(acc.dtype)
+    for k in range(0, a.shape[-1], 16):
+        acc = (acc.astype(np.float32) + np.matmul(a[..., k : k + 16], b[..., k : k + 16, :])).astype(np.float16)
+    return acc
 
 
 REDUCTIONS: dict[type[Operation], Callable[[Any, int], Any]] = {
@@ -110,9 +133,7 @@ class TileFunctions(SimFunctions):
 
     @impl(tt.DotOp)
     def run_dot(self, interpreter: Interpreter, op: tt.DotOp, args: PythonValues) -> PythonValues:
-        a, b, acc = args
-        product = np.matmul(a.astype(np.float32), b.astype(np.float32))
-        return ((acc.astype(np.float32) + product).astype(acc.dtype),)
+        return (dot(*args, op.input_precision.data),)
 
 
 for _op, _fn in REDUCTIONS.items():

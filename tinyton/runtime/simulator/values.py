@@ -1,7 +1,7 @@
 """How the simulator represents tt values with NumPy.
 
 - A scalar is a NumPy scalar (`np.int32`, `np.float32`, `np.float16`, `np.bool_`), a tile an `np.ndarray` of
-  the tile's shape and dtype (i1→bool, i32→int32, f32→float32, f16→float16).
+  the tile's shape and dtype (i1→bool, i32→int32, f32→float32, f16→float16, bf16→ml_dtypes.bfloat16).
 - A pointer (or tile of pointers) is a `Pointer`: the number of the argument array it points into and
   int64 element offsets, so `tt.addptr` is integer addition and loads/stores gather/scatter.
 - When several programs run at once (the batched path) a value that differs between programs has one
@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IndexType, IntegerType
 from xdsl.ir import Attribute
 
 from tinyton.dialects import tt
+from tinyton.dtypes import BF16, is_float_dtype
 
 from .errors import SimulatorError
 
@@ -52,11 +53,18 @@ def np_dtype(t: Attribute) -> np.dtype:
         return np.dtype(np.int64)
     elif isinstance(e, Float16Type):
         return np.dtype(np.float16)
+    elif isinstance(e, BFloat16Type):
+        return BF16
     elif isinstance(e, Float32Type):
         return np.dtype(np.float32)
     elif isinstance(e, Float64Type):
         return np.dtype(np.float64)
     raise SimulatorError(f"the simulator has no NumPy type for elements of type {e}")
+
+
+def kind(x: Any) -> str:
+    """NumPy's kind letter of a value's dtype, "f" for bfloat16 too (whose NumPy kind is "V")."""
+    return "f" if is_float_dtype(x.dtype) else x.dtype.kind
 
 
 def rank(t: Attribute) -> int:

@@ -1,0 +1,65 @@
+"""Tile configurations of array-program matmuls: measured once per GPU, shape class and dtype.
+
+On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
+standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
+any tiling) and keeps the fastest in the disk cache. Without a GPU the lowering's default is used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+
+from tinyton.compiler.autotune import Tuner
+from tinyton.compiler.kernel import compile_module, normalize_grid
+from tinyton.dialects import tta
+from tinyton.dtypes import dtype_of
+from tinyton.lowering.fusion.matmul_tiles import (
+    MatmulProblem,
+    MatmulTiles,
+    candidates,
+    default_tiles,
+)
+from tinyton.runtime import arrays, driver
+from tinyton.runtime.bench import do_bench
+
+TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
+
+
+def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
+    """The tiles for `problem`: tuned on this GPU, or the default without one."""
+    if not driver.is_available():
+        return default_tiles(problem)
+    key = (driver.device().name, problem.dtype, problem.shape_class())
+    return TUNER.choose(key, candidates(problem), lambda tiles: _measure(problem, tiles))
+
+
+def _matmul_module(p: MatmulProblem) -> ModuleOp:
+    """`a @ b` as a traced program: `[batch, m, k] @ [batch, k, n]`."""
+    element = dtype_of(p.dtype).ir
+    shapes = [(p.batch, p.m, p.k), (p.batch, p.k, p.n)]
+    block = Block(arg_types=[tta.array_type(element, s) for s in shapes])
+    product = tta.MatmulOp(*block.args)
+    block.add_ops([product, func.ReturnOp(product.result)])
+    function = func.FuncOp("tune_matmul", ([a.type for a in block.args], [product.result.type]), Region(block))
+    return ModuleOp([function])
+
+
+def _measure(p: MatmulProblem, tiles: MatmulTiles) -> float:
+    """Milliseconds of one launch of the matmul kernel of `p` tiled by `tiles`."""
+    from tinyton.lowering.fusion import (
+        fusion_to_kernels,  # on first use, as in program.py
+    )
+    from tinyton.rewrites.pipeline import fuse_module
+
+    (spec,) = fusion_to_kernels(fuse_module(_matmul_module(p), fuse=False), lambda _: tiles)
+    kernel = compile_module(spec.module, num_warps=spec.num_warps)
+    np_dtype = dtype_of(p.dtype).np
+    rng = np.random.default_rng(0)
+    shapes = [(p.batch, p.m, p.k), (p.batch, p.k, p.n), (p.batch, p.m, p.n)]
+    buffers = [arrays.to_device(rng.standard_normal(s, dtype=np.float32).astype(np_dtype)) for s in shapes]
+    grid, args = normalize_grid(spec.grid), tuple(b.ptr for b in buffers)
+    launch = kernel.launcher.launch
+    return float(do_bench(lambda: launch(grid, kernel.threads, 0, 0, args), warmup=5, rep=20))
