@@ -219,7 +219,7 @@ class CompiledKernel:
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
-    """A launch grid as (x, y, z): 1 to 3 non-negative ints, missing axes 1."""
+    """A launch grid as (x, y, z): 1 to 3 non-negative ints within CUDA's limits, missing axes 1."""
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     try:
         dims = tuple(operator.index(d) for d in dims)
@@ -227,6 +227,13 @@ def normalize_grid(grid: Any) -> tuple[int, int, int]:
         dims = ()
     if not 1 <= len(dims) <= 3 or min(dims) < 0:
         raise ValueError(f"a grid is a tuple of 1 to 3 non-negative ints, got {grid!r}")
+    for axis, (size, limit) in enumerate(zip(dims, driver.GRID_LIMITS)):
+        if size > limit:
+            raise ValueError(
+                f"grid {grid!r}: axis {axis} has {size} programs, more than CUDA allows ({limit}); give each "
+                "program more work (a larger block, or a loop inside the kernel)"
+                + (" or put the programs on axis 0 (up to 2**31 - 1)" if axis else "")
+            )
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 

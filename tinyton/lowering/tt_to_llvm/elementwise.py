@@ -118,12 +118,17 @@ def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
     return apply
 
 
+def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """|x|; a bool is its own absolute value (NumPy's and Triton's abs of bool)."""
+    if x.type.bitwidth == 1:
+        return x
+    zero = ctx.const(0, x.type)
+    return ctx.select(ctx.icmp("slt", x, zero), ctx.int_op("sub", zero, x), x)
+
+
 UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
-    tt.AbsOp: (
-        lambda ctx, x: ctx.select(ctx.icmp("slt", x, ctx.const(0)), ctx.int_op("sub", ctx.const(0), x), x),
-        lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type)),
-    ),
+    tt.AbsOp: (_int_abs, lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type))),
     # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
     tt.ExpOp: (None, _scaled(lambda ctx, x: ctx.value(llvm.FExp2Op(x)), log2(2.718281828459045), before=True)),
     tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),

@@ -22,6 +22,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute, Operation
 
 from tinyton.dialects import tt
+from tinyton.runtime.driver import GRID_LIMITS
 
 from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
@@ -106,6 +107,8 @@ def normalize_grid(grid: Iterable[int] | int) -> tuple[int, int, int]:
     sizes = (grid,) if isinstance(grid, int) else tuple(grid)
     if not 1 <= len(sizes) <= 3 or any(int(s) != s or s < 0 for s in sizes):
         raise SimulatorError(f"grid must be 1 to 3 non-negative ints, got {grid!r}")
+    if any(int(s) > limit for s, limit in zip(sizes, GRID_LIMITS)):
+        raise SimulatorError(f"grid {grid!r} exceeds CUDA's limits (x < 2**31, y and z < 65536)")
     return tuple(int(s) for s in sizes) + (1,) * (3 - len(sizes))  # type: ignore[return-value]
 
 

@@ -1,0 +1,212 @@
+"""Kernel semantics that used to give silently wrong results (issues 8 and 11), each on the simulator and,
+marked `gpu`, on the GPU against the simulator (the same compiled variant run by both backends).
+
+Sections: `%` and `//` (Triton's truncation; NumPy's floor in array programs), integer division by zero,
+globals read at compile time, load/store shapes, strided NumPy views, `abs` of bools, runtime ternaries,
+grid limits. docs/reliability.md says what each one was and what it does now.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.errors import CompilationError
+from tinyton.frontend.arguments import simulator_argument
+from tinyton.runtime.simulator import OutOfBoundsError
+
+gpu = pytest.mark.gpu
+
+
+def on_both(kernel, grid, args, **constexprs):
+    """Run one compiled variant of `kernel` on the simulator and on the GPU with copies of `args` (runtime
+    arguments, in order); the two lists of arguments after the runs."""
+    compiled = kernel.compile(*args, **constexprs)
+    sim, dev = copy.deepcopy(list(args)), copy.deepcopy(list(args))
+    compiled.simulate(grid, [simulator_argument(a) for a in sim])
+    compiled.launch(grid, dev)
+    return sim, dev
+
+
+def assert_same(sim, dev):
+    for s, d in zip(sim, dev):
+        if isinstance(s, np.ndarray):
+            np.testing.assert_array_equal(s, d)
+
+
+# ---- abs of bool tiles ---------------------------------------------------------------------------
+
+
+@tt.jit
+def abs_kernel(x_ptr, o_ptr, BLOCK: tt.constexpr):
+    offs = tt.arange(0, BLOCK)
+    tt.store(o_ptr + offs, tt.abs(tt.load(x_ptr + offs)))
+
+
+def _bools():
+    return np.arange(64) % 3 == 0
+
+
+def test_abs_of_bool_is_identity_on_the_simulator():
+    x, o = _bools(), np.zeros(64, bool)
+    abs_kernel[(1,)](x, o, BLOCK=64)
+    np.testing.assert_array_equal(o, x)
+
+
+def test_abs_of_bool_lowers_to_ptx_that_ptxas_takes():
+    from test_lowering import needs_ptxas, ptxas
+
+    if needs_ptxas.args[0]:
+        pytest.skip("ptxas not found")
+    ptxas(abs_kernel.compile(_bools(), np.zeros(64, bool), BLOCK=64).asm["ptx"])
+
+
+def test_abs_of_a_bool_array_program():
+    @tt.jit
+    def absolute(x):
+        return abs(x)
+
+    np.testing.assert_array_equal(absolute(_bools()), np.abs(_bools()))
+
+
+@gpu
+def test_abs_of_bool_on_the_gpu():
+    assert_same(*on_both(abs_kernel, (1,), [_bools(), np.zeros(64, bool)], BLOCK=64))
+
+
+# ---- grid limits -------------------------------------------------------------------------------
+
+
+@tt.jit
+def nothing(x_ptr):
+    pass
+
+
+@pytest.mark.parametrize("grid", [(2**31,), (1, 65536), (1, 1, 65536)])
+def test_grid_beyond_cuda_limits_is_refused_before_launching(grid):
+    with pytest.raises(ValueError, match="more than CUDA allows"):
+        nothing[grid](np.zeros(1, np.float32))
+    with pytest.raises(ValueError, match="more than CUDA allows"):
+        nothing[lambda meta: grid](np.zeros(1, np.float32))
+
+
+def test_simulator_refuses_grids_beyond_cuda_limits_too():
+    from tinyton.runtime.simulator import SimulatorError, run
+
+    module = nothing.compile(np.zeros(1, np.float32)).module
+    with pytest.raises(SimulatorError, match="exceeds CUDA's limits"):
+        run(module, (1, 65536), [np.zeros(1, np.float32)])
+
+
+# ---- load/store shapes follow the pointer ------------------------------------------------------------
+
+
+@tt.jit
+def store_tile_through_scalar_pointer(p):
+    tt.store(p, tt.arange(0, 16))
+
+
+@tt.jit
+def store_2d_through_1d_pointers(p):
+    offs = tt.arange(0, 16)
+    tt.store(p + offs, offs[:, None] + offs[None, :])
+
+
+@tt.jit
+def load_with_2d_mask(p, o):
+    offs = tt.arange(0, 16)
+    x = tt.load(p + offs, mask=offs[:, None] < offs[None, :])
+    tt.store(o + offs, x)
+
+
+@tt.jit
+def store_with_2d_mask(p):
+    offs = tt.arange(0, 16)
+    tt.store(p + offs, 1, mask=offs[:, None] < 4)
+
+
+@pytest.mark.parametrize(
+    "kernel, args, message",
+    [
+        (store_tile_through_scalar_pointer, 1, "the value has shape [16] but the pointer is a scalar pointer"),
+        (store_2d_through_1d_pointers, 1, "the value has shape [16, 16] but the pointer is a tile of pointers of shape [16]"),
+        (load_with_2d_mask, 2, "the mask has shape [16, 16] but the pointer is a tile of pointers of shape [16]"),
+        (store_with_2d_mask, 1, "the mask has shape [16, 1]"),
+    ],
+)
+def test_value_and_mask_must_broadcast_to_the_pointer(kernel, args, message):
+    arrays = [np.zeros(256, np.int32) for _ in range(args)]
+    with pytest.raises(CompilationError, match=message.replace("[", r"\[").replace("]", r"\]")) as e:
+        kernel[(1,)](*arrays)
+    assert "test_kernel_semantics.py:" in str(e.value) and "tt.store" in str(e.value) or "tt.load" in str(e.value)
+
+
+@tt.jit
+def broadcast_up(p, o):
+    rows = tt.arange(0, 4)
+    cols = tt.arange(0, 8)
+    ptrs = p + rows[:, None] * 8 + cols[None, :]
+    tt.store(ptrs, rows[:, None], mask=cols[None, :] < 6)  # value [4,1] and mask [1,8] grow to [4,8]
+    x = tt.load(ptrs, mask=rows[:, None] < 2, other=-1)
+    tt.store(o + rows[:, None] * 8 + cols[None, :], x)
+
+
+def test_value_and_mask_broadcast_up_to_the_pointer():
+    p, o = np.full(32, 9, np.int32), np.zeros(32, np.int32)
+    broadcast_up[(1,)](p, o)
+    expected = np.where(np.arange(8) < 6, np.arange(4)[:, None], 9)
+    np.testing.assert_array_equal(p.reshape(4, 8), expected)
+    np.testing.assert_array_equal(o.reshape(4, 8), np.where(np.arange(4)[:, None] < 2, expected, -1))
+
+
+# ---- runtime ternaries branch ------------------------------------------------------------------------
+
+
+@tt.jit
+def ternary(x_ptr, n, out_ptr):
+    v = tt.load(x_ptr + n) if n < 4 else -1.0
+    tt.store(out_ptr, v)
+
+
+@tt.jit
+def ternary_tiles(x_ptr, n, out_ptr, BLOCK: tt.constexpr):
+    offs = tt.arange(0, BLOCK)
+    pid = tt.program_id(0)
+    v = tt.load(x_ptr + n * BLOCK + offs) if pid == 0 else tt.zeros((BLOCK,), tt.int32) + pid
+    tt.store(out_ptr + pid * BLOCK + offs, v)
+
+
+def test_runtime_ternary_runs_only_the_taken_arm():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    ternary[(1,)](x, 2, out)
+    assert out[0] == 2.0
+    ternary[(1,)](x, 10, out)  # the load of x[10] is in the arm not taken: it must not run
+    assert out[0] == -1.0
+
+
+def test_runtime_ternary_is_an_scf_if():
+    text = ternary.compile(np.zeros(4, np.float32), 1, np.zeros(1, np.float32)).asm["tt"]
+    assert "scf.if" in text and "tt.select" not in text
+
+
+def test_runtime_ternary_per_program_on_the_batched_simulator():
+    x, out = np.arange(16, dtype=np.int32), np.zeros(64, np.int32)
+    ternary_tiles[(4,)](x, 0, out, BLOCK=16)  # programs 1-3 skip the load (x + 0 * 16 is in bounds anyway)
+    np.testing.assert_array_equal(out, np.concatenate([x, np.repeat([1, 2, 3], 16)]))
+
+
+def test_runtime_ternary_out_of_bounds_in_the_taken_arm_still_fails():
+    with pytest.raises(OutOfBoundsError):
+        ternary_tiles[(4,)](np.arange(16, dtype=np.int32), 1, np.zeros(64, np.int32), BLOCK=16)
+
+
+@gpu
+def test_runtime_ternary_on_the_gpu():
+    x = np.arange(4, dtype=np.float32)
+    for n in (2, 10):
+        assert_same(*on_both(ternary, (1,), [x, n, np.zeros(1, np.float32)]))
+    assert_same(*on_both(ternary_tiles, (4,), [np.arange(16, dtype=np.int32), 0, np.zeros(64, np.int32)], BLOCK=16))
