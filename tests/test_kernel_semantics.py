@@ -37,6 +37,143 @@ def assert_same(sim, dev):
             np.testing.assert_array_equal(s, d)
 
 
+# ---- % and // : Triton's in kernels, NumPy's in array programs --------------------------------------
+
+
+@tt.jit
+def div_mod(a_ptr, b_ptr, q_ptr, r_ptr, BLOCK: tt.constexpr):
+    offs = tt.arange(0, BLOCK)
+    a, b = tt.load(a_ptr + offs), tt.load(b_ptr + offs)
+    tt.store(q_ptr + offs, a // b)
+    tt.store(r_ptr + offs, a % b)
+
+
+@tt.jit
+def float_mod(a_ptr, b_ptr, r_ptr, BLOCK: tt.constexpr):
+    offs = tt.arange(0, BLOCK)
+    tt.store(r_ptr + offs, tt.load(a_ptr + offs) % tt.load(b_ptr + offs))
+
+
+@tt.jit
+def scalar_div_mod(out_ptr, a, b, A: tt.constexpr, B: tt.constexpr):
+    tt.store(out_ptr + 0, a // b)  # runtime scalars: truncate
+    tt.store(out_ptr + 1, a % b)
+    tt.store(out_ptr + 2, A // B)  # compile-time values: Python's floor, as Triton's constexprs
+    tt.store(out_ptr + 3, A % B)
+    tt.store(out_ptr + 4, a // 2)  # a weak int divisor of a runtime value: still truncates
+
+
+def _int_operands():
+    values = [-7, -6, -1, 0, 1, 6, 7, -(2**31), 2**31 - 1]
+    divisors = [-3, -2, -1, 1, 2, 3, 5, 0]
+    a = np.array([x for x in values for _ in divisors], np.int32)
+    b = np.array([d for _ in values for d in divisors], np.int32)
+    pad = 128 - len(a)
+    return np.concatenate([a, np.arange(pad, dtype=np.int32) - 40]), np.concatenate([b, np.full(pad, -7, np.int32)])
+
+
+def c_division(a, b):
+    """C's int32 / and % with tinyton's zero-divisor values (-1 and the dividend); INT_MIN / -1 wraps."""
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(b64 == 0, 1, b64)
+    q = np.where(b64 == 0, -1, np.trunc(a64 / safe).astype(np.int64))
+    q = np.where((a64 == -(2**31)) & (b64 == -1), -(2**31), q)
+    r = np.where(b64 == 0, a64, a64 - np.trunc(a64 / safe).astype(np.int64) * safe)
+    return q.astype(np.int32), r.astype(np.int32)
+
+
+def test_kernel_division_truncates_and_remainder_takes_the_dividends_sign():
+    a, b = _int_operands()
+    q, r = np.zeros_like(a), np.zeros_like(a)
+    div_mod[(1,)](a, b, q, r, BLOCK=128)
+    expected_q, expected_r = c_division(a, b)
+    np.testing.assert_array_equal(q, expected_q)
+    np.testing.assert_array_equal(r, expected_r)
+    assert q[list(zip(a, b)).index((-7, 2))] == -3 and r[list(zip(a, b)).index((-7, 2))] == -1
+
+
+def test_kernel_float_remainder_is_fmod():
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(64) * 10).astype(np.float32)
+    b = (rng.standard_normal(64) * 3).astype(np.float32)
+    b[0] = 0.0
+    r = np.zeros(64, np.float32)
+    float_mod[(1,)](a, b, r, BLOCK=64)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(r, np.fmod(a, b))
+    assert np.isnan(r[0])
+
+
+def test_compile_time_values_fold_like_triton_constexprs():
+    out = np.zeros(5, np.int32)
+    scalar_div_mod[(1,)](out, -7, 2, A=-7, B=2)
+    assert out.tolist() == [-3, -1, -4, 1, -3]
+
+
+def test_integer_division_by_zero_is_defined_in_kernels():
+    a = np.array([5, -5, 0, 7] * 4, np.int32)
+    b = np.zeros(16, np.int32)
+    q, r = np.zeros(16, np.int32), np.zeros(16, np.int32)
+    div_mod[(1,)](a, b, q, r, BLOCK=16)  # no error: the values the GPU lowering guarantees
+    assert (q == -1).all() and (r == a).all()
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_array_programs_keep_numpys_floor_semantics(fuse):
+    @tt.jit
+    def floor_ops(a, b):
+        return a // b, a % b, (a * 1.0) % (b * 1.0)
+
+    a, b = _int_operands()
+    b = np.where(b == 0, 3, b).astype(np.int32)
+    q, r, f = floor_ops.compile(a, b, fuse=fuse)(a, b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
+        np.testing.assert_allclose(f, (a * 1.0).astype(np.float32) % (b * 1.0).astype(np.float32), rtol=1e-6)
+    assert q[list(zip(a, b)).index((-7, 2))] == -4 and r[list(zip(a, b)).index((-7, 2))] == 1
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_array_program_integer_division_by_zero_gives_numpys_zero(fuse):
+    @tt.jit
+    def floor_ops(a, b):
+        return a // b, a % b
+
+    a = np.array([5, -5, 0, 7, -8, 9], np.int32)
+    b = np.array([0, 0, 0, 2, 3, -4], np.int32)
+    q, r = floor_ops.compile(a, b, fuse=fuse)(a, b)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
+    assert (q[:3] == 0).all() and (r[:3] == 0).all()
+
+
+@gpu
+def test_division_on_the_gpu():
+    a, b = _int_operands()
+    sim, dev = on_both(div_mod, (1,), [a, b, np.zeros_like(a), np.zeros_like(a)], BLOCK=128)
+    assert_same(sim, dev)
+    np.testing.assert_array_equal(dev[2], c_division(a, b)[0])
+    f = (np.random.default_rng(0).standard_normal((2, 64)) * 10).astype(np.float32)
+    assert_same(*on_both(float_mod, (1,), [f[0], f[1], np.zeros(64, np.float32)], BLOCK=64))
+    assert_same(*on_both(scalar_div_mod, (1,), [np.zeros(5, np.int32), -7, 2], A=-7, B=2))
+
+
+@gpu
+@pytest.mark.parametrize("fuse", [True, False])
+def test_array_program_division_on_the_gpu(fuse):
+    @tt.jit
+    def floor_ops(a, b):
+        return a // b, a % b
+
+    a, b = _int_operands()
+    q, r = floor_ops.compile(a, b, fuse=fuse)(a, b)  # on the GPU when there is one
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(q, a // b)
+        np.testing.assert_array_equal(r, a % b)
+
+
 # ---- abs of bool tiles ---------------------------------------------------------------------------
 
 

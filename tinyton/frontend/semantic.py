@@ -46,8 +46,8 @@ BINARY: dict[str, tuple[Callable[..., Operation], str, Callable[[Any, Any], Any]
     "-": (tt.SubOp, ARITH, operator.sub),
     "*": (tt.MulOp, ARITH, operator.mul),
     "/": (tt.DivOp, DIV, operator.truediv),
-    "//": (tt.FloorDivOp, INT, operator.floordiv),
-    "%": (tt.ModOp, ARITH, operator.mod),
+    "//": (tt.DivOp, INT, operator.floordiv),
+    "%": (tt.RemOp, ARITH, operator.mod),
     "&": (tt.AndOp, BITWISE, operator.and_),
     "|": (tt.OrOp, BITWISE, operator.or_),
     "^": (tt.XorOp, BITWISE, operator.xor),
@@ -63,7 +63,11 @@ BINARY: dict[str, tuple[Callable[..., Operation], str, Callable[[Any, Any], Any]
         )
     },
 }
-"""Binary operator or builtin -> (op builder, promotion rule, compile-time fold on Python numbers)."""
+"""Binary operator or builtin -> (op builder, promotion rule, compile-time fold on Python numbers).
+
+`//` and `%` on tiles and runtime scalars are Triton's (C's): `tt.div` truncates toward zero and `tt.rem`
+takes the dividend's sign. On two compile-time values they fold with Python's floor semantics, as Triton's
+`constexpr` arithmetic does (`constexpr(a // b)`), so verbatim Triton code computes what it does in Triton."""
 
 UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
     "neg": (tt.NegOp, False, operator.neg),
