@@ -347,3 +347,100 @@ def test_runtime_ternary_on_the_gpu():
     for n in (2, 10):
         assert_same(*on_both(ternary, (1,), [x, n, np.zeros(1, np.float32)]))
     assert_same(*on_both(ternary_tiles, (4,), [np.arange(16, dtype=np.int32), 0, np.zeros(64, np.int32)], BLOCK=16))
+
+
+# ---- globals are read when a variant compiles, and a change compiles it again --------------------------
+
+SCALE = 2.0
+OFFSET = tt.constexpr(1)
+
+
+@tt.jit
+def scaled(x_ptr, o_ptr, BLOCK: tt.constexpr):
+    offs = tt.arange(0, BLOCK)
+    tt.store(o_ptr + offs, tt.load(x_ptr + offs) * SCALE + OFFSET)
+
+
+@tt.jit
+def uses_later_global(o_ptr):
+    tt.store(o_ptr + tt.arange(0, 4), DEFINED_LATER)
+
+
+@tt.jit
+def array_scaled(x):
+    return x * SCALE
+
+
+def _scaled(x):
+    o = np.zeros_like(x)
+    scaled[(1,)](x, o, BLOCK=16)
+    return o
+
+
+def test_kernel_sees_a_changed_global():
+    global SCALE
+    x = np.arange(16, dtype=np.float32)
+    try:
+        np.testing.assert_array_equal(_scaled(x), x * 2 + 1)
+        SCALE = 3.0
+        np.testing.assert_array_equal(_scaled(x), x * 3 + 1)
+        compiled = scaled.compile(x, x, BLOCK=16)
+        SCALE = 3.0 * 1  # an equal value, another object: the variant is kept
+        assert scaled.compile(x, x, BLOCK=16) is compiled
+        OFFSET.value = 5  # a tt.constexpr changed in place
+        np.testing.assert_array_equal(_scaled(x), x * 3 + 5)
+    finally:
+        SCALE, OFFSET.value = 2.0, 1
+
+
+def test_global_defined_after_the_decorator_resolves_at_first_launch():
+    global DEFINED_LATER
+    o = np.zeros(4, np.int32)
+    DEFINED_LATER = 7
+    try:
+        uses_later_global[(1,)](o)
+        assert (o == 7).all()
+    finally:
+        del DEFINED_LATER
+    with pytest.raises(CompilationError, match="name `DEFINED_LATER` is not defined"):
+        uses_later_global[(1,)](o)
+
+
+def test_closure_variables_are_read_at_compile_time_too():
+    factor = 2
+
+    @tt.jit
+    def times(o_ptr):
+        tt.store(o_ptr + tt.arange(0, 4), tt.full((4,), factor, tt.int32))
+
+    o = np.zeros(4, np.int32)
+    times[(1,)](o)
+    assert (o == 2).all()
+    factor = 5
+    times[(1,)](o)
+    assert (o == 5).all()
+
+
+def test_cached_array_program_sees_a_changed_global():
+    global SCALE
+    x = np.arange(8, dtype=np.float32)
+    try:
+        np.testing.assert_array_equal(array_scaled(x), x * 2)
+        SCALE = 3.0
+        np.testing.assert_array_equal(array_scaled(x), x * 3)
+    finally:
+        SCALE = 2.0
+
+
+def test_the_launch_check_is_cheap():
+    """The fast path's added work, a generated identity check of the globals read, against the classifier
+    that every launch already runs (measured numbers in docs/reliability.md)."""
+    import timeit
+
+    x = np.arange(16, dtype=np.float32)
+    _scaled(x)
+    plan = next(iter(scaled._plans.values()))
+    check = min(timeit.repeat(plan.reads.fresh, number=20000, repeat=5)) / 20000
+    classify = min(timeit.repeat(lambda: scaled._classify((x, x), {"BLOCK": 16}), number=20000, repeat=5)) / 20000
+    assert plan.reads.fresh() and plan.reads.names == {"tt", "SCALE", "OFFSET"}
+    assert check < classify
