@@ -444,3 +444,80 @@ def test_the_launch_check_is_cheap():
     classify = min(timeit.repeat(lambda: scaled._classify((x, x), {"BLOCK": 16}), number=20000, repeat=5)) / 20000
     assert plan.reads.fresh() and plan.reads.names == {"tt", "SCALE", "OFFSET"}
     assert check < classify
+
+
+# ---- NumPy views: a pointer is the memory from the view's first element ---------------------------------
+
+
+@tt.jit
+def double_2d(x_ptr, sx0, sx1, y_ptr, sy0, sy1, R: tt.constexpr, C: tt.constexpr):
+    r, c = tt.arange(0, R), tt.arange(0, C)
+    v = tt.load(x_ptr + r[:, None] * sx0 + c[None, :] * sx1)
+    tt.store(y_ptr + r[:, None] * sy0 + c[None, :] * sy1, v * 2)
+
+
+@tt.jit
+def fill_contiguous(p, N: tt.constexpr):
+    tt.store(p + tt.arange(0, N), 7)
+
+
+def _views():
+    """A transposed, column-strided input and a row-strided output, with the arrays they view."""
+    base = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    x = base[::2, ::2].T  # 8 x 16, strides (2, 32) elements
+    out = np.zeros((16, 16), np.float32)
+    y = out[:, ::2].T  # 8 x 16 view of every other column
+    return base, x, out, y
+
+
+def _strides(a):
+    return [s // a.itemsize for s in a.strides]
+
+
+def test_strided_views_follow_their_strides():
+    base, x, out, y = _views()
+    double_2d[(1,)](x, *_strides(x), y, *_strides(y), R=8, C=16)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert (out[:, 1::2] == 0).all()  # the other columns are untouched
+
+
+def test_a_pointer_is_the_memory_from_the_first_element():
+    out = np.zeros(16, np.int32)
+    fill_contiguous[(1,)](out[::2], N=8)  # Triton's meaning: 8 consecutive elements from out[0]
+    assert out.tolist() == [7] * 8 + [0] * 8
+
+
+def test_read_only_arrays_are_read_but_never_written():
+    _, x, _, _ = _views()
+    x = x.copy()
+    x.flags.writeable = False
+    y = np.zeros((8, 16), np.float32)
+    double_2d[(1,)](x, *_strides(x), y, *_strides(y), R=8, C=16)  # only read: fine
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(ValueError, match=r"argument 3 \('y_ptr'\) is a read-only array.*x.copy\(\)"):
+        double_2d[(1,)](y, *_strides(y), x, *_strides(x), R=8, C=16)
+
+
+def test_negative_strides_and_shared_written_memory_are_refused():
+    a = np.arange(16, dtype=np.int32)
+    with pytest.raises(ValueError, match="negative strides"):
+        fill_contiguous[(1,)](a[::-1], N=8)
+    x = np.zeros((8, 16), np.float32)
+    with pytest.raises(ValueError, match="share memory"):
+        double_2d[(1,)](x, *_strides(x), x[:, :8], *_strides(x), R=8, C=8)
+
+
+@gpu
+def test_strided_views_on_the_gpu():
+    results = []
+    for backend in ("sim", "gpu"):
+        base, x, out, y = _views()
+        compiled = double_2d.compile(x, *_strides(x), y, *_strides(y), R=8, C=16)
+        run = compiled.simulate if backend == "sim" else compiled.launch
+        run((1,), [x, *_strides(x), y, *_strides(y)])
+        results.append(out.copy())
+        np.testing.assert_array_equal(base, np.arange(32 * 16, dtype=np.float32).reshape(32, 16))
+    np.testing.assert_array_equal(results[0], results[1])
+    out = np.zeros(16, np.int32)
+    fill_contiguous.compile(out[::2], N=8).launch((1,), [out[::2]])
+    assert out.tolist() == [7] * 8 + [0] * 8

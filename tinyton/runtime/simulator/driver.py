@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Operation
 
 from tinyton.dialects import tt
 from tinyton.runtime.driver import GRID_LIMITS
+from tinyton.runtime.spans import memory_span
 
 from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
@@ -142,12 +143,10 @@ def _memory(arg: object, t: Attribute, i: int, name: str, divisible: bool) -> np
         raise KernelArgumentError(f"argument {i} ('{name}') points to {dtype} elements, got an array of {arg.dtype}")
     if divisible and arg.ctypes.data % 16:
         raise KernelArgumentError(f"argument {i} ('{name}') is specialised as 16-byte aligned but is not")
-    if arg.flags.c_contiguous:
-        return arg.reshape(-1)
-    if any(s < 0 or s % arg.itemsize for s in arg.strides):
-        raise KernelArgumentError(f"argument {i} ('{name}') has negative or unaligned strides {arg.strides}")
-    span = 0 if arg.size == 0 else 1 + sum((n - 1) * s // arg.itemsize for n, s in zip(arg.shape, arg.strides))
-    return np.lib.stride_tricks.as_strided(arg, (span,), (arg.itemsize,), writeable=arg.flags.writeable)
+    try:
+        return memory_span(arg)
+    except ValueError as e:
+        raise KernelArgumentError(f"argument {i} ('{name}'): {e}") from None
 
 
 def _scalar(arg: object, t: Attribute, i: int, name: str, divisible: bool) -> np.generic:
