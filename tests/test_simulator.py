@@ -12,7 +12,6 @@ from xdsl.parser import Parser
 
 from tinyton.dialects import tinyton_context
 from tinyton.runtime.simulator import (
-    IntegerDivisionByZeroError,
     KernelArgumentError,
     OutOfBoundsError,
     SimulatorError,
@@ -394,6 +393,7 @@ INT_CASES = [(a, b) for a in (-7, -6, -1, 0, 1, 6, 7, -(2**31), 2**31 - 1) for b
         ("floordiv", lambda a, b: a // b),
         ("mod", lambda a, b: a % b),
         ("div", lambda a, b: int(a / b) if abs(a) < 2**31 - 1 else -(-a // b) if (a < 0) != (b < 0) else a // b),
+        ("rem", lambda a, b: int(math.fmod(a, b))),
     ],
 )
 def test_integer_division_like_python_and_c(op, ref):
@@ -420,11 +420,12 @@ def test_float_mod_and_div():
     np.testing.assert_array_equal(out, a / b)
 
 
-def test_integer_division_by_zero_raises():
-    a, b, out = np.arange(64, dtype=np.int32), np.ones(64, np.int32), np.zeros(64, np.int32)
+@pytest.mark.parametrize("op, expected", [("div", -1), ("rem", "a"), ("floordiv", 0), ("mod", 0)])
+def test_integer_division_by_zero_gives_the_gpu_value(op, expected):
+    a, b, out = np.arange(-32, 32, dtype=np.int32), np.ones(64, np.int32), np.zeros(64, np.int32)
     b[17] = 0
-    with pytest.raises(IntegerDivisionByZeroError, match=r"program \(0, 0, 0\) at lane \(17,\)"):
-        run(binary_kernel("floordiv", "i32"), (1,), [a, b, out])
+    run(binary_kernel(op, "i32"), (1,), [a, b, out])
+    assert out[17] == (a[17] if expected == "a" else expected)
 
 
 def test_i32_wraps_and_max_propagates_nan():

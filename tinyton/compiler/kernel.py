@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
@@ -20,6 +21,7 @@ from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 from tinyton.dialects import tt
 from tinyton.runtime import driver
 from tinyton.runtime.arrays import as_kernel_argument
+from tinyton.runtime.spans import memory_span, overlap
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
@@ -195,11 +197,38 @@ class CompiledKernel:
     def threads(self) -> int:
         return 32 * self.num_warps
 
+    def check_host_arrays(self, args: Sequence[Any]) -> None:
+        """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and those the
+        kernel may store through that cannot take it: a read-only array, or one whose memory overlaps another
+        argument's (the GPU stages each host array on its own, so writes through one would not reach the
+        other, and copying back would undo them)."""
+        arrays = {i: a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+        for i, a in arrays.items():
+            try:
+                memory_span(a)
+            except ValueError as e:
+                raise ValueError(f"argument {i} ('{self.param_names[i]}'): {e}") from None
+        for i in sorted(self.written_params & arrays.keys()):
+            name = f"argument {i} ('{self.param_names[i]}')"
+            if not arrays[i].flags.writeable:
+                raise ValueError(
+                    f"{name} is a read-only array, and kernel {self.name} stores through it: pass a writable "
+                    "array (x.copy())"
+                )
+            for j, other in arrays.items():
+                if j != i and overlap(arrays[i], other):
+                    raise ValueError(
+                        f"{name} and argument {j} ('{self.param_names[j]}') share memory, and kernel {self.name} "
+                        "stores through the first: pass one array and offsets, or separate arrays"
+                    )
+
     def launch(self, grid: Sequence[int], args: Sequence[Any], stream: int = 0) -> None:
-        """Run on the GPU. Host arrays are staged on the device and copied back when the kernel writes them."""
+        """Run on the GPU. Host arrays are staged on the device (the memory span from each one's first element
+        to its last) and copied back when the kernel writes them."""
         grid3 = normalize_grid(grid)
         if 0 in grid3:
             return
+        self.check_host_arrays(args)
         arguments = [as_kernel_argument(a) for a in args]
         values = tuple(int(a.value) if a.dtype.kind == "b" else a.value for a in arguments)
         self.launcher.launch(grid3, self.threads, 0, stream, values)
@@ -212,14 +241,16 @@ class CompiledKernel:
             simulator,  # on first use: the xDSL interpreter is slow to import
         )
 
-        simulator.run(self.module, normalize_grid(grid), args)
+        grid3 = normalize_grid(grid)
+        self.check_host_arrays(args)
+        simulator.run(self.module, grid3, args)
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} num_warps={self.num_warps} params={self.param_kinds}>"
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:
-    """A launch grid as (x, y, z): 1 to 3 non-negative ints, missing axes 1."""
+    """A launch grid as (x, y, z): 1 to 3 non-negative ints within CUDA's limits, missing axes 1."""
     dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
     try:
         dims = tuple(operator.index(d) for d in dims)
@@ -227,6 +258,13 @@ def normalize_grid(grid: Any) -> tuple[int, int, int]:
         dims = ()
     if not 1 <= len(dims) <= 3 or min(dims) < 0:
         raise ValueError(f"a grid is a tuple of 1 to 3 non-negative ints, got {grid!r}")
+    for axis, (size, limit) in enumerate(zip(dims, driver.GRID_LIMITS)):
+        if size > limit:
+            raise ValueError(
+                f"grid {grid!r}: axis {axis} has {size} programs, more than CUDA allows ({limit}); give each "
+                "program more work (a larger block, or a loop inside the kernel)"
+                + (" or put the programs on axis 0 (up to 2**31 - 1)" if axis else "")
+            )
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 

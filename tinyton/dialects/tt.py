@@ -41,7 +41,7 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
 from tinyton.dialects.tt_elementwise import (  # noqa: F401
     CASTABLE, CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
-    MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
+    MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
     XorOp,
 )
 from tinyton.dialects.tt_types import (  # noqa: F401
@@ -441,6 +441,7 @@ Tt = Dialect(
         DivOp,
         FloorDivOp,
         ModOp,
+        RemOp,
         MaximumOp,
         MinimumOp,
         AndOp,

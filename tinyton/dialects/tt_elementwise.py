@@ -86,14 +86,18 @@ class MulOp(BinaryOp):
 
 @irdl_op_definition
 class DivOp(BinaryOp):
-    """Division: IEEE for floats, truncating for ints (as in C and Triton)."""
+    """Division: IEEE for floats; for ints C's and Triton's (toward zero), which is a kernel's `//`.
+
+    An int divided by zero gives -1 (all bits set) on every backend; LLVM leaves it undefined, so the
+    lowering guards the divisor."""
 
     name = "tt.div"
 
 
 @irdl_op_definition
 class FloorDivOp(BinaryOp):
-    """Integer division rounding toward minus infinity (Python's `//`)."""
+    """Integer division rounding toward minus infinity: NumPy's `//` of array programs (a kernel's `//`
+    is `tt.div`). Division by zero gives 0, as NumPy's."""
 
     name = "tt.floordiv"
     KINDS: ClassVar[tuple[str, ...]] = (INT,)
@@ -101,9 +105,18 @@ class FloorDivOp(BinaryOp):
 
 @irdl_op_definition
 class ModOp(BinaryOp):
-    """Remainder with the sign of the divisor (Python's `%`)."""
+    """Remainder with the sign of the divisor: NumPy's `%` of array programs (a kernel's `%` is `tt.rem`).
+    An int remainder by zero gives 0, as NumPy's."""
 
     name = "tt.mod"
+
+
+@irdl_op_definition
+class RemOp(BinaryOp):
+    """Remainder of `tt.div`, with the sign of the dividend (`fmod` for floats): C's and Triton's `%`, a
+    kernel's `%`. An int remainder by zero gives the dividend (so a == (a / b) * b + a % b still holds)."""
+
+    name = "tt.rem"
 
 
 @irdl_op_definition

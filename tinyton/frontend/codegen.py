@@ -1,7 +1,8 @@
 """Python AST of a `@tt.jit` kernel -> a tt-dialect `builtin.module` with one `func.func`.
 
 Expressions evaluate to kernel values: `Tile`s (SSA values) or Python values (constexprs, dtypes, modules,
-functions). Names resolve in the kernel's scope, then its closure, globals and Python's builtins; a call
+functions). Names resolve in the kernel's scope, then its closure and globals as they are when it compiles
+(recorded in `Reads`, so a launch can tell when one changes), then Python's builtins; a call
 resolves its callee the same way and runs it only if it is a `tt.*` builtin (with the `TileBuilder`
 active), a tile method, a compile-time helper (`float("inf")`, `min`, `tt.cdiv`, ...), or another
 `@tt.jit` function, which is inlined (calls.py). Operations on Python values fold at compile time, which
@@ -40,6 +41,7 @@ from tinyton.errors import CompilationError
 from tinyton.frontend.calls import bind_arguments, callee_source, is_jit_function
 from tinyton.frontend.control_flow import ControlFlow, Undefined
 from tinyton.frontend.loops import Loops
+from tinyton.frontend.names import MISSING, Reads
 from tinyton.frontend.returns import RESULT
 from tinyton.frontend.semantic import TileBuilder
 from tinyton.frontend.source import KernelSource, constexpr, constexpr_value
@@ -81,8 +83,10 @@ COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, cdiv, next_power
 class KernelCodegen(ControlFlow, Loops):
     """Walks the kernel's AST, keeping `scope` (name -> value) and emitting ops through `builder`."""
 
-    def __init__(self, source: KernelSource, builder: TileBuilder, scope: dict[str, Any], calls: tuple = ()):
-        self.src, self.b, self.scope = source, builder, scope
+    def __init__(
+        self, source: KernelSource, builder: TileBuilder, scope: dict[str, Any], reads: Reads, calls: tuple = ()
+    ):
+        self.src, self.b, self.scope, self.reads = source, builder, scope, reads
         self.calls = calls  # the @tt.jit functions being inlined around this one, outermost first
         self.loop_depth = 0  # > 0 inside loops
 
@@ -184,8 +188,9 @@ class KernelCodegen(ControlFlow, Loops):
             if isinstance(value, Undefined):
                 raise CompilationError(value.message)
             return value
-        if name in self.src.namespace:
-            return constexpr_value(self.src.namespace[name])
+        value = self.reads.read(self.src.namespace, name)  # recorded: a launch checks it has not changed
+        if value is not MISSING:
+            return constexpr_value(value)
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise CompilationError(f"name `{name}` is not defined")
@@ -326,7 +331,8 @@ class KernelCodegen(ControlFlow, Loops):
     def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Call the `@tt.jit` function `fn` by generating its body here (calls.py); its return value."""
         source = callee_source(fn, (*self.calls, self.src.fn))
-        inner = KernelCodegen(source, self.b, bind_arguments(source, args, kwargs), (*self.calls, self.src.fn))
+        scope = bind_arguments(source, args, kwargs)
+        inner = KernelCodegen(source, self.b, scope, self.reads, (*self.calls, self.src.fn))
         inner.visit_body(list(source.body))
         result = inner.scope.get(RESULT)
         if isinstance(result, Undefined):
@@ -342,12 +348,14 @@ def build_kernel(
     divisible: Collection[str] = (),
     num_warps: int = 4,
     num_stages: int | None = None,
+    reads: Reads | None = None,
 ) -> ModuleOp:
     """The tt module of `source` specialised to `signature` (runtime parameter -> `!tt.ptr<..>`, i32, f32,
     or i1 for a bool, which is passed as i32) and `constexprs` (constexpr parameter -> value).
 
     `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`);
-    `num_stages`, when given, becomes the module attribute `tt.num_stages`."""
+    `num_stages`, when given, becomes the module attribute `tt.num_stages`; `reads` records the globals and
+    closure variables the kernel (and the functions it inlines) read."""
     runtime = [p for p in source.params if not p.constexpr]
     arg_types = [i32 if signature[p.name] == i1 else signature[p.name] for p in runtime]
     arg_attrs = ArrayAttr(
@@ -362,7 +370,7 @@ def build_kernel(
         for p, arg in zip(runtime, block.args):
             arg.name_hint = p.name
             scope[p.name] = builder.truth(Tile(arg), p.name) if signature[p.name] == i1 else Tile(arg)
-        KernelCodegen(source, builder, scope).visit_body(list(source.body))
+        KernelCodegen(source, builder, scope, Reads() if reads is None else reads).visit_body(list(source.body))
     finally:
         KERNEL_BUILDERS.pop()
     block.add_op(func.ReturnOp())

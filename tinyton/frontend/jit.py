@@ -31,6 +31,7 @@ from tinyton.frontend.arguments import (
     simulator_argument,
 )
 from tinyton.frontend.codegen import build_kernel
+from tinyton.frontend.names import Reads
 from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
@@ -56,14 +57,14 @@ def backend() -> str:
 
 
 class _Plan:
-    """One plan key's launch: the compiled variant, whether the GPU fast path applies (all runtime
-    arguments device-resident or scalars, whose values the classifier extracts), and whether torch tensors
-    come in (then launches follow torch's current stream, unless the caller chose one)."""
+    """One plan key's launch: the compiled variant, the globals it read, whether the GPU fast path applies
+    (all runtime arguments device-resident or scalars, whose values the classifier extracts), and whether
+    torch tensors come in (then launches follow torch's current stream, unless the caller chose one)."""
 
-    __slots__ = ("fast", "kernel", "launch", "threads", "torch_inputs")
+    __slots__ = ("fast", "kernel", "launch", "reads", "threads", "torch_inputs")
 
-    def __init__(self, kernel: CompiledKernel, fast: bool, torch_inputs: bool = False):
-        self.kernel, self.fast, self.torch_inputs = kernel, fast, torch_inputs
+    def __init__(self, kernel: CompiledKernel, reads: Reads, fast: bool, torch_inputs: bool = False):
+        self.kernel, self.reads, self.fast, self.torch_inputs = kernel, reads, fast, torch_inputs
         self.launch = kernel.launcher.launch if fast else None
         self.threads = kernel.threads
 
@@ -119,6 +120,7 @@ class JITFunction:
         self._classifiers: dict[tuple, Callable[..., Any]] = {}
         self._classify: Callable[..., Any] = _unclassified
         self._variants: dict[Any, CompiledKernel] = {}
+        self._reads: dict[Any, Reads] = {}  # per variant: the globals it read
         self._bound: dict[Any, Callable[..., None]] = {}
 
     def kernel_source(self) -> KernelSource:
@@ -167,6 +169,8 @@ class JITFunction:
         try:
             keys, values = self._classify(args, kwargs)  # another call shape: None (TypeError here),
             plan = self._plans[keys]  # KeyError or ValueError
+            if not plan.reads.fresh():  # a global it read was rebound (or a closure cell emptied: ValueError)
+                raise KeyError(keys)
         except (KeyError, TypeError, ValueError):
             plan, values = self._plan(args, kwargs), None
         if type(grid) is not tuple:
@@ -251,8 +255,10 @@ class JITFunction:
         compiled_options = (num_warps, options["num_stages"], options["maxnreg"])
         variant_key = (compiled_options, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
         kernel = self._variants.get(variant_key)
-        if kernel is None:
-            kernel = self._variants[variant_key] = self._compile(constexprs, specs, options)
+        if kernel is None or not self._reads[variant_key].current():
+            kernel, self._reads[variant_key] = self._compile(constexprs, specs, options)
+            self._variants[variant_key] = kernel
+        reads = self._reads[variant_key]
         shape = (*map(type, args), *((k, type(v)) for k, v in kwargs.items()))
         classify = self._classifiers.get(shape)
         if classify is None:
@@ -262,12 +268,13 @@ class JITFunction:
         self._classify = classify
         keys, parameter_values = classify(args, kwargs)
         try:
-            return self._plans[keys]
-        except KeyError:
-            torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in values)
-            plan = _Plan(kernel, backend() == "cuda" and None not in parameter_values, torch_inputs)
+            plan = self._plans.get(keys)
         except TypeError:  # an unhashable constexpr: such calls always take the slow path
-            return _Plan(kernel, False)
+            return _Plan(kernel, reads, False)
+        if plan is not None and plan.kernel is kernel:
+            return plan
+        torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in values)
+        plan = _Plan(kernel, reads, backend() == "cuda" and None not in parameter_values, torch_inputs)
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()
         self._plans[keys] = plan
@@ -275,16 +282,18 @@ class JITFunction:
 
     def _compile(
         self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], options: dict[str, Any]
-    ) -> CompiledKernel:
+    ) -> tuple[CompiledKernel, Reads]:
         runtime = [self.params[i] for i in self._runtime]
         signature = {p.name: t for p, (t, _) in zip(runtime, specs)}
         divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}
         num_warps, num_stages = options["num_warps"], options["num_stages"]
+        reads = Reads()
         module = build_kernel(
-            self.source, signature, constexprs, divisible=divisible, num_warps=num_warps, num_stages=num_stages
+            self.source, signature, constexprs, divisible=divisible, num_warps=num_warps, num_stages=num_stages,
+            reads=reads,
         )
         kernel = compile_module(module, num_warps=num_warps)
         kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
         if backend() == "cuda":
             kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
-        return kernel
+        return kernel, reads

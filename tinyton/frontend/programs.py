@@ -1,7 +1,8 @@
 """Array programs seen from `@tt.jit`: trace once per call signature, compile, run.
 
 The signature is what a traced program is specialised on: the shapes and dtypes of the array arguments
-and the values of the others (baked into the trace as constants), plus the fusion setting.
+and the values of the others (baked into the trace as constants), the values of the globals and closure
+variables the function's code mentions (read while tracing), plus the fusion setting.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.compiler import ArrayProgram, build_program, fused_module, fusion_enabled
+from tinyton.frontend.names import globals_key
 from tinyton.frontend.tracing import is_array, trace
 
 
@@ -41,7 +43,7 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
     programs = _PROGRAMS.get(fn)
     if programs is None:
         programs = _PROGRAMS[fn] = {}
-    key = (_signature_key(args), fuse)
+    key = (_signature_key(args), globals_key(fn), fuse)
     program = programs.get(key)
     if program is None:
         inputs = [i for i, a in enumerate(args) if is_array(a)]

@@ -46,8 +46,8 @@ BINARY: dict[str, tuple[Callable[..., Operation], str, Callable[[Any, Any], Any]
     "-": (tt.SubOp, ARITH, operator.sub),
     "*": (tt.MulOp, ARITH, operator.mul),
     "/": (tt.DivOp, DIV, operator.truediv),
-    "//": (tt.FloorDivOp, INT, operator.floordiv),
-    "%": (tt.ModOp, ARITH, operator.mod),
+    "//": (tt.DivOp, INT, operator.floordiv),
+    "%": (tt.RemOp, ARITH, operator.mod),
     "&": (tt.AndOp, BITWISE, operator.and_),
     "|": (tt.OrOp, BITWISE, operator.or_),
     "^": (tt.XorOp, BITWISE, operator.xor),
@@ -63,7 +63,11 @@ BINARY: dict[str, tuple[Callable[..., Operation], str, Callable[[Any, Any], Any]
         )
     },
 }
-"""Binary operator or builtin -> (op builder, promotion rule, compile-time fold on Python numbers)."""
+"""Binary operator or builtin -> (op builder, promotion rule, compile-time fold on Python numbers).
+
+`//` and `%` on tiles and runtime scalars are Triton's (C's): `tt.div` truncates toward zero and `tt.rem`
+takes the dividend's sign. On two compile-time values they fold with Python's floor semantics, as Triton's
+`constexpr` arithmetic does (`constexpr(a // b)`), so verbatim Triton code computes what it does in Triton."""
 
 UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
     "neg": (tt.NegOp, False, operator.neg),
@@ -274,20 +278,40 @@ class TileBuilder:
         ptr = self._pointer(ptr, "tt.load")
         mask = None if mask is True else mask
         other = None if mask is None else other
-        to = broadcast_shapes([ptr.shape, *(shape(v) for v in (mask, other) if v is not None)], "tt.load")
+        to = ptr.shape
+        self._fits_pointer(ptr, {"mask": mask, "other": other}, "tt.load")
         mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
         other_value = None if other is None else self.operand(other, ptr.element.pointee, to).value
-        return self.emit(tt.LoadOp(self.broadcast(ptr, to).value, mask_value, other_value))
+        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value))
 
     def store(self, ptr: Any, value: Any, mask: Any) -> None:
         ptr = self._pointer(ptr, "tt.store")
         mask = None if mask is True else mask
         if not (isinstance(value, Tile) or is_number(value)):
             raise CompilationError(f"tt.store needs a number or a tile to store, got {describe(value)}")
-        to = broadcast_shapes([ptr.shape, shape(value), *([shape(mask)] if mask is not None else [])], "tt.store")
+        to = ptr.shape
+        self._fits_pointer(ptr, {"value": value, "mask": mask}, "tt.store")
         mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
         value = self.operand(value, ptr.element.pointee, to)
-        self.insert(tt.StoreOp(self.broadcast(ptr, to).value, value.value, mask_value))
+        self.insert(tt.StoreOp(ptr.value, value.value, mask_value))
+
+    @staticmethod
+    def _fits_pointer(ptr: Tile, operands: dict[str, Any], what: str) -> None:
+        """Triton's rule: value, mask and other broadcast to the pointer's shape, never the pointer to theirs
+        (a scalar pointer with a tile value would have every lane write one address)."""
+        for name, x in operands.items():
+            if x is None or broadcast_shapes([ptr.shape, shape(x)], what) == ptr.shape:
+                continue
+            pointer = f"a tile of pointers of shape {list(ptr.shape)}" if ptr.shape else "a scalar pointer"
+            fix = (
+                "build a tile of pointers, e.g. ptr + tt.arange(0, BLOCK)"
+                if not ptr.shape
+                else f"make the pointer tile {list(shape(x))} too (e.g. ptr + rows[:, None] * stride + cols[None, :])"
+            )
+            raise CompilationError(
+                f"{what}: the {name} has shape {list(shape(x))} but the pointer is {pointer}; {name} must "
+                f"broadcast to the pointer's shape, not the other way round: {fix}"
+            )
 
     def _reduce_input(self, x: Any, what: str) -> Tile:
         if not isinstance(x, Tile) or not x.shape or x.is_pointer:

@@ -50,17 +50,17 @@ class Namespace(Mapping[str, Any]):
     helper defined later in the module resolves at the first launch, not at decoration."""
 
     def __init__(self, fn: Callable[..., Any]):
-        self._globals = fn.__globals__
-        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.globals: dict[str, Any] = fn.__globals__
+        self.cells: dict[str, Any] = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
 
     def __getitem__(self, name: str) -> Any:
-        cell = self._cells.get(name)
+        cell = self.cells.get(name)
         if cell is not None:
             try:
                 return cell.cell_contents
             except ValueError:  # an empty cell: the variable is not assigned yet
                 pass
-        return self._globals[name]
+        return self.globals[name]
 
     def __contains__(self, name: object) -> bool:
         try:
@@ -70,10 +70,10 @@ class Namespace(Mapping[str, Any]):
         return True
 
     def __iter__(self) -> Iterator[str]:
-        return iter({**self._globals, **self._cells})
+        return iter({**self.globals, **self.cells})
 
     def __len__(self) -> int:
-        return len({**self._globals, **self._cells})
+        return len({**self.globals, **self.cells})
 
 
 @dataclass(frozen=True)

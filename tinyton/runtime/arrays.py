@@ -5,7 +5,9 @@ Device arrays, and the classification of kernel arguments on the launch path.
 supported launch argument into a `KernelArgument`: the value to put in the kernel's
 parameter slot, and the numpy dtype that the compiler specializes on. Device data
 (DeviceArray, torch CUDA tensors, `__cuda_array_interface__` and DLPack producers) is
-passed without a copy; host arrays are staged on the device and can be copied back.
+passed without a copy (the pointer is their data address, strides or not, as in Triton); a host array is
+staged as the memory span from its first element to its last (tinyton/runtime/spans.py), so a view
+passed with its strides means what it means on the simulator, and that span is copied back.
 Classification dispatches on the argument's type, with one cached classifier per type.
 """
 
@@ -23,6 +25,7 @@ import numpy.typing as npt
 
 from tinyton.dtypes import BF16
 from tinyton.runtime import driver
+from tinyton.runtime.spans import memory_span
 from tinyton.runtime.torch_interop import host_view, numpy_dtype
 
 _KEEPERS: list[list[DeviceArray]] = []
@@ -139,7 +142,7 @@ class KernelArgument:
     One launch argument, ready for a parameter slot.
 
     `value` is the device address (`is_pointer`) or the scalar; `dtype` is the element
-    dtype of arrays and the dtype of scalars. For a host array, `host` is the original
+    dtype of arrays and the dtype of scalars. For a host array, `host` is its memory span
     array and `staging` its device copy: call `copy_back()` after the launch when the
     kernel writes that parameter. Shared instances (a DeviceArray's) must not be mutated.
     """
@@ -153,10 +156,9 @@ class KernelArgument:
     def copy_back(self, stream: int | None = None) -> None:
         if self.host is None or self.staging is None:
             return
-        if self.host.flags.c_contiguous:
-            self.staging.to_host(self.host, stream)
-        else:
-            self.host[...] = self.staging.numpy(stream)
+        if not self.host.flags.writeable:
+            raise ValueError("a read-only array cannot be copied back into")
+        self.staging.to_host(self.host, stream)
 
 
 _Classifier = Callable[[Any], KernelArgument]
@@ -187,8 +189,9 @@ def _int_argument(value: int) -> KernelArgument:
 
 
 def _host_argument(array: np.ndarray) -> KernelArgument:
-    staging = to_device(array)
-    return KernelArgument(staging.ptr, array.dtype, True, array, staging)
+    span = memory_span(array)  # contiguous: the staging copy is one memcpy each way
+    staging = to_device(span)
+    return KernelArgument(staging.ptr, array.dtype, True, span, staging)
 
 
 def _cuda_array_interface_argument(obj: Any) -> KernelArgument:

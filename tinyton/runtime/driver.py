@@ -25,6 +25,8 @@ from tinyton.runtime.streams import explicit_stream, torch_stream
 
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 POINTER = "ptr"
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+"""CUDA's largest grid (x, y, z); launches beyond it are refused before they start, on the simulator too."""
 """Parameter kind of a device pointer (a `u64`); other kinds are numpy dtype names."""
 
 

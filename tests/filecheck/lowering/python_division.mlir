@@ -1,10 +1,13 @@
-// Python's // and % by a runtime divisor (floor division, remainder with the divisor's
-// sign), on ints and floats.
+// NumPy's // and % of array programs by a runtime divisor (floor division, remainder with the
+// divisor's sign), on ints and floats; an int divisor of 0 gives 0 (NumPy's), guarded: LLVM's sdiv by
+// zero is undefined.
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p tinyton-to-llvm | filecheck %s --check-prefix=LLVM
 // RUN: tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 | filecheck %s --check-prefix=PTX
 // RUN: %if ptxas %{ tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 
+// LLVM:      llvm.icmp "eq"
+// LLVM:      llvm.select
 // LLVM:      llvm.sdiv
 // LLVM:      llvm.srem
 // LLVM:      llvm.xor

@@ -21,7 +21,7 @@ from tinyton.analysis.domain import (
     is_trivial,
 )
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
+from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
 
@@ -243,12 +243,7 @@ class RegionEmitter:
             return em.emit(UNARY[type(op)](args()[0]))
         if isinstance(op, tta.PowOp):
             return self._pow(*args())
-        a, b = args()
-        if isinstance(op, (tta.DivOp, tta.FloorDivOp, tta.ModOp)) and is_int(a.type):
-            valid = self.mask(broadcast_shape(shape_of(a.type), shape_of(b.type)), scope)
-            if valid is not None:  # masked lanes hold junk: never divide by zero there
-                b = em.select(valid, b, em.const(1, element_type(b.type)))
-        return em.binary(BINARY[type(op)], a, b)
+        return em.binary(BINARY[type(op)], *args())
 
     def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
         """`a ** b` = exp(b log|a|), negative bases allowed for integral exponents (NumPy's results)."""

@@ -11,12 +11,14 @@ Per dimension `d` of a value (scalars count as shape `(1,)`):
 - constancy `k`: aligned groups of `k` elements hold one value;
 - divisibility `D`: the first element of every contiguity group is a multiple of `D`
   (pointers: in bytes). All three are powers of two.
+Plus `nonnegative`: every element is >= 0 (index arithmetic without overflow, as Triton assumes), which
+lets a kernel's truncating `//` and `%` (`tt.div`, `tt.rem`) keep the rules of floor division.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd
 
 from xdsl.dialects import func, scf
@@ -53,6 +55,7 @@ class AxisInfo:
     constancy: tuple[int, ...]
     value: int | None = None
     """The value of every element, when known at compile time."""
+    nonnegative: bool = False
 
     @staticmethod
     def unknown(shape: Sequence[int]) -> AxisInfo:
@@ -160,8 +163,8 @@ def _select(c: AxisInfo, a: AxisInfo, b: AxisInfo) -> AxisInfo:
     return AxisInfo(contiguity, divisibility, constancy)
 
 
-def _bitwise(a: AxisInfo, b: AxisInfo) -> AxisInfo:
-    """`and`/`or`/`xor` (combined masks): only constancy survives."""
+def _constancy_only(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """`and`/`or`/`xor` (combined masks), a division of possibly negative values: only constancy survives."""
     rank = len(a.contiguity)
     return AxisInfo((1,) * rank, (1,) * rank, tuple(map(gcd, a.constancy, b.constancy)))
 
@@ -173,8 +176,17 @@ def _join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
         min(a.divisibility_at(d, c), b.divisibility_at(d, c)) for d, c in enumerate(contiguity)
     )
     return AxisInfo(
-        contiguity, divisibility, tuple(map(min, a.constancy, b.constancy)), a.value if a.value == b.value else None
+        contiguity,
+        divisibility,
+        tuple(map(min, a.constancy, b.constancy)),
+        a.value if a.value == b.value else None,
+        a.nonnegative and b.nonnegative,
     )
+
+
+def _truncating(floor_rule: Callable[[AxisInfo, AxisInfo], AxisInfo]) -> Callable[[AxisInfo, AxisInfo], AxisInfo]:
+    """`tt.div`/`tt.rem` round toward zero: like floor division on a non-negative dividend only."""
+    return lambda a, b: floor_rule(a, b) if a.nonnegative else _constancy_only(a, b)
 
 
 _BINARY: dict[type[Operation], Callable[[AxisInfo, AxisInfo], AxisInfo]] = {
@@ -183,12 +195,38 @@ _BINARY: dict[type[Operation], Callable[[AxisInfo, AxisInfo], AxisInfo]] = {
     tt.MulOp: _mul,
     tt.FloorDivOp: _floordiv,
     tt.ModOp: _mod,
+    tt.DivOp: _truncating(_floordiv),
+    tt.RemOp: _truncating(_mod),
     tt.ShlOp: lambda a, b: _shift(a, b, left=True),
     tt.ShrOp: lambda a, b: _shift(a, b, left=False),
-    tt.AndOp: _bitwise,
-    tt.OrOp: _bitwise,
-    tt.XorOp: _bitwise,
+    tt.AndOp: _constancy_only,
+    tt.OrOp: _constancy_only,
+    tt.XorOp: _constancy_only,
 }
+
+
+def _nonnegative(op: Operation, operands: Sequence[AxisInfo], result: AxisInfo) -> bool:
+    """Whether every element of `op`'s result is >= 0, from its operands' facts."""
+    if result.value is not None:
+        return result.value >= 0
+    match op:
+        case tt.ArangeOp():
+            return op.start.value.data >= 0
+        case tt.ProgramIdOp() | tt.NumProgramsOp():
+            return True
+        case tt.CastOp():
+            return operands[0].nonnegative or tt.element_type(op.input.type).bitwidth == 1
+        case tt.ModOp():
+            return operands[1].nonnegative
+        case tt.RemOp():
+            return operands[0].nonnegative
+        case tt.SelectOp():
+            return operands[1].nonnegative and operands[2].nonnegative
+        case tt.DivOp():  # x / 0 is -1
+            return operands[0].nonnegative and (operands[1].value or 0) > 0
+        case tt.SplatOp() | tt.ExpandDimsOp() | tt.BroadcastOp() | tt.AddOp() | tt.MulOp() | tt.FloorDivOp() | tt.ShrOp():
+            return all(x.nonnegative for x in operands)
+    return False
 
 
 class AxisAnalysis:
@@ -232,7 +270,8 @@ class AxisAnalysis:
         if len(op.results) == 1:
             info = self._rule(op)
             if info is not None:
-                self.info[op.results[0]] = info
+                facts = [self[v] for v in op.operands]
+                self.info[op.results[0]] = replace(info, nonnegative=_nonnegative(op, facts, info))
 
     def _visit_for(self, op: scf.ForOp) -> None:
         """Loop-carried values (pointers bumped each iteration, say) hold what holds for the
@@ -240,7 +279,7 @@ class AxisAnalysis:
         body = op.body.block
         lb, step = self[op.lb], self[op.step]
         div = gcd(lb.element_divisibility(), step.element_divisibility())
-        self.info[body.args[0]] = AxisInfo.constant((1,), None, div)
+        self.info[body.args[0]] = replace(AxisInfo.constant((1,), None, div), nonnegative=lb.nonnegative)
         carried = body.args[1:]
         for arg, init in zip(carried, op.iter_args):
             self.info[arg] = self[init]
@@ -288,6 +327,8 @@ class AxisAnalysis:
                 return _select(self[op.condition], self[op.true_value], self[op.false_value])
             case tt.CastOp() if tt.is_int(op.input.type) and tt.is_int(op.result.type):
                 return self[op.input]
+            case tt.ProgramIdOp() | tt.NumProgramsOp():
+                return AxisInfo.unknown(shape)
             case _ if type(op) in _BINARY and tt.is_int(op.results[0].type):
                 return _BINARY[type(op)](self[op.operands[0]], self[op.operands[1]])
         return None

@@ -55,8 +55,23 @@ def _fcmp(ctx: KernelContext, predicate: str, a: SSAValue, b: SSAValue) -> SSAVa
     return ctx.value(llvm.FCmpOp(a, b, predicate))
 
 
+def _nonzero_divisor(on_zero: Callable[[KernelContext, SSAValue], SSAValue], compute: Binary) -> Binary:
+    """`compute(a, b)`, or `on_zero(a)` where b is 0: LLVM's sdiv/srem by zero is undefined behaviour, so
+    a divisor not known to be non-zero is replaced by 1 and the result chosen after (one compare, two selects)."""
+
+    def guarded(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+        k = ctx.known(b)
+        if k is not None and k != 0:
+            return compute(ctx, a, b)
+        zero = ctx.icmp("eq", b, ctx.const(0, b.type))
+        result = compute(ctx, a, ctx.select(zero, ctx.const(1, b.type), b))
+        return ctx.select(zero, on_zero(ctx, a), result)
+
+    return guarded
+
+
 def _floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
-    """Python's `//`: truncate, then step down when the remainder's sign differs from b's."""
+    """NumPy's `//`: truncate, then step down when the remainder's sign differs from b's."""
     k = ctx.known(b)
     if k is not None and k > 0 and not k & (k - 1):
         return ctx.int_op("ashr", a, ctx.const(k.bit_length() - 1))
@@ -66,12 +81,17 @@ def _floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 def _int_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
-    """Python's `%`: the remainder takes the divisor's sign."""
+    """NumPy's `%`: the remainder takes the divisor's sign."""
     k = ctx.known(b)
     if k is not None and k > 0 and not k & (k - 1):
         return ctx.int_op("and", a, ctx.const(k - 1))
     r = ctx.value(llvm.SRemOp(a, b))
     return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("add", r, b), r)
+
+
+def _zero(ctx: KernelContext, a: SSAValue) -> SSAValue:
+    """NumPy's integer `//` and `%` by zero."""
+    return ctx.const(0, a.type)
 
 
 def _needs_floor_fix(ctx: KernelContext, r: SSAValue, b: SSAValue) -> SSAValue:
@@ -96,9 +116,10 @@ BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
     tt.AddOp: (_int("add"), _llvm(llvm.FAddOp)),
     tt.SubOp: (_int("sub"), _llvm(llvm.FSubOp)),
     tt.MulOp: (_int("mul"), _llvm(llvm.FMulOp)),
-    tt.DivOp: (_llvm(llvm.SDivOp), _llvm(llvm.FDivOp)),
-    tt.FloorDivOp: (_floordiv, None),
-    tt.ModOp: (_int_mod, _float_mod),
+    tt.DivOp: (_nonzero_divisor(lambda ctx, a: ctx.const(-1, a.type), _llvm(llvm.SDivOp)), _llvm(llvm.FDivOp)),
+    tt.RemOp: (_nonzero_divisor(lambda ctx, a: a, _llvm(llvm.SRemOp)), _llvm(llvm.FRemOp)),
+    tt.FloorDivOp: (_nonzero_divisor(_zero, _floordiv), None),
+    tt.ModOp: (_nonzero_divisor(_zero, _int_mod), _float_mod),
     tt.MaximumOp: (_int_pick("sgt"), _intrinsic("llvm.maximum")),
     tt.MinimumOp: (_int_pick("slt"), _intrinsic("llvm.minimum")),
     tt.AndOp: (_int("and"), None),
@@ -122,12 +143,17 @@ def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
     return apply
 
 
+def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """|x|; a bool is its own absolute value (NumPy's and Triton's abs of bool)."""
+    if x.type.bitwidth == 1:
+        return x
+    zero = ctx.const(0, x.type)
+    return ctx.select(ctx.icmp("slt", x, zero), ctx.int_op("sub", zero, x), x)
+
+
 UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
-    tt.AbsOp: (
-        lambda ctx, x: ctx.select(ctx.icmp("slt", x, ctx.const(0)), ctx.int_op("sub", ctx.const(0), x), x),
-        lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type)),
-    ),
+    tt.AbsOp: (_int_abs, lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type))),
     # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
     tt.ExpOp: (None, _scaled(lambda ctx, x: ctx.value(llvm.FExp2Op(x)), log2(2.718281828459045), before=True)),
     tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),

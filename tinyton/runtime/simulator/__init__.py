@@ -12,11 +12,10 @@ Impls follow xDSL's interpreter conventions (`@register_impls` classes of `@impl
 """
 
 from .driver import run
-from .errors import IntegerDivisionByZeroError, KernelArgumentError, OutOfBoundsError, SimulatorError
+from .errors import KernelArgumentError, OutOfBoundsError, SimulatorError
 from .values import Pointer
 
 __all__ = [
-    "IntegerDivisionByZeroError",
     "KernelArgumentError",
     "OutOfBoundsError",
     "Pointer",

@@ -22,6 +22,8 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute, Operation
 
 from tinyton.dialects import tt
+from tinyton.runtime.driver import GRID_LIMITS
+from tinyton.runtime.spans import memory_span
 
 from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
@@ -106,6 +108,8 @@ def normalize_grid(grid: Iterable[int] | int) -> tuple[int, int, int]:
     sizes = (grid,) if isinstance(grid, int) else tuple(grid)
     if not 1 <= len(sizes) <= 3 or any(int(s) != s or s < 0 for s in sizes):
         raise SimulatorError(f"grid must be 1 to 3 non-negative ints, got {grid!r}")
+    if any(int(s) > limit for s, limit in zip(sizes, GRID_LIMITS)):
+        raise SimulatorError(f"grid {grid!r} exceeds CUDA's limits (x < 2**31, y and z < 65536)")
     return tuple(int(s) for s in sizes) + (1,) * (3 - len(sizes))  # type: ignore[return-value]
 
 
@@ -139,12 +143,10 @@ def _memory(arg: object, t: Attribute, i: int, name: str, divisible: bool) -> np
         raise KernelArgumentError(f"argument {i} ('{name}') points to {dtype} elements, got an array of {arg.dtype}")
     if divisible and arg.ctypes.data % 16:
         raise KernelArgumentError(f"argument {i} ('{name}') is specialised as 16-byte aligned but is not")
-    if arg.flags.c_contiguous:
-        return arg.reshape(-1)
-    if any(s < 0 or s % arg.itemsize for s in arg.strides):
-        raise KernelArgumentError(f"argument {i} ('{name}') has negative or unaligned strides {arg.strides}")
-    span = 0 if arg.size == 0 else 1 + sum((n - 1) * s // arg.itemsize for n, s in zip(arg.shape, arg.strides))
-    return np.lib.stride_tricks.as_strided(arg, (span,), (arg.itemsize,), writeable=arg.flags.writeable)
+    try:
+        return memory_span(arg)
+    except ValueError as e:
+        raise KernelArgumentError(f"argument {i} ('{name}'): {e}") from None
 
 
 def _scalar(arg: object, t: Attribute, i: int, name: str, divisible: bool) -> np.generic:

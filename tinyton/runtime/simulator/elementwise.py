@@ -1,8 +1,10 @@
 """Elementwise tt ops, table-driven: one NumPy function per op and element kind.
 
 Semantics (the GPU's): i32 arithmetic wraps (the driver runs under `np.errstate(all="ignore")`); `tt.div`
-truncates ints toward zero, `tt.floordiv`/`tt.mod` follow Python (floor; remainder has the divisor's sign),
-for floats too; an integer division by zero raises `IntegerDivisionByZeroError`; maximum/minimum propagate
+truncates ints toward zero and `tt.rem` takes the dividend's sign (C's, Triton's; `fmod` for floats),
+`tt.floordiv`/`tt.mod` follow NumPy (floor; remainder has the divisor's sign), for floats too. An integer
+division by zero gives what the lowering guarantees on the GPU: `tt.div` -1, `tt.rem` the dividend,
+`tt.floordiv`/`tt.mod` 0 (NumPy's); maximum/minimum propagate
 NaN; comparisons are signed, and ordered except `ne` (true when either side is NaN, like Python, NumPy and
 Triton's `!=`); exp/log/sqrt/rsqrt compute in float32 (f16 rounds back); i1 arithmetic wraps at one bit.
 bf16 arithmetic computes in float32 and rounds to nearest even, as Triton's lowering does (for + - * /
@@ -23,17 +25,22 @@ from xdsl.ir import Operation
 from tinyton.dialects import tt
 from tinyton.dtypes import BF16
 
-from .errors import IntegerDivisionByZeroError
 from .state import SimFunctions
-from .values import choose, kind, np_dtype, rank, scalar
+from .values import choose, kind, np_dtype, scalar
 
 Fn = Callable[..., Any]
 
 
 def _trunc_div(a: Any, b: Any) -> Any:
-    """C's integer division (toward zero) from NumPy's floor division."""
+    """C's integer division (toward zero) from NumPy's floor division; -1 for a zero divisor."""
     q = np.floor_divide(a, b)
-    return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+    q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+    return scalar(np.where(b == 0, q.dtype.type(-1), q))
+
+
+def _trunc_rem(a: Any, b: Any) -> Any:
+    """C's integer remainder (the dividend's sign); the dividend for a zero divisor."""
+    return scalar(np.where(b == 0, a, np.fmod(a, b)))
 
 
 def _in_f32(fn: Fn) -> Fn:
@@ -43,12 +50,11 @@ def _in_f32(fn: Fn) -> Fn:
 
 @dataclass(frozen=True)
 class Binary:
-    """NumPy functions of a binary op for float, int and i1 operands; `divides`: check int divisors."""
+    """NumPy functions of a binary op for float, int and i1 operands."""
 
     float_fn: Fn | None
     int_fn: Fn | None
     bool_fn: Fn | None = None
-    divides: bool = False
 
     def for_kind(self, kind: str) -> Fn:
         if kind == "f":
@@ -63,9 +69,10 @@ BINARY: dict[type[Operation], Binary] = {
     tt.AddOp: Binary(np.add, np.add, np.logical_xor),
     tt.SubOp: Binary(np.subtract, np.subtract, np.logical_xor),
     tt.MulOp: Binary(np.multiply, np.multiply, np.logical_and),
-    tt.DivOp: Binary(np.true_divide, _trunc_div, divides=True),
-    tt.FloorDivOp: Binary(np.floor_divide, np.floor_divide, divides=True),
-    tt.ModOp: Binary(np.remainder, np.remainder, divides=True),
+    tt.DivOp: Binary(np.true_divide, _trunc_div),
+    tt.RemOp: Binary(np.fmod, _trunc_rem),
+    tt.FloorDivOp: Binary(np.floor_divide, np.floor_divide),
+    tt.ModOp: Binary(np.remainder, np.remainder),
     tt.MaximumOp: Binary(np.maximum, np.maximum),
     tt.MinimumOp: Binary(np.minimum, np.minimum),
     tt.AndOp: Binary(None, np.bitwise_and),
@@ -112,10 +119,7 @@ def cast(x: Any, dtype: np.dtype) -> Any:
 def _binary_impl(spec: Binary) -> Fn:
     def run(self: ElementwiseFunctions, interpreter: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
         lhs, rhs = args
-        k = kind(lhs)
-        if spec.divides and k != "f":
-            self.check_divisor(interpreter, op, rhs)
-        fn = spec.for_kind(k)
+        fn = spec.for_kind(kind(lhs))
         if lhs.dtype == BF16:
             return (fn(lhs.astype(np.float32), rhs.astype(np.float32)).astype(BF16),)
         return (fn(lhs, rhs),)
@@ -132,15 +136,6 @@ def _unary_impl(fn: Fn) -> Fn:
 
 class ElementwiseFunctions(SimFunctions):
     """Arithmetic, comparisons, `tt.select` and `tt.cast`; the table-driven impls are added below."""
-
-    def check_divisor(self, interpreter: Interpreter, op: Operation, divisor: Any) -> None:
-        """Raise `IntegerDivisionByZeroError` if an executing program divides by zero."""
-        launch = self.launch(interpreter)
-        r = rank(op.results[0].type)
-        zero = launch.restrict(divisor == 0, r)
-        if np.any(zero):
-            program, lane = launch.locate(zero, r)
-            raise IntegerDivisionByZeroError(program=program, lane=lane, op_text=self.op_text(op))
 
     @impl(tt.CmpOp)
     def run_cmp(self, interpreter: Interpreter, op: tt.CmpOp, args: PythonValues) -> PythonValues:

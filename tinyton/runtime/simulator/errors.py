@@ -45,16 +45,3 @@ class OutOfBoundsError(SimulatorError, IndexError):
             f"'{argument}' (#{argument_number}, {size} elements of {dtype}{valid}); "
             f"at {where}\n    {op_text}"
         )
-
-
-class IntegerDivisionByZeroError(SimulatorError, ZeroDivisionError):
-    """An integer `tt.div`/`tt.floordiv`/`tt.mod` with a zero divisor (garbage on the GPU)."""
-
-    def __init__(self, *, program: tuple[int, ...], lane: tuple[int, ...], op_text: str):
-        self.program = program
-        self.lane = lane
-        where = f" at lane {lane}" if lane else ""
-        super().__init__(
-            f"integer division by zero in program {program}{where} (the GPU would produce garbage; "
-            f"masked-off lanes count too: load divisors with other=1)\n    {op_text}"
-        )
