@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 
 from tinyton.analysis.attention import find_attention
 from tinyton.analysis.domain import analyze
+from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type
 from tinyton.lowering.fusion.attention import emit_attention
@@ -148,6 +149,7 @@ class FusionToKernelsPass(ModulePass):
     name = "tinyton-fusion-to-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_fused_program(op, self.name)
         for spec in fusion_to_kernels(op):
             spec.fusion.attributes["kernel"] = StringAttr(spec.name)
             kernel_module = spec.module
