@@ -172,6 +172,8 @@ class JITFunction:
             keys, values = self._classify(args, kwargs)  # another call shape: None (TypeError here),
             plan = self._plans[keys]  # KeyError or ValueError
         except (KeyError, TypeError, ValueError):
+            plan = None
+        if plan is None:  # outside the except block: an error of the call is not chained to the miss
             plan, values = self._plan(args, kwargs), None
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs)
