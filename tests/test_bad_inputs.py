@@ -115,6 +115,10 @@ OPT_CASES = {
          "-p tinyton-fuse,tinyton-fusion-to-kernels,tinyton-to-llvm"],
     ),
     "syntax-error": (["mlir/syntax_error.mlir"], ["mlir/syntax_error.mlir:4:3", "Expected '>'"]),
+    "invalid-op": (
+        ["mlir/invalid_op.mlir", "-p", "tinyton-fuse"],
+        ["mlir/invalid_op.mlir:3:3: tta.add: operands could not be broadcast together with shapes (4,) (3,)"],
+    ),
 }
 
 

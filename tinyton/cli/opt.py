@@ -14,7 +14,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tinyton.cli.opt_input import LocatingParser, UsageError, check_input_file, check_pipeline, decode_input
+from tinyton.cli.opt_input import (
+    LocatingParser,
+    UsageError,
+    check_input_file,
+    check_pipeline,
+    decode_input,
+    verify_located,
+)
 from tinyton.dialects import tinyton_dialects
 from tinyton.dialects.llvm_extra import load_llvm_extra
 from tinyton.errors import CompilationError
@@ -55,7 +62,10 @@ class TinytonOptMain(xDSLOptMain):
     def _parse_mlir(self, io: IO[bytes]) -> ModuleOp:
         name = self.get_input_name()
         parser = LocatingParser(self.ctx, decode_input(io.read(), name), name)
-        return parser.parse_module(not self.args.no_implicit_module)
+        module = parser.parse_module(not self.args.no_implicit_module)
+        if not (self.args.disable_verify or self.args.verify_diagnostics):  # the latter wants xDSL's own output
+            verify_located(module)
+        return module
 
 
 def main() -> None:

@@ -14,13 +14,14 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
+from tinyton.errors import op_error
 from tinyton.passes import ALL_PASSES
 
 
@@ -44,6 +45,16 @@ class LocatingParser(Parser):
             column = start - self._line_starts[line - 1] + 1
             op.location = FileLineColLoc(self._name, IntAttr(line), IntAttr(column))
         return op
+
+
+def verify_located(module: ModuleOp) -> None:
+    """Verify op by op, so that an invalid op is reported at its line (`x.mlir:3:5: tta.add: ...`)
+    rather than under a dump of the whole module."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as e:
+            raise op_error(op, str(e).splitlines()[0].removeprefix("Operation does not verify: ")) from None
 
 
 def check_input_file(path: str | None) -> None:
