@@ -33,7 +33,7 @@ def signature_arguments(signature: str) -> list[Any]:
         name, _, hint = item.partition(":")
         pointer = name.startswith("*")
         dtype = DTYPES.get(name.removeprefix("*"))
-        if dtype is None or (hint and hint not in ("1", "16")) or (hint and (pointer or dtype is not np.int32)):
+        if dtype is None or (hint and (hint not in ("1", "16") or not (pointer or dtype is np.int32))):
             raise ValueError(
                 f"bad entry {item!r} in --signature {signature!r}: give one entry per runtime parameter, "
                 "each one of *fp32, *fp16, *i32, *i1 (arrays), i32, i32:16 (an int divisible by 16) or fp32"
