@@ -1,4 +1,4 @@
-"""A Triton launch option tinyton does not have is refused, not ignored."""
+"""num_stages=2.5: launch options take ints."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ import tinyton as tt
 from tinyton.errors import CallError, CompilationError  # noqa: F401
 
 ERROR = CallError
-ADVICE = "num_stages= is a Triton launch option that tinyton does not have; remove it"
+ADVICE = "num_stages must be an int >= 0, got 2.5"
 
 
 @tt.jit
@@ -18,4 +18,4 @@ def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
 
 def trigger() -> None:
     x = np.ones(16, np.float32)
-    add[(1,)](x, x, x, 16, BLOCK=16, num_stages=3)  # error
+    add[(1,)](x, x, x, 16, BLOCK=16, num_stages=2.5)  # error
