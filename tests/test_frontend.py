@@ -339,8 +339,8 @@ def test_errors_name_the_source_line(fn, constexprs, message):
     assert "# error" in text.splitlines()[1] and text.splitlines()[2].strip() == "^"
 
 
-def test_argument_errors_point_at_the_parameter():
-    with pytest.raises(tt.CompilationError, match=r"test_frontend.py:\d+:\d+: argument `a_ptr`: arrays of float64"):
+def test_argument_errors_point_at_the_call():
+    with pytest.raises(tt.CompilationError, match=r"test_frontend.py:\d+:\d+: vector_add\(\) argument `a_ptr`: arrays of float64"):
         vector_add.compile(np.zeros(4), I32, I32, 4)
     with pytest.raises(tt.CompilationError, match="does not fit in int32"):
         vector_add.compile(I32, I32, I32, 1 << 40)

@@ -11,6 +11,7 @@ import linecache
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 _TINYTON_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,3 +82,29 @@ def user_location() -> tuple[str, int, int]:
 def error(message: str) -> CompilationError:
     """A CompilationError at the user's current line: `softmax.py:3:9: operands could not ...`."""
     return CompilationError(message, *user_location())
+
+
+class CallError(CompilationError, TypeError, ValueError):
+    """A call of a `@tt.jit` function that cannot work as written (arguments, launch options, grid).
+
+    Located at the user's call line; a TypeError and a ValueError too, as Python's own call errors are."""
+
+
+def call_error(message: str) -> CallError:
+    """A CallError at the user's current line."""
+    return CallError(message, *user_location())
+
+
+def op_error(op: Any, message: str) -> CompilationError:
+    """A CompilationError about an IR op: `kernel.mlir:4:5: tt.program_id: message`.
+
+    The location is the op's `loc(...)` (tinyton-opt gives every parsed op its place in the input file,
+    tracing gives the user's Python line); an op without one is named with its function."""
+    loc = getattr(op, "location", None)
+    if all(hasattr(loc, f) for f in ("filename", "line", "column")):
+        return CompilationError(f"{op.name}: {message}", loc.filename.data, loc.line.data, loc.column.data)
+    parent = op.parent_op() if hasattr(op, "parent_op") else None
+    while parent is not None and not hasattr(parent, "sym_name"):
+        parent = parent.parent_op()
+    where = f" (in @{parent.sym_name.data})" if parent is not None and parent.sym_name is not None else ""
+    return CompilationError(f"{op.name}{where}: {message}")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -30,12 +31,15 @@ def signature_arguments(signature: str) -> list[Any]:
     """Stand-in arguments for a Triton-style signature: `*fp32` is an array (16-byte aligned), `i32` an int
     (`i32:16` one divisible by 16), `fp32` a float. Only their types matter to the compiler."""
     args: list[Any] = []
-    for item in filter(None, (s.strip() for s in signature.split(","))):
+    for item in (s.strip() for s in signature.split(",") if signature.strip()):
         name, _, hint = item.partition(":")
         pointer = name.startswith("*")
-        dtype = DTYPES.get(name.lstrip("*"))
-        if dtype is None or (hint and hint not in ("1", "16")):
-            raise ValueError(f"bad signature entry {item!r}: use *fp32, *fp16, *i32, *i1, i32, i32:16 or fp32")
+        dtype = DTYPES.get(name.removeprefix("*"))
+        if dtype is None or (hint and (hint not in ("1", "16") or not (pointer or dtype is np.int32))):
+            raise ValueError(
+                f"bad entry {item!r} in --signature {signature!r}: give one entry per runtime parameter, "
+                "each one of *fp32, *fp16, *i32, *i1 (arrays), i32, i32:16 (an int divisible by 16) or fp32"
+            )
         if pointer:
             args.append(np.zeros(16, dtype))
         elif dtype is np.float32:
@@ -43,6 +47,47 @@ def signature_arguments(signature: str) -> list[Any]:
         else:
             args.append(16 if hint == "16" else 7)
     return args
+
+
+def defines(items: Sequence[str]) -> dict[str, Any]:
+    """`-D NAME=VALUE` options as constexpr values."""
+    values = {}
+    for item in items:
+        name, equals, value = item.partition("=")
+        if not equals or not name.strip() or not value.strip():
+            raise ValueError(f"-D {item} needs a name and a value: write -D {name.strip() or 'NAME'}=VALUE (e.g. -D BLOCK=1024)")
+        values[name.strip()] = constexpr_value(value.strip())
+    return values
+
+
+def check_call(kernel: Any, arguments: Sequence[Any], constexprs: dict[str, Any]) -> None:
+    """The signature gives every runtime parameter and -D every constexpr without a default, by name."""
+    from tinyton.errors import CompilationError
+
+    runtime = [p.name for p in kernel.params if not p.constexpr]
+    needed = [p.name for p in kernel.params if p.constexpr and p.default is inspect.Parameter.empty]
+    known = {p.name for p in kernel.params if p.constexpr}
+    where = (kernel.source.where.filename, *kernel.source.where.of(kernel.source.tree))
+    if len(arguments) != len(runtime):
+        raise CompilationError(
+            f"--signature has {len(arguments)} entries but {kernel.__name__} has {len(runtime)} runtime parameters "
+            f"({', '.join(runtime) or 'none'}); give one entry per parameter, in order",
+            *where,
+        )
+    unknown = sorted(set(constexprs) - known)
+    if unknown:
+        raise CompilationError(
+            f"-D {unknown[0]}: {kernel.__name__} has no constexpr parameter {unknown[0]} "
+            f"(its constexprs: {', '.join(sorted(known)) or 'none'})",
+            *where,
+        )
+    missing = [n for n in needed if n not in constexprs]
+    if missing:
+        raise CompilationError(
+            f"{kernel.__name__} needs a value for its constexpr parameter(s) {', '.join(missing)}: "
+            + " ".join(f"-D {n}=VALUE" for n in missing),
+            *where,
+        )
 
 
 def constexpr_value(text: str) -> Any:
@@ -57,13 +102,11 @@ def constexpr_value(text: str) -> Any:
 def _compile(options: argparse.Namespace) -> int:
     from tinyton.cli.loading import load_jit_function
 
+    constexprs = defines(options.define)
+    arguments = signature_arguments(options.signature)
     kernel = load_jit_function(options.file, options.kernel)
-    constexprs = dict(item.split("=", 1) for item in options.define)
-    compiled = kernel.compile(
-        *signature_arguments(options.signature),
-        num_warps=options.num_warps,
-        **{k: constexpr_value(v) for k, v in constexprs.items()},
-    )
+    check_call(kernel, arguments, constexprs)
+    compiled = kernel.compile(*arguments, num_warps=options.num_warps, **constexprs)
     stages = STAGES[: STAGES.index(options.emit) + 1] if options.verbose else (options.emit,)
     for stage in stages:
         if options.verbose:
@@ -112,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return options.run(options)
     except CompilationError as error:
-        print(error, file=sys.stderr)
+        print(f"tinyton: error: {error}", file=sys.stderr)
     except (LookupError, ValueError, TypeError, FileNotFoundError, RuntimeError) as error:
         print(f"tinyton: error: {error}", file=sys.stderr)
     return 1

@@ -30,6 +30,8 @@ def _one(x: Any) -> Traced:
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise error(f"axis must be an int (or for reductions a tuple of ints, or None), got {type(axis).__name__} {axis!r}")
     try:
         return tta.normalize_axis(int(axis), ndim)
     except tta.ShapeError as e:
@@ -101,17 +103,24 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     if x.ndim == 0:
         return x
     if axis is None:
-        if x.ndim > 1:
-            flat = reshape(x, (x.size,))
-            result = flat.tracer.emit(op, flat.value, 0, False)
-            return reshape(result, (1,) * x.ndim) if keepdims else result
-        axis = 0
-    axes = [_normalize_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+        axes = list(range(x.ndim))
+    else:
+        axes = [_normalize_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
     if len(set(axes)) != len(axes):
         raise error("duplicate value in 'axis'")
+    if op in _NO_IDENTITY and any(x.shape[a] == 0 for a in axes):
+        raise error(f"zero-size array to reduction operation {_NO_IDENTITY[op]} which has no identity")
+    if axis is None and x.ndim > 1:
+        flat = reshape(x, (x.size,))
+        result = flat.tracer.emit(op, flat.value, 0, False)
+        return reshape(result, (1,) * x.ndim) if keepdims else result
     for a in sorted(axes, reverse=True):
         x = x.tracer.emit(op, x.value, a, keepdims)
     return x
+
+
+_NO_IDENTITY = {tta.ReduceMaxOp: "maximum", tta.ReduceMinOp: "minimum"}
+"""Reductions NumPy refuses over zero elements (its message names the ufunc)."""
 
 
 def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:

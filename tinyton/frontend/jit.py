@@ -24,7 +24,7 @@ from typing import Any
 from xdsl.ir import Attribute
 
 from tinyton.compiler import CompiledKernel, compile_module, normalize_grid
-from tinyton.errors import CompilationError
+from tinyton.errors import CompilationError, call_error
 from tinyton.frontend.arguments import (
     argument_type,
     classifier,
@@ -40,6 +40,7 @@ from tinyton.runtime.streams import current_stream
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
+
 
 
 @functools.cache
@@ -136,7 +137,10 @@ class JITFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.is_kernel:
-            raise TypeError(f"`{self.__name__}` is a kernel: launch kernels with kernel[grid](...)")
+            raise call_error(
+                f"`{self.__name__}` is a kernel (it returns nothing): launch kernels with kernel[grid](...), "
+                f"e.g. {self.__name__}[(programs,)](...)"
+            )
         return run_array_program(self.fn, self._positional(args, kwargs))
 
     def _positional(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
@@ -154,10 +158,10 @@ class JITFunction:
         if bound is None:
             self._require_source()
             if not self.is_kernel:
-                raise TypeError(
+                raise call_error(
                     f"`{self.__name__}` returns a value, so it is an array program: call it directly, {self.__name__}(...)"
                 )
-            target = grid if callable(grid) else normalize_grid(grid)
+            target = grid if callable(grid) else _grid_of(grid)
             empty = type(target) is tuple and 0 in target
             bound = _no_launch if empty else functools.partial(self._run, target)
             if type(grid) is tuple and len(self._bound) < MAX_PLANS:
@@ -172,6 +176,8 @@ class JITFunction:
             if not plan.reads.fresh():  # a global it read was rebound (or a closure cell emptied: ValueError)
                 raise KeyError(keys)
         except (KeyError, TypeError, ValueError):
+            plan = None
+        if plan is None:  # outside the except block: an error of the call is not chained to the miss
             plan, values = self._plan(args, kwargs), None
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs)
@@ -189,7 +195,7 @@ class JITFunction:
         values, options = self._bind(args, kwargs)
         meta = {p.name: v for p, v in zip(self.params, values)}
         meta.update(options)
-        return normalize_grid(grid(meta))
+        return _grid_of(grid(meta))
 
     def _runtime_args(self, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         values, _ = self._bind(args, kwargs)
@@ -221,7 +227,7 @@ class JITFunction:
         options = launch_options(kwargs)
         names = [p.name for p in self.params]
         if len(args) > len(names):
-            raise TypeError(
+            raise call_error(
                 f"{self.__name__}() takes {len(names)} argument(s) ({', '.join(names)}) but {len(args)} were given"
             )
         values, missing = list(args), []
@@ -235,7 +241,7 @@ class JITFunction:
         problems = [f"missing argument(s) for {', '.join(missing)}"] if missing else []
         problems += [f"unexpected or repeated argument(s) {', '.join(kwargs)}"] if kwargs else []
         if problems:
-            raise TypeError(f"{self.__name__}() got {' and '.join(problems)} (parameters: {', '.join(names)})")
+            raise call_error(f"{self.__name__}() got {' and '.join(problems)} (parameters: {', '.join(names)})")
         return values, options
 
     def _plan(self, args: tuple, kwargs: dict[str, Any]) -> _Plan:
@@ -245,12 +251,12 @@ class JITFunction:
         specs, constexprs = [], {}
         for p, v in zip(self.params, values):
             if p.constexpr:
-                constexprs[p.name] = constexpr_value(v)
+                constexprs[p.name] = _constexpr(p.name, v)
                 continue
             try:
                 kind, divisible = argument_type(v)
             except CompilationError as e:
-                raise self.source.error(p.node, f"argument `{p.name}`: {e.message}") from None
+                raise call_error(f"{self.__name__}() argument `{p.name}`: {e.message}") from None
             specs.append((kind, divisible and p.name not in self.do_not_specialize))
         compiled_options = (num_warps, options["num_stages"], options["maxnreg"])
         variant_key = (compiled_options, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
@@ -297,3 +303,25 @@ class JITFunction:
         if backend() == "cuda":
             kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
         return kernel, reads
+
+
+def _grid_of(grid: Any) -> tuple[int, int, int]:
+    """`normalize_grid`, its error at the user's launch line."""
+    try:
+        return normalize_grid(grid)
+    except ValueError as e:
+        raise call_error(f"{e}; e.g. kernel[(tt.cdiv(n, BLOCK),)] or kernel[lambda meta: (...,)]") from None
+
+
+def _constexpr(name: str, value: Any) -> Any:
+    """A constexpr argument as the code generator sees it; it is compiled in, so it must be hashable."""
+    value = constexpr_value(value)
+    try:
+        hash(value)
+    except TypeError:
+        what = f"an array of shape {tuple(value.shape)}" if hasattr(value, "shape") else f"a {type(value).__name__}"
+        raise call_error(
+            f"constexpr parameter `{name}` got {what}; constexprs are compiled into the kernel, so they take "
+            "numbers, bools, strings, dtypes or tuples of them; pass arrays to runtime (non-constexpr) parameters"
+        ) from None
+    return value

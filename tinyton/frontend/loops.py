@@ -76,6 +76,8 @@ class Loops:
     def loop_bound(self, bound: Any) -> Tile:
         if isinstance(bound, Tile) and (bound.shape or is_float(bound.type) or bound.is_pointer):
             raise CompilationError(f"range bounds must be integer scalars, got {describe(bound)}")
+        if not isinstance(bound, (Tile, int)):  # as Python's range, which takes no floats
+            raise CompilationError(f"range bounds must be integers, got {describe(bound)}; use an int")
         return self.b.cast(bound, i32)
 
     def carried_names(self, body: list[ast.stmt], exclude: set[str]) -> tuple[set[str], list[str]]:

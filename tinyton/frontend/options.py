@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinyton.errors import call_error
+
 LAUNCH_OPTIONS: dict[str, Any] = {"num_warps": 4, "num_stages": None, "num_ctas": 1, "maxnreg": None}
 """Option -> default (None: not given; `num_stages` then means Triton's default of 3)."""
 DEFAULT_NUM_STAGES = 3
@@ -20,10 +22,10 @@ def launch_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Take the launch options out of `kwargs` (in place), checked, defaults filled in."""
     options = {name: kwargs.pop(name, default) for name, default in LAUNCH_OPTIONS.items()}
     num_warps = options["num_warps"]
-    if num_warps not in (1, 2, 4, 8, 16) or isinstance(num_warps, bool):
-        raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps!r}")
+    if type(num_warps) is not int or num_warps not in (1, 2, 4, 8, 16):  # 4.0 == 4, but is no int
+        raise call_error(f"num_warps must be an int, 1, 2, 4, 8 or 16, got {num_warps!r}; e.g. num_warps=4")
     for name, least in (("num_stages", 0), ("num_ctas", 1), ("maxnreg", 1)):
         value = options[name]
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
-            raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+            raise call_error(f"{name} must be an int >= {least}, got {value!r}")
     return options

@@ -105,9 +105,13 @@ class KernelSource:
                 "define them in a .py file (not in `python -c` or a REPL)"
             ) from None
         indent = len(lines[0]) - len(lines[0].lstrip())
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        fdef = tree.body[0]
         where = SourceLocation(inspect.getsourcefile(fn) or fn.__code__.co_filename, first_line, indent)
+        try:
+            fdef = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        except SyntaxError:  # a lambda's line is not a statement of its own
+            raise CompilationError(
+                f"@tt.jit decorates plain `def` functions; `{fn.__qualname__}` is not one", where.filename, first_line
+            ) from None
         if not isinstance(fdef, ast.FunctionDef):
             raise CompilationError("@tt.jit decorates plain `def` functions").locate(where, fdef)
         namespace = Namespace(fn)

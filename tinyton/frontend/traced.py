@@ -111,7 +111,6 @@ class Traced:
     """A traced array: an SSA value of the program being traced, with NumPy's operators."""
 
     __tt_traced__ = True
-    __array_ufunc__ = None  # `np_array + traced` defers to Traced.__radd__ (which then reports the mix)
 
     def __init__(self, tracer: Tracer, value: SSAValue):
         self.tracer = tracer
@@ -212,6 +211,32 @@ class Traced:
     def __hash__(self) -> int:  # `==` is elementwise, so keep identity hashing explicitly
         return id(self)
 
+    # ---- NumPy's protocols: NumPy itself never sees a traced array's values ---------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """An operator with a NumPy scalar (`np.float32(2) * x`) is the operator; any other ufunc is an
+        error naming the builtin to use (`np.exp(x)`: use tt.exp)."""
+        # NumPy passes a scalar on the left of a comparison as a 0-d array
+        inputs = tuple(v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in inputs)
+        dunders = _UFUNC_DUNDERS.get(ufunc.__name__)
+        if method == "__call__" and dunders and not kwargs and all(isinstance(v, Traced) or is_scalar(v) for v in inputs):
+            if isinstance(inputs[0], Traced):
+                return getattr(inputs[0], dunders[0])(*inputs[1:])
+            return getattr(inputs[1], dunders[1])(inputs[0])  # the scalar is on the left: the reflected operator
+        arrays = [v for v in inputs if not isinstance(v, Traced) and not is_scalar(v)]
+        if arrays:
+            raise error(
+                f"cannot mix a {type(arrays[0]).__name__} with traced arrays; pass arrays as arguments of the program"
+            )
+        name = f"np.{ufunc.__name__}" + (f".{method}" if method != "__call__" else "")
+        raise _numpy_error(name, _REDUCE_BUILTINS.get(ufunc.__name__) if method == "reduce" else ufunc.__name__)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """`np.sum(x)`, `np.where(...)`, ...: an error naming the builtin or method to use."""
+        raise _numpy_error(f"np.{func.__name__}", func.__name__)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._no_value("converting to a NumPy array (np.asarray, np.array)")
+
     # ---- operators ---------------------------------------------------------------------------
     def _binary(self, other: Any, op: type[Operation], reverse: bool = False) -> Traced:
         a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
@@ -304,3 +329,35 @@ class Traced:
         if not is_int(self.element):
             raise error(f"ufunc 'invert' not supported for the input types ({self.dtype})")
         return self ^ (True if self.element == i1 else -1)
+
+
+_UFUNC_DUNDERS: dict[str, tuple[str, str]] = {
+    name: (f"__{op}__", f"__{reflected or 'r' + op}__")
+    for name, op, reflected in (
+        ("add", "add", None), ("subtract", "sub", None), ("multiply", "mul", None), ("true_divide", "truediv", None),
+        ("divide", "truediv", None), ("floor_divide", "floordiv", None), ("remainder", "mod", None),
+        ("power", "pow", None), ("matmul", "matmul", None), ("bitwise_and", "and", None), ("bitwise_or", "or", None),
+        ("bitwise_xor", "xor", None), ("left_shift", "lshift", None), ("right_shift", "rshift", None),
+        ("less", "lt", "gt"), ("less_equal", "le", "ge"), ("greater", "gt", "lt"), ("greater_equal", "ge", "le"),
+        ("equal", "eq", "eq"), ("not_equal", "ne", "ne"), ("negative", "neg", "neg"), ("positive", "pos", "pos"),
+        ("absolute", "abs", "abs"), ("invert", "invert", "invert"),
+    )
+}  # fmt: skip
+"""NumPy ufuncs that are Python operators (forward and reflected method): `np.float32(2) * x` reaches
+`__array_ufunc__` with the NumPy scalar on the left."""
+
+_REDUCE_BUILTINS = {"add": "sum", "maximum": "max", "minimum": "min"}
+_NUMPY_NAMES = {"absolute": "abs", "amax": "max", "amin": "min", "dot": "matmul"}
+"""NumPy spellings whose tinyton builtin has another name."""
+
+
+def _numpy_error(what: str, name: str | None) -> Exception:
+    """`np.exp on a traced array: ... use tt.exp(...)`: the builtin of the same meaning, when there is one."""
+    name = _NUMPY_NAMES.get(name, name)
+    if name in ARRAY_IMPLS:
+        advice = f"use tt.{name}(...) instead"
+    else:
+        advice = "use the tt.* builtins (tt.exp, tt.sum, tt.where, ...), array methods and operators instead"
+    return error(
+        f"{what} cannot run on a traced array: an array program is compiled, and NumPy never sees its values; {advice}"
+    )

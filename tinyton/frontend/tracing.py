@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Region
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
-from tinyton.errors import CompilationError, error
+from tinyton.errors import CompilationError, call_error, error
 from tinyton.frontend import array_ops  # noqa: F401 - registers what traced values do
 from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
@@ -52,9 +52,15 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
     are compile-time constants. The function returns one array or a tuple of arrays."""
     fn = getattr(fn, "fn", fn)  # a JITFunction wraps the Python function
     try:
-        params = list(inspect.signature(fn).parameters)
+        signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        params = []
+        signature = None
+    params = list(signature.parameters) if signature else []
+    if signature is not None:
+        try:
+            signature.bind(*args)
+        except TypeError as e:
+            raise call_error(f"{fn.__name__}(): {e}; its parameters are ({', '.join(params)})") from None
     tracer = Tracer()
     call_args: list[Any] = []
     for i, value in enumerate(args):

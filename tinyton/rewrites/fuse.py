@@ -30,6 +30,7 @@ from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
 
 from tinyton.analysis.domain import NotFusable, analyze
+from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.rewrites.outline import (
     Group,
@@ -172,6 +173,7 @@ class FusePass(ModulePass):
     name = "tinyton-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_array_program(op, self.name)
         FusePatternsPass().apply(ctx, op)
         for fn in functions(op):
             fuse_function(fn)

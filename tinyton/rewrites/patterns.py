@@ -30,6 +30,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 from tinyton.rewrites.attention import attention_scores, last_axis, outline_attention
@@ -165,6 +166,7 @@ class FusePatternsPass(ModulePass):
     files = PATTERN_FILES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_array_program(op, self.name)
         patterns = load_patterns(ctx, self.files)
         for fn in functions(op):
             seeds = match_patterns(fn, patterns)

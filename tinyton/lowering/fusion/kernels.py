@@ -33,8 +33,9 @@ from xdsl.passes import ModulePass
 
 from tinyton.analysis.attention import find_attention
 from tinyton.analysis.domain import analyze
+from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
-from tinyton.dialects.tt import PointerType, element_type
+from tinyton.dialects.tt import PointerType, element_type, shape_of
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.emitter import Emitter
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
@@ -139,7 +140,7 @@ def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tile
         if not isinstance(fn, func.FuncOp):
             continue
         for op in fn.body.block.ops:
-            if isinstance(op, tta.FusionOp):
+            if isinstance(op, tta.FusionOp) and not all(0 in shape_of(r.type) for r in op.results):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
                 specs.append(build_kernel(op, name, choose_tiles))
     return specs
@@ -153,6 +154,7 @@ class FusionToKernelsPass(ModulePass):
     name = "tinyton-fusion-to-kernels"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_fused_program(op, self.name)
         for spec in fusion_to_kernels(op):
             spec.fusion.attributes["kernel"] = StringAttr(spec.name)
             kernel_module = spec.module

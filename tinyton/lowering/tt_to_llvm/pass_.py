@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.pass_inputs import check_kernel_module
+from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
     control_flow,
     dot,
@@ -70,9 +72,16 @@ def is_kernel(function: func.FuncOp) -> bool:
 
 def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     """Lower the module's one tt kernel in place; `num_warps` overrides `tt.num_warps`."""
+    try:
+        check_kernel_module(module, TinytonToLLVMPass.name)
+    except CompilationError as e:
+        raise LoweringError(str(e)) from None
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
-        raise LoweringError(f"expected one tt kernel (func.func) in the module, found {len(kernels)}")
+        raise LoweringError(
+            f"expected one tt kernel (func.func) in the module, found {len(kernels)}"
+            + ("; put each kernel in a builtin.module of its own" if kernels else "")
+        )
     kernel = kernels[0]
     warps = kernel_num_warps(module, num_warps)
     name = kernel.sym_name.data

@@ -1,0 +1,21 @@
+"""A float64 array passed to a kernel."""
+
+import numpy as np
+
+import tinyton as tt
+from tinyton.errors import CallError, CompilationError  # noqa: F401
+
+ERROR = CallError
+ADVICE = "kernels take float32, float16, int32 or bool arrays"
+
+
+@tt.jit
+def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
+    offsets = tt.program_id(0) * BLOCK + tt.arange(0, BLOCK)
+    mask = offsets < n
+    tt.store(c_ptr + offsets, tt.load(a_ptr + offsets, mask=mask) + tt.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+def trigger() -> None:
+    x = np.ones(16, np.float32)
+    add[(1,)](np.ones(16), x, x, 16, BLOCK=16)  # error

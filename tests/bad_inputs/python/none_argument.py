@@ -1,0 +1,21 @@
+"""None passed for an array."""
+
+import numpy as np
+
+import tinyton as tt
+from tinyton.errors import CallError, CompilationError  # noqa: F401
+
+ERROR = CallError
+ADVICE = "pass arrays (NumPy, torch, tinyton DeviceArray) or Python numbers"
+
+
+@tt.jit
+def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
+    offsets = tt.program_id(0) * BLOCK + tt.arange(0, BLOCK)
+    mask = offsets < n
+    tt.store(c_ptr + offsets, tt.load(a_ptr + offsets, mask=mask) + tt.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+def trigger() -> None:
+    x = np.ones(16, np.float32)
+    add[(1,)](None, x, x, 16, BLOCK=16)  # error

@@ -1,0 +1,18 @@
+"""np.sum on a traced array (NumPy's array function protocol)."""
+
+import numpy as np
+
+import tinyton as tt
+from tinyton.errors import CallError, CompilationError  # noqa: F401
+
+ERROR = CompilationError
+ADVICE = "np.sum cannot run on a traced array: an array program is compiled, and NumPy never sees its values; use tt.sum(...) instead"
+
+
+@tt.jit
+def program(x):
+    return np.sum(x, axis=-1)  # error
+
+
+def trigger() -> None:
+    program(np.ones((4, 8), np.float32))

@@ -1,0 +1,21 @@
+"""A kernel launched with too many arguments."""
+
+import numpy as np
+
+import tinyton as tt
+from tinyton.errors import CallError, CompilationError  # noqa: F401
+
+ERROR = CallError
+ADVICE = "takes 5 argument(s) (a_ptr, b_ptr, c_ptr, n, BLOCK) but 6 were given"
+
+
+@tt.jit
+def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
+    offsets = tt.program_id(0) * BLOCK + tt.arange(0, BLOCK)
+    mask = offsets < n
+    tt.store(c_ptr + offsets, tt.load(a_ptr + offsets, mask=mask) + tt.load(b_ptr + offsets, mask=mask), mask=mask)
+
+
+def trigger() -> None:
+    x = np.ones(16, np.float32)
+    add[(1,)](x, x, x, 16, 16, 1)  # error
