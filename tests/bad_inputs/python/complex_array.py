@@ -1,4 +1,4 @@
-"""A float64 array passed to a kernel."""
+"""A complex array passed to a kernel (no kernel dtype holds it)."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ import tinyton as tt
 from tinyton.errors import CallError, CompilationError  # noqa: F401
 
 ERROR = CallError
-ADVICE = "kernels take float32, float16, int32 or bool arrays"
+ADVICE = "arrays of complex64 are not supported; kernels take"
 
 
 @tt.jit
@@ -18,4 +18,4 @@ def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
 
 def trigger() -> None:
     x = np.ones(16, np.float32)
-    add[(1,)](np.ones(16), x, x, 16, BLOCK=16)  # error
+    add[(1,)](np.ones(16, np.complex64), x, x, 16, BLOCK=16)  # error
