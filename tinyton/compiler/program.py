@@ -206,8 +206,9 @@ def _identity(x: Any) -> Any:
 
 
 def _host_array(x: Any) -> np.ndarray:
-    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied)."""
-    return np.ascontiguousarray(host_view(x) if is_torch(x) else x)
+    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied); a 0-d array
+    stays 0-d (np.ascontiguousarray would make it 1-d)."""
+    return np.asarray(host_view(x) if is_torch(x) else x, order="C")
 
 
 def build_program(

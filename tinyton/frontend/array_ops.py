@@ -46,12 +46,12 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 def _float_unary(op: type[Operation]) -> Callable[[Any], Traced]:
     def impl(x: Any) -> Traced:
         x = _one(x)
-        if not is_float(x.element):  # np.exp(int array) is a float array
-            x = x.to(np.float32)
+        if not is_float(x.element):  # NumPy: np.exp(bool array) is float16, of an int32 array float64 (float32 here)
+            x = x.to(np.float16 if x.element == i1 else np.float32)
         return x.tracer.emit(op, x.value)
 
     impl.__name__ = op.name.removeprefix("tta.")
-    impl.__doc__ = f"NumPy's {impl.__name__} (integer inputs become float32)."
+    impl.__doc__ = f"NumPy's {impl.__name__} (bool inputs become float16, int32 inputs float32)."
     return impl
 
 
@@ -97,9 +97,17 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     if op is tta.ReduceMeanOp and not is_float(x.element):
         x = x.to(np.float32)
     elif op is tta.ReduceSumOp and x.element == i1:
-        x = x.to(np.int32)
+        x = x.to(np.int32)  # NumPy counts in int64; a count of an i32-indexed array fits int32 exactly
+    elif op is tta.ReduceSumOp and x.element == i32:
+        raise error(
+            "sum of an int32 array: NumPy accumulates it in int64, which array programs do not have, so the "
+            "sum could overflow where NumPy's does not; cast first, x.astype(tt.float32).sum() "
+            "(exact up to 2**24), or sum a bool array (exact counts)"
+        )
     if x.ndim == 0:
         return x
+    if axis is None and op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.size == 0:
+        axis = tuple(range(x.ndim))  # the zero-size check below
     if axis is None:
         if x.ndim > 1:
             flat = reshape(x, (x.size,))
@@ -109,6 +117,9 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     axes = [_normalize_axis(a, x.ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
     if len(set(axes)) != len(axes):
         raise error("duplicate value in 'axis'")
+    if op in (tta.ReduceMaxOp, tta.ReduceMinOp) and any(x.shape[a] == 0 for a in axes):
+        name = "maximum" if op is tta.ReduceMaxOp else "minimum"
+        raise error(f"zero-size array to reduction operation {name} which has no identity")
     for a in sorted(axes, reverse=True):
         x = x.tracer.emit(op, x.value, a, keepdims)
     return x
