@@ -297,9 +297,9 @@ def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
             magnitude = np.sum(np.where(np.isfinite(hi), np.abs(hi), 0), axis=axes, keepdims=keepdims)
             steps = np.log2(n) + n / 1024 + 4  # a tree within a chunk, chunks one after another
             err = np.sum(e, axis=axes, keepdims=keepdims) + steps * ACC_EPS * magnitude
-            err = np.where(magnitude + err >= np.finfo(np.float32).max, INF, err)  # the accumulator may overflow
-            if kind == "mean":
-                err = err / n
+            overflow = magnitude + err >= np.finfo(np.float32).max  # the accumulator may overflow (inf - inf)
+            err = np.where(overflow, INF, err / n if kind == "mean" else err)
+            errs_inf |= overflow
         return _finish_float(r, err, dtype, ~errs_inf)
 
 
@@ -313,11 +313,13 @@ def matmul(a: Any, b: Any) -> Ref:
         k = va.shape[-1]
         finite = lambda m: np.where(np.isfinite(m), m, 0)  # noqa: E731
         err = np.abs(finite(A)) @ eb + ea @ np.abs(finite(B)) + ea @ eb
-        err = err + (np.log2(max(k, 1)) + k / 16 + 4) * ACC_EPS * (np.abs(finite(A)) @ np.abs(finite(B)))
+        magnitude = np.abs(finite(A)) @ np.abs(finite(B))
+        err = err + (np.log2(max(k, 1)) + k / 16 + 4) * ACC_EPS * magnitude
+        overflow = magnitude >= np.finfo(np.float32).max  # a product or partial sum may overflow (inf - inf)
         spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0  # noqa: E731
         unsure = spread(np.isinf(ea), np.isinf(eb))
         robust = ~spread(~_robust(A, ea), ~_robust(B, eb))  # a special row or column times a sign-certain one
-        return _finish_float(r, np.where(unsure, INF, err), dtype, robust)
+        return _finish_float(r, np.where(unsure | overflow, INF, err), dtype, robust & ~overflow)
 
 
 # ---- the `tt` namespace of the reference run ------------------------------------------------------
