@@ -62,16 +62,17 @@ def abs(x: Any) -> Traced:
     return builtins.abs(_one(x))
 
 
-def _binary(op: type[Operation]) -> Callable[[Any, Any], Traced]:
+def _binary(op: type[Operation], on_bool: type[Operation]) -> Callable[[Any, Any], Traced]:
     def impl(a: Any, b: Any) -> Traced:
         a, b = as_traced([a, b])
-        return a.tracer.emit(op, a.value, b.value)
+        return a.tracer.emit(on_bool if a.element == i1 else op, a.value, b.value)
 
     impl.__name__ = op.name.removeprefix("tta.")
     return impl
 
 
-maximum, minimum = _binary(tta.MaximumOp), _binary(tta.MinimumOp)
+# Of bools, maximum is `or` and minimum `and` (False < True; signed i1 arithmetic would have True = -1).
+maximum, minimum = _binary(tta.MaximumOp, tta.OrOp), _binary(tta.MinimumOp, tta.AndOp)
 
 
 def relu(x: Any) -> Traced:
@@ -96,6 +97,8 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     x = _one(x)
     if op is tta.ReduceMeanOp and not is_float(x.element):
         x = x.to(np.float32)
+    elif op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.element == i1:  # False < True: as unsigned ints
+        return _reduce(op, x.to(np.int32), axis, keepdims).to(np.bool_)
     elif op is tta.ReduceSumOp and x.element == i1:
         x = x.to(np.int32)  # NumPy counts in int64; a count of an i32-indexed array fits int32 exactly
     elif op is tta.ReduceSumOp and x.element == i32:
