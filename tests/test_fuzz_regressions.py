@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tinyton as tt
-from tinyton.frontend.errors import CompilationError
+from tinyton.errors import CompilationError
 
 BOTH = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
 

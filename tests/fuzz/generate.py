@@ -111,7 +111,7 @@ class Builder:
     def emit(self, expr: str, statement: bool = True) -> Value | None:
         """Evaluate `expr` on the reference; keep it as a new value when NumPy accepts it."""
         try:
-            result = eval(expr, {"tt": SHIM}, self.env)  # noqa: S307 - generated text
+            result = eval(expr, {"tt": SHIM}, self.env)  # the generated text
         except (TypeError, ValueError, IndexError, np.exceptions.AxisError):
             return None
         if not isinstance(result, Ref) or result.ndim > 4 or (self.kind != "row" and result.size > 4 * MAX_SMALL_SIZE):

@@ -311,12 +311,12 @@ def matmul(a: Any, b: Any) -> Ref:
         A, B = va.astype(F64), vb.astype(F64)
         r = np.asarray(np.matmul(A, B), F64)
         k = va.shape[-1]
-        finite = lambda m: np.where(np.isfinite(m), m, 0)  # noqa: E731
+        finite = lambda m: np.where(np.isfinite(m), m, 0)
         err = np.abs(finite(A)) @ eb + ea @ np.abs(finite(B)) + ea @ eb
         magnitude = np.abs(finite(A)) @ np.abs(finite(B))
         err = err + (np.log2(max(k, 1)) + k / 16 + 4) * ACC_EPS * magnitude
         overflow = magnitude >= np.finfo(np.float32).max  # a product or partial sum may overflow (inf - inf)
-        spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0  # noqa: E731
+        spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0
         unsure = spread(np.isinf(ea), np.isinf(eb))
         robust = ~spread(~_robust(A, ea), ~_robust(B, eb))  # a special row or column times a sign-certain one
         return _finish_float(r, np.where(unsure | overflow, INF, err), dtype, robust & ~overflow)

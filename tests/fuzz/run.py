@@ -7,6 +7,7 @@ dtype, NaN positions, values within the propagated error bound); a compile error
 
     python tests/fuzz/run.py --seed 0 --cases 10000          # the backend: TINYTON_BACKEND (auto: GPU if any)
     python tests/fuzz/run.py --seed 0 --index 123 --show     # one case, with its source
+    python tests/fuzz/run.py --cases 10000 --jobs 16         # in 16 processes (GPU hosts: compiles dominate)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import builtins
 import importlib.util
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -21,6 +23,7 @@ import time
 import traceback
 import types
 import warnings
+from concurrent.futures import ProcessPoolExecutor, TimeoutError, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +112,29 @@ def run(seed: int, indices: range, stop_after: int | None = None) -> tuple[list[
     return failures, len(indices)
 
 
+def _run_slice(seed: int, start: int, stop: int) -> tuple[list[str], int]:
+    failures, count = run(seed, range(start, stop))
+    return [f.report() for f in failures], count
+
+
+def run_parallel(seed: int, indices: range, jobs: int, time_limit: float | None = None) -> tuple[list[str], int]:
+    """`run` over `jobs` processes (each with its own CUDA context); kernels compile on every core. Slices
+    not started within `time_limit` seconds are cancelled (the count says how many cases ran)."""
+    step = max(1, min(25, len(indices) // (4 * jobs)))
+    deadline = time.monotonic() + time_limit if time_limit else None
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_run_slice, seed, i, min(i + step, indices.stop)) for i in range(indices.start, indices.stop, step)]
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            for _ in as_completed(futures, timeout=left):
+                pass
+        except TimeoutError:
+            for future in futures:
+                future.cancel()  # slices under way still finish
+        results = [f.result() for f in futures if not f.cancelled()]
+    return [r for found, _ in results for r in found], sum(n for _, n in results)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
@@ -117,15 +143,22 @@ def main() -> int:
     parser.add_argument("--index", type=int, help="run this one case")
     parser.add_argument("--show", action="store_true", help="print the case's source")
     parser.add_argument("--max-failures", type=int, default=None)
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--time-limit", type=float, default=None, help="with --jobs: start no slice after this many seconds")
     args = parser.parse_args()
     indices = range(args.index, args.index + 1) if args.index is not None else range(args.start, args.start + args.cases)
     if args.show:
         for i in indices:
             print(generate(args.seed, i).source)
     start = time.perf_counter()
-    failures, count = run(args.seed, indices, args.max_failures)
-    for outcome in failures:
-        print(outcome.report())
+    if args.jobs > 1:
+        reports, count = run_parallel(args.seed, indices, args.jobs, args.time_limit)
+    else:
+        failures, count = run(args.seed, indices, args.max_failures)
+        reports = [f.report() for f in failures]
+    for report in reports:
+        print(report)
+    failures = reports
     print(f"{count} cases, seed {args.seed}, {len(failures)} failing, {time.perf_counter() - start:.1f} s")
     return 1 if failures else 0
 

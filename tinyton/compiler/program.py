@@ -119,7 +119,7 @@ class ArrayProgram:
 
     def _runner(self, sample: Any) -> Callable[[list[Any]], tuple[Any, ...]]:
         """The call path for inputs like `sample`, with everything that does not change per call bound."""
-        memory = _Memory.for_inputs(sample, driver.is_available())
+        memory = _Memory.for_inputs(sample, driver.backend() == "cuda")
         prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
         temporaries = self.buffer_specs[len(self.input_positions) :]
         outputs = self.outputs
