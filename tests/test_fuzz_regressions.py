@@ -217,3 +217,39 @@ def test_bool_max_and_min_do_not_use_signed_i1() -> None:
     graph = bool_minmax.compile(a, b).asm["graph"]
     assert "tta.maximum" not in graph and "tta.minimum" not in graph
     assert "tta.reduce_max" in graph and "tensor<2x2xi1>" not in graph.split("tta.reduce_max")[1].split("\n")[0]
+
+
+# ---- pow and float16 reductions ---------------------------------------------------------------------
+
+
+@tt.jit
+def power(a, b):
+    return a**b
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pow_special_values_match_numpy(dtype) -> None:
+    """exp(b log|a|) alone gets -0.0 bases, infinite exponents and pow(1, nan) wrong."""
+    base = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan, 3.0])
+    exponent = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 0.5, -2.5, np.inf, -np.inf, np.nan, 3.0])
+    a, b = (np.repeat(base, 12).astype(dtype), np.tile(exponent, 12).astype(dtype))
+    with np.errstate(all="ignore"):
+        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    got = power(a, b)
+    np.testing.assert_allclose(got, want, rtol=2e-3)
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+@tt.jit
+def mean_13(x):
+    return tt.mean(x, axis=(1, 3)), x.sum(axis=(0, 2))
+
+
+def test_float16_multi_axis_reductions_round_once() -> None:
+    """Reducing axis by axis rounded the partial results to float16 (NumPy rounds once)."""
+    x = np.random.default_rng(309).standard_normal((4, 8, 7, 8)).astype(np.float16)
+    m, s = mean_13(x)
+    assert m.dtype == s.dtype == np.float16
+    np.testing.assert_array_equal(m, x.astype(np.float64).mean(axis=(1, 3)).astype(np.float16))
+    np.testing.assert_allclose(s, x.astype(np.float64).sum(axis=(0, 2)), rtol=1e-3, atol=1e-2)

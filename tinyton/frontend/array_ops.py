@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import i1, i32
+from xdsl.dialects.builtin import Float16Type, i1, i32
 from xdsl.ir import Operation
 
 from tinyton.dialects import tta
@@ -23,6 +23,7 @@ from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
+f16 = Float16Type()
 
 
 def _one(x: Any) -> Traced:
@@ -123,9 +124,12 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     if op in (tta.ReduceMaxOp, tta.ReduceMinOp) and any(x.shape[a] == 0 for a in axes):
         name = "maximum" if op is tta.ReduceMaxOp else "minimum"
         raise error(f"zero-size array to reduction operation {name} which has no identity")
+    element = x.element
+    if len(axes) > 1 and op in (tta.ReduceSumOp, tta.ReduceMeanOp) and element == f16:
+        x = x.to(np.float32)  # float16: NumPy rounds once, so keep the partial results in float32
     for a in sorted(axes, reverse=True):
         x = x.tracer.emit(op, x.value, a, keepdims)
-    return x
+    return x.to(element)
 
 
 def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
