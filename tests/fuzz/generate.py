@@ -13,6 +13,7 @@ int matmuls, int32 sums, int powers other than 2-4) are not drawn.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +112,9 @@ class Builder:
     def emit(self, expr: str, statement: bool = True) -> Value | None:
         """Evaluate `expr` on the reference; keep it as a new value when NumPy accepts it."""
         try:
-            result = eval(expr, {"tt": SHIM}, self.env)  # the generated text
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's warnings of the values it means
+                result = eval(expr, {"tt": SHIM}, self.env)  # the generated text
         except (TypeError, ValueError, IndexError, np.exceptions.AxisError):
             return None
         if not isinstance(result, Ref) or result.ndim > 4 or (self.kind != "row" and result.size > 4 * MAX_SMALL_SIZE):
