@@ -119,7 +119,7 @@ class ArrayProgram:
 
     def _runner(self, sample: Any) -> Callable[[list[Any]], tuple[Any, ...]]:
         """The call path for inputs like `sample`, with everything that does not change per call bound."""
-        memory = _Memory.for_inputs(sample, driver.is_available())
+        memory = _Memory.for_inputs(sample, driver.backend() == "cuda")
         prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
         temporaries = self.buffer_specs[len(self.input_positions) :]
         outputs = self.outputs
@@ -206,8 +206,9 @@ def _identity(x: Any) -> Any:
 
 
 def _host_array(x: Any) -> np.ndarray:
-    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied)."""
-    return np.ascontiguousarray(host_view(x) if is_torch(x) else x)
+    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied); a 0-d array
+    stays 0-d (np.ascontiguousarray would make it 1-d)."""
+    return np.asarray(host_view(x) if is_torch(x) else x, order="C")
 
 
 def build_program(

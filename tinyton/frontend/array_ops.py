@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import i1, i32
+from xdsl.dialects.builtin import Float16Type, i1, i32
 from xdsl.ir import Operation
 
 from tinyton.dialects import tta
@@ -23,6 +23,7 @@ from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
+f16 = Float16Type()
 
 
 def _one(x: Any) -> Traced:
@@ -48,12 +49,12 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 def _float_unary(op: type[Operation]) -> Callable[[Any], Traced]:
     def impl(x: Any) -> Traced:
         x = _one(x)
-        if not is_float(x.element):  # np.exp(int array) is a float array
-            x = x.to(np.float32)
+        if not is_float(x.element):  # NumPy: np.exp(bool array) is float16, of an int32 array float64 (float32 here)
+            x = x.to(np.float16 if x.element == i1 else np.float32)
         return x.tracer.emit(op, x.value)
 
     impl.__name__ = op.name.removeprefix("tta.")
-    impl.__doc__ = f"NumPy's {impl.__name__} (integer inputs become float32)."
+    impl.__doc__ = f"NumPy's {impl.__name__} (bool inputs become float16, int32 inputs float32)."
     return impl
 
 
@@ -64,16 +65,17 @@ def abs(x: Any) -> Traced:
     return builtins.abs(_one(x))
 
 
-def _binary(op: type[Operation]) -> Callable[[Any, Any], Traced]:
+def _binary(op: type[Operation], on_bool: type[Operation]) -> Callable[[Any, Any], Traced]:
     def impl(a: Any, b: Any) -> Traced:
         a, b = as_traced([a, b])
-        return a.tracer.emit(op, a.value, b.value)
+        return a.tracer.emit(on_bool if a.element == i1 else op, a.value, b.value)
 
     impl.__name__ = op.name.removeprefix("tta.")
     return impl
 
 
-maximum, minimum = _binary(tta.MaximumOp), _binary(tta.MinimumOp)
+# Of bools, maximum is `or` and minimum `and` (False < True; signed i1 arithmetic would have True = -1).
+maximum, minimum = _binary(tta.MaximumOp, tta.OrOp), _binary(tta.MinimumOp, tta.AndOp)
 
 
 def relu(x: Any) -> Traced:
@@ -98,10 +100,20 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     x = _one(x)
     if op is tta.ReduceMeanOp and not is_float(x.element):
         x = x.to(np.float32)
+    elif op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.element == i1:  # False < True: as unsigned ints
+        return _reduce(op, x.to(np.int32), axis, keepdims).to(np.bool_)
     elif op is tta.ReduceSumOp and x.element == i1:
-        x = x.to(np.int32)
+        x = x.to(np.int32)  # NumPy counts in int64; a count of an i32-indexed array fits int32 exactly
+    elif op is tta.ReduceSumOp and x.element == i32:
+        raise error(
+            "sum of an int32 array: NumPy accumulates it in int64, which array programs do not have, so the "
+            "sum could overflow where NumPy's does not; cast first, x.astype(tt.float32).sum() "
+            "(exact up to 2**24), or sum a bool array (exact counts)"
+        )
     if x.ndim == 0:
         return x
+    if axis is None and op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.size == 0:
+        axis = tuple(range(x.ndim))  # the zero-size check below
     if axis is None:
         axes = list(range(x.ndim))
     else:
@@ -110,13 +122,17 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
         raise error("duplicate value in 'axis'")
     if op in _NO_IDENTITY and any(x.shape[a] == 0 for a in axes):
         raise error(f"zero-size array to reduction operation {_NO_IDENTITY[op]} which has no identity")
+    element = x.element
     if axis is None and x.ndim > 1:
         flat = reshape(x, (x.size,))
         result = flat.tracer.emit(op, flat.value, 0, False)
-        return reshape(result, (1,) * x.ndim) if keepdims else result
+        result = reshape(result, (1,) * x.ndim) if keepdims else result
+        return result.to(element)
+    if len(axes) > 1 and op in (tta.ReduceSumOp, tta.ReduceMeanOp) and element == f16:
+        x = x.to(np.float32)  # float16: NumPy rounds once, so keep the partial results in float32
     for a in sorted(axes, reverse=True):
         x = x.tracer.emit(op, x.value, a, keepdims)
-    return x
+    return x.to(element)
 
 
 _NO_IDENTITY = {tta.ReduceMaxOp: "maximum", tta.ReduceMinOp: "minimum"}

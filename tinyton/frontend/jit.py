@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,26 +33,11 @@ from tinyton.frontend.names import Reads
 from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
-from tinyton.runtime import driver
+from tinyton.runtime.driver import backend
 from tinyton.runtime.streams import current_stream
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
-
-
-
-@functools.cache
-def backend() -> str:
-    """`$TINYTON_BACKEND` (cuda, sim or auto), resolved once per process; auto prefers a GPU."""
-    choice = os.environ.get("TINYTON_BACKEND", "auto").strip().lower()
-    if choice not in ("cuda", "sim", "auto"):
-        raise ValueError(f"TINYTON_BACKEND must be cuda, sim or auto, got {choice!r}")
-    if choice == "auto":
-        if driver.is_available():
-            return "cuda"
-        print("tinyton: no GPU found, running on the NumPy simulator", file=sys.stderr)
-        return "sim"
-    return choice
 
 
 class _Plan:

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     i1,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -82,9 +83,13 @@ class Tracer:
         if element == i1:
             attr = IntegerAttr(int(bool(value)), i1)
         elif is_int(element):
+            info = np.iinfo(ELEMENT_TO_NUMPY[element])
+            if not info.min <= int(value) <= info.max:
+                raise error(f"Python integer {int(value)} out of bounds for {ELEMENT_TO_NUMPY[element]}")
             attr = IntegerAttr(int(value), element)
-        else:
-            attr = FloatAttr(float(value), element)
+        else:  # NumPy converts a weak float scalar to the array's type: 1e6 in float16 is inf
+            with np.errstate(over="ignore"):
+                attr = FloatAttr(float(np.asarray(value, ELEMENT_TO_NUMPY[element])), element)
         key = (element, repr(attr.value.data))  # repr keeps -0.0 apart from 0.0
         if key not in self.constants:
             self.constants[key] = self.emit(tta.ConstantOp, attr)
@@ -105,6 +110,23 @@ def as_traced(values: Sequence[Any], tracer: Tracer | None = None) -> list[Trace
     return [
         (v.to(element) if isinstance(v, Traced) else tracer.constant(v, element)) for v in values
     ]
+
+
+_BOOL_OPS: dict[type[Operation], type[Operation]] = {tta.AddOp: tta.OrOp, tta.MulOp: tta.AndOp}
+"""NumPy's bool arithmetic: `+` is logical or, `*` logical and (i1 addition would be xor)."""
+
+
+def _bool_arithmetic(op: type[Operation], a: Traced, b: Traced) -> tuple[type[Operation], Traced, Traced]:
+    """`op` on two bool arrays as NumPy computes it: `+`/`*` stay bool, `-` is refused, and the
+    arithmetic NumPy does in int8 (`//`, `%`, shifts) is done in int32 (the same values)."""
+    if op is tta.SubOp:
+        raise error(
+            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` operator, "
+            "or the logical_xor function instead"
+        )
+    if op in (tta.FloorDivOp, tta.ModOp, tta.ShlOp, tta.ShrOp):
+        return op, a.to(i32), b.to(i32)
+    return _BOOL_OPS.get(op, op), a, b
 
 
 class Traced:
@@ -240,12 +262,16 @@ class Traced:
     # ---- operators ---------------------------------------------------------------------------
     def _binary(self, other: Any, op: type[Operation], reverse: bool = False) -> Traced:
         a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
+        if a.element == i1:
+            op, a, b = _bool_arithmetic(op, a, b)
         return self.tracer.emit(op, a.value, b.value)
 
     def _int_binary(self, other: Any, op: type[Operation], symbol: str, reverse: bool = False) -> Traced:
         a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
         if not is_int(a.element):
             raise error(f"ufunc '{symbol}' not supported for the input types ({a.dtype}); it needs int32 or bool")
+        if a.element == i1:
+            op, a, b = _bool_arithmetic(op, a, b)
         return self.tracer.emit(op, a.value, b.value)
 
     def _cmp(self, other: Any, predicate: str) -> Traced:
@@ -289,15 +315,20 @@ class Traced:
     def __rtruediv__(self, o: Any) -> Traced: return self._true_div(o, True)  # noqa: E704
 
     def __pow__(self, exponent: Any) -> Traced:
-        """Small integer powers multiply (as NumPy's fast paths do); others need floats."""
-        if is_scalar(exponent) and float(exponent) in (1.0, 2.0, 3.0, 4.0):
-            result = self
+        """Small integer powers multiply (as NumPy's fast paths do); others need floats. The base takes
+        NumPy's result type first (an int array to a float power is float, bool powers are ints)."""
+        if not is_scalar(exponent):
+            return self._float_binary(exponent, tta.PowOp, "**")
+        element = result_element([self.element], [exponent])
+        base = self.to(i32 if element == i1 else element)
+        if float(exponent) in (1.0, 2.0, 3.0, 4.0):
+            result = base
             for _ in range(int(exponent) - 1):
-                result = result * self
+                result = result * base
             return result
-        if is_scalar(exponent) and float(exponent) == 0.5 and is_float(self.element):
-            return self.tracer.emit(tta.SqrtOp, self.value)
-        return self._float_binary(exponent, tta.PowOp, "**")
+        if float(exponent) == 0.5 and is_float(base.element):
+            return self.tracer.emit(tta.SqrtOp, base.value)
+        return base._float_binary(exponent, tta.PowOp, "**")
 
     def __rpow__(self, base: Any) -> Traced:
         return self._float_binary(base, tta.PowOp, "**", reverse=True)
@@ -323,7 +354,7 @@ class Traced:
         return self
 
     def __abs__(self) -> Traced:
-        return self.tracer.emit(tta.AbsOp, self.value)
+        return self if self.element == i1 else self.tracer.emit(tta.AbsOp, self.value)
 
     def __invert__(self) -> Traced:
         if not is_int(self.element):

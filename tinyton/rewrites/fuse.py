@@ -32,6 +32,7 @@ from xdsl.passes import ModulePass
 from tinyton.analysis.domain import NotFusable, analyze
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
+from tinyton.dialects.tt_types import shape_of
 from tinyton.rewrites.outline import (
     Group,
     default_kind,
@@ -79,6 +80,8 @@ class Planner:
         a per-element kernel would be stored once per row)."""
         ordered = sorted(ops, key=self.index.__getitem__)
         outputs = self.outputs(ops)
+        if len({0 in shape_of(r.type) for op in ops for r in op.results}) > 1:
+            return False  # empty arrays get no kernel (fusion_to_kernels): keep them apart from real work
         try:
             dom = analyze(ordered, outputs)
         except NotFusable:

@@ -12,6 +12,7 @@ a launch only writes the values and calls `cuLaunchKernel` with plain integers.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -124,6 +125,21 @@ def is_available() -> bool:
     except Exception:
         return False
     return True
+
+
+@cache
+def backend() -> str:
+    """`$TINYTON_BACKEND` (cuda, sim or auto), resolved once per process; auto prefers a GPU. Kernels
+    launched with `kernel[grid]` and array programs both run where this says."""
+    choice = os.environ.get("TINYTON_BACKEND", "auto").strip().lower()
+    if choice not in ("cuda", "sim", "auto"):
+        raise ValueError(f"TINYTON_BACKEND must be cuda, sim or auto, got {choice!r}")
+    if choice == "auto":
+        if is_available():
+            return "cuda"
+        print("tinyton: no GPU found, running on the NumPy simulator", file=sys.stderr)
+        return "sim"
+    return choice
 
 
 def unavailable_reason() -> str | None:

@@ -65,12 +65,19 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK-LABEL: builtin.module @long_softmax_2_softmax attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 2, 1, 1>}
 // CHECK:           %[[M:.+]], %[[S:.+]] = scf.for %{{.+}} iter_args(%[[MI:.+]] = %{{.+}}, %[[SI:.+]] = %{{.+}}) -> (f32, f32) : i32 {
 // CHECK:             tt.load %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xi1> -> tensor<4096xf32>
+// While the row is all -inf so far the pass subtracts 0, not the maximum (exp(-inf - -inf) is NaN);
+// an all -inf row's sum is NaN afterwards, as NumPy's exp(x - max x).sum() is.
 // CHECK:             %[[MNEW:.+]] = tt.maximum %[[MI]], %{{.+}} : f32
-// CHECK:             tt.sub %[[MI]], %[[MNEW]] : f32
+// CHECK:             %[[NONE:.+]] = tt.cmp "eq", %[[MNEW]], %[[NEGINF:.+]] : f32 -> i1
+// CHECK:             %[[MSAFE:.+]] = tt.select %[[NONE]], %{{.+}}, %[[MNEW]] : i1, f32
+// CHECK:             tt.splat %[[MSAFE]] : f32 -> tensor<4096xf32>
+// CHECK:             tt.sub %[[MI]], %[[MSAFE]] : f32
 // CHECK:             scf.yield %[[MNEW]], %{{.+}} : f32, f32
+// CHECK:           %[[EMPTY:.+]] = tt.cmp "eq", %[[M]], %{{.+}} : f32 -> i1
+// CHECK:           %[[SUM:.+]] = tt.select %[[EMPTY]], %{{.+}}, %[[S]] : i1, f32
 // CHECK:           scf.for
 // CHECK:             tt.splat %[[M]]
-// CHECK:             tt.splat %[[S]]
+// CHECK:             tt.splat %[[SUM]]
 // CHECK:             tt.store
 // CHECK:           func.return
 

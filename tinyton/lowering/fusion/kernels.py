@@ -133,14 +133,20 @@ def build_kernel(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = de
     return KernelSpec(name, fusion.kind.data, module, grid, num_warps, params, fusion, notes, alias)
 
 
+def writes_nothing(fusion: tta.FusionOp) -> bool:
+    """Every result is zero-size (NumPy's empty arrays): the region needs no kernel."""
+    return all(0 in shape_of(v.type) for v in fusion.outputs)
+
+
 def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tiles) -> list[KernelSpec]:
-    """Kernels of every `tta.fusion` in `module`, in program order (the launch order)."""
+    """Kernels of every `tta.fusion` in `module` that writes something, in program order (the launch
+    order); a region whose results are all empty has no kernel, its buffers are just allocated."""
     specs: list[KernelSpec] = []
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp):
             continue
         for op in fn.body.block.ops:
-            if isinstance(op, tta.FusionOp) and not all(0 in shape_of(r.type) for r in op.results):
+            if isinstance(op, tta.FusionOp) and not writes_nothing(op):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
                 specs.append(build_kernel(op, name, choose_tiles))
     return specs

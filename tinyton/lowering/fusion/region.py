@@ -246,16 +246,25 @@ class RegionEmitter:
         return em.binary(BINARY[type(op)], *args())
 
     def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """`a ** b` = exp(b log|a|), negative bases allowed for integral exponents (NumPy's results)."""
+        """`a ** b` with C's (NumPy's) results: exp(b log|a|) in f32; a negative base (or -0.0) keeps its sign
+        for odd integral exponents and gives NaN for finite non-integral ones (but not for an infinite base
+        or exponent, or -0.0); pow(x, 0), pow(1, y) and pow(-1, +-inf) are 1."""
         em, el = self.em, element_type(a.type)
-        c = lambda v: em.const(v, el)
+        a, b = em.cast(a, f32), em.cast(b, f32)
+        c = lambda v: em.const(v, f32)  # noqa: E731
+        or_ = lambda x, y: em.binary(tt.OrOp, x, y)  # noqa: E731
         mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
-        integral = em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0))
-        odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))
+        b_inf = em.cmp("eq", em.emit(tt.AbsOp(b)), c(float("inf")))
+        odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))  # floor mod: false for inf and NaN
+        defined = or_(em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0)), b_inf)
+        defined = or_(defined, or_(em.cmp("eq", a, c(float("-inf"))), em.cmp("eq", a, c(0.0))))
         signed = em.select(odd, em.emit(tt.NegOp(mag)), mag)
-        neg = em.select(integral, signed, em.to_shape(c(float("nan")), shape_of(signed.type)))
-        out = em.select(em.cmp("lt", a, c(0.0)), neg, mag)
-        return em.select(em.cmp("eq", b, c(0.0)), c(1.0), out)
+        neg = em.select(defined, signed, em.to_shape(c(float("nan")), shape_of(signed.type)))
+        minus_zero = em.and_(em.cmp("eq", a, c(0.0)), em.cmp("lt", em.binary(tt.DivOp, c(1.0), a), c(0.0)))
+        out = em.select(or_(em.cmp("lt", a, c(0.0)), minus_zero), neg, mag)
+        one = or_(em.cmp("eq", b, c(0.0)), em.cmp("eq", a, c(1.0)))
+        one = or_(one, em.and_(em.cmp("eq", a, c(-1.0)), b_inf))
+        return em.cast(em.select(one, c(1.0), out), el)
 
     def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
         """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets."""

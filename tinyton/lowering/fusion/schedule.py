@@ -203,6 +203,8 @@ class Scheduler:
         rest = results[len(plain):]
         for i, p in enumerate(pairs):
             m, s = rest[2 * i], rest[2 * i + 1]
+            # NumPy's sum(exp(a - max a)) of an all -inf row is NaN (exp(-inf - -inf)); the loop kept it 0.
+            s = em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), em.const(float("nan"), f32), s)
             rg.root.memo[p.rmax.result] = em.cast(m, element_type(p.rmax.result.type))
             rg.root.memo[p.rsum.result] = em.cast(s, element_type(p.rsum.result.type))
 
@@ -218,9 +220,13 @@ class Scheduler:
         shape = self._acc_shape(p.rmax)
         a = self._masked(self._operand(p.rmax, scope), "max", shape, f32)
         m_new = em.binary(tt.MaximumOp, m, em.reduce("max", a, k.dim))
-        e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_new, shape))))
+        # While the row is all -inf so far, subtract 0 instead: exp(-inf - -inf) would be NaN, and the
+        # chunk adds nothing (exp(-inf) = 0) whatever the later maximum.
+        neg_inf = em.const(float("-inf"), f32)
+        m_safe = em.select(em.cmp("eq", m_new, neg_inf), em.const(0.0, f32), m_new)
+        e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_safe, shape))))
         if k.mask is not None:
             e = em.select(k.mask, e, em.const(0.0, f32))
-        scale = em.emit(tt.ExpOp(em.binary(tt.SubOp, m, m_new)))
+        scale = em.emit(tt.ExpOp(em.binary(tt.SubOp, m, m_safe)))
         s_new = em.binary(tt.AddOp, em.binary(tt.MulOp, s, scale), em.reduce("sum", e, k.dim))
         return [m_new, s_new]

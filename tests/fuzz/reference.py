@@ -1,0 +1,365 @@
+"""The NumPy reference of a fuzzed array program, with a per-element error bound.
+
+The generated program's own source runs a third time with `tt` bound to `SHIM`: every value is a `Ref`
+holding (a) the element values, computed in float64 and rounded to the dtype NumPy gives the operation on
+the program's dtypes (narrowed the way array programs narrow them: float64 -> float32, int64/int8 ->
+int32), and (b) `err`, a bound on how far a correct float32/float16 implementation may be from those
+values, propagated op by op (first-order error analysis plus a few ulps of each op's own rounding).
+`err` is inf where the result is not determined (a comparison or a cast within `err` of its threshold,
+a value within `err` of overflowing, implementation-defined NumPy cases); those elements are not checked.
+Exact results (ints, bools, specials such as inf - inf) have err 0 and must match exactly, NaN positions
+included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+F64 = np.dtype(np.float64)
+INF = np.inf
+OWN_ULPS = 4.0
+"""Ulps of its own result dtype that one op may be off by (approximate GPU exp/log/rsqrt/division)."""
+ACC_EPS = float(np.finfo(np.float32).eps)
+"""Reductions and matmuls accumulate in float32 whatever the element type."""
+
+
+def narrow(dtype: np.dtype) -> np.dtype:
+    """The dtype an array program gives where NumPy gives `dtype` (no 64-bit or 8/16-bit types)."""
+    if dtype.kind == "f":
+        return np.dtype(np.float32) if dtype.itemsize > 4 else dtype
+    if dtype.kind in "iu":
+        return np.dtype(np.int32)
+    return dtype
+
+
+def _eps(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).eps)
+
+
+def _tiny(dtype: np.dtype) -> float:
+    return float(np.finfo(dtype).tiny)
+
+
+class Ref:
+    """One value of the reference run: `val` (program dtype) and `err` (float64, same shape)."""
+
+    __array_ufunc__ = None  # keep NumPy from swallowing `ndarray op Ref`
+
+    def __init__(self, val: Any, err: Any):
+        self.val = np.asarray(val)
+        self.err = np.broadcast_to(np.asarray(err, F64), self.val.shape)
+
+    shape = property(lambda self: self.val.shape)
+    ndim = property(lambda self: self.val.ndim)
+    dtype = property(lambda self: self.val.dtype)
+    size = property(lambda self: self.val.size)
+
+    def astype(self, dtype: Any) -> Ref:
+        return _cast(self, np.dtype(dtype))
+
+    def transpose(self, *axes: Any) -> Ref:
+        perm = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else (axes or None)
+        return Ref(np.transpose(self.val, perm), np.transpose(self.err, perm))
+
+    T = property(lambda self: self.transpose())
+
+    def reshape(self, *shape: Any) -> Ref:
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return Ref(self.val.reshape(shape), self.err.reshape(shape))
+
+    def __getitem__(self, key: Any) -> Ref:
+        return Ref(self.val[key], self.err[key])
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Ref:
+        return reduce_("sum", self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Ref:
+        return reduce_("max", self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Ref:
+        return reduce_("min", self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Ref:
+        return reduce_("mean", self, axis, keepdims)
+
+    def __matmul__(self, o: Any) -> Ref:
+        return matmul(self, o)
+
+    def __neg__(self) -> Ref:
+        return elementwise("neg", self)
+
+    def __pos__(self) -> Ref:
+        return self
+
+    def __abs__(self) -> Ref:
+        return elementwise("abs", self)
+
+    def __invert__(self) -> Ref:
+        return elementwise("invert", self)
+
+    def __bool__(self) -> bool:
+        raise TypeError("a reference value has no truth value (the program uses Python control flow)")
+
+
+def _binary_method(name: str, reverse: bool = False) -> Callable[[Ref, Any], Ref]:
+    if reverse:
+        return lambda self, o: elementwise(name, o, self)
+    return lambda self, o: elementwise(name, self, o)
+
+
+_OPERATORS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "and": np.bitwise_and,
+    "or": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift,
+}  # fmt: skip
+for _name in _OPERATORS:
+    setattr(Ref, f"__{_name}__", _binary_method(_name))
+    setattr(Ref, f"__r{_name}__", _binary_method(_name, reverse=True))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(Ref, f"__{_name}__", _binary_method(_name))
+Ref.__hash__ = object.__hash__  # type: ignore[method-assign]
+
+_UFUNCS: dict[str, Callable[..., Any]] = {
+    **_OPERATORS,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+    "ne": np.not_equal, "neg": np.negative, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
+    "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "maximum": np.maximum,
+    "minimum": np.minimum, "where": np.where,
+}  # fmt: skip
+
+
+# ---- error propagation of float results ---------------------------------------------------------
+
+
+def _guard(bound: np.ndarray, unsafe: np.ndarray) -> np.ndarray:
+    return np.where(unsafe, INF, bound)
+
+
+def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarray]) -> np.ndarray:
+    """First-order bound of |f(x + dx) - f(x)| for |dx| <= e, plus the op's own approximation error
+    beyond rounding (float32 ulps of the arguments of exp/pow, absolute error of log)."""
+    a, ea = x[0], e[0]
+    b, eb = (x[1], e[1]) if len(x) > 1 else (None, None)
+    f32 = ACC_EPS
+    if name in ("add", "sub"):
+        return ea + eb
+    if name == "mul":
+        return np.abs(a) * eb + np.abs(b) * ea + ea * eb
+    if name == "truediv":
+        near_zero = (eb > 0) & (np.abs(b) <= eb)
+        return _guard((ea + np.abs(r) * eb) / (np.abs(b) - eb), near_zero)
+    if name in ("neg", "abs", "maximum", "minimum"):
+        return np.maximum(ea, eb) if b is not None else ea
+    if name == "exp":
+        return np.abs(r) * (np.expm1(ea) + 2 * f32 * np.abs(a))
+    if name == "log":
+        return _guard(ea / (a - ea), (ea > 0) & (a <= ea)) + 4 * f32
+    if name == "sqrt":
+        tight = ea / (np.sqrt(np.maximum(a - ea, 0)) + np.sqrt(np.abs(a)))
+        return _guard(np.minimum(np.sqrt(ea), tight), (ea > 0) & (a <= ea) & (a + ea >= 0) & (a < 0))
+    if name == "rsqrt":
+        return _guard(np.abs(r) * (np.sqrt(a / (a - ea)) - 1), (ea > 0) & (a <= ea))
+    if name == "pow":
+        exact = (ea == 0) & (eb == 0)
+        log_a = np.log(np.abs(a))
+        moved = np.abs(log_a) * eb + np.abs(b) * ea / (np.abs(a) - ea)
+        bound = np.abs(r) * (np.expm1(moved) + 4 * f32 * (1 + np.abs(b * log_a)))
+        risky = ~exact & ((np.abs(a) <= ea) | ((a < 0) & (eb > 0)))
+        return _guard(np.where(exact, np.abs(r) * 4 * f32 * (1 + np.abs(b * log_a)), bound), risky)
+    if name == "mod":
+        q = a / b
+        slack = (ea + np.abs(q) * eb) / np.abs(b) + 8 * f32 * (1 + np.abs(q))
+        frac = q - np.floor(q)
+        risky = (np.abs(b) <= eb) | (frac <= slack) | (1 - frac <= slack) | ~np.isfinite(q)
+        return _guard(ea + (np.abs(q) + 1) * eb + 8 * f32 * (np.abs(a) + np.abs(b)), risky & np.isfinite(a))
+    if name == "where":
+        return np.where(x[0] != 0, e[1], e[2])
+    raise KeyError(name)
+
+
+def _robust(v: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Operand elements that cannot change sign, or exact ones: a special result built from them is certain."""
+    return (e == 0) | (np.isfinite(v) & (np.abs(v) > e))
+
+
+def _finish_float(r: np.ndarray, err: np.ndarray, dtype: np.dtype, robust: np.ndarray) -> Ref:
+    """Round `r` to `dtype` and add the op's own rounding; settle specials and overflow."""
+    with np.errstate(all="ignore"):
+        err = np.where(np.isnan(err), INF, err)
+        err = err + OWN_ULPS * _eps(dtype) * np.abs(r) + _tiny(dtype)
+        special = ~np.isfinite(r)
+        err = np.where(special, np.where(robust, 0.0, INF), err)
+        big = float(np.finfo(dtype).max)
+        over = np.isfinite(r) & (np.abs(r) - err > big * (1 + 2 * _eps(dtype)))
+        near = np.isfinite(r) & ~over & (np.abs(r) + err >= big)
+        err = np.where(over, 0.0, np.where(near, INF, err))
+        return Ref(np.asarray(r).astype(dtype), err)
+
+
+# ---- elementwise ----------------------------------------------------------------------------------
+
+
+def _parts(args: Sequence[Any]) -> tuple[list[Any], list[np.ndarray]]:
+    typed = [a.val if isinstance(a, Ref) else a for a in args]
+    errs = [a.err if isinstance(a, Ref) else np.zeros((), F64) for a in args]
+    return typed, errs
+
+
+def elementwise(name: str, *args: Any) -> Ref:
+    typed, errs = _parts(args)
+    fn = _UFUNCS[name]
+    if name == "where" and np.asarray(typed[0]).dtype != np.bool_:  # np.where's truthiness, with its bound
+        cond = elementwise("ne", args[0], 0)
+        return elementwise("where", cond, *args[1:])
+    with np.errstate(all="ignore"):
+        raw = np.asarray(fn(*typed))
+        dtype = narrow(raw.dtype)
+        shape = raw.shape
+        errs = [np.broadcast_to(e, shape) for e in errs]
+        if dtype.kind != "f":
+            return Ref(raw.astype(dtype), np.where(_int_uncertain(name, typed, errs), INF, 0.0))
+        # A Python scalar is converted to the result type first, as NumPy does (1e6 in float16 is inf).
+        hi = [np.broadcast_to(np.asarray(t if isinstance(t, np.ndarray) else np.asarray(t, raw.dtype), F64), shape) for t in typed]
+        r = np.asarray(fn(*hi), F64)
+        err = _float_error(name, r, hi, errs)
+        if name == "where":
+            err = np.where(errs[0] > 0, INF, err)
+            robust = np.where(hi[0] != 0, _robust(hi[1], errs[1]), _robust(hi[2], errs[2])) & (errs[0] == 0)
+        else:
+            robust = np.logical_and.reduce([_robust(v, e) for v, e in zip(hi, errs)])
+        return _finish_float(r, err, dtype, robust)
+
+
+def _int_uncertain(name: str, typed: list[Any], errs: list[np.ndarray]) -> np.ndarray:
+    """Elements of a bool/int result that are not determined by the bounded operands."""
+    unc = np.logical_or.reduce([e > 0 for e in errs]) if name not in _COMPARISONS else None
+    if name in _COMPARISONS:
+        a, b = (np.asarray(t, F64) for t in typed)
+        slack = errs[0] + errs[1]
+        unc = (slack > 0) & ~(np.abs(a - b) > slack)  # NaN differences stay uncertain only with slack
+        unc |= ~np.isfinite(slack)
+    if name in ("floordiv", "mod") and np.asarray(typed[0]).dtype.kind in "iub":
+        a, b = (np.asarray(t, np.int64) for t in typed)
+        unc = unc | (b == 0) | ((a == np.iinfo(np.int32).min) & (b == -1))  # NumPy warns; backends differ
+    return unc
+
+
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _cast(x: Ref, dtype: np.dtype) -> Ref:
+    v, e = x.val, x.err
+    with np.errstate(all="ignore"):
+        if dtype.kind == "f":
+            r = v.astype(F64)
+            return _finish_float(r, e if v.dtype.kind == "f" else np.where(e > 0, INF, 0.0), dtype, _robust(r, e))
+        out = v.astype(dtype)
+        if v.dtype.kind != "f":
+            return Ref(out, e)
+        if dtype == np.bool_:
+            return Ref(out, np.where((e > 0) & (np.abs(v) <= e), INF, 0.0))
+        limit = float(np.iinfo(dtype).max)
+        lo, hi = np.trunc(v.astype(F64) - e), np.trunc(v.astype(F64) + e)
+        unc = ~np.isfinite(v) | (np.abs(v) >= limit) | (lo != hi) | ~np.isfinite(e)
+        return Ref(out, np.where(unc, INF, 0.0))
+
+
+# ---- reductions and matmul ------------------------------------------------------------------------
+
+
+def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+
+
+def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
+    x = x if isinstance(x, Ref) else Ref(np.asarray(x), 0.0)
+    v, e = x.val, x.err
+    fn = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}[kind]
+    axes = _axes(axis, v.ndim) if v.ndim else None
+    with np.errstate(all="ignore"):
+        raw = np.asarray(fn(v, axis=axes, keepdims=keepdims))
+        dtype = narrow(raw.dtype)
+        errs_inf = np.any(~np.isfinite(e), axis=axes, keepdims=keepdims)
+        if dtype.kind != "f":
+            return Ref(raw.astype(dtype), np.where(np.any(e > 0, axis=axes, keepdims=keepdims), INF, 0.0))
+        hi = v.astype(F64)
+        r = np.asarray(fn(hi, axis=axes, keepdims=keepdims), F64)
+        n = max(v.size // max(r.size, 1), 1) if v.size else 1
+        if kind in ("max", "min"):
+            err = np.max(e, axis=axes, keepdims=keepdims, initial=0.0)
+        else:
+            magnitude = np.sum(np.where(np.isfinite(hi), np.abs(hi), 0), axis=axes, keepdims=keepdims)
+            steps = np.log2(n) + n / 1024 + 4  # a tree within a chunk, chunks one after another
+            err = np.sum(e, axis=axes, keepdims=keepdims) + steps * ACC_EPS * magnitude
+            overflow = magnitude + err >= np.finfo(np.float32).max  # the accumulator may overflow (inf - inf)
+            err = np.where(overflow, INF, err / n if kind == "mean" else err)
+            errs_inf |= overflow
+        return _finish_float(r, err, dtype, ~errs_inf)
+
+
+def matmul(a: Any, b: Any) -> Ref:
+    (va, vb), (ea, eb) = _parts([a, b])
+    with np.errstate(all="ignore"):
+        raw = np.matmul(va, vb)
+        dtype = narrow(raw.dtype)
+        A, B = va.astype(F64), vb.astype(F64)
+        r = np.asarray(np.matmul(A, B), F64)
+        k = va.shape[-1]
+        finite = lambda m: np.where(np.isfinite(m), m, 0)
+        err = np.abs(finite(A)) @ eb + ea @ np.abs(finite(B)) + ea @ eb
+        magnitude = np.abs(finite(A)) @ np.abs(finite(B))
+        err = err + (np.log2(max(k, 1)) + k / 16 + 4) * ACC_EPS * magnitude
+        overflow = magnitude >= np.finfo(np.float32).max  # a product or partial sum may overflow (inf - inf)
+        spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0
+        unsure = spread(np.isinf(ea), np.isinf(eb))
+        robust = ~spread(~_robust(A, ea), ~_robust(B, eb))  # a special row or column times a sign-certain one
+        return _finish_float(r, np.where(unsure | overflow, INF, err), dtype, robust & ~overflow)
+
+
+# ---- the `tt` namespace of the reference run ------------------------------------------------------
+
+
+def _unary(name: str) -> Callable[[Any], Ref]:
+    return lambda x: elementwise(name, x)
+
+
+SHIM = SimpleNamespace(
+    exp=_unary("exp"), log=_unary("log"), sqrt=_unary("sqrt"), rsqrt=_unary("rsqrt"), abs=_unary("abs"),
+    maximum=lambda a, b: elementwise("maximum", a, b), minimum=lambda a, b: elementwise("minimum", a, b),
+    relu=lambda x: elementwise("maximum", x, 0), where=lambda c, a, b: elementwise("where", c, a, b),
+    sum=lambda x, axis=None, keepdims=False: reduce_("sum", x, axis, keepdims),
+    max=lambda x, axis=None, keepdims=False: reduce_("max", x, axis, keepdims),
+    min=lambda x, axis=None, keepdims=False: reduce_("min", x, axis, keepdims),
+    mean=lambda x, axis=None, keepdims=False: reduce_("mean", x, axis, keepdims),
+    matmul=matmul, transpose=lambda x, axes=None: x.transpose(axes),
+    float16=np.float16, float32=np.float32, int32=np.int32, int1=np.bool_,
+)  # fmt: skip
+"""What a generated program's `tt.` names mean in the reference run."""
+
+
+def compare(got: Any, ref: Ref) -> str | None:
+    """None when `got` matches the reference (shape, dtype, NaN positions, values within `err`)."""
+    got = np.asarray(got) if isinstance(got, np.ndarray) else got
+    if not isinstance(got, np.ndarray):
+        return f"returned a {type(got).__name__}, not a NumPy array"
+    if got.shape != ref.shape:
+        return f"shape {got.shape}, expected {ref.shape}"
+    if got.dtype != ref.dtype:
+        return f"dtype {got.dtype}, expected {ref.dtype}"
+    g, r, e = got.astype(F64), ref.val.astype(F64), ref.err
+    checked = np.isfinite(e)
+    with np.errstate(all="ignore"):
+        bad = checked & ((np.isnan(g) != np.isnan(r)) | (~np.isnan(r) & ~(g == r) & ~(np.abs(g - r) <= e)))
+    if not bad.any():
+        return None
+    at = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (
+        f"{int(bad.sum())} of {bad.size} elements differ (checked {int(checked.sum())}); first at {at}: "
+        f"got {g[at]!r}, expected {r[at]!r} +- {e[at]:.3g}"
+    )

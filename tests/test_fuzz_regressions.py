@@ -1,0 +1,255 @@
+"""Focused regression tests of the mismatches the differential fuzzer (tests/test_fuzz.py) found, each run
+fused and unfused against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.errors import CompilationError
+
+BOTH = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+
+
+def run(program, *args, fuse: bool):
+    return program.compile(*args, fuse=fuse)(*args)
+
+
+# ---- softmax / logsumexp / log-softmax over long rows that start with -inf ---------------------
+
+
+@tt.jit
+def softmax(x):
+    e = tt.exp(x - tt.max(x, axis=-1, keepdims=True))
+    return e / tt.sum(e, axis=-1, keepdims=True)
+
+
+@tt.jit
+def logsumexp(x):
+    m = tt.max(x, axis=-1, keepdims=True)
+    return m + tt.log(tt.sum(tt.exp(x - m), axis=-1, keepdims=True))
+
+
+@tt.jit
+def log_softmax(x):
+    m = tt.max(x, axis=-1, keepdims=True)
+    return x - m - tt.log(tt.sum(tt.exp(x - m), axis=-1, keepdims=True))
+
+
+def _np_logsumexp(x):
+    m = x.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        return m + np.log(np.exp(x - m).sum(-1, keepdims=True))
+
+
+@BOTH
+@pytest.mark.parametrize("n", [8192, 20000, 70000])
+def test_row_reductions_with_a_neg_inf_prefix(n: int, fuse: bool) -> None:
+    """Rows longer than 16384 are reduced in chunks with an online max+sum: a chunk that is all -inf
+    computed exp(-inf - -inf) = NaN. An all -inf row is NaN, as in NumPy."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((3, n)).astype(np.float32)
+    x[:, :4096] = -np.inf
+    x[2] = -np.inf
+    lse = _np_logsumexp(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        expected_softmax = np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)
+    np.testing.assert_allclose(run(logsumexp, x, fuse=fuse), lse, rtol=1e-5)
+    np.testing.assert_allclose(run(log_softmax, x, fuse=fuse), x - lse, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(run(softmax, x, fuse=fuse), expected_softmax, rtol=1e-5, atol=1e-9)
+    assert np.isnan(run(logsumexp, x, fuse=fuse)[2]).all()
+
+
+# ---- bool arithmetic and NumPy's result dtypes ---------------------------------------------------
+
+
+@tt.jit
+def bool_ops(a, b, ones):
+    return a + b, a * b, a // ones, a % ones, a**2, abs(a)
+
+
+@BOTH
+def test_bool_arithmetic_follows_numpy(fuse: bool) -> None:
+    a = np.array([True, True, False, False])
+    b = np.array([True, False, True, False])
+    ones = np.ones(4, np.bool_)  # integer division by zero is the kernel language's concern
+    add, mul, floordiv, mod, square, absolute = run(bool_ops, a, b, ones, fuse=fuse)
+    np.testing.assert_array_equal(add, a | b)  # NumPy's bool + is or (i1 addition would be xor)
+    np.testing.assert_array_equal(mul, a & b)
+    assert add.dtype == mul.dtype == absolute.dtype == np.bool_
+    np.testing.assert_array_equal(floordiv, a.astype(np.int32))
+    np.testing.assert_array_equal(mod, np.zeros(4))
+    np.testing.assert_array_equal(square, a.astype(np.int32))
+    assert floordiv.dtype == mod.dtype == square.dtype == np.int32  # NumPy: int8; no int8 here
+    np.testing.assert_array_equal(absolute, a)
+
+
+@tt.jit
+def bool_sub(a, b):
+    return a - b
+
+
+def test_bool_subtract_is_refused_like_numpy() -> None:
+    a = np.array([True, False])
+    with pytest.raises(CompilationError, match=r"test_fuzz_regressions.py:\d+.*boolean subtract"):
+        bool_sub(a, a)
+
+
+@tt.jit
+def float_of_bool(a, i):
+    return tt.exp(a), tt.sqrt(i), i**2.0, i**2
+
+
+def test_math_of_bool_and_int_has_numpys_dtype() -> None:
+    a, i = np.array([True, False]), np.array([3, 4], np.int32)
+    e, s, f, sq = float_of_bool(a, i)
+    assert e.dtype == np.float16 and s.dtype == np.float32  # NumPy: float16 and float64 (narrowed)
+    assert f.dtype == np.float32 and sq.dtype == np.int32
+    np.testing.assert_allclose(e, np.exp(a))
+    np.testing.assert_array_equal(f, [9.0, 16.0])
+
+
+@tt.jit
+def half_times(x):
+    return x * 1e6, x + 70000
+
+
+def test_weak_scalars_overflow_like_numpy() -> None:
+    """A Python float is converted to the array's dtype first: 1e6 in float16 is inf."""
+    x = np.array([0.0, 1e-3, -2.0], np.float16)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = x * 1e6, x + 70000
+    for got, want in zip(half_times(x), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+@tt.jit
+def int_plus_big(x):
+    return x + 2**40
+
+
+def test_int_scalar_out_of_range_is_an_error() -> None:
+    with pytest.raises(CompilationError, match="Python integer 1099511627776 out of bounds for int32"):
+        int_plus_big(np.array([1], np.int32))
+
+
+# ---- int32 sums ----------------------------------------------------------------------------------
+
+
+@tt.jit
+def int_sum(x):
+    return x.sum()
+
+
+@tt.jit
+def count(x):
+    return tt.sum(x > 0, axis=-1)
+
+
+def test_int32_sum_is_refused_and_bool_counts_are_exact() -> None:
+    """NumPy sums int32 in int64; array programs have no int64, so they refuse instead of overflowing."""
+    with pytest.raises(CompilationError, match=r"test_fuzz_regressions.py:\d+.*int64.*astype\(tt.float32\)"):
+        int_sum(np.full(8, 2**30, np.int32))
+    x = np.random.default_rng(0).standard_normal((3, 70000)).astype(np.float32)
+    got = count(x)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, (x > 0).sum(-1))
+
+
+# ---- 0-d and zero-size arrays ---------------------------------------------------------------------
+
+
+@tt.jit
+def zero_d(x):
+    return x, x.sum(), x.astype(tt.float16), x * 2
+
+
+@BOTH
+def test_zero_d_stays_zero_d(fuse: bool) -> None:
+    x = np.array(1.5, np.float32)
+    outs = run(zero_d, x, fuse=fuse)
+    assert [o.shape for o in outs] == [()] * 4
+    assert [float(o) for o in outs] == [1.5, 1.5, 1.5, 3.0]
+
+
+@tt.jit
+def empty_ops(x, w):
+    y = tt.exp(x) * 2 + w
+    return y, x.sum(axis=0), x.mean(axis=0), tt.max(y, axis=-1), tt.exp(w)
+
+
+@BOTH
+def test_zero_size_arrays_just_work(fuse: bool) -> None:
+    x, w = np.zeros((0, 4), np.float32), np.arange(4, dtype=np.float32)
+    y, s, m, mx, ew = run(empty_ops, x, w, fuse=fuse)
+    assert y.shape == (0, 4) and mx.shape == (0,)
+    np.testing.assert_array_equal(s, np.zeros(4))
+    assert np.isnan(m).all() and m.shape == (4,)  # NumPy: mean of nothing is NaN
+    np.testing.assert_allclose(ew, np.exp(w), rtol=1e-6)
+
+
+@tt.jit
+def empty_max(x):
+    return x.max(axis=0)
+
+
+def test_max_over_an_empty_axis_is_numpys_error() -> None:
+    with pytest.raises(CompilationError, match="zero-size array to reduction operation maximum"):
+        empty_max(np.zeros((0, 3), np.float32))
+
+
+@tt.jit
+def bool_minmax(a, b):
+    return tt.maximum(a, b), tt.minimum(a, b), a.max(axis=0), b.min()
+
+
+def test_bool_max_and_min_do_not_use_signed_i1() -> None:
+    """i1 is signed in the kernel lowering (True = -1), so max/min of bools would pick False on the GPU:
+    array programs use or/and, and reduce bools as int32."""
+    a = np.array([[True, False], [False, False]])
+    b = np.array([[True, True], [False, True]])
+    mx, mn, rmax, rmin = bool_minmax(a, b)
+    np.testing.assert_array_equal(mx, a | b)
+    np.testing.assert_array_equal(mn, a & b)
+    np.testing.assert_array_equal(rmax, [True, False])
+    assert rmin.dtype == np.bool_ and not rmin
+    graph = bool_minmax.compile(a, b).asm["graph"]
+    assert "tta.maximum" not in graph and "tta.minimum" not in graph
+    assert "tta.reduce_max" in graph and "tensor<2x2xi1>" not in graph.split("tta.reduce_max")[1].split("\n")[0]
+
+
+# ---- pow and float16 reductions ---------------------------------------------------------------------
+
+
+@tt.jit
+def power(a, b):
+    return a**b
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pow_special_values_match_numpy(dtype) -> None:
+    """exp(b log|a|) alone gets -0.0 bases, infinite exponents and pow(1, nan) wrong."""
+    base = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan, 3.0])
+    exponent = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -3.0, 0.5, -2.5, np.inf, -np.inf, np.nan, 3.0])
+    a, b = (np.repeat(base, 12).astype(dtype), np.tile(exponent, 12).astype(dtype))
+    with np.errstate(all="ignore"):
+        want = np.power(a.astype(np.float64), b.astype(np.float64)).astype(dtype)
+    got = power(a, b)
+    np.testing.assert_allclose(got, want, rtol=2e-3)
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
+
+
+@tt.jit
+def mean_13(x):
+    return tt.mean(x, axis=(1, 3)), x.sum(axis=(0, 2))
+
+
+def test_float16_multi_axis_reductions_round_once() -> None:
+    """Reducing axis by axis rounded the partial results to float16 (NumPy rounds once)."""
+    x = np.random.default_rng(309).standard_normal((4, 8, 7, 8)).astype(np.float16)
+    m, s = mean_13(x)
+    assert m.dtype == s.dtype == np.float16
+    np.testing.assert_array_equal(m, x.astype(np.float64).mean(axis=(1, 3)).astype(np.float16))
+    np.testing.assert_allclose(s, x.astype(np.float64).sum(axis=(0, 2)), rtol=1e-3, atol=1e-2)
