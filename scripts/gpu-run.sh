@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One batched GPU session for the lent-device tool: install the carried wheels, then run the named parts
+# (tests, examples, fuzz, bench:NAME...) with logs in $OUT. Usage: scripts/gpu-run.sh tests examples bench:attention
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD
+fi
+export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
+for part in "$@"; do
+    echo "=== $part"
+    case $part in
+        tests) TINYTON_FUZZ_CASES=0 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -40 ;;
+        examples) for e in examples/*.py; do printf '%s: ' "$e"; TINYTON_BACKEND=cuda timeout 120 python3 "$e" 2>&1 | tail -1; done | tee "$out/examples.log" ;;
+        bench:*) (cd bench && timeout 300 python3 "bench_${part#bench:}.py") 2>&1 | tee "$out/bench_${part#bench:}.md" ;;
+        *) echo "unknown part $part" ;;
+    esac
+done
