@@ -70,6 +70,7 @@ def main() -> None:
             scale = d**-0.5
             program = causal_attention if causal else attention
             reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+            print(f"# {dtype} {shape} causal={causal}: compiling", flush=True)
             got = program(q, k, v, scale)
             check_close(f"tinyton {shape}", got, reference, tol=2e-2)
             compiled = program.compile(q, k, v, scale)
@@ -91,6 +92,7 @@ def main() -> None:
             best_sdpa = max((f for n, f in figures.items() if n.startswith("SDPA") and isinstance(f, float)), default=None)
             ratio = f"{100 * figures['tinyton'] / best_sdpa:.0f}%" if best_sdpa else "n/a"
             rows.append([f"{shape} {'causal' if causal else 'full'}", *figures.values(), ratio, launches])
+            print(f"# {rows[-1]}", flush=True)
         print_table(
             f"Attention forward, {str(dtype).split('.')[-1]} (TFLOPS)",
             ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "Triton", "tinyton unfused", "tinyton / best SDPA", "launches"],
