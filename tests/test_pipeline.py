@@ -9,9 +9,9 @@ import pytest
 from mma_kernels import matmul, matmul_f16, reference
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 
 TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
               "llvmlite"]

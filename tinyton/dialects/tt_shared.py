@@ -23,7 +23,14 @@ from xdsl.irdl import (
 )
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
-from tinyton.dialects.tt_types import element_type, is_pointer, require, shape_of, tile_type, type_name
+from tinyton.dialects.tt_types import (
+    element_type,
+    is_pointer,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
 
 SHARED_SPACE = 3
 

@@ -17,7 +17,12 @@ from xdsl.dialects.builtin import MemRefType, i8
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    llvm_type,
+    lowers,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.memory import access_width, load_words
 from tinyton.lowering.tt_to_llvm.shared import byte_size

@@ -35,7 +35,12 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
-from tinyton.lowering.tt_to_llvm.context import SMEM_LIMIT, KernelContext, LoweringError, llvm_type
+from tinyton.lowering.tt_to_llvm.context import (
+    SMEM_LIMIT,
+    KernelContext,
+    LoweringError,
+    llvm_type,
+)
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 

@@ -35,8 +35,11 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import DiagnosticException
 
+from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
+from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
 
 STAGES_ATTR = "tt.num_stages"
@@ -327,5 +330,9 @@ class PipelinePass(ModulePass):
     shared_limit: int = DEFAULT_SHARED_LIMIT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            check_kernel_module(op, self.name)
+        except CompilationError as e:
+            raise DiagnosticException(str(e)) from None
         pipeline_module(op, self.shared_limit)
 
