@@ -2,6 +2,7 @@
 
     python bench/bench_matmul.py            # on a GPU host with torch and Triton; prints a Markdown table
     python bench/bench_matmul.py 4096 16x4096x4096   # only these rows (M=N=K, or MxNxK)
+    TINYTON_BENCH_CONFIGS=all python bench/bench_matmul.py 4096   # also print every configuration's TFLOPS
 
 A hand-written tinyton kernel in Triton's style (grouped program order for L2 reuse, f32 accumulator, fp16
 output) runs at each shape with the best of a few tile configurations (picked per shape, time of the best
@@ -10,6 +11,7 @@ shown), next to `torch.matmul` (cuBLAS) and Triton's tutorial matmul (autotuned 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -49,23 +51,27 @@ def matmul_kernel(
     tt.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps)
-    (128, 256, 32, 8),
-    (256, 128, 32, 8),
-    (128, 128, 64, 8),
-    (128, 128, 32, 8),
-    (128, 128, 32, 4),
-    (128, 64, 32, 4),
-    (64, 64, 32, 4),
-    (16, 64, 64, 4),
+CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+    (128, 256, 64, 8, 3),
+    (256, 128, 64, 8, 3),
+    (128, 256, 32, 8, 4),
+    (128, 128, 64, 8, 4),
+    (128, 128, 64, 4, 4),
+    (128, 128, 32, 8, 4),
+    (128, 128, 32, 4, 4),
+    (128, 64, 64, 4, 4),
+    (64, 128, 64, 4, 4),
+    (64, 64, 32, 4, 4),
+    (16, 64, 64, 4, 4),
 ]
 
 
-def tinyton_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, int, int, int]) -> None:
+def tinyton_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, ...]) -> None:
     (m, k), (_, n) = a.shape, b.shape
-    bm, bn, bk, warps = config
+    bm, bn, bk, warps, stages = config
     grid = (tt.cdiv(m, bm) * tt.cdiv(n, bn),)
-    matmul_kernel[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps)
+    matmul_kernel[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps,
+                        num_stages=stages)
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
@@ -82,7 +88,10 @@ def best_tinyton(a: torch.Tensor, b: torch.Tensor, want: torch.Tensor) -> tuple[
         c = torch.full_like(want, float("nan"))
         tinyton_matmul(a, b, c, config)
         check_close(f"tinyton {config}", c, want, tol=1e-2)
-        best = min(best, (median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config)), config))
+        ms = median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config))
+        if os.environ.get("TINYTON_BENCH_CONFIGS") == "all":
+            print(f"  {m}x{n}x{a.shape[1]} {config}: {tflops(m, n, a.shape[1], ms):.1f} TFLOPS", flush=True)
+        best = min(best, (ms, config))
     return best
 
 
@@ -99,7 +108,7 @@ def row(m: int, n: int, k: int) -> list[object]:
     t_tt, t_cublas, t_triton = (tflops(m, n, k, ms) for ms in (ms_tt, ms_cublas, ms_triton))
     shape = f"{m}x{n}x{k}"
     return [shape, t_tt, t_cublas, t_triton, f"{100 * t_tt / t_cublas:.0f}%", f"{100 * t_tt / t_triton:.0f}%",
-            "x".join(map(str, config[:3])) + f" w{config[3]}"]
+            "x".join(map(str, config[:3])) + f" w{config[3]} s{config[4]}"]
 
 
 SHAPES = [(s, s, s) for s in (1024, 2048, 4096, 8192)] + [(16, 4096, 4096), (4096, 14336, 4096)]

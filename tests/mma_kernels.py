@@ -32,12 +32,16 @@ def matmul_f16(
     tt.store(c_ptrs, acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-def matmul(a, b, c, block: tuple[int, int, int] = (64, 64, 32), num_warps: int = 4, acc_f16: bool = False):
-    """Launch `matmul_f16` over C (NumPy arrays or torch tensors)."""
+def matmul(
+    a, b, c, block: tuple[int, int, int] = (64, 64, 32), num_warps: int = 4, acc_f16: bool = False,
+    num_stages: int | None = None,
+):
+    """Launch `matmul_f16` over C (NumPy arrays or torch tensors); `num_stages` pipelines the K loop."""
     (m, k), (_, n) = a.shape, b.shape
     bm, bn, bk = block
     grid = (tt.cdiv(m, bm), tt.cdiv(n, bn))
-    matmul_f16[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, ACC_F16=acc_f16, num_warps=num_warps)
+    matmul_f16[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, ACC_F16=acc_f16, num_warps=num_warps,
+                        num_stages=num_stages)
     return c
 
 

@@ -20,6 +20,12 @@ def _annotate_layouts() -> type[ModulePass]:
     return AnnotateLayoutsPass
 
 
+def _pipeline() -> type[ModulePass]:
+    from tinyton.lowering.tt_to_llvm.pipeline import PipelinePass
+
+    return PipelinePass
+
+
 def _fuse_patterns() -> type[ModulePass]:
     from tinyton.rewrites.patterns import FusePatternsPass
 
@@ -47,6 +53,7 @@ def _fusion_to_kernels() -> type[ModulePass]:
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-to-llvm": _tinyton_to_llvm,
     "tinyton-annotate-layouts": _annotate_layouts,
+    "tinyton-pipeline": _pipeline,
     "tinyton-fuse-patterns": _fuse_patterns,
     "tinyton-flash-attention": _flash_attention,
     "tinyton-fuse": _fuse,

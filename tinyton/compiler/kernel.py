@@ -144,7 +144,7 @@ class CompiledKernel:
         entry = default_cache().get(key) if use_cache else None
         if entry is None:
             llvm = self.module.clone()
-            info = lower_to_llvm(llvm, self.num_warps)
+            info = lower_to_llvm(llvm, self.num_warps, shared_limit(arch))
             self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
             self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
             entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
@@ -155,8 +155,10 @@ class CompiledKernel:
     def launcher(self) -> Any:
         """The driver's `Launcher` of this kernel (compiles and loads the PTX on first use)."""
         if self._launcher is None:
-            function = driver.Module.from_ptx(self.stage("ptx")).function(self.name)
-            self._launcher = driver.Launcher(function, self.param_kinds)
+            ptx = self.stage("ptx")
+            dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
+            function = driver.Module.from_ptx(ptx).function(self.name, dynamic_shared_bytes=dynamic)
+            self._launcher = driver.Launcher(function, self.param_kinds, dynamic)
         return self._launcher
 
     @property
@@ -247,6 +249,17 @@ class CompiledKernel:
 
     def __repr__(self) -> str:
         return f"<CompiledKernel {self.name} num_warps={self.num_warps} params={self.param_kinds}>"
+
+
+SHARED_PER_PROGRAM = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024}
+"""Shared memory one program may opt in to, per compute capability (CUDA's tables); others: 48 KiB."""
+
+
+def shared_limit(arch: str) -> int:
+    """Bytes of shared memory a program may use on `arch`: the GPU's own figure when it is the target."""
+    if driver.is_available() and driver.default_arch() == arch:
+        return driver.device().max_shared_per_block_optin
+    return SHARED_PER_PROGRAM.get(int(arch[3:5]), driver.STATIC_SHARED_LIMIT)
 
 
 def normalize_grid(grid: Any) -> tuple[int, int, int]:

@@ -44,6 +44,9 @@ from tinyton.dialects.tt_elementwise import (  # noqa: F401
     MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
     XorOp,
 )
+from tinyton.dialects.tt_shared import (  # noqa: F401
+    SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, LocalAllocOp, LocalLoadOp, buffer_type, slot_type,
+)
 from tinyton.dialects.tt_types import (  # noqa: F401
     FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
@@ -462,6 +465,7 @@ Tt = Dialect(
         ReduceMaxOp,
         ReduceMinOp,
         DotOp,
+        *SHARED_OPS,
     ],
     [PointerType],
 )

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from tinyton.runtime.streams import explicit_stream, torch_stream
 
-_DEFAULT_SHARED_LIMIT = 48 * 1024
+STATIC_SHARED_LIMIT = 48 * 1024
 POINTER = "ptr"
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 """CUDA's largest grid (x, y, z); launches beyond it are refused before they start, on the simulator too."""
@@ -284,7 +284,7 @@ class Module:
     def function(self, name: str, *, dynamic_shared_bytes: int = 0) -> Function:
         """The kernel `name`, allowed `dynamic_shared_bytes` of dynamic shared memory."""
         fn = Function(self, call(driver_api().cuModuleGetFunction, self._module, name.encode()), name)
-        if dynamic_shared_bytes > _DEFAULT_SHARED_LIMIT:
+        if dynamic_shared_bytes > STATIC_SHARED_LIMIT:
             fn.set_max_dynamic_shared(dynamic_shared_bytes)
         return fn
 
@@ -331,8 +331,11 @@ class Launcher:
     per call). `param_kinds` holds `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
     """
 
-    def __init__(self, function: Function, param_kinds: Sequence[str | npt.DTypeLike]):
+    def __init__(self, function: Function, param_kinds: Sequence[str | npt.DTypeLike], dynamic_shared: int = 0):
+        """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
+        every launch's `shared_bytes`."""
         self.function = function
+        self._shared = dynamic_shared
         fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(param_kinds)]
         self._values = np.zeros(1, np.dtype(fields, align=True))
         base = self._values.ctypes.data
@@ -365,7 +368,7 @@ class Launcher:
             block_threads,
             1,
             1,
-            shared_bytes,
+            shared_bytes + self._shared,
             self._stream[1],
             self._params,
             None,

@@ -1,5 +1,5 @@
-// tt.dot of f16 tiles with an f32 accumulator in a K loop: per iteration the A (64x32) and B (32x64)
-// tiles go to swizzled shared memory; each of the 4 warps owns 2x2 blocks of 16x16 and, per 16-deep
+// tt.dot of f16 tiles with an f32 accumulator in a K loop, not pipelined (num_stages = 1; see
+// mma_dot_pipelined.mlir): per iteration the A (64x32) and B (32x64) tiles go from registers to swizzled shared memory; each of the 4 warps owns 2x2 blocks of 16x16 and, per 16-deep
 // step of K (two steps), loads 2 A and 2 B fragments with ldmatrix.x4 and issues 8 mma.sync
 // (f16 x f16 -> f32); the accumulators are carried as f32 block arguments.
 // REQUIRES: mlir-tools
@@ -25,7 +25,7 @@
 // PTX-COUNT-2: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 
-builtin.module attributes {tt.num_warps = 4 : i32} {
+builtin.module attributes {tt.num_warps = 4 : i32, tt.num_stages = 1 : i32} {
   func.func @matmul_f16(%a_ptr: !tt.ptr<f16> {tt.divisibility = 16 : i32}, %b_ptr: !tt.ptr<f16> {tt.divisibility = 16 : i32}, %c_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %M: i32 {tt.divisibility = 16 : i32}, %N: i32 {tt.divisibility = 16 : i32}, %K: i32 {tt.divisibility = 16 : i32}) {
     %0 = tt.program_id 0 : i32
     %1 = tt.constant 64 : i32 -> i32

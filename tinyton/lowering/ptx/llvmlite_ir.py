@@ -216,8 +216,9 @@ def _convert_global(op: llvm.GlobalOp, module: ir.Module) -> None:
     gvar.type = ir.PointerType(addrspace=addrspace)
     gvar.linkage = op.linkage.linkage.data
     gvar.global_constant = op.constant is not None
-    if op.value is None:
-        gvar.initializer = ir.Constant(gvar.value_type, ir.Undefined)
+    if op.value is None:  # undefined; a declaration when external (dynamic shared memory)
+        if op.linkage.linkage.data != "external":
+            gvar.initializer = ir.Constant(gvar.value_type, ir.Undefined)
     elif isinstance(op.value, StringAttr):
         raw = bytearray(op.value.data.encode())
         gvar.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(raw)), raw)

@@ -31,7 +31,9 @@ from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
 ELEMENTWISE = (tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.AddPtrOp)
 """Ops computing each element from the same element of their operands, in any layout."""
 
-SOURCES = (tt.ArangeOp, tt.SplatOp, tt.ConstantOp)
+SOURCES = (tt.ArangeOp, tt.SplatOp, tt.ConstantOp, tt.LocalLoadOp)
+"""Ops whose result is free: a `tt.local_load` is read from its shared-memory slot in whatever layout the
+consumer asks for (a tensor-core dot reads it with `ldmatrix` and never asks)."""
 PASS_THROUGH = (*ELEMENTWISE, tt.ExpandDimsOp, tt.BroadcastOp)
 """Ops whose result is free (or flexible) when their tile operands are."""
 

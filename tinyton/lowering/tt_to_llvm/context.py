@@ -32,8 +32,9 @@ from tinyton.lowering.tt_to_llvm.layouts import (
 )
 
 SMEM_LIMIT = 48 * 1024
-"""Static shared memory a kernel may use without opting in at launch."""
-SMEM_ANYWHERE = (0, SMEM_LIMIT)
+"""Static shared memory a kernel may use without opting in at launch (the default limit)."""
+SMEM_ANYWHERE = (0, 1 << 30)
+"""`smem_pending` when any byte may still be read."""
 
 
 class LoweringError(DiagnosticException):
@@ -99,6 +100,7 @@ class KernelContext(Emitter):
         axis: AxisAnalysis,
         smem_symbol: str,
         convert_layout: LayoutConversion,
+        smem_limit: int = SMEM_LIMIT,
     ):
         """`convert_layout` is the shared-memory conversion (tinyton/lowering/tt_to_llvm/shared.py); the
         pass passes it in because shared-memory staging is built on this context's helpers."""
@@ -108,6 +110,11 @@ class KernelContext(Emitter):
         self.assign = assign
         self.axis = axis
         self.smem_symbol = smem_symbol
+        self.smem_limit = smem_limit
+        self.smem_floor = 0
+        """Bytes at the bottom of shared memory reserved for the whole kernel (`reserve_smem`)."""
+        self.local_buffers: dict[SSAValue, int] = {}
+        """Byte offset of each `tt.local_alloc` buffer."""
         self.smem_bytes = 0
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""
@@ -180,26 +187,41 @@ class KernelContext(Emitter):
         """
         Byte offset of a shared-memory buffer for one write, barrier, read round.
 
-        Rounds alternate between the bottom of shared memory and right above the previous
-        round's buffer, so that a round never overwrites what other threads may still be
-        reading from the previous one (its barrier ordered everything older); only when
-        neither fits is a barrier needed first.
+        Rounds alternate between the bottom of the round area (above the pipelining buffers, which
+        live for the whole kernel) and right above the previous round's buffer, so that a round never
+        overwrites what other threads may still be reading from the previous one (its barrier ordered
+        everything older); only when neither fits is a barrier needed first.
         """
-        if nbytes > SMEM_LIMIT:
+        floor = self.smem_floor
+        if floor + nbytes > self.smem_limit:
+            beside = f" beside {floor} bytes of pipelining buffers (fewer num_stages)" if floor else ""
             raise LoweringError(
-                f"{what} needs {nbytes} bytes of shared memory, more than the {SMEM_LIMIT} bytes a "
-                "kernel may use; use smaller tiles"
+                f"{what} needs {nbytes} bytes of shared memory, more than the {self.smem_limit} bytes a "
+                f"kernel may use{beside}; use smaller tiles"
             )
-        start = 0
+        start = floor
         if self.smem_pending is not None:
             low, high = self.smem_pending
-            above = -(-high // 16) * 16
-            if nbytes > low:
-                if above + nbytes <= SMEM_LIMIT:
+            above = max(floor, -(-high // 16) * 16)
+            if floor + nbytes > low:
+                if above + nbytes <= self.smem_limit:
                     start = above
                 else:
                     self.barrier()
         self.smem_bytes = max(self.smem_bytes, start + nbytes)
+        return start
+
+    def reserve_smem(self, nbytes: int, align: int) -> int:
+        """Byte offset of shared memory owned for the whole kernel (below every round's buffer);
+        call before lowering any op."""
+        start = -(-self.smem_floor // align) * align
+        self.smem_floor = start + nbytes
+        if self.smem_floor > self.smem_limit:
+            raise LoweringError(
+                f"the pipelining buffers need {self.smem_floor} bytes of shared memory, more than the "
+                f"{self.smem_limit} bytes a kernel may use"
+            )
+        self.smem_bytes = max(self.smem_bytes, self.smem_floor)
         return start
 
     def smem_read(self, start: int, nbytes: int) -> None:

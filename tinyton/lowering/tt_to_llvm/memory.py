@@ -108,7 +108,8 @@ def _from_bits(ctx: KernelContext, bits: SSAValue, elem: Attribute) -> SSAValue:
     return bits
 
 
-def _width(ctx: KernelContext, ptr: SSAValue, mask: SSAValue | None, layout: Layout | None) -> int:
+def access_width(ctx: KernelContext, ptr: SSAValue, mask: SSAValue | None, layout: Layout | None) -> int:
+    """Elements one access of a thread moves (the axis analysis' vector width)."""
     if layout is None:
         return 1
     mask_info = ctx.axis[mask] if mask is not None else None
@@ -165,12 +166,17 @@ def _store(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, values: lis
     _inline_asm(ctx, [f"{guard}st.global{a.suffix} [ $0 + 0 ], {a.operands(1)};"], [], inputs, None)
 
 
+def load_words(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, elem: Attribute, v: int) -> list[SSAValue]:
+    """`v` elements at `ptr` as one predicated access (zeros where `pred` is false)."""
+    return _load(ctx, ptr, pred, None, _Access(elem, v))
+
+
 @lowers_tile(tt.LoadOp)
 def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list[SSAValue]:
     ptrs = ctx.get(op.ptr, layout)
     masks = ctx.get(op.mask, layout) if op.mask is not None else None
     others = ctx.get(op.other, layout) if op.other is not None and masks is not None else None
-    v = _width(ctx, op.ptr, op.mask, layout)
+    v = access_width(ctx, op.ptr, op.mask, layout)
     access = _Access(llvm_type(op.result.type), v)
     out: list[SSAValue] = []
     for g in range(0, len(ptrs), v):
@@ -186,7 +192,7 @@ def lower_store(ctx: KernelContext, op: tt.StoreOp) -> None:
     values = ctx.get(op.value, layout)
     masks = ctx.get(op.mask, layout) if op.mask is not None else None
     replica = ctx.replica_predicate(layout)
-    v = _width(ctx, op.ptr, op.mask, layout)
+    v = access_width(ctx, op.ptr, op.mask, layout)
     access = _Access(llvm_type(op.value.type), v)
     for g in range(0, len(ptrs), v):
         pred = ctx.all_of([masks[g] if masks is not None else None, replica])

@@ -2,7 +2,8 @@
 `tt.dot` on tensor cores: `ldmatrix` from swizzled shared memory and `mma.sync.m16n8k16`.
 
 Both operands are stored into shared memory, XOR-swizzled (`swizzle`), from whatever layout
-they are in; after a barrier each warp loads the fragments of its 16-row blocks of A with
+they are in (or, in a pipelined loop, are already there: `tt.local_load` of a slot that
+`cp.async` filled, see `async_copy`); after a barrier each warp loads the fragments of its 16-row blocks of A with
 `ldmatrix.x4` and of its 16-column blocks of B with `ldmatrix.x4.trans` (B is row-major K x
 N, so each 8x8 matrix is read transposed), one 16-deep step of K at a time, and issues one
 `mma` per 16x8 piece of its accumulator (`mma_layout`). An f32 accumulator uses the f16 x
@@ -19,12 +20,14 @@ from xdsl.dialects.builtin import (
     VectorType,
     f16,
     f32,
+    i8,
     i32,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.async_copy import slot_base
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, mma_tiling
@@ -103,40 +106,58 @@ def _lane_row_col(ctx: KernelContext) -> tuple[SSAValue, SSAValue]:
 
 
 def _fragments(
-    ctx: KernelContext, swizzle: Swizzle, byte_offset: int, row: SSAValue, col: SSAValue, trans: bool
+    ctx: KernelContext, swizzle: Swizzle, base: SSAValue, row: SSAValue, col: SSAValue, trans: bool
 ) -> list[SSAValue]:
-    """The four fragment registers of the 16x16 block at (`row`, `col`) of a swizzled tile."""
+    """The four fragment registers of the 16x16 block at (`row`, `col`) of a swizzled tile at `base`."""
     lane_row, lane_col = _lane_row_col(ctx)
     offset = swizzle.offset(ctx, ctx.int_op("add", row, lane_row), ctx.int_op("add", col, lane_col))
-    return _ldmatrix(ctx, ctx.smem_ptr(f16, offset, byte_offset), trans)
+    return _ldmatrix(ctx, ctx.gep(base, offset, f16), trans)
+
+
+def _shared_operands(ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swizzle]) -> list[SSAValue]:
+    """The byte address of each operand's swizzled tile: the slot a `tt.local_load` reads (pipelined
+    loops), or a staging buffer the operand's registers are stored to (then a barrier)."""
+    bases: list[SSAValue | None] = [None, None]
+    staged = []
+    for i, (value, tile) in enumerate(zip((op.a, op.b), tiles)):
+        source = value.owner
+        if isinstance(source, tt.LocalLoadOp):
+            bases[i] = slot_base(ctx, source.buffer, source.slot)
+        else:
+            staged.append((i, value, tile))
+    if staged:
+        (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+        nbytes = sum(tile.nbytes for _, _, tile in staged)
+        start = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
+        offset = start
+        for i, value, tile in staged:
+            layout = ctx.layout_of(value)
+            store_swizzled(ctx, ctx.get(value, layout), layout, llvm_type(value.type), tile, offset)
+            bases[i] = ctx.smem_ptr(i8, 0, offset)
+            offset += tile.nbytes
+        ctx.barrier()
+        ctx.smem_read(start, nbytes)
+    return bases  # type: ignore[return-value]
 
 
 def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = mma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
-    elem = llvm_type(op.a.type)
     a_tile, b_tile = Swizzle(m, k, 2), Swizzle(k, n, 2)
-    la, lb = ctx.layout_of(op.a), ctx.layout_of(op.b)
-    a_regs, b_regs = ctx.get(op.a, la), ctx.get(op.b, lb)
     acc = list(ctx.get(op.acc, layout))
-    nbytes = a_tile.nbytes + b_tile.nbytes
-    a_offset = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
-    b_offset = a_offset + a_tile.nbytes
-    store_swizzled(ctx, a_regs, la, elem, a_tile, a_offset)
-    store_swizzled(ctx, b_regs, lb, elem, b_tile, b_offset)
-    ctx.barrier()
+    a_base, b_base = _shared_operands(ctx, op, (a_tile, b_tile))
 
     row0, col0 = _warp_block(ctx, tiling)
     step_m, step_n = BLOCK * tiling.warps_m, BLOCK * tiling.warps_n
     for kk in range(0, k, BLOCK):
         kc = ctx.const(kk)
         a_frags = [
-            _fragments(ctx, a_tile, a_offset, ctx.int_op("add", row0, ctx.const(i * step_m)), kc, trans=False)
+            _fragments(ctx, a_tile, a_base, ctx.int_op("add", row0, ctx.const(i * step_m)), kc, trans=False)
             for i in range(tiling.reps_m)
         ]
         b_frags = [
-            _fragments(ctx, b_tile, b_offset, kc, ctx.int_op("add", col0, ctx.const(j * step_n)), trans=True)
+            _fragments(ctx, b_tile, b_base, kc, ctx.int_op("add", col0, ctx.const(j * step_n)), trans=True)
             for j in range(tiling.reps_n)
         ]
         for i, a in enumerate(a_frags):
@@ -144,5 +165,4 @@ def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAV
                 for half in range(2):
                     base = 8 * (i * tiling.reps_n + j) + 4 * half
                     acc[base : base + 4] = _mma(ctx, a, b[2 * half : 2 * half + 2], acc[base : base + 4])
-    ctx.smem_read(a_offset, nbytes)
     return acc

@@ -26,6 +26,7 @@ from xdsl.passes import ModulePass
 from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
+    async_copy,
     control_flow,
     dot,
     elementwise,
@@ -34,7 +35,13 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
-from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type
+from tinyton.lowering.tt_to_llvm.context import (
+    SMEM_LIMIT,
+    KernelContext,
+    LoweringError,
+    llvm_type,
+)
+from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 
 NUM_WARPS_ATTR = "tt.num_warps"
@@ -48,7 +55,8 @@ class KernelInfo:
     name: str
     num_warps: int
     shared_bytes: int
-    """Static shared memory (already declared in the module)."""
+    """Shared memory the kernel uses: declared statically up to 48 KiB (`SMEM_LIMIT`), else dynamic (an
+    `extern` array: the launch passes this size and opts in above 48 KiB)."""
     param_types: tuple[str, ...]
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
 
@@ -70,12 +78,14 @@ def is_kernel(function: func.FuncOp) -> bool:
     return not outputs and not any(isinstance(t, TensorType) for t in inputs)
 
 
-def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
-    """Lower the module's one tt kernel in place; `num_warps` overrides `tt.num_warps`."""
+def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT) -> KernelInfo:
+    """Lower the module's one tt kernel in place (pipelining its loops first); `num_warps` overrides
+    `tt.num_warps`; `shared_limit` is the shared memory the target lets a program use."""
     try:
         check_kernel_module(module, TinytonToLLVMPass.name)
     except CompilationError as e:
         raise LoweringError(str(e)) from None
+    pipeline_module(module, shared_limit)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
         raise LoweringError(
@@ -97,7 +107,10 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
 
     smem = f"{name}_smem"
-    ctx = KernelContext(fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem, convert_layout)
+    ctx = KernelContext(
+        fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem, convert_layout, shared_limit
+    )
+    async_copy.reserve_buffers(ctx, kernel)
     for arg, param in zip(kernel.args, fn.body.block.args):
         ctx.set(arg, None, [param])
     ctx.lower_block(kernel.body.block)
@@ -105,9 +118,13 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None) -> KernelInfo:
     ctx.finish()
 
     block = module.body.block
-    if ctx.smem_bytes:
+    if ctx.smem_bytes > SMEM_LIMIT:
+        array = llvm.LLVMArrayType(0, IntegerType(8))
+        block.insert_op_before(llvm.GlobalOp(array, smem, "external", addr_space=3, alignment=1024), kernel)
+    elif ctx.smem_bytes:
         array = llvm.LLVMArrayType(ctx.smem_bytes, IntegerType(8))
-        block.insert_op_before(llvm.GlobalOp(array, smem, "internal", addr_space=3, alignment=16), kernel)
+        align = 1024 if ctx.local_buffers else 16
+        block.insert_op_before(llvm.GlobalOp(array, smem, "internal", addr_space=3, alignment=align), kernel)
     block.insert_op_before(fn, kernel)
     kernel.detach()
     kernel.erase()
@@ -122,11 +139,12 @@ class TinytonToLLVMPass(ModulePass):
     name = "tinyton-to-llvm"
 
     num_warps: int | None = None
+    shared_limit: int = SMEM_LIMIT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Lower the module's kernel, or each nested kernel module (as `tinyton-fusion-to-kernels` makes)."""
         nested = [m for m in op.ops if isinstance(m, ModuleOp)]
         if any(isinstance(f, func.FuncOp) and is_kernel(f) for f in op.ops) or not nested:
-            lower_to_llvm(op, self.num_warps)
+            lower_to_llvm(op, self.num_warps, self.shared_limit)
         for module in nested:
-            lower_to_llvm(module, self.num_warps)
+            lower_to_llvm(module, self.num_warps, self.shared_limit)

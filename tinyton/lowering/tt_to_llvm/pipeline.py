@@ -1,0 +1,338 @@
+"""
+`tinyton-pipeline`: software pipelining of the loops that load the operands of a tensor-core `tt.dot`.
+
+Takes: a tt kernel module. Gives: the same module where each such `scf.for` keeps `S` (`num_stages`) tiles
+of every operand in flight, as Triton's pipeliner does. Each load `tt.load(ptrs, mask, other=0)` whose
+only users are tensor-core dots becomes a `tt.local_alloc` buffer of `S` slots, filled by `tt.async_copy`
+(`cp.async`, masked-off lanes zero-filled):
+
+    prologue:  copy iterations 0 .. S-2 into slots 0 .. S-2, one commit group each
+    loop i:    tt.async_wait S-2      (iteration i's group has landed; one barrier for all threads)
+               copy iteration i+S-1 into the slot iteration i-1 read; commit
+               tt.local_load slot i % S -> the dot reads it straight from shared memory
+    after:     tt.async_wait 0
+
+The addresses of iteration `i+S-1` come from cloning the body's pure ops that compute the loads'
+operands, and the updates of the loop-carried values they use (the pointer increments), into the
+prologue and the body, run `S-1` iterations ahead on extra loop-carried values; a copy of an
+iteration past the loop's end is masked off entirely. The loop's own copies of those values are
+dropped when nothing else uses them.
+
+The depth is the loop's `tt.num_stages` attribute (`tt.range(..., num_stages=)`), else the module's
+(the launch option), else Triton's default of 3, reduced until the buffers fit `shared_limit`; 1 or 0
+leaves the loop as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import Pure
+from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.utils.exceptions import DiagnosticException
+
+from tinyton.analysis.pass_inputs import check_kernel_module
+from tinyton.dialects import tt
+from tinyton.errors import CompilationError
+from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
+
+STAGES_ATTR = "tt.num_stages"
+DEFAULT_STAGES = 3
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+def _constant(value: int) -> tt.ConstantOp:
+    return tt.ConstantOp(IntegerAttr(value, 32), i32)
+
+
+def _is_zero(value: SSAValue | None) -> bool:
+    if value is None:
+        return True
+    op = value.owner
+    return isinstance(op, tt.ConstantOp) and isinstance(op.value, FloatAttr) and op.value.value.data == 0.0
+
+
+def _feeds_mma_only(load: tt.LoadOp) -> bool:
+    users = [use.operation for use in load.result.uses]
+    return bool(users) and all(
+        isinstance(u, tt.DotOp) and uses_mma(u) and load.result in (u.a, u.b) and load.result is not u.acc
+        for u in users
+    )
+
+
+def _defined_in(value: SSAValue, block: Block) -> bool:
+    owner = value.owner
+    return owner is block if isinstance(value, BlockArgument) else owner.parent_block() is block
+
+
+@dataclass
+class _Plan:
+    """What pipelining one loop needs: the loads, the carried values their addresses follow, and
+    the body's ops computing those addresses and updates (in body order)."""
+
+    loop: scf.ForOp
+    loads: list[tt.LoadOp]
+    carried: list[int]
+    """Indices of the iter_args that the loads' addresses depend on."""
+    ops: list[Operation]
+
+
+def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
+    """The ops of `block` that `values` depend on and the iter_args (indices) they reach; None when one
+    of those ops is not pure or has regions."""
+    ops: set[Operation] = set()
+    carried: set[int] = set()
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if not _defined_in(value, block):
+            continue
+        if isinstance(value, BlockArgument):
+            if value.index > 0:
+                carried.add(value.index - 1)
+            continue
+        op = value.owner
+        if op in ops:
+            continue
+        if not op.has_trait(Pure) or op.regions:
+            return None
+        ops.add(op)
+        pending += op.operands
+    return ops, carried
+
+
+def _plan(loop: scf.ForOp) -> _Plan | None:
+    block = loop.body.block
+    loads = [
+        op for op in block.ops
+        if isinstance(op, tt.LoadOp) and tt.shape_of(op.result.type) and _feeds_mma_only(op) and _is_zero(op.other)
+    ]
+    if not loads:
+        return None
+    roots = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
+    ops: set[Operation] = set()
+    carried: set[int] = set()
+    while True:
+        found = _slice(roots, block)
+        if found is None:
+            return None
+        ops, reached = found
+        if reached <= carried:
+            break
+        carried |= reached
+        roots += [block.last_op.operands[i] for i in carried]
+    return _Plan(loop, loads, sorted(carried), [op for op in block.ops if op in ops])
+
+
+def _stage_count(loop: scf.ForOp, module: ModuleOp, plan: _Plan, shared_limit: int) -> int:
+    attr = loop.attributes.get(STAGES_ATTR) or module.attributes.get(STAGES_ATTR)
+    stages = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_STAGES
+    per_stage = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in plan.loads)
+    while stages > 1 and stages * per_stage > shared_limit:
+        stages -= 1
+    return stages
+
+
+def _elements(value: SSAValue) -> int:
+    n = 1
+    for d in tt.shape_of(value.type):
+        n *= d
+    return n
+
+
+class _Builder:
+    """Appends ops before `anchor` (or at the end of a block)."""
+
+    def __init__(self, block: Block, anchor: Operation | None):
+        self.block, self.anchor = block, anchor
+
+    def add(self, op: Operation) -> Operation:
+        if self.anchor is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.anchor)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        return self.add(op).results[0]
+
+
+def _issue(
+    b: _Builder, plan: _Plan, buffers: Sequence[SSAValue], iv: SSAValue, state: Sequence[SSAValue],
+    slot: SSAValue, ub: SSAValue,
+) -> list[SSAValue]:
+    """Copy the tiles of the iteration at `iv` (whose carried values are `state`) into `slot`, commit,
+    and give the carried values of the next iteration."""
+    body = plan.loop.body.block
+    mapping: dict[SSAValue, SSAValue] = {body.args[0]: iv}
+    mapping.update((body.args[1 + i], s) for i, s in zip(plan.carried, state))
+    for op in plan.ops:
+        b.add(op.clone(value_mapper=mapping))
+    valid = b.value(tt.CmpOp("lt", iv, ub))
+    for load, buffer in zip(plan.loads, buffers):
+        shape = tt.shape_of(load.ptr.type)
+        mask = b.value(tt.SplatOp(valid, shape))
+        if load.mask is not None:
+            mask = b.value(tt.AndOp(mapping.get(load.mask, load.mask), mask))
+        b.add(tt.AsyncCopyOp(mapping.get(load.ptr, load.ptr), buffer, slot, mask))
+    b.add(tt.AsyncCommitOp())
+    yields = body.last_op.operands
+    return [mapping.get(yields[i], yields[i]) for i in plan.carried]
+
+
+def _advance(b: _Builder, slot: SSAValue, stages: int) -> SSAValue:
+    """`(slot + 1) % stages`."""
+    one, last = b.value(_constant(1)), b.value(_constant(stages - 1))
+    at_end = b.value(tt.CmpOp("eq", slot, last))
+    return b.value(tt.SelectOp(at_end, b.value(_constant(0)), b.value(tt.AddOp(slot, one))))
+
+
+def pipeline_loop(plan: _Plan, stages: int) -> None:
+    loop = plan.loop
+    outer = loop.parent_block()
+    assert outer is not None
+    before = _Builder(outer, loop)
+    ahead = stages - 1
+    buffers = [
+        before.value(tt.LocalAllocOp(stages, tt.shape_of(ld.result.type), tt.element_type(ld.result.type)))
+        for ld in plan.loads
+    ]
+    # Prologue: iterations 0 .. S-2.
+    state = [loop.iter_args[i] for i in plan.carried]
+    iv = loop.lb
+    for s in range(ahead):
+        if s:
+            iv = before.value(tt.AddOp(iv, loop.step))
+        state = _issue(before, plan, buffers, iv, state, before.value(_constant(s)), loop.ub)
+    lookahead = before.value(tt.MulOp(before.value(_constant(ahead)), loop.step))
+
+    # The new loop carries the original values, the state S-1 iterations ahead and the two slots.
+    body = loop.body.block
+    yield_op = body.last_op
+    ahead_args = [body.insert_arg(body.args[1 + i].type, len(body.args)) for i in plan.carried]
+    read_slot = body.insert_arg(i32, len(body.args))
+    write_slot = body.insert_arg(i32, len(body.args))
+    first = body.first_op
+    b = _Builder(body, first)
+    b.add(tt.AsyncWaitOp(stages - 2))
+    for load, buffer in zip(plan.loads, buffers):
+        load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, read_slot)))
+    iv_ahead = b.value(tt.AddOp(body.args[0], lookahead))
+    next_state = _issue(b, plan, buffers, iv_ahead, ahead_args, write_slot, loop.ub)
+    b = _Builder(body, yield_op)
+    next_read, next_write = _advance(b, read_slot, stages), _advance(b, write_slot, stages)
+    yield_op.detach()
+    body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write))
+    yield_op.erase()
+    for load in plan.loads:
+        load.detach()
+        load.erase()
+
+    inits = [*loop.iter_args, *state, before.value(_constant(0)), before.value(_constant(ahead))]
+    region = loop.detach_region(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
+    new_loop.attributes.update(loop.attributes)
+    outer.insert_op_before(new_loop, loop)
+    for old, new in zip(loop.results, new_loop.results):
+        old.replace_all_uses_with(new)
+    outer.insert_op_after(tt.AsyncWaitOp(0), new_loop)
+    loop.detach()
+    loop.erase()
+    region_dce(new_loop.body)
+    _drop_dead_carried(new_loop)
+
+
+def _drop_dead_carried(loop: scf.ForOp) -> None:
+    """Remove iter_args whose result is unused and whose value only feeds its own update."""
+    body = loop.body.block
+    yield_op = body.last_op
+    dead = []
+    for i, (arg, res) in enumerate(zip(body.args[1:], loop.results)):
+        if res.uses:
+            continue
+        users = _forward(arg, yield_op)
+        if users is not None and all(u.index == i for u in users):
+            dead.append(i)
+    if not dead:
+        return
+    keep = [i for i in range(len(loop.iter_args)) if i not in dead]
+    operands = list(yield_op.operands)
+    yield_op.detach()
+    body.add_op(scf.YieldOp(*(operands[i] for i in keep)))
+    yield_op.erase()
+    region_dce(loop.body)
+    for i in reversed(dead):
+        body.erase_arg(body.args[1 + i])
+    inits = [loop.iter_args[i] for i in keep]
+    region = loop.detach_region(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
+    new_loop.attributes.update(loop.attributes)
+    block = loop.parent_block()
+    assert block is not None
+    block.insert_op_before(new_loop, loop)
+    for i, new in zip(keep, new_loop.results):
+        loop.results[i].replace_all_uses_with(new)
+    loop.detach()
+    loop.erase()
+
+
+@dataclass(frozen=True)
+class _YieldUse:
+    index: int
+
+
+def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
+    """The yield operands that `value` reaches through pure ops only (None: it reaches anything else)."""
+    out: list[_YieldUse] = []
+    seen: set[Operation] = set()
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            user = use.operation
+            if user is yield_op:
+                out.append(_YieldUse(use.index))
+            elif user not in seen:
+                if not user.has_trait(Pure) or user.regions:
+                    return None
+                seen.add(user)
+                pending += user.results
+    return out
+
+
+def pipeline_module(module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT) -> None:
+    """Pipeline every eligible loop of the module's kernels (innermost first)."""
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    budget = shared_limit
+    for loop in reversed(loops):
+        plan = _plan(loop)
+        if plan is None:
+            continue
+        stages = _stage_count(loop, module, plan, budget)
+        if stages < 2:
+            continue
+        per_stage = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in plan.loads)
+        budget -= stages * per_stage
+        pipeline_loop(plan, stages)
+
+
+@dataclass(frozen=True)
+class PipelinePass(ModulePass):
+    """Software-pipeline the loops feeding tensor-core dots (`shared_limit`: bytes the buffers may take)."""
+
+    name = "tinyton-pipeline"
+
+    shared_limit: int = DEFAULT_SHARED_LIMIT
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            check_kernel_module(op, self.name)
+        except CompilationError as e:
+            raise DiagnosticException(str(e)) from None
+        pipeline_module(op, self.shared_limit)
+
