@@ -248,6 +248,44 @@ def dot(a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out
 
 
 # ---------------------------------------------------------------------------------------------
+# Atomics
+# ---------------------------------------------------------------------------------------------
+
+
+def _atomic(kind: str, doc: str) -> Callable[..., Any]:
+    def fn(pointer: Any, val: Any, mask: Any = None, sem: str | None = None, scope: str | None = None) -> Any:
+        return _kernel().atomic_rmw(kind, pointer, val, mask, sem, scope)
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{kind}"
+    fn.__doc__ = doc + (
+        " Gives the old values; masked-off lanes do nothing. `sem`: 'relaxed', 'acquire', 'release' or "
+        "'acq_rel' (default); `scope`: 'gpu' (default), 'cta' or 'sys'."
+    )
+    return builtin(fn)
+
+
+atomic_add = _atomic("add", "`*pointer += val` atomically, per lane.")
+atomic_max = _atomic("max", "`*pointer = max(*pointer, val)` atomically, per lane.")
+atomic_min = _atomic("min", "`*pointer = min(*pointer, val)` atomically, per lane.")
+atomic_and = _atomic("and", "`*pointer &= val` atomically, per lane (integers).")
+atomic_or = _atomic("or", "`*pointer |= val` atomically, per lane (integers).")
+atomic_xor = _atomic("xor", "`*pointer ^= val` atomically, per lane (integers).")
+atomic_xchg = _atomic("xchg", "`*pointer = val` atomically, per lane.")
+
+
+@builtin
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: str | None = None, scope: str | None = None) -> Any:
+    """Where `*pointer == cmp`, store `val`, atomically per lane; gives the old values."""
+    return _kernel().atomic_cas(pointer, cmp, val, sem, scope)
+
+
+@builtin
+def debug_barrier() -> None:
+    """Wait until every thread of the program gets here (CUDA's `__syncthreads()`)."""
+    _kernel().debug_barrier()
+
+
+# ---------------------------------------------------------------------------------------------
 # Array-program-only builtins (implemented by the tracer; no tile-level equivalent)
 # ---------------------------------------------------------------------------------------------
 
@@ -311,10 +349,19 @@ __all__ = [
     "Stream",
     "abs",
     "arange",
+    "atomic_add",
+    "atomic_and",
+    "atomic_cas",
+    "atomic_max",
+    "atomic_min",
+    "atomic_or",
+    "atomic_xchg",
+    "atomic_xor",
     "autotune",
     "broadcast_to",
     "cdiv",
     "constexpr",
+    "debug_barrier",
     "dot",
     "dtype",
     "dtype_of",

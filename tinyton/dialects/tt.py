@@ -44,6 +44,7 @@ from tinyton.dialects.tt_elementwise import (  # noqa: F401
     MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
     XorOp,
 )
+from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
     FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
@@ -462,6 +463,7 @@ Tt = Dialect(
         ReduceMaxOp,
         ReduceMinOp,
         DotOp,
+        *ATOMIC_OPS,
     ],
     [PointerType],
 )

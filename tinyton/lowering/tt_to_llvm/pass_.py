@@ -26,6 +26,7 @@ from xdsl.passes import ModulePass
 from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
+    atomics,
     control_flow,
     dot,
     elementwise,

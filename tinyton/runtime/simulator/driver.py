@@ -25,6 +25,7 @@ from tinyton.dialects import tt
 from tinyton.runtime.driver import GRID_LIMITS
 from tinyton.runtime.spans import memory_span
 
+from .atomics import AtomicFunctions
 from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
 from .errors import KernelArgumentError, SimulatorError
@@ -37,6 +38,7 @@ FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     TileFunctions,
     ElementwiseFunctions,
     MemoryFunctions,
+    AtomicFunctions,
     ControlFunctions,
     FuncFunctions,
 )
