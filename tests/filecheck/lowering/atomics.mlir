@@ -8,7 +8,7 @@
 // CHECK:      llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$3 atom.relaxed.cta.global.max.s32 $0, [ $1 + 0 ], $2;\0A\09@$4 atom.relaxed.cta.global.min.u32 $0, [ $1 + 0 ], $2;"
 // CHECK:      llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$4 atom.acq_rel.gpu.global.cas.b32 $0, [ $1 + 0 ], $2, $3;"
 // CHECK:      llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$3 atom.release.sys.global.xor.b32 $0, [ $1 + 0 ], $2;"
-// CHECK:      "nvvm.barrier0"
+// CHECK:      nvvm.barrier0
 // CHECK:      llvm.inline_asm has_side_effects "mov.b32 $0, 0;\0A\09@$3 atom.acquire.gpu.global.min.s32 $0, [ $1 + 0 ], $2;"
 // CHECK:      llvm.inline_asm has_side_effects "mov.b16 $0, 0;\0A\09@$3 atom.acq_rel.gpu.global.add.noftz.f16 $0, [ $1 + 0 ], $2;"
 
