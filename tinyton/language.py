@@ -286,6 +286,65 @@ def debug_barrier() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Random numbers (Philox 4x32, as Triton's)
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: int = 10) -> Any:
+    """`n_rounds` rounds of Philox 4x32 on counters `(c0..c3)` keyed by `seed`: four int32 tiles."""
+    return _kernel().philox(seed, c0, c1, c2, c3, n_rounds)
+
+
+@builtin
+def randint4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of random 32-bit ints (as int32) for a seed and a block of int offsets."""
+    return _kernel().randint4x(seed, offset, n_rounds)
+
+
+@builtin
+def randint(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of random 32-bit ints (as int32): the first of `randint4x`."""
+    return _kernel().randint4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def rand4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of float32 uniform in [0, 1)."""
+    return _kernel().rand4x(seed, offset, n_rounds)
+
+
+@builtin
+def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of float32 uniform in [0, 1): the same offset and seed give the same number."""
+    return _kernel().rand4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def randn4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of float32 standard normal samples."""
+    return _kernel().randn4x(seed, offset, n_rounds)
+
+
+@builtin
+def randn(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of float32 standard normal samples (Box-Muller of the first two of `randint4x`)."""
+    return _kernel().randn4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def uint_to_uniform_float(x: Any) -> Any:
+    """A float32 in [0, 1) from the bits of a random 32-bit int."""
+    return _kernel().uint_to_uniform_float(x)
+
+
+@builtin
+def pair_uniform_to_normal(u1: Any, u2: Any) -> Any:
+    """Box-Muller: two standard normal samples from two uniforms."""
+    return _kernel().pair_uniform_to_normal(u1, u2)
+
+
+# ---------------------------------------------------------------------------------------------
 # Array-program-only builtins (implemented by the tracer; no tile-level equivalent)
 # ---------------------------------------------------------------------------------------------
 
@@ -386,7 +445,15 @@ __all__ = [
     "next_power_of_2",
     "num_programs",
     "ones",
+    "pair_uniform_to_normal",
+    "philox",
     "program_id",
+    "rand",
+    "rand4x",
+    "randint",
+    "randint4x",
+    "randn",
+    "randn4x",
     "range",
     "reduce_max",
     "reduce_min",
@@ -405,6 +472,7 @@ __all__ = [
     "transpose",
     "tril",
     "triu",
+    "uint_to_uniform_float",
     "where",
     "zeros",
 ]

@@ -31,6 +31,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     dot,
     elementwise,
     memory,
+    random,
     reductions,
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment

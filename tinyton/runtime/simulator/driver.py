@@ -30,6 +30,7 @@ from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
 from .errors import KernelArgumentError, SimulatorError
 from .memory import MemoryFunctions
+from .random import RandomFunctions
 from .state import Launch, SimFunctions
 from .tiles import TileFunctions
 from .values import Pointer, np_dtype
@@ -39,6 +40,7 @@ FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     ElementwiseFunctions,
     MemoryFunctions,
     AtomicFunctions,
+    RandomFunctions,
     ControlFunctions,
     FuncFunctions,
 )
