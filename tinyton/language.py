@@ -20,6 +20,7 @@ from tinyton.dtypes import DTYPES, bfloat16, dtype, dtype_of, float16, float32, 
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
 from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
+from tinyton.frontend.block_pointers import BlockPointer
 from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
@@ -137,15 +138,42 @@ def zeros(shape: int | Sequence[int], dtype: Any = float32) -> Any:
 
 
 @builtin
-def load(ptr: Any, mask: Any = None, other: Any = None) -> Any:
-    """Read through a pointer (tile); lanes where `mask` is false read nothing and give `other` (0)."""
+def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: str = "") -> Any:
+    """Read through a pointer (tile); lanes where `mask` is false read nothing and give `other` (0).
+    Through a block pointer: the block, elements outside the array on the `boundary_check` dimensions
+    giving `padding_option` ("zero", or "nan")."""
+    if isinstance(ptr, BlockPointer):
+        return _kernel().load_block(ptr, boundary_check, padding_option)
     return _kernel().load(ptr, mask, other)
 
 
 @builtin
-def store(ptr: Any, value: Any, mask: Any = None) -> None:
-    """Write `value` (converted to the pointee type) through a pointer tile where `mask` is true."""
+def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = ()) -> None:
+    """Write `value` (converted to the pointee type) through a pointer tile where `mask` is true. Through a
+    block pointer: the block, skipping elements outside the array on the `boundary_check` dimensions."""
+    if isinstance(ptr, BlockPointer):
+        _kernel().store_block(ptr, value, boundary_check)
+        return
     _kernel().store(ptr, value, mask)
+
+
+@builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any, order: Any) -> Any:
+    """A pointer to a `block_shape` block at `offsets` of the `shape`/`strides` array at `base`."""
+    return _kernel().make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """The block pointer moved by `offsets` (elements, per dimension)."""
+    return _kernel().advance(base, offsets)
+
+
+@builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> Any:
+    """A descriptor of the `shape`/`strides` array at `base` whose `.load(offsets)` / `.store(offsets, v)`
+    move `block_shape` blocks, elements outside the array reading 0 and not written."""
+    return _kernel().make_tensor_descriptor(base, shape, strides, block_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,6 +435,7 @@ __all__ = [
     "Graphed",
     "Stream",
     "abs",
+    "advance",
     "arange",
     "atomic_add",
     "atomic_and",
@@ -417,6 +446,7 @@ __all__ = [
     "atomic_xchg",
     "atomic_xor",
     "autotune",
+    "bfloat16",
     "broadcast_to",
     "cdiv",
     "constexpr",
@@ -426,7 +456,6 @@ __all__ = [
     "dtype_of",
     "exp",
     "float16",
-    "bfloat16",
     "float32",
     "full",
     "graphed",
@@ -436,6 +465,8 @@ __all__ = [
     "jit",
     "load",
     "log",
+    "make_block_ptr",
+    "make_tensor_descriptor",
     "matmul",
     "max",
     "maximum",
