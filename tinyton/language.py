@@ -20,6 +20,7 @@ from tinyton.dtypes import DTYPES, bfloat16, dtype, dtype_of, float16, float32, 
 from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
 from tinyton.frontend.autotuner import Config, autotune, heuristics  # noqa: F401 - tt.autotune, tt.Config, tt.heuristics
+from tinyton.frontend.block_pointers import BlockPointer
 from tinyton.frontend.graphed import Graphed, graphed  # noqa: F401 - tt.graphed: CUDA-graph replay
 from tinyton.frontend.jit import JITFunction
 from tinyton.frontend.source import constexpr  # noqa: F401 - re-exported as tt.constexpr
@@ -137,15 +138,42 @@ def zeros(shape: int | Sequence[int], dtype: Any = float32) -> Any:
 
 
 @builtin
-def load(ptr: Any, mask: Any = None, other: Any = None) -> Any:
-    """Read through a pointer (tile); lanes where `mask` is false read nothing and give `other` (0)."""
+def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: str = "") -> Any:
+    """Read through a pointer (tile); lanes where `mask` is false read nothing and give `other` (0).
+    Through a block pointer: the block, elements outside the array on the `boundary_check` dimensions
+    giving `padding_option` ("zero", or "nan")."""
+    if isinstance(ptr, BlockPointer):
+        return _kernel().load_block(ptr, boundary_check, padding_option)
     return _kernel().load(ptr, mask, other)
 
 
 @builtin
-def store(ptr: Any, value: Any, mask: Any = None) -> None:
-    """Write `value` (converted to the pointee type) through a pointer tile where `mask` is true."""
+def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = ()) -> None:
+    """Write `value` (converted to the pointee type) through a pointer tile where `mask` is true. Through a
+    block pointer: the block, skipping elements outside the array on the `boundary_check` dimensions."""
+    if isinstance(ptr, BlockPointer):
+        _kernel().store_block(ptr, value, boundary_check)
+        return
     _kernel().store(ptr, value, mask)
+
+
+@builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any, order: Any) -> Any:
+    """A pointer to a `block_shape` block at `offsets` of the `shape`/`strides` array at `base`."""
+    return _kernel().make_block_ptr(base, shape, strides, offsets, block_shape, order)
+
+
+@builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """The block pointer moved by `offsets` (elements, per dimension)."""
+    return _kernel().advance(base, offsets)
+
+
+@builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> Any:
+    """A descriptor of the `shape`/`strides` array at `base` whose `.load(offsets)` / `.store(offsets, v)`
+    move `block_shape` blocks, elements outside the array reading 0 and not written."""
+    return _kernel().make_tensor_descriptor(base, shape, strides, block_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,6 +276,103 @@ def dot(a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out
 
 
 # ---------------------------------------------------------------------------------------------
+# Atomics
+# ---------------------------------------------------------------------------------------------
+
+
+def _atomic(kind: str, doc: str) -> Callable[..., Any]:
+    def fn(pointer: Any, val: Any, mask: Any = None, sem: str | None = None, scope: str | None = None) -> Any:
+        return _kernel().atomic_rmw(kind, pointer, val, mask, sem, scope)
+
+    fn.__name__ = fn.__qualname__ = f"atomic_{kind}"
+    fn.__doc__ = doc + (
+        " Gives the old values; masked-off lanes do nothing. `sem`: 'relaxed', 'acquire', 'release' or "
+        "'acq_rel' (default); `scope`: 'gpu' (default), 'cta' or 'sys'."
+    )
+    return builtin(fn)
+
+
+atomic_add = _atomic("add", "`*pointer += val` atomically, per lane.")
+atomic_max = _atomic("max", "`*pointer = max(*pointer, val)` atomically, per lane.")
+atomic_min = _atomic("min", "`*pointer = min(*pointer, val)` atomically, per lane.")
+atomic_and = _atomic("and", "`*pointer &= val` atomically, per lane (integers).")
+atomic_or = _atomic("or", "`*pointer |= val` atomically, per lane (integers).")
+atomic_xor = _atomic("xor", "`*pointer ^= val` atomically, per lane (integers).")
+atomic_xchg = _atomic("xchg", "`*pointer = val` atomically, per lane.")
+
+
+@builtin
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: str | None = None, scope: str | None = None) -> Any:
+    """Where `*pointer == cmp`, store `val`, atomically per lane; gives the old values."""
+    return _kernel().atomic_cas(pointer, cmp, val, sem, scope)
+
+
+@builtin
+def debug_barrier() -> None:
+    """Wait until every thread of the program gets here (CUDA's `__syncthreads()`)."""
+    _kernel().debug_barrier()
+
+
+# ---------------------------------------------------------------------------------------------
+# Random numbers (Philox 4x32, as Triton's)
+# ---------------------------------------------------------------------------------------------
+
+
+@builtin
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: int = 10) -> Any:
+    """`n_rounds` rounds of Philox 4x32 on counters `(c0..c3)` keyed by `seed`: four int32 tiles."""
+    return _kernel().philox(seed, c0, c1, c2, c3, n_rounds)
+
+
+@builtin
+def randint4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of random 32-bit ints (as int32) for a seed and a block of int offsets."""
+    return _kernel().randint4x(seed, offset, n_rounds)
+
+
+@builtin
+def randint(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of random 32-bit ints (as int32): the first of `randint4x`."""
+    return _kernel().randint4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def rand4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of float32 uniform in [0, 1)."""
+    return _kernel().rand4x(seed, offset, n_rounds)
+
+
+@builtin
+def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of float32 uniform in [0, 1): the same offset and seed give the same number."""
+    return _kernel().rand4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def randn4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of float32 standard normal samples."""
+    return _kernel().randn4x(seed, offset, n_rounds)
+
+
+@builtin
+def randn(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """A block of float32 standard normal samples (Box-Muller of the first two of `randint4x`)."""
+    return _kernel().randn4x(seed, offset, n_rounds)[0]
+
+
+@builtin
+def uint_to_uniform_float(x: Any) -> Any:
+    """A float32 in [0, 1) from the bits of a random 32-bit int."""
+    return _kernel().uint_to_uniform_float(x)
+
+
+@builtin
+def pair_uniform_to_normal(u1: Any, u2: Any) -> Any:
+    """Box-Muller: two standard normal samples from two uniforms."""
+    return _kernel().pair_uniform_to_normal(u1, u2)
+
+
+# ---------------------------------------------------------------------------------------------
 # Array-program-only builtins (implemented by the tracer; no tile-level equivalent)
 # ---------------------------------------------------------------------------------------------
 
@@ -310,17 +435,27 @@ __all__ = [
     "Graphed",
     "Stream",
     "abs",
+    "advance",
     "arange",
+    "atomic_add",
+    "atomic_and",
+    "atomic_cas",
+    "atomic_max",
+    "atomic_min",
+    "atomic_or",
+    "atomic_xchg",
+    "atomic_xor",
     "autotune",
+    "bfloat16",
     "broadcast_to",
     "cdiv",
     "constexpr",
+    "debug_barrier",
     "dot",
     "dtype",
     "dtype_of",
     "exp",
     "float16",
-    "bfloat16",
     "float32",
     "full",
     "graphed",
@@ -330,6 +465,8 @@ __all__ = [
     "jit",
     "load",
     "log",
+    "make_block_ptr",
+    "make_tensor_descriptor",
     "matmul",
     "max",
     "maximum",
@@ -339,7 +476,15 @@ __all__ = [
     "next_power_of_2",
     "num_programs",
     "ones",
+    "pair_uniform_to_normal",
+    "philox",
     "program_id",
+    "rand",
+    "rand4x",
+    "randint",
+    "randint4x",
+    "randn",
+    "randn4x",
     "range",
     "reduce_max",
     "reduce_min",
@@ -358,6 +503,7 @@ __all__ = [
     "transpose",
     "tril",
     "triu",
+    "uint_to_uniform_float",
     "where",
     "zeros",
 ]

@@ -47,6 +47,8 @@ from tinyton.dialects.tt_elementwise import (  # noqa: F401
 from tinyton.dialects.tt_shared import (  # noqa: F401
     SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, LocalAllocOp, LocalLoadOp, buffer_type, slot_type,
 )
+from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
+from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
     FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
@@ -466,6 +468,8 @@ Tt = Dialect(
         ReduceMinOp,
         DotOp,
         *SHARED_OPS,
+        *ATOMIC_OPS,
+        *RANDOM_OPS,
     ],
     [PointerType],
 )

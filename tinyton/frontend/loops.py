@@ -22,6 +22,7 @@ from xdsl.ir import Block, Region
 
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.errors import CompilationError
+from tinyton.frontend.block_pointers import is_aggregate
 from tinyton.frontend.control_flow import Undefined, assigned_names
 from tinyton.frontend.semantic import TileBuilder
 from tinyton.frontend.values import Tile, builtin_name, describe, is_number
@@ -83,19 +84,53 @@ class Loops:
     def carried_names(self, body: list[ast.stmt], exclude: set[str]) -> tuple[set[str], list[str]]:
         """(names the body assigns, those of them that hold numbers or tiles now: the loop carries them)."""
         assigned = assigned_names(body) - exclude
-        return assigned, [n for n in sorted(assigned) if isinstance(self.scope.get(n), Tile) or is_number(self.scope.get(n))]
+        values = [n for n in sorted(assigned) if isinstance(self.scope.get(n), Tile) or is_number(self.scope.get(n))]
+        return assigned, values + [n for n in sorted(assigned) if is_aggregate(self.scope.get(n))]
+
+    def split_aggregates(self, names: list[str]) -> tuple[list[str], dict[str, Any]]:
+        """`names` with each aggregate (a block pointer) replaced by slot names `name#i` for its values, which
+        the scope then holds; and the aggregates by name (templates to rebuild them from the slots)."""
+        aggregates = {n: self.scope[n] for n in names if is_aggregate(self.scope[n])}
+        slots = []
+        for n in names:
+            if n not in aggregates:
+                slots.append(n)
+                continue
+            for i, value in enumerate(aggregates[n].tiles()):
+                self.scope[f"{n}#{i}"] = value
+                slots.append(f"{n}#{i}")
+        return slots, aggregates
+
+    def join_aggregates(self, aggregates: dict[str, Any]) -> None:
+        """Rebuild each aggregate from its slots in the scope (Undefined if a slot is)."""
+        for n, template in aggregates.items():
+            values = [self.scope.pop(f"{n}#{i}") for i in range(len(template.tiles()))]
+            bad = next((v for v in values if isinstance(v, Undefined)), None)
+            self.scope[n] = bad if bad is not None else template.with_tiles(values)
+
+    def spill_aggregates(self, aggregates: dict[str, Any]) -> None:
+        """Put the body's new value of each aggregate into its slots (a value of another kind fails the
+        slots' type check)."""
+        for n, template in aggregates.items():
+            new = self.scope.get(n)
+            same = type(new) is type(template) and len(new.tiles()) == len(template.tiles())
+            for i in range(len(template.tiles())):
+                self.scope[f"{n}#{i}"] = new.tiles()[i] if same else new
 
     def runtime_loop(self, node: ast.For, bounds: list[Tile], hints: dict[str, int]) -> None:
         """`scf.for` carrying the reassigned variables that hold numbers or tiles before the loop."""
         var = node.target.id
         assigned, carried = self.carried_names(node.body, {var})
+        carried, aggregates = self.split_aggregates(carried)
         inits = [self.b.tile(self.scope[n], n) for n in carried]
         block = Block(arg_types=[i32, *(t.type for t in inits)])
         outer = self.scope
         self.scope = {**outer, var: Tile(block.args[0]), **{n: Tile(a) for n, a in zip(carried, block.args[1:])}}
+        self.join_aggregates(aggregates)
         try:
             with self.b.at_end(block):
                 self.visit_body(node.body)
+                self.spill_aggregates(aggregates)
                 kept = [self.carry_out(n, arg, strict=False) for n, arg in zip(carried, block.args[1:])]
             body_scope = self.scope
         finally:
@@ -112,9 +147,11 @@ class Loops:
         line = self.line(node)
         for n, k in zip(carried, kept):
             self.scope[n] = Tile(next(results)) if k else Undefined(
-                f"`{n}` changes type inside the runtime loop at line {line}; it cannot be used after the loop"
+                f"`{n.split('#')[0]}` changes type inside the runtime loop at line {line}; it cannot be used after "
+                "the loop"
             )
-        self.forget_body_names(assigned - set(carried), outer, body_scope, line)
+        self.join_aggregates(aggregates)
+        self.forget_body_names(assigned - set(carried) - set(aggregates), outer, body_scope, line)
         self.scope[var] = Undefined(f"the loop variable `{var}` of the runtime loop at line {line} ends with it")
 
     def forget_body_names(self, names: set[str], outer: dict[str, Any], body_scope: dict[str, Any], line: int) -> None:

@@ -23,6 +23,9 @@ from xdsl.utils.exceptions import VerifyException
 from tinyton.dialects import tt
 from tinyton.dtypes import dtype_of
 from tinyton.errors import CompilationError
+from tinyton.frontend.atomic_ops import AtomicOps
+from tinyton.frontend.block_pointers import BlockPointerOps
+from tinyton.frontend.random_ops import RandomOps
 from tinyton.frontend.values import (
     ARITH,
     BITWISE,
@@ -90,8 +93,10 @@ def _fold(fn: Callable[..., Any], *args: Any) -> Any:
         raise CompilationError(f"constant expression failed: {e}") from None
 
 
-class TileBuilder:
-    """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies)."""
+class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
+    """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies).
+
+    The mixins hold the builtins of one concept each (atomics, random numbers, block pointers)."""
 
     def __init__(self, block: Block):
         self.block = block

@@ -27,10 +27,12 @@ from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
     async_copy,
+    atomics,
     control_flow,
     dot,
     elementwise,
     memory,
+    random,
     reductions,
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment

@@ -25,10 +25,12 @@ from tinyton.dialects import tt
 from tinyton.runtime.driver import GRID_LIMITS
 from tinyton.runtime.spans import memory_span
 
+from .atomics import AtomicFunctions
 from .control import ControlFunctions
 from .elementwise import ElementwiseFunctions
 from .errors import KernelArgumentError, SimulatorError
 from .memory import MemoryFunctions
+from .random import RandomFunctions
 from .state import Launch, SimFunctions
 from .tiles import TileFunctions
 from .values import Pointer, np_dtype
@@ -37,6 +39,8 @@ FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     TileFunctions,
     ElementwiseFunctions,
     MemoryFunctions,
+    AtomicFunctions,
+    RandomFunctions,
     ControlFunctions,
     FuncFunctions,
 )

@@ -93,7 +93,7 @@ class MemoryFunctions(SimFunctions):
     def _check(
         self,
         launch: Launch,
-        op: tt.LoadOp | tt.StoreOp,
+        op: tt.LoadOp | tt.StoreOp | tt.AtomicRMWOp | tt.AtomicCASOp,
         access: str,
         buffer: int,
         index: Any,
@@ -123,6 +123,6 @@ class MemoryFunctions(SimFunctions):
             program=program,
             index=int(np.asarray(offsets)[position]),
             lane=lane,
-            masked=op.mask is not None,
+            masked=getattr(op, "mask", None) is not None,
             op_text=self.op_text(op),
         )

@@ -1,0 +1,130 @@
+"""
+Atomics and the debug barrier: `tt.atomic_rmw`, `tt.atomic_cas`, `tt.debug_barrier`.
+
+Each lane is one PTX `atom.<sem>.<scope>.global.<op>.<type>` in inline asm (as Triton: LLVM's atomicrmw
+has no float max/min on NVPTX and xDSL's llvm dialect no atomicrmw), predicated by the mask and by
+`replica_predicate`, so that exactly one thread performs each lane's atomic; its output is zeroed first,
+so a masked-off lane gives 0 as in the simulator. Float max/min are integer atomics on the bits: a
+non-negative value takes a signed max (min) of the bits, a negative one an unsigned min (max). Where other
+threads hold replicas of a lane (a small tile, or a scalar atomic, which thread 0 performs) and the old
+values are used, the performing thread shares them through shared memory (the replicas write a spare slot).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import AnyFloat, IntegerType, Signedness
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.shared import byte_size
+
+PTX_OP = {"add": "add", "max": "max", "min": "min", "and": "and", "or": "or", "xor": "xor", "xchg": "exch"}
+CONSTRAINT = {16: "h", 32: "r", 64: "l"}
+
+
+def _type_suffix(kind: str, elem: Attribute, tt_elem: Attribute) -> str:
+    """The PTX type of `atom.<kind>` on `elem` (kind "cas" for compare-and-swap)."""
+    bits = elem.bitwidth
+    if kind in ("and", "or", "xor", "xchg", "cas"):
+        return f".b{bits}"
+    if isinstance(elem, AnyFloat):
+        return ".noftz.f16" if bits == 16 else f".f{bits}"
+    unsigned = isinstance(tt_elem, IntegerType) and tt_elem.signedness.data == Signedness.UNSIGNED
+    if kind == "add":
+        return f".u{bits}"  # PTX has no atom.add.s64; two's complement makes them one
+    return f".{'u' if unsigned else 's'}{bits}"
+
+
+def _bits(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    return ctx.value(llvm.BitcastOp(x, IntegerType(x.type.bitwidth))) if isinstance(x.type, AnyFloat) else x
+
+
+def _lane_atomic(
+    ctx: KernelContext, op: tt.AtomicRMWOp | tt.AtomicCASOp, ptr: SSAValue, values: list[SSAValue], pred: SSAValue | None
+) -> SSAValue:
+    """One lane's atomic; `values` are the operands (val, or cmp and val); gives the old value."""
+    elem = values[-1].type
+    bits = elem.bitwidth
+    reg = IntegerType(bits)
+    sem, scope = op.sem.data, op.scope.data
+    words = [_bits(ctx, v) for v in values]
+    kind = op.kind.data if isinstance(op, tt.AtomicRMWOp) else "cas"
+    tt_elem = tt.element_type(op.val.type)
+    operands = ", ".join(f"${2 + i}" for i in range(len(words)))
+    inputs: list[tuple[str, SSAValue]] = [("l", ptr), *((CONSTRAINT[bits], w) for w in words)]
+    if kind in ("max", "min") and isinstance(elem, AnyFloat):
+        non_negative = ctx.icmp("sge", words[0], ctx.const(0, reg))
+        negative = ctx.int_op("xor", non_negative, ctx.const(1, IntegerType(1)))
+        other = "min" if kind == "max" else "max"
+        guards = [(ctx.all_of([pred, non_negative]), f"{kind}.s{bits}"), (ctx.all_of([pred, negative]), f"{other}.u{bits}")]
+    else:
+        guards = [(pred, PTX_OP.get(kind, kind) + _type_suffix(kind, elem, tt_elem))]
+    lines = [f"mov.b{bits} $0, 0;"]
+    for guard, instruction in guards:
+        prefix = ""
+        if guard is not None:
+            inputs.append(("b", guard))
+            prefix = f"@${len(inputs)} "
+        lines.append(f"{prefix}atom.{sem}.{scope}.global.{instruction} $0, [ $1 + 0 ], {operands};")
+    asm = llvm.InlineAsmOp(
+        "\n\t".join(lines),
+        ",".join([f"={CONSTRAINT[bits]}", *(c for c, _ in inputs)]),
+        [v for _, v in inputs],
+        [reg],
+        has_side_effects=True,
+    )
+    old = ctx.value(asm)
+    return ctx.value(llvm.BitcastOp(old, elem)) if isinstance(elem, AnyFloat) else old
+
+
+def _share_with_replicas(
+    ctx: KernelContext, regs: list[SSAValue], layout: Layout | None, owner: SSAValue, elem: Attribute
+) -> list[SSAValue]:
+    """Each register's value as its owner thread has it, for all threads, through shared memory."""
+    shape = layout.shape if layout is not None else ()
+    count = prod(shape)
+    nbytes = (count + 1) * byte_size(elem)
+    start = ctx.smem_buffer(nbytes, f"the old values of an atomic on a {list(shape)} tile")
+    strides = [prod(shape[d + 1 :]) for d in range(len(shape))]
+    indices = []
+    for r in range(len(regs)):
+        index = ctx.const(0)
+        if layout is not None:
+            for c, s in zip(ctx.coords(layout, r), strides):
+                index = ctx.int_op("add", index, ctx.int_op("mul", c, ctx.const(s)))
+        indices.append(index)
+        slot = ctx.select(owner, index, ctx.const(count))
+        ctx.insert(llvm.StoreOp(regs[r], ctx.smem_ptr(elem, slot, start)))
+    ctx.barrier()
+    out = [ctx.value(llvm.LoadOp(ctx.smem_ptr(elem, index, start), elem)) for index in indices]
+    ctx.smem_read(start, nbytes)
+    return out
+
+
+@lowers_tile(tt.AtomicRMWOp, tt.AtomicCASOp)
+def lower_atomic(ctx: KernelContext, op: tt.AtomicRMWOp | tt.AtomicCASOp, layout: Layout | None) -> list[SSAValue]:
+    elem = llvm_type(op.result.type)
+    if elem.bitwidth not in CONSTRAINT:
+        raise LoweringError(f"{op.name} on {elem} is not supported")
+    ptrs = ctx.get(op.ptr, layout)
+    names = ("val",) if isinstance(op, tt.AtomicRMWOp) else ("cmp", "val")
+    operands = [ctx.get(getattr(op, n), layout) for n in names]
+    masks = ctx.get(op.mask, layout) if isinstance(op, tt.AtomicRMWOp) and op.mask is not None else None
+    owner = ctx.replica_predicate(layout)
+    old = [
+        _lane_atomic(ctx, op, ptr, [o[r] for o in operands], ctx.all_of([masks[r] if masks else None, owner]))
+        for r, ptr in enumerate(ptrs)
+    ]
+    if owner is None or op.result.first_use is None:
+        return old
+    return _share_with_replicas(ctx, old, layout, owner, elem)
+
+
+@lowers(tt.DebugBarrierOp)
+def lower_debug_barrier(ctx: KernelContext, op: tt.DebugBarrierOp) -> None:
+    ctx.barrier()
