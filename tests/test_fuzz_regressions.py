@@ -253,3 +253,20 @@ def test_float16_multi_axis_reductions_round_once() -> None:
     assert m.dtype == s.dtype == np.float16
     np.testing.assert_array_equal(m, x.astype(np.float64).mean(axis=(1, 3)).astype(np.float16))
     np.testing.assert_allclose(s, x.astype(np.float64).sum(axis=(0, 2)), rtol=1e-3, atol=1e-2)
+
+
+@tt.jit
+def float_mod(x, y):
+    return x % y
+
+
+@BOTH
+def test_float_mod_of_infinities_is_nan(fuse: bool) -> None:
+    """Found on the GPU (seed 20261123): NVPTX expands `frem` as `isinf(b) ? a : ...`, so `inf % inf` gave
+    inf there; NumPy (and the simulator) give NaN. The lowering now makes an infinite dividend NaN."""
+    x = np.array([np.inf, -np.inf, np.inf, 5.0, -5.0, 7.5, np.nan], np.float32)
+    y = np.array([np.inf, np.inf, 2.0, np.inf, np.inf, -2.0, 1.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        expected = np.mod(x, y)
+    got = float_mod.compile(x, y, fuse=fuse)(x, y)
+    np.testing.assert_array_equal(got, expected)

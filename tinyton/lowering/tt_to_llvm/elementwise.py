@@ -100,9 +100,19 @@ def _needs_floor_fix(ctx: KernelContext, r: SSAValue, b: SSAValue) -> SSAValue:
     return ctx.value(llvm.AndOp(nonzero, signs_differ))
 
 
+def _frem(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """C's `fmod`: LLVM's `frem`, except that an infinite dividend gives NaN (NVPTX expands `frem` as
+    `isinf(b) ? a : a - b * trunc(a / b)`, which returns the infinity for `inf % inf`)."""
+    r = ctx.value(llvm.FRemOp(a, b))
+    infinite = ctx.value(
+        llvm.OrOp(_fcmp(ctx, "oeq", a, ctx.const(float("inf"), a.type)), _fcmp(ctx, "oeq", a, ctx.const(float("-inf"), a.type)))
+    )
+    return ctx.select(infinite, ctx.const(float("nan"), a.type), r)
+
+
 def _float_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     zero = ctx.const(0.0, a.type)
-    r = ctx.value(llvm.FRemOp(a, b))
+    r = _frem(ctx, a, b)
     signs_differ = ctx.value(llvm.XOrOp(_fcmp(ctx, "olt", r, zero), _fcmp(ctx, "olt", b, zero)))
     fix = ctx.value(llvm.AndOp(_fcmp(ctx, "une", r, zero), signs_differ))
     return ctx.select(fix, ctx.value(llvm.FAddOp(r, b)), r)
@@ -117,7 +127,7 @@ BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
     tt.SubOp: (_int("sub"), _llvm(llvm.FSubOp)),
     tt.MulOp: (_int("mul"), _llvm(llvm.FMulOp)),
     tt.DivOp: (_nonzero_divisor(lambda ctx, a: ctx.const(-1, a.type), _llvm(llvm.SDivOp)), _llvm(llvm.FDivOp)),
-    tt.RemOp: (_nonzero_divisor(lambda ctx, a: a, _llvm(llvm.SRemOp)), _llvm(llvm.FRemOp)),
+    tt.RemOp: (_nonzero_divisor(lambda ctx, a: a, _llvm(llvm.SRemOp)), _frem),
     tt.FloorDivOp: (_nonzero_divisor(_zero, _floordiv), None),
     tt.ModOp: (_nonzero_divisor(_zero, _int_mod), _float_mod),
     tt.MaximumOp: (_int_pick("sgt"), _intrinsic("llvm.maximum")),
