@@ -14,18 +14,18 @@ from tinyton.runtime import driver
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "microgpt"))
 
-from backward import train_step, train_step_program  # noqa: E402
-from data import BOS, VOCAB, split  # noqa: E402
-from decode import decode, decode_program, sample_kernel  # noqa: E402
-from generate import TinytonGenerator  # noqa: E402
-from model import Config, NumpyOps, evaluate, evaluate_program, init_params  # noqa: E402
-from train import train  # noqa: E402
+from backward import train_step, train_step_program
+from data import BOS, VOCAB, split
+from decode import decode, decode_program, sample_kernel
+from generate import TinytonGenerator
+from model import Config, NumpyOps, evaluate, evaluate_program, init_params
+from train import train
 
 CFG = Config()
 
 
 def test_data_split_is_fixed():
-    (train_a, val_a), (train_b, val_b) = split(16), split(16)
+    (train_a, val_a), (_, val_b) = split(16), split(16)
     np.testing.assert_array_equal(val_a.inputs, val_b.inputs)
     assert len(train_a) > 10 * len(val_a) / 2 and (train_a.inputs < VOCAB).all()
     assert (train_a.inputs[:, 0] == BOS).all()

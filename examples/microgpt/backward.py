@@ -7,23 +7,34 @@ beta1 0.85, beta2 0.99, eps 1e-8) and returns the loss and the new weights and m
 
 from __future__ import annotations
 
+from model import (
+    Config,
+    TinytonOps,
+    forward,
+    layer_params,
+    log_softmax,
+    loss_of,
+    merge_heads,
+    one_hot,
+    split_heads,
+)
+
 import tinyton as tt
-from model import Config, TinytonOps, forward, layer_params, log_softmax, loss_of, merge_heads, one_hot, split_heads
 
 BETA1, BETA2, ADAM_EPS = 0.85, 0.99, 1e-8
 
 
-def rmsnorm_backward(dy, y, r):  # noqa: ANN001, ANN201 - arrays of either kind
+def rmsnorm_backward(dy, y, r):
     """`y = x * r`, `r = 1 / sqrt(mean(x^2) + eps)`: `dx = r * (dy - y * mean(dy * y))`."""
     return r * (dy - y * (dy * y).mean(axis=-1, keepdims=True))
 
 
-def weight_grad(x, dy):  # noqa: ANN001, ANN201
+def weight_grad(x, dy):
     """`d(x @ w)/dw` summed over every leading axis: `x2ᵀ @ dy2` of the rows flattened."""
     return x.reshape(-1, x.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
 
 
-def backward(ops, cfg: Config, params, idx, targets, mask, logits, saved):  # noqa: ANN001, ANN201
+def backward(ops, cfg: Config, params, idx, targets, mask, logits, saved):
     """Gradients of `loss_of` with respect to every weight, in `params` order."""
     x, r0, layers = saved
     wte, wpe, lm_head = params[:3]
@@ -56,14 +67,14 @@ def backward(ops, cfg: Config, params, idx, targets, mask, logits, saved):  # no
     return [d_wte, d_wpe, d_lm_head, *(g for grads in reversed(layer_grads) for g in grads)]
 
 
-def adam(ops, param, grad, m, v, lr, bias1, bias2):  # noqa: ANN001, ANN201
+def adam(ops, param, grad, m, v, lr, bias1, bias2):
     """One Adam update; `lr` is this step's rate, `bias1/2` are `1 - beta^t` (all shape (1,) arrays)."""
     m = BETA1 * m + (1 - BETA1) * grad
     v = BETA2 * v + (1 - BETA2) * grad * grad
     return param - lr * (m / bias1) / ((v / bias2) ** 0.5 + ADAM_EPS), m, v
 
 
-def train_step(ops, cfg: Config, idx, targets, mask, lr, bias1, bias2, *state):  # noqa: ANN001, ANN201
+def train_step(ops, cfg: Config, idx, targets, mask, lr, bias1, bias2, *state):
     """`state` is the weights, then their first moments, then their second moments (each in
     `param_shapes` order). Returns `(loss, *new_state)`."""
     n = cfg.n_params
@@ -77,5 +88,5 @@ def train_step(ops, cfg: Config, idx, targets, mask, lr, bias1, bias2, *state): 
 
 
 @tt.jit
-def train_step_program(cfg, idx, targets, mask, lr, bias1, bias2, *state):  # noqa: ANN001, ANN201
+def train_step_program(cfg, idx, targets, mask, lr, bias1, bias2, *state):
     return train_step(TinytonOps, cfg, idx, targets, mask, lr, bias1, bias2, *state)

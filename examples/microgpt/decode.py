@@ -10,12 +10,20 @@ step once and every later token is one CUDA-graph replay.
 from __future__ import annotations
 
 import numpy as np
+from model import (
+    Config,
+    TinytonOps,
+    layer_params,
+    merge_heads,
+    rmsnorm,
+    softmax,
+    split_heads,
+)
 
 import tinyton as tt
-from model import Config, TinytonOps, layer_params, merge_heads, rmsnorm, softmax, split_heads
 
 
-def decode(ops, cfg: Config, token, pos, *arrays):  # noqa: ANN001, ANN201 - arrays of either kind
+def decode(ops, cfg: Config, token, pos, *arrays):
     """Logits `(vocab,)` of the next token after `token` at position `pos` (both shape (1,) int32).
 
     `arrays` are the weights, then each layer's key cache, then each layer's value cache (`(H, T, D)`,
@@ -45,7 +53,7 @@ def decode(ops, cfg: Config, token, pos, *arrays):  # noqa: ANN001, ANN201 - arr
 
 
 @tt.jit
-def decode_program(cfg, token, pos, *arrays):  # noqa: ANN001, ANN201
+def decode_program(cfg, token, pos, *arrays):
     return decode(TinytonOps, cfg, token, pos, *arrays)
 
 

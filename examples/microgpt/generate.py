@@ -11,26 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-import tinyton as tt
-from data import BOS, decode as detokenize
+from data import BOS
+from data import decode as detokenize
 from decode import decode, decode_program, kv_write_kernel, sample_kernel, sample_numpy
 from model import Config, NumpyOps
+
+import tinyton as tt
 from tinyton.runtime import driver
 
 
-def _on_device(x: np.ndarray):  # noqa: ANN205 - a DeviceArray on the GPU, a private NumPy copy otherwise
+def _on_device(x: np.ndarray):
     return tt.to_device(x) if driver.is_available() else np.array(x)
 
 
-def _write(dst, values: np.ndarray) -> None:  # noqa: ANN001
+def _write(dst, values: np.ndarray) -> None:
     if isinstance(dst, np.ndarray):
         dst[...] = values
     else:
         dst.copy_from_host(values)
 
 
-def _read(src) -> np.ndarray:  # noqa: ANN001
+def _read(src) -> np.ndarray:
     return np.array(src) if isinstance(src, np.ndarray) else src.numpy()
 
 
@@ -88,7 +89,8 @@ class NumpyGenerator:
         self.cfg, self.params, self.temperature = cfg, list(params), temperature
         self.rng = np.random.default_rng(seed)
 
-    def name(self) -> str:
+    def name(self, stop: bool = True) -> str:
+        """One name; `stop=False` runs all `block_size` steps (for timing, as the device generator does)."""
         cfg = self.cfg
         shape = (cfg.n_head, cfg.block_size, cfg.head_dim)
         kcache = [np.zeros(shape, np.float32) for _ in range(cfg.n_layer)]
@@ -100,7 +102,7 @@ class NumpyGenerator:
             for cache, row in zip(kcache + vcache, rows):
                 cache[:, pos, :] = row.reshape(cfg.n_head, cfg.head_dim)
             token = sample_numpy(logits, self.temperature, self.rng)
-            if token == BOS:
+            if token == BOS and stop:
                 break
             generated.append(token)
         return detokenize(generated)

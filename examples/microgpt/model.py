@@ -81,48 +81,48 @@ class TinytonOps:
     )  # fmt: skip
 
     @staticmethod
-    def f32(x):  # noqa: ANN001, ANN205 - a traced array
+    def f32(x):
         return x.to(tt.float32)
 
 
 # ---- building blocks ------------------------------------------------------------------------------
 
 
-def rmsnorm(ops, x):  # noqa: ANN001, ANN201 - arrays of either kind
+def rmsnorm(ops, x):
     """`(x * r, r)` with `r = 1 / sqrt(mean(x^2) + eps)` (r is kept for the backward pass)."""
     r = ops.rsqrt((x * x).mean(axis=-1, keepdims=True) + EPS)
     return x * r, r
 
 
-def softmax(ops, s):  # noqa: ANN001, ANN201
+def softmax(ops, s):
     e = ops.exp(s - s.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def split_heads(ops, cfg: Config, x):  # noqa: ANN001, ANN201
+def split_heads(ops, cfg: Config, x):
     """`(..., T, C)` -> `(..., H, T, D)`."""
     *lead, t, _ = x.shape
     return ops.swapaxes(x.reshape(*lead, t, cfg.n_head, cfg.head_dim), -2, -3)
 
 
-def merge_heads(ops, cfg: Config, x):  # noqa: ANN001, ANN201
+def merge_heads(ops, cfg: Config, x):
     """`(..., H, T, D)` -> `(..., T, C)`."""
     *lead, _, t, _ = x.shape
     return ops.swapaxes(x, -2, -3).reshape(*lead, t, cfg.n_embd)
 
 
-def layer_params(params, i: int):  # noqa: ANN001, ANN201
+def layer_params(params, i: int):
     return params[3 + len(LAYER_PARAMS) * i : 3 + len(LAYER_PARAMS) * (i + 1)]
 
 
-def causal_mask(ops, t: int):  # noqa: ANN001, ANN201
+def causal_mask(ops, t: int):
     return ops.arange(t)[:, None] >= ops.arange(t)[None, :]
 
 
 # ---- the forward pass over whole sequences (training, evaluation) --------------------------------
 
 
-def forward(ops, cfg: Config, params, idx, saved: list | None = None):  # noqa: ANN001, ANN201
+def forward(ops, cfg: Config, params, idx, saved: list | None = None):
     """Logits `(B, T, vocab)` of token rows `idx` `(B, T)`, T = block_size. With `saved`, the
     activations the backward pass needs are appended to it."""
     wte, wpe, lm_head = params[:3]
@@ -147,26 +147,26 @@ def forward(ops, cfg: Config, params, idx, saved: list | None = None):  # noqa: 
     return x @ lm_head
 
 
-def one_hot(ops, idx, n: int):  # noqa: ANN001, ANN201
+def one_hot(ops, idx, n: int):
     return ops.f32(idx[..., None] == ops.arange(n)[None, None, :])
 
 
-def log_softmax(ops, logits):  # noqa: ANN001, ANN201
+def log_softmax(ops, logits):
     z = logits - logits.max(axis=-1, keepdims=True)
     return z - ops.log(ops.exp(z).sum(axis=-1, keepdims=True))
 
 
-def loss_of(ops, cfg: Config, logits, targets, mask):  # noqa: ANN001, ANN201
+def loss_of(ops, cfg: Config, logits, targets, mask):
     """Mean cross-entropy over the unmasked positions, shape (1,)."""
     nll = -(one_hot(ops, targets, cfg.vocab) * log_softmax(ops, logits)).sum(axis=-1)
     return ((nll * mask).sum() / mask.sum()).reshape(1)
 
 
-def evaluate(ops, cfg: Config, idx, targets, mask, *params):  # noqa: ANN001, ANN201
+def evaluate(ops, cfg: Config, idx, targets, mask, *params):
     """The loss of a batch (validation)."""
     return loss_of(ops, cfg, forward(ops, cfg, params, idx), targets, mask)
 
 
 @tt.jit
-def evaluate_program(cfg, idx, targets, mask, *params):  # noqa: ANN001, ANN201
+def evaluate_program(cfg, idx, targets, mask, *params):
     return evaluate(TinytonOps, cfg, idx, targets, mask, *params)

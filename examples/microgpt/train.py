@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-
 from backward import BETA1, BETA2, train_step, train_step_program
 from data import split
 from model import Config, NumpyOps, evaluate, evaluate_program, init_params
@@ -51,7 +50,7 @@ def validation_loss(cfg: Config, params: Sequence[np.ndarray], device: str) -> f
 
 def save(path: str, cfg: Config, params: Sequence[np.ndarray]) -> None:
     sizes = np.array([cfg.n_layer, cfg.n_embd, cfg.n_head, cfg.block_size, cfg.vocab])
-    np.savez(path, config=sizes, *params)
+    np.savez(path, *params, config=sizes)
 
 
 def load(path: str) -> tuple[Config, list[np.ndarray]]:
