@@ -11,6 +11,8 @@ import linecache
 import os
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
+from types import CodeType
 from typing import Any
 
 _TINYTON_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -67,16 +69,28 @@ def user_location() -> tuple[str, int, int]:
     The column (1-based, 0 when unknown) is the start of the expression being evaluated."""
     frame = sys._getframe(1)
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(_TINYTON_DIR + os.sep) and not filename.startswith("<frozen"):
+        if _is_user_file(frame.f_code.co_filename):
             col = 0
             if hasattr(frame.f_code, "co_positions"):  # Python >= 3.11
-                positions = list(frame.f_code.co_positions())
+                positions = _positions(frame.f_code)
                 if 0 <= frame.f_lasti // 2 < len(positions):
                     col = (positions[frame.f_lasti // 2][2] or -1) + 1
             return frame.f_code.co_filename, frame.f_lineno, col
         frame = frame.f_back
     return "<unknown>", 0, 0
+
+
+@lru_cache(maxsize=256)
+def _is_user_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return not path.startswith(_TINYTON_DIR + os.sep) and not path.startswith("<frozen")
+
+
+@lru_cache(maxsize=64)
+def _positions(code: CodeType) -> list[tuple[int | None, ...]]:
+    """The code's instruction positions, listed once per code object (a traced program calls
+    `user_location` once per op, and a long program's position table is long)."""
+    return list(code.co_positions())
 
 
 def error(message: str) -> CompilationError:

@@ -12,7 +12,7 @@ broadcast_to and contiguous reshapes of inputs cost nothing but index arithmetic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from math import prod
@@ -160,21 +160,60 @@ def _check_map(m: Map, what: Operation) -> Map:
     return m
 
 
+def has_template(op: Operation) -> bool:
+    return isinstance(op, (*ELEMENTWISE, *VIEWS, tta.ReduceOp, tta.MatmulOp, tta.TakeOp))
+
+
+def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
+    """The view `op` makes of a value read from memory (its input is outside the group or a view
+    itself); None when `op` computes in registers."""
+    if isinstance(op, VIEWS) and (op.input in views or not inside(op.input)):
+        return (views.get(op.input) or View.of(op.input)).apply(op)
+    return None
+
+
+def candidate_domains(
+    matmul: tta.MatmulOp | None,
+    reductions: Iterable[tuple[tuple[int, ...], int]],
+    shapes: Sequence[tuple[int, ...]],
+    trivial: Iterable[tuple[int, ...]],
+) -> list[Domain]:
+    """The domains to try, in order: the matmul's output; else each reduction's (input shape, axis), the
+    largest input first (given in that order); else the broadcast of `shapes` (register results and
+    view outputs), then the input of each reduction over a size-1 axis (it may realign dims)."""
+    if matmul is not None:
+        return [Domain(shape_of(matmul.result.type), None, matmul=matmul)]
+    candidates = [Domain(shape, axis) for shape, axis in reductions]
+    if candidates:
+        return candidates
+    try:
+        candidates = [Domain(tta.broadcast_shapes(*shapes), None)]
+    except tta.ShapeError as e:
+        raise NotFusable(str(e)) from None
+    return candidates + [Domain(shape, None) for shape in trivial]
+
+
+def reduction_order(op: tta.ReduceOp) -> tuple[int, int]:
+    """Sort key of reduction candidates: higher rank, then more elements, first."""
+    shape = shape_of(op.input.type)
+    return -len(shape), -prod(shape)
+
+
 def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     """The domain of `ops` (in program order) writing `outputs`; raises NotFusable if not one kernel."""
     members = set(ops)
     outputs = list(outputs)
     views: dict[SSAValue, View] = {}
     register: list[Operation] = []
+    inside = lambda v: _inside(v, members)  # noqa: E731
     for op in ops:
-        if not isinstance(op, (*ELEMENTWISE, *VIEWS, tta.ReduceOp, tta.MatmulOp, tta.TakeOp)):
+        if not has_template(op):
             raise NotFusable(f"{op.name} has no kernel template")
-        if isinstance(op, VIEWS) and (op.input in views or not _inside(op.input, members)):
-            view = (views.get(op.input) or View.of(op.input)).apply(op)
-            if view is not None:
-                views[op.result] = view
-                continue
-        register.append(op)
+        view = view_after(op, views, inside)
+        if view is not None:
+            views[op.result] = view
+        else:
+            register.append(op)
 
     def external(v: SSAValue) -> bool:
         return v in views or not _inside(v, members)
@@ -189,23 +228,14 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
     if matmuls:
-        if len(matmuls) > 1 or reductions:
-            raise NotFusable("a matmul kernel takes elementwise epilogues only")
-        if not all(external(v) for v in matmuls[0].operands):
-            raise NotFusable("matmul operands are read from memory (no prologue fusion)")
-        candidates = [Domain(shape_of(matmuls[0].result.type), None, matmul=matmuls[0])]
-    elif reductions:
-        by_size = sorted(reductions, key=lambda r: (-len(shape_of(r.input.type)), -prod(shape_of(r.input.type))))
-        candidates = [Domain(shape_of(r.input.type), r.axis.value.data) for r in by_size]
-    else:
-        shapes = [shape_of(op.results[0].type) for op in register]
-        shapes += [shape_of(v.type) for v in outputs if v in views]
-        try:
-            candidates = [Domain(tta.broadcast_shapes(*shapes), None)]
-        except tta.ShapeError as e:
-            raise NotFusable(str(e)) from None
-        # a keepdims=False reduction over a size-1 axis realigns dims: its input may be the domain
-        candidates += [Domain(shape_of(op.input.type), None) for op in register if is_trivial(op)]
+        check_matmul(matmuls, reductions, external)
+    by_size = sorted(reductions, key=reduction_order)
+    candidates = candidate_domains(
+        matmuls[0] if matmuls else None,
+        [(shape_of(r.input.type), r.axis.value.data) for r in by_size],
+        [shape_of(op.results[0].type) for op in register] + [shape_of(v.type) for v in outputs if v in views],
+        [shape_of(op.input.type) for op in register if is_trivial(op)],
+    )
     errors = []
     for dom in candidates:
         try:
@@ -215,17 +245,29 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     raise errors[0]
 
 
+def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation], external) -> None:
+    if len(matmuls) > 1 or reductions:
+        raise NotFusable("a matmul kernel takes elementwise epilogues only")
+    if not all(external(v) for v in matmuls[0].operands):
+        raise NotFusable("matmul operands are read from memory (no prologue fusion)")
+
+
 def _infer_all(dom: Domain, register: list[Operation], views: dict[SSAValue, View], outputs, external) -> Domain:
     """Maps of every register value in domain `dom` (NotFusable if one does not fit)."""
     if prod(dom.shape) >= INDEX_LIMIT:
         raise NotFusable("domains of 2**31 elements or more need 64-bit indexing")
     dom.views = views
     for op in register:
-        dom.maps[op.results[0]] = _check_map(_infer(dom, op, external), op)
+        dom.maps[op.results[0]] = infer_map(dom, op, external)
     for v in outputs:
         if v in views:
             dom.free_map(shape_of(v.type))
     return dom
+
+
+def infer_map(dom: Domain, op: Operation, external: Callable[[SSAValue], bool]) -> Map:
+    """Map of the result of register op `op` in `dom` (NotFusable if it does not fit)."""
+    return _check_map(_infer(dom, op, external), op)
 
 
 def _infer(dom: Domain, op: Operation, external) -> Map:

@@ -49,6 +49,7 @@ from xdsl.irdl import (
     var_result_def,
 )
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, is_float, require, shape_of
 
@@ -338,15 +339,16 @@ class FusionOp(IRDLOperation):
         block = self.body.block
         arg_types = [a.type for a in block.args]
         in_types = [v.type for v in self.inputs]
-        require(
-            arg_types == in_types,
-            f"fusion block arguments ({type_str(arg_types)}) must match its inputs ({type_str(in_types)})",
-        )
+        if arg_types != in_types:  # messages print types: built on failure only
+            raise VerifyException(
+                f"fusion block arguments ({type_str(arg_types)}) must match its inputs ({type_str(in_types)})"
+            )
         last = block.last_op
         require(isinstance(last, YieldOp), "fusion body must end with tta.yield")
         yielded = [v.type for v in last.values]
         out = [r.type for r in self.outputs]
-        require(yielded == out, f"fusion yields ({type_str(yielded)}) but its results are ({type_str(out)})")
+        if yielded != out:
+            raise VerifyException(f"fusion yields ({type_str(yielded)}) but its results are ({type_str(out)})")
 
 
 @irdl_op_definition

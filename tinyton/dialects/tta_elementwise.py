@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, i1
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -21,6 +21,7 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects.tt_elementwise import CMP_PREDICATES, CastOpBase, UnaryOpBase
 from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
@@ -44,16 +45,12 @@ class _ElementwiseOp(IRDLOperation):
         for i, v in enumerate(values):
             verify_value(f"operand {i}", v.type)
         first = element_type(values[0].type)
-        require(
-            all(element_type(v.type) == first for v in values),
-            f"{self.name} operands must have one element type, got "
-            + ", ".join(dtype_name(v.type) for v in values)
-            + " (insert tta.cast)",
-        )
-        require(
-            element_kind(first) in self.KINDS,
-            f"ufunc '{self.name.removeprefix('tta.')}' not supported for the input types ({dtype_name(first)})",
-        )
+        if not all(element_type(v.type) == first for v in values):
+            types = ", ".join(dtype_name(v.type) for v in values)
+            raise VerifyException(f"{self.name} operands must have one element type, got {types} (insert tta.cast)")
+        if element_kind(first) not in self.KINDS:
+            name = self.name.removeprefix("tta.")
+            raise VerifyException(f"ufunc '{name}' not supported for the input types ({dtype_name(first)})")
 
 
 class BinaryOp(_ElementwiseOp):
@@ -78,7 +75,9 @@ class BinaryOp(_ElementwiseOp):
 def _verify_broadcast_result(op: IRDLOperation, element: Attribute, *operands: SSAValue) -> None:
     """The result of an implicitly broadcasting op has the operands' broadcast shape."""
     shape = broadcast_shapes(*(shape_of(v.type) for v in operands))
-    expect_result(op, array_type(element, shape))
+    got = op.results[0].type
+    if element_type(got) != element or shape_of(got) != shape or isinstance(got, TensorType) != bool(shape):
+        expect_result(op, array_type(element, shape))  # raises, naming both types (built on failure only)
 
 
 @irdl_op_definition
@@ -258,7 +257,8 @@ class WhereOp(_ElementwiseOp):
 
     def verify_(self) -> None:
         cond = self.condition.type
-        require(element_type(cond) == i1, f"where condition must be bool, got {type_str(cond)}")
+        if element_type(cond) != i1:
+            raise VerifyException(f"where condition must be bool, got {type_str(cond)}")
         self._verify_operands([self.true_value, self.false_value])
         element = element_type(self.true_value.type)
         checked(_verify_broadcast_result, self, element, self.condition, self.true_value, self.false_value)
@@ -291,4 +291,5 @@ class ConstantOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_value("constant", self.result.type)
-        require(self.result.type == self.value.type, f"constant result must be {type_str(self.value.type)}, a scalar")
+        if self.result.type != self.value.type:
+            raise VerifyException(f"constant result must be {type_str(self.value.type)}, a scalar")

@@ -142,14 +142,15 @@ def verify_axis(axis: int, ndim: int) -> None:
 
 def expect_result(op: IRDLOperation, expected: Attribute) -> None:
     got = op.results[0].type
-    require(got == expected, f"{op.name} result must be {type_str(expected)}, got {type_str(got)}")
+    if got != expected:  # the message prints types: only build it on failure (verifiers run per traced op)
+        raise VerifyException(f"{op.name} result must be {type_str(expected)}, got {type_str(got)}")
 
 
 def verify_value(what: str, t: Attribute) -> None:
     """Values are scalars or static tensors of f32/f16/bf16/i32/i1."""
-    require(
-        element_type(t) in ELEMENT_TYPES,
-        f"{what} has unsupported type {type_str(t)}; use float32, float16, bfloat16, int32 or bool",
-    )
+    if element_type(t) not in ELEMENT_TYPES:  # the message prints the type: built on failure only
+        raise VerifyException(
+            f"{what} has unsupported type {type_str(t)}; use float32, float16, bfloat16, int32 or bool"
+        )
     if isinstance(t, TensorType):
         require(all(d >= 0 for d in t.get_shape()), f"{what} must have a static shape")

@@ -12,7 +12,7 @@ group is one kernel the codegen can emit):
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
   every consumer (each gets its own copy of the op), never materialised for them.
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
-the other through a third): checked on the condensed graph with networkx. Nothing is duplicated but
+the other through a third): checked on the condensed group graph (tinyton/rewrites/group_graph.py). Nothing is duplicated but
 views and scalar constants; reductions never are. Groups are emitted in topological order.
 """
 
@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-import networkx as nx
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
 
-from tinyton.analysis.domain import NotFusable, analyze
+from tinyton.analysis.domain import NotFusable
+from tinyton.analysis.groups import GroupDomain, Union
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
@@ -42,73 +42,91 @@ from tinyton.rewrites.outline import (
     inline_fusions,
     rebuild,
 )
+from tinyton.rewrites.group_graph import GroupGraph, Reachability
 from tinyton.rewrites.patterns import FusePatternsPass
 
 
 class Planner:
-    """Groups of one function's ops; `graph` holds ops, `groups` the condensed group graph."""
+    """Groups of one function's ops: `group` maps each op to its group, `groups` is the condensed group
+    graph, `analysis` each group's domain (None for a group that is not one kernel on its own)."""
 
     def __init__(self, ops: Sequence[Operation], seeds: Sequence[Group] = ()):
         self.ops = list(ops)
         self.index = {op: i for i, op in enumerate(self.ops)}
-        self.graph = nx.DiGraph()
-        self.graph.add_nodes_from(self.ops)
-        for op in self.ops:
-            for v in op.operands:
-                if isinstance(v, OpResult) and v.op in self.index:
-                    self.graph.add_edge(v.op, op)
+        self.edges = [(v.op, op) for op in self.ops for v in op.operands if isinstance(v, OpResult) and v.op in self.index]
+        self.edges.sort(key=lambda e: (self.index[e[1]], self.index[e[0]]))
         self.group: dict[Operation, int] = {op: i for i, op in enumerate(self.ops)}
         self.members: dict[int, list[Operation]] = {i: [op] for i, op in enumerate(self.ops)}
         self.kinds: dict[int, set[str]] = {i: set() for i in self.members}
-        self.groups = nx.DiGraph()
-        self.groups.add_nodes_from(self.members)
-        self.groups.add_edges_from((self.group[u], self.group[v]) for u, v in self.graph.edges)
+        self.empty: dict[int, set[bool]] = {
+            i: {0 in shape_of(r.type) for r in op.results} for i, op in enumerate(self.ops)
+        }
+        """Per group: whether its results are empty arrays (True), real ones (False), or both."""
+        self.groups = GroupGraph(list(self.members), ((self.group[u], self.group[v]) for u, v in self.edges))
         for ops_, kind in seeds:
-            kept = [op for op in ops_ if op in self.index]
-            for op in kept[1:]:
-                self._merge(self.group[kept[0]], self.group[op])
-            if kept and kind:
-                self.kinds[self.group[kept[0]]].add(kind)
+            kept = [self.group[op] for op in sorted((op for op in ops_ if op in self.index), key=self.index.__getitem__)]
+            g = kept[0] if kept else None
+            for other in kept[1:]:
+                g = self._merge(g, other)
+            if g is not None and kind:
+                self.kinds[g].add(kind)
+        self.analysis: dict[int, GroupDomain | None] = {g: self._analyze(g) for g in self.members}
 
     # ---- legality ---------------------------------------------------------------------------
-    def outputs(self, ops: set[Operation]) -> list:
-        return [r for op in ops for r in op.results if any(u.operation not in ops for u in r.uses)]
+    def _analyze(self, g: int) -> GroupDomain | None:
+        try:
+            return GroupDomain.of(self.members[g], self.index)
+        except NotFusable:
+            return None
 
-    def legal(self, ops: set[Operation]) -> bool:
-        """One kernel (the codegen's analysis), and no output written redundantly by many programs: each
+    def union(self, a: int, b: int) -> Union | GroupDomain | None:
+        """The analysis of groups a and b merged, if that is one kernel writing each output once: each
         output must vary along every domain axis but the reduced one (a per-column array computed in
         a per-element kernel would be stored once per row)."""
-        ordered = sorted(ops, key=self.index.__getitem__)
-        outputs = self.outputs(ops)
-        if len({0 in shape_of(r.type) for op in ops for r in op.results}) > 1:
-            return False  # empty arrays get no kernel (fusion_to_kernels): keep them apart from real work
+        if len(self.empty[a] | self.empty[b]) > 1:
+            return None  # empty arrays get no kernel (fusion_to_kernels): keep them apart from real work
+        x, y = self.analysis[a], self.analysis[b]
         try:
-            dom = analyze(ordered, outputs)
+            if x is None or y is None:
+                merged: Union | GroupDomain = GroupDomain.of([*self.members[a], *self.members[b]], self.index)
+                outputs = list(merged.outputs)
+            else:
+                merged = GroupDomain.union(x, y)
+                outputs = merged.outputs_to_check
         except NotFusable:
-            return False
-        wide = {a for a, d in enumerate(dom.shape) if d > 1 and a != dom.red}
-        return all(wide <= set(dom.map_of(v)) for v in outputs)
+            return None
+        dom = merged.dom
+        wide = {i for i, d in enumerate(dom.shape) if d > 1 and i != dom.red}
+        return merged if all(wide <= set(dom.map_of(v)) for v in outputs) else None
 
-    def creates_cycle(self, a: int, b: int) -> bool:
+    def creates_cycle(self, a: int, b: int, reach: Reachability | None = None) -> bool:
         """Would merging a and b close a cycle, i.e. is there a path a → c → ... → b (or b → a)?"""
-        for x, y in ((a, b), (b, a)):
-            for c in self.groups.successors(x):
-                if c != y and nx.has_path(self.groups, c, y):
-                    return True
-        return False
+        return (reach or self.groups).creates_cycle(a, b)
 
     def _merge(self, a: int, b: int) -> int:
+        """Merge groups a and b; the larger one's id survives (members move small to large)."""
+        if len(self.members[a]) < len(self.members[b]):
+            a, b = b, a
         for op in self.members[b]:
             self.group[op] = a
         self.members[a] += self.members.pop(b)
         self.kinds[a] |= self.kinds.pop(b)
-        nx.contracted_nodes(self.groups, a, b, self_loops=False, copy=False)
+        self.empty[a] |= self.empty.pop(b)
+        self.groups.merge(a, b)
         return a
 
-    def try_merge(self, a: int, b: int) -> bool:
-        if a == b or self.creates_cycle(a, b) or not self.legal(set(self.members[a]) | set(self.members[b])):
+    def try_merge(self, a: int, b: int, reach: Reachability | None = None) -> bool:
+        if a == b or self.creates_cycle(a, b, reach):
             return False
-        self._merge(a, b)
+        merged = self.union(a, b)
+        if merged is None:
+            return False
+        analysis = merged.commit() if isinstance(merged, Union) else merged
+        del self.analysis[a], self.analysis[b]
+        keep = self._merge(a, b)
+        self.analysis[keep] = analysis
+        if reach is not None:
+            reach.merged(keep, b if keep == a else a)
         return True
 
     # ---- the greedy loop ----------------------------------------------------------------------
@@ -116,12 +134,11 @@ class Planner:
         changed = True
         while changed:
             changed = False
-            for u, v in sorted(self.graph.edges, key=lambda e: (self.index[e[1]], self.index[e[0]])):
+            for u, v in self.edges:
                 changed |= self.try_merge(self.group[u], self.group[v])
             changed |= self._siblings()
         first = {g: min(self.index[op] for op in ops) for g, ops in self.members.items()}
-        order = nx.lexicographical_topological_sort(self.groups, key=first.__getitem__)
-        return [self._finish(g) for g in order]
+        return [self._finish(g) for g in self.groups.sorted(first.__getitem__)]
 
     def _siblings(self) -> bool:
         """Groups over the same domain that only share an input (several reductions of the same rows,
@@ -131,23 +148,30 @@ class Planner:
             for op in ops:
                 for v in op.operands:
                     owner = v.op if isinstance(v, OpResult) else None
-                    if owner in ops or isinstance(owner, tta.ConstantOp):
+                    if (owner is not None and self.group.get(owner) == g) or isinstance(owner, tta.ConstantOp):
                         continue
-                    if g not in readers.setdefault(v, []):
-                        readers[v].append(g)
-        changed = False
+                    groups = readers.setdefault(v, [])
+                    if g not in groups[-1:]:  # a group's ops are visited together
+                        groups.append(g)
+        pairs = []
         for groups in readers.values():
-            for a, b in combinations(groups, 2):
-                if a in self.members and b in self.members and self._domain(a) == self._domain(b):
-                    changed |= self.try_merge(a, b)
+            by_domain: dict[object, list[int]] = {}
+            for g in groups:
+                if self._domain(g) is not None:
+                    by_domain.setdefault(self._domain(g), []).append(g)
+            pairs += [pair for same in by_domain.values() for pair in combinations(same, 2)]
+        if not pairs:
+            return False
+        reach = Reachability(self.groups, (g for pair in pairs for g in pair))
+        changed = False
+        for a, b in pairs:
+            if a in self.members and b in self.members and self._domain(a) == self._domain(b):
+                changed |= self.try_merge(a, b, reach)
         return changed
 
     def _domain(self, g: int) -> tuple[int, ...] | None:
-        ops = set(self.members[g])
-        try:
-            return analyze(sorted(ops, key=self.index.__getitem__), self.outputs(ops)).shape
-        except NotFusable:
-            return None
+        analysis = self.analysis[g]
+        return analysis.dom.shape if analysis is not None else None
 
     def _finish(self, g: int) -> Group:
         ops = sorted(self.members[g], key=self.index.__getitem__)
