@@ -20,7 +20,10 @@ def compile_program(fn: Callable[..., Any], args: Sequence[np.ndarray], fuse: bo
     module = trace(fn, list(args))
     fuse_module(module, fuse)
     module.verify()
-    return module, fusion_to_kernels(module)
+    specs = fusion_to_kernels(module)
+    for spec in specs:  # the codegen leaves verifying its kernels to its callers
+        spec.module.verify()
+    return module, specs
 
 
 def execute(module, specs: Sequence[KernelSpec], args: Sequence[np.ndarray]) -> list[np.ndarray]:

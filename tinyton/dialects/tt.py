@@ -103,7 +103,7 @@ class ConstantOp(IRDLOperation):
         verify_tile_shape(self.result.type, "constant")
         require(
             self.value.type == element_type(self.result.type),
-            f"value of type {type_name(self.value.type)} cannot fill {type_name(self.result.type)}",
+            lambda: f"value of type {type_name(self.value.type)} cannot fill {type_name(self.result.type)}",
         )
 
 
@@ -237,7 +237,7 @@ def _verify_mask(op: Operation, ptr: SSAValue, mask: SSAValue | None) -> None:
     if mask is not None:
         require(
             mask.type == tile_type(i1, shape_of(ptr.type)),
-            f"mask must be {type_name(tile_type(i1, shape_of(ptr.type)))}, got {type_name(mask.type)}",
+            lambda: f"mask must be {type_name(tile_type(i1, shape_of(ptr.type)))}, got {type_name(mask.type)}",
         )
 
 
@@ -270,12 +270,12 @@ class LoadOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        require(is_pointer(self.ptr.type), f"load needs pointers, got {type_name(self.ptr.type)}")
+        require(is_pointer(self.ptr.type), lambda: f"load needs pointers, got {type_name(self.ptr.type)}")
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        require(self.result.type == expected, f"load result must be {type_name(expected)}")
+        require(self.result.type == expected, lambda: f"load result must be {type_name(expected)}")
         _verify_mask(self, self.ptr, self.mask)
         if self.other is not None:
-            require(self.other.type == expected, f"other must be {type_name(expected)}")
+            require(self.other.type == expected, lambda: f"other must be {type_name(expected)}")
 
 
 @irdl_op_definition
@@ -295,11 +295,11 @@ class StoreOp(IRDLOperation):
         super().__init__(operands=[ptr, value, [mask] if mask else []])
 
     def verify_(self) -> None:
-        require(is_pointer(self.ptr.type), f"store needs pointers, got {type_name(self.ptr.type)}")
+        require(is_pointer(self.ptr.type), lambda: f"store needs pointers, got {type_name(self.ptr.type)}")
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
         require(
             self.value.type == expected,
-            f"stored value must be {type_name(expected)}, got {type_name(self.value.type)}",
+            lambda: f"stored value must be {type_name(expected)}, got {type_name(self.value.type)}",
         )
         _verify_mask(self, self.ptr, self.mask)
 
@@ -333,7 +333,7 @@ class ReduceOp(IRDLOperation):
         axis = self.axis.value.data
         require(0 <= axis < len(shape), f"axis {axis} out of range for a rank-{len(shape)} tile")
         expected = tile_type(element_type(self.input.type), [d for i, d in enumerate(shape) if i != axis])
-        require(self.result.type == expected, f"{self.name} result must be {type_name(expected)}")
+        require(self.result.type == expected, lambda: f"{self.name} result must be {type_name(expected)}")
         require(is_float(self.input.type) or is_int(self.input.type), f"{self.name} needs numbers")
 
 

@@ -42,7 +42,7 @@ class _ElementwiseOp(IRDLOperation):
         kind = element_kind(t)
         require(
             kind in self.KINDS,
-            f"{self.name} accepts {' or '.join(self.KINDS)} elements, got {type_name(element_type(t))}",
+            lambda: f"{self.name} accepts {' or '.join(self.KINDS)} elements, got {type_name(element_type(t))}",
         )
 
 
@@ -293,7 +293,7 @@ class SelectOp(IRDLOperation):
 
     def verify_(self) -> None:
         expected = tile_type(i1, shape_of(self.result.type))
-        require(self.condition.type == expected, f"select condition must be {type_name(expected)}")
+        require(self.condition.type == expected, lambda: f"select condition must be {type_name(expected)}")
 
 
 CASTABLE = (i1, i32, Float32Type(), Float16Type(), BFloat16Type())
@@ -321,4 +321,7 @@ class CastOp(CastOpBase):
     def verify_(self) -> None:
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
         for t in (self.input.type, self.result.type):
-            require(element_type(t) in CASTABLE, f"cannot cast {type_name(element_type(t))}; use i1, i32, f32, f16 or bf16")
+            require(
+                element_type(t) in CASTABLE,
+                lambda t=t: f"cannot cast {type_name(element_type(t))}; use i1, i32, f32, f16 or bf16",
+            )

@@ -7,7 +7,8 @@ types. These helpers let verifiers, the frontend, the simulator and the lowering
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
@@ -47,7 +48,13 @@ def element_type(t: Attribute) -> Attribute:
 
 def tile_type(element: Attribute, shape: Sequence[int]) -> Attribute:
     """The tile type of `shape` (a scalar type when `shape` is empty)."""
-    return TensorType(element, list(shape)) if shape else element
+    return _tensor_type(element, tuple(shape)) if shape else element
+
+
+@lru_cache(maxsize=4096)
+def _tensor_type(element: Attribute, shape: tuple[int, ...]) -> TensorType:
+    """Types are immutable: build (and verify) each one once, not once per op."""
+    return TensorType(element, list(shape))
 
 
 def is_float(t: Attribute) -> bool:
@@ -91,6 +98,8 @@ def verify_tile_shape(t: Attribute, what: str) -> None:
         raise VerifyException(f"{what} has {size} elements; a tile holds at most {MAX_TILE_ELEMENTS}")
 
 
-def require(cond: bool, message: str) -> None:
+def require(cond: bool, message: str | Callable[[], str]) -> None:
+    """Raise a VerifyException unless `cond`; a message that prints types is passed as a function,
+    built only on failure (verifiers run for every op of every kernel)."""
     if not cond:
-        raise VerifyException(message)
+        raise VerifyException(message if isinstance(message, str) else message())

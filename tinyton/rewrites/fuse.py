@@ -175,7 +175,8 @@ class Planner:
 
     def _finish(self, g: int) -> Group:
         ops = sorted(self.members[g], key=self.index.__getitem__)
-        kind = "+".join(sorted(self.kinds[g])) or default_kind(ops)
+        analysis = self.analysis[g]
+        kind = "+".join(sorted(self.kinds[g])) or default_kind(ops, analysis.dom if analysis else None)
         return ops, kind
 
 

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.domain import VIEWS, NotFusable, analyze
+from tinyton.analysis.domain import VIEWS, Domain, NotFusable, analyze
 from tinyton.dialects import tta
 
 Group = tuple[list[Operation], str | None]
@@ -76,10 +76,13 @@ def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:
     return [r for op in ops for r in op.results if any(u.operation not in members for u in r.uses)]
 
 
-def default_kind(ops: Sequence[Operation]) -> str:
-    """Name of the codegen strategy of a group (used when no pattern named it)."""
+def default_kind(ops: Sequence[Operation], dom: Domain | None = None) -> str:
+    """Name of the codegen strategy of a group (used when no pattern named it); `dom`, the group's domain
+    when the caller has it."""
     if all(isinstance(op, (*VIEWS, tta.TakeOp)) for op in ops):
         return ops[-1].name.removeprefix("tta.")
+    if dom is not None:
+        return dom.kind
     try:
         return analyze(ops, outputs_of(ops)).kind
     except NotFusable:

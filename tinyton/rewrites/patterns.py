@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from math import prod
 
@@ -87,11 +87,20 @@ class FusionPattern:
     def benefit(self) -> int:
         return self.pattern.benefit.value.data
 
-    @property
+    @cached_property
     def rewrite(self) -> pdl.RewriteOp:
         return next(op for op in self.pattern.body.ops if isinstance(op, pdl.RewriteOp))
 
+    @cached_property
+    def root_name(self) -> str | None:
+        """The op name the root must have (None: any), checked before running the matcher."""
+        root = self.rewrite.root
+        assert isinstance(root, OpResult) and isinstance(root.op, pdl.OperationOp)
+        return root.op.opName.data if root.op.opName is not None else None
+
     def match(self, op: Operation) -> Group | None:
+        if self.root_name is not None and op.name != self.root_name:
+            return None
         rewrite = self.rewrite
         root = rewrite.root
         assert isinstance(root, OpResult) and isinstance(root.op, pdl.OperationOp)

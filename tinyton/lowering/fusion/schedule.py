@@ -42,7 +42,9 @@ class Online:
 class Scheduler:
     def __init__(self, rg: RegionEmitter, ops: Sequence[Operation], outputs: Sequence[tuple[SSAValue, SSAValue]]):
         self.rg, self.ops, self.outputs = rg, list(ops), list(outputs)
-        self.reductions = [op for op in self.ops if isinstance(op, tta.ReduceOp) and not is_trivial(op)]
+        self.reductions = dict.fromkeys(op for op in self.ops if isinstance(op, tta.ReduceOp) and not is_trivial(op))
+        """In program order; a dict, so that `op in self.reductions` costs O(1) in long regions."""
+        self._needs: dict[Operation, frozenset[Operation]] = {}
 
     # ---- dependencies ------------------------------------------------------------------------
     def _owner(self, v: SSAValue) -> Operation | None:
@@ -65,19 +67,24 @@ class Scheduler:
             stack.pop()
             self.rg.compute(op, scope)
 
-    def needs(self, value: SSAValue) -> set[Operation]:
-        """Reductions `value` depends on (stopping at them)."""
-        seen, out, stack = set(), set(), [value]
+    def needs(self, value: SSAValue) -> frozenset[Operation]:
+        """Reductions `value` depends on (stopping at them), memoised per op: every pass asks again."""
+        stack = [value]
         while stack:
-            op = self._owner(stack.pop())
-            if op is None or op in seen:
+            op = self._owner(stack[-1])
+            if op is None or op in self._needs:
+                stack.pop()
                 continue
-            seen.add(op)
             if op in self.reductions:
-                out.add(op)
-            else:
-                stack.extend(op.operands)
-        return out
+                self._needs[op] = frozenset((op,))
+                continue
+            todo = [v for v in op.operands if (o := self._owner(v)) is not None and o not in self._needs]
+            if todo:
+                stack += todo
+                continue
+            self._needs[op] = frozenset().union(*(self._needs[o] for v in op.operands if (o := self._owner(v))))
+        op = self._owner(value)
+        return self._needs[op] if op is not None else frozenset()
 
     def online(self, rsum: Operation) -> Online | None:
         """Recognise `sum(exp(sub(a, M)))` where M is `max(a)` (through in-register reshapes)."""
