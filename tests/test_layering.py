@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "tinyton"
 
 LAYERS: list[list[str]] = [
-    ["tinyton.errors", "tinyton.intmath"],
+    ["tinyton.errors", "tinyton.intmath", "tinyton.profiling"],
     ["tinyton.dtypes"],
     ["tinyton.dialects"],
     ["tinyton.analysis"],

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
 from tinyton.dialects import tt
+from tinyton.profiling import stage
 from tinyton.runtime import driver
 from tinyton.runtime.arrays import as_kernel_argument
 from tinyton.runtime.spans import memory_span, overlap
@@ -134,22 +135,30 @@ class CompiledKernel:
 
     def _compile(self, use_cache: bool) -> None:
         """Lower to PTX (from the disk cache when only the PTX is needed)."""
-        # The lowering, LLVM and the cache are imported on first use: `import tinyton` stays light.
+        # The lowering, LLVM and the cache are imported on first use (the lowering only on a cache miss):
+        # `import tinyton` stays light, and a disk-cache hit in a fresh process loads no compiler stage.
         from tinyton.lowering.ptx import compile_llvm_module, resolve_toolchain
-        from tinyton.lowering.tt_to_llvm import lower_to_llvm
         from tinyton.runtime.cache import CacheEntry, cache_key, default_cache
 
-        arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
-        key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
-        entry = default_cache().get(key) if use_cache else None
-        if entry is None:
-            llvm = self.module.clone()
-            info = lower_to_llvm(llvm, self.num_warps, shared_limit(arch))
-            self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
-            self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
-            entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
-            default_cache().put(key, entry)
-        self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
+        with stage(f"compile kernel {self.name} to PTX"):
+            with stage("target: GPU architecture, toolchain"):
+                arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
+            with stage("disk cache lookup"):
+                key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
+                entry = default_cache().get(key) if use_cache else None
+            if entry is None:
+                from tinyton.lowering.tt_to_llvm import lower_to_llvm
+
+                with stage("lower tt -> llvm"):
+                    llvm = self.module.clone()
+                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(arch))
+                with stage(f"llvm -> PTX ({toolchain})"):
+                    self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
+                self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
+                entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
+                with stage("disk cache store"):
+                    default_cache().put(key, entry)
+            self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
 
     @property
     def launcher(self) -> Any:

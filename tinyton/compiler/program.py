@@ -29,6 +29,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.profiling import stage
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.streams import current_stream
 from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
@@ -45,7 +46,7 @@ def fusion_enabled(fuse: bool | None = None) -> bool:
 def fused_module(graph: ModuleOp, fuse: bool | None = None) -> ModuleOp:
     """A copy of the traced module with every compute op in a `tta.fusion` (one per op unfused)."""
     from tinyton.rewrites.pipeline import (
-        fuse_module,  # on first use: networkx and PDL are slow to import
+        fuse_module,  # on first use: the PDL parser and matcher are slow to import
     )
 
     module = fuse_module(graph.clone(), fusion_enabled(fuse))
@@ -103,7 +104,8 @@ class ArrayProgram:
     def _kernel(self, step: _Step) -> CompiledKernel:
         """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
         if step.compiled is None:
-            step.compiled = compile_module(step.launch.module, num_warps=step.launch.num_warps)
+            with stage(f"prepare kernel {step.launch.name}"):
+                step.compiled = compile_module(step.launch.module, num_warps=step.launch.num_warps)
         return step.compiled
 
     def __call__(self, *args: Any) -> Any:
@@ -222,8 +224,10 @@ def build_program(
         fusion_to_kernels,  # on first use, as the fusion passes
     )
 
-    fused = fused_module(graph, fuse)
-    launches = list(fusion_to_kernels(fused, matmul_tiles))
+    with stage("fuse"):
+        fused = fused_module(graph, fuse)
+    with stage("generate kernels (tta.fusion -> tt)"):
+        launches = list(fusion_to_kernels(fused, matmul_tiles))
     body = program_function(fused).body.block
 
     slot: dict[SSAValue, int] = {}

@@ -33,6 +33,7 @@ from tinyton.frontend.names import Reads
 from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
 from tinyton.frontend.programs import compile_array_program, run_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
+from tinyton.profiling import stage
 from tinyton.runtime.driver import backend
 from tinyton.runtime.streams import current_stream
 
@@ -277,10 +278,11 @@ class JITFunction:
         divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}
         num_warps, num_stages = options["num_warps"], options["num_stages"]
         reads = Reads()
-        module = build_kernel(
-            self.source, signature, constexprs, divisible=divisible, num_warps=num_warps, num_stages=num_stages,
-            reads=reads,
-        )
+        with stage(f"build kernel {self.fn.__name__} (Python AST -> tt)"):
+            module = build_kernel(
+                self.source, signature, constexprs, divisible=divisible, num_warps=num_warps,
+                num_stages=num_stages, reads=reads,
+            )
         kernel = compile_module(module, num_warps=num_warps)
         kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
         if backend() == "cuda":

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tinyton.compiler import ArrayProgram, build_program, fused_module, fusion_enabled
 from tinyton.frontend.names import globals_key
 from tinyton.frontend.tracing import is_array, trace
+from tinyton.profiling import stage
 
 
 def _signature_key(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -47,7 +48,11 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
     program = programs.get(key)
     if program is None:
         inputs = [i for i, a in enumerate(args) if is_array(a)]
-        program = programs[key] = build_program(trace(fn, args), getattr(fn, "__name__", "program"), inputs, fuse)
+        name = getattr(fn, "__name__", "program")
+        with stage(f"compile array program {name}"):
+            with stage("trace"):
+                graph = trace(fn, args)
+            program = programs[key] = build_program(graph, name, inputs, fuse)
     return program
 
 

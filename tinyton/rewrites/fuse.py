@@ -33,6 +33,7 @@ from tinyton.analysis.groups import GroupDomain, Union
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
+from tinyton.profiling import stage
 from tinyton.rewrites.outline import (
     Group,
     default_kind,
@@ -202,6 +203,8 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
-        FusePatternsPass().apply(ctx, op)
-        for fn in functions(op):
-            fuse_function(fn)
+        with stage("fusion patterns (PDL)"):
+            FusePatternsPass().apply(ctx, op)
+        with stage("fusion planner"):
+            for fn in functions(op):
+                fuse_function(fn)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-import networkx as nx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -19,6 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.analysis.domain import VIEWS, Domain, NotFusable, analyze
 from tinyton.dialects import tta
+from tinyton.rewrites.group_graph import lexicographic_order
 
 Group = tuple[list[Operation], str | None]
 
@@ -92,17 +92,16 @@ def default_kind(ops: Sequence[Operation], dom: Domain | None = None) -> str:
 def order_groups(groups: Sequence[Group]) -> list[Group]:
     """Groups in a topological order of their dependencies, ties broken by program order."""
     owner = {op: i for i, (ops, _) in enumerate(groups) for op in ops}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(range(len(groups)))
+    succ: dict[int, set[int]] = {i: set() for i in range(len(groups))}
     for i, (ops, _) in enumerate(groups):
         for op in ops:
             for v in op.operands:
                 j = owner.get(v.op) if isinstance(v, OpResult) else None
                 if j is not None and j != i:
-                    graph.add_edge(j, i)
+                    succ[j].add(i)
     position = _positions(groups)
     first = {i: min(position[op] for op in ops) for i, (ops, _) in enumerate(groups)}
-    return [groups[i] for i in nx.lexicographical_topological_sort(graph, key=first.__getitem__)]
+    return [groups[i] for i in lexicographic_order(succ, first.__getitem__)]
 
 
 def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:

@@ -24,8 +24,7 @@ from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects import func, pdl
-from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.interpreters.pdl import PDLMatcher
+from xdsl.dialects.builtin import Builtin, ModuleOp, StringAttr
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
@@ -35,6 +34,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 from tinyton.rewrites.attention import attention_scores, last_axis, outline_attention
 from tinyton.rewrites.outline import Group, functions, order_groups, rebuild
+from tinyton.rewrites.pdl_matcher import PDLMatcher
 
 PATTERN_FILES = ("attention.pdl.mlir", "softmax.pdl.mlir", "rmsnorm.pdl.mlir")
 
@@ -124,20 +124,23 @@ def _pattern_texts(files: tuple[str, ...]) -> tuple[str, ...]:
 
 @cache
 def default_context() -> Context:
-    """A context with tinyton's dialects and pdl, for callers outside `tinyton-opt`."""
-    from tinyton.dialects import tinyton_context
+    """What the fusion passes need of a context: the patterns are `pdl` ops in a `builtin.module` (they name
+    tta ops by string), so two dialects, not every dialect tinyton knows (a cold compile pays for each)."""
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(pdl.PDL)
+    return ctx
 
-    return tinyton_context()
 
-
-def load_patterns(ctx: Context | None = None, files: tuple[str, ...] = PATTERN_FILES) -> list[FusionPattern]:
-    """Parse packaged `.pdl.mlir` files (all of them by default); highest benefit first."""
-    ctx = ctx or default_context()
+@cache
+def load_patterns(files: tuple[str, ...] = PATTERN_FILES) -> tuple[FusionPattern, ...]:
+    """Packaged `.pdl.mlir` files (all of them by default), parsed once per process (matching only reads
+    them); highest benefit first."""
     patterns = []
     for text in _pattern_texts(files):
-        module = Parser(ctx, text).parse_module()
+        module = Parser(default_context(), text).parse_module()
         patterns += [FusionPattern(p) for p in module.ops if isinstance(p, pdl.PatternOp)]
-    return sorted(patterns, key=lambda p: -p.benefit)
+    return tuple(sorted(patterns, key=lambda p: -p.benefit))
 
 
 def match_patterns(fn: func.FuncOp, patterns: Sequence[FusionPattern]) -> list[Group]:
@@ -176,7 +179,7 @@ class FusePatternsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
-        patterns = load_patterns(ctx, self.files)
+        patterns = load_patterns(self.files)
         for fn in functions(op):
             seeds = match_patterns(fn, patterns)
             if seeds:

@@ -20,7 +20,6 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -41,20 +40,16 @@ class CacheEntry:
 
 
 @cache
-@cache
 def _tinyton_version() -> str:
-    """The package version plus a hash of the compiler's own sources: an edited lowering (a development
-    checkout) must never be served PTX that an older lowering produced."""
-    try:
-        version = metadata.version("tinyton")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    """A hash of the compiler's own sources: an edited lowering (a development checkout) must never be served
+    PTX that an older lowering produced. (It identifies a release as well as its version number would,
+    without loading importlib.metadata on every cold start.)"""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parent.parent
     for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.pdl.mlir")):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
-    return f"{version}+{digest.hexdigest()[:16]}"
+    return digest.hexdigest()[:16]
 
 
 def cache_key(source: str, specialization: object, toolchain: str, arch: str) -> str:

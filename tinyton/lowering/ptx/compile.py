@@ -10,7 +10,6 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.lowering.ptx import mlir_path
-from tinyton.lowering.ptx.llvmlite_path import compile_with_llvmlite
 from tinyton.lowering.ptx.toolchain import (
     ToolchainError,
     find_tool,
@@ -19,7 +18,7 @@ from tinyton.lowering.ptx.toolchain import (
 )
 
 TOOLCHAINS = ("mlir", "llvmlite")
-_EXTERN_FUNC = re.compile(r"^\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w.$]+)", re.M)
+_EXTERN_FUNC = re.compile(r"^\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w.$]+)", re.MULTILINE)
 
 
 def resolve_toolchain(toolchain: str | None = None) -> str:
@@ -41,11 +40,16 @@ def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = 
     Raises `ToolchainError` with the failing tool's diagnostics.
     """
     parse_arch(arch)
-    module.verify()
+    # Not verified again here: the lowering emits typed ops, and mlir-translate or LLVM's verifier checks
+    # what they are given (xDSL's verifier cost a fifth of a cold compile).
     if resolve_toolchain(toolchain) == "mlir":
         stages = mlir_path.compile_with_mlir_tools(module, arch)
     else:
-        stages = compile_with_llvmlite(module, arch)
+        from tinyton.lowering.ptx import (
+            llvmlite_path,  # on first use: llvmlite and xDSL's converter load slowly
+        )
+
+        stages = llvmlite_path.compile_with_llvmlite(module, arch)
     # The driver does not link: an external function (such as an `llvm.*` name that
     # is no intrinsic, which LLVM silently declares) would only fail at load time.
     unresolved = _EXTERN_FUNC.findall(stages["ptx"])

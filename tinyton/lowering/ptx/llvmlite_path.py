@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.lowering.ptx.llvmlite_ir import to_llvmlite
 from tinyton.lowering.ptx.toolchain import TRIPLE, ToolchainError, ptx_features
+from tinyton.profiling import stage
 
 
 @cache
@@ -26,13 +27,20 @@ def _target_machine(arch: str) -> llb.TargetMachine:
 
 def compile_with_llvmlite(module: ModuleOp, arch: str) -> dict[str, str]:
     """Return the `llvm-mlir`, `llvm-ir` (after O3) and `ptx` stages."""
-    tm = _target_machine(arch)
-    lmodule = to_llvmlite(module, triple=TRIPLE, data_layout=str(tm.target_data))
+    with stage("LLVM target machine"):
+        tm = _target_machine(arch)
+    with stage("convert to llvmlite IR"):
+        lmodule = to_llvmlite(module, triple=TRIPLE, data_layout=str(tm.target_data))
     try:
-        parsed = llb.parse_assembly(str(lmodule))
-        parsed.verify()
+        with stage("LLVM parse + verify"):
+            parsed = llb.parse_assembly(str(lmodule))
+            parsed.verify()
     except RuntimeError as e:
         raise ToolchainError(f"llvmlite rejected the converted module: {e}") from e
-    builder = llb.create_pass_builder(tm, llb.create_pipeline_tuning_options(speed_level=3))
-    builder.getModulePassManager().run(parsed, builder)
-    return {"llvm-mlir": str(module), "llvm-ir": str(parsed), "ptx": tm.emit_assembly(parsed)}
+    with stage("LLVM O3"):
+        builder = llb.create_pass_builder(tm, llb.create_pipeline_tuning_options(speed_level=3))
+        builder.getModulePassManager().run(parsed, builder)
+    with stage("LLVM emit PTX"):
+        ptx = tm.emit_assembly(parsed)
+    with stage("print llvm dialect (xDSL)"):
+        return {"llvm-mlir": str(module), "llvm-ir": str(parsed), "ptx": ptx}

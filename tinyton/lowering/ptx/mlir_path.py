@@ -17,6 +17,7 @@ from tinyton.lowering.ptx.toolchain import (
     ptx_features,
     run_tool,
 )
+from tinyton.profiling import stage
 
 TOOLS = ("mlir-translate", "opt", "llc")
 
@@ -31,8 +32,12 @@ def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
     if translate is None or opt is None or llc is None:
         raise ToolchainError(f"the mlir toolchain needs {', '.join(TOOLS)} on PATH")
     target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}"]
-    mlir_text = str(module)
-    llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], mlir_text)
-    optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
-    ptx = run_tool([llc, "-O3", *target, "-"], optimized)
+    with stage("print llvm dialect (xDSL)"):
+        mlir_text = str(module)
+    with stage("mlir-translate"):
+        llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], mlir_text)
+    with stage("opt -O3"):
+        optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
+    with stage("llc"):
+        ptx = run_tool([llc, "-O3", *target, "-"], optimized)
     return {"llvm-mlir": mlir_text, "llvm-ir": optimized.decode(), "ptx": ptx.decode()}

@@ -55,10 +55,13 @@ class LayoutAssignment:
         for _ in range(_ROUNDS):
             self.layout: dict[SSAValue, Layout] = {}
             self.free: set[SSAValue] = set()
-            self._flexible: set[SSAValue] = set()
+            self._flexible: dict[SSAValue, None] = {}  # in program order
             self._loads: list[SSAValue] = []
             self._visit_block(kernel.body.block)
-            wanted = {v: w for v in self._loads if (w := self._wanted(v)) is not None and w != self.layout[v]}
+            memo: dict[SSAValue, Layout | None] = {}
+            for v in reversed(self._flexible):  # users first: no recursion along long elementwise chains
+                memo[v] = self._wanted(v, memo)
+            wanted = {v: w for v in self._loads if (w := memo[v]) is not None and w != self.layout[v]}
             if not wanted:
                 break
             self._pinned |= wanted
@@ -77,13 +80,14 @@ class LayoutAssignment:
             return self.default(fallback)
         return self.layout[min(tiles, key=lambda v: v in self._flexible)]
 
-    def _wanted(self, value: SSAValue) -> Layout | None:
-        """A layout, other than its own, that a user of the flexible `value` needs it in."""
+    def _wanted(self, value: SSAValue, memo: dict[SSAValue, Layout | None]) -> Layout | None:
+        """A layout, other than its own, that a user of the flexible `value` needs it in (`memo` holds the
+        answer for the flexible values defined after it)."""
         for use in value.uses:
             user = use.operation
             if len(user.results) != 1 or not is_tile(result := user.results[0]):
                 continue
-            deeper = self._wanted(result) if result in self._flexible else None
+            deeper = memo[result] if result in self._flexible else None
             match user:
                 case tt.ExpandDimsOp():
                     wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
@@ -118,7 +122,7 @@ class LayoutAssignment:
         elif isinstance(op, tt.LoadOp) and all(v in self.free for v in tiles) or (
             isinstance(op, PASS_THROUGH) and all(v in self.free or v in self._flexible for v in tiles)
         ):
-            self._flexible.add(result)
+            self._flexible[result] = None
         match op:
             case tt.ExpandDimsOp():
                 layout = self.layout[op.input].expand(op.axis.value.data)
@@ -144,7 +148,7 @@ class LayoutAssignment:
             if is_tile(init) and init in self.free:
                 # Like a flexible load: the layout of what the body yields wins.
                 self.layout[arg] = self.default(init)
-                self._flexible.add(arg)
+                self._flexible[arg] = None
             elif is_tile(init):
                 self.layout[arg] = self.layout[init]
         for _ in range(_ROUNDS):
