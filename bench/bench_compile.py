@@ -12,8 +12,12 @@ For rmsnorm, softmax and a 1000-op program, with each PTX toolchain (llvmlite, m
 No GPU needed: PTX is produced, not loaded. Run from the repository root:
 
     python bench/bench_compile.py [--runs 5] [--profile]
+    python bench/bench_compile.py --scale 1000 4000 10000
 
-`--profile` also prints one cold compile with TINYTON_PROFILE=1 (time per stage) per toolchain.
+`--profile` also prints one cold compile with TINYTON_PROFILE=1 (time per stage) per toolchain. `--scale N...`
+instead times long programs (tests/scale_programs.py: one chain, chains with row reductions and many
+outputs, many kernels, one statement per line) of N ops: CPU seconds to trace, fuse and generate the tt
+kernels (issue 11: linear in N, under 10 s at 10,000).
 """
 
 from __future__ import annotations
@@ -68,15 +72,46 @@ print(json.dumps({"import": imported - start, "build": t1 - t0, "ptx": t2 - t1, 
 """
 
 
-def child(source: str, toolchain: str, cache: str, profile: bool = False) -> dict[str, float]:
+def child(source: str, toolchain: str, cache: str, profile: bool = False) -> dict[str, float] | None:
+    """One fresh process's figures (None, its error printed, if it failed)."""
     env = {**os.environ, "TINYTON_TOOLCHAIN": toolchain, "TINYTON_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
     env.pop("TINYTON_CACHE", None)
     if profile:
         env["TINYTON_PROFILE"] = "1"
-    out = subprocess.run([sys.executable, "-c", CHILD, source], env=env, capture_output=True, text=True, check=True)
-    if profile:
-        print(out.stderr, file=sys.stderr)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    out = subprocess.run([sys.executable, "-c", CHILD, source], env=env, capture_output=True, text=True, check=False)
+    if profile or out.returncode:
+        print(out.stderr[-2000:], file=sys.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else None
+
+
+def scale(sizes: list[int]) -> None:
+    """CPU seconds per stage of the long programs in tests/scale_programs.py."""
+    import time
+
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    import scale_programs
+
+    from tinyton.compiler.program import fused_module
+    from tinyton.frontend.tracing import trace
+    from tinyton.lowering.fusion import fusion_to_kernels
+
+    print("| program | ops | kernels | trace (s) | fuse (s) | generate kernels (s) | total (CPU s) | total (wall s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind in ("chain", "mixed", "wide", "straight"):
+        make, inputs = getattr(scale_programs, kind), getattr(scale_programs, f"{kind}_inputs", scale_programs.chain_inputs)
+        fusion_to_kernels(fused_module(trace(make(10), inputs())))  # imports out of the figures
+        for n in sizes:
+            fn, args = make(n), inputs()
+            w0, t0 = time.perf_counter(), time.process_time()
+            graph = trace(fn, args)
+            t1 = time.process_time()
+            fused = fused_module(graph)
+            t2 = time.process_time()
+            kernels = fusion_to_kernels(fused)
+            t3, w1 = time.process_time(), time.perf_counter()
+            ops = sum(1 for _ in graph.walk()) - 3  # less module, function and return
+            print(f"| {kind} | {ops} | {len(kernels)} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} | {t3 - t0:.2f} "
+                  f"| {w1 - w0:.2f} |", flush=True)
 
 
 def ms(values: list[float]) -> str:
@@ -87,7 +122,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--scale", type=int, nargs="+", metavar="N")
     args = parser.parse_args()
+    if args.scale:
+        scale(args.scale)
+        return
     rows, imports = [], []
     for toolchain in ("llvmlite", "mlir"):
         for name, source in PROGRAMS.items():
@@ -96,12 +135,17 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="tinyton-bench-") as cache:
                     first = child(source, toolchain, cache)
                     second = child(source, toolchain, cache)
+                if first is None or second is None:
+                    break
                 cold.append(first["build"] + first["ptx"])
                 cold_ptx.append(first["ptx"])
                 recompile.append(first["recompile"])
                 warm.append(second["build"] + second["ptx"])
                 hit.append(second["ptx"])
                 imports += [first["import"], second["import"]]
+            if not cold:
+                rows.append([name, toolchain, *["fails"] * 5])
+                continue
             rows.append([name, toolchain, ms(cold), ms(cold_ptx), ms(warm), f"{statistics.median(hit) * 1e3:.1f}",
                          ms(recompile)])
             print(f"  {name} / {toolchain} done", file=sys.stderr, flush=True)

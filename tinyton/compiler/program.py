@@ -104,7 +104,7 @@ class ArrayProgram:
     def _kernel(self, step: _Step) -> CompiledKernel:
         """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
         if step.compiled is None:
-            with stage(f"prepare kernel {step.launch.name}"):
+            with stage("prepare kernel (print its tt text)"):
                 step.compiled = compile_module(step.launch.module, num_warps=step.launch.num_warps)
         return step.compiled
 
