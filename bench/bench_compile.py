@@ -91,6 +91,7 @@ def scale(sizes: list[int]) -> None:
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     import scale_programs
 
+    from tinyton.compiler.collector import collector_paused
     from tinyton.compiler.program import fused_module
     from tinyton.frontend.tracing import trace
     from tinyton.lowering.fusion import fusion_to_kernels
@@ -102,13 +103,14 @@ def scale(sizes: list[int]) -> None:
         fusion_to_kernels(fused_module(trace(make(10), inputs())))  # imports out of the figures
         for n in sizes:
             fn, args = make(n), inputs()
-            w0, t0 = time.perf_counter(), time.process_time()
-            graph = trace(fn, args)
-            t1 = time.process_time()
-            fused = fused_module(graph)
-            t2 = time.process_time()
-            kernels = fusion_to_kernels(fused)
-            t3, w1 = time.process_time(), time.perf_counter()
+            with collector_paused():  # as compile_array_program does
+                w0, t0 = time.perf_counter(), time.process_time()
+                graph = trace(fn, args)
+                t1 = time.process_time()
+                fused = fused_module(graph)
+                t2 = time.process_time()
+                kernels = fusion_to_kernels(fused)
+                t3, w1 = time.process_time(), time.perf_counter()
             ops = sum(1 for _ in graph.walk()) - 3  # less module, function and return
             print(f"| {kind} | {ops} | {len(kernels)} | {t1 - t0:.2f} | {t2 - t1:.2f} | {t3 - t2:.2f} | {t3 - t0:.2f} "
                   f"| {w1 - w0:.2f} |", flush=True)

@@ -115,5 +115,5 @@ def straight(n: int) -> Callable[..., Any]:
         count += ops_in_line
     source = "def program(x):\n" + "\n".join(lines) + "\n    return x\n"
     namespace: dict[str, Any] = {"ops": ops}
-    exec(compile(source, f"<straight program of {n} ops>", "exec"), namespace)
+    exec(compile(source, f"<straight program of {n} ops>", "exec"), namespace)  # noqa: S102 - generated test code
     return namespace["program"]

@@ -205,7 +205,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     outputs = list(outputs)
     views: dict[SSAValue, View] = {}
     register: list[Operation] = []
-    inside = lambda v: _inside(v, members)  # noqa: E731
+    inside = lambda v: _inside(v, members)
     for op in ops:
         if not has_template(op):
             raise NotFusable(f"{op.name} has no kernel template")

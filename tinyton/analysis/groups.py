@@ -57,7 +57,7 @@ class _Overlay(MutableMapping):
         return key in self.base
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return self[key] if key in self else default
+        return self[key] if key in self else default  # noqa: SIM401 - this is `get` itself
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.changes[key] = value
@@ -297,7 +297,7 @@ class Union:
     def _outputs(self) -> _Outputs:
         """The union's outputs: big's and small's, less the values only the other side reads."""
         big, small = self.big, self.small
-        inside: Callable[[Any], bool] = lambda u: u.operation in big.ops or u.operation in small.ops  # noqa: E731
+        inside: Callable[[Any], bool] = lambda u: u.operation in big.ops or u.operation in small.ops
         removed = {v for op in small.ops for v in op.operands if v in big.outputs and all(map(inside, v.uses))}
         self.removed, self.added = removed, [v for v in small.outputs if not all(map(inside, v.uses))]
         return _Outputs(big.outputs, removed, self.added)

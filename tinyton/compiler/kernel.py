@@ -18,6 +18,7 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
+from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
 from tinyton.runtime import driver
@@ -140,7 +141,7 @@ class CompiledKernel:
         from tinyton.lowering.ptx import compile_llvm_module, resolve_toolchain
         from tinyton.runtime.cache import CacheEntry, cache_key, default_cache
 
-        with stage(f"compile kernel {self.name} to PTX"):
+        with collector_paused(), stage(f"compile kernel {self.name} to PTX"):
             with stage("target: GPU architecture, toolchain"):
                 arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
             with stage("disk cache lookup"):

@@ -14,6 +14,7 @@ from typing import Any
 from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.compiler import ArrayProgram, build_program, fused_module, fusion_enabled
+from tinyton.compiler.collector import collector_paused
 from tinyton.frontend.names import globals_key
 from tinyton.frontend.tracing import is_array, trace
 from tinyton.profiling import stage
@@ -49,7 +50,7 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
     if program is None:
         inputs = [i for i, a in enumerate(args) if is_array(a)]
         name = getattr(fn, "__name__", "program")
-        with stage(f"compile array program {name}"):
+        with collector_paused(), stage(f"compile array program {name}"):
             with stage("trace"):
                 graph = trace(fn, args)
             program = programs[key] = build_program(graph, name, inputs, fuse)

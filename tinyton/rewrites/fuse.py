@@ -34,6 +34,7 @@ from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
 from tinyton.profiling import stage
+from tinyton.rewrites.group_graph import GroupGraph, Reachability
 from tinyton.rewrites.outline import (
     Group,
     default_kind,
@@ -43,7 +44,6 @@ from tinyton.rewrites.outline import (
     inline_fusions,
     rebuild,
 )
-from tinyton.rewrites.group_graph import GroupGraph, Reachability
 from tinyton.rewrites.patterns import FusePatternsPass
 
 
