@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,8 @@ from scale_programs import (
     wide,
     wide_inputs,
 )
+from fuzz.generate import generate as generate_fuzz_case
+from fuzz.run import DEFAULT_SEED, load
 from test_fusion_property import TracedBackend, generate
 
 from tinyton.analysis import groups
@@ -29,7 +32,8 @@ from tinyton.analysis.domain import NotFusable, analyze
 from tinyton.compiler import build_program
 from tinyton.frontend import array_ops as ops
 from tinyton.frontend.programs import compile_array_program
-from tinyton.frontend.tracing import trace
+from tinyton.errors import CompilationError
+from tinyton.frontend.tracing import is_array, trace
 
 
 def compile_seconds(fn: Callable[..., Any], args: list[np.ndarray]) -> tuple[float, int]:
@@ -153,3 +157,18 @@ def test_incremental_analysis_matches_analyze_on_long_programs(kind: str, checke
     make, inputs = PROGRAMS[kind]
     build_program(trace(make(300), inputs()), "p", list(range(len(inputs()))))
     assert checked_unions[0] > 0
+
+
+@pytest.mark.parametrize("index", range(0, 400, 4))
+def test_incremental_analysis_matches_analyze_on_fuzzer_programs(
+    index: int, checked_unions: list[int], tmp_path: Path
+) -> None:
+    """The differential fuzzer's programs (transposes and matmuls of intermediates, reductions over any
+    axis, broadcasting, several outputs): every union the planner tries, checked against `analyze`."""
+    case = generate_fuzz_case(DEFAULT_SEED, index)
+    fn = load(case, tmp_path)
+    try:
+        graph = trace(fn, case.inputs)
+    except CompilationError:
+        return  # a program the tracer refuses has nothing to plan
+    build_program(graph, case.name, [i for i, a in enumerate(case.inputs) if is_array(a)])
