@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fuzz.generate import generate as generate_fuzz_case
+from fuzz.run import DEFAULT_SEED, load
 from scale_programs import (
     chain,
     chain_inputs,
@@ -23,16 +25,14 @@ from scale_programs import (
     wide,
     wide_inputs,
 )
-from fuzz.generate import generate as generate_fuzz_case
-from fuzz.run import DEFAULT_SEED, load
 from test_fusion_property import TracedBackend, generate
 
 from tinyton.analysis import groups
 from tinyton.analysis.domain import NotFusable, analyze
 from tinyton.compiler import build_program
+from tinyton.errors import CompilationError
 from tinyton.frontend import array_ops as ops
 from tinyton.frontend.programs import compile_array_program
-from tinyton.errors import CompilationError
 from tinyton.frontend.tracing import is_array, trace
 
 
