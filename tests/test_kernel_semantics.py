@@ -521,3 +521,23 @@ def test_strided_views_on_the_gpu():
     out = np.zeros(16, np.int32)
     fill_contiguous.compile(out[::2], N=8).launch((1,), [out[::2]])
     assert out.tolist() == [7] * 8 + [0] * 8
+
+
+@tt.jit
+def bool_max_min(a_ptr, b_ptr, max_ptr, min_ptr, BLOCK: tt.constexpr):
+    offsets = tt.arange(0, BLOCK)
+    a, b = tt.load(a_ptr + offsets), tt.load(b_ptr + offsets)
+    tt.store(max_ptr + offsets, tt.maximum(a, b))
+    tt.store(min_ptr + offsets, tt.minimum(a, b))
+
+
+def test_maximum_and_minimum_of_bools_in_kernels():
+    """True is the larger bool (NumPy); the lowering compares i1 unsigned (signed i1 reads True as -1)."""
+    a = np.array([True, True, False, False] * 4)
+    b = np.array([True, False, True, False] * 4)
+    got_max, got_min = np.zeros(16, bool), np.zeros(16, bool)
+    bool_max_min[(1,)](a, b, got_max, got_min, BLOCK=16)
+    np.testing.assert_array_equal(got_max, a | b)
+    np.testing.assert_array_equal(got_min, a & b)
+    ptx = bool_max_min.compile(a, b, got_max, got_min, BLOCK=16).asm["llvm-ir"]
+    assert "icmp sgt i1" not in ptx and "icmp slt i1" not in ptx

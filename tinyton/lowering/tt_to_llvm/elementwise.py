@@ -119,7 +119,14 @@ def _float_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 def _int_pick(predicate: str) -> Binary:
-    return lambda ctx, a, b: ctx.select(ctx.icmp(predicate, a, b), a, b)
+    """maximum/minimum by a compare and a select; i1 compares unsigned (True, 1, is the larger, as NumPy's
+    and the simulator's maximum of bools; signed i1 would read True as -1)."""
+
+    def pick(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+        bool_aware = "u" + predicate[1:] if isinstance(a.type, IntegerType) and a.type.bitwidth == 1 else predicate
+        return ctx.select(ctx.icmp(bool_aware, a, b), a, b)
+
+    return pick
 
 
 BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
