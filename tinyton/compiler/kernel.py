@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32, i64
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
 from tinyton.compiler.collector import collector_paused
@@ -47,9 +47,11 @@ def _param_kind(t: Attribute) -> str:
         return "ptr"
     if t == i32:
         return "int32"
+    if t == i64:
+        return "int64"
     if isinstance(t, Float32Type):
         return "float32"
-    raise ValueError(f"kernel parameters are pointers, i32 or f32, got {t}")
+    raise ValueError(f"kernel parameters are pointers, i32, i64 or f32, got {t}")
 
 
 def written_params(function: func.FuncOp) -> frozenset[int]:

@@ -1,6 +1,6 @@
 """The `tt` dialect: tinyton's tile-level kernel IR.
 
-A kernel is a `func.func` whose body computes on *tiles*: builtin ranked tensors of rank 1 or 2
+A kernel is a `func.func` whose body computes on *tiles*: builtin ranked tensors of any rank
 (`tensor<64xf32>`, `tensor<32x64x!tt.ptr<f16>>`) held by one program (one CUDA block), plus scalars
 (`i32`, `f32`, `f16`, `i1`, `!tt.ptr<f32>`). Loops and branches are `scf.for` / `scf.if`.
 
@@ -11,7 +11,8 @@ Design rules, so that every consumer (simulator, lowering, fusion codegen) stays
 - reductions, `tt.dot` and layout changes are the only ops that move data between threads.
 
 This module holds the program-geometry, memory, reduction and dot ops and the dialect itself; the types are
-in `tt_types`, the elementwise ops in `tt_elementwise` (both re-exported here).
+in `tt_types`, the elementwise ops in `tt_elementwise` and `tt_math`, shape ops in `tt_shapes`, reductions
+and scans with a combine region in `tt_combine`, debugging ops in `tt_debug` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -20,18 +21,20 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32,
+    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -40,15 +43,22 @@ from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
 from tinyton.dialects.tt_elementwise import (  # noqa: F401
-    CASTABLE, CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
+    CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, BitcastOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
     MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
-    XorOp,
+    XorOp, castable,
 )
 from tinyton.dialects.tt_shared import (  # noqa: F401
     SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, LocalAllocOp, LocalLoadOp, buffer_type, slot_type,
 )
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
+from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
+from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp  # noqa: F401
+from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
+from tinyton.dialects.tt_math import (  # noqa: F401
+    MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
+)
+from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
     FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
@@ -226,7 +236,7 @@ class AddPtrOp(IRDLOperation):
 
     def verify_(self) -> None:
         require(is_pointer(self.ptr.type), "addptr needs pointers as its first operand")
-        require(element_type(self.offset.type) == i32, "addptr offsets must be i32")
+        require(element_type(self.offset.type) in (i32, i64), "addptr offsets must be i32 or i64")
         require(
             shape_of(self.ptr.type) == shape_of(self.offset.type),
             "addptr pointer and offset shapes must match (splat or broadcast first)",
@@ -249,8 +259,12 @@ class LoadOp(IRDLOperation):
     ptr = operand_def()
     mask = opt_operand_def()
     other = opt_operand_def()
+    cache = opt_prop_def(StringAttr)
+    """PTX cache operator (".ca", ".cg", ".cv"), from Triton's `cache_modifier`."""
+    evict = opt_prop_def(StringAttr)
+    """"evict_first" or "evict_last" (PTX L1 eviction priority), from Triton's `eviction_policy`."""
     result = result_def()
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
     traits = traits_def(MemoryReadEffect())
     assembly_format = (
         "$ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) (`,` type($mask)^)? "
@@ -262,11 +276,14 @@ class LoadOp(IRDLOperation):
         ptr: SSAValue | Operation,
         mask: SSAValue | Operation | None = None,
         other: SSAValue | Operation | None = None,
+        **hints: str,
     ):
         pt = SSAValue.get(ptr).type
         result = tile_type(element_type(pt).pointee, shape_of(pt)) if is_pointer(pt) else pt
         super().__init__(
-            operands=[ptr, [mask] if mask else [], [other] if other else []], result_types=[result]
+            operands=[ptr, [mask] if mask else [], [other] if other else []],
+            result_types=[result],
+            properties={k: StringAttr(v) for k, v in hints.items()},
         )
 
     def verify_(self) -> None:
@@ -286,13 +303,24 @@ class StoreOp(IRDLOperation):
     ptr = operand_def()
     value = operand_def()
     mask = opt_operand_def()
+    cache = opt_prop_def(StringAttr)
+    """PTX cache operator (".wb", ".cg", ".cs", ".wt"), from Triton's `cache_modifier`."""
+    evict = opt_prop_def(StringAttr)
+    """"evict_first" or "evict_last", from Triton's `eviction_policy`."""
+    irdl_options = (ParsePropInAttrDict(),)
     traits = traits_def(MemoryWriteEffect())
     assembly_format = "$ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value) (`,` type($mask)^)?"
 
     def __init__(
-        self, ptr: SSAValue | Operation, value: SSAValue | Operation, mask: SSAValue | Operation | None = None
+        self,
+        ptr: SSAValue | Operation,
+        value: SSAValue | Operation,
+        mask: SSAValue | Operation | None = None,
+        **hints: str,
     ):
-        super().__init__(operands=[ptr, value, [mask] if mask else []])
+        super().__init__(
+            operands=[ptr, value, [mask] if mask else []], properties={k: StringAttr(v) for k, v in hints.items()}
+        )
 
     def verify_(self) -> None:
         require(is_pointer(self.ptr.type), lambda: f"store needs pointers, got {type_name(self.ptr.type)}")
@@ -463,6 +491,7 @@ Tt = Dialect(
         RsqrtOp,
         SelectOp,
         CastOp,
+        BitcastOp,
         ReduceSumOp,
         ReduceMaxOp,
         ReduceMinOp,
@@ -470,6 +499,10 @@ Tt = Dialect(
         *SHARED_OPS,
         *ATOMIC_OPS,
         *RANDOM_OPS,
+        *MATH_OPS,
+        *SHAPE_OPS,
+        *COMBINE_OPS,
+        *DEBUG_OPS,
     ],
     [PointerType],
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, StringAttr, i1, i32
+from xdsl.dialects.builtin import IntegerType, StringAttr, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -296,7 +296,9 @@ class SelectOp(IRDLOperation):
         require(self.condition.type == expected, lambda: f"select condition must be {type_name(expected)}")
 
 
-CASTABLE = (i1, i32, Float32Type(), Float16Type(), BFloat16Type())
+def castable(t: Attribute) -> bool:
+    """Elements `tt.cast` converts: ints of any width and signedness, and floats."""
+    return isinstance(t, IntegerType) or element_kind(t) == FLOAT
 
 
 class CastOpBase(IRDLOperation):
@@ -314,14 +316,23 @@ class CastOpBase(IRDLOperation):
 
 @irdl_op_definition
 class CastOp(CastOpBase):
-    """Convert element types among i1, i32, f32, f16 and bf16 (`x.to(tt.float16)`); floats to ints truncate."""
+    """Convert element types (`x.to(tt.float16)`); floats to ints truncate, ints wrap, float8 saturates."""
 
     name = "tt.cast"
 
     def verify_(self) -> None:
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
         for t in (self.input.type, self.result.type):
-            require(
-                element_type(t) in CASTABLE,
-                lambda t=t: f"cannot cast {type_name(element_type(t))}; use i1, i32, f32, f16 or bf16",
-            )
+            require(castable(element_type(t)), lambda t=t: f"cannot cast {type_name(element_type(t))}; cast ints and floats")
+
+
+@irdl_op_definition
+class BitcastOp(CastOpBase):
+    """Reinterpret the bits of each element as another type of the same width (`x.to(t, bitcast=True)`)."""
+
+    name = "tt.bitcast"
+
+    def verify_(self) -> None:
+        require(shape_of(self.input.type) == shape_of(self.result.type), "bitcast keeps the shape")
+        widths = [getattr(element_type(t), "bitwidth", None) for t in (self.input.type, self.result.type)]
+        require(widths[0] == widths[1] and widths[0] not in (None, 1), f"bitcast needs one bit width, got {widths}")

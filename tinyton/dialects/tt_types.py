@@ -85,10 +85,8 @@ def type_name(t: Attribute) -> str:
 
 
 def verify_tile_shape(t: Attribute, what: str) -> None:
-    """Tiles are rank 1 or 2 with power-of-two dimensions and at most MAX_TILE_ELEMENTS elements."""
+    """Tiles have power-of-two dimensions and at most MAX_TILE_ELEMENTS elements."""
     shape = shape_of(t)
-    if len(shape) > 2:
-        raise VerifyException(f"{what} has rank {len(shape)}; tiles have rank 1 or 2")
     size = 1
     for dim in shape:
         if dim < 1 or dim & (dim - 1):

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import i1, i32
+from xdsl.dialects.builtin import i1, i32, i64
 from xdsl.ir import Attribute
 
 from tinyton.dialects.tt import PointerType
-from tinyton.dtypes import dtype_of
+from tinyton.dtypes import DTYPES, dtype_of
 from tinyton.errors import CompilationError
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
@@ -27,7 +27,7 @@ from tinyton.runtime.torch_interop import host_view, is_torch
 KINDS: dict[str, tuple[str, str]] = {
     "constexpr": ("({a}, type({a}))", "None"),
     "bool": ("'i1'", "int({a})"),
-    "int": ("{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else None", "{a}"),
+    "int": ("{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None", "{a}"),
     "float": ("'f32'", "{a}"),
     "device": ("({a}.dtype, ({a}_p := {a}.ptr) & 15)", "{a}_p"),
     "torch": ("({a}.dtype, {a}.is_cuda, ({a}_p := {a}.data_ptr()) & 15)", "{a}_p"),
@@ -108,9 +108,11 @@ def argument_type(arg: Any) -> tuple[Attribute, bool]:
     if kind == "bool":
         return i1, False
     if kind == "int":
-        if not -0x80000000 <= int(arg) <= 0x7FFFFFFF:
-            raise CompilationError(f"the int {arg} does not fit in int32 (kernel ints are 32-bit)")
-        return i32, int(arg) % 16 == 0
+        if -(1 << 31) <= int(arg) < (1 << 31):
+            return i32, int(arg) % 16 == 0
+        if not -(1 << 63) <= int(arg) < (1 << 63):
+            raise CompilationError(f"the int {arg} does not fit in int64")
+        return i64, int(arg) % 16 == 0  # as Triton: ints beyond int32 are passed as int64
     if kind == "float":
         return f32, False
     dtype = getattr(arg, "dtype", None)
@@ -125,7 +127,7 @@ def argument_type(arg: Any) -> tuple[Attribute, bool]:
         element = dtype_of(dtype)
     except CompilationError:
         raise CompilationError(
-            f"arrays of {dtype} are not supported; kernels take float32, float16, bfloat16, int32 or bool arrays"
+            f"arrays of {dtype} are not supported; kernels take arrays of {', '.join(d.name for d in DTYPES)}"
         ) from None
     return PointerType(element.ir), address(arg) % 16 == 0
 

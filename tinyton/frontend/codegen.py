@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import operator
 from collections.abc import Collection, Mapping
@@ -78,6 +79,13 @@ UNSUPPORTED = {
 }
 COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, cdiv, next_power_of_2)
 """Plain functions a kernel may call on constexpr values (evaluated while compiling)."""
+RUNTIME_FUNCTIONS = {
+    min: lambda b, *xs: functools.reduce(lambda x, y: b.binary("minimum", x, y), xs),
+    max: lambda b, *xs: functools.reduce(lambda x, y: b.binary("maximum", x, y), xs),
+    abs: lambda b, x: b.unary("abs", x),
+    cdiv: lambda b, x, y: b.binary("//", b.binary("-", b.binary("+", x, y), 1), y),
+}
+"""The same functions on runtime values (as Triton: `min(a, b)` is `tl.minimum(a, b)`)."""
 
 
 class KernelCodegen(ControlFlow, Loops):
@@ -299,6 +307,7 @@ class KernelCodegen(ControlFlow, Loops):
     def visit_Call(self, node: ast.Call) -> Any:
         fn = self.visit(node.func)
         args, kwargs = self.arguments(node)
+        self.b.location = f"{self.src.where.filename}:{self.line(node)}"
         return self.call(fn, args, kwargs)
 
     def call(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -311,6 +320,8 @@ class KernelCodegen(ControlFlow, Loops):
             return fn(*args, **kwargs)
         if fn is constexpr:
             return args[0] if len(args) == 1 and not kwargs else fn(*args, **kwargs)
+        if any(isinstance(a, Tile) for a in args) and not kwargs and any(fn is f for f in RUNTIME_FUNCTIONS):
+            return RUNTIME_FUNCTIONS[fn](self.b, *args)
         if any(fn is f for f in COMPILE_TIME_FUNCTIONS):
             if any(isinstance(a, Tile) for a in (*args, *kwargs.values())):
                 raise CompilationError(
@@ -370,7 +381,9 @@ def build_kernel(
         for p, arg in zip(runtime, block.args):
             arg.name_hint = p.name
             scope[p.name] = builder.truth(Tile(arg), p.name) if signature[p.name] == i1 else Tile(arg)
-        KernelCodegen(source, builder, scope, Reads() if reads is None else reads).visit_body(list(source.body))
+        codegen = KernelCodegen(source, builder, scope, Reads() if reads is None else reads)
+        builder.call_function = lambda fn, args: codegen.inline(fn, args, {})  # combine functions of tl.reduce
+        codegen.visit_body(list(source.body))
     finally:
         KERNEL_BUILDERS.pop()
     block.add_op(func.ReturnOp())

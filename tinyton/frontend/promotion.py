@@ -33,7 +33,7 @@ def element_of(dtype: Any) -> Attribute:
             np_dtype = np.dtype(candidate)
         except TypeError:
             continue
-        if np_dtype in NUMPY_TO_ELEMENT:
+        if NUMPY_TO_ELEMENT.get(np_dtype) in _PROMOTION_RANK:  # kernels know more dtypes than array programs
             return NUMPY_TO_ELEMENT[np_dtype]
     raise TypeError(f"unsupported dtype {dtype}; array programs use float32, float16, bfloat16, int32 or bool")
 

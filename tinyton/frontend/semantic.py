@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i32
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.utils.exceptions import VerifyException
 
@@ -26,6 +26,10 @@ from tinyton.errors import CompilationError
 from tinyton.frontend.atomic_ops import AtomicOps
 from tinyton.frontend.block_pointers import BlockPointerOps
 from tinyton.frontend.random_ops import RandomOps
+from tinyton.frontend.combine_ops import CombineOps
+from tinyton.frontend.debug_ops import DebugOps
+from tinyton.frontend.math_ops import MathOps
+from tinyton.frontend.shape_ops import ShapeOps
 from tinyton.frontend.values import (
     ARITH,
     BITWISE,
@@ -38,6 +42,7 @@ from tinyton.frontend.values import (
     describe,
     element,
     f32,
+    int_range,
     is_number,
     natural_element,
     promote,
@@ -79,11 +84,31 @@ UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
     "log": (tt.LogOp, True, math.log),
     "sqrt": (tt.SqrtOp, True, math.sqrt),
     "rsqrt": (tt.RsqrtOp, True, lambda v: 1 / math.sqrt(v)),
+    "exp2": (tt.Exp2Op, True, lambda v: 2.0**v),
+    "log2": (tt.Log2Op, True, math.log2),
+    "sin": (tt.SinOp, True, math.sin),
+    "cos": (tt.CosOp, True, math.cos),
+    "floor": (tt.FloorOp, True, math.floor),
+    "ceil": (tt.CeilOp, True, math.ceil),
+    "erf": (tt.ErfOp, True, math.erf),
+    "sqrt_rn": (tt.SqrtRnOp, True, math.sqrt),
 }
 """Unary op -> (op class, floats only (ints become f32), compile-time fold)."""
 
 REDUCE = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}
-I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+LOAD_CACHE, STORE_CACHE = (".ca", ".cg", ".cv"), (".wb", ".cg", ".cs", ".wt")
+EVICTION = ("evict_normal", "evict_first", "evict_last")
+
+
+def cache_hints(cache: str, evict: str, allowed: tuple[str, ...], what: str) -> dict[str, str]:
+    """The `cache`/`evict` properties of a load or store (Triton's cache_modifier, eviction_policy)."""
+    if cache and cache not in allowed:
+        raise CompilationError(f"{what}: cache_modifier must be one of {', '.join(allowed)}, got {cache!r}")
+    if evict and evict not in EVICTION:
+        raise CompilationError(f"{what}: eviction_policy must be one of {', '.join(EVICTION)}, got {evict!r}")
+    return {k: v for k, v in (("cache", cache), ("evict", evict)) if v and v != "evict_normal"}
 
 
 def _fold(fn: Callable[..., Any], *args: Any) -> Any:
@@ -93,10 +118,11 @@ def _fold(fn: Callable[..., Any], *args: Any) -> Any:
         raise CompilationError(f"constant expression failed: {e}") from None
 
 
-class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
+class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, MathOps, CombineOps, DebugOps):
     """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies).
 
-    The mixins hold the builtins of one concept each (atomics, random numbers, block pointers)."""
+    The mixins hold the builtins of one concept each (atomics, random numbers, block pointers, shapes, math,
+    combine reductions, debugging)."""
 
     def __init__(self, block: Block):
         self.block = block
@@ -127,8 +153,9 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
         if elem == i1:
             attr: Attribute = IntegerAttr(int(bool(value)), i1)
         elif isinstance(elem, IntegerType):
-            if not I32_MIN <= int(value) <= I32_MAX:
-                raise CompilationError(f"integer constant {value} does not fit in int32")
+            low, high = int_range(elem)
+            if not low <= int(value) <= high:
+                raise CompilationError(f"integer constant {value} does not fit in {dtype_of(elem).name}")
             attr = IntegerAttr(int(value), elem)
         else:
             attr = FloatAttr(float(value), elem)
@@ -142,8 +169,17 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
             raise CompilationError(f"`{what}` needs a number or a tile, got {describe(x)}")
         return self.constant(x, natural_element(x))
 
-    def cast(self, x: Any, dtype: Any) -> Tile:
+    def cast(self, x: Any, dtype: Any, bitcast: bool = False) -> Tile:
+        """`x` converted to `dtype`; with `bitcast` its bits reinterpreted (same width)."""
         elem = dtype_of(dtype).ir
+        if bitcast:
+            x = self.tile(x, "bitcast")
+            if x.element == elem:
+                return x
+            width = [getattr(e, "bitwidth", 0) for e in (x.element, elem)]
+            if x.is_pointer or width[0] != width[1] or elem == i1:
+                raise CompilationError(f"cannot bitcast {x.type} to {dtype_of(dtype)}: the widths differ")
+            return self.emit(tt.BitcastOp(x.value, elem))
         x = self.constant(x, elem) if is_number(x) else self.tile(x, "cast")
         if x.element == elem:
             return x
@@ -193,9 +229,9 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
         ptr, offset = (a, b) if isinstance(a, Tile) and a.is_pointer else (b, a)
         if op not in ("+", "-") or (op == "-" and ptr is b) or (isinstance(offset, Tile) and offset.is_pointer):
             raise CompilationError(f"pointers support only `ptr + offsets` and `ptr - offsets`, not `{op}`")
-        promote(INT, [element(offset)], "pointer offset")
+        wide = promote(INT, [element(offset)], "pointer offset").bitwidth == 64
         to = broadcast_shapes([ptr.shape, shape(offset)], op)
-        offset = self.operand(offset if op == "+" else self.unary("neg", offset), i32, to)
+        offset = self.operand(offset if op == "+" else self.unary("neg", offset), i64 if wide else i32, to)
         return self.emit(tt.AddPtrOp(self.broadcast(ptr, to).value, offset.value))
 
     def unary(self, op: str, x: Any) -> Any:
@@ -279,7 +315,7 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
             )
         return ptr
 
-    def load(self, ptr: Any, mask: Any, other: Any) -> Tile:
+    def load(self, ptr: Any, mask: Any, other: Any, cache: str = "", evict: str = "") -> Tile:
         ptr = self._pointer(ptr, "tt.load")
         mask = None if mask is True else mask
         other = None if mask is None else other
@@ -287,9 +323,10 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
         self._fits_pointer(ptr, {"mask": mask, "other": other}, "tt.load")
         mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
         other_value = None if other is None else self.operand(other, ptr.element.pointee, to).value
-        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value))
+        hints = cache_hints(cache, evict, LOAD_CACHE, "tl.load")
+        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value, **hints))
 
-    def store(self, ptr: Any, value: Any, mask: Any) -> None:
+    def store(self, ptr: Any, value: Any, mask: Any, cache: str = "", evict: str = "") -> None:
         ptr = self._pointer(ptr, "tt.store")
         mask = None if mask is True else mask
         if not (isinstance(value, Tile) or is_number(value)):
@@ -298,7 +335,8 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
         self._fits_pointer(ptr, {"value": value, "mask": mask}, "tt.store")
         mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
         value = self.operand(value, ptr.element.pointee, to)
-        self.insert(tt.StoreOp(ptr.value, value.value, mask_value))
+        hints = cache_hints(cache, evict, STORE_CACHE, "tl.store")
+        self.insert(tt.StoreOp(ptr.value, value.value, mask_value, **hints))
 
     @staticmethod
     def _fits_pointer(ptr: Tile, operands: dict[str, Any], what: str) -> None:
@@ -333,8 +371,8 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps):
 
     def reduce(self, kind: str, x: Any, axis: Any, keepdims: bool) -> Tile:
         x = self._reduce_input(x, f"tt.{kind}")
-        if kind == "sum" and x.element == i1:
-            x = self.cast(x, i32)
+        if kind == "sum" and x.element.bitwidth < 32:  # as Triton: small ints and bools in int32, f16 in f32
+            x = self.cast(x, f32 if tt.is_float(x.type) else i32)
         axes, rank, result = self._axes(x, axis, f"tt.{kind}"), len(x.shape), x
         for ax in sorted(axes, reverse=True):
             result = self.emit(REDUCE[kind](result.value, ax))

@@ -1,6 +1,6 @@
 """Values of a kernel being compiled and the frontend's pure type rules (promotion, broadcasting).
 
-A kernel value is either a `Tile` (an SSA value: a scalar or a rank-1/2 tile, with its tt type) or a
+A kernel value is either a `Tile` (an SSA value: a scalar or a tile, with its tt type) or a
 plain Python value: a constexpr (int, float, bool, None, a tuple of them), a dtype, a module, a function.
 Python numbers are *weak*, as in Triton: combined with a tile they adopt its element type when they are
 of its kind (`x_f16 * 2.0` stays f16, `i * 2` stays i32) and only widen it across kinds (`i * 0.5` is f32).
@@ -12,7 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType, i1, i32
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    Signedness,
+    i1,
+    i32,
+)
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects.tt import (
@@ -22,10 +32,11 @@ from tinyton.dialects.tt import (
     is_pointer,
     shape_of,
 )
-from tinyton.dtypes import dtype, dtype_of
+from tinyton.dtypes import dtype, dtype_of, pointer_type
 from tinyton.errors import CompilationError
 
 f16, bf16, f32 = Float16Type(), BFloat16Type(), Float32Type()
+FLOAT8 = (Float8E4M3FNType(), Float8E5M2Type())
 
 
 KERNEL_BUILDERS: list[Any] = []
@@ -56,16 +67,48 @@ class Tile:
         return is_pointer(self.value.type)
 
     @property
-    def dtype(self) -> dtype:
+    def dtype(self) -> dtype | pointer_type:
+        """The element's dtype; for pointers a `pointer_type` (`p.dtype.element_ty`)."""
+        if self.is_pointer:
+            return pointer_type(dtype_of(self.element.pointee))
         return dtype_of(self.element)
 
-    def to(self, dtype: Any) -> Tile:
-        """Convert the elements to `dtype` (floats to ints truncate)."""
-        return KERNEL_BUILDERS[-1].cast(self, dtype)
+    def to(self, dtype: Any, fp_downcast_rounding: str | None = None, bitcast: bool = False) -> Tile:
+        """Convert the elements to `dtype` (floats to ints truncate); `bitcast` reinterprets the bits."""
+        return KERNEL_BUILDERS[-1].cast(self, dtype, bitcast)
+
+    cast = to
+
+    @property
+    def T(self) -> Tile:
+        """The transpose of a 2-D tile."""
+        return KERNEL_BUILDERS[-1].permute(self, (), "x.T")
+
+    def trans(self, *dims: Any) -> Tile:
+        """`tl.trans(x, *dims)`."""
+        return KERNEL_BUILDERS[-1].permute(self, dims, "x.trans")
+
+    permute = trans
+
+    def reshape(self, *shape: Any) -> Tile:
+        """`tl.reshape(x, shape)`."""
+        return KERNEL_BUILDERS[-1].reshape(self, shape, "x.reshape")
+
+    view = reshape
+
+    def expand_dims(self, axis: Any) -> Tile:
+        """`tl.expand_dims(x, axis)`."""
+        return KERNEL_BUILDERS[-1].expand_dims(self, axis)
+
+    def broadcast_to(self, *shape: Any) -> Tile:
+        """`tl.broadcast_to(x, shape)`."""
+        return KERNEL_BUILDERS[-1].broadcast_to(self, shape)
 
 
-TILE_METHODS = frozenset({Tile.to})
-TILE_ATTRIBUTES = frozenset({"to", "shape", "dtype"})
+TILE_METHODS = frozenset({Tile.to, Tile.trans, Tile.reshape, Tile.expand_dims, Tile.broadcast_to})
+TILE_ATTRIBUTES = frozenset(
+    {"to", "cast", "shape", "dtype", "T", "trans", "permute", "reshape", "view", "expand_dims", "broadcast_to"}
+)
 
 
 def builtin_name(fn: Any) -> str | None:
@@ -118,12 +161,15 @@ ARITH, DIV, INT, BITWISE, SELECT = "arith", "div", "int", "bitwise", "select"
 def promote(rule: str, elements: Sequence[Any], what: str) -> Attribute:
     """The common element type of operands with `elements` under `rule` (Triton's promotion).
 
-    Any float makes the result the concrete float when all concrete floats agree (f16 with ints or weak
-    floats stays f16, bf16 likewise), else f32 (f16 with f32 or with bf16, a weak float alone); otherwise
-    ints compute in i32, except that bitwise ops and selections of booleans stay i1."""
+    Any float makes the result the widest concrete float (f16 with f32 gives f32, a weak float alone gives
+    f32; two different floats of one width give f32); ints give the widest concrete int, unsigned if one of
+    that width is (weak Python ints and booleans adopt it; none at all gives i32); true division of ints
+    gives f32; bitwise ops and selections of booleans stay i1. float8 is storage only."""
     for e in elements:
         if isinstance(e, Attribute) and not (is_float(e) or isinstance(e, IntegerType)):
             raise CompilationError(f"`{what}` needs numbers, got {_name(e)} operands")
+        if isinstance(e, Attribute) and e in FLOAT8:
+            raise CompilationError(f"`{what}`: float8 tiles are for storage; convert them first with .to(tl.float32)")
     floats = [e for e in elements if _floatish(e)]
     if floats and rule in (INT, BITWISE):
         raise CompilationError(
@@ -133,9 +179,30 @@ def promote(rule: str, elements: Sequence[Any], what: str) -> Attribute:
     if rule in (BITWISE, SELECT) and all(_boolish(e) for e in elements):
         return i1
     if floats:
-        concrete = {e for e in floats if e is not float}
-        return concrete.pop() if len(concrete) == 1 else f32
-    return f32 if rule == DIV else i32
+        concrete = list(dict.fromkeys(e for e in floats if e is not float))
+        if not concrete:
+            return f32
+        widest = max(e.bitwidth for e in concrete)
+        ties = [e for e in concrete if e.bitwidth == widest]
+        return ties[0] if len(ties) == 1 else f32
+    if rule == DIV:
+        return f32
+    ints = [e for e in elements if isinstance(e, IntegerType) and e != i1]
+    if not ints:
+        return i32
+    width = max(e.bitwidth for e in ints)
+    unsigned = any(e.bitwidth == width and e.signedness.data == Signedness.UNSIGNED for e in ints)
+    return IntegerType(width, Signedness.UNSIGNED) if unsigned else IntegerType(width)
+
+
+def int_range(elem: Attribute) -> tuple[int, int]:
+    """The values an integer element type holds."""
+    width = elem.bitwidth
+    if elem == i1:
+        return 0, 1
+    if elem.signedness.data == Signedness.UNSIGNED:
+        return 0, (1 << width) - 1
+    return -(1 << (width - 1)), (1 << (width - 1)) - 1
 
 
 def broadcast_shapes(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int, ...]:
@@ -155,11 +222,9 @@ def broadcast_shapes(shapes: Sequence[tuple[int, ...]], what: str) -> tuple[int,
 
 
 def check_block_shape(shape: Sequence[Any], what: str) -> tuple[int, ...]:
-    """Validate a constexpr block shape: rank <= 2, power-of-two dims, at most MAX_TILE_ELEMENTS."""
+    """Validate a constexpr block shape: power-of-two dims, at most MAX_TILE_ELEMENTS elements."""
     if any(not isinstance(d, int) or isinstance(d, bool) for d in shape):
         raise CompilationError(f"{what}: block shapes must be constexpr ints, got {list(shape)}")
-    if len(shape) > 2:
-        raise CompilationError(f"{what}: tiles have rank 1 or 2, got shape {list(shape)}")
     size = 1
     for d in shape:
         if d < 1 or d & (d - 1):

@@ -25,16 +25,18 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
-from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked
+from tinyton.lowering.tt_to_llvm.layouts import Layout, axis_in_registers, blocked
 from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
 
-ELEMENTWISE = (tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.AddPtrOp)
+ELEMENTWISE = (
+    tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.BitcastOp, tt.FmaOp, tt.HintOp, tt.AddPtrOp,
+)
 """Ops computing each element from the same element of their operands, in any layout."""
 
 SOURCES = (tt.ArangeOp, tt.SplatOp, tt.ConstantOp, tt.LocalLoadOp)
 """Ops whose result is free: a `tt.local_load` is read from its shared-memory slot in whatever layout the
 consumer asks for (a tensor-core dot reads it with `ldmatrix` and never asks)."""
-PASS_THROUGH = (*ELEMENTWISE, tt.ExpandDimsOp, tt.BroadcastOp)
+PASS_THROUGH = (*ELEMENTWISE, tt.ExpandDimsOp, tt.BroadcastOp, tt.TransOp)
 """Ops whose result is free (or flexible) when their tile operands are."""
 
 _ROUNDS = 3
@@ -112,8 +114,24 @@ class LayoutAssignment:
             self._visit_if(op)
         elif isinstance(op, scf.WhileOp):
             self._visit_while(op)
+        elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp)):
+            self._assign_results(op)
         elif len(op.results) == 1 and is_tile(op.results[0]):
             self._assign(op, op.results[0])
+
+    def _assign_results(self, op: Operation) -> None:
+        """Ops with several results of one layout: the halves of a split, reductions and scans."""
+        match op:
+            case tt.SplitOp():
+                whole = self.layout[op.input]
+                layout = whole.without_pair_dim() if whole.has_pair_dim() else self.default(op.lhs)
+            case tt.CombineReduceOp():
+                layout = self.layout[op.inputs[0]].slice(op.axis.value.data)
+            case _:
+                layout = axis_in_registers(tt.shape_of(op.inputs[0].type), op.axis.value.data, self.num_warps)
+        for result in op.results:
+            if is_tile(result):
+                self.layout[result] = layout
 
     def _assign(self, op: Operation, result: SSAValue) -> None:
         tiles = [v for v in op.operands if is_tile(v)]
@@ -133,6 +151,10 @@ class LayoutAssignment:
                 layout = self.layout[op.input].slice(op.axis.value.data)
             case tt.DotOp() if uses_mma(op):
                 layout = mma_tiling(op, self.num_warps).accumulator()
+            case tt.TransOp():
+                layout = self.layout[op.input].permute(op.order.get_values())
+            case tt.JoinOp():
+                layout = self.anchor([op.lhs, op.rhs], op.lhs).with_pair_dim()
             case tt.LoadOp():
                 layout = self._pinned.get(result) or self.anchor(op.operands, op.ptr)
                 if result in self._flexible:

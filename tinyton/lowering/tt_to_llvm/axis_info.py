@@ -226,7 +226,22 @@ def _nonnegative(op: Operation, operands: Sequence[AxisInfo], result: AxisInfo) 
             return operands[0].nonnegative and (operands[1].value or 0) > 0
         case tt.SplatOp() | tt.ExpandDimsOp() | tt.BroadcastOp() | tt.AddOp() | tt.MulOp() | tt.FloorDivOp() | tt.ShrOp():
             return all(x.nonnegative for x in operands)
+        case tt.HintOp():
+            return operands[0].nonnegative
     return False
+def _hinted(src: AxisInfo, op: tt.HintOp) -> AxisInfo:
+    """`src` with the user's promises (`tl.multiple_of` and friends) for the last dimension."""
+
+    def last(values: tuple[int, ...], attr: IntegerAttr | None) -> tuple[int, ...]:
+        return values if attr is None else (*values[:-1], max(values[-1], attr.value.data))
+
+    return AxisInfo(
+        last(src.contiguity, op.contiguity),
+        last(src.divisibility, op.divisibility),
+        last(src.constancy, op.constancy),
+        src.value,
+        src.nonnegative,
+    )
 
 
 class AxisAnalysis:
@@ -325,6 +340,8 @@ class AxisAnalysis:
                 return _compare(op, self[op.lhs], self[op.rhs])
             case tt.SelectOp():
                 return _select(self[op.condition], self[op.true_value], self[op.false_value])
+            case tt.HintOp():
+                return _hinted(self[op.input], op)
             case tt.CastOp() if tt.is_int(op.input.type) and tt.is_int(op.result.type):
                 return self[op.input]
             case tt.ProgramIdOp() | tt.NumProgramsOp():

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerType, i32
+from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, IntegerType, i32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
@@ -42,9 +42,16 @@ class LoweringError(DiagnosticException):
 
 
 def llvm_type(t: Attribute) -> Attribute:
-    """The LLVM type of one element of a tt type."""
+    """The LLVM type of one element of a tt type: ints signless (unsigned ones pick unsigned instructions
+    from their tt type), float8 as the i8 of its bits."""
     elem = tt.element_type(t)
-    return GLOBAL_PTR if isinstance(elem, tt.PointerType) else elem
+    if isinstance(elem, tt.PointerType):
+        return GLOBAL_PTR
+    if isinstance(elem, IntegerType):
+        return IntegerType(elem.bitwidth)
+    if isinstance(elem, Float8E4M3FNType | Float8E5M2Type):
+        return IntegerType(8)
+    return elem
 
 
 @dataclass

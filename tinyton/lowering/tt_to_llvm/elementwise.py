@@ -17,11 +17,11 @@ from collections.abc import Callable
 from math import log, log2
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, IntegerType, f32, i32
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float64Type, IntegerType, Signedness, f32, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tinyton.dialects import llvm_extra, nvvm, tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 Unary = Callable[[KernelContext, SSAValue], SSAValue]
@@ -74,17 +74,17 @@ def _floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     """NumPy's `//`: truncate, then step down when the remainder's sign differs from b's."""
     k = ctx.known(b)
     if k is not None and k > 0 and not k & (k - 1):
-        return ctx.int_op("ashr", a, ctx.const(k.bit_length() - 1))
+        return ctx.int_op("ashr", a, ctx.const(k.bit_length() - 1, a.type))
     q = ctx.value(llvm.SDivOp(a, b))
     r = ctx.value(llvm.SRemOp(a, b))
-    return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("sub", q, ctx.const(1)), q)
+    return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("sub", q, ctx.const(1, q.type)), q)
 
 
 def _int_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     """NumPy's `%`: the remainder takes the divisor's sign."""
     k = ctx.known(b)
     if k is not None and k > 0 and not k & (k - 1):
-        return ctx.int_op("and", a, ctx.const(k - 1))
+        return ctx.int_op("and", a, ctx.const(k - 1, a.type))
     r = ctx.value(llvm.SRemOp(a, b))
     return ctx.select(_needs_floor_fix(ctx, r, b), ctx.int_op("add", r, b), r)
 
@@ -95,8 +95,8 @@ def _zero(ctx: KernelContext, a: SSAValue) -> SSAValue:
 
 
 def _needs_floor_fix(ctx: KernelContext, r: SSAValue, b: SSAValue) -> SSAValue:
-    nonzero = ctx.icmp("ne", r, ctx.const(0))
-    signs_differ = ctx.icmp("slt", ctx.int_op("xor", r, b), ctx.const(0))
+    nonzero = ctx.icmp("ne", r, ctx.const(0, r.type))
+    signs_differ = ctx.icmp("slt", ctx.int_op("xor", r, b), ctx.const(0, r.type))
     return ctx.value(llvm.AndOp(nonzero, signs_differ))
 
 
@@ -147,6 +147,31 @@ BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
 }
 """(integer, float) implementation of each binary op; the verifier rules out the Nones."""
 
+UNSIGNED: dict[type[Operation], Binary] = {
+    tt.DivOp: _nonzero_divisor(lambda ctx, a: ctx.const(-1, a.type), _llvm(llvm.UDivOp)),
+    tt.RemOp: _nonzero_divisor(lambda ctx, a: a, _llvm(llvm.URemOp)),
+    tt.FloorDivOp: _nonzero_divisor(_zero, _llvm(llvm.UDivOp)),
+    tt.ModOp: _nonzero_divisor(_zero, _llvm(llvm.URemOp)),
+    tt.MaximumOp: _int_pick("ugt"),
+    tt.MinimumOp: _int_pick("ult"),
+    tt.ShrOp: _int("lshr"),
+}
+"""The integer implementations that differ for unsigned operands."""
+
+
+def is_unsigned(t: Attribute) -> bool:
+    """Whether a tt type has unsigned integer elements."""
+    e = tt.element_type(t)
+    return isinstance(e, IntegerType) and e.signedness.data == Signedness.UNSIGNED
+
+
+def binary_fn(op_type: type[Operation], t: Attribute) -> Binary:
+    """The implementation of a binary op on registers of tt type `t`."""
+    int_fn, float_fn = BINARY[op_type]
+    fn = float_fn if tt.is_float(t) else UNSIGNED.get(op_type, int_fn) if is_unsigned(t) else int_fn
+    assert fn is not None
+    return fn
+
 
 def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
     """`fn(x * factor)` or `fn(x) * factor`: exp and log through their base-2 instructions."""
@@ -177,6 +202,9 @@ UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.SqrtOp: (None, lambda ctx, x: ctx.value(llvm.FSqrtOp(x))),
     tt.RsqrtOp: (None, _intrinsic("llvm.nvvm.rsqrt.approx.f")),
 }
+
+F64_NATIVE = {tt.NegOp, tt.AbsOp, tt.SqrtOp}
+"""Unary ops with an f64 PTX instruction (the others are rows added by `math`, which names its own)."""
 
 _ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
 _BOOL_ICMP = {**_ICMP, "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
@@ -211,9 +239,7 @@ def _is_bf16(t: Attribute) -> bool:
 
 @lowers_tile(*BINARY)
 def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> list[SSAValue]:
-    int_fn, float_fn = BINARY[type(op)]
-    fn = float_fn if tt.is_float(op.result.type) else int_fn
-    assert fn is not None
+    fn = binary_fn(type(op), op.result.type)
     if _is_bf16(op.result.type):
         fn = _in_f32(fn)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
@@ -222,8 +248,11 @@ def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> 
 @lowers_tile(*UNARY)
 def lower_unary(ctx: KernelContext, op: tt.UnaryOp, layout: Layout | None) -> list[SSAValue]:
     int_fn, float_fn = UNARY[type(op)]
+    elem = tt.element_type(op.result.type)
+    if isinstance(elem, Float64Type) and type(op) not in F64_NATIVE:
+        raise LoweringError(f"{op.name} on f64 needs libdevice, which tinyton does not link yet; compute in f32")
     if tt.is_float(op.result.type):
-        half = isinstance(tt.element_type(op.result.type), Float16Type | BFloat16Type)
+        half = isinstance(elem, Float16Type | BFloat16Type)
         fn = _in_f32(float_fn) if half else float_fn
     else:
         assert int_fn is not None
@@ -240,7 +269,7 @@ def lower_cmp(ctx: KernelContext, op: tt.CmpOp, layout: Layout | None) -> list[S
         if _is_bf16(elem):
             fn = _in_f32(fn, round_back=False)
     else:
-        table = _BOOL_ICMP if elem.bitwidth == 1 else _ICMP
+        table = _BOOL_ICMP if elem.bitwidth == 1 or is_unsigned(elem) else _ICMP
         fn = lambda c, a, b: c.icmp(table[pred], a, b)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
 
@@ -254,46 +283,6 @@ def lower_select(ctx: KernelContext, op: tt.SelectOp, layout: Layout | None) -> 
         ctx.get(op.true_value, layout),
         ctx.get(op.false_value, layout),
     )
-
-
-def _kind(t: Attribute) -> str:
-    if isinstance(t, BFloat16Type):
-        return "bf16"
-    return f"i{t.bitwidth}" if isinstance(t, IntegerType) else f"f{t.bitwidth}"
-
-
-CASTS: dict[tuple[str, str], Callable[[KernelContext, SSAValue, Attribute], SSAValue]] = {
-    ("i1", "i32"): lambda ctx, x, t: ctx.value(llvm.ZExtOp(x, t)),
-    ("i32", "i1"): lambda ctx, x, t: ctx.icmp("ne", x, ctx.const(0)),
-    ("i32", "f32"): lambda ctx, x, t: ctx.value(llvm.SIToFPOp(x, t)),
-    ("i32", "f16"): lambda ctx, x, t: ctx.value(llvm.SIToFPOp(x, t)),
-    ("f32", "i32"): lambda ctx, x, t: ctx.value(llvm_extra.FPToSIOp(x, t)),
-    ("f16", "i32"): lambda ctx, x, t: ctx.value(llvm_extra.FPToSIOp(x, t)),
-    ("f32", "i1"): lambda ctx, x, t: _fcmp(ctx, "une", x, ctx.const(0.0, x.type)),
-    ("f16", "i1"): lambda ctx, x, t: _fcmp(ctx, "une", x, ctx.const(0.0, x.type)),
-    ("f16", "f32"): lambda ctx, x, t: ctx.value(llvm.FPExtOp(x, t)),
-    ("f32", "f16"): lambda ctx, x, t: ctx.value(llvm.FPTruncOp(x, t)),
-    ("bf16", "f32"): lambda ctx, x, t: ctx.value(llvm.FPExtOp(x, t)),
-    ("f32", "bf16"): lambda ctx, x, t: ctx.value(llvm.FPTruncOp(x, t)),
-}
-"""Direct conversions; booleans reach floats through i32 (true is 1, as in NumPy), bf16 reaches
-everything through f32."""
-
-
-def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
-    src, dst = _kind(x.type), _kind(to)
-    if src == dst:
-        return x
-    if (src, dst) not in CASTS:
-        via = f32 if "bf16" in (src, dst) else i32
-        return cast(ctx, cast(ctx, x, via), to)
-    return CASTS[(src, dst)](ctx, x, to)
-
-
-@lowers_tile(tt.CastOp)
-def lower_cast(ctx: KernelContext, op: tt.CastOp, layout: Layout | None) -> list[SSAValue]:
-    to = llvm_type(op.result.type)
-    return map_registers(ctx, lambda c, x: cast(c, x, to), ctx.get(op.input, layout))
 
 
 @lowers_tile(tt.ConstantOp)

@@ -132,6 +132,43 @@ class Layout:
             return self.parent
         return None
 
+    def permute(self, order: Sequence[int]) -> Layout:
+        """The layout of the transposed tile: dimension `i` is this one's dimension `order[i]`."""
+
+        def perm(b: Basis) -> Basis:
+            return tuple(b[d] for d in order)
+
+        return Layout(
+            tuple(self.shape[d] for d in order),
+            tuple(perm(b) for b in self.reg),
+            tuple(perm(b) for b in self.lane),
+            tuple(perm(b) for b in self.warp),
+        )
+
+    def with_pair_dim(self) -> Layout:
+        """This layout with a new last dimension of 2 held in register bit 0 (`tt.join`'s result)."""
+        rank = self.rank + 1
+        return Layout(
+            (*self.shape, 2),
+            (_unit(rank, rank - 1, 1), *((*b, 0) for b in self.reg)),
+            tuple((*b, 0) for b in self.lane),
+            tuple((*b, 0) for b in self.warp),
+        )
+
+    def has_pair_dim(self) -> bool:
+        """Whether the last dimension has size 2 and is register bit 0 (as `with_pair_dim` makes it)."""
+        return self.shape[-1:] == (2,) and self.reg[:1] == (_unit(self.rank, self.rank - 1, 1),)
+
+    def without_pair_dim(self) -> Layout:
+        """The inverse of `with_pair_dim`: the layout of each half of a `tt.split`."""
+        assert self.has_pair_dim()
+        return Layout(
+            self.shape[:-1],
+            tuple(b[:-1] for b in self.reg[1:]),
+            tuple(b[:-1] for b in self.lane),
+            tuple(b[:-1] for b in self.warp),
+        )
+
     def strides(self) -> tuple[int, ...]:
         """Row-major strides of the shape, for linearised (shared-memory) addressing."""
         return tuple(prod(self.shape[d + 1 :]) for d in range(self.rank))
@@ -177,6 +214,14 @@ def blocked(shape: Sequence[int], num_warps: int, vec: int = 4) -> Layout:
     while any(c < s for c, s in zip(covered, shape)):
         reg.append(next_basis(inner_first))
     return Layout(shape, tuple(reg), tuple(lane), tuple(warp))
+
+
+def axis_in_registers(shape: Sequence[int], axis: int, num_warps: int) -> Layout:
+    """A layout holding the whole of `axis` in each thread's registers (the fastest register bits),
+    the other dimensions spread as `blocked` spreads them: a scan runs in each thread."""
+    rest = blocked([1 if d == axis else n for d, n in enumerate(shape)], num_warps)
+    along = tuple(_unit(len(shape), axis, 1 << i) for i in range(_log2(shape[axis])))
+    return Layout(tuple(shape), along + rest.reg, rest.lane, rest.warp)
 
 
 def register_map(src: Layout, dst: Layout) -> list[int] | None:

@@ -48,17 +48,17 @@ def lower_addptr(ctx: KernelContext, op: tt.AddPtrOp, layout: Layout | None) -> 
 
 
 class _Access:
-    """How `v` elements of type `elem` travel: as PTX words of 16 or 32 bits."""
+    """How `v` elements of type `elem` travel: as PTX words of 16, 32 or 64 bits (at most 128 in all)."""
 
     def __init__(self, elem: Attribute, v: int):
         self.elem = elem
         self.bits = 8 if elem.bitwidth == 1 else elem.bitwidth  # booleans are bytes in memory
         total = v * self.bits
-        self.word_bits = min(32, total)
-        self.words = max(1, total // 32)
+        self.word_bits = 64 if self.bits == 64 else min(32, total)
+        self.words = max(1, total // self.word_bits)
         self.per_word = self.word_bits // self.bits
-        self.reg = i32 if self.word_bits == 32 else i16
-        self.constraint = "r" if self.word_bits == 32 else "h"
+        self.reg = {64: i64, 32: i32}.get(self.word_bits, i16)
+        self.constraint = {64: "l", 32: "r"}.get(self.word_bits, "h")
         vector = f".v{self.words}" if self.words > 1 else ""
         self.suffix = vector + (".u8" if self.word_bits == 8 else f".b{self.word_bits}")
 
@@ -132,8 +132,21 @@ def _inline_asm(
     return op.res
 
 
+def cache_qualifier(op: tt.LoadOp | tt.StoreOp) -> str:
+    """The PTX qualifier of Triton's `eviction_policy` (`.L1::evict_last`) or else of its `cache_modifier`
+    (`.cg`); PTX takes one or the other."""
+    if op.evict is not None:
+        return f".L1::{op.evict.data}"
+    return op.cache.data if op.cache is not None else ""
+
+
 def _load(
-    ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, other: list[SSAValue] | None, a: _Access
+    ctx: KernelContext,
+    ptr: SSAValue,
+    pred: SSAValue | None,
+    other: list[SSAValue] | None,
+    a: _Access,
+    qualifier: str = "",
 ) -> list[SSAValue]:
     """One predicated vector load; operands: words $0.., address, `other` words, predicate."""
     n = a.words
@@ -146,7 +159,7 @@ def _load(
             inputs += [(a.constraint, w) for w in a.pack(ctx, other)]
         inputs.append(("b", pred))
         guard = f"@${n + len(inputs) - 1} "
-    lines.append(f"{guard}ld.global{a.suffix} {a.operands(0)}, [ ${n} + 0 ];")
+    lines.append(f"{guard}ld.global{qualifier}{a.suffix} {a.operands(0)}, [ ${n} + 0 ];")
     result = llvm.LLVMStructType.from_type_list([a.reg] * n) if n > 1 else a.reg
     asm = _inline_asm(ctx, lines, [f"={a.constraint}"] * n, inputs, result)
     assert asm is not None
@@ -156,14 +169,16 @@ def _load(
     return a.unpack(ctx, words)
 
 
-def _store(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, values: list[SSAValue], a: _Access) -> None:
+def _store(
+    ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, values: list[SSAValue], a: _Access, qualifier: str = ""
+) -> None:
     """One predicated vector store; operands: address, words, predicate."""
     inputs = [("l", ptr), *((a.constraint, w) for w in a.pack(ctx, values))]
     guard = ""
     if pred is not None:
         inputs.append(("b", pred))
         guard = f"@${len(inputs) - 1} "
-    _inline_asm(ctx, [f"{guard}st.global{a.suffix} [ $0 + 0 ], {a.operands(1)};"], [], inputs, None)
+    _inline_asm(ctx, [f"{guard}st.global{qualifier}{a.suffix} [ $0 + 0 ], {a.operands(1)};"], [], inputs, None)
 
 
 def load_words(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, elem: Attribute, v: int) -> list[SSAValue]:
@@ -181,7 +196,7 @@ def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list
     out: list[SSAValue] = []
     for g in range(0, len(ptrs), v):
         pred = masks[g] if masks is not None else None
-        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access)
+        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access, cache_qualifier(op))
     return out
 
 
@@ -196,4 +211,4 @@ def lower_store(ctx: KernelContext, op: tt.StoreOp) -> None:
     access = _Access(llvm_type(op.value.type), v)
     for g in range(0, len(ptrs), v):
         pred = ctx.all_of([masks[g] if masks is not None else None, replica])
-        _store(ctx, ptrs[g], pred, values[g : g + v], access)
+        _store(ctx, ptrs[g], pred, values[g : g + v], access, cache_qualifier(op))

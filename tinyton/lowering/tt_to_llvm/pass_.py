@@ -28,12 +28,17 @@ from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
     async_copy,
     atomics,
+    casts,
+    combine,
     control_flow,
+    debug,
     dot,
     elementwise,
+    math,
     memory,
     random,
     reductions,
+    shapes,
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis

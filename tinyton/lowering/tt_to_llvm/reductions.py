@@ -6,7 +6,7 @@ over lanes with `shfl.sync.bfly` (every lane of a butterfly ends with the full v
 and over warps through one shared-memory round: each warp writes its partials, and after
 a barrier every thread combines all warps' partials for its results, in the same order,
 so replicas agree bit for bit. The result has the layout `slice(input layout, axis)`.
-Floats reduce in f32, integers in i32; float max/min propagate NaN, as NumPy's do.
+Floats reduce in f32 (f64 in f64), narrow ints in 32 bits; float max/min propagate NaN, as NumPy's do.
 """
 
 from __future__ import annotations
@@ -14,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod
 
-from xdsl.dialects.builtin import f32, i32
-from xdsl.ir import SSAValue
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import AnyFloat, IntegerType, f32, i32
+from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import nvvm, tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
-from tinyton.lowering.tt_to_llvm.elementwise import BINARY, cast
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
+from tinyton.lowering.tt_to_llvm.casts import convert
+from tinyton.lowering.tt_to_llvm.elementwise import binary_fn
 from tinyton.lowering.tt_to_llvm.layouts import Layout, bits_along
-from tinyton.lowering.tt_to_llvm.shared import load_tile, store_tile
+from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile
 
 COMBINE = {tt.ReduceSumOp: tt.AddOp, tt.ReduceMaxOp: tt.MaximumOp, tt.ReduceMinOp: tt.MinimumOp}
 
@@ -40,6 +42,30 @@ def _shuffle_xor(ctx: KernelContext, value: SSAValue, lane_mask: int) -> SSAValu
     return ctx.value(
         nvvm.ShflOp(nvvm.ShflKind.BFLY, ctx.const(-1), value, ctx.const(lane_mask), ctx.const(0x1F))
     )
+
+
+def shuffle(ctx: KernelContext, value: SSAValue, lane_mask: int) -> SSAValue:
+    """`shfl.sync.bfly` of a value of any type up to 64 bits, moved as one or two i32 words."""
+    t = value.type
+    bits = IntegerType(t.bitwidth)
+    word = ctx.value(llvm.BitcastOp(value, bits)) if isinstance(t, AnyFloat) else value
+    if t.bitwidth == 64:
+        low = _shuffle_xor(ctx, ctx.value(llvm.TruncOp(word, i32)), lane_mask)
+        high = ctx.value(llvm.TruncOp(ctx.value(llvm.LShrOp(word, ctx.const(32, bits))), i32))
+        high = ctx.value(llvm.ZExtOp(_shuffle_xor(ctx, high, lane_mask), bits))
+        out = ctx.value(llvm.OrOp(ctx.value(llvm.ZExtOp(low, bits)), ctx.value(llvm.ShlOp(high, ctx.const(32, bits)))))
+    elif t.bitwidth < 32:
+        out = ctx.value(llvm.TruncOp(_shuffle_xor(ctx, ctx.value(llvm.ZExtOp(word, i32)), lane_mask), bits))
+    else:
+        out = _shuffle_xor(ctx, word, lane_mask)
+    return ctx.value(llvm.BitcastOp(out, t)) if isinstance(t, AnyFloat) else out
+
+
+def _compute_type(elem: Attribute) -> Attribute:
+    """Floats reduce in f32 (f64 in f64), ints in 32 bits or their own wider type, keeping signedness."""
+    if tt.is_float(elem):
+        return elem if elem.bitwidth > 32 else f32
+    return elem if elem.bitwidth >= 32 else IntegerType(32, elem.signedness.data)
 
 
 def _partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
@@ -65,7 +91,7 @@ def _across_warps(
         tuple((0, *b) for b in out.warp),
     )
     elem = partials[0].type
-    nbytes = prod(written.shape) * 4
+    nbytes = prod(written.shape) * byte_size(elem)
     start = ctx.smem_buffer(nbytes, "a reduction across warps")
     store_tile(ctx, partials, written, elem, start)
     ctx.barrier()
@@ -80,21 +106,20 @@ def lower_reduce(ctx: KernelContext, op: tt.ReduceOp, layout: Layout | None) -> 
     axis = op.axis.value.data
     src = ctx.layout_of(op.input)
     out = src.slice(axis)
-    compute = f32 if tt.is_float(op.input.type) else i32
-    fn = BINARY[COMBINE[type(op)]][0 if compute == i32 else 1]
-    assert fn is not None
+    elem = tt.element_type(op.input.type)
+    compute = _compute_type(elem)
+    fn = binary_fn(COMBINE[type(op)], compute)
 
     def combine(a: SSAValue, b: SSAValue) -> SSAValue:
         return fn(ctx, a, b)
 
     groups: list[list[SSAValue]] = [[] for _ in range(out.num_regs)]
     for r, value in enumerate(ctx.get(op.input, src)):
-        groups[src.slice_reg_index(r, axis)].append(cast(ctx, value, compute))
+        groups[src.slice_reg_index(r, axis)].append(convert(ctx, value, elem, compute))
     partials = [_tree(g, combine) for g in groups]
     for bit in bits_along(src.lane, axis):
-        partials = [combine(p, _shuffle_xor(ctx, p, 1 << bit)) for p in partials]
+        partials = [combine(p, shuffle(ctx, p, 1 << bit)) for p in partials]
     warp_bits = bits_along(src.warp, axis)
     if warp_bits:
         partials = _across_warps(ctx, partials, out, warp_bits, combine)
-    result = llvm_type(op.result.type)
-    return [cast(ctx, p, result) for p in partials]
+    return [convert(ctx, p, compute, elem) for p in partials]

@@ -8,14 +8,16 @@ gives the same results as one by one for every race-free kernel.
 
 Impls follow xDSL's interpreter conventions (`@register_impls` classes of `@impl(Op)` methods) and run on
 `xdsl.interpreter.Interpreter`; modules: `values` (representation), `state` (launch), `tiles`,
-`elementwise`, `memory`, `control` (scf, predication), `driver` (`run`).
+`elementwise`, `memory`, `shapes`, `combine` (tt.reduce/tt.scan), `debug`, `control` (scf, predication),
+`driver` (`run`).
 """
 
 from .driver import run
-from .errors import KernelArgumentError, OutOfBoundsError, SimulatorError
+from .errors import DeviceAssertionError, KernelArgumentError, OutOfBoundsError, SimulatorError
 from .values import Pointer
 
 __all__ = [
+    "DeviceAssertionError",
     "KernelArgumentError",
     "OutOfBoundsError",
     "Pointer",

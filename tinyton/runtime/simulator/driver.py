@@ -26,11 +26,14 @@ from tinyton.runtime.driver import GRID_LIMITS
 from tinyton.runtime.spans import memory_span
 
 from .atomics import AtomicFunctions
+from .combine import CombineFunctions
 from .control import ControlFunctions
+from .debug import DebugFunctions
 from .elementwise import ElementwiseFunctions
 from .errors import KernelArgumentError, SimulatorError
 from .memory import MemoryFunctions
 from .random import RandomFunctions
+from .shapes import ShapeFunctions
 from .state import Launch, SimFunctions
 from .tiles import TileFunctions
 from .values import Pointer, np_dtype
@@ -42,6 +45,9 @@ FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     AtomicFunctions,
     RandomFunctions,
     ControlFunctions,
+    ShapeFunctions,
+    CombineFunctions,
+    DebugFunctions,
     FuncFunctions,
 )
 SUPPORTED: frozenset[type[Operation]] = frozenset(t for f in FUNCTIONS for t, _ in f._impls())  # pyright: ignore

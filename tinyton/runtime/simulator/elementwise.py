@@ -5,19 +5,23 @@ truncates ints toward zero and `tt.rem` takes the dividend's sign (C's, Triton's
 `tt.floordiv`/`tt.mod` follow NumPy (floor; remainder has the divisor's sign), for floats too. An integer
 division by zero gives what the lowering guarantees on the GPU: `tt.div` -1, `tt.rem` the dividend,
 `tt.floordiv`/`tt.mod` 0 (NumPy's); maximum/minimum propagate
-NaN; comparisons are signed, and ordered except `ne` (true when either side is NaN, like Python, NumPy and
+NaN; `tt.fma` rounds once; comparisons are signed, and
+ordered except `ne` (true when either side is NaN, like Python, NumPy and
 Triton's `!=`); exp/log/sqrt/rsqrt compute in float32 (f16 rounds back); i1 arithmetic wraps at one bit.
 bf16 arithmetic computes in float32 and rounds to nearest even, as Triton's lowering does (for + - * /
 that is the correctly rounded bf16 result). Float-to-int casts truncate and saturate, NaN gives 0 (PTX
-`cvt.rzi`); casts to i1 test `!= 0`; casts to and from bf16 go through float32 (one rounding).
+`cvt.rzi`); casts to i1 test `!= 0`; casts to and from bf16 go through float32 (one rounding); casts to
+float8 round to nearest even and saturate to the largest finite value (PTX `cvt.rn.satfinite`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from xdsl.interpreter import Interpreter, PythonValues, impl, register_impls
 from xdsl.ir import Operation
@@ -43,9 +47,12 @@ def _trunc_rem(a: Any, b: Any) -> Any:
     return scalar(np.where(b == 0, a, np.fmod(a, b)))
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
 def _in_f32(fn: Fn) -> Fn:
-    """`fn` evaluated in float32, rounded back to the operand's dtype (exact for neg/abs)."""
-    return lambda x: fn(x.astype(np.float32)).astype(x.dtype)
+    """`fn` evaluated in float32 (float64 in float64), rounded back to the operand's dtype (exact for neg/abs)."""
+    return lambda x: fn(x) if x.dtype == np.float64 else fn(x.astype(np.float32)).astype(x.dtype)
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,7 @@ BINARY: dict[type[Operation], Binary] = {
     tt.XorOp: Binary(None, np.bitwise_xor),
     tt.ShlOp: Binary(None, np.left_shift),
     tt.ShrOp: Binary(None, np.right_shift),
+    tt.DivRnOp: Binary(np.true_divide, None),
 }
 
 UNARY: dict[type[Operation], Fn] = {
@@ -89,6 +97,12 @@ UNARY: dict[type[Operation], Fn] = {
     tt.LogOp: _in_f32(np.log),
     tt.SqrtOp: _in_f32(np.sqrt),
     tt.RsqrtOp: _in_f32(lambda x: np.float32(1) / np.sqrt(x)),
+    tt.Exp2Op: _in_f32(np.exp2),
+    tt.Log2Op: _in_f32(np.log2),
+    tt.FloorOp: np.floor,
+    tt.CeilOp: np.ceil,
+    tt.ErfOp: _in_f32(lambda x: scalar(_erf(x).astype(np.float32))),
+    tt.SqrtRnOp: _in_f32(np.sqrt),
 }
 
 COMPARE: dict[str, Fn] = {
@@ -101,15 +115,24 @@ COMPARE: dict[str, Fn] = {
 }
 
 
+FLOAT8_MAX = {np.dtype(ml_dtypes.float8_e4m3fn): 448.0, np.dtype(ml_dtypes.float8_e5m2): 57344.0}
+"""Largest finite float8 values: conversions saturate to them (PTX `cvt.rn.satfinite`), NaN stays NaN."""
+
+
 def cast(x: Any, dtype: np.dtype) -> Any:
     """Convert `x` to `dtype` as the GPU does (see the module docstring)."""
     if dtype == x.dtype:
         return x
     if dtype.kind == "b":
         return x != 0
+    if x.dtype in FLOAT8_MAX:
+        x = x.astype(np.float32)
+    if dtype in FLOAT8_MAX:
+        limit = FLOAT8_MAX[dtype]
+        return scalar(np.clip(np.asarray(x, dtype=np.float32), -limit, limit).astype(dtype))
     if BF16 in (x.dtype, dtype) and np.float32 not in (x.dtype, dtype):
         return cast(cast(x, np.dtype(np.float32)), dtype)
-    if kind(x) == "f" and dtype.kind == "i":
+    if kind(x) == "f" and dtype.kind in "iu":
         info = np.iinfo(dtype)
         wide = np.clip(np.trunc(x.astype(np.float64)), info.min, info.max)
         return scalar(np.where(np.isnan(wide), 0, wide).astype(dtype))
@@ -147,6 +170,15 @@ class ElementwiseFunctions(SimFunctions):
     @impl(tt.SelectOp)
     def run_select(self, interpreter: Interpreter, op: tt.SelectOp, args: PythonValues) -> PythonValues:
         return (choose(*args),)
+
+    @impl(tt.FmaOp)
+    def run_fma(self, interpreter: Interpreter, op: tt.FmaOp, args: PythonValues) -> PythonValues:
+        a, b, c = args  # exact product in float64, then one rounding (f32/f16 products fit in 53 bits)
+        return (scalar((np.float64(1) * a * b + c).astype(np.asarray(a).dtype)),)
+
+    @impl(tt.BitcastOp)
+    def run_bitcast(self, interpreter: Interpreter, op: tt.BitcastOp, args: PythonValues) -> PythonValues:
+        return (scalar(np.asarray(args[0]).view(np_dtype(op.result.type))),)
 
     @impl(tt.CastOp)
     def run_cast(self, interpreter: Interpreter, op: tt.CastOp, args: PythonValues) -> PythonValues:

@@ -45,3 +45,12 @@ class OutOfBoundsError(SimulatorError, IndexError):
             f"'{argument}' (#{argument_number}, {size} elements of {dtype}{valid}); "
             f"at {where}\n    {op_text}"
         )
+
+
+class DeviceAssertionError(SimulatorError, AssertionError):
+    """A `tl.device_assert` whose condition is false in some lane of a running program."""
+
+    def __init__(self, *, message: str, program: tuple[int, ...], lane: tuple[int, ...]):
+        self.message, self.program, self.lane = message, program, lane
+        where = f" lane {lane}" if lane else ""
+        super().__init__(f"device_assert failed in program {program}{where}: {message}")

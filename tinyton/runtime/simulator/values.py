@@ -1,7 +1,8 @@
 """How the simulator represents tt values with NumPy.
 
-- A scalar is a NumPy scalar (`np.int32`, `np.float32`, `np.float16`, `np.bool_`), a tile an `np.ndarray` of
-  the tile's shape and dtype (i1→bool, i32→int32, f32→float32, f16→float16, bf16→ml_dtypes.bfloat16).
+- A scalar is a NumPy scalar (`np.int32`, `np.float32`, `np.float16`, `np.bool_`, ...), a tile an
+  `np.ndarray` of the tile's shape and dtype (i1→bool, iN→intN, uiN→uintN, fN→floatN, bf16→ml_dtypes.bfloat16,
+  f8E4M3FN and f8E5M2 → ml_dtypes' float8_e4m3fn and float8_e5m2).
 - A pointer (or tile of pointers) is a `Pointer`: the number of the argument array it points into and
   int64 element offsets, so `tt.addptr` is integer addition and loads/stores gather/scatter.
 - When several programs run at once (the batched path) a value that differs between programs has one
@@ -15,8 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, IndexType, IntegerType
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    Signedness,
+)
 from xdsl.ir import Attribute
 
 from tinyton.dialects import tt
@@ -48,7 +60,7 @@ def np_dtype(t: Attribute) -> np.dtype:
         if width == 1:
             return np.dtype(np.bool_)
         if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
+            return np.dtype(f"{'u' if e.signedness.data == Signedness.UNSIGNED else ''}int{width}")
     elif isinstance(e, IndexType):
         return np.dtype(np.int64)
     elif isinstance(e, Float16Type):
@@ -59,6 +71,10 @@ def np_dtype(t: Attribute) -> np.dtype:
         return np.dtype(np.float32)
     elif isinstance(e, Float64Type):
         return np.dtype(np.float64)
+    elif isinstance(e, Float8E4M3FNType):
+        return np.dtype(ml_dtypes.float8_e4m3fn)
+    elif isinstance(e, Float8E5M2Type):
+        return np.dtype(ml_dtypes.float8_e5m2)
     raise SimulatorError(f"the simulator has no NumPy type for elements of type {e}")
 
 

@@ -1,0 +1,123 @@
+"""The Triton language surface on the simulator: each builtin against NumPy, and the compile-time ones."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
+
+import tinyton as triton
+import tinyton.language as tl
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.runtime.simulator import DeviceAssertionError
+
+
+def test_language_module_is_importable_as_tl():
+    assert tl.constexpr is triton.constexpr and tl.math.exp is tl.exp and tl.program_id is triton.program_id
+    assert callable(tl.math.sqrt_rn) and triton.language is tl
+
+
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
+def test_case_matches_numpy(name):
+    case = ALL_CASES[name]()
+    got = run(case)
+    want = case.reference(*case.inputs)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=case.rtol, atol=case.atol)
+
+
+def test_runtime_min_max_and_cdiv():
+    x = np.arange(64, dtype=np.int32)
+    out = np.full(64, -1, np.int32)
+    scalar_minmax_kernel[(1,)](x, out, 40, N=64)
+    want = np.where((x < 32) & (x >= 3), x + 3, -1)
+    np.testing.assert_array_equal(out, want)
+
+
+@triton.jit
+def assert_kernel(x_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    tl.device_assert(x >= 0, "x must be non-negative")
+
+
+def test_device_assert_names_the_lane():
+    assert_kernel[(1,)](np.arange(8, dtype=np.int32), N=8)
+    x = np.arange(8, dtype=np.int32)
+    x[5] = -1
+    with pytest.raises(DeviceAssertionError, match=r"program \(0, 0, 0\) lane \(5,\).*x must be non-negative"):
+        assert_kernel[(1,)](x, N=8)
+
+
+@triton.jit
+def print_kernel(x_ptr, N: tl.constexpr):
+    tl.device_print("x: ", tl.load(x_ptr + tl.arange(0, N)))
+
+
+def test_device_print(capsys):
+    print_kernel[(1,)](np.array([3, 4], np.int32), N=2)
+    assert capsys.readouterr().out.splitlines() == ["pid (0, 0, 0) idx (0) x: 3", "pid (0, 0, 0) idx (1) x: 4"]
+
+
+@triton.jit
+def static_kernel(x_ptr, N: tl.constexpr):
+    tl.static_assert(N % 2 == 0, "N must be even")
+    tl.static_print("N is", N)
+    tl.store(x_ptr + tl.arange(0, N), 1)
+
+
+def test_static_assert_and_print(capsys):
+    static_kernel[(1,)](np.zeros(4, np.int32), N=4)
+    assert "N is 4" in capsys.readouterr().out
+    with pytest.raises(triton.CompilationError, match="static_assert failed: N must be even"):
+        static_kernel[(1,)](np.zeros(3, np.int32), N=3)
+
+
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", sorted(ALL_CASES))
+def test_case_ptx_is_accepted_by_ptxas(name, tmp_path):
+    case = ALL_CASES[name]()
+    ptx = case.kernel.compile(*case.inputs, case.out, **case.constexprs).asm["ptx"]
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    subprocess.run([find_tool("ptxas"), "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], check=True)
+
+
+def test_cache_hints_and_assert_reach_the_ptx():
+    case = ALL_CASES["bitcast"]()
+    ptx = case.kernel.compile(*case.inputs, case.out, **case.constexprs).asm["ptx"]
+    assert "ld.global.L1::evict_last" in ptx and "st.global.cs" in ptx
+    ptx = assert_kernel.compile(np.arange(8, dtype=np.int32), N=8).asm["ptx"]
+    assert "trap;" in ptx
+
+
+def test_bad_cache_modifier_is_an_error():
+    @triton.jit
+    def k(x_ptr):
+        tl.store(x_ptr, 1, cache_modifier=".zz")
+
+    with pytest.raises(triton.CompilationError, match="cache_modifier must be one of"):
+        k[(1,)](np.zeros(1, np.int32))
+
+
+def test_int64_offsets_and_int64_scalars():
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, np.int32)
+    kernel = int64_offsets_kernel.compile(x, out, 2**40 + 5, N=64)
+    assert "%n: i64" in kernel.asm["tt"] and "tensor<64xi64>" in kernel.asm["tt"]
+    int64_offsets_kernel[(1,)](x, out, 2**40 + 5, N=64)
+    np.testing.assert_array_equal(out, x + np.arange(64) + 64)
+
+
+def test_pointer_dtype_and_float8_arithmetic_error():
+    @triton.jit
+    def k(x_ptr, o_ptr):
+        tl.static_assert(x_ptr.dtype.element_ty == tl.float8e4nv)
+        tl.store(o_ptr, tl.load(x_ptr) * 2)
+
+    x = np.zeros(1, tl.float8e4nv.np)
+    with pytest.raises(triton.CompilationError, match="float8 tiles are for storage"):
+        k[(1,)](x, x)

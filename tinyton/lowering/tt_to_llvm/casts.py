@@ -1,0 +1,96 @@
+"""
+`tt.cast` between any two element types: ints of any width and signedness, f16/f32/f64, float8.
+
+Ints wrap (trunc) or extend by the source's signedness; int-float conversions are signed or unsigned by
+the int's type; floats to ints truncate (`cvt.rzi`, saturating); booleans are 0/1 (true is 1, as in
+NumPy) and anything becomes a boolean as `!= 0`. float8 (e4m3fn, e5m2) travels as i8 bits and converts
+through f32 (to) or f16 (from) with the sm_89+ PTX instructions `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`
+and `cvt.rn.f16x2.{e4m3,e5m2}x2`, as Triton does; bf16 goes through f32: round to nearest even, saturating to the largest
+finite value.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    IntegerType,
+    Signedness,
+    bf16,
+    f32,
+    i16,
+    i32,
+)
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton.dialects import llvm_extra, tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.elementwise import map_registers
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.memory import _inline_asm
+
+FLOAT8 = {Float8E4M3FNType(): "e4m3", Float8E5M2Type(): "e5m2"}
+
+
+def _kind(t: Attribute) -> str:
+    """'b' (i1), 'i' (signed or signless int), 'u' (unsigned int), 'f' (float)."""
+    if isinstance(t, IntegerType):
+        return "b" if t.bitwidth == 1 else "u" if t.signedness.data == Signedness.UNSIGNED else "i"
+    return "f"
+
+
+def _to_float8(ctx: KernelContext, x: SSAValue, name: str) -> SSAValue:
+    pair = _inline_asm(ctx, [f"cvt.rn.satfinite.{name}x2.f32 $0, $1, $1;"], ["=h"], [("f", x)], i16)
+    assert pair is not None
+    return ctx.value(llvm.TruncOp(pair, IntegerType(8)))
+
+
+def _from_float8(ctx: KernelContext, bits: SSAValue, name: str) -> SSAValue:
+    pair = _inline_asm(ctx, [f"cvt.rn.f16x2.{name}x2 $0, $1;"], ["=r"], [("h", ctx.value(llvm.ZExtOp(bits, i16)))], i32)
+    assert pair is not None
+    half = ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(pair, i16)), Float16Type()))
+    return ctx.value(llvm.FPExtOp(half, f32))
+
+
+def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
+    """`x`, a register of tt element type `src`, as one of tt element type `dst`."""
+    if src == dst:
+        return x
+    if src in FLOAT8:
+        return convert(ctx, _from_float8(ctx, x, FLOAT8[src]), f32, dst)
+    if dst in FLOAT8:
+        return _to_float8(ctx, convert(ctx, x, src, f32), FLOAT8[dst])
+    if bf16 in (src, dst) and f32 not in (src, dst):  # bf16 converts through f32 only
+        return convert(ctx, convert(ctx, x, src, f32), f32, dst)
+    to = llvm_type(dst)
+    sk, dk = _kind(src), _kind(dst)
+    if dk == "b":
+        if sk == "f":
+            return ctx.value(llvm.FCmpOp(x, ctx.const(0.0, x.type), "une"))
+        return ctx.icmp("ne", x, ctx.const(0, x.type))
+    if sk == "f" and dk == "f":
+        if src.bitwidth == dst.bitwidth:
+            return x
+        return ctx.value((llvm.FPExtOp if dst.bitwidth > src.bitwidth else llvm.FPTruncOp)(x, to))
+    if sk == "f":
+        return ctx.value((llvm_extra.FPToUIOp if dk == "u" else llvm_extra.FPToSIOp)(x, to))
+    if dk == "f":
+        return ctx.value((llvm_extra.UIToFPOp if sk in "bu" else llvm.SIToFPOp)(x, to))
+    if src.bitwidth == dst.bitwidth:
+        return x
+    if src.bitwidth > dst.bitwidth:
+        return ctx.value(llvm.TruncOp(x, to))
+    return ctx.value((llvm.ZExtOp if sk in "bu" else llvm.SExtOp)(x, to))
+
+
+def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
+    """`x` converted to the LLVM type `to` (signless ints count as signed, as in the tt dialect)."""
+    return convert(ctx, x, x.type, to)
+
+
+@lowers_tile(tt.CastOp)
+def lower_cast(ctx: KernelContext, op: tt.CastOp, layout: Layout | None) -> list[SSAValue]:
+    src, dst = tt.element_type(op.input.type), tt.element_type(op.result.type)
+    return map_registers(ctx, lambda c, x: convert(c, x, src, dst), ctx.get(op.input, layout))

@@ -1,0 +1,81 @@
+"""
+The `tl.math` ops (`tt_math`) and `tt.bitcast`, register by register.
+
+Rows join the unary and binary tables of `elementwise`, so they share its f16-in-f32 rule and its
+lowering functions (`random` adds `tt.sin`, `tt.cos` and `tt.umulhi` the same way). Transcendentals use
+the approximate PTX instructions (as `tt.exp`): `ex2.approx`, `lg2.approx`; `erf` is the
+Abramowitz-Stegun 7.1.26 rational approximation (absolute error below 1.5e-7 in exact arithmetic);
+`tt.div_rn`/`tt.sqrt_rn` are LLVM's `fdiv`/`sqrt`, which NVPTX emits as `div.rn`/`sqrt.rn`.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.ir import SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.elementwise import (
+    BINARY,
+    F64_NATIVE,
+    UNARY,
+    _in_f32,
+    _intrinsic,
+    _is_bf16,
+    _llvm,
+    lower_binary,
+    lower_unary,
+    map_registers,
+)
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+
+ERF_P = 0.3275911
+ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _erf(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """sign(x) * (1 - t * poly(t) * exp(-x*x)), t = 1 / (1 + p|x|)."""
+    t_ = x.type
+
+    def f(op: type, *args: SSAValue) -> SSAValue:
+        return ctx.value(op(*args))
+
+    ax = ctx.value(llvm.FAbsOp(x, t_))
+    t = f(llvm.FDivOp, ctx.const(1.0, t_), f(llvm.FAddOp, ctx.const(1.0, t_), f(llvm.FMulOp, ax, ctx.const(ERF_P, t_))))
+    poly = ctx.const(ERF_A[-1], t_)
+    for a in reversed(ERF_A[:-1]):
+        poly = ctx.value(llvm.FMAOp(poly, t, ctx.const(a, t_)))
+    e = UNARY[tt.ExpOp][1](ctx, ctx.value(llvm.FNegOp(f(llvm.FMulOp, x, x))))
+    y = f(llvm.FSubOp, ctx.const(1.0, t_), f(llvm.FMulOp, f(llvm.FMulOp, t, poly), e))
+    return ctx.select(ctx.value(llvm.FCmpOp(x, ctx.const(0.0, t_), "olt")), ctx.value(llvm.FNegOp(y)), y)
+
+
+MATH_UNARY = {
+    tt.Exp2Op: (None, lambda ctx, x: ctx.value(llvm.FExp2Op(x))),
+    tt.Log2Op: (None, _intrinsic("llvm.nvvm.lg2.approx.f")),
+    tt.FloorOp: (None, _intrinsic("llvm.floor")),
+    tt.CeilOp: (None, _intrinsic("llvm.ceil")),
+    tt.ErfOp: (None, _erf),
+    tt.SqrtRnOp: (None, lambda ctx, x: ctx.value(llvm.FSqrtOp(x))),
+}
+MATH_BINARY = {tt.DivRnOp: (None, _llvm(llvm.FDivOp))}
+UNARY.update(MATH_UNARY)
+F64_NATIVE.update({tt.FloorOp, tt.CeilOp, tt.SqrtRnOp})
+BINARY.update(MATH_BINARY)
+lowers_tile(*MATH_UNARY)(lower_unary)
+lowers_tile(*MATH_BINARY)(lower_binary)
+
+
+@lowers_tile(tt.FmaOp)
+def lower_fma(ctx: KernelContext, op: tt.FmaOp, layout: Layout | None) -> list[SSAValue]:
+    fma = lambda c, a, b, d: c.value(llvm.FMAOp(a, b, d))
+    if _is_bf16(op.result.type):
+        fma = _in_f32(fma)
+    return map_registers(ctx, fma, *(ctx.get(v, layout) for v in (op.a, op.b, op.c)))
+
+
+@lowers_tile(tt.BitcastOp)
+def lower_bitcast(ctx: KernelContext, op: tt.BitcastOp, layout: Layout | None) -> list[SSAValue]:
+    to = llvm_type(op.result.type)
+    return map_registers(ctx, lambda c, x: c.value(llvm.BitcastOp(x, to)), ctx.get(op.input, layout))
+
