@@ -121,3 +121,12 @@ def test_pointer_dtype_and_float8_arithmetic_error():
     x = np.zeros(1, tl.float8e4nv.np)
     with pytest.raises(triton.CompilationError, match="float8 tiles are for storage"):
         k[(1,)](x, x)
+
+
+@needs_ptxas
+def test_device_print_calls_vprintf(tmp_path):
+    kernel = print_kernel.compile(np.array([3, 4], np.int32), N=2)
+    ptx = kernel.asm["ptx"]
+    assert "call.uni (retval0), vprintf" in ptx
+    (tmp_path / "k.ptx").write_text(ptx)
+    subprocess.run([find_tool("ptxas"), "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)

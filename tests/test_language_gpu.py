@@ -28,3 +28,21 @@ def test_simulator_and_gpu_agree(name):
     np.testing.assert_allclose(gpu, sim, rtol=case.rtol, atol=atol)
     want = case.reference(*case.inputs)
     np.testing.assert_allclose(gpu.reshape(want.shape), want, rtol=case.rtol, atol=atol)
+
+
+def test_device_print_on_the_gpu(capfd):
+    from test_language import print_kernel
+
+    kernel = print_kernel.compile(np.array([3, 4], np.int32), N=2)
+    kernel.launch((1,), [np.array([3, 4], np.int32)])
+    driver.synchronize()
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == ["pid (0, 0, 0) idx (0) x: 3", "pid (0, 0, 0) idx (1) x: 4"]
+
+
+def test_device_assert_traps_on_the_gpu():
+    from test_language import assert_kernel
+
+    kernel = assert_kernel.compile(np.arange(8, dtype=np.int32), N=8)
+    kernel.launch((1,), [np.arange(8, dtype=np.int32)])
+    driver.synchronize()  # passes: no lane fails

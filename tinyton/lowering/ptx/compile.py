@@ -31,6 +31,10 @@ def resolve_toolchain(toolchain: str | None = None) -> str:
     return choice
 
 
+SYSTEM_CALLS = frozenset({"vprintf"})
+"""External functions of CUDA's device runtime that the driver resolves when it loads the PTX."""
+
+
 def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = None) -> dict[str, str]:
     """
     Compile a module in the llvm (+ nvvm, llvm_extra) dialects to PTX for `arch` (`sm_NN`, decided by the
@@ -52,7 +56,7 @@ def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = 
         stages = llvmlite_path.compile_with_llvmlite(module, arch)
     # The driver does not link: an external function (such as an `llvm.*` name that
     # is no intrinsic, which LLVM silently declares) would only fail at load time.
-    unresolved = _EXTERN_FUNC.findall(stages["ptx"])
+    unresolved = [f for f in _EXTERN_FUNC.findall(stages["ptx"]) if f not in SYSTEM_CALLS]
     if unresolved:
         raise ToolchainError(
             f"unresolved function(s) {', '.join(unresolved)}: unknown intrinsic or "

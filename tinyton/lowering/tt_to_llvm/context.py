@@ -126,6 +126,8 @@ class KernelContext(Emitter):
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""
         self.values: dict[SSAValue, Tile | Lazy] = {}
+        self.module_ops: dict[str, Operation] = {}
+        """Symbols the kernel needs beside it in the module (`vprintf`, format strings), by name."""
         tid = self.hoisted(lambda: self.value(nvvm.read_special_register("tid.x")))
         self.lane = self.hoisted(lambda: self.int_op("and", tid, self.const(LANES - 1)))
         self.warp = self.hoisted(lambda: self.int_op("lshr", tid, self.const(5)))

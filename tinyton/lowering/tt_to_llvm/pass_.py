@@ -132,6 +132,8 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: 
         array = llvm.LLVMArrayType(ctx.smem_bytes, IntegerType(8))
         align = 1024 if ctx.local_buffers else 16
         block.insert_op_before(llvm.GlobalOp(array, smem, "internal", addr_space=3, alignment=align), kernel)
+    for op in ctx.module_ops.values():
+        block.insert_op_before(op, kernel)
     block.insert_op_before(fn, kernel)
     kernel.detach()
     kernel.erase()
