@@ -24,7 +24,7 @@
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
 // PTX-DAG: cvt.rn.satfinite.e5m2x2.f32
 // PTX-DAG: cvt.rn.f64.u32
-// PTX-DAG: add.f64
+// PTX-DAG: add.rn.f64
 // PTX-DAG: st.global.u8
 
 builtin.module attributes {tt.num_warps = 4 : i32} {
