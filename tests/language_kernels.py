@@ -365,13 +365,34 @@ def int64_offsets_kernel(x_ptr, o_ptr, n, N: tl.constexpr):
     tl.store(o_ptr + offs, (tl.load(x_ptr + offs) + (big >> 32)).to(tl.int32) + tl.sum(tl.full((N,), 1, tl.int8), 0))
 
 
-ALL_CASES.update({
-    **{f"dtype-{np.dtype(d).name}": (lambda d=d: int_dtype_case(d))
-       for d in (np.int8, np.int16, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)},
-    "dtype-float64": lambda: Case(
-        float64_kernel, [RNG.standard_normal(128), RNG.standard_normal(128)],
-        lambda x, y: x * y + np.sqrt(np.abs(x)) + (x * y).sum() / 1e10 + np.maximum(x, y) * 0.5,
-        np.zeros(128), {"N": 128}, 1e-12, 1e-12),
-    **{f"cast-{d.name}": (lambda d=d: cast_case(d))
-       for d in (tl.int8, tl.int16, tl.int64, tl.uint8, tl.uint32, tl.float16, tl.float64, tl.float8e4nv, tl.float8e5)},
-})
+ALL_CASES.update(
+    {
+        **{
+            f"dtype-{np.dtype(d).name}": (lambda d=d: int_dtype_case(d))
+            for d in (np.int8, np.int16, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+        },
+        "dtype-float64": lambda: Case(
+            float64_kernel,
+            [RNG.standard_normal(128), RNG.standard_normal(128)],
+            lambda x, y: x * y + np.sqrt(np.abs(x)) + (x * y).sum() / 1e10 + np.maximum(x, y) * 0.5,
+            np.zeros(128),
+            {"N": 128},
+            1e-12,
+            1e-12,
+        ),
+        **{
+            f"cast-{d.name}": (lambda d=d: cast_case(d))
+            for d in (
+                tl.int8,
+                tl.int16,
+                tl.int64,
+                tl.uint8,
+                tl.uint32,
+                tl.float16,
+                tl.float64,
+                tl.float8e4nv,
+                tl.float8e5,
+            )
+        },
+    }
+)

@@ -129,4 +129,6 @@ def test_device_print_calls_vprintf(tmp_path):
     ptx = kernel.asm["ptx"]
     assert "call.uni (retval0), vprintf" in ptx
     (tmp_path / "k.ptx").write_text(ptx)
-    subprocess.run([find_tool("ptxas"), "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+    subprocess.run(
+        [find_tool("ptxas"), "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True
+    )

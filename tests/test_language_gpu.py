@@ -11,8 +11,15 @@ from tinyton.runtime import driver
 
 pytestmark = pytest.mark.gpu
 
-GPU_TOLERANCE = {"unary-sin": 1e-5, "unary-cos": 1e-5, "unary-exp": 1e-5, "unary-exp2": 1e-5, "unary-log2": 1e-5,
-                 "unary-sigmoid": 1e-5, "unary-erf": 1e-5}
+GPU_TOLERANCE = {
+    "unary-sin": 1e-5,
+    "unary-cos": 1e-5,
+    "unary-exp": 1e-5,
+    "unary-exp2": 1e-5,
+    "unary-log2": 1e-5,
+    "unary-sigmoid": 1e-5,
+    "unary-erf": 1e-5,
+}
 """Absolute tolerance where the GPU uses approximate instructions (the simulator computes in float64)."""
 
 

@@ -18,14 +18,25 @@ from xdsl.irdl import (
     irdl_op_definition,
     prop_def,
     region_def,
-    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import HasParent, IsTerminator, Pure, RecursivelySpeculatable, RecursiveMemoryEffect
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    Pure,
+    RecursivelySpeculatable,
+    RecursiveMemoryEffect,
+)
 
-from tinyton.dialects.tt_types import element_type, require, shape_of, tile_type, type_name
+from tinyton.dialects.tt_types import (
+    element_type,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
 
 
 class _CombineOp(IRDLOperation):
@@ -41,7 +52,10 @@ class _CombineOp(IRDLOperation):
     def _verify_combine(self) -> None:
         elems = [element_type(v.type) for v in self.inputs]
         args = [a.type for a in self.combine.block.args]
-        require(args == elems + elems, f"{self.name} combine takes two scalars per input: {[type_name(e) for e in elems] * 2}")
+        require(
+            args == elems + elems,
+            f"{self.name} combine takes two scalars per input: {[type_name(e) for e in elems] * 2}",
+        )
         last = self.combine.block.last_op
         require(isinstance(last, CombineYieldOp), f"{self.name} combine must end in tt.combine_yield")
         require([v.type for v in last.operands] == elems, f"{self.name} combine must yield one scalar per input")

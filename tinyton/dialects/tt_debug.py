@@ -9,7 +9,15 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import BoolAttr, StringAttr, i1
 from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import IRDLOperation, ParsePropInAttrDict, irdl_op_definition, operand_def, prop_def, traits_def, var_operand_def
+from xdsl.irdl import (
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.traits import MemoryWriteEffect
 
 from tinyton.dialects.tt_types import element_type, require

@@ -28,7 +28,13 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from tinyton.dialects.tt_types import element_type, require, shape_of, tile_type, verify_tile_shape
+from tinyton.dialects.tt_types import (
+    element_type,
+    require,
+    shape_of,
+    tile_type,
+    verify_tile_shape,
+)
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
@@ -50,7 +56,9 @@ class TransOp(IRDLOperation):
     def __init__(self, input: SSAValue | Operation, order: Sequence[int]):
         t = SSAValue.get(input).type
         shape = [shape_of(t)[d] for d in order]
-        super().__init__(operands=[input], properties={"order": _ints(order)}, result_types=[TensorType(t.element_type, shape)])
+        super().__init__(
+            operands=[input], properties={"order": _ints(order)}, result_types=[TensorType(t.element_type, shape)]
+        )
 
     def verify_(self) -> None:
         order, src = list(self.order.get_values()), shape_of(self.input.type)

@@ -27,7 +27,10 @@ from tinyton.runtime.torch_interop import host_view, is_torch
 KINDS: dict[str, tuple[str, str]] = {
     "constexpr": ("({a}, type({a}))", "None"),
     "bool": ("'i1'", "int({a})"),
-    "int": ("{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None", "{a}"),
+    "int": (
+        "{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None",
+        "{a}",
+    ),
     "float": ("'f32'", "{a}"),
     "device": ("({a}.dtype, ({a}_p := {a}.ptr) & 15)", "{a}_p"),
     "torch": ("({a}.dtype, {a}.is_cuda, ({a}_p := {a}.data_ptr()) & 15)", "{a}_p"),

@@ -8,7 +8,17 @@ from typing import Any
 
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
-from tinyton.frontend.values import ARITH, INT, Tile, broadcast_shapes, element, f32, is_number, promote, shape
+from tinyton.frontend.values import (
+    ARITH,
+    INT,
+    Tile,
+    broadcast_shapes,
+    element,
+    f32,
+    is_number,
+    promote,
+    shape,
+)
 
 
 class MathOps:

@@ -5,8 +5,8 @@ Ints wrap (trunc) or extend by the source's signedness; int-float conversions ar
 the int's type; floats to ints truncate (`cvt.rzi`, saturating); booleans are 0/1 (true is 1, as in
 NumPy) and anything becomes a boolean as `!= 0`. float8 (e4m3fn, e5m2) travels as i8 bits and converts
 through f32 (to) or f16 (from) with the sm_89+ PTX instructions `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`
-and `cvt.rn.f16x2.{e4m3,e5m2}x2`, as Triton does; bf16 goes through f32: round to nearest even, saturating to the largest
-finite value.
+and `cvt.rn.f16x2.{e4m3,e5m2}x2`, as Triton does: round to nearest even, saturating to the largest
+finite value. bf16 converts through f32.
 """
 
 from __future__ import annotations

@@ -93,7 +93,9 @@ def _scan_registers(ctx: KernelContext, op: tt.ScanOp, values: list[Values], n: 
         d = 1
         while d < n:
             run = [
-                combine(ctx, op, run[i + d] if reverse else run[i - d], run[i]) if (i + d < n if reverse else i >= d) else run[i]
+                combine(ctx, op, run[i + d] if reverse else run[i - d], run[i])
+                if (i + d < n if reverse else i >= d)
+                else run[i]
                 for i in range(n)
             ]
             d *= 2

@@ -10,7 +10,16 @@ import hashlib
 from collections.abc import Callable
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import AnyFloat, Float64Type, IntegerType, Signedness, StringAttr, f64, i8, i32
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    f64,
+    i8,
+    i32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tinyton.dialects import nvvm, tt
@@ -52,10 +61,17 @@ def _printf_argument(ctx: KernelContext, x: SSAValue, elem: Attribute, hex: bool
 def lower_print(ctx: KernelContext, op: tt.PrintOp) -> None:
     """One `vprintf` per element in the thread that owns it (replicas stay silent), as Triton's
     `device_print`: `pid (x, y, z) idx (i, j) <prefix><value>`."""
-    vprintf = _symbol(ctx, "vprintf", lambda: llvm.FuncOp(
-        "vprintf", llvm.LLVMFunctionType([GENERIC_PTR, GENERIC_PTR], i32), linkage=llvm.LinkageAttr("external")
-    ))
-    pid = [ctx.cached(("sreg", f"ctaid.{a}"), lambda a=a: ctx.value(nvvm.read_special_register(f"ctaid.{a}"))) for a in "xyz"]
+    vprintf = _symbol(
+        ctx,
+        "vprintf",
+        lambda: llvm.FuncOp(
+            "vprintf", llvm.LLVMFunctionType([GENERIC_PTR, GENERIC_PTR], i32), linkage=llvm.LinkageAttr("external")
+        ),
+    )
+    pid = [
+        ctx.cached(("sreg", f"ctaid.{a}"), lambda a=a: ctx.value(nvvm.read_special_register(f"ctaid.{a}")))
+        for a in "xyz"
+    ]
     for value in op.values:
         layout = ctx.assign.layout.get(value)
         elem = tt.element_type(value.type)
@@ -65,9 +81,13 @@ def lower_print(ctx: KernelContext, op: tt.PrintOp) -> None:
             index = f" idx ({', '.join(['%d'] * len(coords))})" if coords else ""
             text = f"pid (%d, %d, %d){index} {op.prefix.data}{conversion}\n".encode() + b"\0"
             name = f"printf_{hashlib.sha1(text).hexdigest()[:12]}"
-            fmt = _symbol(ctx, name, lambda: llvm.GlobalOp(
-                llvm.LLVMArrayType(len(text), i8), name, "internal", constant=True, value=StringAttr(text.decode())
-            ))
+            fmt = _symbol(
+                ctx,
+                name,
+                lambda text=text, name=name: llvm.GlobalOp(
+                    llvm.LLVMArrayType(len(text), i8), name, "internal", constant=True, value=StringAttr(text.decode())
+                ),
+            )
             fields = [*pid, *coords, shown]
             offsets, size = [], 0
             for f in fields:  # vprintf's argument buffer: each field aligned to its size

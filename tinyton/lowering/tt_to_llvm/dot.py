@@ -15,8 +15,8 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.casts import cast
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import lower_mma_dot
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma

@@ -17,11 +17,23 @@ from collections.abc import Callable
 from math import log, log2
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float64Type, IntegerType, Signedness, f32, i32
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    f32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from tinyton.dialects import llvm_extra, nvvm, tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type, lowers_tile
+from tinyton.dialects import nvvm, tt
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    LoweringError,
+    llvm_type,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 Unary = Callable[[KernelContext, SSAValue], SSAValue]

@@ -78,4 +78,3 @@ def lower_fma(ctx: KernelContext, op: tt.FmaOp, layout: Layout | None) -> list[S
 def lower_bitcast(ctx: KernelContext, op: tt.BitcastOp, layout: Layout | None) -> list[SSAValue]:
     to = llvm_type(op.result.type)
     return map_registers(ctx, lambda c, x: c.value(llvm.BitcastOp(x, to)), ctx.get(op.input, layout))
-

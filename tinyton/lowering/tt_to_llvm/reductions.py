@@ -19,8 +19,8 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType, f32, i32
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import nvvm, tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.casts import convert
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.elementwise import binary_fn
 from tinyton.lowering.tt_to_llvm.layouts import Layout, bits_along
 from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile

@@ -16,7 +16,12 @@ from math import prod
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    llvm_type,
+    lowers,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile
 

@@ -58,7 +58,9 @@ class CombineFunctions(SimFunctions):
         n, d = acc[0].shape[-1], 1
         while d < n:
             later = _combine(interpreter, op, [a[..., :-d] for a in acc], [a[..., d:] for a in acc])
-            acc = [np.concatenate([a[..., :d], np.broadcast_to(b, a[..., d:].shape)], axis=-1) for a, b in zip(acc, later)]
+            acc = [
+                np.concatenate([a[..., :d], np.broadcast_to(b, a[..., d:].shape)], axis=-1) for a, b in zip(acc, later)
+            ]
             d *= 2
         if op.reverse.value:
             acc = [a[..., ::-1] for a in acc]

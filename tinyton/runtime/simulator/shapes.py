@@ -57,4 +57,3 @@ class ShapeFunctions(SimFunctions):
 def _stack(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     return np.stack([np.broadcast_to(a, shape), np.broadcast_to(b, shape)], axis=-1)
-
