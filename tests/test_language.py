@@ -132,3 +132,29 @@ def test_device_print_calls_vprintf(tmp_path):
     subprocess.run(
         [find_tool("ptxas"), "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True
     )
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@triton.jit
+def whole_tile_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    flat = tl.reshape(x, M * N)
+    tl.store(o_ptr + 0, tl.argmax(flat, 0))
+    tl.store(o_ptr + 1, tl.reduce(x, None, _mul))
+    tl.store(o_ptr + 2, tl.sum(tl.reduce(x, 0, _mul, keep_dims=True), axis=1))
+    tl.store(o_ptr + 3, tl.max(tl.xor_sum(x, 1, keep_dims=True)))
+
+
+def test_whole_tile_reductions():
+    x = np.random.default_rng(3).integers(1, 3, (4, 8)).astype(np.int32)
+    out = np.zeros(4, np.int32)
+    whole_tile_kernel[(1,)](x, out, M=4, N=8)
+    with np.errstate(over="ignore"):
+        want = [np.argmax(x), np.prod(x), np.prod(x, axis=0).sum(), np.bitwise_xor.reduce(x, axis=1).max()]
+    np.testing.assert_array_equal(out, np.array(want, np.int64).astype(np.int32))
+    ptx = whole_tile_kernel.compile(x, out, M=4, N=8).asm["ptx"]
+    assert "shfl.sync.bfly" in ptx
