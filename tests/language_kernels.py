@@ -319,7 +319,8 @@ def int_dtype_case(dtype: type) -> Case:
         with np.errstate(all="ignore"):
             z = (x * dtype(3) + y).astype(dtype)
             z = np.maximum(z, y) ^ (x >> dtype(1))
-            q = np.floor_divide(x, y | dtype(1))
+            d = y | dtype(1)  # Triton's // truncates toward zero
+            q = np.floor_divide(x, d) + ((np.remainder(x, d) != 0) & ((x < 0) != (d < 0))).astype(dtype)
             return (z + q + (x < y).astype(dtype)).astype(dtype)
 
     return Case(int_dtype_kernel, [x, y], ref, np.zeros(256, dtype), {"N": 256})

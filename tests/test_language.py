@@ -145,7 +145,7 @@ def whole_tile_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr):
     flat = tl.reshape(x, M * N)
     tl.store(o_ptr + 0, tl.argmax(flat, 0))
     tl.store(o_ptr + 1, tl.reduce(x, None, _mul))
-    tl.store(o_ptr + 2, tl.sum(tl.reduce(x, 0, _mul, keep_dims=True), axis=1))
+    tl.store(o_ptr + 2, tl.sum(tl.reduce(x, 0, _mul, keep_dims=True)))
     tl.store(o_ptr + 3, tl.max(tl.xor_sum(x, 1, keep_dims=True)))
 
 

@@ -1,4 +1,4 @@
-"""An int argument beyond int32."""
+"""An int argument beyond int64 (ints beyond int32 are passed as int64, as in Triton)."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ import tinyton as tt
 from tinyton.errors import CallError, CompilationError  # noqa: F401
 
 ERROR = CallError
-ADVICE = "does not fit in int32"
+ADVICE = "does not fit in int64"
 
 
 @tt.jit
@@ -18,4 +18,4 @@ def add(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
 
 def trigger() -> None:
     x = np.ones(16, np.float32)
-    add[(1,)](x, x, x, 1 << 40, BLOCK=16)  # error
+    add[(1,)](x, x, x, 1 << 70, BLOCK=16)  # error

@@ -39,7 +39,7 @@ def _trunc_div(a: Any, b: Any) -> Any:
     """C's integer division (toward zero) from NumPy's floor division; -1 for a zero divisor."""
     q = np.floor_divide(a, b)
     q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
-    return scalar(np.where(b == 0, q.dtype.type(-1), q))
+    return scalar(np.where(b == 0, np.array(-1).astype(q.dtype), q))  # unsigned: all ones, as the GPU's
 
 
 def _trunc_rem(a: Any, b: Any) -> Any:
