@@ -95,7 +95,10 @@ def lower_print(ctx: KernelContext, op: tt.PrintOp) -> None:
                 size = -(-size // width) * width
                 offsets.append(size)
                 size += width
-            buffer = ctx.value(llvm.AllocaOp(ctx.const(size), i8, alignment=8))
+            # in the entry block, once per size: an alloca inside a loop would grow the stack every iteration
+            buffer = ctx.cached(
+                ("printf buffer", size), lambda size=size: ctx.value(llvm.AllocaOp(ctx.const(size), i8, alignment=8))
+            )
             for f, offset in zip(fields, offsets):
                 ctx.insert(llvm.StoreOp(f, ctx.gep(buffer, offset, i8)))
             owner = ctx.replica_predicate(layout)
