@@ -8,7 +8,7 @@ what it gets wrong or lacks for NVPTX, and falls back to its `convert_op` for th
   `!nvvm.annotations` (LLVM 22 upgrades them to `"nvvm.reqntid"`-style attributes), and
   globals get an `undef` initializer and their alignment (shared memory);
 - getelementptr: xDSL bitcasts to an address-space-0 typed pointer, which is invalid
-  for `ptr addrspace(1|3)`;
+  for `ptr addrspace(1|3)`; stores through a pointer typed otherwise (bytes) cast it;
 - `nvvm.*` ops and the casts/atomics of `tinyton.dialects.llvm_extra`;
 - float intrinsics (`llvm.intr.*`) and `llvm.call_intrinsic`, so that they keep their
   type suffix (`llvm.exp2.f32`) and fast-math flags;
@@ -116,6 +116,19 @@ def _gep(op: llvm.GEPOp, builder: ir.IRBuilder, values: Values) -> None:
         inbounds=op.inbounds is not None,
         source_etype=convert_type(op.elem_type),
     )
+
+
+@_converts(llvm.StoreOp)
+def _store(op: llvm.StoreOp, builder: ir.IRBuilder, values: Values) -> None:
+    """A store; llvmlite's typed pointers need the address cast to a pointer to the stored type (a
+    `vprintf` argument buffer is addressed as bytes)."""
+    ptr, value = values[op.ptr], values[op.value]
+    pointee = getattr(ptr.type, "pointee", None)
+    if pointee is not None and pointee != value.type:
+        ptr = builder.bitcast(ptr, value.type.as_pointer(ptr.type.addrspace))
+    store = builder.store(value, ptr)
+    if op.alignment:
+        store.align = op.alignment.value.data
 
 
 @_converts(llvm.AddressOfOp)
