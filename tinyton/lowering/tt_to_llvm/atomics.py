@@ -19,7 +19,13 @@ from xdsl.dialects.builtin import AnyFloat, IntegerType, Signedness
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    LoweringError,
+    llvm_type,
+    lowers,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.shared import byte_size
 

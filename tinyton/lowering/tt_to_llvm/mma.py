@@ -1,5 +1,6 @@
 """
-`tt.dot` on tensor cores: `ldmatrix` from swizzled shared memory and `mma.sync.m16n8k16`.
+`tt.dot` on tensor cores: `ldmatrix` from swizzled shared memory and `mma.sync` (m16n8k16 for f16 and
+bf16, m16n8k8 for tf32).
 
 Both operands are stored into shared memory, XOR-swizzled (`swizzle`), from whatever layout
 they are in (or, in a pipelined loop, are already there: `tt.local_load` of a slot that
@@ -8,14 +9,23 @@ they are in (or, in a pipelined loop, are already there: `tt.local_load` of a sl
 N, so each 8x8 matrix is read transposed), one 16-deep step of K at a time, and issues one
 `mma` per 16x8 piece of its accumulator (`mma_layout`). An f32 accumulator uses the f16 x
 f16 -> f32 instruction; an f16 one the f16 -> f16 instruction, which rounds after every
-16-deep step (as Triton's `out_dtype=float16` does).
+16-deep step (as Triton's `out_dtype=float16` does). bf16 operands use the bf16 instruction (f32
+accumulator only).
+
+f32 operands with `input_precision="tf32"` use `mma.m16n8k8.tf32`, 8 deep: `ldmatrix` still loads A
+(a 16x8 block of 32-bit elements is a 16x16 block of 16-bit halves, and the halves land exactly where the
+tf32 A fragment wants them), B's fragment (b0 = (k t, n g), b1 = (k t+4, n g)) is loaded element by
+element, as `ldmatrix.trans` cannot transpose 32-bit elements. Every operand is rounded with
+`cvt.rna.tf32.f32` (to nearest, ties away from zero), as the simulator rounds, so both agree.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
+    Float32Type,
     IntegerType,
     VectorType,
     f16,
@@ -58,26 +68,38 @@ def _unpack(ctx: KernelContext, pair: SSAValue) -> list[SSAValue]:
 
 
 def _ldmatrix(ctx: KernelContext, ptr: SSAValue, trans: bool) -> list[SSAValue]:
-    """Four 8x8 matrices of 16-bit elements; this lane supplies the address of one row."""
+    """Four 8x8 matrices of 16-bit elements as i32 words; this lane supplies the address of one row."""
     name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4{'.trans' if trans else ''}.b16"
     words = [i32] * FRAGMENT_REGS
     result = llvm.LLVMStructType.from_type_list(words)
-    struct = ctx.value(llvm.CallIntrinsicOp(name, [ptr], [result]))
-    return [ctx.value(llvm.BitcastOp(w, HALF2)) for w in _fields(ctx, struct, words)]
+    return _fields(ctx, ctx.value(llvm.CallIntrinsicOp(name, [ptr], [result])), words)
 
 
-def _mma(ctx: KernelContext, a: list[SSAValue], b: list[SSAValue], c: list[SSAValue]) -> list[SSAValue]:
-    """One `mma.m16n8k16` on a 16x8 piece: c0..c3 in, d0..d3 out (f32 or f16 registers)."""
-    if c[0].type == f32:
-        name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", [f32] * 4, c
+def _tf32(ctx: KernelContext, value: SSAValue) -> SSAValue:
+    """An f32 (or its i32 bits) rounded to tf32 with `cvt.rna.tf32.f32`, as the i32 the mma takes."""
+    if value.type != f32:
+        value = ctx.value(llvm.BitcastOp(value, f32))
+    return ctx.value(llvm.CallIntrinsicOp("llvm.nvvm.f2tf32.rna", [value], [i32]))
+
+
+def _mma(
+    ctx: KernelContext, operand: Attribute, a: list[SSAValue], b: list[SSAValue], c: list[SSAValue]
+) -> list[SSAValue]:
+    """One `mma` on a 16x8 piece: A and B fragments as i32 words, c0..c3 in, d0..d3 out (f32 or f16)."""
+    if isinstance(operand, Float32Type):
+        name, types, args = "llvm.nvvm.mma.m16n8k8.row.col.tf32", [f32] * 4, [*a, *b, *c]
+    elif isinstance(operand, BFloat16Type):
+        name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.bf16", [f32] * 4, [*a, *b, *c]
     else:
-        name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16", [HALF2] * 2, [
-            _pack(ctx, c[0], c[1]),
-            _pack(ctx, c[2], c[3]),
-        ]
+        halves = [ctx.value(llvm.BitcastOp(w, HALF2)) for w in (*a, *b)]
+        if c[0].type == f32:
+            name, types, args = "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", [f32] * 4, [*halves, *c]
+        else:
+            name, types = "llvm.nvvm.mma.m16n8k16.row.col.f16.f16", [HALF2] * 2
+            args = [*halves, _pack(ctx, c[0], c[1]), _pack(ctx, c[2], c[3])]
     result = llvm.LLVMStructType.from_type_list(types)
-    d = _fields(ctx, ctx.value(llvm.CallIntrinsicOp(name, [*a, *b, *args], [result])), types)
-    return d if c[0].type == f32 else [h for pair in d for h in _unpack(ctx, pair)]
+    d = _fields(ctx, ctx.value(llvm.CallIntrinsicOp(name, args, [result])), types)
+    return d if types[0] == f32 else [h for pair in d for h in _unpack(ctx, pair)]
 
 
 def _warp_block(ctx: KernelContext, tiling: MmaTiling) -> tuple[SSAValue, SSAValue]:
@@ -92,26 +114,41 @@ def _warp_block(ctx: KernelContext, tiling: MmaTiling) -> tuple[SSAValue, SSAVal
     return ctx.cached(("mma warp block", tiling), build)
 
 
-def _lane_row_col(ctx: KernelContext) -> tuple[SSAValue, SSAValue]:
-    """The row (0..15) and column (0 or 8) of a 16x16 block whose address this lane gives
-    to `ldmatrix.x4`: lane i addresses row i % 8 of matrix i / 8, and the matrices are the
+def _lane_row_col(ctx: KernelContext, vec: int) -> tuple[SSAValue, SSAValue]:
+    """The row (0..15) and column (0 or `vec`, the elements of 16 bytes) of a block whose address this
+    lane gives to `ldmatrix.x4`: lane i addresses row i % 8 of matrix i / 8, and the matrices are the
     block's quadrants, column-major (top left, bottom left, top right, bottom right)."""
 
     def build() -> tuple[SSAValue, SSAValue]:
         row = ctx.int_op("and", ctx.lane, ctx.const(15))
-        col = ctx.int_op("shl", ctx.int_op("lshr", ctx.lane, ctx.const(4)), ctx.const(3))
+        col = ctx.int_op("mul", ctx.int_op("lshr", ctx.lane, ctx.const(4)), ctx.const(vec))
         return row, col
 
-    return ctx.cached("ldmatrix lane", build)
+    return ctx.cached(("ldmatrix lane", vec), build)
 
 
 def _fragments(
     ctx: KernelContext, swizzle: Swizzle, base: SSAValue, row: SSAValue, col: SSAValue, trans: bool
 ) -> list[SSAValue]:
-    """The four fragment registers of the 16x16 block at (`row`, `col`) of a swizzled tile at `base`."""
-    lane_row, lane_col = _lane_row_col(ctx)
+    """The four fragment words of the block at (`row`, `col`) of a swizzled tile at `base` (16x16
+    16-bit elements, or 16x8 32-bit ones)."""
+    lane_row, lane_col = _lane_row_col(ctx, swizzle.vec)
     offset = swizzle.offset(ctx, ctx.int_op("add", row, lane_row), ctx.int_op("add", col, lane_col))
-    return _ldmatrix(ctx, ctx.gep(base, offset, f16), trans)
+    return _ldmatrix(ctx, ctx.gep(base, offset, IntegerType(8 * swizzle.elem_bytes)), trans)
+
+
+def _tf32_b_fragments(ctx: KernelContext, swizzle: Swizzle, base: SSAValue, row: SSAValue, col: SSAValue) -> list[SSAValue]:
+    """b0, b1 of the two n8 halves of the 8x16 block of f32 B at (`row`, `col`): (k t, n g), (k t+4, n g)."""
+    g = ctx.int_op("lshr", ctx.lane, ctx.const(2))
+    t = ctx.int_op("and", ctx.lane, ctx.const(3))
+    words = []
+    for half in range(2):
+        n = ctx.int_op("add", col, ctx.int_op("add", g, ctx.const(8 * half)))
+        for dk in (0, 4):
+            k = ctx.int_op("add", row, ctx.int_op("add", t, ctx.const(dk)))
+            ptr = ctx.gep(base, swizzle.offset(ctx, k, n), f32)
+            words.append(ctx.value(llvm.LoadOp(ptr, f32, alignment=4)))
+    return words
 
 
 def _shared_operands(ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swizzle]) -> list[SSAValue]:
@@ -144,25 +181,31 @@ def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAV
     tiling = mma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
-    a_tile, b_tile = Swizzle(m, k, 2), Swizzle(k, n, 2)
+    operand = tt.element_type(op.a.type)
+    tf32 = isinstance(operand, Float32Type)
+    size = 4 if tf32 else 2
+    a_tile, b_tile = Swizzle(m, k, size), Swizzle(k, n, size)
     acc = list(ctx.get(op.acc, layout))
     a_base, b_base = _shared_operands(ctx, op, (a_tile, b_tile))
 
     row0, col0 = _warp_block(ctx, tiling)
     step_m, step_n = BLOCK * tiling.warps_m, BLOCK * tiling.warps_n
-    for kk in range(0, k, BLOCK):
+    for kk in range(0, k, 8 if tf32 else BLOCK):
         kc = ctx.const(kk)
         a_frags = [
             _fragments(ctx, a_tile, a_base, ctx.int_op("add", row0, ctx.const(i * step_m)), kc, trans=False)
             for i in range(tiling.reps_m)
         ]
-        b_frags = [
-            _fragments(ctx, b_tile, b_base, kc, ctx.int_op("add", col0, ctx.const(j * step_n)), trans=True)
-            for j in range(tiling.reps_n)
-        ]
+        cols = [ctx.int_op("add", col0, ctx.const(j * step_n)) for j in range(tiling.reps_n)]
+        if tf32:
+            b_frags = [_tf32_b_fragments(ctx, b_tile, b_base, kc, c) for c in cols]
+            a_frags = [[_tf32(ctx, w) for w in a] for a in a_frags]
+            b_frags = [[_tf32(ctx, w) for w in b] for b in b_frags]
+        else:
+            b_frags = [_fragments(ctx, b_tile, b_base, kc, c, trans=True) for c in cols]
         for i, a in enumerate(a_frags):
             for j, b in enumerate(b_frags):
                 for half in range(2):
                     base = 8 * (i * tiling.reps_n + j) + 4 * half
-                    acc[base : base + 4] = _mma(ctx, a, b[2 * half : 2 * half + 2], acc[base : base + 4])
+                    acc[base : base + 4] = _mma(ctx, operand, a, b[2 * half : 2 * half + 2], acc[base : base + 4])
     return acc

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import Float16Type, Float32Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.layouts import Basis, Layout
@@ -26,8 +26,9 @@ from tinyton.lowering.tt_to_llvm.layouts import Basis, Layout
 BLOCK = 16
 """Rows and columns of one warp's block (and the K of one instruction)."""
 
-MMA_ELEMENT_TYPES = (Float16Type,)
-"""Operand element types that run on tensor cores (bf16 joins once tinyton has it)."""
+MMA_ELEMENT_TYPES = (Float16Type, BFloat16Type)
+"""16-bit operand element types that run on tensor cores (`mma.m16n8k16`); f32 operands do too with
+`input_precision="tf32"` (`mma.m16n8k8.tf32`)."""
 
 
 def _log2(n: int) -> int:
@@ -35,14 +36,17 @@ def _log2(n: int) -> int:
 
 
 def uses_mma(op: tt.DotOp) -> bool:
-    """Whether `op` lowers to `mma.sync`: 16-bit float operands, an f16 or f32 accumulator,
-    tiles of at least 16."""
+    """Whether `op` runs on tensor cores: f16 operands with an f16 or f32 accumulator, bf16 ones with an
+    f32 accumulator (the only one the instruction has), or f32 ones with `input_precision="tf32"`; tiles
+    of at least 16."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
-    return (
-        isinstance(operands, MMA_ELEMENT_TYPES)
-        and isinstance(acc, Float16Type | Float32Type)
-        and min(m, n, k) >= BLOCK
+    if min(m, n, k) < BLOCK:
+        return False
+    if isinstance(operands, Float32Type):
+        return op.input_precision.data == "tf32" and isinstance(acc, Float32Type)
+    return isinstance(operands, MMA_ELEMENT_TYPES) and (
+        isinstance(acc, Float32Type) or isinstance(acc, Float16Type) and isinstance(operands, Float16Type)
     )
 
 

@@ -11,7 +11,13 @@ from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
-from tinyton.lowering.tt_to_llvm.elementwise import BINARY, UNARY, _intrinsic, lower_binary, lower_unary
+from tinyton.lowering.tt_to_llvm.elementwise import (
+    BINARY,
+    UNARY,
+    _intrinsic,
+    lower_binary,
+    lower_unary,
+)
 
 
 def _umulhi(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -9,6 +9,11 @@ changes every `per_phase` rows (the rows that share one 128-byte line) and takes
 `max_phase` values: then any eight consecutive rows' chunk `c` fall in distinct banks, and
 so do the 16-byte stores of eight threads writing one 128-byte line. Elements inside a
 chunk keep their order, so stores of runs of up to a chunk stay vectorised.
+
+Rows longer than 128 bytes are cut into *panels* 128 bytes wide, each a contiguous `rows` x 128-byte
+tile: the canonical layout of wgmma's 128-byte swizzle (Triton's NVMMA shared layout), where a matrix
+descriptor steps from one panel to the next by a fixed stride. Rows of 128 bytes or less are one panel
+whose phases are exactly wgmma's 128/64/32-byte swizzles.
 """
 
 from __future__ import annotations
@@ -47,8 +52,23 @@ class Swizzle:
         return CHUNK_BYTES // self.elem_bytes
 
     @property
+    def panel_cols(self) -> int:
+        """Columns of one panel (at most 128 bytes of a row)."""
+        return min(self.cols, LINE_BYTES // self.elem_bytes)
+
+    @property
+    def panel_bytes(self) -> int:
+        return self.rows * self.panel_cols * self.elem_bytes
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of one row of a panel: the swizzle's width (128, 64 or 32 for wgmma)."""
+        return self.panel_cols * self.elem_bytes
+
+    @property
     def chunks(self) -> int:
-        return max(1, self.cols // self.vec)
+        """Chunks in one row of a panel."""
+        return max(1, self.panel_cols // self.vec)
 
     @property
     def per_phase(self) -> int:
@@ -68,9 +88,13 @@ class Swizzle:
             "and", ctx.int_op("lshr", row, ctx.const(_log2(self.per_phase))), ctx.const(self.max_phase - 1)
         )
         shift = ctx.const(_log2(self.vec))
-        chunk = ctx.int_op("xor", ctx.int_op("lshr", col, shift), phase)
+        in_panel = ctx.int_op("and", col, ctx.const(self.panel_cols - 1))
+        chunk = ctx.int_op("xor", ctx.int_op("lshr", in_panel, shift), phase)
         inner = ctx.int_op("and", col, ctx.const(self.vec - 1))
-        line = ctx.int_op("mul", row, ctx.const(self.cols))
+        line = ctx.int_op("mul", row, ctx.const(self.panel_cols))
+        if self.panel_cols < self.cols:
+            panel = ctx.int_op("lshr", col, ctx.const(_log2(self.panel_cols)))
+            line = ctx.int_op("add", line, ctx.int_op("mul", panel, ctx.const(self.rows * self.panel_cols)))
         return ctx.int_op("add", line, ctx.int_op("or", ctx.int_op("shl", chunk, shift), inner))
 
 
