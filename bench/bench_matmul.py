@@ -1,12 +1,15 @@
-"""Issue 6 benchmark: fp16 matmul TFLOPS of tinyton's tensor-core `tt.dot` next to cuBLAS and Triton.
+"""Issue 6 benchmark: matmul TFLOPS of tinyton's tensor-core `tt.dot` next to cuBLAS and Triton.
 
-    python bench/bench_matmul.py            # on a GPU host with torch and Triton; prints a Markdown table
-    python bench/bench_matmul.py 4096 16x4096x4096   # only these rows (M=N=K, or MxNxK)
-    TINYTON_BENCH_CONFIGS=all python bench/bench_matmul.py 4096   # also print every configuration's TFLOPS
+    python bench/bench_matmul.py                  # on a GPU host with torch and Triton; prints Markdown tables
+    python bench/bench_matmul.py fp16:4096 bf16:16x4096x4096   # only these rows (dtype:M=N=K or dtype:MxNxK)
+    TINYTON_BENCH_CONFIGS=all python bench/bench_matmul.py fp16:4096   # also print every configuration's TFLOPS
 
-A hand-written tinyton kernel in Triton's style (grouped program order for L2 reuse, f32 accumulator, fp16
-output) runs at each shape with the best of a few tile configurations (picked per shape, time of the best
-shown), next to `torch.matmul` (cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set).
+Per row: a hand-written tinyton kernel in Triton's style (grouped program order for L2 reuse, f32
+accumulator, output in the operands' dtype) with the best of a few tile configurations (picked per shape,
+time of the best shown), the array program `a @ b` (its tiles tuned on first use), `torch.matmul`
+(cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set). fp16 and bf16 operands; tf32
+is fp32 operands with `input_precision="tf32"` (torch with `allow_tf32`, Triton's default for fp32 dots);
+the array program's fp32 `@` is exact (NumPy's semantics), so the tf32 row leaves it out.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import triton_reference
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, GROUP_M: tt.constexpr,
+    PRECISION: tt.constexpr, OUT: tt.constexpr,
 ):
     pid = tt.program_id(0)
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
@@ -44,84 +48,99 @@ def matmul_kernel(
     for k in range(0, K, BLOCK_K):
         a = tt.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks[None, :] < K), other=0.0)
         b = tt.load(b_ptrs, mask=(k + ks[:, None] < K) & (cols[None, :] < N), other=0.0)
-        acc += tt.dot(a, b)
+        acc += tt.dot(a, b, input_precision=PRECISION)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K * N
-    c = acc.to(tt.float16)
+    c = acc.to(OUT)
     tt.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
-CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
-    (128, 256, 64, 8, 3),
-    (256, 128, 64, 8, 3),
-    (128, 256, 32, 8, 4),
-    (128, 128, 64, 8, 4),
-    (128, 128, 64, 4, 4),
-    (128, 128, 32, 8, 4),
-    (128, 128, 32, 4, 4),
-    (128, 64, 64, 4, 4),
-    (64, 128, 64, 4, 4),
-    (64, 64, 32, 4, 4),
-    (16, 64, 64, 4, 4),
-]
+CONFIGS = {  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); 16-bit: wgmma on sm_90a (64-row warpgroups)
+    "16-bit": [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4)],
+    "decode": [(64, 64, 64, 4, 4), (16, 64, 64, 4, 4), (64, 128, 64, 4, 4)],
+    "tf32": [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)],
+}
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
+OUT_DTYPES = {torch.float16: tt.float16, torch.bfloat16: tt.bfloat16, torch.float32: tt.float32}
 
 
-def tinyton_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, ...]) -> None:
+def tinyton_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, ...], precision: str) -> None:
     (m, k), (_, n) = a.shape, b.shape
     bm, bn, bk, warps, stages = config
     grid = (tt.cdiv(m, bm) * tt.cdiv(n, bn),)
-    matmul_kernel[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps,
-                        num_stages=stages)
+    matmul_kernel[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PRECISION=precision,
+                        OUT=OUT_DTYPES[c.dtype], num_warps=warps, num_stages=stages)
+
+
+@tt.jit
+def matmul_program(a, b):
+    return a @ b
 
 
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def best_tinyton(a: torch.Tensor, b: torch.Tensor, want: torch.Tensor) -> tuple[float, tuple[int, ...]]:
+def best_tinyton(a: torch.Tensor, b: torch.Tensor, want: torch.Tensor, dtype: str) -> tuple[float, tuple[int, ...]]:
     """The fastest configuration that fits the shape (each checked against `want` first)."""
-    (m, _), (_, n) = a.shape, b.shape
+    (m, k), (_, n) = a.shape, b.shape
+    precision = "tf32" if dtype == "tf32" else "ieee"
+    configs = CONFIGS["tf32" if dtype == "tf32" else "decode" if m <= 16 else "16-bit"]
     best: tuple[float, tuple[int, ...]] = (float("inf"), ())
-    for config in CONFIGS:
-        if config[0] > max(16, m) or config[1] > n:
-            continue
+    for config in configs:
         c = torch.full_like(want, float("nan"))
-        tinyton_matmul(a, b, c, config)
-        check_close(f"tinyton {config}", c, want, tol=1e-2)
-        ms = median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config))
+        tinyton_matmul(a, b, c, config, precision)
+        check_close(f"tinyton {dtype} {config}", c, want, tol=1e-2)
+        ms = median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config, precision))
         if os.environ.get("TINYTON_BENCH_CONFIGS") == "all":
-            print(f"  {m}x{n}x{a.shape[1]} {config}: {tflops(m, n, a.shape[1], ms):.1f} TFLOPS", flush=True)
+            print(f"  {dtype} {m}x{n}x{k} {config}: {tflops(m, n, k, ms):.1f} TFLOPS", flush=True)
         best = min(best, (ms, config))
     return best
 
 
-def row(m: int, n: int, k: int) -> list[object]:
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
-    want = torch.matmul(a, b)
+def row(dtype: str, m: int, n: int, k: int) -> list[object]:
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    a = torch.randn(m, k, device="cuda", dtype=DTYPES[dtype])
+    b = torch.randn(k, n, device="cuda", dtype=DTYPES[dtype])
+    want = torch.matmul(a.double(), b.double()).to(a.dtype)
     c_triton = torch.empty_like(want)
     triton_reference.matmul(a, b, c_triton)
     check_close("triton", c_triton, want, tol=1e-2)
-    ms_tt, config = best_tinyton(a, b, want)
+    ms_tt, config = best_tinyton(a, b, want, dtype)
+    if dtype == "tf32":
+        t_program = "—"
+    else:
+        check_close("tinyton a @ b", matmul_program(a, b), want, tol=1e-2)
+        t_program = tflops(m, n, k, median_ms(lambda: matmul_program(a, b)))
     ms_cublas = median_ms(lambda: torch.matmul(a, b))
     ms_triton = median_ms(lambda: triton_reference.matmul(a, b, c_triton))
     t_tt, t_cublas, t_triton = (tflops(m, n, k, ms) for ms in (ms_tt, ms_cublas, ms_triton))
-    shape = f"{m}x{n}x{k}"
-    return [shape, t_tt, t_cublas, t_triton, f"{100 * t_tt / t_cublas:.0f}%", f"{100 * t_tt / t_triton:.0f}%",
-            "x".join(map(str, config[:3])) + f" w{config[3]} s{config[4]}"]
+    return [dtype, f"{m}x{n}x{k}", t_tt, t_program, t_cublas, t_triton, f"{100 * t_tt / t_cublas:.0f}%",
+            f"{100 * t_tt / t_triton:.0f}%", "x".join(map(str, config[:3])) + f" w{config[3]} s{config[4]}"]
 
 
 SHAPES = [(s, s, s) for s in (1024, 2048, 4096, 8192)] + [(16, 4096, 4096), (4096, 14336, 4096)]
+ROWS = [(d, *s) for d in ("fp16", "bf16") for s in SHAPES] + [("tf32", 4096, 4096, 4096)]
+
+
+def parse(arg: str) -> tuple:
+    dtype, _, shape = arg.partition(":")
+    dims = [int(d) for d in shape.split("x")]
+    return (dtype, *(dims * 3 if len(dims) == 1 else dims))
 
 
 def main(argv: list[str]) -> None:
     device = torch.cuda.get_device_name()
-    print(f"device: {device}; torch {torch.__version__}; date {time.strftime('%Y-%m-%d')}\n")
-    shapes = [tuple(int(d) for d in s.split("x")) * (3 if "x" not in s else 1) for s in argv] or SHAPES
+    print(f"device: {device}; torch {torch.__version__}; date {time.strftime('%Y-%m-%d')}\n", flush=True)
+    rows = []
+    for spec in [parse(a) for a in argv] or ROWS:
+        rows.append(row(*spec))
+        print("  " + " | ".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in rows[-1]), flush=True)
     print_table(
-        "fp16 matmul, f32 accumulate (TFLOPS, median; tinyton: best of its configurations)",
-        ["M x N x K", "tinyton", "cuBLAS", "Triton", "tinyton/cuBLAS", "tinyton/Triton", "tinyton config"],
-        [row(*shape) for shape in shapes],
+        "matmul, f32 accumulate (TFLOPS, median; tinyton kernel: best of its configurations)",
+        ["dtype", "M x N x K", "tinyton kernel", "tinyton a @ b", "cuBLAS", "Triton", "kernel/cuBLAS",
+         "kernel/Triton", "kernel config"],
+        rows,
     )
 
 

@@ -65,7 +65,8 @@ def add(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
 @triton.jit
 def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    """Triton's tutorial matmul (grouped program order), row-major fp16 in, f32 accumulate, fp16 out."""
+    """Triton's tutorial matmul (grouped program order), row-major in, f32 accumulate (fp32 operands: tf32,
+    Triton's default), out in C's dtype."""
     pid = tl.program_id(0)
     num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
     in_group = GROUP_M * num_pid_n
@@ -85,7 +86,7 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         acc += tl.dot(a, b)
         a_ptrs += BLOCK_K
         b_ptrs += BLOCK_K * N
-    c = acc.to(tl.float16)
+    c = acc.to(c_ptr.dtype.element_ty)
     tl.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 

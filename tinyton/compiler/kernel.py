@@ -3,12 +3,14 @@
 Independent of the Python frontend: `@tt.jit` kernels and the array-program executor both call
 `compile_module`. Nothing is lowered until a stage needs it (`.asm["ptx"]`, `.launch`), so simulator-only
 runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text. The target architecture is
-decided here (the GPU's, else sm_90) and passed down to the PTX backend.
+decided here (the GPU's, sm_90a on an sm_90 for kernels whose dots fit wgmma; else sm_90) and passed down to
+the PTX backend.
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -119,6 +121,8 @@ class CompiledKernel:
         self.param_names = tuple(a.name_hint or f"arg{i}" for i, a in enumerate(self.function.body.block.args))
         self.written_params = written_params(self.function)
         self.arch, self.toolchain = arch, toolchain
+        self.target_arch = arch
+        """What the PTX is for: `arch`, else the GPU's (sm_90a on an sm_90 when a dot uses wgmma)."""
         self.shared_bytes = 0
         self.options: dict[str, Any] = {"num_warps": num_warps}
         """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
@@ -150,18 +154,21 @@ class CompiledKernel:
                 key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
                 entry = default_cache().get(key) if use_cache else None
             if entry is None:
-                from tinyton.lowering.tt_to_llvm import lower_to_llvm
+                from tinyton.lowering.tt_to_llvm import kernel_arch, lower_to_llvm
 
                 with stage("lower tt -> llvm"):
                     llvm = self.module.clone()
-                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(arch))
+                    target = arch if self.arch else kernel_arch(self.module, self.num_warps, arch)
+                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target)
                 with stage(f"llvm -> PTX ({toolchain})"):
-                    self._texts.update(compile_llvm_module(llvm, arch=arch, toolchain=toolchain))
+                    self._texts.update(compile_llvm_module(llvm, arch=target, toolchain=toolchain))
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
                 entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
                 with stage("disk cache store"):
                     default_cache().put(key, entry)
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
+            target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
+            self.target_arch = target.group(1) if target else arch
 
     @property
     def launcher(self) -> Any:
@@ -204,7 +211,8 @@ class CompiledKernel:
             register_usage,  # with the PTX backend, on first use
         )
 
-        usage = register_usage(self.stage("ptx"), self.arch or driver.default_arch())
+        ptx = self.stage("ptx")
+        usage = register_usage(ptx, self.target_arch or driver.default_arch())
         return usage if usage is not None else (NOMINAL_REGISTERS, 0)
 
     @property
@@ -269,7 +277,7 @@ SHARED_PER_PROGRAM = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 10
 
 def shared_limit(arch: str) -> int:
     """Bytes of shared memory a program may use on `arch`: the GPU's own figure when it is the target."""
-    if driver.is_available() and driver.default_arch() == arch:
+    if driver.is_available() and driver.default_arch() == arch.rstrip("a"):
         return driver.device().max_shared_per_block_optin
     return SHARED_PER_PROGRAM.get(int(arch[3:5]), driver.STATIC_SHARED_LIMIT)
 

@@ -70,9 +70,12 @@ CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(128, 128, 32, 8),
     MatmulTiles(128, 128, 64, 8),
     MatmulTiles(128, 256, 32, 8),
+    MatmulTiles(128, 128, 64, 4),
+    MatmulTiles(128, 256, 64, 8),
 )
 """The small set the tuner measures (each `fit` to the problem, duplicates dropped): skinny tiles for
-decode-like shapes, square ones, and the large tiles that tensor cores want."""
+decode-like shapes, square ones, and the large tiles that tensor cores want (64-deep K steps of whole
+warpgroups for wgmma on Hopper)."""
 
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:

@@ -10,7 +10,8 @@ from tinyton.lowering.tt_to_llvm.context import LoweringError
 from tinyton.lowering.tt_to_llvm.pass_ import (
     KernelInfo,
     TinytonToLLVMPass,
+    kernel_arch,
     lower_to_llvm,
 )
 
-__all__ = ["KernelInfo", "LoweringError", "TinytonToLLVMPass", "lower_to_llvm"]
+__all__ = ["KernelInfo", "LoweringError", "TinytonToLLVMPass", "kernel_arch", "lower_to_llvm"]

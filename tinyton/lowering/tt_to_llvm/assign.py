@@ -27,6 +27,7 @@ from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
 from tinyton.lowering.tt_to_llvm.layouts import Layout, axis_in_registers, blocked
 from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma, wgmma_tiling
 
 ELEMENTWISE = (
     tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.BitcastOp, tt.FmaOp, tt.HintOp, tt.AddPtrOp,
@@ -51,8 +52,10 @@ class LayoutAssignment:
     """`layout[v]` for every tile value `v`; `free` holds the rematerialisable ones (their
     `layout` is only the default used when no consumer asks for another)."""
 
-    def __init__(self, kernel: func.FuncOp, num_warps: int):
+    def __init__(self, kernel: func.FuncOp, num_warps: int, arch: str = ""):
+        """`arch` (`sm_NN`) decides between wgmma's accumulator layout and mma.sync's."""
         self.num_warps = num_warps
+        self.arch = arch
         self._pinned: dict[SSAValue, Layout] = {}
         for _ in range(_ROUNDS):
             self.layout: dict[SSAValue, Layout] = {}
@@ -149,6 +152,8 @@ class LayoutAssignment:
                 layout = self.layout[op.input].broadcast_target(shape) or self.default(result)
             case tt.ReduceOp():
                 layout = self.layout[op.input].slice(op.axis.value.data)
+            case tt.DotOp() if uses_wgmma(op, self.num_warps, self.arch):
+                layout = wgmma_tiling(op, self.num_warps).accumulator()
             case tt.DotOp() if uses_mma(op):
                 layout = mma_tiling(op, self.num_warps).accumulator()
             case tt.TransOp():

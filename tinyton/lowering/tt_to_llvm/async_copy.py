@@ -7,7 +7,8 @@ reads (`swizzle`), so `tt.async_copy` writes every thread's run of `v` elements 
 width) straight to its swizzled place with `cp.async` (`.cg` for 16 bytes, `.ca` for 4 and 8; src-size 0
 zero-fills masked-off runs), and a `tt.dot` reads `tt.local_load` slots with `ldmatrix` directly. Runs of
 2 bytes, which `cp.async` cannot move, are loaded and stored synchronously (the next `tt.async_wait`'s
-barrier orders them as well). `tt.async_wait` is `cp.async.wait_group N` followed by a barrier.
+barrier orders them as well). `tt.async_wait` is `cp.async.wait_group N` followed by a barrier (and, in a kernel whose dots use wgmma,
+which reads shared memory through the async proxy, a `fence.proxy.async` before it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,11 @@ def slot_base(ctx: KernelContext, buffer: SSAValue, slot: SSAValue) -> SSAValue:
     """Byte address (`!llvm.ptr<3>` to i8) of slot `slot` of `buffer`."""
     index = ctx.int_op("mul", ctx.scalar(slot), ctx.const(slot_swizzle(buffer).nbytes))
     return ctx.smem_ptr(i8, index, ctx.local_buffers[buffer])
+
+
+def fence_async_proxy(ctx: KernelContext) -> None:
+    """Make this thread's shared-memory writes visible to wgmma (before the barrier that publishes them)."""
+    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.fence.proxy.async.shared_cta", [], []))
 
 
 @lowers(tt.LocalAllocOp)
@@ -99,6 +105,8 @@ def lower_async_commit(ctx: KernelContext, op: tt.AsyncCommitOp) -> None:
 def lower_async_wait(ctx: KernelContext, op: tt.AsyncWaitOp) -> None:
     pending = ctx.const(op.pending.value.data)
     ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.cp.async.wait.group", [pending], []))
+    if ctx.wgmma:
+        fence_async_proxy(ctx)
     ctx.barrier()
 
 

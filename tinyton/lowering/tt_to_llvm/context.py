@@ -108,6 +108,7 @@ class KernelContext(Emitter):
         smem_symbol: str,
         convert_layout: LayoutConversion,
         smem_limit: int = SMEM_LIMIT,
+        wgmma: bool = False,
     ):
         """`convert_layout` is the shared-memory conversion (tinyton/lowering/tt_to_llvm/shared.py); the
         pass passes it in because shared-memory staging is built on this context's helpers."""
@@ -118,6 +119,8 @@ class KernelContext(Emitter):
         self.axis = axis
         self.smem_symbol = smem_symbol
         self.smem_limit = smem_limit
+        self.wgmma = wgmma
+        """Whether the kernel's dots use wgmma (whose shared-memory reads need `fence.proxy.async`)."""
         self.smem_floor = 0
         """Bytes at the bottom of shared memory reserved for the whole kernel (`reserve_smem`)."""
         self.local_buffers: dict[SSAValue, int] = {}
@@ -192,7 +195,7 @@ class KernelContext(Emitter):
 
     # --- shared memory ------------------------------------------------------------------------
 
-    def smem_buffer(self, nbytes: int, what: str) -> int:
+    def smem_buffer(self, nbytes: int, what: str, align: int = 16) -> int:
         """
         Byte offset of a shared-memory buffer for one write, barrier, read round.
 
@@ -201,7 +204,7 @@ class KernelContext(Emitter):
         overwrites what other threads may still be reading from the previous one (its barrier ordered
         everything older); only when neither fits is a barrier needed first.
         """
-        floor = self.smem_floor
+        floor = -(-self.smem_floor // align) * align
         if floor + nbytes > self.smem_limit:
             beside = f" beside {floor} bytes of pipelining buffers (fewer num_stages)" if floor else ""
             raise LoweringError(
@@ -211,7 +214,7 @@ class KernelContext(Emitter):
         start = floor
         if self.smem_pending is not None:
             low, high = self.smem_pending
-            above = max(floor, -(-high // 16) * 16)
+            above = max(floor, -(-high // align) * align)
             if floor + nbytes > low:
                 if above + nbytes <= self.smem_limit:
                     start = above

@@ -1,5 +1,6 @@
 """
-`tt.dot`: on tensor cores (`mma`) when its operands are 16-bit floats, else with f32 FMAs.
+`tt.dot`: on tensor cores when its operands are 16-bit floats (or f32 with `input_precision="tf32"`):
+`wgmma` on sm_90a (`wgmma`), else `mma.sync` (`mma`); else with f32 FMAs.
 
 On the FMA path (f32 operands: Triton's `input_precision="ieee"`), both operands go to shared memory (row-major), then each thread accumulates its own
 registers of the result: per step of K it loads the A elements of its distinct rows and
@@ -21,6 +22,8 @@ from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import lower_mma_dot
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
 from tinyton.lowering.tt_to_llvm.shared import byte_size, store_tile
+from tinyton.lowering.tt_to_llvm.wgmma import lower_wgmma_dot
+from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
 UNROLL = 4
 
@@ -38,6 +41,8 @@ def _load_f32(ctx: KernelContext, base: SSAValue, offset: int, elem: Attribute, 
 @lowers_tile(tt.DotOp)
 def lower_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout | None) -> list[SSAValue]:
     assert layout is not None
+    if uses_wgmma(op, ctx.num_warps, ctx.assign.arch):
+        return lower_wgmma_dot(ctx, op, layout)
     if uses_mma(op):
         return lower_mma_dot(ctx, op, layout)
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.async_copy import slot_base
+from tinyton.lowering.tt_to_llvm.async_copy import BUFFER_ALIGN, fence_async_proxy, slot_base
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, mma_tiling
@@ -151,9 +151,12 @@ def _tf32_b_fragments(ctx: KernelContext, swizzle: Swizzle, base: SSAValue, row:
     return words
 
 
-def _shared_operands(ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swizzle]) -> list[SSAValue]:
+def shared_operands(
+    ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swizzle], async_proxy: bool = False
+) -> list[SSAValue]:
     """The byte address of each operand's swizzled tile: the slot a `tt.local_load` reads (pipelined
-    loops), or a staging buffer the operand's registers are stored to (then a barrier)."""
+    loops), or a staging buffer the operand's registers are stored to (then a barrier, after a
+    `fence.proxy.async` when `async_proxy`: wgmma reads them)."""
     bases: list[SSAValue | None] = [None, None]
     staged = []
     for i, (value, tile) in enumerate(zip((op.a, op.b), tiles)):
@@ -165,13 +168,16 @@ def _shared_operands(ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swi
     if staged:
         (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
         nbytes = sum(tile.nbytes for _, _, tile in staged)
-        start = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
+        what = f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)"
+        start = ctx.smem_buffer(nbytes, what, BUFFER_ALIGN if async_proxy else 16)
         offset = start
         for i, value, tile in staged:
             layout = ctx.layout_of(value)
             store_swizzled(ctx, ctx.get(value, layout), layout, llvm_type(value.type), tile, offset)
             bases[i] = ctx.smem_ptr(i8, 0, offset)
             offset += tile.nbytes
+        if async_proxy:
+            fence_async_proxy(ctx)
         ctx.barrier()
         ctx.smem_read(start, nbytes)
     return bases  # type: ignore[return-value]
@@ -186,7 +192,7 @@ def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAV
     size = 4 if tf32 else 2
     a_tile, b_tile = Swizzle(m, k, size), Swizzle(k, n, size)
     acc = list(ctx.get(op.acc, layout))
-    a_base, b_base = _shared_operands(ctx, op, (a_tile, b_tile))
+    a_base, b_base = shared_operands(ctx, op, (a_tile, b_tile))
 
     row0, col0 = _warp_block(ctx, tiling)
     step_m, step_n = BLOCK * tiling.warps_m, BLOCK * tiling.warps_n

@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 
 from tinyton.analysis.pass_inputs import check_kernel_module
+from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
     async_copy,
@@ -50,6 +51,7 @@ from tinyton.lowering.tt_to_llvm.context import (
 )
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
+from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
 NUM_WARPS_ATTR = "tt.num_warps"
 DEFAULT_NUM_WARPS = 4
@@ -85,9 +87,12 @@ def is_kernel(function: func.FuncOp) -> bool:
     return not outputs and not any(isinstance(t, TensorType) for t in inputs)
 
 
-def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT) -> KernelInfo:
+def lower_to_llvm(
+    module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT, arch: str = ""
+) -> KernelInfo:
     """Lower the module's one tt kernel in place (pipelining its loops first); `num_warps` overrides
-    `tt.num_warps`; `shared_limit` is the shared memory the target lets a program use."""
+    `tt.num_warps`; `shared_limit` is the shared memory the target lets a program use; `arch` the target
+    (`sm_90a` lowers dots to wgmma where they fit; else mma.sync)."""
     try:
         check_kernel_module(module, TinytonToLLVMPass.name)
     except CompilationError as e:
@@ -114,8 +119,10 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: 
     fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
 
     smem = f"{name}_smem"
+    wgmma = any(isinstance(op, tt.DotOp) and uses_wgmma(op, warps, arch) for op in kernel.walk())
     ctx = KernelContext(
-        fn, warps, LayoutAssignment(kernel, warps), AxisAnalysis(kernel), smem, convert_layout, shared_limit
+        fn, warps, LayoutAssignment(kernel, warps, arch), AxisAnalysis(kernel), smem, convert_layout, shared_limit,
+        wgmma,
     )
     async_copy.reserve_buffers(ctx, kernel)
     for arg, param in zip(kernel.args, fn.body.block.args):
@@ -130,7 +137,7 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: 
         block.insert_op_before(llvm.GlobalOp(array, smem, "external", addr_space=3, alignment=1024), kernel)
     elif ctx.smem_bytes:
         array = llvm.LLVMArrayType(ctx.smem_bytes, IntegerType(8))
-        align = 1024 if ctx.local_buffers else 16
+        align = 1024 if ctx.local_buffers or wgmma else 16
         block.insert_op_before(llvm.GlobalOp(array, smem, "internal", addr_space=3, alignment=align), kernel)
     for op in ctx.module_ops.values():
         block.insert_op_before(op, kernel)
@@ -141,6 +148,14 @@ def lower_to_llvm(module: ModuleOp, num_warps: int | None = None, shared_limit: 
     return KernelInfo(name, warps, ctx.smem_bytes, param_types)
 
 
+def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:
+    """The target to compile the module's kernel for on an `arch` device: sm_90a (whose PTX loads on
+    Hopper only) when the GPU is an sm_90 and a dot fits wgmma, else `arch`."""
+    if arch == "sm_90" and any(isinstance(op, tt.DotOp) and uses_wgmma(op, num_warps, "sm_90a") for op in module.walk()):
+        return "sm_90a"
+    return arch
+
+
 @dataclass(frozen=True)
 class TinytonToLLVMPass(ModulePass):
     """tt kernel -> llvm + nvvm (`num_warps` defaults to the module's `tt.num_warps`, else 4)."""
@@ -149,11 +164,12 @@ class TinytonToLLVMPass(ModulePass):
 
     num_warps: int | None = None
     shared_limit: int = SMEM_LIMIT
+    arch: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Lower the module's kernel, or each nested kernel module (as `tinyton-fusion-to-kernels` makes)."""
         nested = [m for m in op.ops if isinstance(m, ModuleOp)]
         if any(isinstance(f, func.FuncOp) and is_kernel(f) for f in op.ops) or not nested:
-            lower_to_llvm(op, self.num_warps, self.shared_limit)
+            lower_to_llvm(op, self.num_warps, self.shared_limit, self.arch)
         for module in nested:
-            lower_to_llvm(module, self.num_warps, self.shared_limit)
+            lower_to_llvm(module, self.num_warps, self.shared_limit, self.arch)

@@ -1,0 +1,120 @@
+"""
+`tt.dot` on Hopper's warpgroup MMA: `wgmma.mma_async` with both operands in swizzled shared memory.
+
+The operand tiles are the `Swizzle` tiles that `cp.async` fills (or that the operands are stored to):
+rows of 32, 64 or 128 bytes (longer rows cut into 128-byte panels) whose 16-byte chunks are XORed with
+the row's phase, which is exactly wgmma's 32/64/128-byte swizzle of 1024-byte aligned atoms. A 64-bit
+matrix descriptor names each operand block (PTX ISA, "Matrix Descriptor Format"):
+
+    bits 0-13: start address >> 4    bits 16-29: leading byte offset >> 4
+    bits 32-45: stride byte offset >> 4    bits 62-63: swizzle (1: 128 B, 2: 64 B, 3: 32 B)
+
+A (M x K, K contiguous) is K-major: the stride offset steps 8 rows (8 rows x the row's bytes), the
+leading one is unused; the K step of 16 moves the start address along the row (the hardware swizzles
+the final address, so no XOR here). B (K x N, N contiguous) is MN-major (`imm-trans-b` = 1): the
+leading offset steps one panel along N, the stride offset 8 rows along K. Triton builds the same
+descriptors (`createDescriptor` in its WGMMA lowering).
+
+Per dot: `wgmma.fence`, one `wgmma.mma_async` per 64 x N block and K step of 16, `commit_group`, and
+`wait_group 0`, whose inline asm takes and returns the accumulators so that no use of them can move
+above it. Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
+proxy) with `fence.proxy.async` before the barrier that precedes the dot (`tt.async_wait` emits it when
+the kernel uses wgmma). There is no LLVM intrinsic for `wgmma.mma_async`, so it is inline asm on both
+PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLIR's `nvvm.wgmma`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, f32, i32, i64
+from xdsl.ir import SSAValue
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.context import KernelContext
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.mma import shared_operands
+from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
+from tinyton.lowering.tt_to_llvm.wgmma_layout import K_STEP, ROWS, WARPGROUP, WgmmaTiling, wgmma_tiling
+
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def _descriptor_bits(tile: Swizzle, leading: int) -> int:
+    """The constant fields of a descriptor of `tile` (everything but the start address)."""
+    stride = 8 * tile.row_bytes
+    return (leading >> 4) << 16 | (stride >> 4) << 32 | SWIZZLE_MODE[tile.row_bytes] << 62
+
+
+def _descriptor(ctx: KernelContext, base: SSAValue, byte_offset: SSAValue, bits: int) -> SSAValue:
+    """The descriptor of the block at `base` + `byte_offset` (a shared-memory pointer and an i32)."""
+    address = ctx.int_op("add", ctx.value(llvm.PtrToIntOp(base, i32)), byte_offset)
+    field = ctx.int_op("and", ctx.int_op("lshr", address, ctx.const(4)), ctx.const(0x3FFF))
+    wide = ctx.value(llvm.ZExtOp(field, i64))
+    return ctx.value(llvm.OrOp(wide, ctx.const(bits, i64)))
+
+
+def _asm(ctx: KernelContext, text: str, outputs: int, inputs: list[tuple[str, SSAValue]], tied: list[SSAValue]) -> list[SSAValue]:
+    """Side-effecting inline asm returning `outputs` f32 registers, the last `tied` inputs tied to them."""
+    constraints = [*["=f"] * outputs, *(c for c, _ in inputs), *(str(i) for i in range(len(tied)))]
+    struct = llvm.LLVMStructType.from_type_list([f32] * outputs)
+    op = llvm.InlineAsmOp(text, ",".join(constraints), [*(v for _, v in inputs), *tied], [struct], has_side_effects=True)
+    result = ctx.value(op)
+    position = lambda i: DenseArrayBase.from_list(i64, [i])
+    return [ctx.value(llvm.ExtractValueOp(position(i), result, f32)) for i in range(outputs)]
+
+
+def _wgmma(ctx: KernelContext, shape_n: int, dtype: str, a: SSAValue, b: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+    """`acc += A @ B` for one 64 x `shape_n` x 16 block (`acc`: this thread's `shape_n` / 2 registers)."""
+    r = len(acc)
+    regs = ", ".join(f"${i}" for i in range(r))
+    text = (
+        f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${r + 2}, 0;\n"
+        f"wgmma.mma_async.sync.aligned.m64n{shape_n}k16.f32.{dtype}.{dtype} {{{regs}}}, ${r}, ${r + 1}, p, 1, 1, 0, 1;\n}}"
+    )
+    return _asm(ctx, text, r, [("l", a), ("l", b), ("r", ctx.const(1))], acc)
+
+
+def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAValue]:
+    """First row and first column of this warpgroup's blocks."""
+
+    def build() -> tuple[SSAValue, SSAValue]:
+        group = ctx.int_op("lshr", ctx.warp, ctx.const(2))
+        m_bits = tiling.groups_m.bit_length() - 1
+        gm = ctx.int_op("and", group, ctx.const(tiling.groups_m - 1))
+        gn = ctx.int_op("and", ctx.int_op("lshr", group, ctx.const(m_bits)), ctx.const(tiling.groups_n - 1))
+        return ctx.int_op("mul", gm, ctx.const(ROWS)), ctx.int_op("mul", gn, ctx.const(tiling.instr_n))
+
+    return ctx.cached(("wgmma warpgroup", tiling), build)
+
+
+def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
+    tiling = wgmma_tiling(op, ctx.num_warps)
+    assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
+    assert ctx.num_warps % WARPGROUP == 0
+    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    dtype = "bf16" if isinstance(tt.element_type(op.a.type), BFloat16Type) else "f16"
+    a_tile, b_tile = Swizzle(m, k, 2), Swizzle(k, n, 2)
+    acc = list(ctx.get(op.acc, layout))
+    a_base, b_base = shared_operands(ctx, op, (a_tile, b_tile), async_proxy=True)
+    a_bits = _descriptor_bits(a_tile, 16)
+    b_bits = _descriptor_bits(b_tile, b_tile.panel_bytes)
+    row0, col0 = _warpgroup(ctx, tiling)
+    per = tiling.instr_n // 2
+    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.fence.sync.aligned", [], []))
+    for kk in range(0, k, K_STEP):
+        a_k = kk // a_tile.panel_cols * a_tile.panel_bytes + kk % a_tile.panel_cols * 2
+        for i in range(tiling.reps_m):
+            row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
+            a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(a_k))
+            a_desc = _descriptor(ctx, a_base, a_offset, a_bits)
+            for j in range(tiling.reps_n):
+                col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
+                panel = ctx.int_op("lshr", col, ctx.const(b_tile.panel_cols.bit_length() - 1))
+                b_offset = ctx.int_op(
+                    "add", ctx.int_op("mul", panel, ctx.const(b_tile.panel_bytes)), ctx.const(kk * b_tile.row_bytes)
+                )
+                b_desc = _descriptor(ctx, b_base, b_offset, b_bits)
+                base = (i * tiling.reps_n + j) * per
+                acc[base : base + per] = _wgmma(ctx, tiling.instr_n, dtype, a_desc, b_desc, acc[base : base + per])
+    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.commit_group.sync.aligned", [], []))
+    return _asm(ctx, "wgmma.wait_group.sync.aligned 0;", len(acc), [], acc)

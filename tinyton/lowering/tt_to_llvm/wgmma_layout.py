@@ -1,0 +1,107 @@
+"""
+The accumulator layout of Hopper's warpgroup MMA (`wgmma.mma_async.m64nNk16`), and when a dot uses it.
+
+A warpgroup is 4 consecutive warps; one instruction computes a 64 x N block, warp w of the group owning
+rows 16w..16w+15 with, per thread, the registers of N/8 `mma.m16n8` accumulators side by side (PTX ISA,
+"wgmma .m64nNk16 register fragment"): d[4i..4i+3] = (g, 8i+2t), (g, 8i+2t+1), (g+8, 8i+2t), (g+8, 8i+2t+1)
+with g = lane / 4, t = lane % 4. The register order is therefore
+
+    bit 0: column +1, bit 1: row +8, bits 2..: column +8, +16, ... (one instruction's registers, in order),
+    then N repetitions, then M repetitions,
+
+and the warp bits are rows +16, +32, then warpgroups along M (+64, ...), then along N. Warpgroups go to M
+first (as Triton's `warpsPerTileV3`); an instruction is at most 256 wide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.layouts import Layout
+
+WARPGROUP = 4
+"""Warps of one warpgroup."""
+ROWS = 64
+"""Rows of one instruction (the M of m64nNk16)."""
+MAX_N = 256
+K_STEP = 16
+SWIZZLES = (32, 64, 128)
+"""wgmma's swizzle widths in bytes: the row of a shared-memory panel (`swizzle.Swizzle.row_bytes`)."""
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def wgmma_target(arch: str) -> bool:
+    """Whether `arch` has `wgmma` (sm_90a: the architecture-specific Hopper target)."""
+    return arch.startswith("sm_9") and arch.endswith("a")
+
+
+@dataclass(frozen=True)
+class WgmmaTiling:
+    """How the warpgroups of a program split an `m` x `n` accumulator into instructions."""
+
+    m: int
+    n: int
+    groups_m: int
+    groups_n: int
+
+    @staticmethod
+    def of(m: int, n: int, num_warps: int) -> WgmmaTiling:
+        groups = num_warps // WARPGROUP
+        gm = 1
+        while gm < groups and ROWS * gm * 2 <= m:
+            gm *= 2
+        return WgmmaTiling(m, n, gm, groups // gm)
+
+    @property
+    def instr_n(self) -> int:
+        """The N of one instruction."""
+        return min(MAX_N, self.n // self.groups_n)
+
+    @property
+    def reps_m(self) -> int:
+        return self.m // (ROWS * self.groups_m)
+
+    @property
+    def reps_n(self) -> int:
+        return self.n // (self.instr_n * self.groups_n)
+
+    def accumulator(self) -> Layout:
+        reg = [(0, 1), (8, 0), *((0, 8 << i) for i in range(_log2(self.instr_n // 8)))]
+        reg += [(0, self.instr_n * self.groups_n << i) for i in range(_log2(self.reps_n))]
+        reg += [(ROWS * self.groups_m << i, 0) for i in range(_log2(self.reps_m))]
+        lane = ((0, 2), (0, 4), (1, 0), (2, 0), (4, 0))
+        warp = [(16, 0), (32, 0), *((ROWS << i, 0) for i in range(_log2(self.groups_m)))]
+        warp += [(0, self.instr_n << i) for i in range(_log2(self.groups_n))]
+        return Layout((self.m, self.n), tuple(reg), lane, tuple(warp))
+
+
+def uses_wgmma(op: tt.DotOp, num_warps: int, arch: str) -> bool:
+    """Whether `op` lowers to `wgmma` on `arch`: f16/bf16 operands, an f32 accumulator, whole warpgroups
+    each owning at least one 64-row instruction, and operand tiles whose swizzled rows (`Swizzle`) are
+    wgmma's 32, 64 or 128-byte swizzles, an instruction covering whole panels of B."""
+    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
+    if not (wgmma_target(arch) and isinstance(operands, Float16Type | BFloat16Type) and isinstance(acc, Float32Type)):
+        return False
+    if num_warps % WARPGROUP or m % ROWS or k % K_STEP:
+        return False
+    tiling = WgmmaTiling.of(m, n, num_warps)
+    a_row, b_row = min(2 * k, SWIZZLES[-1]), min(2 * n, SWIZZLES[-1])
+    return (
+        tiling.reps_m >= 1
+        and tiling.instr_n >= 8
+        and tiling.instr_n * 2 % b_row == 0
+        and a_row in SWIZZLES
+        and b_row in SWIZZLES
+    )
+
+
+def wgmma_tiling(op: tt.DotOp, num_warps: int) -> WgmmaTiling:
+    m, n = tt.shape_of(op.result.type)
+    return WgmmaTiling.of(m, n, num_warps)
