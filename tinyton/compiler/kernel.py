@@ -32,6 +32,8 @@ TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
 """Triton's names of the stages in `kernel.asm` (tinyton has no separate GPU-layout IR text)."""
 NOMINAL_REGISTERS = 32
 """`n_regs` where neither a GPU nor ptxas can tell the real count."""
+WRITES = (tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
+"""Ops that write memory through their `ptr` operand (host arrays behind it are copied back)."""
 _POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 
 
@@ -57,7 +59,7 @@ def _param_kind(t: Attribute) -> str:
 
 
 def written_params(function: func.FuncOp) -> frozenset[int]:
-    """Indices of the pointer parameters that some `tt.store` may write through.
+    """Indices of the pointer parameters that some `tt.store` or atomic may write through.
 
     Follows each stored pointer back through addptr/splat/broadcast/expand_dims and loop-carried values;
     anything else (e.g. a pointer chosen by tt.select) conservatively counts as every pointer."""
@@ -65,7 +67,7 @@ def written_params(function: func.FuncOp) -> frozenset[int]:
     all_pointers = frozenset(i for i, a in enumerate(args) if tt.is_pointer(a.type))
     written: set[int] = set()
     seen: set[SSAValue] = set()
-    pending = [op.ptr for op in function.walk() if isinstance(op, tt.StoreOp)]
+    pending = [op.ptr for op in function.walk() if isinstance(op, WRITES)]
     while pending:
         value = pending.pop()
         if value in seen:

@@ -75,7 +75,10 @@ def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> 
             return x
         return ctx.value((llvm.FPExtOp if dst.bitwidth > src.bitwidth else llvm.FPTruncOp)(x, to))
     if sk == "f":
-        return ctx.value((llvm_extra.FPToUIOp if dk == "u" else llvm_extra.FPToSIOp)(x, to))
+        convert_op = llvm_extra.FPToUIOp if dk == "u" else llvm_extra.FPToSIOp
+        if to.bitwidth >= 32:  # PTX cvt.rzi saturates to 32 and 64 bits (NaN gives 0), as the simulator does
+            return ctx.value(convert_op(x, to))
+        return _narrow_saturated(ctx, ctx.value(convert_op(x, i32)), dk == "u", to)
     if dk == "f":
         return ctx.value((llvm_extra.UIToFPOp if sk in "bu" else llvm.SIToFPOp)(x, to))
     if src.bitwidth == dst.bitwidth:
@@ -83,6 +86,17 @@ def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> 
     if src.bitwidth > dst.bitwidth:
         return ctx.value(llvm.TruncOp(x, to))
     return ctx.value((llvm.ZExtOp if sk in "bu" else llvm.SExtOp)(x, to))
+
+
+def _narrow_saturated(ctx: KernelContext, wide: SSAValue, unsigned: bool, to: IntegerType) -> SSAValue:
+    """An i32 (already saturated by cvt.rzi) clamped to a narrower int's range, then truncated: float to
+    int8/int16 saturates like the wider conversions (LLVM would truncate, giving 32767 for 1e9 -> int8)."""
+    bits = to.bitwidth
+    low, high = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    if not unsigned:
+        wide = ctx.select(ctx.icmp("slt", wide, ctx.const(low)), ctx.const(low), wide)
+    wide = ctx.select(ctx.icmp("ugt" if unsigned else "sgt", wide, ctx.const(high)), ctx.const(high), wide)
+    return ctx.value(llvm.TruncOp(wide, to))
 
 
 def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
