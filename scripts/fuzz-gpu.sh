@@ -6,17 +6,12 @@
 # Used through the lent-GPU `device` tool with the wheels of xDSL & co. carried in .whl, like gpu-check.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-gpu-out}
-mkdir -p "$out"
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD
-fi
+. scripts/gpu-env.sh
 cases=${1:-10000}
 seed=${2:-20261123}
 start=${3:-0}
 limit=${4:-540}
-export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache TINYTON_BACKEND=cuda
+export TINYTON_BACKEND=cuda
 export TINYTON_TOOLCHAIN=${TINYTON_TOOLCHAIN:-llvmlite}  # in-process PTX: ~2.5x faster compiles than llc
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$out/device.txt"
 python3 tests/fuzz/run.py --seed "$seed" --start "$start" --cases "$cases" --jobs "${JOBS:-$(nproc)}" \

@@ -4,13 +4,7 @@
 # tool with the wheels of xDSL & co. carried in .whl (see docs/benchmarks.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-gpu-out}
-mkdir -p "$out"
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
+. scripts/gpu-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv | tee "$out/device.txt"
 status=0
 what=${1:-all}

@@ -3,13 +3,7 @@
 # (tests, examples, fuzz, bench:NAME...) with logs in $OUT. Usage: scripts/gpu-run.sh tests examples bench:attention
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${OUT:-gpu-out}
-mkdir -p "$out"
-if [ -d .whl ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1
-    export PYTHONPATH=/tmp/site:$PWD
-fi
-export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
+. scripts/gpu-env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 for part in "$@"; do
     echo "=== $part"

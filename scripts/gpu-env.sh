@@ -1,0 +1,10 @@
+# Sourced by the GPU scripts (gpu-check.sh, gpu-run.sh, fuzz-gpu.sh) from the project root: install the
+# wheels of xDSL & co. carried in .whl (the GPU host has no package index), keep tinyton's cache in /tmp,
+# and make the log folder $out ($OUT under the device tool).
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
+    export PYTHONPATH=/tmp/site:$PWD
+fi
+export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
