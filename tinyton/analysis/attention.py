@@ -1,6 +1,7 @@
 """Is this tta dataflow scaled-dot-product attention, and what are its parts?
 
-    s0 = q @ kᵀ                       (kᵀ: `tta.transpose` of k's last two axes, or an input already K×S)
+    s0 = q @ kᵀ                       (kᵀ: `tta.transpose` of k's last two axes, or an input already K×S;
+                                       q: an array, or a view of one by reshapes then transposes)
     s  = f(s0, bias, mask, constants)  a chain of elementwise ops, one use each (scale, bias, mask)
     p  = softmax(s, axis=-1)           max, sub, exp, sum, div
     o  = p @ v
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.dialects.builtin import i1
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -40,8 +42,45 @@ class ScoreStep:
 
 
 @dataclass(frozen=True)
+class QView:
+    """How the kernel reads q: `base` (as stored, contiguous) through `ops` (reshapes, then transposes;
+    each used once), which make q `shape` with element `strides` over `base`. No ops: q itself."""
+
+    base: SSAValue
+    ops: tuple[Operation, ...]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(prod(shape[i + 1 :]) for i in range(len(shape)))
+
+
+def q_view(q: SSAValue) -> QView:
+    """The longest chain of single-use reshapes and transposes ending at `q` that is a strided view of
+    the array it starts from (reshapes only while still contiguous, as NumPy's views)."""
+    chain: list[Operation] = []
+    value = q
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp)) and value.has_one_use():
+        chain.insert(0, value.op)
+        value = value.op.input
+    while chain:  # drop leading ops until the rest is reshapes then transposes
+        kinds = [isinstance(op, tta.TransposeOp) for op in chain]
+        if kinds == sorted(kinds):
+            break
+        chain.pop(0)
+    base = chain[0].input if chain else q
+    shape = shape_of(base.type)
+    strides = _contiguous(shape)
+    for op in chain:
+        shape = shape_of(op.result.type)
+        strides = _contiguous(shape) if isinstance(op, tta.ReshapeOp) else tuple(strides[p] for p in op.perm)
+    return QView(base, tuple(chain), tuple(shape), strides)
+
+
+@dataclass(frozen=True)
 class Attention:
-    q: SSAValue
+    q: QView
     k: SSAValue
     """Keys as stored: `(..., S_kv, D)` when `k_transposed`, else `(..., D, S_kv)` (already kᵀ)."""
     k_transposed: bool
@@ -56,7 +95,7 @@ class Attention:
     @property
     def ops(self) -> list[Operation]:
         """Every op of the attention (index masks included)."""
-        first = [self.transpose] if self.transpose is not None else []
+        first = [*self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
 
@@ -157,7 +196,7 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
         return None
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
-    found = Attention(qk.lhs, k, transpose is not None, pv.rhs, qk, transpose, steps, (rmax, sub, exp, rsum, div), pv)
+    found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps, (rmax, sub, exp, rsum, div), pv)
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}  # noqa: E731
     return found if computed(found.ops) == computed(ops) else None
 

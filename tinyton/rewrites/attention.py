@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import index_mask, mask_ops, score_chain
+from tinyton.analysis.attention import index_mask, mask_ops, q_view, score_chain
 from tinyton.dialects.tt import shape_of
 
 
@@ -27,13 +27,14 @@ def last_axis(value: SSAValue, axis: IntegerAttr) -> bool:
 
 
 def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValue) -> tuple[list[Operation], str]:
-    """The matched ops plus `q @ kᵀ`, the transpose of k, the score steps and the index masks (causal
+    """The matched ops plus the view ops of q (reshapes, transposes: read in place), `q @ kᵀ`, the
+    transpose of k, the score steps and the index masks (causal
     masks from `tt.arange`, cloned so that every attention gets its own): one region."""
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
     masks = [op for step in steps for value in step.others if index_mask(value) for op in _own_copy(step.op, value)]
-    path = [*([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
+    path = [*q_view(qk.lhs).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     return [*path, *matched], kind.data
 
 

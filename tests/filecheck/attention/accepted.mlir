@@ -52,3 +52,33 @@ func.func @bias_and_mask(%q: tensor<2x4x16x16xf32>, %kt: tensor<2x4x16x32xf32>, 
 // CHECK:           %s = tta.where
 // CHECK:           %o_1 = tta.matmul
 // CHECK-NEXT:      tta.yield %o_1
+
+// q arriving as a view (split heads: reshape, then a transpose), as k does: read in place by the kernel,
+// so the view ops join the region and no kernel materialises the transposed q.
+func.func @q_view(%x: tensor<16x32xf32>, %k: tensor<2x16x16xf32>, %v: tensor<2x16x16xf32>) -> tensor<2x16x16xf32> {
+  %r = tta.reshape %x : tensor<16x32xf32> -> tensor<16x2x16xf32>
+  %q = tta.transpose %r permutation = [1, 0, 2] : tensor<16x2x16xf32> -> tensor<2x16x16xf32>
+  %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+  %qk = tta.matmul %q, %kt : tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+  %m = tta.reduce_max %qk axis = 2 keepdims : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %d = tta.sub %qk, %m : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = tta.exp %d : tensor<2x16x16xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p = tta.div %e, %l : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %o = tta.matmul %p, %v : tensor<2x16x16xf32>, tensor<2x16x16xf32> -> tensor<2x16x16xf32>
+  func.return %o : tensor<2x16x16xf32>
+}
+// CHECK-LABEL: func.func @q_view
+// CHECK-NEXT:    %o = tta.fusion "attention"(%x, %k, %v)
+// CHECK-NEXT:    ^bb0(%x_1: tensor<16x32xf32>
+// CHECK-NEXT:      %r = tta.reshape %x_1
+// CHECK-NEXT:      %q = tta.transpose %r
+// CHECK-NEXT:      %kt = tta.transpose
+// CHECK-NEXT:      %qk = tta.matmul %q, %kt
+// CHECK:           tta.yield %o_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %o
+// FUSE-LABEL: func.func @q_view
+// FUSE-NEXT:    %o = tta.fusion "attention"
+// FUSE-NOT:     tta.fusion
+// FUSE:         func.return %o

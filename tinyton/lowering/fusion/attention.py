@@ -63,10 +63,10 @@ class _Program:
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
-        self.d = shape_of(att.q.type)[-1]
+        self.d = att.q.shape[-1]
         self.s_kv = shape_of(att.v.type)[-2]
         self.out_element = element_type(out.type)
-        self.element = element_type(att.q.type)
+        self.element = element_type(att.q.base.type)
         self.bm, self.bn = block_sizes(self.s_q, self.d, self.d_v, max(2, self.element.bitwidth // 8))
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1)
@@ -82,11 +82,11 @@ class _Program:
                 rest = em.div_int(rest, n)
         return coords
 
-    def batch_offset(self, value: SSAValue) -> SSAValue:
-        """Element offset of this program's batch entry in `value` (broadcast dims have stride 0)."""
-        shape = shape_of(value.type)
+    def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
+        """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
+        the strided `view` (shape, strides) of it."""
+        shape, strides = view or (shape_of(value.type), _contiguous_strides(shape_of(value.type)))
         lead = shape[:-2] if len(shape) >= 2 else ()
-        strides = _contiguous_strides(shape)
         offset = self.em.i32(0)
         for j, extent in enumerate(lead):
             axis = len(self.batch) - len(lead) + j
@@ -95,11 +95,12 @@ class _Program:
         return offset
 
     def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
-             mask: SSAValue | None) -> SSAValue:
-        """`value[batch, rows, cols]` as a tile (rows `[R, 1]`, cols `[1, C]`); masked lanes give 0."""
+             mask: SSAValue | None, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
+        """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
+        `[1, C]`); masked lanes give 0."""
         em = self.em
         shape = (shape_of(rows.type)[0], shape_of(cols.type)[1])
-        offsets = em.to_shape(self.batch_offset(value), (1, 1))
+        offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
         for index, stride in ((rows, row_stride), (cols, col_stride)):
             if stride:
                 offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
@@ -122,7 +123,9 @@ class _Program:
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
         row_ok = em.cmp("lt", rows, em.i32(self.s_q))
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
-        q = self.load(att.q, rows, d_cols, self.d, 1, em.and_(row_ok, self._below(d_cols, self.dp, self.d)))
+        q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
+        view = (att.q.shape, att.q.strides)
+        q = self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], q_ok, view)
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         init = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
