@@ -246,9 +246,15 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
 
 
 def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation], external) -> None:
-    if len(matmuls) > 1 or reductions:
+    """One matmul with elementwise epilogues, or sibling matmuls (one output shape, an operand in common,
+    as q/k/v projections of one input): one K loop each over the same output tile, one launch."""
+    if reductions:
         raise NotFusable("a matmul kernel takes elementwise epilogues only")
-    if not all(external(v) for v in matmuls[0].operands):
+    first = matmuls[0]
+    for op in matmuls[1:]:
+        if shape_of(op.result.type) != shape_of(first.result.type) or not set(op.operands) & set(first.operands):
+            raise NotFusable("matmuls share a kernel only as siblings: one output shape, an operand in common")
+    if not all(external(v) for op in matmuls for v in op.operands):
         raise NotFusable("matmul operands are read from memory (no prologue fusion)")
 
 

@@ -39,3 +39,39 @@ func.func @scores_softmax(%q: tensor<16x32xf32>, %k: tensor<32x16xf32>) -> tenso
 // CHECK-NEXT:    %s = tta.fusion "matmul_epilogue"(%q, %k)
 // CHECK:         %p = tta.fusion "softmax"(%s)
 // CHECK-NOT:     tta.fusion
+
+// Sibling matmuls (q, k, v projections of one input, one output shape): one kernel, one K loop each over
+// the same output tile; each result keeps its own epilogue.
+
+func.func @qkv(%x: tensor<8x16xf32>, %wq: tensor<16x16xf32>, %wk: tensor<16x16xf32>, %wv: tensor<16x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>) {
+  %q = tta.matmul %x, %wq : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %k = tta.matmul %x, %wk : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %v = tta.matmul %x, %wv : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %two = tta.constant 2.000000e+00 : f32 -> f32
+  %q2 = tta.mul %q, %two : tensor<8x16xf32>, f32 -> tensor<8x16xf32>
+  func.return %q2, %k, %v : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @qkv
+// CHECK-NEXT:    %k, %v, %q2 = tta.fusion "matmul_epilogue"(%x, %wq, %wk, %wv)
+// CHECK:           %q = tta.matmul
+// CHECK-NEXT:      %k_1 = tta.matmul
+// CHECK-NEXT:      %v_1 = tta.matmul
+// CHECK-NEXT:      %q2_1 = tta.mul %q,
+// CHECK-NEXT:      tta.yield
+// CHECK-NEXT:    }
+// CHECK-NOT:     tta.fusion
+
+// Matmuls that share no operand, or whose outputs differ in shape, stay apart.
+
+func.func @not_siblings(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>, %w: tensor<16x16xf32>, %u: tensor<16x16xf32>, %n: tensor<16x32xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>) {
+  %a = tta.matmul %x, %w : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %b = tta.matmul %y, %u : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+  %c = tta.matmul %x, %n : tensor<8x16xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  func.return %a, %b, %c : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x32xf32>
+}
+
+// CHECK-LABEL: func.func @not_siblings
+// CHECK-NEXT:    %a = tta.fusion "matmul_epilogue"(%x, %w)
+// CHECK:         %b = tta.fusion "matmul_epilogue"(%y, %u)
+// CHECK:         %c = tta.fusion "matmul_epilogue"(%x, %n)
