@@ -102,6 +102,16 @@ def test_graphed_generator_runs_on_simulator():
     assert graphed.launches_per_token < plain.launches_per_token
 
 
+def test_decode_step_launches_per_layer():
+    """Per layer: RMSNorm, q/k/v (one kernel), cache update, attention (q read as a view), output
+    projection, RMSNorm, MLP up, MLP down, cache write: 9 (issue 9's goal is 8: RMSNorm into the matmul)."""
+    counts = {}
+    for layers in (1, 4):
+        cfg = Config(n_layer=layers, n_embd=16, n_head=4, block_size=16, vocab=VOCAB)
+        counts[layers] = TinytonGenerator(cfg, init_params(cfg), graph=False).launches_per_token
+    assert counts[1] <= 12 and (counts[4] - counts[1]) / 3 <= 9
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not driver.is_available(), reason="CUDA graphs need a GPU")
 def test_graph_replay_gives_plain_launch_tokens():

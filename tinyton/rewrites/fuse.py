@@ -8,7 +8,8 @@ group is one kernel the codegen can emit):
 - elementwise into elementwise; elementwise producers into a reduction (prologue);
 - per-row consumers of a reduction, broadcast back over the same rows (epilogue), and several
   reductions over the same rows; siblings over one domain that only share an input, too;
-- a matmul with elementwise epilogues (bias, activation, residual);
+- a matmul with elementwise epilogues (bias, activation, residual); sibling matmuls (one output shape, an
+  operand in common: q/k/v projections) share one kernel, one K loop each;
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
   every consumer (each gets its own copy of the op), never materialised for them.
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
