@@ -44,6 +44,30 @@ def test_warmup_compiles_without_launching():
     assert add_kernel.fn.__name__ == "add_kernel" and add_kernel.__name__ == "add_kernel"
 
 
+@triton.jit
+def staged_copy(src, dst, n, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+    for start in tl.range(0, n, BLOCK, num_stages=num_stages):
+        offs = start + tl.arange(0, BLOCK)
+        tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+def test_a_parameter_named_like_a_launch_option_takes_the_keyword_too():
+    x, _, out = arrays()
+    handle = staged_copy[(1,)](x, out, 100, BLOCK=32, num_stages=3)
+    np.testing.assert_array_equal(out, x)
+    assert handle.metadata.num_stages == 3 and "tt.num_stages = 3" in handle.asm["ttir"]
+
+
+def test_a_warmup_result_launches_with_every_argument():
+    x, _, out = arrays()
+    compiled = staged_copy.warmup(x, out, 100, BLOCK=32, num_stages=2, grid=(1,))
+    assert not out.any()
+    compiled[(1, 1, 1)](x, out, 100, 32, 2)
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(TypeError, match="takes 5 argument"):
+        compiled[(1,)](x, out, 100)
+
+
 def test_grid_lambda_sees_meta_parameters_and_options():
     seen = {}
 

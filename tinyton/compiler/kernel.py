@@ -9,9 +9,10 @@ the PTX backend.
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -130,6 +131,15 @@ class CompiledKernel:
         """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
         self._texts: dict[str, str] = {"tt": str(module)}
         self._launcher: Any = None
+        self.run_with_all_arguments: Callable[..., None] | None = None
+        """`(grid, *every kernel argument, constexprs included)`: set by the `@jit` function that compiled
+        it, which knows the parameters this variant fixed; what `compiled[grid](...)` calls."""
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """Triton's `compiled[grid](*args)`: launch this variant with the kernel's full argument list."""
+        if self.run_with_all_arguments is None:
+            raise TypeError(f"{self.name}: only a kernel compiled by a @jit function can be launched by [grid]")
+        return functools.partial(self.run_with_all_arguments, grid)
 
     @property
     def asm(self) -> Mapping[str, str]:

@@ -169,11 +169,19 @@ class JITFunction:
                 return plan.kernel
         if plan.fast and values is not None:
             plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
-        elif backend() == "cuda":
-            plan.kernel.launch(grid, self._runtime_args(args, kwargs), current_stream(plan.torch_inputs))
         else:
-            plan.kernel.simulate(grid, [simulator_argument(a) for a in self._runtime_args(args, kwargs)])
+            _launch(plan.kernel, grid, self._runtime_args(args, kwargs), plan.torch_inputs)
         return plan.kernel
+
+    def _run_compiled(self, kernel: CompiledKernel, grid: Any, *args: Any) -> None:
+        """`compiled[grid](*args)` (Triton's launch of a `warmup` result): every parameter positionally,
+        the constexprs as compiled (not checked, as Triton)."""
+        if len(args) != len(self.params):
+            raise call_error(f"{kernel.name}[grid]() takes {len(self.params)} argument(s), got {len(args)}")
+        if type(grid) is not tuple:
+            grid = _grid_of(grid({p.name: v for p, v in zip(self.params, args)} | kernel.options))
+        runtime = [args[i] for i in self._runtime]
+        _launch(kernel, grid, runtime, any(type(v).__module__.partition(".")[0] == "torch" for v in runtime))
 
     def _grid(self, grid: Callable[[dict], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[int, int, int]:
         values, options = self._bind(args, kwargs)
@@ -207,9 +215,12 @@ class JITFunction:
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """Arguments in parameter order (defaults filled in) and the launch options; TypeError names the
         culprits."""
+        names = [p.name for p in self.params]
+        # a keyword named like a launch option and a parameter is both (Triton: `num_stages: tl.constexpr`)
+        shared = {n: kwargs[n] for n in names if n in LAUNCH_OPTIONS and n in kwargs}
         kwargs = dict(kwargs)
         options = launch_options(kwargs)
-        names = [p.name for p in self.params]
+        kwargs.update(shared)
         if len(args) > len(names):
             raise call_error(
                 f"{self.__name__}() takes {len(names)} argument(s) ({', '.join(names)}) but {len(args)} were given"
@@ -284,10 +295,19 @@ class JITFunction:
                 num_stages=num_stages, reads=reads,
             )
         kernel = compile_module(module, num_warps=num_warps)
+        kernel.run_with_all_arguments = functools.partial(self._run_compiled, kernel)
         kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
         if backend() == "cuda":
             kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
         return kernel, reads
+
+
+def _launch(kernel: CompiledKernel, grid: Any, args: Sequence[Any], torch_inputs: bool) -> None:
+    """Run the kernel on this machine's backend with its runtime arguments."""
+    if backend() == "cuda":
+        kernel.launch(grid, args, current_stream(torch_inputs))
+    else:
+        kernel.simulate(grid, [simulator_argument(a) for a in args])
 
 
 def _grid_of(grid: Any) -> tuple[int, int, int]:
