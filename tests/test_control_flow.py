@@ -116,9 +116,22 @@ def passes_runtime_to_constexpr(p, n):
     tl.store(p, constexpr_param(tl.load(p), n))
 
 
-def test_runtime_value_for_a_constexpr_parameter_is_an_error():
-    with pytest.raises(tt.CompilationError, match="parameter `N` is a tt.constexpr but gets a runtime value"):
-        passes_runtime_to_constexpr[(1,)](np.zeros(1, np.float32), 3)
+def test_a_helper_constexpr_parameter_takes_a_runtime_value_as_triton():
+    p = np.full(1, 2.0, np.float32)
+    passes_runtime_to_constexpr[(1,)](p, 3)
+    assert p[0] == 6.0
+
+
+@tt.jit
+def passes_tile_to_constexpr(p, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(p + offs, constexpr_param(tl.load(p + offs), offs))
+
+
+def test_a_helper_constexpr_parameter_takes_a_tile():
+    p = np.ones(8, np.float32)
+    passes_tile_to_constexpr[(1,)](p, BLOCK=8)
+    np.testing.assert_array_equal(p, np.arange(8, dtype=np.float32))
 
 
 # ---- early return in a kernel ---------------------------------------------------------------

@@ -123,6 +123,23 @@ def test_pointer_dtype_and_float8_arithmetic_error():
         k[(1,)](x, x)
 
 
+def test_type_of_scalars_pointers_and_tiles():
+    @triton.jit
+    def k(x_ptr, o_ptr, N: tl.constexpr):
+        tl.static_assert(o_ptr.type.element_ty == tl.float16)
+        offs = tl.arange(0, N)
+        tl.static_assert((x_ptr + offs).type.element_ty.element_ty == tl.float32)
+        x = tl.load(x_ptr + offs)
+        tl.static_assert(x.type.element_ty == tl.float32 and x.type.shape == (N,))
+        tl.static_assert(tl.sum(x, 0).type == tl.float32)
+        tl.store(o_ptr + offs, x.to(o_ptr.type.element_ty))
+
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float16)
+    k[(1,)](x, out, N=4)
+    np.testing.assert_array_equal(out, x)
+
+
 @needs_ptxas
 def test_device_print_calls_vprintf(tmp_path):
     kernel = print_kernel.compile(np.array([3, 4], np.int32), N=2)

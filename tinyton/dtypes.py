@@ -90,6 +90,27 @@ class pointer_type:
         return True
 
 
+class block_type:
+    """Triton's `x.type` of a tile: `element_ty` (a dtype or `pointer_type`) and `shape`."""
+
+    __slots__ = ("element_ty", "shape")
+
+    def __init__(self, element_ty: dtype | pointer_type, shape: tuple[int, ...]):
+        self.element_ty, self.shape = element_ty, shape
+
+    def __repr__(self) -> str:
+        return f"<{list(self.shape)}, {self.element_ty!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, block_type) and (other.element_ty, other.shape) == (self.element_ty, self.shape)
+
+    def __hash__(self) -> int:
+        return hash(("block", self.element_ty, self.shape))
+
+    def is_ptr(self) -> bool:
+        return False
+
+
 def _unsigned(width: int) -> IntegerType:
     return IntegerType(width, Signedness.UNSIGNED)
 

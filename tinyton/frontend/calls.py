@@ -15,7 +15,6 @@ from typing import Any
 
 from tinyton.errors import CompilationError
 from tinyton.frontend.source import KernelSource, constexpr_value
-from tinyton.frontend.values import Tile, describe
 
 
 def is_jit_function(fn: Any) -> bool:
@@ -42,13 +41,6 @@ def bind_arguments(source: KernelSource, args: Sequence[Any], kwargs: dict[str, 
     except TypeError as e:
         raise CompilationError(f"{source.name}(): {e}") from None
     bound.apply_defaults()
-    scope: dict[str, Any] = {}
-    for p in source.params:
-        value = bound.arguments[p.name]
-        if p.constexpr and isinstance(value, Tile):
-            raise CompilationError(
-                f"{source.name}(): parameter `{p.name}` is a tt.constexpr but gets a runtime value "
-                f"({describe(value)}); pass a compile-time value or drop the annotation"
-            )
-        scope[p.name] = constexpr_value(value)
-    return scope
+    # a helper's `tl.constexpr` annotation does not refuse a runtime value: as in Triton, the value passed
+    # decides (tutorial 06 passes `offs_m` tiles to constexpr parameters)
+    return {p.name: constexpr_value(bound.arguments[p.name]) for p in source.params}

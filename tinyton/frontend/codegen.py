@@ -49,6 +49,7 @@ from tinyton.frontend.source import KernelSource, constexpr, constexpr_value
 from tinyton.frontend.values import (
     KERNEL_BUILDERS,
     TILE_ATTRIBUTES,
+    TILE_ATTRIBUTE_ALIASES,
     TILE_METHODS,
     Tile,
     builtin_name,
@@ -208,7 +209,7 @@ class KernelCodegen(ControlFlow, Loops):
         if isinstance(value, Tile):
             if node.attr not in TILE_ATTRIBUTES:
                 raise CompilationError(f"tiles have no attribute `{node.attr}` (they have .to(), .shape and .dtype)")
-            return getattr(value, node.attr)
+            return getattr(value, TILE_ATTRIBUTE_ALIASES.get(node.attr, node.attr))
         try:
             return constexpr_value(getattr(value, node.attr))
         except AttributeError:

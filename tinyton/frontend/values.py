@@ -32,7 +32,7 @@ from tinyton.dialects.tt import (
     is_pointer,
     shape_of,
 )
-from tinyton.dtypes import dtype, dtype_of, pointer_type
+from tinyton.dtypes import block_type, dtype, dtype_of, pointer_type
 from tinyton.errors import CompilationError
 
 f16, bf16, f32 = Float16Type(), BFloat16Type(), Float32Type()
@@ -73,6 +73,12 @@ class Tile:
             return pointer_type(dtype_of(self.element.pointee))
         return dtype_of(self.element)
 
+    @property
+    def triton_type(self) -> dtype | pointer_type | block_type:
+        """Triton's `x.type` (spelt so in kernels): a scalar's dtype, a tile's `block_type`; both have
+        `element_ty` for pointers (`Out.type.element_ty`)."""
+        return block_type(self.dtype, self.shape) if self.shape else self.dtype
+
     def to(self, dtype: Any, fp_downcast_rounding: str | None = None, bitcast: bool = False) -> Tile:
         """Convert the elements to `dtype` (floats to ints truncate); `bitcast` reinterprets the bits."""
         return KERNEL_BUILDERS[-1].cast(self, dtype, bitcast)
@@ -107,8 +113,11 @@ class Tile:
 
 TILE_METHODS = frozenset({Tile.to, Tile.trans, Tile.reshape, Tile.expand_dims, Tile.broadcast_to})
 TILE_ATTRIBUTES = frozenset(
-    {"to", "cast", "shape", "dtype", "T", "trans", "permute", "reshape", "view", "expand_dims", "broadcast_to"}
+    {"to", "cast", "shape", "dtype", "type", "T", "trans", "permute", "reshape", "view", "expand_dims",
+     "broadcast_to"}
 )
+TILE_ATTRIBUTE_ALIASES = {"type": "triton_type"}
+"""Kernel spellings whose Python attribute has another name (`Tile.type` is the IR type)."""
 
 
 def builtin_name(fn: Any) -> str | None:
