@@ -48,8 +48,8 @@ from tinyton.frontend.semantic import TileBuilder
 from tinyton.frontend.source import KernelSource, constexpr, constexpr_value
 from tinyton.frontend.values import (
     KERNEL_BUILDERS,
-    TILE_ATTRIBUTES,
     TILE_ATTRIBUTE_ALIASES,
+    TILE_ATTRIBUTES,
     TILE_METHODS,
     Tile,
     builtin_name,
