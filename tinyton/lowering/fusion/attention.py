@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention, Logic, Mask, ScoreStep, index_mask, is_constant
+from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
@@ -37,10 +38,6 @@ _STEP_OPS: dict[type, type] = {
     tta.MaximumOp: tt.MaximumOp,
     tta.MinimumOp: tt.MinimumOp,
 }
-
-
-def _contiguous_strides(shape: tuple[int, ...]) -> list[int]:
-    return [prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
 def block_sizes(s_q: int, d: int, d_v: int, element_bytes: int) -> tuple[int, int]:
@@ -85,7 +82,7 @@ class _Program:
     def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
         """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
         the strided `view` (shape, strides) of it."""
-        shape, strides = view or (shape_of(value.type), _contiguous_strides(shape_of(value.type)))
+        shape, strides = view or (shape_of(value.type), contiguous_strides(shape_of(value.type)))
         lead = shape[:-2] if len(shape) >= 2 else ()
         offset = self.em.i32(0)
         for j, extent in enumerate(lead):

@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, SSAValue
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers
 from tinyton.lowering.tt_to_llvm.layouts import Layout, bits_along
-from tinyton.lowering.tt_to_llvm.reductions import _partials_layout, shuffle
+from tinyton.lowering.tt_to_llvm.reductions import partials_layout, partials_read_layout, shuffle
 from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile
 
 Values = list[SSAValue]
@@ -44,13 +44,8 @@ def _across_warps(
     ctx: KernelContext, op: tt.CombineReduceOp, partials: list[Values], out: Layout, warp_bits: list[int]
 ) -> list[Values]:
     """Each warp writes its partials (one array per input), every thread combines all warps'."""
-    written = _partials_layout(out, warp_bits)
-    read = Layout(
-        written.shape,
-        written.reg + tuple((1 << j, *(0,) * out.rank) for j in range(len(warp_bits))),
-        written.lane,
-        tuple((0, *b) for b in out.warp),
-    )
+    written = partials_layout(out, warp_bits)
+    read = partials_read_layout(written, out, warp_bits)
     elems: list[Attribute] = [v.type for v in partials[0]]
     sizes = [-(-prod(written.shape) * byte_size(e) // 16) * 16 for e in elems]
     start = ctx.smem_buffer(sum(sizes), "a reduction across warps")

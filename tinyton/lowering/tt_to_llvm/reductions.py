@@ -68,7 +68,7 @@ def _compute_type(elem: Attribute) -> Attribute:
     return elem if elem.bitwidth >= 32 else IntegerType(32, elem.signedness.data)
 
 
-def _partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
+def partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
     """The partials as a tile of shape `(warps along the axis, *out.shape)`, one row per warp."""
     return Layout(
         (1 << len(warp_bits), *out.shape),
@@ -78,18 +78,22 @@ def _partials_layout(out: Layout, warp_bits: list[int]) -> Layout:
     )
 
 
-def _across_warps(
-    ctx: KernelContext, partials: list[SSAValue], out: Layout, warp_bits: list[int], combine: Combine
-) -> list[SSAValue]:
-    written = _partials_layout(out, warp_bits)
-    # Every thread reads the partials of all warps for each of its results: the warp
-    # dimension moves into registers, after the result registers.
-    read = Layout(
+def partials_read_layout(written: Layout, out: Layout, warp_bits: list[int]) -> Layout:
+    """How every thread reads the partials of all warps for each of its results: the warp dimension moves
+    into registers, after the result registers."""
+    return Layout(
         written.shape,
         written.reg + tuple((1 << j, *(0,) * out.rank) for j in range(len(warp_bits))),
         written.lane,
         tuple((0, *b) for b in out.warp),
     )
+
+
+def _across_warps(
+    ctx: KernelContext, partials: list[SSAValue], out: Layout, warp_bits: list[int], combine: Combine
+) -> list[SSAValue]:
+    written = partials_layout(out, warp_bits)
+    read = partials_read_layout(written, out, warp_bits)
     elem = partials[0].type
     nbytes = prod(written.shape) * byte_size(elem)
     start = ctx.smem_buffer(nbytes, "a reduction across warps")
