@@ -9,21 +9,15 @@ import subprocess
 
 import numpy as np
 import pytest
+from sim_helpers import run_sim
 
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.errors import CompilationError
 from tinyton.lowering.ptx.toolchain import find_tool
-from tinyton.runtime import simulator
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
-
-def run_sim(kernel, grid, *args, **constexprs):
-    compiled = kernel.compile(*args, **constexprs)
-    runtime = [a for a, p in zip(args, kernel.params) if not p.constexpr]
-    simulator.run(compiled.module, grid, runtime)
-    return compiled
 
 @tt.jit
 def copy_tile(x_ptr, y_ptr, M, N, sxm, sxn, BM: tl.constexpr, BN: tl.constexpr):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sim_helpers import run_sim
 
 import tinyton as tt
 import tinyton.language as tl
@@ -16,13 +17,6 @@ from tinyton.runtime import simulator
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
-
-def run_sim(kernel, grid, *args, **kwargs):
-    """Launch on the simulator whatever the backend (the variant's module, interpreted)."""
-    compiled = kernel.compile(*args, **kwargs)
-    runtime = [a for a, p in zip(args, kernel.params) if not p.constexpr]
-    simulator.run(compiled.module, grid, runtime)
-    return compiled
 
 
 # ---- calls ----------------------------------------------------------------------------------
