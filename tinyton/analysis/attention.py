@@ -105,8 +105,9 @@ class Attention:
         for step in self.steps:
             if isinstance(step.op, tta.WhereOp) and step.operand == 1 and is_constant(step.op.false_value):
                 mask = index_mask(step.op.condition)
-                if mask is not None and causal_offset(mask) is not None:
-                    return causal_offset(mask)
+                offset = causal_offset(mask) if mask is not None else None
+                if offset is not None:
+                    return offset
         return None
 
 
