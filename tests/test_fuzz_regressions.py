@@ -270,3 +270,26 @@ def test_float_mod_of_infinities_is_nan(fuse: bool) -> None:
         expected = np.mod(x, y)
     got = float_mod.compile(x, y, fuse=fuse)(x, y)
     np.testing.assert_array_equal(got, expected)
+
+
+# ---- -0.0 as a divisor next to a 0.0 constant ---------------------------------------------------
+
+
+@tt.jit
+def scale_and_divide_by_negative_zero(x):
+    return x * 0.0, x / -0.0
+
+
+@BOTH
+def test_negative_zero_constant_keeps_its_sign(fuse: bool) -> None:
+    """Found on the GPU (seed 20261123, cases 7393 and 7547): the LLVM lowering made each constant once per
+    value, and -0.0 == 0.0 in Python, so `x / -0.0` divided by +0.0 (inf for -inf) when the kernel also used
+    0.0. Both constants must reach the PTX, and the results must be NumPy's on every backend."""
+    x = np.array([1.0, -2.0, 0.5, np.inf], np.float32)
+    compiled = scale_and_divide_by_negative_zero.compile(x, fuse=fuse)
+    ptx = compiled.asm["ptx"]
+    assert "0f80000000" in ptx and "0f00000000" in ptx
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = (x * 0.0, x / -0.0)
+    for got, want in zip(compiled(x), expected):
+        np.testing.assert_array_equal(got, want)

@@ -16,6 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     Float8E4M3FNType,
     Float8E5M2Type,
@@ -168,3 +169,9 @@ def dtype_of(x: Any) -> dtype:
 def is_float_dtype(np_dtype: np.dtype) -> bool:
     """True for NumPy float dtypes, bfloat16 and float8 included (their NumPy kind is "V")."""
     return np_dtype.kind == "f" or np_dtype == BF16 or any(np_dtype == d.np for d in FLOAT8)
+
+
+def constant_key(value: float | int | bool, element: Attribute) -> tuple[object, Attribute]:
+    """A dict key for a constant of `element` type: floats by their repr, since -0.0 == 0.0 in Python but
+    they are different divisors (x / -0.0 is -inf), and one NaN never equals another."""
+    return (repr(float(value)) if isinstance(element, AnyFloat) else value, element)

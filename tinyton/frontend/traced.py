@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, is_int, shape_of
-from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.dtypes import ELEMENT_TO_NUMPY, constant_key
 from tinyton.errors import error, user_location
 from tinyton.frontend.promotion import element_of, is_scalar, result_element
 
@@ -90,7 +90,7 @@ class Tracer:
         else:  # NumPy converts a weak float scalar to the array's type: 1e6 in float16 is inf
             with np.errstate(over="ignore"):
                 attr = FloatAttr(float(np.asarray(value, ELEMENT_TO_NUMPY[element])), element)
-        key = (element, repr(attr.value.data))  # repr keeps -0.0 apart from 0.0
+        key = constant_key(attr.value.data, element)
         if key not in self.constants:
             self.constants[key] = self.emit(tta.ConstantOp, attr)
         return self.constants[key]

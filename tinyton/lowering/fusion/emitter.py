@@ -23,6 +23,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, is_float, shape_of, tile_type
+from tinyton.dtypes import constant_key
 
 Shape = tuple[int, ...]
 f32 = Float32Type()
@@ -59,7 +60,7 @@ class Emitter:
     # ---- constants and shapes ------------------------------------------------------------
     def const(self, value: float | bool, element: Attribute, shape: Shape = ()) -> SSAValue:
         """A constant of `element` type, scalar or tile; memoised per block."""
-        key = (self.block, (value, shape), element)
+        key = (self.block, shape, constant_key(value, element))
         if key not in self._consts:
             if is_float(element):
                 attr = FloatAttr(float(value), element)

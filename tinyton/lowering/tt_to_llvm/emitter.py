@@ -20,6 +20,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tinyton.dtypes import constant_key
+
 GLOBAL_PTR = llvm.LLVMPointerType(IntAttr(1))
 SHARED_PTR = llvm.LLVMPointerType(IntAttr(3))
 
@@ -97,7 +99,7 @@ class Emitter:
 
     def const(self, value: float, t: Attribute = i32) -> SSAValue:
         """A constant, created once in the prologue."""
-        key = (value, t)
+        key = constant_key(value, t)
         if key not in self._consts:
             if isinstance(t, AnyFloat):
                 attr: Attribute = FloatAttr(float(value), t)
