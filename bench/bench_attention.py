@@ -5,7 +5,9 @@
 TFLOPS (4·B·H·S_q·S_kv·D, halved when causal) of tinyton's rewritten program next to torch's
 scaled_dot_product_attention (flash and cuDNN backends where present), a Triton flash-attention kernel
 (bench/triton_attention.py) and tinyton unfused (the same program with fuse=False, which builds the S x S
-scores), all on the same tensors; then one decode step (S_q = 1 against a KV cache) in µs.
+scores), all on the same tensors; then one decode step (S_q = 1 against a KV cache) in µs. Kinds: full,
+causal (a mask from `tt.arange`), bias (an S x S array added to the scores) and gqa (grouped-query: each
+key/value head serves GQA_GROUP query heads, broadcast over a group axis; SDPA's `enable_gqa`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,17 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import tinyton as tt
 import triton_attention
-from common import check_close, median_ms, print_table
+from common import DEVICE, ONESHOT, check_close, device_name, median_ms, peer, pick, print_table
 
-SHAPES = [((1, 28, 2048, 128), True), ((4, 16, 4096, 64), False), ((8, 32, 1024, 128), True)]
-DECODE = (8, 32, 4096, 128)
+CASES = pick(
+    [((1, 28, 2048, 128), "causal"), ((4, 16, 4096, 64), "full"), ((8, 32, 1024, 128), "causal"),
+     ((2, 16, 2048, 64), "bias"), ((2, 32, 2048, 128), "gqa")],
+    [((1, 3, 100, 128), "causal"), ((2, 2, 77, 64), "full"), ((1, 2, 130, 128), "causal"),
+     ((2, 2, 70, 64), "bias"), ((1, 4, 90, 64), "gqa")],
+)  # fmt: skip
+"""(B, H, S, D) and kind; one-shot: sequence lengths that are not multiples of the blocks."""
+DECODE = pick((8, 32, 4096, 128), (2, 3, 300, 128))
+GQA_GROUP = 4
 
 
 @tt.jit
@@ -38,10 +47,17 @@ def causal_attention(q, k, v, scale):
     return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
 
 
+@tt.jit
+def biased_attention(q, k, v, scale, bias):
+    s = (q @ tt.swapaxes(k, -1, -2)) * scale + bias
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
 def sdpa(backend: SDPBackend):
-    def run(q, k, v, causal):
+    def run(q, k, v, **options):
         with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, **options)
 
     return run
 
@@ -53,45 +69,65 @@ def tflops(shape: tuple[int, ...], s_kv: int, causal: bool, ms: float) -> float:
 
 
 def measure(fn, *args) -> float | str:
+    """`median_ms` of a peer, or why it cannot run here."""
     try:
         return median_ms(lambda: fn(*args))
     except Exception as e:  # a backend the GPU or torch build lacks
         return f"n/a ({type(e).__name__})"
 
 
+def case(shape: tuple[int, ...], kind: str, dtype: torch.dtype):
+    """The tinyton program and its arguments, SDPA's tensors and options, and the float64 reference."""
+    b, h, s, d = shape
+    q, k, v = (torch.randn(shape, device=DEVICE, dtype=dtype) for _ in range(3))
+    scale = d**-0.5
+    if kind == "gqa":  # (B, H_kv, group, S, D) queries against (B, H_kv, 1, S, D) keys and values
+        k, v = k[:, : h // GQA_GROUP].contiguous(), v[:, : h // GQA_GROUP].contiguous()
+        grouped = (q.view(b, h // GQA_GROUP, GQA_GROUP, s, d), k.unsqueeze(2), v.unsqueeze(2), scale)
+        program, args, options = attention, grouped, {"enable_gqa": True}
+    elif kind == "bias":
+        bias = torch.randn(s, s, device=DEVICE, dtype=dtype)
+        program, args, options = biased_attention, (q, k, v, scale, bias), {"attn_mask": bias}
+    else:
+        causal = kind == "causal"
+        program, args, options = causal_attention if causal else attention, (q, k, v, scale), {"is_causal": causal}
+    wide = {name: x.double() if isinstance(x, torch.Tensor) else x for name, x in options.items()}
+    reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), **wide)
+    return program, args, (q, k, v), options, reference
+
+
 def main() -> None:
-    device = torch.cuda.get_device_name()
-    print(f"device: {device}; torch {torch.__version__}\n")
+    print(f"device: {device_name()}; torch {torch.__version__}\n")
     for dtype in (torch.float16, torch.bfloat16):
         rows = []
-        for shape, causal in SHAPES:
+        for shape, kind in CASES:
             b, h, s, d = shape
-            q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
-            scale = d**-0.5
-            program = causal_attention if causal else attention
-            reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
-            print(f"# {dtype} {shape} causal={causal}: compiling", flush=True)
-            got = program(q, k, v, scale)
-            check_close(f"tinyton {shape}", got, reference, tol=2e-2)
-            compiled = program.compile(q, k, v, scale)
-            launches = compiled.num_launches
-            candidates = {
-                "tinyton": lambda: program(q, k, v, scale),
-                "SDPA flash": lambda: sdpa(SDPBackend.FLASH_ATTENTION)(q, k, v, causal),
-                "SDPA cuDNN": lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(q, k, v, causal),
-                "Triton": lambda: triton_attention.attention(q, k, v, causal),
+            program, args, (q, k, v), options, reference = case(shape, kind, dtype)
+            print(f"# {dtype} {shape} {kind}: compiling", flush=True)
+            check_close(f"tinyton {shape} {kind}", program(*args).reshape(shape), reference, tol=2e-2)
+            launches = program.compile(*args).num_launches
+            times = {
+                "tinyton": median_ms(lambda: program(*args)),
+                "SDPA flash": peer(measure, lambda: sdpa(SDPBackend.FLASH_ATTENTION)(q, k, v, **options)),
+                "SDPA cuDNN": peer(measure, lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(q, k, v, **options)),
+                "Triton": "n/a (no bias or GQA)",
             }
-            check_close(f"Triton {shape}", candidates["Triton"](), reference, tol=2e-2)
-            times = {name: measure(fn) for name, fn in candidates.items()}
+            if kind in ("full", "causal"):
+                triton = lambda: triton_attention.attention(q, k, v, kind == "causal")
+                if not ONESHOT:
+                    check_close(f"Triton {shape}", triton(), reference, tol=2e-2)
+                times["Triton"] = peer(measure, triton)
             if b * h * s * s * 2 <= 4 << 30:  # unfused materialises the scores: only where they fit
-                unfused = program.compile(q, k, v, scale, fuse=False)
-                times["tinyton unfused"] = measure(unfused, q, k, v, scale)
+                unfused = program.compile(*args, fuse=False)
+                check_close(f"tinyton unfused {shape} {kind}", unfused(*args).reshape(shape), reference, tol=2e-2)
+                times["tinyton unfused"] = median_ms(lambda: unfused(*args))
             else:
                 times["tinyton unfused"] = "skipped (S x S too large)"
+            causal = kind == "causal"
             figures = {n: (tflops(shape, s, causal, t) if isinstance(t, float) else t) for n, t in times.items()}
             best_sdpa = max((f for n, f in figures.items() if n.startswith("SDPA") and isinstance(f, float)), default=None)
             ratio = f"{100 * figures['tinyton'] / best_sdpa:.0f}%" if best_sdpa else "n/a"
-            rows.append([f"{shape} {'causal' if causal else 'full'}", *figures.values(), ratio, launches])
+            rows.append([f"{shape} {kind}", *figures.values(), ratio, launches])
             print(f"# {rows[-1]}", flush=True)
         print_table(
             f"Attention forward, {str(dtype).split('.')[-1]} (TFLOPS)",
@@ -99,13 +135,13 @@ def main() -> None:
             rows,
         )
     b, h, s_kv, d = DECODE
-    q = torch.randn(b, h, 1, d, device="cuda", dtype=torch.float16)
-    k, v = (torch.randn(b, h, s_kv, d, device="cuda", dtype=torch.float16) for _ in range(2))
+    q = torch.randn(b, h, 1, d, device=DEVICE, dtype=torch.float16)
+    k, v = (torch.randn(b, h, s_kv, d, device=DEVICE, dtype=torch.float16) for _ in range(2))
     check_close("decode", attention(q, k, v, d**-0.5), F.scaled_dot_product_attention(q.double(), k.double(), v.double()), tol=2e-2)
     decode = {
-        "tinyton": measure(attention, q, k, v, d**-0.5),
-        "SDPA (default backend)": measure(lambda: F.scaled_dot_product_attention(q, k, v)),
-        "Triton": measure(lambda: triton_attention.attention(q, k, v, False)),
+        "tinyton": median_ms(lambda: attention(q, k, v, d**-0.5)),
+        "SDPA (default backend)": peer(measure, lambda: F.scaled_dot_product_attention(q, k, v)),
+        "Triton": peer(measure, lambda: triton_attention.attention(q, k, v, False)),
     }
     print_table(
         f"Decode step (B={b}, H={h}, S_kv={s_kv}, D={d}, fp16), µs",

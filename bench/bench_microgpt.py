@@ -8,11 +8,13 @@ NumPy on the CPU, torch eager and torch.compile(mode="reduce-overhead") on the G
 network for one token with a KV cache plus sampling on the device (torch: `torch.multinomial`); latency is
 wall time over `block_size` steps (one generated name, cache reset included) divided by `block_size`.
 Weights are random (timing does not depend on them); heads are 4 at n_embd 16, else n_embd // 64.
+One-shot mode (bench/common.py) defaults to n_embd 16 and 64, 2 layers, block 12.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -23,14 +25,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "microgpt"))
 
 from backward import BETA1, train_step, train_step_program
-from common import print_table
+from common import DEVICE, ONESHOT, peer, pick, print_table, synchronize
 from data import BOS, split
 from generate import NumpyGenerator, TinytonGenerator
 from model import Config, NumpyOps, init_params, layer_params
 
 
 def per_token_us(run_name, block_size: int, rounds: int = 5) -> float:
-    run_name()  # warm-up: compilation, loading, graph capture
+    run_name()  # warm-up: compilation, loading, graph capture (the one run in one-shot mode)
+    if ONESHOT:
+        return math.nan
     run_name()
     times = []
     for _ in range(rounds):
@@ -42,10 +46,10 @@ def per_token_us(run_name, block_size: int, rounds: int = 5) -> float:
 
 def torch_step_fn(cfg: Config, params: list[np.ndarray], temperature: float = 0.5):
     """The same decode step in torch (weights `(in, out)`, caches `(H, T, D)` updated in place)."""
-    w = [torch.from_numpy(p).cuda() for p in params]
+    w = [torch.from_numpy(p).to(DEVICE) for p in params]
     h, t, d = cfg.n_head, cfg.block_size, cfg.head_dim
-    caches = [torch.zeros(h, t, d, device="cuda") for _ in range(2 * cfg.n_layer)]
-    ar = torch.arange(t, device="cuda")
+    caches = [torch.zeros(h, t, d, device=DEVICE) for _ in range(2 * cfg.n_layer)]
+    ar = torch.arange(t, device=DEVICE)
 
     def rms(x: torch.Tensor) -> torch.Tensor:
         return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5)
@@ -71,10 +75,10 @@ def torch_step_fn(cfg: Config, params: list[np.ndarray], temperature: float = 0.
 
 def torch_name(step, cfg: Config):
     def run() -> None:
-        token = torch.full((1,), BOS, dtype=torch.int64, device="cuda")
+        token = torch.full((1,), BOS, dtype=torch.int64, device=DEVICE)
         for p in range(cfg.block_size):
-            token = step(token, torch.full((1,), p, dtype=torch.int64, device="cuda")).clone()
-        torch.cuda.synchronize()
+            token = step(token, torch.full((1,), p, dtype=torch.int64, device=DEVICE)).clone()
+        synchronize()
 
     return run
 
@@ -92,9 +96,9 @@ def decode_rows(cfg: Config) -> tuple[list[object], list[object]]:
         per_token_us(fused_graph.tokens, t),
         per_token_us(fused.tokens, t),
         per_token_us(unfused.tokens, t),
-        per_token_us(lambda: numpy_gen.name(stop=False), t),
-        per_token_us(torch_name(eager, cfg), t),
-        per_token_us(torch_name(compiled, cfg), t),
+        peer(per_token_us, lambda: numpy_gen.name(stop=False), t),
+        peer(per_token_us, torch_name(eager, cfg), t),
+        peer(per_token_us, torch_name(compiled, cfg), t),
     ]
     launches = (fused_graph.launches_per_token, unfused.launches_per_token)
     size = f"{cfg.n_embd}/{cfg.n_layer}/{cfg.block_size}"
@@ -109,25 +113,29 @@ def train_row(cfg: Config, steps: int = 20, batch: int = 8) -> list[object]:
     state = [*params, *(np.zeros_like(p) for p in params), *(np.zeros_like(p) for p in params)]
     rows = split(cfg.block_size)[0].rows(np.arange(batch))
     args = (cfg, *rows, *(np.array([v], np.float32) for v in (0.01, 1 - BETA1, 0.01)), *state)
-    on_device = [torch.from_numpy(np.ascontiguousarray(a)).cuda() if isinstance(a, np.ndarray) else a for a in args]
-    result = []
-    for fn, a in ((train_step_program, on_device), (lambda *x: train_step(NumpyOps, *x), args)):
-        fn(*a)
-        torch.cuda.synchronize()
+    on_device = [torch.from_numpy(np.ascontiguousarray(a)).to(DEVICE) if isinstance(a, np.ndarray) else a for a in args]
+
+    def steps_per_s(fn, a) -> float:
+        fn(*a)  # warm-up (the one run in one-shot mode)
+        synchronize()
+        if ONESHOT:
+            return math.nan
         start = time.perf_counter()
         for _ in range(steps):
             fn(*a)
-        torch.cuda.synchronize()
-        result.append(steps / (time.perf_counter() - start))
+        synchronize()
+        return steps / (time.perf_counter() - start)
+
+    result = [steps_per_s(train_step_program, on_device), peer(steps_per_s, lambda *x: train_step(NumpyOps, *x), args)]
     launches = train_step_program.compile(*args).num_launches
     return [f"{cfg.n_embd}/{cfg.n_layer}/{cfg.block_size}", *result, launches]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--embd", type=int, nargs="+", default=[16, 64, 256, 1024])
-    parser.add_argument("--layers", type=int, nargs="+", default=[1, 4, 12])
-    parser.add_argument("--blocks", type=int, nargs="+", default=[16, 256])
+    parser.add_argument("--embd", type=int, nargs="+", default=pick([16, 64, 256, 1024], [16, 64]))
+    parser.add_argument("--layers", type=int, nargs="+", default=pick([1, 4, 12], [2]))
+    parser.add_argument("--blocks", type=int, nargs="+", default=pick([16, 256], [12]))
     args = parser.parse_args()
     latency, launches, training = [], [], []
     for embd in args.embd:

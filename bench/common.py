@@ -2,25 +2,65 @@
 
 Every figure is a median over many repetitions, timed with CUDA events (`triton.testing.do_bench`), after a
 warm-up that keeps compilation and module loading out of the numbers; inputs are fresh random data.
+
+One-shot mode (`TINYTON_BENCH_ONESHOT=1`, what bench/sanitize.py runs under compute-sanitizer): every script
+keeps to small shapes that are not multiples of its blocks (`pick`), each measured tinyton function runs once
+in place of being timed (figures are NaN), the peers (torch, Triton, cuBLAS, NumPy: `peer`) do not run, and
+without a GPU the tensors live on the CPU and tinyton runs on its simulator.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import statistics
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 import triton.testing
 
+from tinyton.runtime import driver
+
+ONESHOT = os.environ.get("TINYTON_BENCH_ONESHOT", "") == "1"
+DEVICE = "cuda" if driver.backend() == "cuda" else "cpu"
+"""Where the benchmarks' tensors live: the CPU when tinyton runs on its simulator (one-shot mode only)."""
+
+T = TypeVar("T")
+
+
+def pick(full: T, oneshot: T) -> T:
+    """The benchmark's own value, or its small stand-in in one-shot mode."""
+    return oneshot if ONESHOT else full
+
+
+def synchronize() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def device_name() -> str:
+    return torch.cuda.get_device_name() if DEVICE == "cuda" else "tinyton simulator (CPU)"
+
+
+def peer(measure: Callable[..., float], *args: object, **kwargs: object) -> float:
+    """`measure(*args)` for a peer (torch, Triton, cuBLAS, NumPy); NaN in one-shot mode, without running it."""
+    return math.nan if ONESHOT else measure(*args, **kwargs)
+
 
 def median_ms(fn: Callable[[], object], *, warmup_ms: int = 50, rep_ms: int = 300) -> float:
-    """Median device time of `fn` in milliseconds (CUDA events, L2 flushed between runs)."""
+    """Median device time of `fn` in milliseconds (CUDA events, L2 flushed between runs); one-shot: one run, NaN."""
+    if ONESHOT:
+        return _run_once(fn)
     return triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
 def host_us_per_call(fn: Callable[[], object], calls: int = 10_000, rounds: int = 5) -> float:
-    """Median over `rounds` of wall time per call for `calls` back-to-back calls, synchronising once."""
+    """Median over `rounds` of wall time per call for `calls` back-to-back calls, synchronising once;
+    one-shot: one call, NaN."""
+    if ONESHOT:
+        return _run_once(fn)
     results = []
     for _ in range(rounds):
         torch.cuda.synchronize()
@@ -30,6 +70,12 @@ def host_us_per_call(fn: Callable[[], object], calls: int = 10_000, rounds: int 
         torch.cuda.synchronize()
         results.append((time.perf_counter() - start) / calls * 1e6)
     return statistics.median(results)
+
+
+def _run_once(fn: Callable[[], object]) -> float:
+    fn()
+    synchronize()
+    return math.nan
 
 
 def gbps(bytes_moved: int, ms: float) -> float:

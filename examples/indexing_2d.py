@@ -5,6 +5,8 @@ Its lanes are numbered 0..BLOCK_R*BLOCK_C-1 (one flat `tt.arange`); `lane // BLO
 `lane % BLOCK_C` turn a lane number into the row and column it handles.
 """
 
+import sys
+
 import numpy as np
 
 import tinyton as tt
@@ -32,7 +34,7 @@ def transpose(x: np.ndarray, block: tuple[int, int] = (16, 32)) -> np.ndarray:
 if __name__ == "__main__":
     rng = np.random.default_rng(0)
     shapes = [(1, 1), (17, 45), (64, 96)]
-    if driver.is_available():
+    if driver.is_available() and "--small" not in sys.argv:  # --small: the simulator's sizes (bench/sanitize.py)
         shapes += [(1000, 3000), (4096, 4096)]
     for shape in shapes:
         x = rng.integers(-1000, 1000, shape, dtype=np.int32)

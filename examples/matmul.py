@@ -7,6 +7,8 @@ the GPU) accumulating in fp32, fp32 operands exact (`input_precision="ieee"`) an
 (`"tf32"`, 10-bit mantissas: checked loosely), and the array program `a @ b`.
 """
 
+import sys
+
 import ml_dtypes
 import numpy as np
 
@@ -62,8 +64,9 @@ if __name__ == "__main__":
     shapes = [(16, 16, 16), (50, 40, 70), (64, 96, 33)]
     blocks = [(32, 32, 32)]
     if driver.is_available():
-        shapes += [(512, 512, 512), (1000, 777, 300)]
         blocks += [(64, 64, 32), (128, 128, 64)]  # fast on tensor cores (wgmma on Hopper)
+        if "--small" not in sys.argv:  # --small: the simulator's sizes (bench/sanitize.py)
+            shapes += [(512, 512, 512), (1000, 777, 300)]
     for name, (dtype, precision, tol) in VARIANTS.items():
         for m, n, k in shapes:
             a = rng.standard_normal((m, k), dtype=np.float32).astype(dtype)
