@@ -1,0 +1,213 @@
+"""compute-sanitizer over every tinyton kernel of the examples and the benchmarks (issue 11).
+
+    python bench/sanitize.py                               # memcheck, then racecheck and synccheck
+    python bench/sanitize.py --tools memcheck,initcheck --groups matmul,attention
+    TINYTON_BACKEND=sim python bench/sanitize.py --plain   # the same runs without compute-sanitizer
+
+A group is one process, so that one sanitizer start covers many kernels: the examples at small sizes
+(bench/run_examples.py) or a benchmark script in one-shot mode (bench/common.py: small shapes with tails,
+each measured tinyton function run once, no peers). Per group the first tool runs alone first: it compiles
+into this run's fresh kernel cache and tunes the `a @ b` tiles (every candidate then runs under it); the
+other tools reuse the cache and run in parallel. torch's kernels (C++ names, `_Z...`) and cuBLAS's
+(`...gemm...`) are not checked; a canary (a tinyton kernel that writes past its array) must be reported by
+memcheck, so filters or a tool that silently check nothing fail the run. Prints one line per tool x group
+and exits 1 on any error or hazard, a failed or timed-out run, or a missing summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import tinyton as tt
+from tinyton.runtime import driver
+
+ROOT = Path(__file__).resolve().parent.parent
+GROUPS = {
+    "examples": ["bench/run_examples.py"],
+    "microgpt": ["bench/run_examples.py", "microgpt"],
+    "kernels": ["bench/bench_kernels.py"],
+    "fusion": ["bench/bench_fusion.py"],
+    "matmul": ["bench/bench_matmul.py"],
+    "attention": ["bench/bench_attention.py"],
+    "microgpt-bench-16": ["bench/bench_microgpt.py", "--embd", "16"],  # its one-shot sizes, a process each
+    "microgpt-bench-64": ["bench/bench_microgpt.py", "--embd", "64"],
+}
+CANARY = "canary"
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+EXCLUDED = ("regex=^_Z", "kns=gemm")
+"""Kernels not checked: C++-mangled names (torch, CUB, cuRAND) and cuBLAS's (the references' float64 matmuls)."""
+TOOL_OPTIONS = {"memcheck": ["--report-api-errors", "no"]}
+"""torch probes the driver with calls that fail by design; tinyton checks every call it makes itself."""
+SUMMARY = re.compile(r"(ERROR SUMMARY|RACECHECK SUMMARY): (\d+) (error|hazard)")
+
+
+@tt.jit
+def out_of_bounds(x_ptr):
+    """The canary: 64 lanes store into the array it is given (4 elements)."""
+    lanes = tt.arange(0, 64)
+    tt.store(x_ptr + lanes, lanes)
+
+
+@dataclass
+class Run:
+    tool: str  # a compute-sanitizer tool, or "plain"
+    group: str
+    log: Path
+    seconds: float = 0.0
+    returncode: int | None = None  # None: timed out
+    problems: int | None = None  # errors + hazards; None: no summary
+
+    @property
+    def clean(self) -> bool:
+        if self.group == CANARY:  # the out-of-bounds store must be seen
+            return bool(self.problems)
+        if self.tool == "plain":
+            return self.returncode == 0
+        return self.returncode == 0 and self.problems == 0
+
+    def line(self) -> str:
+        if self.returncode is None:
+            outcome = "timed out"
+        elif self.tool == "plain":
+            outcome = f"exit {self.returncode}"
+        elif self.problems is None:
+            outcome = f"no summary (exit {self.returncode})"
+        else:
+            what = ("hazard" if self.tool == "racecheck" else "error") + ("" if self.problems == 1 else "s")
+            outcome = f"{self.problems} {what}" + (f", exit {self.returncode}" if self.returncode else "")
+            if self.group == CANARY:
+                outcome += " (expected: the canary's out-of-bounds store)" if self.problems else " (the canary was missed)"
+        verdict = "ok" if self.clean else "FAIL"
+        return f"{self.tool:<10} {self.group:<17} {verdict:<5} {self.seconds:6.1f} s  {outcome}"
+
+
+def excerpt(log: Path, lines: int = 12) -> str:
+    """What went wrong: the sanitizer's reports, else the end of the output (a traceback)."""
+    text = log.read_text(errors="replace").splitlines()
+    reports = [line for line in text if line.startswith("========= ") and "COMPUTE-SANITIZER" not in line]
+    return "\n".join("    " + line for line in (reports[:lines] or text[-lines:]))
+
+
+def command(tool: str, group: str) -> list[str]:
+    script = [sys.executable, __file__, "--canary"] if group == CANARY else [sys.executable, *GROUPS[group]]
+    if tool == "plain":
+        return script
+    excluded = [option for value in EXCLUDED for option in ("--kernel-name-exclude", value)]
+    return ["compute-sanitizer", "--tool", tool, "--print-limit", "20", "--target-processes", "application-only",
+            *excluded, *TOOL_OPTIONS.get(tool, []), *script]  # fmt: skip
+
+
+def execute(run: Run, env: dict[str, str], deadline: float) -> Run:
+    start = time.perf_counter()
+    with open(run.log, "w") as log:
+        process = subprocess.Popen(command(run.tool, run.group), cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        try:
+            run.returncode = process.wait(timeout=max(0.0, deadline - start))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)  # the whole session this run started (the sanitizer and Python)
+            process.wait()
+    run.seconds = time.perf_counter() - start
+    run.problems = problems(run.log.read_text(errors="replace"))
+    return run
+
+
+def problems(output: str) -> int | None:
+    """Errors plus hazards in the summaries of a sanitizer's output; None without a summary."""
+    counts = [int(m.group(2)) for m in SUMMARY.finditer(output)]
+    return sum(counts) if counts else None
+
+
+def schedule(tools: list[str], groups: list[str], jobs: int, env: dict[str, str], logs: Path, deadline: float) -> list[Run]:
+    """Every tool on every group; a group's first tool before its others, which then run side by side."""
+    done: list[Run] = []
+    with ThreadPoolExecutor(jobs) as pool:
+
+        def submit(tool: str, group: str) -> Future[Run]:
+            return pool.submit(execute, Run(tool, group, logs / f"{tool}-{group}.log"), env, deadline)
+
+        pending = {submit(tools[0], group) for group in groups}
+        if tools[0] == "memcheck":
+            pending.add(submit("memcheck", CANARY))
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                run = future.result()
+                print(run.line(), flush=True)
+                done.append(run)
+                if run.tool == tools[0] and run.group != CANARY:
+                    pending |= {submit(tool, run.group) for tool in tools[1:]}
+    return done
+
+
+def compiled_kernels(cache: Path) -> set[str]:
+    """The names of the kernels this run compiled (its cache's entries)."""
+    metadata = (json.loads(path.read_text()) for path in cache.glob("*/*.json"))
+    return {meta["entry"]["name"] for meta in metadata if "entry" in meta}  # (not the tuning records)
+
+
+def excluded(name: str) -> bool:
+    return any(re.search(value[6:], name) if value.startswith("regex=") else value[4:] in name for value in EXCLUDED)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", default="memcheck,racecheck,synccheck", help=f"comma-separated, of {', '.join(TOOLS)}")
+    parser.add_argument("--groups", default=",".join(GROUPS), help=f"comma-separated, of {', '.join(GROUPS)}")
+    parser.add_argument("--plain", action="store_true", help="run the groups without compute-sanitizer")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 4, help="runs at once")
+    parser.add_argument("--time-limit", type=float, default=540, help="seconds for everything: later runs are cut off")
+    parser.add_argument("--log-dir", type=Path, default=None, help="where each run's output goes (default: a temporary folder)")
+    parser.add_argument("--canary", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.canary:
+        out_of_bounds[(1,)](np.zeros(4, np.int32))
+        driver.synchronize()
+        return 0
+    tools = ["plain"] if args.plain else args.tools.split(",")
+    groups = args.groups.split(",")
+    unknown = (set(tools) - {"plain", *TOOLS}) | (set(groups) - set(GROUPS))
+    if unknown:
+        parser.error(f"unknown tool or group: {', '.join(sorted(unknown))}")
+    logs = args.log_dir or Path(tempfile.mkdtemp(prefix="tinyton-sanitize-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tinyton-sanitize-cache-") as cache:
+        return report(args, tools, groups, logs, Path(cache))
+
+
+def report(args: argparse.Namespace, tools: list[str], groups: list[str], logs: Path, cache: Path) -> int:
+    """Run everything with a fresh kernel cache; print the summary; 1 when anything failed."""
+    env = dict(os.environ, TINYTON_BENCH_ONESHOT="1", TINYTON_CACHE_DIR=str(cache), PYTHONUNBUFFERED="1",
+               PYTORCH_NO_CUDA_MEMORY_CACHING="1",  # every tensor its own allocation: memcheck sees its bounds
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))  # fmt: skip
+    env.setdefault("TINYTON_TOOLCHAIN", "llvmlite")  # in-process PTX: ~2.5x faster compiles than llc
+    if not args.plain:
+        env["TINYTON_BACKEND"] = "cuda"
+    print(f"{len(tools)} tool(s) x {len(groups)} group(s), {args.jobs} at once; logs in {logs}", flush=True)
+    start = time.perf_counter()
+    runs = schedule(tools, groups, args.jobs, env, logs, start + args.time_limit)
+    failed = [run for run in runs if not run.clean]
+    names = compiled_kernels(cache)
+    hidden = sorted(name for name in names if excluded(name))
+    if names:
+        print(f"{len(names)} tinyton kernels compiled" + (f"; excluded from checking: {', '.join(hidden)}" if hidden else ""))
+    for run in failed:
+        print(f"FAIL {run.tool} {run.group} ({run.log}):\n{excerpt(run.log)}")
+    print(f"{len(runs) - len(failed)}/{len(runs)} runs clean in {time.perf_counter() - start:.0f} s")
+    return 1 if failed or hidden else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
