@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -181,6 +182,8 @@ def main(argv: list[str]) -> int:
     unknown = (set(tools) - {"plain", *TOOLS}) | (set(groups) - set(GROUPS))
     if unknown:
         parser.error(f"unknown tool or group: {', '.join(sorted(unknown))}")
+    if not args.plain and shutil.which("compute-sanitizer") is None:
+        parser.error("compute-sanitizer is not on PATH (it comes with the CUDA toolkit); --plain runs without it")
     logs = args.log_dir or Path(tempfile.mkdtemp(prefix="tinyton-sanitize-"))
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tinyton-sanitize-cache-") as cache:
