@@ -73,6 +73,21 @@ def test_static_assert_and_print(capsys):
         static_kernel[(1,)](np.zeros(3, np.int32), N=3)
 
 
+@triton.jit
+def assume_kernel(x_ptr, stride, N: tl.constexpr):
+    tl.assume(stride > 0)
+    tl.assume(N > 0)
+    tl.store(x_ptr + tl.arange(0, N) * stride, 1)
+
+
+def test_assume_is_accepted_and_a_false_constexpr_refused():
+    x = np.zeros(8, np.int32)
+    assume_kernel[(1,)](x, 2, N=4)
+    np.testing.assert_array_equal(x, [1, 0] * 4)
+    with pytest.raises(triton.CompilationError, match="tl.assume: the condition is false"):
+        assume_kernel[(1,)](x, 2, N=0)
+
+
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
