@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
+from memory_kernels import MEMORY_CASES
 
 import tinyton as triton
 import tinyton.language as tl
@@ -19,9 +20,12 @@ def test_language_module_is_importable_as_tl():
     assert callable(tl.math.sqrt_rn) and triton.language is tl
 
 
-@pytest.mark.parametrize("name", sorted(ALL_CASES))
+CASES = {**ALL_CASES, **MEMORY_CASES}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_case_matches_numpy(name):
-    case = ALL_CASES[name]()
+    case = CASES[name]()
     got = run(case)
     want = case.reference(*case.inputs)
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=case.rtol, atol=case.atol)
@@ -92,9 +96,9 @@ needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not f
 
 
 @needs_ptxas
-@pytest.mark.parametrize("name", sorted(ALL_CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_case_ptx_is_accepted_by_ptxas(name, tmp_path):
-    case = ALL_CASES[name]()
+    case = CASES[name]()
     ptx = case.kernel.compile(*case.inputs, case.out, **case.constexprs).asm["ptx"]
     path = tmp_path / "k.ptx"
     path.write_text(ptx)
