@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from run_triton_tutorials import TUTORIALS, rewrite_imports, top_level_tests  # noqa: E402
+from run_triton_tutorials import TUTORIALS, rewrite_imports, top_level_tests
 
 SOURCE = """\
 import torch
