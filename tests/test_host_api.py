@@ -198,6 +198,26 @@ def test_perf_report_prints_a_table(capsys):
     assert "demo:" in capsys.readouterr().out
 
 
+def test_benchmarks_are_skipped_under_tinyton_skip_benchmarks(capsys, monkeypatch):
+    calls = []
+
+    @triton.testing.perf_report(triton.testing.Benchmark(x_names=["n"], x_vals=[1], line_arg="p", line_vals=["a"], line_names=["A"], plot_name="skipped", args={}))
+    def bench(n, p):
+        calls.append(n)
+        return 1.0
+
+    monkeypatch.setenv("TINYTON_SKIP_BENCHMARKS", "1")
+    assert bench.run(print_data=True) is None
+    assert calls == [] and "skipped ($TINYTON_SKIP_BENCHMARKS)" in capsys.readouterr().out
+
+
+def test_submodules_are_attributes_as_in_triton():
+    """`import triton` alone gives `triton.testing`, `triton.tools` and `triton.runtime.driver`."""
+    assert triton.testing.do_bench is not None
+    assert triton.tools.tensor_descriptor.TensorDescriptor.__name__ == "TensorDescriptor"
+    assert triton.runtime.driver.active.get_current_target().backend == "cuda"
+
+
 @pytest.mark.gpu
 def test_autotune_times_configs_on_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr("tinyton.frontend.autotuner.default_cache", lambda: cache_module.KernelCache(tmp_path))

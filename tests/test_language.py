@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
+from memory_kernels import MEMORY_CASES
 
 import tinyton as triton
 import tinyton.language as tl
@@ -19,9 +20,12 @@ def test_language_module_is_importable_as_tl():
     assert callable(tl.math.sqrt_rn) and triton.language is tl
 
 
-@pytest.mark.parametrize("name", sorted(ALL_CASES))
+CASES = {**ALL_CASES, **MEMORY_CASES}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_case_matches_numpy(name):
-    case = ALL_CASES[name]()
+    case = CASES[name]()
     got = run(case)
     want = case.reference(*case.inputs)
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=case.rtol, atol=case.atol)
@@ -73,13 +77,28 @@ def test_static_assert_and_print(capsys):
         static_kernel[(1,)](np.zeros(3, np.int32), N=3)
 
 
+@triton.jit
+def assume_kernel(x_ptr, stride, N: tl.constexpr):
+    tl.assume(stride > 0)
+    tl.assume(N > 0)
+    tl.store(x_ptr + tl.arange(0, N) * stride, 1)
+
+
+def test_assume_is_accepted_and_a_false_constexpr_refused():
+    x = np.zeros(8, np.int32)
+    assume_kernel[(1,)](x, 2, N=4)
+    np.testing.assert_array_equal(x, [1, 0] * 4)
+    with pytest.raises(triton.CompilationError, match="tl.assume: the condition is false"):
+        assume_kernel[(1,)](x, 2, N=0)
+
+
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 @needs_ptxas
-@pytest.mark.parametrize("name", sorted(ALL_CASES))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_case_ptx_is_accepted_by_ptxas(name, tmp_path):
-    case = ALL_CASES[name]()
+    case = CASES[name]()
     ptx = case.kernel.compile(*case.inputs, case.out, **case.constexprs).asm["ptx"]
     path = tmp_path / "k.ptx"
     path.write_text(ptx)

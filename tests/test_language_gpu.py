@@ -1,12 +1,15 @@
-"""Differential test of the Triton language surface: every case of language_kernels.py compiled once,
-run on the simulator and on the GPU, the two compared with each other and with NumPy."""
+"""Differential test of the Triton language surface: every case of language_kernels.py and
+memory_kernels.py (descriptors, atomics, random numbers, float8 dots) compiled once, run on the simulator
+and on the GPU, the two compared with each other (integers and random bits exactly) and with NumPy."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from language_kernels import ALL_CASES
+from memory_kernels import MEMORY_CASES
 
+from tinyton.frontend.arguments import runtime_values
 from tinyton.runtime import driver
 
 pytestmark = pytest.mark.gpu
@@ -23,15 +26,20 @@ GPU_TOLERANCE = {
 """Absolute tolerance where the GPU uses approximate instructions (the simulator computes in float64)."""
 
 
-@pytest.mark.parametrize("name", sorted(ALL_CASES))
+CASES = {**ALL_CASES, **MEMORY_CASES}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_simulator_and_gpu_agree(name):
-    case = ALL_CASES[name]()
+    case = CASES[name]()
     kernel = case.kernel.compile(*case.inputs, case.out, **case.constexprs)
     sim, gpu = np.zeros_like(case.out), np.zeros_like(case.out)
-    kernel.simulate((1,), [*case.inputs, sim])
-    kernel.launch((1,), [*case.inputs, gpu])
+    kernel.simulate((1,), runtime_values([*case.inputs, sim]))
+    kernel.launch((1,), runtime_values([*case.inputs, gpu]))
     driver.synchronize()
     atol = GPU_TOLERANCE.get(name, case.atol)
+    if sim.dtype.kind in "iu" or case.atol == 0:
+        np.testing.assert_array_equal(gpu.view(np.uint8), sim.view(np.uint8))  # bit for bit
     np.testing.assert_allclose(gpu, sim, rtol=case.rtol, atol=atol)
     want = case.reference(*case.inputs)
     np.testing.assert_allclose(gpu.reshape(want.shape), want, rtol=case.rtol, atol=atol)

@@ -26,7 +26,7 @@ LAYERS: list[list[str]] = [
     ["tinyton.compiler"],
     ["tinyton.frontend"],
     ["tinyton.language"],
-    ["tinyton.cli", "tinyton.universe", "tinyton"],
+    ["tinyton.cli", "tinyton.tools", "tinyton.universe", "tinyton"],
 ]
 """Bottom to top. A module belongs to the longest prefix listed; `tinyton` itself is the package face."""
 

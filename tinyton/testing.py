@@ -14,6 +14,7 @@ import numpy as np
 from tinyton.runtime.bench import do_bench
 
 __all__ = ["Benchmark", "assert_close", "do_bench", "perf_report"]
+SKIP_BENCHMARKS = "TINYTON_SKIP_BENCHMARKS"
 
 
 def _numpy(x: Any) -> np.ndarray:
@@ -57,7 +58,12 @@ class Mark:
         self.benchmarks = benchmarks
 
     def run(self, show_plots: bool = False, print_data: bool = False, save_path: str = "", return_df: bool = False, **kwargs: Any) -> Any:
+        """Measure every benchmark; with `$TINYTON_SKIP_BENCHMARKS` set (not 0), only say so (a script run
+        for its correctness checks, e.g. scripts/run_triton_tutorials.py)."""
         benchmarks = [self.benchmarks] if isinstance(self.benchmarks, Benchmark) else list(self.benchmarks)
+        if os.environ.get(SKIP_BENCHMARKS, "0") not in ("", "0"):
+            print(f"tinyton.testing: {len(benchmarks)} benchmark(s) of {self.fn.__name__} skipped (${SKIP_BENCHMARKS})")
+            return None
         tables = [self._run(b, show_plots, print_data, save_path, **kwargs) for b in benchmarks]
         if return_df:
             return tables[0] if len(tables) == 1 else tables

@@ -6,6 +6,9 @@ Python frame it checks the types and returns the plan key (everything specialisa
 parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16, constexpr values and types) and
 the runtime parameter values for the driver's buffer (device addresses, numbers). Each argument kind is
 one row of `KINDS`; the slow path (`argument_type`) derives the kernel parameter type.
+
+A host `TensorDescriptor` is one argument and several kernel parameters (`DescriptorArg`): its base
+pointer, then its shape and strides as i32; `runtime_values` spreads it. Its launches take the slow path.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from xdsl.ir import Attribute
 from tinyton.dialects.tt import PointerType
 from tinyton.dtypes import DTYPES, dtype_of
 from tinyton.errors import CompilationError
+from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
+from tinyton.runtime.descriptors import TensorDescriptor
 from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -36,6 +41,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "torch": ("({a}.dtype, {a}.is_cuda, ({a}_p := {a}.data_ptr()) & 15)", "{a}_p"),
     "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
     "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
+    "descriptor": (
+        "('desc', str({a}.base.dtype), tuple({a}.block_shape), len({a}.shape), {a}.padding, address({a}.base) & 15)",
+        "None",
+    ),
 }
 """Argument kind -> (plan-key part, parameter value or None when the runtime must stage it), as Python
 expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses the address it read). A
@@ -54,7 +63,24 @@ def address(arg: Any) -> int:
     return 0
 
 
+def runtime_values(values: Sequence[Any]) -> list[Any]:
+    """The kernel's parameter values of runtime arguments: a descriptor spreads into its base, shape and
+    strides (each int checked to fit i32)."""
+    spread: list[Any] = []
+    for v in values:
+        if not isinstance(v, TensorDescriptor):
+            spread.append(v)
+            continue
+        ints = [int(n) for n in (*v.shape, *v.strides)]
+        if any(not -(1 << 31) <= n < (1 << 31) for n in ints):
+            raise CompilationError(f"TensorDescriptor shape {v.shape} / strides {v.strides}: tinyton needs them to fit int32")
+        spread += [v.base, *ints]
+    return spread
+
+
 def kind_of(cls: type) -> str:
+    if issubclass(cls, TensorDescriptor):
+        return "descriptor"
     if issubclass(cls, (bool, np.bool_)):
         return "bool"
     if issubclass(cls, (int, np.integer)):
@@ -105,9 +131,12 @@ def classifier(
     return namespace["classify"]
 
 
-def argument_type(arg: Any) -> tuple[Attribute, bool]:
+def argument_type(arg: Any) -> tuple[Attribute | DescriptorArg, bool]:
     """(kernel parameter type, 16-divisible) of a runtime argument; CompilationError (no location) if none."""
     kind = kind_of(type(arg))
+    if kind == "descriptor":
+        pointer, divisible = argument_type(arg.base)
+        return DescriptorArg(pointer, tuple(int(b) for b in arg.block_shape), arg.padding), divisible
     if kind == "bool":
         return i1, False
     if kind == "int":

@@ -7,7 +7,8 @@ runtime sizes, strides and offsets (i32 scalars), and a load or store through it
 dimensions of `boundary_check` (Triton's RewriteTensorPointer, done while generating code), so it runs
 everywhere, the simulator included. Loops carry a block pointer as its scalars (`tiles`/`with_tiles`).
 A `TensorDescriptor` is a block pointer at offset 0 whose `load(offsets)`/`store(offsets, value)` check
-every dimension, as TMA does.
+every dimension, as TMA does (out-of-range elements read its padding, 0 or NaN). One made on the host
+(`tinyton.tools.tensor_descriptor`) arrives as the kernel parameters of a `DescriptorArg`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from xdsl.dialects.builtin import i32
+from xdsl.ir import Attribute
 
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
@@ -49,9 +51,11 @@ class BlockPointer:
 
 @dataclass(frozen=True)
 class TensorDescriptor:
-    """`tl.make_tensor_descriptor`: blocks of `block_shape` read and written at any offsets."""
+    """`tl.make_tensor_descriptor` (`tl.tensor_descriptor`): blocks of `block_shape` read and written at any
+    offsets."""
 
     block: BlockPointer
+    padding: str = "zero"
 
     @property
     def block_shape(self) -> tuple[int, ...]:
@@ -60,7 +64,7 @@ class TensorDescriptor:
     def load(self, offsets: Any) -> Tile:
         """The block at `offsets`; elements outside the tensor read 0."""
         b = KERNEL_BUILDERS[-1]
-        return b.load_block(b.advance(self.block, offsets), tuple(range(len(self.block_shape))), "zero")
+        return b.load_block(b.advance(self.block, offsets), tuple(range(len(self.block_shape))), self.padding)
 
     def store(self, offsets: Any, value: Any) -> None:
         """Write the block at `offsets`; elements outside the tensor are not written."""
@@ -71,7 +75,27 @@ class TensorDescriptor:
         return self.block.tiles()
 
     def with_tiles(self, tiles: list[Tile]) -> TensorDescriptor:
-        return TensorDescriptor(self.block.with_tiles(tiles))
+        return TensorDescriptor(self.block.with_tiles(tiles), self.padding)
+
+
+@dataclass(frozen=True)
+class DescriptorArg:
+    """The kernel parameters of a host `TensorDescriptor`: a `pointer`, then as many sizes and as many
+    strides (i32) as `block_shape` has dimensions; the block shape and padding are compiled in."""
+
+    pointer: Attribute
+    block_shape: tuple[int, ...]
+    padding: str
+
+    def parameter_types(self) -> list[Attribute]:
+        return [self.pointer, *[i32] * (2 * len(self.block_shape))]
+
+    def bind(self, args: list[Tile]) -> TensorDescriptor:
+        """The kernel's descriptor over its parameters `args` (of `parameter_types`)."""
+        rank = len(self.block_shape)
+        shape, strides = tuple(args[1 : 1 + rank]), tuple(args[1 + rank :])
+        order = tuple(range(rank))[::-1]
+        return TensorDescriptor(BlockPointer(args[0], shape, strides, (0,) * rank, self.block_shape, order), self.padding)
 
 
 TensorDescriptor.load.__tt_builtin__ = "descriptor.load"  # type: ignore[attr-defined] - callable in kernels
@@ -114,12 +138,17 @@ class BlockPointerOps:
         moved = [self.binary("+", o, self._index(d, "tl.advance offset")) for o, d in zip(ptr.offsets, offsets)]
         return replace(ptr, offsets=tuple(moved))
 
-    def make_tensor_descriptor(self, base: Any, shape: Any, strides: Any, block_shape: Any) -> TensorDescriptor:
+    def make_tensor_descriptor(
+        self, base: Any, shape: Any, strides: Any, block_shape: Any, padding_option: Any = "zero"
+    ) -> TensorDescriptor:
         rank = len(block_shape) if isinstance(block_shape, (tuple, list)) else 0
         last = strides[-1] if isinstance(strides, (tuple, list)) and strides else None
         if is_number(last) and last != 1:
             raise CompilationError(f"tl.make_tensor_descriptor: the last dimension must be contiguous (stride 1), got {last}")
-        return TensorDescriptor(self.make_block_ptr(base, shape, strides, [0] * rank, block_shape, list(range(rank))[::-1]))
+        if padding_option not in ("zero", "nan"):
+            raise CompilationError(f"padding_option must be 'zero' or 'nan', got {describe(padding_option)}")
+        block = self.make_block_ptr(base, shape, strides, [0] * rank, block_shape, list(range(rank))[::-1])
+        return TensorDescriptor(block, padding_option)
 
     def load_block(self, ptr: BlockPointer, boundary_check: Any, padding_option: Any) -> Tile:
         if padding_option not in PADDING:

@@ -39,6 +39,7 @@ from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.errors import CompilationError
+from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.calls import bind_arguments, callee_source, is_jit_function
 from tinyton.frontend.control_flow import ControlFlow, Undefined
 from tinyton.frontend.loops import Loops
@@ -323,6 +324,8 @@ class KernelCodegen(ControlFlow, Loops):
             return args[0] if len(args) == 1 and not kwargs else fn(*args, **kwargs)
         if any(isinstance(a, Tile) for a in args) and not kwargs and any(fn is f for f in RUNTIME_FUNCTIONS):
             return RUNTIME_FUNCTIONS[fn](self.b, *args)
+        if fn is isinstance and len(args) == 2 and not kwargs:  # a kernel value's kind is known while compiling
+            return isinstance(*args)  # (Triton's `isinstance(x, tl.tensor_descriptor)`)
         if any(fn is f for f in COMPILE_TIME_FUNCTIONS):
             if any(isinstance(a, Tile) for a in (*args, *kwargs.values())):
                 raise CompilationError(
@@ -354,7 +357,7 @@ class KernelCodegen(ControlFlow, Loops):
 
 def build_kernel(
     source: KernelSource,
-    signature: Mapping[str, Attribute],
+    signature: Mapping[str, Attribute | DescriptorArg],
     constexprs: Mapping[str, Any],
     *,
     divisible: Collection[str] = (),
@@ -363,25 +366,36 @@ def build_kernel(
     reads: Reads | None = None,
 ) -> ModuleOp:
     """The tt module of `source` specialised to `signature` (runtime parameter -> `!tt.ptr<..>`, i32, f32,
-    or i1 for a bool, which is passed as i32) and `constexprs` (constexpr parameter -> value).
+    i1 for a bool, which is passed as i32, or a `DescriptorArg`, several parameters) and `constexprs`
+    (constexpr parameter -> value).
 
     `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`);
     `num_stages`, when given, becomes the module attribute `tt.num_stages`; `reads` records the globals and
     closure variables the kernel (and the functions it inlines) read."""
     runtime = [p for p in source.params if not p.constexpr]
-    arg_types = [i32 if signature[p.name] == i1 else signature[p.name] for p in runtime]
-    arg_attrs = ArrayAttr(
-        [DictionaryAttr({"tt.divisibility": IntegerAttr(16, 32)} if p.name in divisible else {}) for p in runtime]
-    )
-    function = func.FuncOp(source.name, (arg_types, []), arg_attrs=arg_attrs)
+    arg_types, attrs, names = [], [], []
+    for p in runtime:
+        kind = signature[p.name]
+        types = kind.parameter_types() if isinstance(kind, DescriptorArg) else [i32 if kind == i1 else kind]
+        arg_types += types
+        attrs += [DictionaryAttr({"tt.divisibility": IntegerAttr(16, 32)} if p.name in divisible else {})]
+        attrs += [DictionaryAttr({})] * (len(types) - 1)
+        names += [p.name] + [f"{p.name}_{i}" for i in range(1, len(types))]
+    function = func.FuncOp(source.name, (arg_types, []), arg_attrs=ArrayAttr(attrs))
     block = function.body.block
     builder = TileBuilder(block)
     scope: dict[str, Any] = {p.name: constexpr_value(constexprs[p.name]) for p in source.params if p.constexpr}
     KERNEL_BUILDERS.append(builder)
     try:
-        for p, arg in zip(runtime, block.args):
-            arg.name_hint = p.name
-            scope[p.name] = builder.truth(Tile(arg), p.name) if signature[p.name] == i1 else Tile(arg)
+        for arg, name in zip(block.args, names):
+            arg.name_hint = name
+        args = iter(block.args)
+        for p in runtime:
+            kind = signature[p.name]
+            if isinstance(kind, DescriptorArg):
+                scope[p.name] = kind.bind([Tile(next(args)) for _ in kind.parameter_types()])
+            else:
+                scope[p.name] = builder.truth(Tile(next(args)), p.name) if kind == i1 else Tile(next(args))
         codegen = KernelCodegen(source, builder, scope, Reads() if reads is None else reads)
         builder.call_function = lambda fn, args: codegen.inline(fn, args, {})  # combine functions of tl.reduce
         codegen.visit_body(list(source.body))

@@ -26,6 +26,7 @@ from tinyton.errors import CompilationError, call_error
 from tinyton.frontend.arguments import (
     argument_type,
     classifier,
+    runtime_values,
     simulator_argument,
 )
 from tinyton.frontend.codegen import build_kernel
@@ -180,7 +181,7 @@ class JITFunction:
             raise call_error(f"{kernel.name}[grid]() takes {len(self.params)} argument(s), got {len(args)}")
         if type(grid) is not tuple:
             grid = _grid_of(grid({p.name: v for p, v in zip(self.params, args)} | kernel.options))
-        runtime = [args[i] for i in self._runtime]
+        runtime = runtime_values([args[i] for i in self._runtime])
         _launch(kernel, grid, runtime, any(type(v).__module__.partition(".")[0] == "torch" for v in runtime))
 
     def _grid(self, grid: Callable[[dict], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[int, int, int]:
@@ -191,7 +192,7 @@ class JITFunction:
 
     def _runtime_args(self, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         values, _ = self._bind(args, kwargs)
-        return [values[i] for i in self._runtime]
+        return runtime_values([values[i] for i in self._runtime])
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:
         """Compile the variant these arguments launch without launching it (Triton's `warmup`; `grid` is
@@ -274,7 +275,7 @@ class JITFunction:
             return _Plan(kernel, reads, False)
         if plan is not None and plan.kernel is kernel:
             return plan
-        torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in values)
+        torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in runtime_values(values))
         plan = _Plan(kernel, reads, backend() == "cuda" and None not in parameter_values, torch_inputs)
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()

@@ -34,6 +34,7 @@ from tinyton.frontend.values import (
     ARITH,
     BITWISE,
     DIV,
+    FLOAT8,
     INT,
     SELECT,
     Tile,
@@ -41,6 +42,7 @@ from tinyton.frontend.values import (
     check_block_shape,
     describe,
     element,
+    f16,
     f32,
     int_range,
     is_number,
@@ -392,9 +394,12 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, MathOps, Comb
     def dot(self, a: Any, b: Any, acc: Any, input_precision: Any, out_dtype: Any) -> Tile:
         """Triton's `tt.dot`: f16/bf16 operands accumulate in f32 (or f16 for f16 operands), f32 operands
         with `input_precision` "ieee" (the default, exact), "tf32" or "tf32x3". An accumulator of another
-        float type accumulates in f32 and rounds back (a correct fallback, never a silent wrong type)."""
+        float type accumulates in f32 and rounds back (a correct fallback, never a silent wrong type).
+        float8 operands are widened to f16 first: exact (every float8 value is an f16), so they multiply on
+        the f16 tensor cores."""
         if not all(isinstance(x, Tile) and len(x.shape) == 2 for x in (a, b)):
             raise CompilationError(f"tt.dot multiplies 2-D tiles, got {describe(a)} and {describe(b)}")
+        a, b = (self.cast(x, f16) if x.element in FLOAT8 else x for x in (a, b))
         elem = promote(ARITH, [a.element, b.element], "tt.dot")
         if not tt.is_float(elem):
             raise CompilationError("tt.dot multiplies float tiles; convert the operands with .to(tt.float32)")

@@ -56,6 +56,7 @@ from tinyton.language.core import (
     zeros_like,
 )
 from tinyton.language.debug import (
+    assume,
     device_assert,
     device_print,
     max_constancy,
@@ -101,6 +102,7 @@ from tinyton.language.memory import (
     debug_barrier,
     make_block_ptr,
     make_tensor_descriptor,
+    tensor_descriptor,
 )
 from tinyton.language.random import (
     pair_uniform_to_normal,
@@ -142,6 +144,7 @@ from tinyton.language.shapes import (
     view,
 )
 from tinyton.runtime.arrays import DeviceArray, to_device
+from tinyton.runtime.descriptors import set_allocator
 from tinyton.runtime.driver import Stream
 from tinyton.runtime.graphs import CudaGraph
 from tinyton.runtime.streams import stream
@@ -162,6 +165,7 @@ __all__ = [
     "argmax",
     "argmin",
     "associative_scan",
+    "assume",
     "atomic_add",
     "atomic_and",
     "atomic_cas",
@@ -248,6 +252,7 @@ __all__ = [
     "relu",
     "reshape",
     "rsqrt",
+    "set_allocator",
     "sigmoid",
     "sin",
     "split",
@@ -261,6 +266,7 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
+    "tensor_descriptor",
     "to_device",
     "trans",
     "transpose",

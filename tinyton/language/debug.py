@@ -1,5 +1,5 @@
 """Compile-time checks, device-side debugging and compiler hints: `static_assert`, `static_print`,
-`device_assert`, `device_print`, `multiple_of`, `max_contiguous`, `max_constancy`.
+`device_assert`, `device_print`, `multiple_of`, `max_contiguous`, `max_constancy`, `assume`.
 
 `device_assert` is checked by the simulator (which names the program and the lane) and on the GPU
 stops the kernel with a trap after printing the message; `device_print` prints from both.
@@ -57,3 +57,11 @@ def max_contiguous(input: Any, values: int | tuple[int, ...]) -> Any:
 def max_constancy(input: Any, values: int | tuple[int, ...]) -> Any:
     """`input`, promised to hold runs of `values` equal elements along its last dimension."""
     return kernel().hint("max_constancy", input, values)
+
+
+@builtin
+def assume(cond: Any) -> None:
+    """A promise that `cond` holds (Triton's `llvm.assume`, e.g. `tl.assume(stride > 0)`): accepted and
+    not used by tinyton's analyses; a constexpr that is false fails compilation."""
+    if not isinstance(cond, Tile) and not cond:
+        raise CompilationError("tl.assume: the condition is false while compiling")

@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tinyton.frontend.block_pointers import TensorDescriptor
 from tinyton.language.core import builtin, kernel
+
+tensor_descriptor = TensorDescriptor
+"""The type of a kernel's tensor descriptors (`isinstance(x, tl.tensor_descriptor)` while compiling)."""
 
 
 @builtin
@@ -21,10 +25,11 @@ def advance(base: Any, offsets: Any) -> Any:
 
 
 @builtin
-def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> Any:
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any, padding_option: str = "zero") -> Any:
     """A descriptor of the `shape`/`strides` array at `base` whose `.load(offsets)` / `.store(offsets, v)`
-    move `block_shape` blocks, elements outside the array reading 0 and not written."""
-    return kernel().make_tensor_descriptor(base, shape, strides, block_shape)
+    move `block_shape` blocks, elements outside the array reading 0 (NaN with `padding_option="nan"`) and
+    not written."""
+    return kernel().make_tensor_descriptor(base, shape, strides, block_shape, padding_option)
 
 
 def _atomic(kind: str, doc: str) -> Callable[..., Any]:

@@ -23,7 +23,9 @@ def memory_span(array: np.ndarray) -> np.ndarray:
     if any(s % array.itemsize for s in array.strides):
         raise ValueError(f"strides {array.strides} are not multiples of the element size {array.itemsize}")
     count = 0 if array.size == 0 else 1 + sum((n - 1) * s // array.itemsize for n, s in zip(array.shape, array.strides))
-    return np.lib.stride_tricks.as_strided(array, (count,), (array.itemsize,), writeable=array.flags.writeable)
+    bits = array.view(f"u{array.itemsize}")  # as_strided cannot rebuild ml_dtypes' types (bf16, float8)
+    span = np.lib.stride_tricks.as_strided(bits, (count,), (array.itemsize,), writeable=array.flags.writeable)
+    return span.view(array.dtype)
 
 
 def overlap(a: np.ndarray, b: np.ndarray) -> bool:

@@ -1,7 +1,8 @@
-"""torch tensors <-> NumPy arrays without copies, bfloat16 included.
+"""torch tensors <-> NumPy arrays without copies, bfloat16 and float8 included.
 
-torch has no `numpy()` for bfloat16 and NumPy no bfloat16 of its own: a bf16 tensor is viewed as int16,
-and those bits as `ml_dtypes.bfloat16` (tinyton's NumPy bf16), and back. torch is imported only when a
+torch has no `numpy()` for bfloat16 and float8 and NumPy none of its own: a bf16 tensor is viewed as int16
+(a float8 one as uint8), and those bits as `ml_dtypes.bfloat16` (tinyton's NumPy bf16, `ml_dtypes`'
+float8), and back. torch is imported only when a
 torch value is actually handled, so tinyton never needs it installed.
 """
 
@@ -11,15 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from tinyton.dtypes import BF16
+from tinyton.dtypes import BF16, float8e4nv, float8e5
 
 
 def is_torch(value: Any) -> bool:
     return type(value).__module__.partition(".")[0] == "torch"
-
-
-def is_bf16_tensor(tensor: Any) -> bool:
-    return str(tensor.dtype) == "torch.bfloat16"
 
 
 def numpy_dtype(torch_dtype: Any) -> np.dtype:
@@ -34,12 +31,16 @@ def torch_dtype(dtype: np.dtype) -> Any:
     return getattr(torch, np.dtype(dtype).name)
 
 
+BIT_VIEWS = {"bfloat16": (np.int16, BF16), "float8_e5m2": (np.uint8, float8e5.np), "float8_e4m3fn": (np.uint8, float8e4nv.np)}
+"""torch dtypes that `Tensor.numpy()` refuses -> (the integer type their bits are viewed through, NumPy's)."""
+
+
 def host_view(tensor: Any) -> np.ndarray:
     """A CPU tensor's memory as a NumPy array (a view, not a copy)."""
-    if is_bf16_tensor(tensor):
-        import torch
-
-        return tensor.view(torch.int16).numpy().view(BF16)
+    name = str(tensor.dtype).removeprefix("torch.")
+    if name in BIT_VIEWS:
+        bits, dtype = BIT_VIEWS[name]
+        return tensor.view(torch_dtype(bits)).numpy().view(dtype)
     return tensor.numpy()
 
 
@@ -47,6 +48,6 @@ def from_host(array: np.ndarray) -> Any:
     """A NumPy array as a CPU tensor sharing its memory."""
     import torch
 
-    if array.dtype == BF16:
-        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    if array.dtype.name in BIT_VIEWS:
+        return torch.from_numpy(array.view(BIT_VIEWS[array.dtype.name][0])).view(torch_dtype(array.dtype))
     return torch.from_numpy(array)
