@@ -311,9 +311,9 @@ def test_gpu_array_matmul(dtype, tmp_path, monkeypatch):
         test_array_matmul_broadcast_batch_dims(None, dtype)
     assert not list((tmp_path / "tune-matmul").glob("*.json")), "small problems take the default tiles"
     rng = np.random.default_rng(11)
-    a, b = rng.standard_normal((256, 520)).astype(dtype), rng.standard_normal((520, 512)).astype(dtype)
+    a, b = rng.standard_normal((1024, 1030)).astype(dtype), rng.standard_normal((1030, 512)).astype(dtype)
     ref = a.astype(F32) @ b.astype(F32)
-    np.testing.assert_allclose(batched(a, b).astype(F32), ref, rtol=2e-2, atol=2e-1 if dtype == BF16 else 5e-2)
+    np.testing.assert_allclose(batched(a, b).astype(F32), ref, rtol=2e-2, atol=5e-1 if dtype == BF16 else 1e-1)
     assert list((tmp_path / "tune-matmul").glob("*.json")), "the matmul tiles were not measured and stored"
 
 

@@ -2,9 +2,9 @@
 
 On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
 standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
-any tiling) and keeps the fastest in the disk cache. Without a GPU, and for problems too small for the tiling to matter
-(`TUNE_MIN_FLOPS`: a few microseconds of work, where the launch dominates), the lowering's default is
-used: timing ten candidates costs seconds of compilation per shape class.
+any tiling) and keeps the fastest in the disk cache. Without a GPU, and for problems too small for the
+tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
+costs seconds per shape class, for microseconds of work.
 """
 
 from __future__ import annotations
@@ -28,8 +28,10 @@ from tinyton.runtime import arrays, driver
 from tinyton.runtime.bench import do_bench
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
-TUNE_MIN_FLOPS = 1 << 27
-"""Problems below this many FLOPs (2 x batch x M x N x K; 512 x 512 x 256) take the default tiles."""
+TUNE_MIN_FLOPS = 1 << 30
+"""Problems below this many FLOPs (2 x batch x M x N x K; 1024 x 1024 x 512) take the default tiles: a few
+microseconds on a tensor-core GPU (examples/matmul.py's fp16 part, tuning two classes at 2^27-2^29 FLOPs,
+took 39 s on an H100 host)."""
 
 
 def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:

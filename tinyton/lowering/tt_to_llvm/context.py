@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, IntegerAttr, IntegerType, ModuleOp, i32
+from xdsl.dialects.builtin import (
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i32,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator

@@ -56,7 +56,6 @@ from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
 
-
 @dataclass(frozen=True)
 class KernelInfo:
     """What launching the kernel needs to know."""

@@ -36,7 +36,13 @@ from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
-from tinyton.lowering.tt_to_llvm.wgmma_layout import K_STEP, ROWS, WARPGROUP, WgmmaTiling, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import (
+    K_STEP,
+    ROWS,
+    WARPGROUP,
+    WgmmaTiling,
+    wgmma_tiling,
+)
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
