@@ -73,7 +73,7 @@ if __name__ == "__main__":
             b = rng.standard_normal((k, n), dtype=np.float32).astype(dtype)
             expected = a.astype(np.float64) @ b.astype(np.float64)
             scale = tol * np.sqrt(k)  # TF32 errors grow with the length of the sums
-            for block in blocks:
+            for block in [b for b in blocks if b[0] <= m and b[1] <= n] or blocks[:1]:  # tiles the shape fills
                 np.testing.assert_allclose(matmul(a, b, block, precision), expected, rtol=tol, atol=scale, err_msg=name)
             if precision == "ieee":
                 out = matmul_program(a, b).astype(np.float64)

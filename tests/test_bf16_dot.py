@@ -309,4 +309,17 @@ def test_gpu_array_matmul(dtype, tmp_path, monkeypatch):
     test_array_matmul_batched_with_epilogue(None, dtype)
     if dtype != F32:
         test_array_matmul_broadcast_batch_dims(None, dtype)
+    assert not list((tmp_path / "tune-matmul").glob("*.json")), "small problems take the default tiles"
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((1024, 1030)).astype(dtype), rng.standard_normal((1030, 512)).astype(dtype)
+    ref = a.astype(F32) @ b.astype(F32)
+    np.testing.assert_allclose(batched(a, b).astype(F32), ref, rtol=2e-2, atol=5e-1 if dtype == BF16 else 1e-1)
     assert list((tmp_path / "tune-matmul").glob("*.json")), "the matmul tiles were not measured and stored"
+
+
+def test_small_matmuls_are_not_tuned(monkeypatch):
+    """Below TUNE_MIN_FLOPS the default tiles are taken even on a GPU (the tuner is never asked)."""
+    monkeypatch.setattr(matmul_tuning.driver, "is_available", lambda: True)
+    monkeypatch.setattr(matmul_tuning.TUNER, "choose", lambda *_: pytest.fail("tuned a small problem"))
+    small = MatmulProblem(2, 40, 72, 50, "bfloat16")
+    assert matmul_tuning.matmul_tiles(small) == default_tiles(small)

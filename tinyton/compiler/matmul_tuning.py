@@ -2,7 +2,9 @@
 
 On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
 standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
-any tiling) and keeps the fastest in the disk cache. Without a GPU the lowering's default is used.
+any tiling) and keeps the fastest in the disk cache. Without a GPU, and for problems too small for the
+tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
+costs seconds per shape class, for microseconds of work.
 """
 
 from __future__ import annotations
@@ -26,11 +28,16 @@ from tinyton.runtime import arrays, driver
 from tinyton.runtime.bench import do_bench
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
+TUNE_MIN_FLOPS = 1 << 30
+"""Problems below this many FLOPs (2 x batch x M x N x K; 1024 x 1024 x 512) take the default tiles: a few
+microseconds on a tensor-core GPU (examples/matmul.py's fp16 part, tuning two classes at 2^27-2^29 FLOPs,
+took 39 s on an H100 host)."""
 
 
 def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
-    """The tiles for `problem`: tuned on this GPU, or the default without one."""
-    if not driver.is_available():
+    """The tiles for `problem`: tuned on this GPU, or the default without one or for a small problem."""
+    p = problem
+    if not driver.is_available() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
         return default_tiles(problem)
     key = (driver.device().name, problem.dtype, problem.shape_class())
     return TUNER.choose(key, candidates(problem), lambda tiles: _measure(problem, tiles))

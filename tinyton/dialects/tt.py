@@ -48,7 +48,8 @@ from tinyton.dialects.tt_elementwise import (  # noqa: F401
     XorOp, castable,
 )
 from tinyton.dialects.tt_shared import (  # noqa: F401
-    SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, LocalAllocOp, LocalLoadOp, buffer_type, slot_type,
+    ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp, buffer_type,
+    slot_type,
 )
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401

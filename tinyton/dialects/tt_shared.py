@@ -4,16 +4,21 @@
 `tt.dot` into these ops, as Triton's `ttg.local_alloc` / `async_copy_global_to_local` / `async_commit_group`
 / `async_wait` / `local_load`. A buffer is a `memref<S x R x C x T, 3>`: `S` slots of one `R x C` tile,
 in shared memory (address space 3). Only the lowering sees these ops (the simulator runs the loop as
-written), and they lower to `cp.async` + commit/wait groups and to `ldmatrix` reads of the slot.
+written), and they lower to `cp.async` + commit/wait groups and to `ldmatrix` reads of the slot; a wgmma dot
+reading the slots may stay in flight across iterations (`tt.async_dot`, `tt.dot_wait`).
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, TensorType, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    VarConstraint,
+    base,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -128,4 +133,28 @@ class LocalLoadOp(IRDLOperation):
         require(self.result.type == slot_type(self.buffer.type), "local_load gives the buffer's tile type")
 
 
-SHARED_OPS = (LocalAllocOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, LocalLoadOp)
+ASYNC_DOT_ATTR = "tt.async_dot"
+"""Unit attribute of a `tt.dot` left in flight: its result is only valid through a `tt.dot_wait`."""
+
+
+@irdl_op_definition
+class DotWaitOp(IRDLOperation):
+    """Wait until at most `pending` asynchronous dots (`tt.async_dot`) of this thread are in flight; gives
+    `acc`, the result of one of them, as a value that may be read (Triton's `warp_group_dot_wait`).
+    With `pending` > 0 the value may still be written by the hardware and may only feed the next dot."""
+
+    name = "tt.dot_wait"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    acc = operand_def(T)
+    pending = prop_def(IntegerAttr[I32])
+    result = result_def(T)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$acc `,` $pending attr-dict `:` type($result)"
+
+    def __init__(self, acc: SSAValue | Operation, pending: int):
+        super().__init__(
+            operands=[acc], properties={"pending": IntegerAttr(pending, 32)}, result_types=[SSAValue.get(acc).type]
+        )
+
+
+SHARED_OPS = (LocalAllocOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, LocalLoadOp, DotWaitOp)

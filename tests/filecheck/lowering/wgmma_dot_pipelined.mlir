@@ -1,7 +1,9 @@
 // The pipelined K loop of mma_dot_pipelined.mlir lowered for sm_90a: the dot becomes warpgroup MMA. The
 // cp.async pipeline is the same; each tt.async_wait fences the async proxy (wgmma reads shared memory
 // through it) before its barrier; per iteration wgmma.fence, one m64n64k16 per 16-deep step of K (two
-// for BLOCK_K = 32), commit, and a wait_group 0 that takes and gives back the 32 accumulators. The
+// for BLOCK_K = 32), commit, and a wait_group 1 that takes and gives back the 32 accumulators: the dot
+// stays in flight while the next iteration waits for its copies (the slots advance modulo 4, one more
+// than the stages); wait_group 0 after the loop, before the accumulators are stored. The
 // descriptors: A (64x32 fp16, 64-byte rows) 64-byte swizzle (mode 2 at bit 62), LBO 1, SBO 512 bytes;
 // B (32x64, 128-byte rows) 128-byte swizzle (mode 1), LBO one panel (4096 bytes), SBO 1024 bytes.
 // REQUIRES: mlir-tools
@@ -11,6 +13,7 @@
 
 // LLVM-DAG:  %[[A_BITS:.*]] = llvm.mlir.constant(-9223371899415756800) : i64
 // LLVM-DAG:  %[[B_BITS:.*]] = llvm.mlir.constant(4611686293322072064) : i64
+// LLVM-DAG:  %[[LAST_SLOT:.*]] = llvm.mlir.constant(3 : i32) : i32
 // LLVM:      ^bb1(
 // LLVM:      llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"(%{{.*}}) : (i32) -> ()
 // LLVM-NEXT: llvm.call_intrinsic "llvm.nvvm.fence.proxy.async.shared_cta"() : () -> ()
@@ -23,8 +26,12 @@
 // LLVM:      llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // LLVM-NOT:  wgmma.mma_async
 // LLVM:      llvm.call_intrinsic "llvm.nvvm.wgmma.commit_group.sync.aligned"() : () -> ()
-// LLVM-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// LLVM-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;"
+// LLVM:      llvm.icmp "eq" %{{.*}}, %[[LAST_SLOT]] : i32
 // LLVM:      llvm.br ^bb1
+// LLVM:      llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// LLVM-NOT:  wgmma
+// LLVM:      st.global
 
 // PTX:       .target sm_90a
 // PTX:       cp.async.wait_group 1;
@@ -33,7 +40,10 @@
 // PTX:       wgmma.fence.sync.aligned;
 // PTX:       wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // PTX:       wgmma.commit_group.sync.aligned;
+// PTX:       wgmma.wait_group.sync.aligned 1;
+// PTX:       bra
 // PTX:       wgmma.wait_group.sync.aligned 0;
+// PTX:       st.global
 
 builtin.module attributes {tt.num_warps = 4 : i32, tt.num_stages = 3 : i32} {
   func.func @matmul_f16(%a_ptr: !tt.ptr<f16> {tt.divisibility = 16 : i32}, %b_ptr: !tt.ptr<f16> {tt.divisibility = 16 : i32}, %c_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %M: i32 {tt.divisibility = 16 : i32}, %N: i32 {tt.divisibility = 16 : i32}, %K: i32 {tt.divisibility = 16 : i32}) {

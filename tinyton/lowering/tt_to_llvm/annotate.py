@@ -18,7 +18,8 @@ from xdsl.passes import ModulePass
 
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment, is_tile
 from tinyton.lowering.tt_to_llvm.layouts import Basis, Layout
-from tinyton.lowering.tt_to_llvm.pass_ import is_kernel, kernel_num_warps
+from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
+from tinyton.lowering.tt_to_llvm.pass_ import is_kernel
 
 LAYOUT_ATTR = "tt.layout"
 

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type, IntegerType, i32
+from xdsl.dialects.builtin import (
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i32,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
@@ -39,6 +46,21 @@ SMEM_ANYWHERE = (0, 1 << 30)
 
 class LoweringError(DiagnosticException):
     """The kernel cannot be lowered (unsupported op, too much shared memory, ...)."""
+
+
+NUM_WARPS_ATTR = "tt.num_warps"
+DEFAULT_NUM_WARPS = 4
+
+
+def kernel_num_warps(module: ModuleOp, requested: int | None) -> int:
+    attr = module.attributes.get(NUM_WARPS_ATTR)
+    if requested is not None:
+        n = requested
+    else:
+        n = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_NUM_WARPS
+    if n not in (1, 2, 4, 8, 16):
+        raise LoweringError(f"num_warps must be 1, 2, 4, 8 or 16, got {n}")
+    return n
 
 
 def llvm_type(t: Attribute) -> Attribute:

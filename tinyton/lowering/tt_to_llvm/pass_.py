@@ -44,17 +44,16 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 from tinyton.lowering.tt_to_llvm.context import (
+    NUM_WARPS_ATTR,
     SMEM_LIMIT,
     KernelContext,
     LoweringError,
+    kernel_num_warps,
     llvm_type,
 )
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
-
-NUM_WARPS_ATTR = "tt.num_warps"
-DEFAULT_NUM_WARPS = 4
 
 
 @dataclass(frozen=True)
@@ -68,17 +67,6 @@ class KernelInfo:
     `extern` array: the launch passes this size and opts in above 48 KiB)."""
     param_types: tuple[str, ...]
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
-
-
-def kernel_num_warps(module: ModuleOp, requested: int | None) -> int:
-    attr = module.attributes.get(NUM_WARPS_ATTR)
-    if requested is not None:
-        n = requested
-    else:
-        n = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_NUM_WARPS
-    if n not in (1, 2, 4, 8, 16):
-        raise LoweringError(f"num_warps must be 1, 2, 4, 8 or 16, got {n}")
-    return n
 
 
 def is_kernel(function: func.FuncOp) -> bool:
@@ -97,7 +85,8 @@ def lower_to_llvm(
         check_kernel_module(module, TinytonToLLVMPass.name)
     except CompilationError as e:
         raise LoweringError(str(e)) from None
-    pipeline_module(module, shared_limit)
+    warps = kernel_num_warps(module, num_warps)
+    pipeline_module(module, shared_limit, warps, arch)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
         raise LoweringError(
@@ -105,7 +94,6 @@ def lower_to_llvm(
             + ("; put each kernel in a builtin.module of its own" if kernels else "")
         )
     kernel = kernels[0]
-    warps = kernel_num_warps(module, num_warps)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)
     params = [llvm_type(a.type) for a in kernel.args]

@@ -18,6 +18,13 @@ prologue and the body, run `S-1` iterations ahead on extra loop-carried values; 
 iteration past the loop's end is masked off entirely. The loop's own copies of those values are
 dropped when nothing else uses them.
 
+On sm_90a a wgmma dot that accumulates into a carried value and reads only pipelined slots stays in
+flight for one more iteration (Triton's `warp_group_dot_wait {pendings = 1}`): it is marked
+`tt.async_dot`, followed by `tt.dot_wait 1` (the previous iteration's dot is done) and, after the loop,
+by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so the copy of iteration `i+S-1`
+overwrites the slot iteration `i-2` read, whose dot every warp finished before the barrier of
+`tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone.
+
 The depth is the loop's `tt.num_stages` attribute (`tt.range(..., num_stages=)`), else the module's
 (the launch option), else Triton's default of 3, reduced until the buffers fit `shared_limit`; 1 or 0
 leaves the loop as it is.
@@ -30,7 +37,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i32
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, UnitAttr, i32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
@@ -40,7 +47,9 @@ from xdsl.utils.exceptions import DiagnosticException
 from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
+from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
 STAGES_ATTR = "tt.num_stages"
 DEFAULT_STAGES = 3
@@ -81,6 +90,18 @@ class _Plan:
     carried: list[int]
     """Indices of the iter_args that the loads' addresses depend on."""
     ops: list[Operation]
+    async_dot: tt.DotOp | None = None
+    """The loop's one wgmma dot when it may stay in flight across iterations."""
+
+    @property
+    def extra_slots(self) -> int:
+        """Slots per buffer beyond the stages: one when a dot stays in flight."""
+        return int(self.async_dot is not None)
+
+    @property
+    def stage_bytes(self) -> int:
+        """Shared memory of one slot of every buffer."""
+        return sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
 
 
 def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
@@ -107,7 +128,7 @@ def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], se
     return ops, carried
 
 
-def _plan(loop: scf.ForOp) -> _Plan | None:
+def _plan(loop: scf.ForOp, num_warps: int, arch: str) -> _Plan | None:
     block = loop.body.block
     loads = [
         op for op in block.ops
@@ -127,14 +148,29 @@ def _plan(loop: scf.ForOp) -> _Plan | None:
             break
         carried |= reached
         roots += [block.last_op.operands[i] for i in carried]
-    return _Plan(loop, loads, sorted(carried), [op for op in block.ops if op in ops])
+    ordered = [op for op in block.ops if op in ops]
+    return _Plan(loop, loads, sorted(carried), ordered, _async_dot(block, loads, num_warps, arch))
+
+
+def _async_dot(block: Block, loads: list[tt.LoadOp], num_warps: int, arch: str) -> tt.DotOp | None:
+    """The body's dot that may stay in flight: the only dot, on wgmma, both operands pipelined loads, its
+    accumulator a carried value used by nothing else and its result only yielded in that value's place."""
+    dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
+    if len(dots) != 1 or not uses_wgmma(dot := dots[0], num_warps, arch):
+        return None
+    acc, yield_op = dot.acc, block.last_op
+    if not {dot.a, dot.b} <= {ld.result for ld in loads} or dot.a is dot.b:
+        return None
+    if not isinstance(acc, BlockArgument) or acc.owner is not block or acc.index == 0 or acc.uses.get_length() != 1:
+        return None
+    uses = list(dot.result.uses)
+    return dot if len(uses) == 1 and uses[0].operation is yield_op and uses[0].index == acc.index - 1 else None
 
 
 def _stage_count(loop: scf.ForOp, module: ModuleOp, plan: _Plan, shared_limit: int) -> int:
     attr = loop.attributes.get(STAGES_ATTR) or module.attributes.get(STAGES_ATTR)
     stages = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_STAGES
-    per_stage = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in plan.loads)
-    while stages > 1 and stages * per_stage > shared_limit:
+    while stages > 1 and (stages + plan.extra_slots) * plan.stage_bytes > shared_limit:
         stages -= 1
     return stages
 
@@ -186,21 +222,39 @@ def _issue(
     return [mapping.get(yields[i], yields[i]) for i in plan.carried]
 
 
-def _advance(b: _Builder, slot: SSAValue, stages: int) -> SSAValue:
-    """`(slot + 1) % stages`."""
-    one, last = b.value(_constant(1)), b.value(_constant(stages - 1))
+def _advance(b: _Builder, slot: SSAValue, slots: int) -> SSAValue:
+    """`(slot + 1) % slots`."""
+    one, last = b.value(_constant(1)), b.value(_constant(slots - 1))
     at_end = b.value(tt.CmpOp("eq", slot, last))
     return b.value(tt.SelectOp(at_end, b.value(_constant(0)), b.value(tt.AddOp(slot, one))))
 
 
+def _keep_in_flight(loop: scf.ForOp, dot: tt.DotOp) -> None:
+    """Leave `dot` in flight: the body waits for the previous iteration's, the code after the loop for all."""
+    dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
+    body = loop.body.block
+    body.insert_op_after(wait := tt.DotWaitOp(dot.result, 1), dot)
+    body.last_op.operands[dot.acc.index - 1] = wait.result
+    result = loop.results[dot.acc.index - 1]
+    after = tt.DotWaitOp(result, 0)
+    result.replace_all_uses_with(after.result)
+    after.operands[0] = result
+    outer = loop.parent_block()
+    assert outer is not None
+    outer.insert_op_after(after, loop)
+
+
 def pipeline_loop(plan: _Plan, stages: int) -> None:
     loop = plan.loop
+    if plan.async_dot is not None:
+        _keep_in_flight(loop, plan.async_dot)
     outer = loop.parent_block()
     assert outer is not None
     before = _Builder(outer, loop)
     ahead = stages - 1
+    slots = stages + plan.extra_slots
     buffers = [
-        before.value(tt.LocalAllocOp(stages, tt.shape_of(ld.result.type), tt.element_type(ld.result.type)))
+        before.value(tt.LocalAllocOp(slots, tt.shape_of(ld.result.type), tt.element_type(ld.result.type)))
         for ld in plan.loads
     ]
     # Prologue: iterations 0 .. S-2.
@@ -226,7 +280,7 @@ def pipeline_loop(plan: _Plan, stages: int) -> None:
     iv_ahead = b.value(tt.AddOp(body.args[0], lookahead))
     next_state = _issue(b, plan, buffers, iv_ahead, ahead_args, write_slot, loop.ub)
     b = _Builder(body, yield_op)
-    next_read, next_write = _advance(b, read_slot, stages), _advance(b, write_slot, stages)
+    next_read, next_write = _advance(b, read_slot, slots), _advance(b, write_slot, slots)
     yield_op.detach()
     body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write))
     yield_op.erase()
@@ -305,34 +359,39 @@ def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
     return out
 
 
-def pipeline_module(module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT) -> None:
-    """Pipeline every eligible loop of the module's kernels (innermost first)."""
+def pipeline_module(
+    module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT, num_warps: int | None = None, arch: str = ""
+) -> None:
+    """Pipeline every eligible loop of the module's kernels (innermost first); `num_warps` (default: the
+    module's) and `arch` tell whether a dot runs on wgmma and may stay in flight."""
+    warps = kernel_num_warps(module, num_warps)
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     budget = shared_limit
     for loop in reversed(loops):
-        plan = _plan(loop)
+        plan = _plan(loop, warps, arch)
         if plan is None:
             continue
         stages = _stage_count(loop, module, plan, budget)
         if stages < 2:
             continue
-        per_stage = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in plan.loads)
-        budget -= stages * per_stage
+        budget -= (stages + plan.extra_slots) * plan.stage_bytes
         pipeline_loop(plan, stages)
 
 
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
-    """Software-pipeline the loops feeding tensor-core dots (`shared_limit`: bytes the buffers may take)."""
+    """Software-pipeline the loops feeding tensor-core dots (`shared_limit`: bytes the buffers may take;
+    `arch`: the target, sm_90a keeps wgmma dots in flight)."""
 
     name = "tinyton-pipeline"
 
     shared_limit: int = DEFAULT_SHARED_LIMIT
+    arch: str = ""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             check_kernel_module(op, self.name)
         except CompilationError as e:
             raise DiagnosticException(str(e)) from None
-        pipeline_module(op, self.shared_limit)
+        pipeline_module(op, self.shared_limit, arch=self.arch)
 

@@ -17,7 +17,9 @@ descriptors (`createDescriptor` in its WGMMA lowering).
 
 Per dot: `wgmma.fence`, one `wgmma.mma_async` per 64 x N block and K step of 16, `commit_group`, and
 `wait_group 0`, whose inline asm takes and returns the accumulators so that no use of them can move
-above it. Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
+above it. A dot the pipeliner left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait`
+is that `wait_group N` (wgmma orders the accumulator registers between consecutive instructions of one
+shape, so the next iteration's dot may take them before they are final). Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
 proxy) with `fence.proxy.async` before the barrier that precedes the dot (`tt.async_wait` emits it when
 the kernel uses wgmma). There is no LLVM intrinsic for `wgmma.mma_async`, so it is inline asm on both
 PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLIR's `nvvm.wgmma`).
@@ -30,11 +32,17 @@ from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, f32, i32, i64
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
-from tinyton.lowering.tt_to_llvm.wgmma_layout import K_STEP, ROWS, WARPGROUP, WgmmaTiling, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import (
+    K_STEP,
+    ROWS,
+    WARPGROUP,
+    WgmmaTiling,
+    wgmma_tiling,
+)
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -117,4 +125,17 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
                 base = (i * tiling.reps_n + j) * per
                 acc[base : base + per] = _wgmma(ctx, tiling.instr_n, dtype, a_desc, b_desc, acc[base : base + per])
     ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.commit_group.sync.aligned", [], []))
-    return _asm(ctx, "wgmma.wait_group.sync.aligned 0;", len(acc), [], acc)
+    if tt.ASYNC_DOT_ATTR in op.attributes:
+        return acc
+    return _wait(ctx, 0, acc)
+
+
+def _wait(ctx: KernelContext, pending: int, acc: list[SSAValue]) -> list[SSAValue]:
+    """`wgmma.wait_group pending`, taking and giving back the accumulators so that none is read before."""
+    return _asm(ctx, f"wgmma.wait_group.sync.aligned {pending};", len(acc), [], acc)
+
+
+@lowers_tile(tt.DotWaitOp)
+def lower_dot_wait(ctx: KernelContext, op: tt.DotWaitOp, layout: Layout | None) -> list[SSAValue]:
+    assert layout is not None
+    return _wait(ctx, op.pending.value.data, list(ctx.get(op.acc, layout)))
