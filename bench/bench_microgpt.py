@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, nargs="+", default=pick([16, 256], [12]))
     parser.add_argument("--full", action="store_true", help="no budget skips (unfused, torch.compile everywhere)")
     parser.add_argument("--no-train", action="store_true", help="skip the training rows")
-    parser.add_argument("--deadline", type=float, default=450.0, help="start no new size after this many seconds")
+    parser.add_argument("--deadline", type=float, default=400.0, help="start no new size after this many seconds")
     args = parser.parse_args()
     start = time.perf_counter()
     latency, launches, training, skipped = [], [], [], []
