@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import tinyton as tt
-from tinyton.runtime import driver
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "microgpt"))
 pytest.importorskip("names", reason="the `names` package (microgpt's data) is not installed")
@@ -103,22 +102,13 @@ def test_graphed_generator_runs_on_simulator():
 
 
 def test_decode_step_launches_per_layer():
-    """Per layer: RMSNorm, q/k/v (one kernel), cache update, attention (q read as a view), output
-    projection, RMSNorm, MLP up, MLP down, cache write: 9 (issue 9's goal is 8: RMSNorm into the matmul)."""
+    """Per layer: q/k/v with the RMSNorm before them (one kernel), cache update, attention (q read as a
+    view), output projection + residual, RMSNorm + MLP up + ReLU, MLP down + residual, cache write: 7
+    (issue 9 asks for at most 8). Per token besides: embeddings + RMSNorm, the position masks, lm_head,
+    the sampler."""
     counts = {}
     for layers in (1, 4):
         cfg = Config(n_layer=layers, n_embd=16, n_head=4, block_size=16, vocab=VOCAB)
         counts[layers] = TinytonGenerator(cfg, init_params(cfg), graph=False).launches_per_token
-    assert counts[1] <= 12 and (counts[4] - counts[1]) / 3 <= 9
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not driver.is_available(), reason="CUDA graphs need a GPU")
-def test_graph_replay_gives_plain_launch_tokens():
-    cfg = Config(n_layer=2)
-    params = init_params(cfg, seed=0)
-    graphed, plain = (TinytonGenerator(cfg, params, seed=11, graph=g) for g in (True, False))
-    rows = [graphed.tokens() for _ in range(4)]
-    assert graphed.step.graph is not None  # replays after the first two steps
-    for row in rows:
-        np.testing.assert_array_equal(row, plain.tokens())
+    assert counts[1] == 11 and (counts[4] - counts[1]) / 3 == 7
+    assert counts[4] / 4 <= 8

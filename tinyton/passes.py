@@ -38,6 +38,12 @@ def _flash_attention() -> type[ModulePass]:
     return FlashAttentionPass
 
 
+def _row_scale() -> type[ModulePass]:
+    from tinyton.rewrites.row_scale import RowScalePass
+
+    return RowScalePass
+
+
 def _fuse() -> type[ModulePass]:
     from tinyton.rewrites.fuse import FusePass
 
@@ -56,6 +62,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-pipeline": _pipeline,
     "tinyton-fuse-patterns": _fuse_patterns,
     "tinyton-flash-attention": _flash_attention,
+    "tinyton-row-scale": _row_scale,
     "tinyton-fuse": _fuse,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

@@ -1,8 +1,7 @@
 """The data: first names shipped by the `names` package, a character tokenizer, a fixed-seed split.
 
 Karpathy's microgpt trains on a list of names; the `names` package ships the US census first-name lists
-(male and female), so nothing is downloaded at run time. Tokens are the 26 lower-case letters plus one
-boundary token (BOS, id 26) that both starts and ends a name: a vocabulary of 27.
+(male and female), so nothing is downloaded at run time. The tokenizer is tokens.py.
 """
 
 from __future__ import annotations
@@ -12,10 +11,9 @@ from dataclasses import dataclass
 
 import names
 import numpy as np
+from tokens import BOS, LETTERS, VOCAB, decode, encode
 
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
-BOS = len(LETTERS)
-VOCAB = len(LETTERS) + 1
+__all__ = ["BOS", "VOCAB", "Batches", "decode", "encode", "load_names", "split", "tokenize"]
 
 
 def load_names() -> list[str]:
@@ -26,14 +24,6 @@ def load_names() -> list[str]:
         with open(os.path.join(folder, kind)) as f:
             found.update(line.split()[0].lower() for line in f if line.strip())
     return sorted(n for n in found if n.isalpha() and set(n) <= set(LETTERS))
-
-
-def encode(name: str) -> list[int]:
-    return [LETTERS.index(c) for c in name]
-
-
-def decode(tokens: list[int]) -> str:
-    return "".join(LETTERS[t] for t in tokens if t != BOS)
 
 
 @dataclass

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from data import BOS
-from data import decode as detokenize
 from decode import decode, decode_program, kv_write_kernel, sample_kernel, sample_numpy
 from model import Config, NumpyOps
+from tokens import BOS
+from tokens import decode as detokenize
 
 import tinyton as tt
 from tinyton.runtime import driver
@@ -89,14 +89,14 @@ class NumpyGenerator:
         self.cfg, self.params, self.temperature = cfg, list(params), temperature
         self.rng = np.random.default_rng(seed)
 
-    def name(self, stop: bool = True) -> str:
-        """One name; `stop=False` runs all `block_size` steps (for timing, as the device generator does)."""
+    def name(self, stop: bool = True, steps: int | None = None) -> str:
+        """One name; `stop=False` runs all `steps` (default `block_size`) steps, for timing."""
         cfg = self.cfg
         shape = (cfg.n_head, cfg.block_size, cfg.head_dim)
         kcache = [np.zeros(shape, np.float32) for _ in range(cfg.n_layer)]
         vcache = [np.zeros(shape, np.float32) for _ in range(cfg.n_layer)]
         token, generated = BOS, []
-        for pos in range(cfg.block_size):
+        for pos in range(steps or cfg.block_size):
             token_pos = np.array([token], np.int32), np.array([pos], np.int32)
             logits, *rows = decode(NumpyOps, cfg, *token_pos, *self.params, *kcache, *vcache)
             for cache, row in zip(kcache + vcache, rows):

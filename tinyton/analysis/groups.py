@@ -229,8 +229,10 @@ class Union:
         for op in new_register:
             summary.add_register(op)
         outputs = self._outputs()
+        if summary.matmuls and summary.reductions:
+            raise _Fresh  # row reductions in a matmul's K loop: `analyze` finds their elementwise chains
         if summary.matmuls:
-            check_matmul(summary.matmuls, list(summary.reductions), external)
+            check_matmul(summary.matmuls, [], external)
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
             raise NotFusable(summary.shapes)
         order = sorted(summary.reductions.items(), key=lambda kv: (-len(kv[0][0]), -prod(kv[0][0]), kv[1]))

@@ -9,7 +9,9 @@ group is one kernel the codegen can emit):
 - per-row consumers of a reduction, broadcast back over the same rows (epilogue), and several
   reductions over the same rows; siblings over one domain that only share an input, too;
 - a matmul with elementwise epilogues (bias, activation, residual); sibling matmuls (one output shape, an
-  operand in common: q/k/v projections) share one kernel, one K loop each;
+  operand in common: q/k/v projections) share one kernel, one K loop each; reductions over the K axis of
+  a left operand (RMSNorm's mean of squares, once `tinyton-row-scale` has moved the norm's scale behind
+  the matmul) accumulate in that operand's K loop;
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
   every consumer (each gets its own copy of the op), never materialised for them.
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
@@ -46,6 +48,8 @@ from tinyton.rewrites.outline import (
     rebuild,
 )
 from tinyton.rewrites.patterns import FusePatternsPass
+from tinyton.rewrites.row_scale import RowScalePass
+from tinyton.rewrites.row_stats import row_stat_groups
 
 
 class Planner:
@@ -73,6 +77,8 @@ class Planner:
             if g is not None and kind:
                 self.kinds[g].add(kind)
         self.analysis: dict[int, GroupDomain | None] = {g: self._analyze(g) for g in self.members}
+        for proposed in row_stat_groups(self.ops, self.index):
+            self._propose(proposed)
 
     # ---- legality ---------------------------------------------------------------------------
     def _analyze(self, g: int) -> GroupDomain | None:
@@ -82,9 +88,7 @@ class Planner:
             return None
 
     def union(self, a: int, b: int) -> Union | GroupDomain | None:
-        """The analysis of groups a and b merged, if that is one kernel writing each output once: each
-        output must vary along every domain axis but the reduced one (a per-column array computed in
-        a per-element kernel would be stored once per row)."""
+        """The analysis of groups a and b merged, if that is one kernel writing each output once."""
         if len(self.empty[a] | self.empty[b]) > 1:
             return None  # empty arrays get no kernel (fusion_to_kernels): keep them apart from real work
         x, y = self.analysis[a], self.analysis[b]
@@ -97,9 +101,24 @@ class Planner:
                 outputs = merged.outputs_to_check
         except NotFusable:
             return None
-        dom = merged.dom
-        wide = {i for i, d in enumerate(dom.shape) if d > 1 and i != dom.red}
-        return merged if all(wide <= set(dom.map_of(v)) for v in outputs) else None
+        return merged if _writes_once(merged, outputs) else None
+
+    def _propose(self, ops: Sequence[Operation]) -> None:
+        """Make `ops` (singleton groups, in program order, no cycle through them) one group if that is one
+        kernel writing each output once."""
+        if any(len(self.members[self.group[op]]) > 1 for op in ops):
+            return  # claimed by a pattern
+        try:
+            analysis = GroupDomain.of(ops, self.index)
+        except NotFusable:
+            return
+        if not _writes_once(analysis, analysis.outputs):
+            return
+        g = self.group[ops[0]]
+        for op in ops[1:]:
+            del self.analysis[self.group[op]]
+            g = self._merge(g, self.group[op])
+        self.analysis[g] = analysis
 
     def creates_cycle(self, a: int, b: int, reach: Reachability | None = None) -> bool:
         """Would merging a and b close a cycle, i.e. is there a path a → c → ... → b (or b → a)?"""
@@ -182,6 +201,14 @@ class Planner:
         return ops, kind
 
 
+def _writes_once(merged: Union | GroupDomain, outputs) -> bool:
+    """Each output varies along every domain axis but the reduced one (a per-column array computed in a
+    per-element kernel would be stored once per row)."""
+    dom = merged.dom
+    wide = {i for i, d in enumerate(dom.shape) if d > 1 and i != dom.red}
+    return all(wide <= set(dom.map_of(v)) for v in outputs)
+
+
 def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     """Plan and outline one function (existing regions are dissolved and kept as seeds)."""
     seeds = inline_fusions(fn)
@@ -198,12 +225,15 @@ def _is_node(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Pattern fusion (`tinyton-fuse-patterns`), then the general rules above."""
+    """Row scales behind matmuls (`tinyton-row-scale`), pattern fusion (`tinyton-fuse-patterns`), then the
+    general rules above."""
 
     name = "tinyton-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("row scales behind matmuls"):
+            RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):
             FusePatternsPass().apply(ctx, op)
         with stage("fusion planner"):

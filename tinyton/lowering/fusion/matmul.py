@@ -2,16 +2,24 @@
 
 Operands are read through their views, so `x @ w.T` or a broadcast batch costs no copy. The f32
 accumulator then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
+Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
+in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
 """
 
 from __future__ import annotations
 
-from xdsl.ir import SSAValue
+from collections.abc import Sequence
+
+from xdsl.ir import Operation, SSAValue
 
 from tinyton.analysis.domain import View
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
-from tinyton.lowering.fusion.emitter import f32
+from tinyton.lowering.fusion.emitter import Emitter, f32, identity
+from tinyton.lowering.fusion.region import BINARY, COMBINE, UNARY, accumulator_element, reduction_kind
+
+RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
+"""A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
 
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
@@ -27,8 +35,35 @@ def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[
     return strides, view.strides[k_dim]
 
 
-def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
-    """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type."""
+def _chain(em: Emitter, tile: SSAValue, source: SSAValue, chain: Sequence[Operation]) -> SSAValue:
+    """The elementwise chain on a loaded tile of `source` (its other operands are scalar constants)."""
+    env = {source: tile}
+    for op in chain:
+        args = [env[v] if v in env else em.const(v.op.value.value.data, v.type) for v in op.operands]
+        if isinstance(op, tta.CastOp):
+            env[op.results[0]] = em.cast(args[0], element_type(op.results[0].type))
+        elif type(op) in UNARY:
+            env[op.results[0]] = em.emit(UNARY[type(op)](args[0]))
+        else:
+            env[op.results[0]] = em.binary(BINARY[type(op)], *args)
+    return tile if not chain else env[chain[-1].results[0]]
+
+
+def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
+    """`[BM, BK]` partials -> the reduction's `[BM, 1]` tile (`[1, 1]` when it has no row axis: M is 1
+    and the masked rows hold the identity)."""
+    em, kind = rg.em, reduction_kind(red)
+    row = em.reduce(kind, acc, 1)
+    if isinstance(red, tta.ReduceMeanOp):
+        row = em.binary(tt.MulOp, row, em.const(1.0 / K, f32))
+    if len(rg.dom.shape) - 2 not in rg.dom.map_of(red.result):
+        row = em.reduce(kind, row, 0)
+    return em.cast(row, element_type(red.result.type))
+
+
+def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSAValue:
+    """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type. The
+    reductions `stats` of `op.lhs` are computed in the same loop, into the program scope's memo."""
     em, dom = rg.em, rg.dom
     n = len(dom.shape)
     a_view, b_view = dom.view(op.lhs), dom.view(op.rhs)
@@ -47,6 +82,7 @@ def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
     ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el, (bk, bn))
     acc0 = em.const(0.0, f32, (bm, bn))
+    row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         kka, kkb = em.add(k0, ka), em.add(k0, kb)
@@ -58,7 +94,20 @@ def emit_matmul(rg, op: tta.MatmulOp) -> SSAValue:
         pb = em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k))))
         a = em.emit(tt.LoadOp(pa, masks[0], zero_a if masks[0] else None))
         b = em.emit(tt.LoadOp(pb, masks[1], zero_b if masks[1] else None))
-        return [em.emit(tt.DotOp(a, b, carried[0]))]
+        out = [em.emit(tt.DotOp(a, b, carried[0]))]
+        for (red, chain), part in zip(stats, carried[1:]):
+            kind, el = reduction_kind(red), _acc(red)
+            v = em.cast(_chain(em, a, op.lhs, chain), el)
+            if masks[0] is not None:
+                v = em.select(masks[0], v, em.const(identity(kind, el), el))
+            out.append(em.binary(COMBINE[kind], part, v))
+        return out
 
-    (acc,) = em.for_loop(0, K, bk, [acc0], body)
+    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0], body)
+    for (red, _), part in zip(stats, partials):
+        rg.root.memo[red.result] = _finish_row(rg, red, part, K)
     return em.cast(acc, element_type(op.result.type))
+
+
+def _acc(red: tta.ReduceOp):
+    return accumulator_element(element_type(red.input.type))

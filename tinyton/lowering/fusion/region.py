@@ -279,6 +279,10 @@ class RegionEmitter:
         return em.emit(tt.LoadOp(ptr, self.mask(shape, scope)))
 
 
+COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
+"""The tt op folding one more element into a reduction's accumulator, by `reduction_kind`."""
+
+
 def reduction_kind(op: tta.ReduceOp) -> str:
     return {tta.ReduceMaxOp: "max", tta.ReduceMinOp: "min"}.get(type(op), "sum")
 

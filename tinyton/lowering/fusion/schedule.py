@@ -15,19 +15,18 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.domain import is_trivial
+from tinyton.analysis.domain import is_trivial, row_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.region import (
+    COMBINE,
     RegionEmitter,
     Scope,
     accumulator_element,
     reduction_kind,
 )
-
-COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
 
 
 @dataclass
@@ -139,16 +138,25 @@ class Scheduler:
     def _straight(self) -> None:
         rg = self.rg
         scope = Scope(rg.root.block, rg.root)
+        rows = self._row_prologues() if rg.dom.matmul is not None else []
         for op in self.ops:
-            if op in self.reductions:
+            if op in self.reductions and rg.dom.matmul is None:
                 el = accumulator_element(element_type(op.input.type))
                 value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
                 rg.root.memo[op.result] = self._finish(op, value)
             elif isinstance(op, tta.MatmulOp):
-                rg.root.memo[op.result] = emit_matmul(rg, op)
+                mine = [(red, chain) for red, source, chain in rows if source == op.lhs and red.result not in rg.root.memo]
+                rg.root.memo[op.result] = emit_matmul(rg, op, mine)
         for value, ptr in self.outputs:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
+
+    def _row_prologues(self) -> list[tuple[tta.ReduceOp, SSAValue, list[Operation]]]:
+        """The reductions of a matmul region: row statistics of a left operand, each with its source and
+        elementwise chain (computed in that operand's K loop)."""
+        members, dom = set(self.ops), self.rg.dom
+        inside = lambda v: isinstance(v, OpResult) and v.op in members and v not in dom.views  # noqa: E731
+        return [(red, *row_prologue(red, inside)) for red in self.reductions]
 
     def _looped(self) -> None:
         rg, em = self.rg, self.rg.em

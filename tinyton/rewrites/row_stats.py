@@ -1,0 +1,98 @@
+"""Seed groups for the fusion planner: a row statistic of a matmul's left operand joins that matmul.
+
+After `tinyton-row-scale`, RMSNorm before a projection reads `r = rsqrt(mean(x * x) + eps)` and
+`(x @ w) * r`. Greedy producer→consumer merging would take `x * x` into the kernel that computes `x`, or
+the per-row ops into a reduction kernel of their own, leaving two launches where one suffices: the matmul
+kernel can accumulate `sum(x * x)` in its K loop (tinyton/analysis/domain.py, `row_prologue`). So before
+the greedy loop, each such statistic is proposed as one group with the matmuls it scales: the elementwise
+chain, the reduction, the per-row ops after it, the sibling matmuls reading `x` and the ops applying the
+statistic to their products. The planner keeps a proposal only if its analysis accepts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from xdsl.ir import Operation, OpResult, SSAValue
+
+from tinyton.analysis.domain import ELEMENTWISE, is_scalar_constant
+from tinyton.dialects import tta
+from tinyton.dialects.tt_types import shape_of
+
+
+def _source(red: tta.ReduceOp, lhs: Mapping[SSAValue, list[tta.MatmulOp]]) -> tuple[SSAValue, list[Operation]] | None:
+    """Walk back from the reduction's input through single-use elementwise ops to a matmul's left operand."""
+    chain: list[Operation] = []
+    value = red.input
+    while value not in lhs:
+        op = value.op if isinstance(value, OpResult) else None
+        if not isinstance(op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp)) or len(list(value.uses)) != 1:
+            return None
+        rest = {v for v in op.operands if not is_scalar_constant(v)}
+        if len(rest) != 1:
+            return None
+        chain.insert(0, op)
+        value = rest.pop()
+    return value, chain
+
+
+def _consumers(red: tta.ReduceOp, products: set[SSAValue]) -> list[Operation] | None:
+    """Elementwise ops from the reduction's result up to (and including) those applying it to a product."""
+    found: list[Operation] = []
+    stack = [red.result]
+    while stack:
+        for use in stack.pop().uses:
+            op = use.operation
+            if op in found:
+                continue
+            if not isinstance(op, ELEMENTWISE):
+                return None
+            found.append(op)
+            if not products & set(op.operands):
+                stack.append(op.results[0])
+    return found
+
+
+def _acyclic(members: set[Operation], index: Mapping[Operation, int]) -> bool:
+    """No path leaves the group and comes back (it would need a kernel before and after itself)."""
+    last = max(index[op] for op in members)
+    seen: set[Operation] = set()
+    stack = [u.operation for op in members for r in op.results for u in r.uses if u.operation not in members]
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in index or index[op] > last:
+            continue
+        seen.add(op)
+        for r in op.results:
+            for u in r.uses:
+                if u.operation in members:
+                    return False
+                stack.append(u.operation)
+    return True
+
+
+def row_stat_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) -> list[list[Operation]]:
+    """Proposed groups (ops in program order, disjoint); each still needs the planner's analysis."""
+    lhs: dict[SSAValue, list[tta.MatmulOp]] = {}
+    for op in ops:
+        if isinstance(op, tta.MatmulOp):
+            lhs.setdefault(op.lhs, []).append(op)
+    claimed: set[Operation] = set()
+    groups = []
+    for red in ops:
+        if not isinstance(red, tta.ReduceOp) or red.axis.value.data != len(shape_of(red.input.type)) - 1:
+            continue
+        found = _source(red, lhs)
+        if found is None:
+            continue
+        after = _consumers(red, {m.result for m in lhs[found[0]]})
+        if after is None:
+            continue
+        read = {v for op in after for v in op.operands}
+        matmuls = [m for m in lhs[found[0]] if m.result in read]
+        members = {*found[1], red, *after, *matmuls}
+        if not members.isdisjoint(claimed) or not all(op in index for op in members) or not _acyclic(members, index):
+            continue
+        claimed |= members
+        groups.append(sorted(members, key=index.__getitem__))
+    return groups
