@@ -293,3 +293,36 @@ def test_negative_zero_constant_keeps_its_sign(fuse: bool) -> None:
         expected = (x * 0.0, x / -0.0)
     for got, want in zip(compiled(x), expected):
         np.testing.assert_array_equal(got, want)
+
+
+# ---- NaN through exp into a comparison ----------------------------------------------------------
+
+
+@tt.jit
+def exp_compared(x):
+    e = tt.exp(x - tt.max(x, axis=-1, keepdims=True))
+    return e.astype(tt.float16) > -1, e > -1, tt.exp(x) >= 0.0
+
+
+def _check_exp_keeps_nan(fuse: bool) -> None:
+    x = np.zeros((3, 16), np.float32)
+    x[0, 14] = np.inf  # inf - inf: one NaN
+    x[1, 7] = np.nan  # the row's max is NaN: a NaN row
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        expected = (e.astype(np.float16) > -1, e > -1, np.exp(x) >= 0.0)
+    for got, want in zip(run(exp_compared, x, fuse=fuse), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+@BOTH
+def test_exp_of_nan_compares_false(fuse: bool) -> None:
+    """Found on an H100 (seed 20261123, case 9171): ptxas takes `ex2.approx`'s result to be >= 0 and folded
+    `exp(x) > -1` to true where x was NaN; the lowering now passes NaN through a select."""
+    _check_exp_keeps_nan(fuse)
+
+
+@pytest.mark.gpu
+@BOTH
+def test_exp_of_nan_compares_false_on_gpu(fuse: bool) -> None:
+    _check_exp_keeps_nan(fuse)

@@ -197,6 +197,13 @@ def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
     return apply
 
 
+def exp2_nan_kept(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """2**x by `ex2.approx`, with NaN passed through by a select: ptxas takes ex2's result to be >= 0 and
+    folds `exp(x) > -1` to true even where x is NaN (found by the fuzzer on an H100); the select keeps it
+    from knowing the sign."""
+    return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, ctx.value(llvm.FExp2Op(x)))
+
+
 def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
     """|x|; a bool is its own absolute value (NumPy's and Triton's abs of bool)."""
     if x.type.bitwidth == 1:
@@ -209,7 +216,7 @@ UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
     tt.AbsOp: (_int_abs, lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type))),
     # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
-    tt.ExpOp: (None, _scaled(lambda ctx, x: ctx.value(llvm.FExp2Op(x)), log2(2.718281828459045), before=True)),
+    tt.ExpOp: (None, _scaled(exp2_nan_kept, log2(2.718281828459045), before=True)),
     tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),
     tt.SqrtOp: (None, lambda ctx, x: ctx.value(llvm.FSqrtOp(x))),
     tt.RsqrtOp: (None, _intrinsic("llvm.nvvm.rsqrt.approx.f")),

@@ -23,6 +23,7 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
     _intrinsic,
     _is_bf16,
     _llvm,
+    exp2_nan_kept,
     lower_binary,
     lower_unary,
     map_registers,
@@ -51,7 +52,7 @@ def _erf(ctx: KernelContext, x: SSAValue) -> SSAValue:
 
 
 MATH_UNARY = {
-    tt.Exp2Op: (None, lambda ctx, x: ctx.value(llvm.FExp2Op(x))),
+    tt.Exp2Op: (None, exp2_nan_kept),
     tt.Log2Op: (None, _intrinsic("llvm.nvvm.lg2.approx.f")),
     tt.FloorOp: (None, _intrinsic("llvm.floor")),
     tt.CeilOp: (None, _intrinsic("llvm.ceil")),
