@@ -1,15 +1,21 @@
-"""The flash-attention kernel of an "attention" region (FlashAttention's forward, as Triton writes it).
+"""The flash-attention kernel of an "attention" region (FlashAttention-2's forward, as Triton writes it).
 
 Programs run over (query block, batch): each loads its `[BM, D]` block of q once, then walks the keys and
 values in blocks of `BN`, keeping per row a running maximum `m`, a running sum `l` of exponentials and the
-output accumulator; when a block raises the maximum, what was accumulated is rescaled by `exp(m_old - m)`.
+output accumulator; when a block raises the maximum, what was accumulated is rescaled by `2^(m_old - m)`.
 The `S_q × S_kv` score matrix exists only one `[BM, BN]` block at a time, in registers.
 
 The score steps between `q @ kᵀ` and the softmax (scale, additive bias, `where` masks; see
 tinyton/analysis/attention.py) are applied to each score block, reading bias and mask arrays through their
-broadcast strides. All of it computes in float32 whatever the inputs' dtype; the probabilities are cast to
-v's dtype for the second product (tensor cores for fp16 and bf16). A row whose scores are all -inf gives
-NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
+broadcast strides. All of it computes in float32 whatever the inputs' dtype, in base 2 (log2(e) folded into
+the scale where it can be, so each score costs one FMA and one `ex2`); the probabilities are cast to v's
+dtype for the second product (tensor cores for fp16 and bf16). Key blocks are loaded as stored (`[BN, D]`)
+and transposed, so the dot reads them K-major and the pipeliner copies them with 16-byte `cp.async`.
+
+The KV loop is split in two (Triton's tutorial does it with its STAGE argument): blocks every query of the
+program sees whole run without the causal mask or the bounds of S_kv; only the blocks crossing the
+diagonal (and the ragged last one) run masked. Causal programs stop at the diagonal. A row whose scores
+are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
 """
 
 from __future__ import annotations
