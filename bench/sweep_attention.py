@@ -48,7 +48,7 @@ def run(shape, s_kv, causal, candidates):
         fn = program(causal)
         try:
             check_close("sweep", fn(q, k, v, shape[3] ** -0.5), reference, tol=2e-2)
-            ms = median_ms(lambda: fn(q, k, v, shape[3] ** -0.5), warmup_ms=20, rep_ms=60)
+            ms = median_ms(lambda fn=fn: fn(q, k, v, shape[3] ** -0.5), warmup_ms=20, rep_ms=60)
             figure = f"{tflops(shape, s_kv, causal, ms):.1f} TFLOPS, {ms * 1e3:.0f} µs"
         except Exception as e:  # noqa: BLE001 - a configuration that does not fit or is wrong
             figure = f"failed: {type(e).__name__}: {str(e)[:80]}"

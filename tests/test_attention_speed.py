@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from test_attention import batched_attention, causal_attention, masked_attention
 
-import tinyton as tt
 from tinyton.compiler import compile_module
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool

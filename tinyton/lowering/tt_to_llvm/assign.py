@@ -178,9 +178,9 @@ class LayoutAssignment:
                 continue
             for v in use.operation.operands:
                 layout = self.layout.get(v)
-                if v is not result and v not in self.free and layout is not None and layout.shape == shape:
-                    if layout.project(tt.shape_of(op.input.type)) == source:
-                        return layout
+                if (v is not result and v not in self.free and layout is not None and layout.shape == shape
+                        and layout.project(tt.shape_of(op.input.type)) == source):
+                    return layout
         return None
 
     def _visit_for(self, op: scf.ForOp) -> None:

@@ -196,7 +196,7 @@ def shared_operands(
 def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = mma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
-    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    m, k = tt.shape_of(op.a.type)
     operand = tt.element_type(op.a.type)
     tf32 = isinstance(operand, Float32Type)
     size = 4 if tf32 else 2

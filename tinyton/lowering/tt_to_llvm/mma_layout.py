@@ -56,10 +56,8 @@ def k_major_b(op: tt.DotOp) -> SSAValue | None:
     """The N x K tile whose transpose is B (`tt.trans` of a key block as stored) when the dot can read it
     K-major (16-bit elements: `ldmatrix` without `.trans`, wgmma's K-major B); None otherwise."""
     b = op.b.owner
-    if isinstance(b, tt.TransOp) and tuple(b.order.get_values()) == (1, 0):
-        if isinstance(tt.element_type(op.b.type), MMA_ELEMENT_TYPES):
-            return b.input
-    return None
+    transposed = isinstance(b, tt.TransOp) and tuple(b.order.get_values()) == (1, 0)
+    return b.input if transposed and isinstance(tt.element_type(op.b.type), MMA_ELEMENT_TYPES) else None
 
 
 @dataclass(frozen=True)

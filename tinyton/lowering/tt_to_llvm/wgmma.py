@@ -101,7 +101,7 @@ def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
 def _a_fragments(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[list[list[SSAValue]]]:
     """Per M repetition and K step, the four i32 words of A's fragment: pairs of consecutive registers of
     the accumulator layout (columns 2t, 2t+1), rows g and g+8, columns +0 and +8."""
-    (m, k) = tt.shape_of(op.a.type)
+    k = tt.shape_of(op.a.type)[1]
     regs = ctx.get(op.a, layout)
     pair = VectorType(llvm_type(op.a.type), [2])
 
@@ -143,7 +143,7 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     tiling = wgmma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
     assert ctx.num_warps % WARPGROUP == 0
-    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    m, k = tt.shape_of(op.a.type)
     dtype = "bf16" if isinstance(tt.element_type(op.a.type), BFloat16Type) else "f16"
     k_major = k_major_b(op)
     a_tile, bt = Swizzle(m, k, 2), b_tile(op)
