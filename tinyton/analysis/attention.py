@@ -100,15 +100,29 @@ class Attention:
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
 
     @property
+    def causal_step(self) -> ScoreStep | None:
+        """The step `where(keep, s, -inf)` whose index mask keeps exactly the keys `j <= i + c`."""
+        for step in self.steps:
+            if isinstance(step.op, tta.WhereOp) and step.operand == 1 and is_minus_inf(step.op.false_value):
+                mask = index_mask(step.op.condition)
+                if mask is not None and causal_offset(mask) is not None:
+                    return step
+        return None
+
+    @property
     def causal_offset(self) -> int | None:
         """`c` when a step masks the scores to the keys `j <= i + c` (the KV loop then stops there)."""
-        for step in self.steps:
-            if isinstance(step.op, tta.WhereOp) and step.operand == 1 and is_constant(step.op.false_value):
-                mask = index_mask(step.op.condition)
-                offset = causal_offset(mask) if mask is not None else None
-                if offset is not None:
-                    return offset
-        return None
+        step = self.causal_step
+        if step is None:
+            return None
+        mask = index_mask(step.op.condition)
+        assert mask is not None
+        return causal_offset(mask)
+
+
+def is_minus_inf(value: SSAValue) -> bool:
+    """A constant -inf: masked scores that add nothing to the softmax."""
+    return is_constant(value) and _constant_value(value) == float("-inf")
 
 
 def is_constant(value: SSAValue) -> bool:

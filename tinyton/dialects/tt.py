@@ -49,7 +49,7 @@ from tinyton.dialects.tt_elementwise import (  # noqa: F401
 )
 from tinyton.dialects.tt_shared import (  # noqa: F401
     ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp, buffer_type,
-    slot_type,
+    slot_type, NUM_STAGES_ATTR,
 )
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401

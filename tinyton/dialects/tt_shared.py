@@ -38,6 +38,8 @@ from tinyton.dialects.tt_types import (
 )
 
 SHARED_SPACE = 3
+NUM_STAGES_ATTR = "tt.num_stages"
+"""Attribute of an `scf.for` (or of the module) asking `tinyton-pipeline` for that many stages."""
 
 
 def buffer_type(stages: int, shape: tuple[int, ...], elem: Attribute) -> MemRefType:

@@ -1,34 +1,41 @@
-"""The flash-attention kernel of an "attention" region (FlashAttention's forward, as Triton writes it).
+"""The flash-attention kernel of an "attention" region (FlashAttention-2's forward, as Triton writes it).
 
 Programs run over (query block, batch): each loads its `[BM, D]` block of q once, then walks the keys and
 values in blocks of `BN`, keeping per row a running maximum `m`, a running sum `l` of exponentials and the
-output accumulator; when a block raises the maximum, what was accumulated is rescaled by `exp(m_old - m)`.
+output accumulator; when a block raises the maximum, what was accumulated is rescaled by `2^(m_old - m)`.
 The `S_q × S_kv` score matrix exists only one `[BM, BN]` block at a time, in registers.
 
 The score steps between `q @ kᵀ` and the softmax (scale, additive bias, `where` masks; see
 tinyton/analysis/attention.py) are applied to each score block, reading bias and mask arrays through their
-broadcast strides. All of it computes in float32 whatever the inputs' dtype; the probabilities are cast to
-v's dtype for the second product (tensor cores for fp16 and bf16). A row whose scores are all -inf gives
-NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
+broadcast strides. All of it computes in float32 whatever the inputs' dtype, in base 2 (log2(e) folded into
+the scale where it can be, so each score costs one FMA and one `ex2`); the probabilities are cast to v's
+dtype for the second product (tensor cores for fp16 and bf16). Key blocks are loaded as stored (`[BN, D]`)
+and transposed, so the dot reads them K-major and the pipeliner copies them with 16-byte `cp.async`.
+
+The KV loop is split in two (Triton's tutorial does it with its STAGE argument): blocks every query of the
+program sees whole run without the causal mask or the bounds of S_kv; only the blocks crossing the
+diagonal (and the ragged last one) run masked. Causal programs stop at the diagonal. A row whose scores
+are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, Logic, Mask, ScoreStep, index_mask, is_constant
+from tinyton.analysis.attention import Attention, Logic, Mask, ScoreStep, index_mask, is_constant, is_minus_inf
 from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
-NUM_WARPS = 4
 SHARED_BUDGET = 40 * 1024
-"""Bytes of shared memory the two dots may stage their operands in (48 KiB without opting in)."""
+"""Bytes of shared memory the FMA path's two dots may stage their operands in (48 KiB without opting in)."""
+LOG2E = 1.4426950408889634
 
 _STEP_OPS: dict[type, type] = {
     tta.AddOp: tt.AddOp,
@@ -40,16 +47,36 @@ _STEP_OPS: dict[type, type] = {
 }
 
 
-def block_sizes(s_q: int, d: int, d_v: int, element_bytes: int) -> tuple[int, int]:
-    """(BM, BN): the largest of 64, 32, 16 whose dot operands fit the shared-memory budget."""
+@dataclass(frozen=True)
+class Blocks:
+    """A program's tiling: `bm` queries, `bn` keys per step, `num_warps`, pipeline depths of the unmasked
+    and the masked (diagonal or ragged) KV loops."""
+
+    bm: int
+    bn: int
+    num_warps: int
+    stages: int = 3
+    masked_stages: int = 2
+
+
+def block_sizes(s_q: int, d: int, d_v: int, element_bytes: int) -> Blocks:
+    """The tiling for this problem. 16-bit operands run on tensor cores with q, the key and value blocks
+    in shared memory (q once, k and v pipelined): 128 queries on 8 warps (two wgmma warpgroups), 64 for
+    shorter sequences on 4, 16 for decoding; key blocks of 64 for head dims up to 128 (the buffers of both
+    loops fit 227 KiB), else 32. f32 operands run on FMAs, staging both dots' operands: the largest of
+    64, 32, 16 that fits `SHARED_BUDGET`."""
     dp, dvp = max(16, next_power_of_2(d)), max(16, next_power_of_2(d_v))
+    if element_bytes == 2:
+        bm = 128 if s_q > 64 else 64 if s_q > 16 else 16
+        bn = 64 if max(dp, dvp) <= 128 else 32
+        return Blocks(bm, bn, 8 if bm == 128 else 4)
     bm_max = max(16, min(64, next_power_of_2(s_q)))
     for bm in (64, 32, 16):
         for bn in (64, 32, 16):
             staged = (bm * dp + dp * bn + bm * bn + bn * dvp) * element_bytes
             if bm <= bm_max and staged <= SHARED_BUDGET:
-                return bm, bn
-    return 16, 16
+                return Blocks(bm, bn, 4)
+    return Blocks(16, 16, 4)
 
 
 class _Program:
@@ -64,7 +91,8 @@ class _Program:
         self.s_kv = shape_of(att.v.type)[-2]
         self.out_element = element_type(out.type)
         self.element = element_type(att.q.base.type)
-        self.bm, self.bn = block_sizes(self.s_q, self.d, self.d_v, max(2, self.element.bitwidth // 8))
+        self.blocks = block_sizes(self.s_q, self.d, self.d_v, max(2, self.element.bitwidth // 8))
+        self.bm, self.bn = self.blocks.bm, self.blocks.bn
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1)
 
@@ -125,12 +153,18 @@ class _Program:
         q = self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], q_ok, view)
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
-        init = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
+        carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
+        split, end = self._unmasked_end(start), self._kv_end(start)
+        for lb, ub, masked in ((0, split, False), (split, end, True)):
+            if ub == 0 or lb == ub:
+                continue
 
-        def body(j: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-            return self._kv_block(j, rows, row_ok, q, dv_cols, *carried)
+            def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
+                return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values)
 
-        _, total, acc = em.for_loop(0, self._kv_end(start), self.bn, init, body)
+            stages = self.blocks.masked_stages if masked else self.blocks.stages
+            carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
+        _, total, acc = carried
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
         offsets = em.binary(tt.AddOp, offsets, dv_cols)
@@ -138,6 +172,19 @@ class _Program:
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
         em.emit(tt.StoreOp(ptrs, out, mask))
+
+    def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
+        """Where the blocks that need no key mask end (a multiple of BN): the ragged last block of S_kv and,
+        for a causal mask, the blocks crossing the diagonal are left to a second, masked loop (as Triton's
+        tutorial splits its loop by STAGE)."""
+        whole = self.s_kv - self.s_kv % self.bn
+        c = self.att.causal_offset
+        if c is None:
+            return whole
+        em = self.em
+        first_row_sees = em.binary(tt.MaximumOp, em.add(start, em.i32(c + 1)), em.i32(0))  # keys j < i + c + 1
+        blocks = em.mul_int(em.div_int(first_row_sees, self.bn), self.bn)
+        return em.binary(tt.MinimumOp, blocks, em.i32(whole))
 
     def _kv_end(self, start: SSAValue) -> int | SSAValue:
         """Where the KV loop stops: S_kv, or for a causal mask (keys j <= i + c) the last key the block's
@@ -165,37 +212,66 @@ class _Program:
         """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
         return None if size <= bound else self.em.cmp("lt", index, self.em.i32(bound))
 
-    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
+    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
                   m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
+        """One key block: scores on tensor cores, the score steps (the causal mask and the bounds of S_kv
+        only when `masked`), the online softmax in base 2 (`m`, `l` in log2 units), `acc += p @ v`."""
         em, att = self.em, self.att
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
-        col_ok = em.cmp("lt", cols, em.i32(self.s_kv)) if self.s_kv % self.bn else None
-        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-        k_mask = em.and_(self._below(d_rows, self.dp, self.d), col_ok)
-        # kᵀ[d, n]: k stored (S_kv, D) when transposed by the program, else already (D, S_kv)
-        d_stride, n_stride = (1, self.d) if att.k_transposed else (self.s_kv, 1)
-        kt = self.load(att.k, d_rows, cols, d_stride, n_stride, k_mask)
+        col_ok = em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
+        if att.k_transposed:  # k stored (S_kv, D): load the [BN, D] block as stored, the dot reads it K-major
+            kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
+            d_cols = em.arange(self.dp, 2, 1)
+            row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
+            k = self.load(att.k, kv_rows, d_cols, self.d, 1, em.and_(row_in, self._below(d_cols, self.dp, self.d)))
+            kt = em.emit(tt.TransOp(k, (1, 0)))
+        else:  # already kᵀ, (D, S_kv)
+            d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
+            kt = self.load(att.k, d_rows, cols, self.s_kv, 1, em.and_(self._below(d_rows, self.dp, self.d), col_ok))
         s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        folded = self._log2e_step()
         for step in att.steps:
-            s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
+            if masked or not self._is_causal_step(step):
+                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), LOG2E if step is folded else 1.0)
+        if folded is None:
+            s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
             s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         is_empty = em.cmp("eq", m_new, em.const(float("-inf"), f32))
         m_safe = em.select(is_empty, em.const(0.0, f32), m_new)  # no exp(-inf - -inf): empty rows stay 0
-        p = em.emit(tt.ExpOp(em.binary(tt.SubOp, s, m_safe)))
-        alpha = em.emit(tt.ExpOp(em.binary(tt.SubOp, m_old, m_safe)))
+        p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
+        alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
         kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
-        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if self.s_kv % self.bn else None
+        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
         v = self.load(att.v, kv_rows, dv_cols, self.d_v, 1, em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v)))
         scaled = em.binary(tt.MulOp, acc, alpha)
         acc_new = em.emit(tt.DotOp(em.cast(p, element_type(att.v.type)), v, scaled))
         return [m_new, l_new, acc_new]
 
-    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+    def _is_causal_step(self, step: ScoreStep) -> bool:
+        """The `where` that applies the causal mask (the unmasked loop only visits blocks it keeps whole)."""
+        return step is self.att.causal_step
+
+    def _log2e_step(self) -> ScoreStep | None:
+        """The multiplication or division of the scores by a constant that log2(e) folds into (the exp2 of
+        the softmax then needs no extra multiply): the last such step, followed only by `where` masks whose
+        other value is a constant (-inf stays -inf)."""
+        for step in reversed(self.att.steps):
+            op = step.op
+            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(is_constant(v) for v in step.others):
+                return step if isinstance(op, tta.MulOp) or step.operand == 0 else None
+            masked_value = op.operands[3 - step.operand] if isinstance(op, tta.WhereOp) and step.operand else None
+            if masked_value is None or not is_minus_inf(masked_value):
+                return None
+        return None
+
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None,
+               factor: float = 1.0) -> SSAValue:
         """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
-        the block's indices, or splatted."""
+        the block's indices, or splatted; a scaling step's constant is multiplied (divided, for a divisor) by
+        `factor`."""
         em = self.em
         operands = []
         for i, value in enumerate(step.op.operands):
@@ -207,6 +283,8 @@ class _Program:
                 attr = value.op.value
                 element = i1 if element_type(value.type) == i1 else f32
                 number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
+                if factor != 1.0:
+                    number = number * factor if isinstance(step.op, tta.MulOp) else number / factor
                 operands.append(em.const(number, element))
             else:
                 row_stride, col_stride = self._matrix_strides(value)
@@ -226,4 +304,4 @@ def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValu
     returns the grid and num_warps."""
     program = _Program(em, att, pointers, att.pv.result)
     program.emit()
-    return program.grid, NUM_WARPS
+    return program.grid, program.blocks.num_warps

@@ -137,21 +137,25 @@ class Emitter:
         return self.expand(out, axis) if len(shape_of(value.type)) == 2 else out
 
     def for_loop(
-        self, lb: int, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],
-        body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]],
+        self, lb: int | SSAValue, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],
+        body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]], num_stages: int | None = None,
     ) -> list[SSAValue]:
-        """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`.
+        """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`; `num_stages`
+        asks the pipeliner for that depth.
 
         The body is built before the loop op is inserted, so code emitted meanwhile into the enclosing
         block (hoisted loop invariants) lands before the loop."""
         outer = self.block
-        bounds = [self.i32(lb), ub if isinstance(ub, SSAValue) else self.i32(ub), self.i32(step)]
+        bound = lambda v: v if isinstance(v, SSAValue) else self.i32(v)  # noqa: E731
+        bounds = [bound(lb), bound(ub), self.i32(step)]
         block = Block(arg_types=[i32, *(v.type for v in carried)])
         self.block = block
         new = body(block.args[0], list(block.args[1:]))
         self.emit(scf.YieldOp(*new))
         self.block = outer
         loop = scf.ForOp(*bounds, list(carried), block)
+        if num_stages is not None:
+            loop.attributes[tt.NUM_STAGES_ATTR] = IntegerAttr(num_stages, 32)
         self.emit(loop)
         return list(loop.results)
 

@@ -149,7 +149,8 @@ class LayoutAssignment:
                 layout = self.layout[op.input].expand(op.axis.value.data)
             case tt.BroadcastOp():
                 shape = tt.shape_of(result.type)
-                layout = self.layout[op.input].broadcast_target(shape) or self.default(result)
+                layout = (self.layout[op.input].broadcast_target(shape) or self._sibling(op, result)
+                          or self.default(result))
             case tt.ReduceOp():
                 layout = self.layout[op.input].slice(op.axis.value.data)
             case tt.DotOp() if uses_wgmma(op, self.num_warps, self.arch):
@@ -167,6 +168,20 @@ class LayoutAssignment:
             case _:
                 layout = self.anchor(tiles, result)
         self.layout[result] = layout
+
+    def _sibling(self, op: tt.BroadcastOp, result: SSAValue) -> Layout | None:
+        """The layout of another operand of an elementwise user that broadcasting into reuses registers
+        (`acc * alpha[:, None]`: alpha sliced from the scores' layout, acc in the second dot's)."""
+        shape, source = tt.shape_of(result.type), self.layout[op.input]
+        for use in result.uses:
+            if not isinstance(use.operation, ELEMENTWISE):
+                continue
+            for v in use.operation.operands:
+                layout = self.layout.get(v)
+                if (v is not result and v not in self.free and layout is not None and layout.shape == shape
+                        and layout.project(tt.shape_of(op.input.type)) == source):
+                    return layout
+        return None
 
     def _visit_for(self, op: scf.ForOp) -> None:
         body = op.body.block

@@ -40,7 +40,7 @@ from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.async_copy import BUFFER_ALIGN, fence_async_proxy, slot_base
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, mma_tiling
+from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, k_major_b, mma_tiling
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle, store_swizzled
 
 HALF2 = VectorType(f16, [2])
@@ -151,15 +151,25 @@ def _tf32_b_fragments(ctx: KernelContext, swizzle: Swizzle, base: SSAValue, row:
     return words
 
 
+def b_tile(op: tt.DotOp) -> Swizzle:
+    """B's swizzled shared-memory tile: K x N, or N x K when read K-major (`k_major_b`)."""
+    (k, n), size = tt.shape_of(op.b.type), tt.element_type(op.b.type).bitwidth // 8
+    return Swizzle(n, k, size) if k_major_b(op) is not None else Swizzle(k, n, size)
+
+
 def shared_operands(
-    ctx: KernelContext, op: tt.DotOp, tiles: tuple[Swizzle, Swizzle], async_proxy: bool = False
-) -> list[SSAValue]:
-    """The byte address of each operand's swizzled tile: the slot a `tt.local_load` reads (pipelined
-    loops), or a staging buffer the operand's registers are stored to (then a barrier, after a
-    `fence.proxy.async` when `async_proxy`: wgmma reads them)."""
+    ctx: KernelContext, op: tt.DotOp, sources: tuple[SSAValue | None, SSAValue], tiles: tuple[Swizzle, Swizzle],
+    async_proxy: bool = False,
+) -> list[SSAValue | None]:
+    """The byte address of each operand's swizzled tile (`sources`: the values whose tiles they are; None
+    for an operand read from registers): the slot a `tt.local_load` reads (pipelined loops), or a staging
+    buffer the operand's registers are stored to (then a barrier, after a `fence.proxy.async` when
+    `async_proxy`: wgmma reads them)."""
     bases: list[SSAValue | None] = [None, None]
     staged = []
-    for i, (value, tile) in enumerate(zip((op.a, op.b), tiles)):
+    for i, (value, tile) in enumerate(zip(sources, tiles)):
+        if value is None:
+            continue
         source = value.owner
         if isinstance(source, tt.LocalLoadOp):
             bases[i] = slot_base(ctx, source.buffer, source.slot)
@@ -180,19 +190,21 @@ def shared_operands(
             fence_async_proxy(ctx)
         ctx.barrier()
         ctx.smem_read(start, nbytes)
-    return bases  # type: ignore[return-value]
+    return bases
 
 
 def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = mma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
-    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    m, k = tt.shape_of(op.a.type)
     operand = tt.element_type(op.a.type)
     tf32 = isinstance(operand, Float32Type)
     size = 4 if tf32 else 2
-    a_tile, b_tile = Swizzle(m, k, size), Swizzle(k, n, size)
+    k_major = None if tf32 else k_major_b(op)
+    a_tile, bt = Swizzle(m, k, size), b_tile(op)
     acc = list(ctx.get(op.acc, layout))
-    a_base, b_base = shared_operands(ctx, op, (a_tile, b_tile))
+    a_base, b_base = shared_operands(ctx, op, (op.a, k_major or op.b), (a_tile, bt))
+    assert a_base is not None and b_base is not None
 
     row0, col0 = _warp_block(ctx, tiling)
     step_m, step_n = BLOCK * tiling.warps_m, BLOCK * tiling.warps_n
@@ -204,11 +216,13 @@ def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAV
         ]
         cols = [ctx.int_op("add", col0, ctx.const(j * step_n)) for j in range(tiling.reps_n)]
         if tf32:
-            b_frags = [_tf32_b_fragments(ctx, b_tile, b_base, kc, c) for c in cols]
+            b_frags = [_tf32_b_fragments(ctx, bt, b_base, kc, c) for c in cols]
             a_frags = [[_tf32(ctx, w) for w in a] for a in a_frags]
             b_frags = [[_tf32(ctx, w) for w in b] for b in b_frags]
+        elif k_major is not None:  # matrices (n, k) 0-7/0-7, 8-15/0-7, 0-7/8-15, 8-15/8-15: b0 b0' b1 b1'
+            b_frags = [[w[0], w[2], w[1], w[3]] for w in (_fragments(ctx, bt, b_base, c, kc, trans=False) for c in cols)]
         else:
-            b_frags = [_fragments(ctx, b_tile, b_base, kc, c, trans=True) for c in cols]
+            b_frags = [_fragments(ctx, bt, b_base, kc, c, trans=True) for c in cols]
         for i, a in enumerate(a_frags):
             for j, b in enumerate(b_frags):
                 for half in range(2):

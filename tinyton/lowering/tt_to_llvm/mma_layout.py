@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 
+from xdsl.ir import SSAValue
+
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.layouts import Basis, Layout
 
@@ -48,6 +50,14 @@ def uses_mma(op: tt.DotOp) -> bool:
     return isinstance(operands, MMA_ELEMENT_TYPES) and (
         isinstance(acc, Float32Type) or isinstance(acc, Float16Type) and isinstance(operands, Float16Type)
     )
+
+
+def k_major_b(op: tt.DotOp) -> SSAValue | None:
+    """The N x K tile whose transpose is B (`tt.trans` of a key block as stored) when the dot can read it
+    K-major (16-bit elements: `ldmatrix` without `.trans`, wgmma's K-major B); None otherwise."""
+    b = op.b.owner
+    transposed = isinstance(b, tt.TransOp) and tuple(b.order.get_values()) == (1, 0)
+    return b.input if transposed and isinstance(tt.element_type(op.b.type), MMA_ELEMENT_TYPES) else None
 
 
 @dataclass(frozen=True)

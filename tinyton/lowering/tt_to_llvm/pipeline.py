@@ -51,7 +51,7 @@ from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
-STAGES_ATTR = "tt.num_stages"
+STAGES_ATTR = tt.NUM_STAGES_ATTR
 DEFAULT_STAGES = 3
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -68,11 +68,20 @@ def _is_zero(value: SSAValue | None) -> bool:
 
 
 def _feeds_mma_only(load: tt.LoadOp) -> bool:
+    """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose
+    taking it as the K-major B operand of such dots (kᵀ of a key block loaded as stored)."""
     users = [use.operation for use in load.result.uses]
-    return bool(users) and all(
-        isinstance(u, tt.DotOp) and uses_mma(u) and load.result in (u.a, u.b) and load.result is not u.acc
-        for u in users
-    )
+    return bool(users) and all(_dot_operand(u, load.result) for u in users)
+
+
+def _dot_operand(user: Operation, value: SSAValue) -> bool:
+    if isinstance(user, tt.TransOp):
+        users = [use.operation for use in user.result.uses]
+        return tuple(user.order.get_values()) == (1, 0) and bool(users) and all(
+            isinstance(u, tt.DotOp) and uses_mma(u) and u.b is user.result and u.a is not user.result
+            for u in users
+        )
+    return isinstance(user, tt.DotOp) and uses_mma(user) and value in (user.a, user.b) and value is not user.acc
 
 
 def _defined_in(value: SSAValue, block: Block) -> bool:
@@ -244,7 +253,7 @@ def _keep_in_flight(loop: scf.ForOp, dot: tt.DotOp) -> None:
     outer.insert_op_after(after, loop)
 
 
-def pipeline_loop(plan: _Plan, stages: int) -> None:
+def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dot is not None:
         _keep_in_flight(loop, plan.async_dot)
@@ -299,11 +308,11 @@ def pipeline_loop(plan: _Plan, stages: int) -> None:
     loop.detach()
     loop.erase()
     region_dce(new_loop.body)
-    _drop_dead_carried(new_loop)
+    return _drop_dead_carried(new_loop)
 
 
-def _drop_dead_carried(loop: scf.ForOp) -> None:
-    """Remove iter_args whose result is unused and whose value only feeds its own update."""
+def _drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
+    """Remove iter_args whose result is unused and whose value only feeds its own update; gives the loop."""
     body = loop.body.block
     yield_op = body.last_op
     dead = []
@@ -314,7 +323,7 @@ def _drop_dead_carried(loop: scf.ForOp) -> None:
         if users is not None and all(u.index == i for u in users):
             dead.append(i)
     if not dead:
-        return
+        return loop
     keep = [i for i in range(len(loop.iter_args)) if i not in dead]
     operands = list(yield_op.operands)
     yield_op.detach()
@@ -334,6 +343,7 @@ def _drop_dead_carried(loop: scf.ForOp) -> None:
         loop.results[i].replace_all_uses_with(new)
     loop.detach()
     loop.erase()
+    return new_loop
 
 
 @dataclass(frozen=True)
@@ -359,14 +369,75 @@ def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
     return out
 
 
+def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
+    """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
+    from shared memory by every iteration, they are copied there once instead of stored each time."""
+    found = []
+    for op in module.walk():
+        if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and _is_zero(op.other)):
+            continue
+        if _feeds_mma_only(op) and all(_inside_loop(u.operation, op.parent_block()) for u in op.result.uses):
+            found.append(op)
+    return found
+
+
+def _inside_loop(op: Operation, outer: Block | None) -> bool:
+    """Whether `op` sits in an `scf.for` nested in `outer`."""
+    parent = op.parent_op()
+    while parent is not None and outer is not None and outer.is_ancestor(parent):
+        if isinstance(parent, scf.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _hoist(load: tt.LoadOp) -> tt.LocalLoadOp:
+    """Replace the load with a one-slot buffer filled by `cp.async` (one commit group) and read back."""
+    b = _Builder(load.parent_block(), load)
+    buffer = b.value(tt.LocalAllocOp(1, tt.shape_of(load.result.type), tt.element_type(load.result.type)))
+    slot = b.value(_constant(0))
+    b.add(tt.AsyncCopyOp(load.ptr, buffer, slot, load.mask))
+    b.add(tt.AsyncCommitOp())
+    read = b.add(tt.LocalLoadOp(buffer, slot))
+    load.result.replace_all_uses_with(read.results[0])
+    load.detach()
+    load.erase()
+    return read
+
+
+def _wait_before_first_use(read: tt.LocalLoadOp, pipelined: set[scf.ForOp]) -> None:
+    """Before the first op using the hoisted tile, wait for its copy, unless that op is a pipelined loop
+    using it directly: that loop's first `tt.async_wait` covers the older copy."""
+    block = read.parent_block()
+    users = [use.operation for use in read.results[0].uses]
+    first = None
+    for op in block.ops:
+        if any(op.is_ancestor(u) for u in users):
+            first = op
+            break
+    if first is None:
+        return
+    if first in pipelined and all(u.parent_op() is first for u in users if first.is_ancestor(u)):
+        return
+    block.insert_op_before(tt.AsyncWaitOp(0), first)
+
+
 def pipeline_module(
     module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT, num_warps: int | None = None, arch: str = ""
 ) -> None:
-    """Pipeline every eligible loop of the module's kernels (innermost first); `num_warps` (default: the
-    module's) and `arch` tell whether a dot runs on wgmma and may stay in flight."""
+    """Copy loop-invariant dot operands to shared memory once, then pipeline every eligible loop of the
+    module's kernels (innermost first); `num_warps` (default: the module's) and `arch` tell whether a dot
+    runs on wgmma and may stay in flight."""
     warps = kernel_num_warps(module, num_warps)
-    loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     budget = shared_limit
+    hoisted = []
+    for load in _invariant_operands(module):
+        nbytes = tt.element_type(load.result.type).bitwidth // 8 * _elements(load.result)
+        if 2 * nbytes <= budget:  # keep room for the loops' buffers
+            budget -= nbytes
+            hoisted.append(_hoist(load))
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    pipelined: set[scf.ForOp] = set()
     for loop in reversed(loops):
         plan = _plan(loop, warps, arch)
         if plan is None:
@@ -375,7 +446,9 @@ def pipeline_module(
         if stages < 2:
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
-        pipeline_loop(plan, stages)
+        pipelined.add(pipeline_loop(plan, stages))
+    for read in hoisted:
+        _wait_before_first_use(read, pipelined)
 
 
 @dataclass(frozen=True)

@@ -28,21 +28,15 @@ PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLI
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, f32, i32, i64
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, VectorType, f32, i32, i64
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.mma import shared_operands
+from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
-from tinyton.lowering.tt_to_llvm.wgmma_layout import (
-    K_STEP,
-    ROWS,
-    WARPGROUP,
-    WgmmaTiling,
-    wgmma_tiling,
-)
+from tinyton.lowering.tt_to_llvm.wgmma_layout import K_STEP, MAX_N, ROWS, WARPGROUP, WgmmaTiling, wgmma_tiling
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -71,15 +65,55 @@ def _asm(ctx: KernelContext, text: str, outputs: int, inputs: list[tuple[str, SS
     return [ctx.value(llvm.ExtractValueOp(position(i), result, f32)) for i in range(outputs)]
 
 
-def _wgmma(ctx: KernelContext, shape_n: int, dtype: str, a: SSAValue, b: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
-    """`acc += A @ B` for one 64 x `shape_n` x 16 block (`acc`: this thread's `shape_n` / 2 registers)."""
+def _wgmma(
+    ctx: KernelContext, shape_n: int, dtype: str, a: SSAValue | list[SSAValue], b: SSAValue, trans_b: int,
+    acc: list[SSAValue],
+) -> list[SSAValue]:
+    """`acc += A @ B` for one 64 x `shape_n` x 16 block (`acc`: this thread's `shape_n` / 2 registers); A a
+    descriptor, or the four i32 registers of its fragment."""
     r = len(acc)
     regs = ", ".join(f"${i}" for i in range(r))
+    if isinstance(a, list):
+        inputs = [*(("r", w) for w in a), ("l", b), ("r", ctx.const(1))]
+        a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", "1, 1"
+    else:
+        inputs = [("l", a), ("l", b), ("r", ctx.const(1))]
+        a_text, scales = f"${r}", "1, 1, 0"
+    n_in = len(inputs)
     text = (
-        f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${r + 2}, 0;\n"
-        f"wgmma.mma_async.sync.aligned.m64n{shape_n}k16.f32.{dtype}.{dtype} {{{regs}}}, ${r}, ${r + 1}, p, 1, 1, 0, 1;\n}}"
+        f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${r + n_in - 1}, 0;\n"
+        f"wgmma.mma_async.sync.aligned.m64n{shape_n}k16.f32.{dtype}.{dtype} {{{regs}}}, {a_text}, ${r + n_in - 2}, p, "
+        f"{scales}, {trans_b};\n}}"
     )
-    return _asm(ctx, text, r, [("l", a), ("l", b), ("r", ctx.const(1))], acc)
+    return _asm(ctx, text, r, inputs, acc)
+
+
+def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
+    """Whether A can be read from registers: it is held in the accumulator layout of an m x k wgmma (the
+    probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks."""
+    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or k > MAX_N:
+        return False
+    a_tiling, tiling = WgmmaTiling.of(m, k, num_warps), WgmmaTiling.of(m, n, num_warps)
+    return a_tiling.groups_n == 1 and tiling.groups_n == 1 and layout == a_tiling.accumulator()
+
+
+def _a_fragments(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[list[list[SSAValue]]]:
+    """Per M repetition and K step, the four i32 words of A's fragment: pairs of consecutive registers of
+    the accumulator layout (columns 2t, 2t+1), rows g and g+8, columns +0 and +8."""
+    k = tt.shape_of(op.a.type)[1]
+    regs = ctx.get(op.a, layout)
+    pair = VectorType(llvm_type(op.a.type), [2])
+
+    def word(i: int) -> SSAValue:
+        vec = ctx.value(llvm.UndefOp(pair))
+        vec = ctx.value(llvm.InsertElementOp(vec, regs[i], ctx.const(0)))
+        vec = ctx.value(llvm.InsertElementOp(vec, regs[i + 1], ctx.const(1)))
+        return ctx.value(llvm.BitcastOp(vec, i32))
+
+    per = k // 2
+    reps = len(regs) // per
+    return [[[word(rep * per + 8 * s + 2 * j) for j in range(4)] for s in range(k // K_STEP)] for rep in range(reps)]
 
 
 def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAValue]:
@@ -95,35 +129,49 @@ def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAVa
     return ctx.cached(("wgmma warpgroup", tiling), build)
 
 
+def _b_offset(tile: Swizzle, col: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
+    """Byte offset of B's block at column `col`, K step `kk`: K-major (N x K tile), rows `col`.. and the
+    step's bytes along the row, as A's; MN-major (K x N), the panel of `col` and rows `kk`.."""
+    if k_major:
+        along = kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * 2
+        return ctx.int_op("add", ctx.int_op("mul", col, ctx.const(tile.row_bytes)), ctx.const(along))
+    panel = ctx.int_op("lshr", col, ctx.const(tile.panel_cols.bit_length() - 1))
+    return ctx.int_op("add", ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), ctx.const(kk * tile.row_bytes))
+
+
 def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = wgmma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
     assert ctx.num_warps % WARPGROUP == 0
-    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    m, k = tt.shape_of(op.a.type)
     dtype = "bf16" if isinstance(tt.element_type(op.a.type), BFloat16Type) else "f16"
-    a_tile, b_tile = Swizzle(m, k, 2), Swizzle(k, n, 2)
+    k_major = k_major_b(op)
+    a_tile, bt = Swizzle(m, k, 2), b_tile(op)
+    from_registers = register_a(op, ctx.layout_of(op.a), ctx.num_warps)
+    a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
     acc = list(ctx.get(op.acc, layout))
-    a_base, b_base = shared_operands(ctx, op, (a_tile, b_tile), async_proxy=True)
+    a_base, b_base = shared_operands(ctx, op, (None if from_registers else op.a, k_major or op.b), (a_tile, bt), True)
     a_bits = _descriptor_bits(a_tile, 16)
-    b_bits = _descriptor_bits(b_tile, b_tile.panel_bytes)
+    b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
     per = tiling.instr_n // 2
     ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.fence.sync.aligned", [], []))
     for kk in range(0, k, K_STEP):
         a_k = kk // a_tile.panel_cols * a_tile.panel_bytes + kk % a_tile.panel_cols * 2
         for i in range(tiling.reps_m):
-            row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
-            a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(a_k))
-            a_desc = _descriptor(ctx, a_base, a_offset, a_bits)
+            if a_words is not None:
+                a: SSAValue | list[SSAValue] = a_words[i][kk // K_STEP]
+            else:
+                row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
+                a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(a_k))
+                a = _descriptor(ctx, a_base, a_offset, a_bits)
             for j in range(tiling.reps_n):
                 col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
-                panel = ctx.int_op("lshr", col, ctx.const(b_tile.panel_cols.bit_length() - 1))
-                b_offset = ctx.int_op(
-                    "add", ctx.int_op("mul", panel, ctx.const(b_tile.panel_bytes)), ctx.const(kk * b_tile.row_bytes)
-                )
-                b_desc = _descriptor(ctx, b_base, b_offset, b_bits)
+                b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
                 base = (i * tiling.reps_n + j) * per
-                acc[base : base + per] = _wgmma(ctx, tiling.instr_n, dtype, a_desc, b_desc, acc[base : base + per])
+                acc[base : base + per] = _wgmma(
+                    ctx, tiling.instr_n, dtype, a, b_desc, 0 if k_major is not None else 1, acc[base : base + per]
+                )
     ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.commit_group.sync.aligned", [], []))
     if tt.ASYNC_DOT_ATTR in op.attributes:
         return acc

@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b
 
 WARPGROUP = 4
 """Warps of one warpgroup."""
@@ -84,7 +85,8 @@ class WgmmaTiling:
 def uses_wgmma(op: tt.DotOp, num_warps: int, arch: str) -> bool:
     """Whether `op` lowers to `wgmma` on `arch`: f16/bf16 operands, an f32 accumulator, whole warpgroups
     each owning at least one 64-row instruction, and operand tiles whose swizzled rows (`Swizzle`) are
-    wgmma's 32, 64 or 128-byte swizzles, an instruction covering whole panels of B."""
+    wgmma's 32, 64 or 128-byte swizzles, an instruction covering whole panels of B (MN-major B; a K-major
+    B, `k_major_b`, is swizzled along K as A is)."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
     if not (wgmma_target(arch) and isinstance(operands, Float16Type | BFloat16Type) and isinstance(acc, Float32Type)):
@@ -92,7 +94,10 @@ def uses_wgmma(op: tt.DotOp, num_warps: int, arch: str) -> bool:
     if num_warps % WARPGROUP or m % ROWS or k % K_STEP:
         return False
     tiling = WgmmaTiling.of(m, n, num_warps)
-    a_row, b_row = min(2 * k, SWIZZLES[-1]), min(2 * n, SWIZZLES[-1])
+    a_row = min(2 * k, SWIZZLES[-1])
+    if k_major_b(op) is not None:  # B read as an N x K tile, like A
+        return tiling.reps_m >= 1 and tiling.instr_n >= 8 and tiling.instr_n % 8 == 0 and a_row in SWIZZLES
+    b_row = min(2 * n, SWIZZLES[-1])
     return (
         tiling.reps_m >= 1
         and tiling.instr_n >= 8
