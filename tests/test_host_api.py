@@ -170,6 +170,14 @@ def test_driver_active():
     assert active.get_current_target().backend == "cuda"
 
 
+@pytest.mark.gpu
+def test_driver_properties_on_gpu():
+    """The device's own figures (tutorial 02 sizes its grid from them); the index argument shadowed `device`."""
+    test_driver_active()
+    props = triton.runtime.driver.active.utils.get_device_properties(0)
+    assert props["multiprocessor_count"] > 0 and props["max_shared_mem"] >= 48 * 1024
+
+
 def test_do_bench_and_assert_close():
     from tinyton import testing
 

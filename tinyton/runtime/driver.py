@@ -401,8 +401,9 @@ class GPUTarget:
 
 class _Utils:
     @staticmethod
-    def get_device_properties(device: int = 0) -> dict[str, int]:
-        """Triton's property dict: SM count, opt-in shared memory per block, registers per block, ..."""
+    def get_device_properties(index: int = 0) -> dict[str, int]:
+        """Triton's property dict: SM count, opt-in shared memory per block, registers per block, ...
+        (tinyton runs on device 0, whatever the index)."""
         if not is_available():
             return dict(NOMINAL_PROPERTIES)
         d = device()
