@@ -11,7 +11,7 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.frontend.tracing import trace
-from tinyton.lowering.fusion import KernelSpec, fusion_to_kernels
+from tinyton.lowering.fusion import KernelSpec, Scratch, fusion_to_kernels
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.simulator import run
 
@@ -33,12 +33,11 @@ def execute(module, specs: Sequence[KernelSpec], args: Sequence[np.ndarray]) -> 
     for arg, value in zip(fn.body.block.args, (a for a in args if hasattr(a, "shape"))):
         env[arg] = np.ascontiguousarray(value).reshape(-1).copy()
     for spec in specs:
-        outs = []
-        for v in spec.outputs:
-            shape = shape_of(v.type)
-            outs.append(np.full(int(np.prod(shape)), 77, dtype=ELEMENT_TO_NUMPY[element_type(v.type)]))
-        run(spec.module, spec.grid, [*(env[v] for v in spec.inputs), *outs])
-        env.update(zip(spec.outputs, outs))
+        for v in [*spec.outputs, *spec.scratch]:  # poisoned; a split region's kernels share their scratch
+            if v not in env:
+                shape, element = (v.shape, v.element) if isinstance(v, Scratch) else (shape_of(v.type), element_type(v.type))
+                env[v] = np.full(int(np.prod(shape)), 77, dtype=ELEMENT_TO_NUMPY[element])
+        run(spec.module, spec.grid, [env[v] for v in spec.bindings])
     ret = fn.body.block.last_op
     return [env[v].reshape(shape_of(v.type)) for v in ret.operands]
 

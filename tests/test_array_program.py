@@ -97,6 +97,10 @@ class FakeSpec:
     def outputs(self):
         return list(self.fusion.outputs)
 
+    @property
+    def bindings(self):
+        return [*self.inputs, *self.outputs]
+
 
 @dataclass
 class FakeKernel:

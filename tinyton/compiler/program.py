@@ -220,8 +220,9 @@ def build_program(
 
     `input_positions` are the indices of the Python arguments that are arrays (the program's inputs, in
     the order of the traced function's arguments); the others were baked into the trace."""
-    from tinyton.lowering.fusion import (
-        fusion_to_kernels,  # on first use, as the fusion passes
+    from tinyton.lowering.fusion import (  # on first use, as the fusion passes
+        Scratch,
+        fusion_to_kernels,
     )
 
     with stage("fuse"):
@@ -230,13 +231,16 @@ def build_program(
         launches = list(fusion_to_kernels(fused, matmul_tiles))
     body = program_function(fused).body.block
 
-    slot: dict[SSAValue, int] = {}
+    slot: dict[SSAValue | Scratch, int] = {}
     specs: list[tuple[tuple[int, ...], np.dtype]] = []
 
-    def buffer(value: SSAValue) -> int:
+    def buffer(value: SSAValue | Scratch) -> int:
         if value not in slot:
             slot[value] = len(specs)
-            specs.append((shape_of(value.type), ELEMENT_TO_NUMPY[element_type(value.type)]))
+            if isinstance(value, Scratch):
+                specs.append((value.shape, ELEMENT_TO_NUMPY[value.element]))
+            else:
+                specs.append((shape_of(value.type), ELEMENT_TO_NUMPY[element_type(value.type)]))
         return slot[value]
 
     for arg in body.args:
@@ -249,7 +253,7 @@ def build_program(
             continue
         grid = normalize_grid(k.grid)
         if 0 not in grid:
-            steps.append(_Step(k, grid, tuple(buffer(v) for v in (*k.inputs, *k.outputs))))
+            steps.append(_Step(k, grid, tuple(buffer(v) for v in k.bindings)))
     outputs = tuple(buffer(v) for v in body.last_op.operands)
 
     program = ArrayProgram(

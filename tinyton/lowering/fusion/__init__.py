@@ -4,8 +4,9 @@ from tinyton.lowering.fusion.kernels import (
     FusionToKernelsPass,
     KernelParam,
     KernelSpec,
-    build_kernel,
+    Scratch,
+    build_kernels,
     fusion_to_kernels,
 )
 
-__all__ = ["FusionToKernelsPass", "KernelParam", "KernelSpec", "build_kernel", "fusion_to_kernels"]
+__all__ = ["FusionToKernelsPass", "KernelParam", "KernelSpec", "Scratch", "build_kernels", "fusion_to_kernels"]

@@ -5,7 +5,9 @@ along a tile dimension (`pid * block + arange(block)`) or as one scalar per prog
 
 - rows (reduce the last non-trivial axis): tile `[BLOCK]` per row (one program per row, the Triton
   tutorial's kernel) or `[ROWS, BLOCK]` for short rows; a looped `[CHUNK]` walk when the row does not
-  fit in registers;
+  fit in registers; a *split* row when the rows are too few to fill the GPU: each row is cut into
+  SPLIT slices of SLICE elements, one program per (row, slice), and the kernels pass partial results
+  through scratch buffers (`split.py`);
 - cols (reduce an inner axis): tile `[BK, BI]`, contiguous along the inner axes (coalesced), a
   scalar index over the outer axes, looping over the reduced axis when it is long;
 - flat (elementwise): a 1-D `[BLOCK]` tile over all elements;
@@ -31,6 +33,12 @@ SHORT_ROW_TILE = 2048
 """Rows of at most 512 elements are packed `SHORT_ROW_TILE // BLOCK` to a program."""
 MIN_PROGRAMS = 264
 """Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
+SPLIT_MIN_ROW = 8192
+"""Rows at least this long are split when there are fewer than MIN_PROGRAMS of them."""
+SPLIT_SLICE_MIN = 2048
+"""Shortest slice of a split row (elements)."""
+SPLIT_PROGRAMS = 1024
+"""Programs a split aims at (~8 per SM): enough loads in flight to reach the copy bandwidth."""
 
 
 def _k_block(K: int) -> int:
@@ -81,6 +89,9 @@ class Geometry:
     k: Source | None = None
     looped: bool = False
     notes: dict[str, int] = field(default_factory=dict)
+    split: Source | None = None
+    """The slice index of a split row (extent: slices per row); `k` then walks one slice of `slice`."""
+    slice: int = 0
 
     @property
     def programs(self) -> int:
@@ -113,6 +124,8 @@ def plan(dom: Domain) -> Geometry:
         rows = tuple(a for a in range(len(shape)) if a != red)
         R = prod(shape[a] for a in rows)
         block = _k_block(K)
+        if R < MIN_PROGRAMS and K >= SPLIT_MIN_ROW:
+            return _split_rows(shape, rows, R, red, K)
         looped = block > MAX_ROW_BLOCK
         if looped:
             block = LOOP_CHUNK
@@ -133,6 +146,18 @@ def plan(dom: Domain) -> Geometry:
     k = Source((red,), K, bk, 0)
     i = Source(inner, I, bi, 1)
     return Geometry(shape, 2, [o, i, k], warps_for(bk * bi), k, bk < K, {"BLOCK_K": bk, "BLOCK_I": bi})
+
+
+def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int, K: int) -> Geometry:
+    """R rows of K cut into slices (a power of two of at least SPLIT_SLICE_MIN elements) so that R x slices
+    is about SPLIT_PROGRAMS; a slice longer than LOOP_CHUNK is walked in chunks."""
+    slices = max(1, min(cdiv(K, SPLIT_SLICE_MIN), cdiv(SPLIT_PROGRAMS, R)))
+    length = next_power_of_2(cdiv(K, slices))
+    block = min(length, LOOP_CHUNK)
+    p, sp = Source(rows, R), Source((), cdiv(K, length))
+    k = Source((red,), K, block, 0)
+    notes = {"SPLIT": sp.extent, "SLICE": length, "BLOCK": block}
+    return Geometry(shape, 1, [p, sp, k], warps_for(block), k, True, notes, sp, length)
 
 
 def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:

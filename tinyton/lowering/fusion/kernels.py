@@ -5,7 +5,8 @@ Takes: a module whose functions hold `tta.fusion` regions (the output of `tinyto
 module with one nested `builtin.module` per region, holding the region's tt kernel (`func.func` of tt ops).
 
 Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output (contiguous
-buffers of the value's shape; rank-0 values are one-element buffers). Shapes are compile-time
+buffers of the value's shape; rank-0 values are one-element buffers), then one per scratch buffer of a
+split region (several kernels passing partial results, `split.py`). Shapes are compile-time
 constants (a traced program is specialised on them), so the kernel takes no scalar parameters and
 masks appear only where a block does not divide its extent.
 """
@@ -42,6 +43,7 @@ from tinyton.lowering.fusion.geometry import plan, plan_matmul
 from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, TileChooser, default_tiles
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.schedule import Scheduler
+from tinyton.lowering.fusion.split import Scratch, SplitScheduler, partials, stages
 
 DIVISIBILITY = 16
 """Buffers come from the allocator (cuMemAlloc / NumPy), so every pointer is 16-byte aligned."""
@@ -51,7 +53,7 @@ DIVISIBILITY = 16
 class KernelParam:
     """Kernel argument `name` is region input (or output) number `index`."""
 
-    role: Literal["input", "output"]
+    role: Literal["input", "output", "scratch"]
     index: int
     name: str
 
@@ -71,6 +73,8 @@ class KernelSpec:
     alias: int | None = None
     """Set when output 0 is a contiguous reshape of input `alias`: the launch can be skipped by
     binding the output to the input's buffer (the kernel, a copy, stays valid either way)."""
+    scratch: tuple[Scratch, ...] = ()
+    """Buffers shared by the kernels of one split region, after the outputs in parameter order."""
 
     @property
     def inputs(self) -> list[SSAValue]:
@@ -83,6 +87,11 @@ class KernelSpec:
         return list(self.fusion.outputs)
 
     @property
+    def bindings(self) -> list[SSAValue | Scratch]:
+        """What each parameter points to, in order: region inputs, region outputs, scratch buffers."""
+        return [*self.inputs, *self.outputs, *self.scratch]
+
+    @property
     def kernel(self) -> func.FuncOp:
         return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
 
@@ -92,45 +101,81 @@ def _hint(value: SSAValue, fallback: str) -> str:
     return re.sub(r"\W", "_", hint)
 
 
-def build_kernel(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles) -> KernelSpec:
-    """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks)."""
-    ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
+def _kernel(fusion: tta.FusionOp, name: str, scratch: tuple[Scratch, ...] = ()) -> tuple[func.FuncOp, list[KernelParam]]:
+    """An empty kernel taking the region's inputs, outputs and `scratch` buffers as pointers."""
     results = list(fusion.yield_op.values)
-    values = [*fusion.block.args, *results]
     params = [KernelParam("input", i, _hint(a, f"in{i}")) for i, a in enumerate(fusion.block.args)]
     params += [KernelParam("output", i, f"out{i}") for i in range(len(results))]
-    types = [PointerType(element_type(v.type)) for v in values]
+    params += [KernelParam("scratch", i, f"partial{i}") for i in range(len(scratch))]
+    types = [PointerType(element_type(v.type)) for v in (*fusion.block.args, *results)]
+    types += [PointerType(s.element) for s in scratch]
     attrs = ArrayAttr([DictionaryAttr({"tt.divisibility": IntegerAttr(DIVISIBILITY, 32)}) for _ in types])
     kernel = func.FuncOp(name, (types, []), arg_attrs=attrs)
-    args = kernel.body.block.args
-    for arg, p in zip(args, params):
+    for arg, p in zip(kernel.body.block.args, params):
         arg.name_hint = p.name
+    return kernel, params
 
-    em = Emitter(kernel.body.block)
-    attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
-    if attention is not None:
-        grid, num_warps = emit_attention(em, attention, dict(zip(values, args)))
-        notes: dict[str, int] = {}
-    else:
-        dom = analyze(ops, results)
-        if dom.matmul is not None:
-            problem = MatmulProblem.of(dom)
-            geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
-        else:
-            geom = plan(dom)
-        rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
-        rg.setup_programs()
-        Scheduler(rg, ops, list(zip(results, args[len(fusion.block.args) :]))).run()
-        grid, num_warps, notes = (geom.programs, 1, 1), geom.num_warps, dict(geom.notes)
-    em.emit(func.ReturnOp())
 
+def _module(kernel: func.FuncOp, num_warps: int) -> ModuleOp:
+    kernel.body.block.add_op(func.ReturnOp())
     module = ModuleOp([kernel])
     module.attributes["tt.num_warps"] = IntegerAttr(num_warps, i32)
     # Not verified here: verifying costs as much as generating it. The tests verify every kernel they build.
+    return module
+
+
+def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles) -> list[KernelSpec]:
+    """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks;
+    a split region gives several, launched in order)."""
+    ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
+    results = list(fusion.yield_op.values)
+    n_in = len(fusion.block.args)
+    kernel, params = _kernel(fusion, name)
+    args = kernel.body.block.args
+    em = Emitter(kernel.body.block)
+    attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
+    if attention is not None:
+        grid, num_warps = emit_attention(em, attention, dict(zip([*fusion.block.args, *results], args)))
+        return [KernelSpec(name, fusion.kind.data, _module(kernel, num_warps), grid, num_warps, params, fusion)]
+    dom = analyze(ops, results)
+    if dom.matmul is not None:
+        problem = MatmulProblem.of(dom)
+        geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
+    else:
+        geom = plan(dom)
+    rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
+    outputs = list(zip(results, args[n_in:]))
+    if geom.split is not None:
+        return _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
+    rg.setup_programs()
+    Scheduler(rg, ops, outputs).run()
     alias = None
-    if attention is None and len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
+    if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous else None
-    return KernelSpec(name, fusion.kind.data, module, grid, num_warps, params, fusion, notes, alias)
+    module = _module(kernel, geom.num_warps)
+    return [KernelSpec(name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion,
+                       dict(geom.notes), alias)]
+
+
+def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Scheduler) -> list[KernelSpec]:
+    """The kernels of a split region: one per walk over the slices, then the one writing the outputs."""
+    geom, dom = planner.rg.geom, planner.rg.dom
+    rows = geom.sources[0].extent * geom.split.extent
+    scratch = tuple(Scratch((rows,), element) for _, _, element in partials(planner.passes()))
+    results, n_in = list(fusion.yield_op.values), len(fusion.block.args)
+    specs = []
+    for stage in range(stages(planner)):
+        kernel, params = _kernel(fusion, f"{name}_{stage}", scratch)
+        args = kernel.body.block.args
+        geom = plan(dom)  # fresh sources: they hold the SSA indices of this kernel
+        rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)))
+        rg.setup_programs()
+        outputs = list(zip(results, args[n_in : n_in + len(results)]))
+        SplitScheduler(rg, ops, outputs, args[n_in + len(results) :], stage).run()
+        specs.append(KernelSpec(f"{name}_{stage}", fusion.kind.data, _module(kernel, geom.num_warps),
+                                (geom.programs, 1, 1), geom.num_warps, params, fusion, dict(geom.notes),
+                                scratch=scratch))
+    return specs
 
 
 def writes_nothing(fusion: tta.FusionOp) -> bool:
@@ -148,7 +193,7 @@ def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tile
         for op in fn.body.block.ops:
             if isinstance(op, tta.FusionOp) and not writes_nothing(op):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
-                specs.append(build_kernel(op, name, choose_tiles))
+                specs += build_kernels(op, name, choose_tiles)
     return specs
 
 
@@ -162,7 +207,9 @@ class FusionToKernelsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fused_program(op, self.name)
         for spec in fusion_to_kernels(op):
-            spec.fusion.attributes["kernel"] = StringAttr(spec.name)
+            named = spec.fusion.attributes.get("kernel")  # a split region's kernels: "name_0 name_1"
+            names = f"{named.data} {spec.name}" if isinstance(named, StringAttr) and spec.scratch else spec.name
+            spec.fusion.attributes["kernel"] = StringAttr(names)
             kernel_module = spec.module
             kernel_module.properties["sym_name"] = StringAttr(spec.name)
             kernel_module.attributes["tinyton.grid"] = DenseArrayBase.from_list(i64, list(spec.grid))

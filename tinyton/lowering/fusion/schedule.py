@@ -112,13 +112,24 @@ class Scheduler:
         return v if k.mask is None else em.select(k.mask, v, em.const(identity(kind, element), element))
 
     def _finish(self, op: tta.ReduceOp, acc: SSAValue) -> SSAValue:
-        """Cross-lane reduction of the accumulator, mean scaling, cast to the result type."""
-        em, kind = self.rg.em, reduction_kind(op)
-        r = em.reduce(kind, acc, self.rg.geom.k.dim)
+        """Cross-lane reduction of the accumulator, then the result (`result`)."""
+        return self.result(op, self.rg.em.reduce(reduction_kind(op), acc, self.rg.geom.k.dim))
+
+    def result(self, op: tta.ReduceOp, r: SSAValue) -> SSAValue:
+        """The reduction's value from its reduced accumulator: mean scaling, cast to the result type."""
+        em = self.rg.em
         if isinstance(op, tta.ReduceMeanOp):
             n = self.rg.dom.shape[self.rg.dom.red]
             r = em.binary(tt.MulOp, r, em.const(1.0 / n if n else float("nan"), f32))  # mean = sum * (1/n)
         return em.cast(r, element_type(op.result.type))
+
+    def online_result(self, p: Online, m: SSAValue, s: SSAValue) -> None:
+        """Record the max and the sum of an online pair from its final running values."""
+        em = self.rg.em
+        # NumPy's sum(exp(a - max a)) of an all -inf row is NaN (exp(-inf - -inf)); the loop kept it 0.
+        s = em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), em.const(float("nan"), f32), s)
+        self.rg.root.memo[p.rmax.result] = em.cast(m, element_type(p.rmax.result.type))
+        self.rg.root.memo[p.rsum.result] = em.cast(s, element_type(p.rsum.result.type))
 
     def _operand(self, op: Operation, scope: Scope) -> SSAValue:
         if op.operands[0] in self.rg.dom.maps:
@@ -158,18 +169,34 @@ class Scheduler:
         inside = lambda v: isinstance(v, OpResult) and v.op in members and v not in dom.views  # noqa: E731
         return [(red, *row_prologue(red, inside)) for red in self.reductions]
 
-    def _looped(self) -> None:
-        rg, em = self.rg, self.rg.em
-        pending, done = list(self.reductions), set()
+    def passes(self) -> list[tuple[list[tta.ReduceOp], list[Online]]]:
+        """The reductions grouped into walks over the row by dependency level; an online sum joins its
+        max's walk."""
+        pending, done, out = list(self.reductions), set(), []
         while pending:
             ready = [r for r in pending if self.needs(r.input) <= done]
             pairs = [p for r in pending if r not in ready and (p := self.online(r)) and p.rmax in ready
                      and self.needs(r.input) <= done | {p.rmax}]
             if not ready:
                 raise AssertionError("reductions form a cycle")
-            self._pass(ready, pairs)
+            out.append((ready, pairs))
             done |= set(ready) | {p.rsum for p in pairs}
             pending = [r for r in pending if r not in done]
+        return out
+
+    def _looped(self) -> None:
+        for reds, pairs in self.passes():
+            plain, online = self.accumulate(reds, pairs, self.rg.geom.k.extent)
+            for r, acc in plain:
+                self.rg.root.memo[r.result] = self._finish(r, acc)
+            for p, (m, s) in online:
+                self.online_result(p, m, s)
+        self.write_outputs(self.rg.geom.k.extent)
+
+    def write_outputs(self, length: int, base: SSAValue | None = None) -> None:
+        """Store the outputs: per-row ones once, chunk-varying ones in a walk over `length` elements of
+        the row from `base`."""
+        rg, em = self.rg, self.rg.em
         row = [(v, p) for v, p in self.outputs if not rg.kvar(rg.dom.map_of(v))]
         for value, ptr in row:
             self.ensure(value, rg.root)
@@ -178,16 +205,19 @@ class Scheduler:
         if chunked:
             def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
                 scope = Scope(em.block, rg.root)
-                rg.set_k(k0)
+                rg.set_k(em.add(base, k0))
                 for value, ptr in chunked:
                     self.ensure(value, scope)
                     rg.store(value, ptr, scope)
                 return []
 
-            em.for_loop(0, rg.geom.k.extent, rg.geom.k.block, [], body)
+            em.for_loop(0, length, rg.geom.k.block, [], body)
 
-    def _pass(self, reds: list[tta.ReduceOp], pairs: list[Online]) -> None:
-        """One walk over the row computing `reds` (and the online sums of `pairs`)."""
+    def accumulate(
+        self, reds: list[tta.ReduceOp], pairs: list[Online], length: int, base: SSAValue | None = None
+    ) -> tuple[list[tuple[tta.ReduceOp, SSAValue]], list[tuple[Online, tuple[SSAValue, SSAValue]]]]:
+        """One walk over `length` elements of the row from `base` computing `reds` (and the online sums of
+        `pairs`): elementwise accumulators of the plain reductions, the running (max, sum) of each pair."""
         rg, em = self.rg, self.rg.em
         online = {p.rmax: p for p in pairs}
         plain = [r for r in reds if r not in online]
@@ -201,7 +231,7 @@ class Scheduler:
 
         def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             scope = Scope(em.block, rg.root)
-            rg.set_k(k0)
+            rg.set_k(em.add(base, k0))
             out = []
             for r, acc in zip(plain, carried):
                 el = element_type(acc.type)
@@ -212,16 +242,9 @@ class Scheduler:
                 out += self._online_step(p, rest[2 * i], rest[2 * i + 1], scope)
             return out
 
-        results = em.for_loop(0, rg.geom.k.extent, rg.geom.k.block, init, body)
-        for r, acc in zip(plain, results):
-            rg.root.memo[r.result] = self._finish(r, acc)
+        results = em.for_loop(0, length, rg.geom.k.block, init, body)
         rest = results[len(plain):]
-        for i, p in enumerate(pairs):
-            m, s = rest[2 * i], rest[2 * i + 1]
-            # NumPy's sum(exp(a - max a)) of an all -inf row is NaN (exp(-inf - -inf)); the loop kept it 0.
-            s = em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), em.const(float("nan"), f32), s)
-            rg.root.memo[p.rmax.result] = em.cast(m, element_type(p.rmax.result.type))
-            rg.root.memo[p.rsum.result] = em.cast(s, element_type(p.rsum.result.type))
+        return list(zip(plain, results)), [(p, (rest[2 * i], rest[2 * i + 1])) for i, p in enumerate(pairs)]
 
     def _row_shape(self, r: tta.ReduceOp) -> tuple[int, ...]:
         shape = list(self._acc_shape(r))

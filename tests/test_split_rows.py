@@ -1,0 +1,110 @@
+"""Split rows (few long rows, one program per slice, partials combined by the next kernel) on the
+simulator: every reduction kind the fusion codegen emits, lengths that are multiples of nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fusion_helpers import compile_program, run_program
+from test_fusion import layernorm, np_softmax, rel, softmax
+
+import tinyton as tt
+from tinyton.frontend import array_ops as ops
+from tinyton.lowering.fusion import geometry
+
+rng = np.random.default_rng(7)
+K = 9001
+"""Past SPLIT_MIN_ROW: 5 slices of 2048, the last one partly masked, 5 partials (a masked combine)."""
+
+
+def log_softmax(x):
+    s = x - x.max(axis=-1, keepdims=True)
+    return s - ops.log(ops.exp(s).sum(axis=-1, keepdims=True))
+
+
+def np_layernorm(x, w, b):
+    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
+
+
+CASES = {
+    "sum": (lambda x: x.sum(axis=-1), lambda x: x.astype(np.float64).sum(-1)),
+    "max": (lambda x: x.max(axis=-1), lambda x: x.max(-1)),
+    "min": (lambda x: x.min(axis=-1, keepdims=True), lambda x: x.min(-1, keepdims=True)),
+    "mean": (lambda x: x - x.mean(axis=-1, keepdims=True), lambda x: x - x.astype(np.float64).mean(-1, keepdims=True)),
+    "online softmax": (softmax, np_softmax),
+    "log-softmax": (log_softmax, lambda x: (s := x - x.max(-1, keepdims=True)) - np.log(np.exp(s).sum(-1, keepdims=True))),
+    "two-pass variance": (lambda x: ((x - x.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1), lambda x: x.var(-1)),
+}
+
+
+@pytest.mark.parametrize("kind", CASES)
+@pytest.mark.parametrize("rows", [1, 3])
+def test_split_kinds(kind: str, rows: int) -> None:
+    fn, ref = CASES[kind]
+    x = rng.standard_normal((rows, K)).astype(np.float32)
+    (y,), launches = run_program(fn, [x], fuse=True)
+    assert launches >= 2, "a split needs a kernel after the partials"
+    assert rel(y, ref(x)) <= 1e-5
+
+
+def test_split_layernorm_three_kernels() -> None:
+    """Mean, then the variance around it, then the output: one kernel per walk plus the writer."""
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, K), (K,), (K,)))
+    (y,), launches = run_program(layernorm, [x, w, b], fuse=True)
+    assert launches == 3 and rel(y, np_layernorm(x, w, b)) <= 1e-5
+
+
+@pytest.mark.parametrize("op", ["count", "max", "min"])
+def test_split_integers(op: str) -> None:
+    x = rng.integers(-1000, 1000, (2, K), dtype=np.int32)
+    fn = (lambda x: (x > 0).sum(axis=-1)) if op == "count" else (lambda x: getattr(x, op)(axis=-1))
+    (y,), _ = run_program(fn, [x], fuse=True)
+    np.testing.assert_array_equal(y, fn(x))
+
+
+def test_split_softmax_infinities() -> None:
+    """A row of -inf is NaN as in NumPy; -inf slices (max -inf, sum 0) and a +inf element combine exactly."""
+    x = rng.standard_normal((3, K)).astype(np.float32)
+    x[0] = -np.inf
+    x[1, :5000] = -np.inf
+    x[2, 77] = np.inf
+    (y,), _ = run_program(softmax, [x], fuse=True)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(y, np_softmax(x), rtol=1e-5, atol=1e-7)
+
+
+def test_split_slices_walked_in_chunks(monkeypatch) -> None:
+    """A slice longer than a chunk is walked in a loop (here 4 slices of 8192, chunks of 4096)."""
+    monkeypatch.setattr(geometry, "SPLIT_PROGRAMS", 8)
+    x = rng.standard_normal((2, 30001)).astype(np.float32)
+    _, specs = compile_program(softmax, [x], fuse=True)
+    assert [s.tiles for s in specs] == [{"SPLIT": 4, "SLICE": 8192, "BLOCK": 4096}] * 2
+    (y,), _ = run_program(softmax, [x], fuse=True)
+    assert rel(y, np_softmax(x)) <= 1e-5
+
+
+def test_split_geometry_16x262144() -> None:
+    """The issue's shape: 64 slices of 4096 per row, 1024 programs, (max, sum) partials in f32 scratch."""
+    x = np.zeros((16, 262144), np.float32)
+    _, specs = compile_program(softmax, [x], fuse=True)
+    assert [(s.grid, s.num_warps, s.tiles["SLICE"]) for s in specs] == [((1024, 1, 1), 8, 4096)] * 2
+    assert specs[0].scratch == specs[1].scratch and [s.shape for s in specs[0].scratch] == [(1024,), (1024,)]
+    assert [p.role for p in specs[1].params] == ["input", "output", "scratch", "scratch"]
+
+
+def test_many_rows_are_not_split() -> None:
+    _, specs = compile_program(softmax, [np.zeros((264, 16384), np.float32)], fuse=True)
+    assert len(specs) == 1 and not specs[0].scratch
+
+
+def test_split_array_program_on_simulator(monkeypatch) -> None:
+    """Through `@tt.jit` (the program's buffer plan allocates the scratch buffers)."""
+    monkeypatch.setenv("TINYTON_BACKEND", "sim")
+
+    @tt.jit
+    def program(x):
+        return softmax(x * 2.0)
+
+    x = rng.standard_normal((2, K)).astype(np.float32)
+    assert program.compile(x).num_launches == 2
+    assert rel(program(x), np_softmax(x * np.float32(2.0))) <= 1e-5
