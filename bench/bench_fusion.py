@@ -1,21 +1,37 @@
-"""Issue 3 benchmarks: fused array programs (softmax, rmsnorm) next to torch eager, torch.compile and Triton.
+"""Issue 10 benchmarks: fused array programs next to torch eager, torch.compile and Triton, every shape.
 
-    python bench/bench_fusion.py             # on a GPU host with torch and Triton; prints Markdown tables
+softmax, rmsnorm, layernorm, log-softmax and a SiLU gate at the issue's nine shapes in fp32 and fp16 (µs at
+the latency-bound 32x2048, GB/s elsewhere: one read + one write of x, two reads + one write for the gate),
+the percent of the best peer (the faster of torch.compile and Triton) and of the device copy bandwidth (a 1 GiB
+copy, and in parentheses a copy of x's own size: small tensors do not reach the big copy's figure);
+then cold compile, import, cache hits and call overhead. One run takes ~5 minutes on an H100.
+
+    python bench/bench_fusion.py [--quick] [--only softmax,rmsnorm] [--shapes 16x262144,1024x32768]
 """
 
 from __future__ import annotations
 
+import argparse
+import tempfile
 import time
+from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
+import triton
+import triton_reference
+from common import DEVICE, ONESHOT, check_close, device_name, gbps, host_us_per_call, median_ms, peer, pick, print_table
 
 import tinyton as tt
-from common import DEVICE, ONESHOT, check_close, device_name, gbps, median_ms, peer, pick, print_table
-import triton_reference
 
-SHAPES = pick([(4096, 4096), (57344, 2048), (8192, 1024), (32, 2048)], [(33, 4000), (301, 2047), (130, 1000), (3, 20000)])
-"""One-shot: the four row schedules (wide rows, several rows per program, a long row in chunks) with tails."""
+SHAPES = pick([(4096, 4096), (57344, 2048), (8192, 1024), (8192, 768), (4096, 3000), (1024, 32768), (16, 262144),
+               (65536, 128), (32, 2048)], [(33, 4000), (301, 2047), (130, 1000), (3, 20000)])
+"""One-shot: the row schedules (wide rows, several rows per program, few long rows split) with tails."""
 LATENCY_BOUND = {(32, 2048)}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
+TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3}
+"""fp16 programs compute in fp16 between their (f32) reductions, as NumPy would: exp(x - max) of a 262144-wide
+row carries ~3e-3 of relative error against the float64 reference."""
 
 
 @tt.jit
@@ -29,70 +45,160 @@ def rmsnorm(x, w):
     return x * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w
 
 
-def torch_softmax(x):
-    return torch.softmax(x, -1)
+@tt.jit
+def layernorm(x, w, b):
+    d = x - tt.mean(x, axis=-1, keepdims=True)
+    return d * tt.rsqrt(tt.mean(d * d, axis=-1, keepdims=True) + 1e-5) * w + b
+
+
+@tt.jit
+def log_softmax(x):
+    s = x - tt.max(x, axis=-1, keepdims=True)
+    return s - tt.log(tt.sum(tt.exp(s), axis=-1, keepdims=True))
+
+
+@tt.jit
+def silu_gate(a, b):
+    return a / (1.0 + tt.exp(-a)) * b
 
 
 def torch_rmsnorm(x, w):
-    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+    return x * torch.rsqrt((x.float() * x.float()).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * w
 
 
-def figure(shape, ms: float, nbytes: int) -> float:
-    return ms * 1e3 if shape in LATENCY_BOUND else gbps(nbytes, ms)
+def torch_layernorm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
 
 
-def bench_shape(shape) -> list[list[object]]:
-    x = torch.randn(*shape, device=DEVICE)
-    w = torch.randn(shape[-1], device=DEVICE)
-    y = torch.empty_like(x)
-    nbytes = 2 * x.nbytes
-    xd = x.double()
-    rows = []
-    cases = {
-        "softmax": (
-            lambda: softmax(x),
-            lambda: torch_softmax(x),
-            torch.compile(torch_softmax),
-            lambda: triton_reference.softmax(x, y),
-            torch.softmax(xd, -1),
-            (x,),
-            softmax,
-        ),
-        "rmsnorm": (
-            lambda: rmsnorm(x, w),
-            lambda: torch_rmsnorm(x, w),
-            torch.compile(torch_rmsnorm),
-            lambda: triton_reference.rmsnorm(x, w, y),
-            xd * torch.rsqrt((xd * xd).mean(-1, keepdim=True) + 1e-6) * w.double(),
-            (x, w),
-            rmsnorm,
-        ),
-    }
-    for name, (ours, eager, compiled, triton_fn, reference, args, program) in cases.items():
-        check_close(f"tinyton {name} {shape}", ours(), reference)
-        compiled_fn = (lambda c=compiled, a=args: c(*a))
+def torch_silu_gate(a, b):
+    return F.silu(a) * b
+
+
+def _inputs(name: str, shape, dtype) -> list[torch.Tensor]:
+    x = torch.randn(*shape, device=DEVICE, dtype=dtype)
+    vec = lambda: torch.randn(shape[-1], device=DEVICE, dtype=dtype)
+    return {"rmsnorm": [x, vec()], "layernorm": [x, vec(), vec()], "silu_gate": [x, torch.randn_like(x)]}.get(name, [x])
+
+
+def _reference(name: str, args: list[torch.Tensor]) -> torch.Tensor:
+    d = [a.double() for a in args]
+    return {
+        "softmax": lambda: torch.softmax(d[0], -1),
+        "rmsnorm": lambda: d[0] * torch.rsqrt((d[0] * d[0]).mean(-1, keepdim=True) + 1e-6) * d[1],
+        "layernorm": lambda: torch_layernorm(*d),
+        "log_softmax": lambda: torch.log_softmax(d[0], -1),
+        "silu_gate": lambda: torch_silu_gate(*d),
+    }[name]()
+
+
+PROGRAMS: dict[str, tuple[Callable, Callable, Callable | None]] = {
+    # name: (tinyton program, torch function, Triton launcher writing its last argument or None)
+    "softmax": (softmax, lambda x: torch.softmax(x, -1), triton_reference.softmax),
+    "rmsnorm": (rmsnorm, torch_rmsnorm, triton_reference.rmsnorm),
+    "layernorm": (layernorm, torch_layernorm, triton_reference.layernorm),
+    "log_softmax": (log_softmax, lambda x: torch.log_softmax(x, -1), triton_reference.log_softmax),
+    "silu_gate": (silu_gate, torch_silu_gate, triton_reference.silu_gate),
+}
+
+
+def copy_gbps() -> float:
+    """Device-to-device copy of 1 GiB (read + write), the practical bandwidth ceiling."""
+    a = torch.empty(pick(1 << 28, 1), device=DEVICE)
+    b = torch.empty_like(a)
+    return gbps(2 * a.nbytes, peer(median_ms, lambda: b.copy_(a)))
+
+
+def bench_case(name: str, shape, dtype, copy: float, quick: bool) -> list[object]:
+    program, eager, triton_fn = PROGRAMS[name]
+    args = _inputs(name, shape, dtype)
+    reference = _reference(name, args)
+    tol = TOLERANCE[dtype]
+    check_close(f"tinyton {name} {shape} {dtype}", program(*args), reference, tol)
+    compiled = eager if ONESHOT else torch.compile(eager, dynamic=False)  # one-shot: peers do not run
+    if not ONESHOT:
+        check_close(f"torch.compile {name} {shape} {dtype}", compiled(*args), reference, tol)
+    out = torch.empty_like(args[0])
+    x, y = args[0], torch.empty_like(args[0])
+    copy_same = gbps(2 * x.nbytes, peer(median_ms, lambda: y.copy_(x), warmup_ms=5, rep_ms=20))
+    fits = triton_fn is not None and (name == "silu_gate" or triton.next_power_of_2(shape[-1]) <= triton_reference.ROW_BLOCK_LIMIT)
+    fns = {"tinyton": lambda: program(*args), "torch eager": lambda: eager(*args), "torch.compile": lambda: compiled(*args)}
+    if fits:
+        fns["Triton"] = lambda: triton_fn(*args, out)
         if not ONESHOT:
-            check_close(f"torch.compile {name} {shape}", compiled_fn(), reference)
-            triton_fn()
-            check_close(f"triton {name} {shape}", y, reference)
-        peers = [peer(median_ms, f) for f in (eager, compiled_fn, triton_fn)]
-        figures = [figure(shape, ms, nbytes) for ms in (median_ms(ours), *peers)]
-        fused = program.compile(*args).num_launches
-        unfused = program.compile(*args, fuse=False).num_launches
-        unit = "µs" if shape in LATENCY_BOUND else "GB/s"
-        ratio = figures[3] / figures[0] if unit == "µs" else figures[0] / figures[3]
-        rows.append([f"{name} {shape[0]}x{shape[1]}", unit, *figures, f"{100 * ratio:.0f}%", f"{fused} / {unfused}"])
+            fns["Triton"]()
+            check_close(f"triton {name} {shape} {dtype}", out, reference, tol)
+    nbytes = (len(args) + 1 if name == "silu_gate" else 2) * args[0].nbytes
+    latency = shape in LATENCY_BOUND
+    timing = {"warmup_ms": 5 if quick else 10, "rep_ms": 20 if quick else 40}
+    ms = {k: median_ms(f, **timing) if k == "tinyton" else peer(median_ms, f, **timing) for k, f in fns.items()}
+    fig = {k: v * 1e3 if latency else gbps(nbytes, v) for k, v in ms.items()}
+    peers = [fig[k] for k in ("torch.compile", "Triton") if k in fig]
+    best = min(peers) if latency else max(peers)
+    of_best = best / fig["tinyton"] if latency else fig["tinyton"] / best
+    of_copy = "" if latency else f"{100 * fig['tinyton'] / copy:.0f}% ({100 * fig['tinyton'] / copy_same:.0f}%)"
+    launches = program.compile(*args).num_launches
+    row = [name, f"{shape[0]}x{shape[1]}", "µs" if latency else "GB/s", fig["tinyton"], fig["torch eager"],
+           fig["torch.compile"], fig.get("Triton", "—"), f"{100 * of_best:.0f}%", of_copy, launches]
+    print("  as measured: " + " | ".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in row), flush=True)
+    return row
+
+
+def compile_and_overhead() -> list[list[object]]:
+    """Import, cold compile, disk-cache and in-process cache hits, call overhead (rmsnorm / softmax)."""
+    from bench_compile import PROGRAMS as SOURCES
+    from bench_compile import child
+    from bench_kernels import launch_overhead
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tinyton-bench-") as cache:
+        first = child(SOURCES["rmsnorm"], "llvmlite", cache)
+        second = child(SOURCES["rmsnorm"], "llvmlite", cache)
+    if first and second:
+        rows += [["import tinyton (fresh process)", first["import"] * 1e3, "ms"],
+                 ["cold compile of rmsnorm 32x2048 to PTX (fresh process, empty disk cache)",
+                  (first["build"] + first["ptx"]) * 1e3, "ms"],
+                 ["same, PTX on disk (fresh process)", (second["build"] + second["ptx"]) * 1e3, "ms"]]
+    x = torch.randn(32, 2048, device="cuda")
+    softmax(x)
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        softmax.compile(x)
+    rows.append(["in-process cache hit (`softmax.compile(x)`)", (time.perf_counter() - t0) * 1e3, "µs"])
+    device = median_ms(lambda: softmax(x)) * 1e3
+    host = host_us_per_call(lambda: softmax(x), calls=5000)
+    rows += [["softmax 32x2048 call, host µs per call (back-to-back)", host, "µs"],
+             ["its device time (do_bench)", device, "µs"],
+             ["host time above GPU time", host - device, "µs"]]
+    rows += [[label, us, "µs"] for label, us in launch_overhead()]
     return rows
 
 
 def main() -> None:
-    print(f"device: {device_name()}; torch {torch.__version__}; date {time.strftime('%Y-%m-%d')}\n")
-    rows = [row for shape in SHAPES for row in bench_shape(shape)]
-    print_table(
-        "Fused array programs, fp32 (GB/s, one read + one write; µs for the latency-bound shape)",
-        ["program", "unit", "tinyton", "torch eager", "torch.compile", "Triton", "tinyton vs Triton", "launches fused / unfused"],
-        rows,
-    )
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter timing windows")
+    parser.add_argument("--only", default=",".join(PROGRAMS))
+    parser.add_argument("--shapes", default=",".join(f"{r}x{c}" for r, c in SHAPES))
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--no-compile", action="store_true", help="skip the compile and overhead figures")
+    args = parser.parse_args()
+    if not ONESHOT:  # one recompilation per shape and dtype
+        torch._dynamo.config.cache_size_limit = 256
+        torch._dynamo.config.accumulated_cache_size_limit = 4096
+    print(f"device: {device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
+          f"date {time.strftime('%Y-%m-%d')}\n")
+    copy = copy_gbps()
+    print(f"device copy: {copy:.0f} GB/s\n")
+    header = ["program", "shape", "unit", "tinyton", "torch eager", "torch.compile", "Triton", "of best peer",
+              "of copy (same-size copy)", "launches"]
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    start = time.perf_counter()
+    for dname in args.dtypes.split(","):
+        rows = [bench_case(n, s, DTYPES[dname], copy, args.quick) for s in shapes for n in args.only.split(",")]
+        print_table(f"Fused array programs, {dname} (GB/s, one read + one write; µs for the latency-bound shape)",
+                    header, rows)
+    print(f"(programs x shapes took {time.perf_counter() - start:.0f} s)\n", flush=True)
+    if not (args.no_compile or ONESHOT):
+        print_table("Compile time and call overhead", ["what", "figure", "unit"], compile_and_overhead())
 
 
 if __name__ == "__main__":

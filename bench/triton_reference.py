@@ -10,9 +10,41 @@ def _softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offsets = tl.arange(0, BLOCK)
     mask = offsets < n_cols
-    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=-float("inf"))
+    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=-float("inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, axis=0))
     tl.store(y_ptr + row * n_cols + offsets, e / tl.sum(e, axis=0), mask=mask)
+
+
+@triton.jit
+def _log_softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n_cols
+    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+    s = x - tl.max(x, axis=0)
+    tl.store(y_ptr + row * n_cols + offsets, s - tl.log(tl.sum(tl.exp(s), axis=0)), mask=mask)
+
+
+@triton.jit
+def _layernorm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n_cols
+    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(tl.float32)
+    d = tl.where(mask, x - tl.sum(x, axis=0) / n_cols, 0.0)
+    r = tl.rsqrt(tl.sum(d * d, axis=0) / n_cols + eps)
+    w = tl.load(w_ptr + offsets, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offsets, mask=mask, other=0.0)
+    tl.store(y_ptr + row * n_cols + offsets, d * r * w + b, mask=mask)
+
+
+@triton.jit
+def _silu_gate_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    a = tl.load(a_ptr + offsets, mask=mask).to(tl.float32)
+    b = tl.load(b_ptr + offsets, mask=mask)
+    tl.store(c_ptr + offsets, a * tl.sigmoid(a) * b, mask=mask)
 
 
 @triton.jit
@@ -20,14 +52,34 @@ def _rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_cols, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     offsets = tl.arange(0, BLOCK)
     mask = offsets < n_cols
-    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=0.0)
+    x = tl.load(x_ptr + row * n_cols + offsets, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + offsets, mask=mask, other=0.0)
     r = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
     tl.store(y_ptr + row * n_cols + offsets, x * r * w, mask=mask)
 
 
+ROW_BLOCK_LIMIT = 32768
+"""Longest row the one-program-per-row kernels keep in registers (None past it: no Triton figure)."""
+
+
 def num_warps_for(block: int) -> int:
     return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def log_softmax(x: torch.Tensor, y: torch.Tensor) -> None:
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    _log_softmax_kernel[(rows,)](x, y, cols, BLOCK=block, num_warps=num_warps_for(block))
+
+
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor, eps: float = 1e-5) -> None:
+    rows, cols = x.shape
+    block = triton.next_power_of_2(cols)
+    _layernorm_kernel[(rows,)](x, w, b, y, cols, eps, BLOCK=block, num_warps=num_warps_for(block))
+
+
+def silu_gate(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    _silu_gate_kernel[(triton.cdiv(a.numel(), 2048),)](a, b, c, a.numel(), BLOCK=2048, num_warps=8)
 
 
 def softmax(x: torch.Tensor, y: torch.Tensor) -> None:

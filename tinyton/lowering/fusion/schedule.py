@@ -17,7 +17,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.region import (
@@ -86,8 +86,10 @@ class Scheduler:
         return self._needs[op] if op is not None else frozenset()
 
     def online(self, rsum: Operation) -> Online | None:
-        """Recognise `sum(exp(sub(a, M)))` where M is `max(a)` (through in-register reshapes)."""
-        if not isinstance(rsum, tta.ReduceSumOp) or element_type(rsum.input.type) != f32:
+        """Recognise `sum(exp(sub(a, M)))` where M is `max(a)` (through in-register reshapes). The pair runs
+        in f32 whatever the float type, as every float reduction accumulates (16-bit rows too: a long fp16
+        softmax then reads its row twice, not three times)."""
+        if not isinstance(rsum, tta.ReduceSumOp) or not is_float(element_type(rsum.input.type)):
             return None
         e = self._owner(rsum.input)
         s = self._owner(e.input) if isinstance(e, tta.ExpOp) else None

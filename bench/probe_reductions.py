@@ -1,0 +1,79 @@
+"""Measure the fused-reduction strategies issue 10 asks about, to set geometry.py's constants from figures.
+
+- split rows (16x262144): programs aimed at, slice length, warps;
+- long rows (1024x32768): chunk of the looped walk, warps, or the whole row in registers;
+- where splitting starts: few rows of 8192-65536, split or not.
+
+    python bench/probe_reductions.py        # GB/s per variant (one read + one write), do_bench medians
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from bench_fusion import layernorm, rmsnorm, softmax
+from common import check_close, gbps, median_ms
+
+import tinyton.lowering.fusion.geometry as geometry
+from tinyton.frontend import programs
+
+
+@contextmanager
+def patched(**values):
+    """geometry's constants (and `warps` for every kernel) set for a while; programs recompiled."""
+    saved = {k: getattr(geometry, k) for k in values if k != "warps"}
+    heuristic = geometry.warps_for
+    for k, v in values.items():
+        if k == "warps":
+            geometry.warps_for = lambda elements, w=v: w
+        else:
+            setattr(geometry, k, v)
+    programs._PROGRAMS.clear()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(geometry, k, v)
+        geometry.warps_for = heuristic
+        programs._PROGRAMS.clear()
+
+
+def run(label: str, shape, dtype, variants: dict[str, dict], names=("softmax", "rmsnorm", "layernorm")) -> None:
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    w, b = (torch.randn(shape[-1], device="cuda", dtype=dtype) for _ in range(2))
+    cases = {"softmax": (softmax, (x,), lambda: torch.softmax(x.double(), -1)),
+             "rmsnorm": (rmsnorm, (x, w), lambda: x.double() * torch.rsqrt((x.double() ** 2).mean(-1, keepdim=True) + 1e-6) * w.double()),
+             "layernorm": (layernorm, (x, w, b), lambda: torch.nn.functional.layer_norm(x.double(), (shape[-1],), w.double(), b.double(), 1e-5))}
+    for name in names:
+        fn, args, ref = cases[name]
+        want = ref()
+        cells = []
+        for vlabel, values in variants.items():
+            with patched(**values):
+                check_close(f"{name} {shape} {vlabel}", fn(*args), want, 1e-5 if dtype == torch.float32 else 2e-3)
+                launches = fn.compile(*args).num_launches
+                cells.append(f"{vlabel}: {gbps(2 * x.nbytes, median_ms(lambda: fn(*args), warmup_ms=5, rep_ms=30)):.0f} ({launches})")
+        print(f"{label} {name} {shape[0]}x{shape[1]} {str(dtype)[6:]} | " + " | ".join(cells), flush=True)
+
+
+def main() -> None:
+    print(torch.cuda.get_device_name())
+    for dtype in (torch.float32, torch.float16):
+        run("split", (16, 262144), dtype, {
+            "default": {}, "2048 programs": {"SPLIT_PROGRAMS": 2048}, "512 programs": {"SPLIT_PROGRAMS": 512},
+            "256 programs": {"SPLIT_PROGRAMS": 256}, "4 warps": {"warps": 4}, "16 warps": {"warps": 16},
+            "slice >= 8192": {"SPLIT_SLICE_MIN": 8192}})
+    for dtype in (torch.float32, torch.float16):
+        run("long", (1024, 32768), dtype, {
+            "default": {}, "chunk 2048": {"LOOP_CHUNK": 2048}, "chunk 8192": {"LOOP_CHUNK": 8192},
+            "chunk 8192 w16": {"LOOP_CHUNK": 8192, "warps": 16}, "chunk 4096 w4": {"warps": 4},
+            "chunk 4096 w16": {"warps": 16}, "whole row (16 warps)": {"MAX_ROW_BLOCK": 32768}},
+            names=("softmax", "rmsnorm"))
+    for shape in ((256, 8192), (128, 16384), (64, 32768), (132, 65536)):
+        run("threshold", shape, torch.float32, {"split": {}, "not split": {"SPLIT_MIN_ROW": 1 << 30}},
+            names=("softmax", "rmsnorm"))
+
+
+if __name__ == "__main__":
+    main()
