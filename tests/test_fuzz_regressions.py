@@ -46,7 +46,7 @@ def _np_logsumexp(x):
 @BOTH
 @pytest.mark.parametrize("n", [8192, 20000, 70000])
 def test_row_reductions_with_a_neg_inf_prefix(n: int, fuse: bool) -> None:
-    """Rows longer than 16384 are reduced in chunks with an online max+sum: a chunk that is all -inf
+    """Long rows are reduced in chunks (few of them: in slices) with an online max+sum: a chunk that is all -inf
     computed exp(-inf - -inf) = NaN. An all -inf row is NaN, as in NumPy."""
     rng = np.random.default_rng(n)
     x = rng.standard_normal((3, n)).astype(np.float32)

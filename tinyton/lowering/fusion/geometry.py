@@ -25,8 +25,11 @@ from tinyton.analysis.domain import Domain
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
 
-MAX_ROW_BLOCK = 16384
-"""Longest row kept whole in registers (elements); longer rows are reduced in a loop."""
+MAX_ROW_BLOCK = 32768
+"""Longest row kept whole in registers (elements, 16 warps: 64 per thread); longer rows are reduced in a
+loop. On an H100 (docs/benchmarks.md) a looped 1024x32768 softmax reads its row twice and ran at 66 % of
+Triton's whole-row kernel; ptxas keeps 32768-element softmax/rmsnorm/layernorm rows without spilling
+(86-117 registers)."""
 LOOP_CHUNK = 4096
 """Chunk of a looped row (elements per iteration)."""
 SHORT_ROW_TILE = 2048
