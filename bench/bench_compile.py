@@ -74,7 +74,8 @@ print(json.dumps({"import": imported - start, "build": t1 - t0, "ptx": t2 - t1, 
 
 def child(source: str, toolchain: str, cache: str, profile: bool = False) -> dict[str, float] | None:
     """One fresh process's figures (None, its error printed, if it failed)."""
-    env = {**os.environ, "TINYTON_TOOLCHAIN": toolchain, "TINYTON_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)  # the GPU host's wheels too
+    env = {**os.environ, "TINYTON_TOOLCHAIN": toolchain, "TINYTON_CACHE_DIR": cache, "PYTHONPATH": path}
     env.pop("TINYTON_CACHE", None)
     if profile:
         env["TINYTON_PROFILE"] = "1"
