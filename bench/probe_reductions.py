@@ -94,9 +94,9 @@ def main() -> None:
         run("long", (1024, 32768), dtype, {
             "default": {}, "looped": {"MAX_ROW_BLOCK": 16384}, "looped chunk 8192 w16": {"MAX_ROW_BLOCK": 16384, "LOOP_CHUNK": 8192, "warps": 16},
             "whole row, 8 warps": {"warps": 8}})
-    for shape in ((256, 8192), (128, 16384), (64, 32768), (132, 65536)):
-        run("threshold", shape, torch.float32, {"split": {}, "not split": {"SPLIT_MIN_ROW": 1 << 30}},
-            names=("softmax", "rmsnorm"))
+    for shape in ((256, 8192), (128, 16384), (64, 32768), (32, 32768), (128, 65536)):
+        run("threshold", shape, torch.float32, {"default": {}, "split": {"SPLIT_ROWS": 1 << 30},
+                                                "not split": {"SPLIT_MIN_ROW": 1 << 30}}, names=("softmax", "rmsnorm"))
 
 
 if __name__ == "__main__":

@@ -92,9 +92,12 @@ def test_split_geometry_16x262144() -> None:
     assert [p.role for p in specs[1].params] == ["input", "output", "scratch", "scratch"]
 
 
-def test_many_rows_are_not_split() -> None:
-    _, specs = compile_program(softmax, [np.zeros((264, 16384), np.float32)], fuse=True)
-    assert len(specs) == 1 and not specs[0].scratch
+@pytest.mark.parametrize("shape, split", [((264, 16384), False), ((128, 16384), False), ((63, 16384), True),
+                                          ((128, 65536), True), ((264, 65536), False), ((16, 4096), False)])
+def test_which_rows_are_split(shape, split: bool) -> None:
+    """Few rows (< 64), or rows too long for registers that do not fill the GPU (< 264)."""
+    _, specs = compile_program(softmax, [np.zeros(shape, np.float32)], fuse=True)
+    assert (len(specs), bool(specs[0].scratch)) == ((2, True) if split else (1, False))
 
 
 def test_split_array_program_on_simulator(monkeypatch) -> None:

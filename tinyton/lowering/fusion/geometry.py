@@ -37,7 +37,13 @@ SHORT_ROW_TILE = 2048
 MIN_PROGRAMS = 264
 """Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
 SPLIT_MIN_ROW = 8192
-"""Rows at least this long are split when there are fewer than MIN_PROGRAMS of them."""
+"""Shortest row ever split."""
+SPLIT_ROWS = 64
+"""Fewer rows than this (under half the SMs busy with one program per row) are split; up to MIN_PROGRAMS
+rows are split when they are too long for registers (their walk reads them twice anyway). A split costs a
+second kernel and a second read of the slice: on an H100 a split 16x262144 softmax ran at ~70 % of a
+same-size elementwise kernel, so rows filling more than ~70 % of the SMs are better left whole (to be
+confirmed: bench/probe_reductions.py, "threshold" rows)."""
 SPLIT_SLICE_MIN = 2048
 """Shortest slice of a split row (elements)."""
 SPLIT_PROGRAMS = 1024
@@ -127,9 +133,9 @@ def plan(dom: Domain) -> Geometry:
         rows = tuple(a for a in range(len(shape)) if a != red)
         R = prod(shape[a] for a in rows)
         block = _k_block(K)
-        if R < MIN_PROGRAMS and K >= SPLIT_MIN_ROW:
-            return _split_rows(shape, rows, R, red, K)
         looped = block > MAX_ROW_BLOCK
+        if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)):
+            return _split_rows(shape, rows, R, red, K)
         if looped:
             block = LOOP_CHUNK
         per = 1
