@@ -3,7 +3,8 @@
 // Few long rows (16 x 262144 on a GPU of 132 SMs): each row is cut into 64 slices of 4096, one program
 // per (row, slice), 1024 in all. Kernel 0 runs the online max+sum over its slice and stores the slice's
 // (max, sum) in two scratch buffers; kernel 1 combines the 64 partials of its row (the sums rescaled by
-// exp(m - max)) and writes its slice of the output.
+// exp(m - max)) and writes its slice of the output, walking the programs from the last one (program
+// 1023 - pid: the slices kernel 0 read last are the likeliest in L2).
 
 func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
   %m = tta.reduce_max %x axis = 1 keepdims : tensor<16x262144xf32> -> tensor<16x1xf32>
@@ -37,6 +38,9 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK-NEXT:      func.return
 
 // CHECK-LABEL: builtin.module @softmax_0_softmax_1 attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 1024, 1, 1>}
+// CHECK:           %[[PID1:.+]] = tt.program_id 0
+// CHECK:           %[[REV:.+]] = tt.sub %{{.+}}, %[[PID1]] : i32
+// CHECK:           tt.mod %[[REV]]
 // CHECK:           %[[LANES:.+]] = tt.arange 0 to 64 : tensor<64xi32>
 // CHECK:           %[[MS:.+]] = tt.load %{{.+}} : tensor<64x!tt.ptr<f32>> -> tensor<64xf32>
 // CHECK:           %[[SS:.+]] = tt.load %{{.+}} : tensor<64x!tt.ptr<f32>> -> tensor<64xf32>

@@ -169,7 +169,7 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
         args = kernel.body.block.args
         geom = plan(dom)  # fresh sources: they hold the SSA indices of this kernel
         rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)))
-        rg.setup_programs()
+        rg.setup_programs(reverse=stage % 2 == 1)
         outputs = list(zip(results, args[n_in : n_in + len(results)]))
         SplitScheduler(rg, ops, outputs, args[n_in + len(results) :], stage).run()
         specs.append(KernelSpec(f"{name}_{stage}", fusion.kind.data, _module(kernel, geom.num_warps),

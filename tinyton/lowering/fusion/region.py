@@ -62,11 +62,15 @@ class RegionEmitter:
         self.root = Scope(em.block)
 
     # ---- programs and chunks -------------------------------------------------------------
-    def setup_programs(self) -> None:
-        """Split `program_id(0)` into one index per source (the last source varies fastest)."""
+    def setup_programs(self, reverse: bool = False) -> None:
+        """Split `program_id(0)` into one index per source (the last source varies fastest); `reverse`
+        walks the programs from the last one (a kernel re-reading what the previous one read last finds it
+        in L2 first)."""
         em, geom = self.em, self.geom
         order = [s for s in geom.sources if s is not geom.k]
         rest = em.emit(tt.ProgramIdOp(0)) if geom.programs > 1 else None
+        if reverse and rest is not None:
+            rest = em.binary(tt.SubOp, em.i32(geom.programs - 1), rest)
         for i in reversed(range(len(order))):
             s, n = order[i], order[i].programs
             if n == 1 or rest is None:

@@ -6,7 +6,8 @@ reductions are grouped into walks by dependency level (`Scheduler.passes`); kern
 and stores the partial results of walk i in scratch buffers of one value per (row, slice); every later
 kernel first combines the partials of its row (sum, max, min; the online max+sum of softmax rescales each
 slice's sum by exp(m_slice - max)); the last kernel writes the outputs. Every kernel reads its slice once,
-so the first read comes from DRAM and the later ones mostly from L2 (a slice is read again shortly after).
+so the first read comes from DRAM and the later ones mostly from L2: every other kernel walks the programs
+in reverse, so it starts with the slices the previous kernel read last.
 A reduction of integers combines exactly as it accumulates; float partials are f32, like the accumulators.
 """
 
