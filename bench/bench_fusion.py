@@ -20,7 +20,18 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton_reference
-from common import DEVICE, ONESHOT, check_close, device_name, gbps, host_us_per_call, median_ms, peer, pick, print_table
+from common import (
+    DEVICE,
+    ONESHOT,
+    check_close,
+    device_name,
+    gbps,
+    host_us_per_call,
+    median_ms,
+    peer,
+    pick,
+    print_table,
+)
 
 import tinyton as tt
 

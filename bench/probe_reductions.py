@@ -15,8 +15,8 @@ import torch
 from bench_fusion import layernorm, rmsnorm, softmax
 from common import check_close, gbps, median_ms
 
-import tinyton.lowering.fusion.geometry as geometry
 from tinyton.frontend import programs
+from tinyton.lowering.fusion import geometry
 
 
 @contextmanager
@@ -53,7 +53,8 @@ def run(label: str, shape, dtype, variants: dict[str, dict], names=("softmax", "
             with patched(**values):
                 check_close(f"{name} {shape} {vlabel}", fn(*args), want, 1e-5 if dtype == torch.float32 else 5e-3)
                 launches = fn.compile(*args).num_launches
-                cells.append(f"{vlabel}: {gbps(2 * x.nbytes, median_ms(lambda: fn(*args), warmup_ms=5, rep_ms=30)):.0f} ({launches})")
+                ms = median_ms(lambda fn=fn, args=args: fn(*args), warmup_ms=5, rep_ms=30)
+                cells.append(f"{vlabel}: {gbps(2 * x.nbytes, ms):.0f} ({launches})")
         print(f"{label} {name} {shape[0]}x{shape[1]} {str(dtype)[6:]} | " + " | ".join(cells), flush=True)
 
 

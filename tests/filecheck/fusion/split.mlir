@@ -16,7 +16,7 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 }
 
 // CHECK:       tta.fusion "softmax"(%x) {kernel = "softmax_0_softmax_0 softmax_0_softmax_1"}
-// CHECK:       {kernel = "layernorm_2_row_reduction_0 layernorm_2_row_reduction_1 layernorm_2_row_reduction_2"}
+// CHECK:       {kernel = "layernorm_2_row_reduction_0 layernorm_2_row_reduction_1"}
 // CHECK-LABEL: builtin.module @softmax_0_softmax_0 attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 1024, 1, 1>}
 // CHECK-NEXT:    func.func @softmax_0_softmax_0(%x: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}})
 // CHECK:           %[[PID:.+]] = tt.program_id 0
@@ -56,7 +56,8 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:             tt.store %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xf32>
 // CHECK-NOT:     tt.store
 
-// Layer norm: the mean, the variance around it (two-pass), then the output: three kernels.
+// Layer norm: the mean and the variance around it in one walk (per slice: count, mean and M2, merged
+// across slices with Chan's formula), then the output: two kernels.
 
 func.func @layernorm(%x: tensor<4x100000xf32>) -> tensor<4x100000xf32> {
   %mu = tta.reduce_mean %x axis = 1 keepdims : tensor<4x100000xf32> -> tensor<4x1xf32>
@@ -71,13 +72,25 @@ func.func @layernorm(%x: tensor<4x100000xf32>) -> tensor<4x100000xf32> {
 // 49 slices of 2048 per row (the last one masked), 196 programs; the partials' tile is masked too.
 
 // CHECK-LABEL: builtin.module @layernorm_2_row_reduction_0 attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 196, 1, 1>}
-// CHECK:           tt.store %{{.+}} : !tt.ptr<f32>, f32
+// CHECK:           %[[N:.+]], %[[MEAN:.+]], %[[M2:.+]] = scf.for {{.+}} -> (f32, f32, f32) : i32 {
+// CHECK:             tt.load %{{.+}} mask
+// CHECK:             %[[COUNT:.+]] = tt.reduce_sum
+// CHECK:             tt.div
+// CHECK:             tt.sub
+// CHECK:             tt.mul
+// CHECK:             tt.reduce_sum
+// CHECK:             scf.yield
+// CHECK:           tt.store %{{.+}}, %[[N]] : !tt.ptr<f32>, f32
+// CHECK:           tt.store %{{.+}}, %[[MEAN]] : !tt.ptr<f32>, f32
+// CHECK:           tt.store %{{.+}}, %[[M2]] : !tt.ptr<f32>, f32
 // CHECK-LABEL: builtin.module @layernorm_2_row_reduction_1
-// CHECK:           tt.load %{{.+}} mask %{{.+}} : tensor<64x!tt.ptr<f32>>, tensor<64xi1> -> tensor<64xf32>
-// CHECK:           tt.constant 1.000000e-05
-// CHECK:           scf.for
-// CHECK:           tt.store %{{.+}} : !tt.ptr<f32>, f32
-// CHECK-LABEL: builtin.module @layernorm_2_row_reduction_2
-// CHECK-COUNT-2:   tt.reduce_sum %{{.+}} axis = 0 : tensor<64xf32> -> f32
+// CHECK:           %[[NS:.+]] = tt.select %{{.+}} : tensor<64xi1>, tensor<64xf32>
+// CHECK:           %[[MS:.+]] = tt.select %{{.+}} : tensor<64xi1>, tensor<64xf32>
+// CHECK:           %[[M2S:.+]] = tt.select %{{.+}} : tensor<64xi1>, tensor<64xf32>
+// CHECK:           %[[TOTAL:.+]] = tt.reduce_sum %[[NS]] axis = 0
+// CHECK:           tt.mul %[[NS]], %[[MS]] : tensor<64xf32>
+// CHECK:           tt.div %{{.+}}, %[[TOTAL]] : f32
+// CHECK:           tt.reduce_sum %[[M2S]] axis = 0
+// CHECK:           tt.rsqrt
 // CHECK:           scf.for
 // CHECK:             tt.store %{{.+}} mask

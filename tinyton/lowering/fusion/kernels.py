@@ -40,7 +40,11 @@ from tinyton.dialects.tt import PointerType, element_type, shape_of
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.emitter import Emitter
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
-from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, TileChooser, default_tiles
+from tinyton.lowering.fusion.matmul_tiles import (
+    MatmulProblem,
+    TileChooser,
+    default_tiles,
+)
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.schedule import Scheduler
 from tinyton.lowering.fusion.split import Scratch, SplitScheduler, partials, stages

@@ -3,23 +3,24 @@
 Whole rows in registers: one straight-line pass, every value computed once. Rows longer than the
 register budget: reductions are grouped into passes by dependency level; each pass walks the row in
 chunks, recomputing the chunk-varying values it needs from the inputs and accumulating elementwise
-(Triton's `acc += x; ...; tl.sum(acc)`); a final pass writes the chunk-varying outputs. The softmax
-shape `sum(exp(a - max(a)))` shares the max's pass (online rescaling: `s = s*exp(m - m') + ...`), so a
-long-row softmax reads its input twice, not three times.
+(Triton's `acc += x; ...; tl.sum(acc)`); a final pass writes the chunk-varying outputs. Pairs of
+reductions share a pass (`pairs.py`): softmax's `sum(exp(a - max(a)))` with its max (online rescaling),
+a variance `sum((a - mean(a))**2)` with its mean (Chan's merge), so a long-row softmax or layer norm reads
+its input twice, not three times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type, is_float, shape_of
+from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
+from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.region import (
     COMBINE,
     RegionEmitter,
@@ -27,15 +28,6 @@ from tinyton.lowering.fusion.region import (
     accumulator_element,
     reduction_kind,
 )
-
-
-@dataclass
-class Online:
-    """`rsum = sum(exp(a - bcast(rmax)))` with `rmax = max(a)`: both in one pass."""
-
-    rmax: tta.ReduceOp
-    rsum: tta.ReduceOp
-    a: SSAValue
 
 
 class Scheduler:
@@ -85,23 +77,6 @@ class Scheduler:
         op = self._owner(value)
         return self._needs[op] if op is not None else frozenset()
 
-    def online(self, rsum: Operation) -> Online | None:
-        """Recognise `sum(exp(sub(a, M)))` where M is `max(a)` (through in-register reshapes). The pair runs
-        in f32 whatever the float type, as every float reduction accumulates (16-bit rows too: a long fp16
-        softmax then reads its row twice, not three times)."""
-        if not isinstance(rsum, tta.ReduceSumOp) or not is_float(element_type(rsum.input.type)):
-            return None
-        e = self._owner(rsum.input)
-        s = self._owner(e.input) if isinstance(e, tta.ExpOp) else None
-        if not isinstance(s, tta.SubOp):
-            return None
-        m = self._owner(s.rhs)
-        while isinstance(m, (tta.ReshapeOp, tta.BroadcastToOp)):
-            m = self._owner(m.input)
-        if isinstance(m, tta.ReduceMaxOp) and m.input == s.lhs and m.axis == rsum.axis:
-            return Online(m, rsum, s.lhs)
-        return None
-
     # ---- reductions ---------------------------------------------------------------------------
     def _acc_shape(self, op: tta.ReduceOp) -> tuple[int, ...]:
         axes = {a for a in self.rg.dom.map_of(op.input) if a is not None} | {self.rg.dom.red}
@@ -125,13 +100,12 @@ class Scheduler:
             r = em.binary(tt.MulOp, r, em.const(1.0 / n if n else float("nan"), f32))  # mean = sum * (1/n)
         return em.cast(r, element_type(op.result.type))
 
-    def online_result(self, p: Online, m: SSAValue, s: SSAValue) -> None:
-        """Record the max and the sum of an online pair from its final running values."""
+    def pair_result(self, p: Pair, run: list[SSAValue]) -> None:
+        """Record both reductions of a pair from its final running values."""
         em = self.rg.em
-        # NumPy's sum(exp(a - max a)) of an all -inf row is NaN (exp(-inf - -inf)); the loop kept it 0.
-        s = em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), em.const(float("nan"), f32), s)
-        self.rg.root.memo[p.rmax.result] = em.cast(m, element_type(p.rmax.result.type))
-        self.rg.root.memo[p.rsum.result] = em.cast(s, element_type(p.rsum.result.type))
+        first, second = p.finish(em, run)
+        self.rg.root.memo[p.first.result] = em.cast(first, element_type(p.first.result.type))
+        self.rg.root.memo[p.second.result] = self.result(p.second, second)
 
     def _operand(self, op: Operation, scope: Scope) -> SSAValue:
         if op.operands[0] in self.rg.dom.maps:
@@ -171,28 +145,28 @@ class Scheduler:
         inside = lambda v: isinstance(v, OpResult) and v.op in members and v not in dom.views  # noqa: E731
         return [(red, *row_prologue(red, inside)) for red in self.reductions]
 
-    def passes(self) -> list[tuple[list[tta.ReduceOp], list[Online]]]:
-        """The reductions grouped into walks over the row by dependency level; an online sum joins its
-        max's walk."""
+    def passes(self) -> list[tuple[list[tta.ReduceOp], list[Pair]]]:
+        """The reductions grouped into walks over the row by dependency level; the second reduction of a
+        pair (`pairs.py`: softmax's sum, a variance) joins its first one's walk."""
         pending, done, out = list(self.reductions), set(), []
         while pending:
             ready = [r for r in pending if self.needs(r.input) <= done]
-            pairs = [p for r in pending if r not in ready and (p := self.online(r)) and p.rmax in ready
-                     and self.needs(r.input) <= done | {p.rmax}]
+            pairs = [p for r in pending if r not in ready and (p := find_pair(self._owner, r)) and p.first in ready
+                     and self.needs(r.input) <= done | {p.first}]
             if not ready:
                 raise AssertionError("reductions form a cycle")
             out.append((ready, pairs))
-            done |= set(ready) | {p.rsum for p in pairs}
+            done |= set(ready) | {p.second for p in pairs}
             pending = [r for r in pending if r not in done]
         return out
 
     def _looped(self) -> None:
         for reds, pairs in self.passes():
-            plain, online = self.accumulate(reds, pairs, self.rg.geom.k.extent)
+            plain, paired = self.accumulate(reds, pairs, self.rg.geom.k.extent)
             for r, acc in plain:
                 self.rg.root.memo[r.result] = self._finish(r, acc)
-            for p, (m, s) in online:
-                self.online_result(p, m, s)
+            for p, run in paired:
+                self.pair_result(p, run)
         self.write_outputs(self.rg.geom.k.extent)
 
     def write_outputs(self, length: int, base: SSAValue | None = None) -> None:
@@ -216,20 +190,20 @@ class Scheduler:
             em.for_loop(0, length, rg.geom.k.block, [], body)
 
     def accumulate(
-        self, reds: list[tta.ReduceOp], pairs: list[Online], length: int, base: SSAValue | None = None
-    ) -> tuple[list[tuple[tta.ReduceOp, SSAValue]], list[tuple[Online, tuple[SSAValue, SSAValue]]]]:
-        """One walk over `length` elements of the row from `base` computing `reds` (and the online sums of
-        `pairs`): elementwise accumulators of the plain reductions, the running (max, sum) of each pair."""
+        self, reds: list[tta.ReduceOp], pairs: list[Pair], length: int, base: SSAValue | None = None
+    ) -> tuple[list[tuple[tta.ReduceOp, SSAValue]], list[tuple[Pair, list[SSAValue]]]]:
+        """One walk over `length` elements of the row from `base` computing `reds` (and the second
+        reductions of `pairs`): elementwise accumulators of the plain reductions, the running values of
+        each pair."""
         rg, em = self.rg, self.rg.em
-        online = {p.rmax: p for p in pairs}
-        plain = [r for r in reds if r not in online]
+        firsts = {p.first for p in pairs}
+        plain = [r for r in reds if r not in firsts]
         init: list[SSAValue] = []
         for r in plain:
             el = accumulator_element(element_type(r.input.type))
             init.append(em.const(identity(reduction_kind(r), el), el, self._acc_shape(r)))
         for p in pairs:
-            row = self._row_shape(p.rmax)
-            init += [em.const(float("-inf"), f32, row), em.const(0.0, f32, row)]
+            init += p.init(em, self._row_shape(p.first))
 
         def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             scope = Scope(em.block, rg.root)
@@ -239,14 +213,19 @@ class Scheduler:
                 el = element_type(acc.type)
                 v = self._masked(self._operand(r, scope), reduction_kind(r), shape_of(acc.type), el)
                 out.append(em.binary(COMBINE[reduction_kind(r)], acc, v))
-            rest = carried[len(plain):]
-            for i, p in enumerate(pairs):
-                out += self._online_step(p, rest[2 * i], rest[2 * i + 1], scope)
+            at = len(plain)
+            for p in pairs:
+                a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), f32)
+                out += p.step(em, carried[at : at + len(p.parts)], a, rg.geom.k.mask, rg.geom.k.dim)
+                at += len(p.parts)
             return out
 
         results = em.for_loop(0, length, rg.geom.k.block, init, body)
-        rest = results[len(plain):]
-        return list(zip(plain, results)), [(p, (rest[2 * i], rest[2 * i + 1])) for i, p in enumerate(pairs)]
+        paired, at = [], len(plain)
+        for p in pairs:
+            paired.append((p, results[at : at + len(p.parts)]))
+            at += len(p.parts)
+        return list(zip(plain, results)), paired
 
     def _row_shape(self, r: tta.ReduceOp) -> tuple[int, ...]:
         shape = list(self._acc_shape(r))
@@ -254,19 +233,3 @@ class Scheduler:
             return ()
         shape[self.rg.geom.k.dim] = 1
         return tuple(shape)
-
-    def _online_step(self, p: Online, m: SSAValue, s: SSAValue, scope: Scope) -> list[SSAValue]:
-        em, k = self.rg.em, self.rg.geom.k
-        shape = self._acc_shape(p.rmax)
-        a = self._masked(self._operand(p.rmax, scope), "max", shape, f32)
-        m_new = em.binary(tt.MaximumOp, m, em.reduce("max", a, k.dim))
-        # While the row is all -inf so far, subtract 0 instead: exp(-inf - -inf) would be NaN, and the
-        # chunk adds nothing (exp(-inf) = 0) whatever the later maximum.
-        neg_inf = em.const(float("-inf"), f32)
-        m_safe = em.select(em.cmp("eq", m_new, neg_inf), em.const(0.0, f32), m_new)
-        e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_safe, shape))))
-        if k.mask is not None:
-            e = em.select(k.mask, e, em.const(0.0, f32))
-        scale = em.emit(tt.ExpOp(em.binary(tt.SubOp, m, m_safe)))
-        s_new = em.binary(tt.AddOp, em.binary(tt.MulOp, s, scale), em.reduce("sum", e, k.dim))
-        return [m_new, s_new]

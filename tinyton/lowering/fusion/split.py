@@ -4,8 +4,8 @@ One program per row cannot fill the GPU when there are few rows (16 rows of 2621
 row is cut into slices (`geometry._split_rows`) and reduced by one program per slice. The region's
 reductions are grouped into walks by dependency level (`Scheduler.passes`); kernel i walks its slice once
 and stores the partial results of walk i in scratch buffers of one value per (row, slice); every later
-kernel first combines the partials of its row (sum, max, min; the online max+sum of softmax rescales each
-slice's sum by exp(m_slice - max)); the last kernel writes the outputs. Every kernel reads its slice once,
+kernel first combines the partials of its row (sum, max, min, and the pairs of `pairs.py`: softmax's max+sum,
+a mean+variance); the last kernel writes the outputs. Every kernel reads its slice once,
 so the first read comes from DRAM and the later ones mostly from L2: every other kernel walks the programs
 in reverse, so it starts with the slices the previous kernel read last.
 A reduction of integers combines exactly as it accumulates; float partials are f32, like the accumulators.
@@ -19,11 +19,16 @@ from dataclasses import dataclass
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tt import element_type
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import f32, identity
-from tinyton.lowering.fusion.region import RegionEmitter, accumulator_element, reduction_kind
-from tinyton.lowering.fusion.schedule import Online, Scheduler
+from tinyton.lowering.fusion.pairs import Pair
+from tinyton.lowering.fusion.region import (
+    RegionEmitter,
+    accumulator_element,
+    reduction_kind,
+)
+from tinyton.lowering.fusion.schedule import Scheduler
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,15 +40,16 @@ class Scratch:
     element: Attribute
 
 
-def partials(passes: Sequence[tuple[list[tta.ReduceOp], list[Online]]]) -> list[tuple[Operation, str, Attribute]]:
+def partials(passes: Sequence[tuple[list[tta.ReduceOp], list[Pair]]]) -> list[tuple[Operation, str, Attribute]]:
     """The partial results of every walk, in scratch-buffer order: (reduction, what, element), `what`
-    being the reduction kind, or "online max" / "online sum" for the two halves of an online pair."""
+    being the reduction kind, or "pair <part>" for the running values of a pair (`pairs.py`), keyed by
+    its first reduction."""
     out: list[tuple[Operation, str, Attribute]] = []
     for reds, pairs in passes:
-        maxes = {p.rmax for p in pairs}
-        out += [(r, reduction_kind(r), accumulator_element(element_type(r.input.type))) for r in reds if r not in maxes]
+        firsts = {p.first for p in pairs}
+        out += [(r, reduction_kind(r), accumulator_element(element_type(r.input.type))) for r in reds if r not in firsts]
         for p in pairs:
-            out += [(p.rmax, "online max", f32), (p.rsum, "online sum", f32)]
+            out += [(p.first, f"pair {name}", f32) for name, _ in p.parts]
     return out
 
 
@@ -56,7 +62,7 @@ class SplitScheduler(Scheduler):
         self.scratch, self.stage = list(scratch), stage
 
     def run(self) -> None:
-        rg, em, geom = self.rg, self.rg.em, self.rg.geom
+        em, geom = self.rg.em, self.rg.geom
         passes = self.passes()
         slot = {(op, what): i for i, (op, what, _) in enumerate(partials(passes))}
         base = em.mul_int(geom.split.index, geom.slice)
@@ -65,12 +71,12 @@ class SplitScheduler(Scheduler):
         if self.stage == len(passes):
             self.write_outputs(geom.slice, base)
             return
-        plain, online = self.accumulate(*passes[self.stage], geom.slice, base)
+        plain, paired = self.accumulate(*passes[self.stage], geom.slice, base)
         for r, acc in plain:
             self._store(slot[r, reduction_kind(r)], em.reduce(reduction_kind(r), acc, geom.k.dim))
-        for p, (m, s) in online:
-            self._store(slot[p.rmax, "online max"], m)
-            self._store(slot[p.rsum, "online sum"], s)
+        for p, run in paired:
+            for (name, _), value in zip(p.parts, run):
+                self._store(slot[p.first, f"pair {name}"], value)
 
     # ---- scratch buffers ----------------------------------------------------------------------
     def _row_offset(self) -> SSAValue:
@@ -81,8 +87,8 @@ class SplitScheduler(Scheduler):
         ptr = em.emit(tt.AddPtrOp(self.scratch[index], em.add(self._row_offset(), self.rg.geom.split.index)))
         em.emit(tt.StoreOp(ptr, value))
 
-    def _load(self, index: int, kind: str) -> SSAValue:
-        """The row's partials in scratch buffer `index` as one tile, lanes past the slices neutral."""
+    def _load(self, index: int, neutral: float) -> SSAValue:
+        """The row's partials in scratch buffer `index` as one tile, lanes past the slices `neutral`."""
         em, n = self.rg.em, self.rg.geom.split.extent
         lanes = em.arange(next_power_of_2(n))
         ptr = em.emit(tt.AddPtrOp(self.scratch[index], self._row_offset()))
@@ -91,24 +97,21 @@ class SplitScheduler(Scheduler):
             return em.emit(tt.LoadOp(ptrs))
         mask = em.cmp("lt", lanes, em.i32(n))
         element = element_type(self.scratch[index].type).pointee
-        return em.select(mask, em.emit(tt.LoadOp(ptrs, mask)), em.const(identity(kind, element), element))
+        return em.select(mask, em.emit(tt.LoadOp(ptrs, mask)), em.const(neutral, element))
 
-    def _combine(self, reds: list[tta.ReduceOp], pairs: list[Online], slot: dict) -> None:
+    def _combine(self, reds: list[tta.ReduceOp], pairs: list[Pair], slot: dict) -> None:
         """The results of one earlier walk from its partials, for this program's row."""
         em, root = self.rg.em, self.rg.root
-        maxes = {p.rmax for p in pairs}
+        firsts = {p.first for p in pairs}
         for r in reds:
-            if r not in maxes:
+            if r not in firsts:
                 kind = reduction_kind(r)
-                root.memo[r.result] = self.result(r, em.reduce(kind, self._load(slot[r, kind], kind), 0))
+                element = element_type(self.scratch[slot[r, kind]].type).pointee
+                tile = self._load(slot[r, kind], identity(kind, element))
+                root.memo[r.result] = self.result(r, em.reduce(kind, tile, 0))
         for p in pairs:
-            m = self._load(slot[p.rmax, "online max"], "max")
-            s = self._load(slot[p.rsum, "online sum"], "sum")
-            top = em.reduce("max", m, 0)
-            neg_inf = em.const(float("-inf"), f32)
-            safe = em.select(em.cmp("eq", top, neg_inf), em.const(0.0, f32), top)  # all -inf: every sum is 0
-            scaled = em.binary(tt.MulOp, s, em.emit(tt.ExpOp(em.binary(tt.SubOp, m, em.to_shape(safe, shape_of(m.type))))))
-            self.online_result(p, top, em.reduce("sum", scaled, 0))
+            tiles = [self._load(slot[p.first, f"pair {name}"], neutral) for name, neutral in p.parts]
+            self.pair_result(p, p.combine(em, tiles))
 
 
 def stages(scheduler: Scheduler) -> int:
