@@ -297,3 +297,20 @@ def test_flat_elementwise_kernel_and_alias() -> None:
     np.testing.assert_allclose(out, x * 2 + 1)
     _, (spec,) = compile_program(lambda x: x.reshape(6, 500), [x], fuse=True)
     assert spec.alias == 0
+
+
+@pytest.mark.parametrize("shape, axis", [((9000, 3), 0), ((2, 9000, 3), 1)])
+def test_long_column_variance(shape, axis: int) -> None:
+    """A looped column reduction pairs the variance with its mean too (running values of shape [1, BI])."""
+    x = randn(*shape) * 2 + 50
+
+    def normalize(x):
+        d = x - x.mean(axis=axis, keepdims=True)
+        return (d * d).mean(axis=axis), d * ops.rsqrt((d * d).mean(axis=axis, keepdims=True))
+
+    _, (spec,) = compile_program(normalize, [x], fuse=True)
+    assert len([op for op in spec.module.walk() if isinstance(op, scf.ForOp)]) == 2
+    (var, y), _ = run_program(normalize, [x], fuse=True)
+    x64 = x.astype(np.float64)
+    assert rel(var, x64.var(axis)) <= 1e-5
+    assert rel(y, (x64 - x64.mean(axis, keepdims=True)) / np.sqrt(x64.var(axis, keepdims=True))) <= 1e-5
