@@ -114,3 +114,36 @@ def test_split_array_program_on_simulator(monkeypatch) -> None:
     x = rng.standard_normal((2, K)).astype(np.float32)
     assert program.compile(x).num_launches == 2
     assert rel(program(x), np_softmax(x * np.float32(2.0))) <= 1e-5
+
+
+def _on_backend(monkeypatch, backend: str, kind: str, dtype) -> None:
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    fn, ref = CASES[kind]
+    x = (rng.standard_normal((5, 70001)) * 2).astype(dtype)
+    program = tt.jit(fn)
+    assert program.compile(x).num_launches == 2
+    want = ref(x.astype(np.float64))
+    assert rel(program(x), want) <= (1e-5 if dtype == np.float32 else 5e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_split_kinds_through_jit(monkeypatch, dtype) -> None:
+    """The GPU test's programs on the simulator: 35 slices of 2048 per row (the last one partly masked)."""
+    for kind in ("online softmax", "two-pass variance"):
+        _on_backend(monkeypatch, "sim", kind, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("kind", CASES)
+def test_split_kinds_on_gpu(monkeypatch, kind: str, dtype) -> None:
+    _on_backend(monkeypatch, "cuda", kind, dtype)
+
+
+@pytest.mark.gpu
+def test_split_16x262144_on_gpu(monkeypatch) -> None:
+    """The issue's shape: softmax and layer norm (two kernels each) against float64."""
+    monkeypatch.setenv("TINYTON_BACKEND", "cuda")
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((16, 262144), (262144,), (262144,)))
+    assert rel(tt.jit(softmax)(x), np_softmax(x.astype(np.float64))) <= 1e-5
+    assert rel(tt.jit(layernorm)(x, w, b), np_layernorm(x.astype(np.float64), w, b)) <= 1e-5
