@@ -87,12 +87,24 @@ def test_split_slices_walked_in_chunks(monkeypatch) -> None:
 
 
 def test_split_geometry_16x262144() -> None:
-    """The issue's shape: 64 slices of 4096 per row, 1024 programs, (max, sum) partials in f32 scratch."""
+    """The issue's shape: 64 slices of 4096 per row, 1024 programs, the (max, sum) partials in one f32
+    scratch buffer (a block of 1024 each)."""
     x = np.zeros((16, 262144), np.float32)
     _, specs = compile_program(softmax, [x], fuse=True)
     assert [(s.grid, s.num_warps, s.tiles["SLICE"]) for s in specs] == [((1024, 1, 1), 8, 4096)] * 2
-    assert specs[0].scratch == specs[1].scratch and [s.shape for s in specs[0].scratch] == [(1024,), (1024,)]
-    assert [p.role for p in specs[1].params] == ["input", "output", "scratch", "scratch"]
+    assert specs[0].scratch == specs[1].scratch and [s.shape for s in specs[0].scratch] == [(2048,)]
+    assert [p.role for p in specs[1].params] == ["input", "output", "scratch"]
+
+
+def test_split_scratch_by_element_type() -> None:
+    """Partials of an int reduction and of float ones: one scratch buffer per element type."""
+    x = rng.integers(-9, 9, (2, K), dtype=np.int32)
+    fn = lambda x: (x.max(axis=-1), x.astype(np.float32).sum(axis=-1), x.astype(np.float32).min(axis=-1))
+    _, specs = compile_program(fn, [x], fuse=True)
+    assert [(s.shape, str(s.element)) for s in specs[0].scratch] == [((10,), "i32"), ((20,), "f32")]
+    got, _ = run_program(fn, [x], fuse=True)
+    for g, w in zip(got, fn(x)):
+        np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("shape, split", [((264, 16384), False), ((128, 16384), False), ((63, 16384), True),

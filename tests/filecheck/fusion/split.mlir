@@ -2,7 +2,7 @@
 
 // Few long rows (16 x 262144 on a GPU of 132 SMs): each row is cut into 64 slices of 4096, one program
 // per (row, slice), 1024 in all. Kernel 0 runs the online max+sum over its slice and stores the slice's
-// (max, sum) in two scratch buffers; kernel 1 combines the 64 partials of its row (the sums rescaled by
+// (max, sum) in a scratch buffer (a block of 1024 values each: maxima at 0, sums at 1024); kernel 1 combines the 64 partials of its row (the sums rescaled by
 // exp(m - max)) and writes its slice of the output, walking the programs from the last one (program
 // 1023 - pid: the slices kernel 0 read last are the likeliest in L2).
 
@@ -18,7 +18,7 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:       tta.fusion "softmax"(%x) {kernel = "softmax_0_softmax_0 softmax_0_softmax_1"}
 // CHECK:       {kernel = "layernorm_2_row_reduction_0 layernorm_2_row_reduction_1"}
 // CHECK-LABEL: builtin.module @softmax_0_softmax_0 attributes {tt.num_warps = 8 : i32, tinyton.grid = array<i64: 1024, 1, 1>}
-// CHECK-NEXT:    func.func @softmax_0_softmax_0(%x: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}})
+// CHECK-NEXT:    func.func @softmax_0_softmax_0(%x: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}})
 // CHECK:           %[[PID:.+]] = tt.program_id 0
 // CHECK:           %[[SLICE:.+]] = tt.mod %[[PID]], %[[N:.+]] : i32
 // CHECK:           %[[ROW:.+]] = tt.floordiv %[[PID]], %[[N]] : i32
@@ -30,10 +30,11 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:             tt.exp
 // CHECK:             tt.reduce_sum
 // CHECK:             scf.yield
-// CHECK:           %[[AT:.+]] = tt.add %{{.+}}, %[[SLICE]] : i32
-// CHECK:           tt.addptr %partial0, %[[AT]]
-// CHECK:           tt.store %{{.+}}, %[[M]] : !tt.ptr<f32>, f32
-// CHECK:           tt.addptr %partial1
+// CHECK:           %[[ROWS:.+]] = tt.addptr %partial0, %{{.+}}
+// CHECK:           %[[AT:.+]] = tt.addptr %[[ROWS]], %[[SLICE]]
+// CHECK:           tt.store %[[AT]], %[[M]] : !tt.ptr<f32>, f32
+// CHECK:           tt.constant 1024
+// CHECK:           tt.addptr %partial0
 // CHECK:           tt.store %{{.+}}, %[[S]] : !tt.ptr<f32>, f32
 // CHECK-NEXT:      func.return
 
@@ -56,8 +57,8 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:             tt.store %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xf32>
 // CHECK-NOT:     tt.store
 
-// Layer norm: the mean and the variance around it in one walk (per slice: count, mean and M2, merged
-// across slices with Chan's formula), then the output: two kernels.
+// Layer norm: the mean and the variance around it in one walk (per slice: count, mean and M2, three
+// blocks of one scratch buffer, merged across slices with Chan's formula), then the output: two kernels.
 
 func.func @layernorm(%x: tensor<4x100000xf32>) -> tensor<4x100000xf32> {
   %mu = tta.reduce_mean %x axis = 1 keepdims : tensor<4x100000xf32> -> tensor<4x1xf32>

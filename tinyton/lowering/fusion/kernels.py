@@ -47,7 +47,12 @@ from tinyton.lowering.fusion.matmul_tiles import (
 )
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.schedule import Scheduler
-from tinyton.lowering.fusion.split import Scratch, SplitScheduler, partials, stages
+from tinyton.lowering.fusion.split import (
+    Scratch,
+    SplitScheduler,
+    scratch_layout,
+    stages,
+)
 
 DIVISIBILITY = 16
 """Buffers come from the allocator (cuMemAlloc / NumPy), so every pointer is 16-byte aligned."""
@@ -165,7 +170,8 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
     """The kernels of a split region: one per walk over the slices, then the one writing the outputs."""
     geom, dom = planner.rg.geom, planner.rg.dom
     rows = geom.sources[0].extent * geom.split.extent
-    scratch = tuple(Scratch((rows,), element) for _, _, element in partials(planner.passes()))
+    elements, counts, _ = scratch_layout(planner.passes())
+    scratch = tuple(Scratch((n * rows,), element) for element, n in zip(elements, counts))
     results, n_in = list(fusion.yield_op.values), len(fusion.block.args)
     specs = []
     for stage in range(stages(planner)):

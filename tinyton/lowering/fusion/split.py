@@ -34,7 +34,8 @@ from tinyton.lowering.fusion.schedule import Scheduler
 @dataclass(frozen=True, eq=False)
 class Scratch:
     """A buffer of partial results passed between the kernels of one split region (no program value):
-    one element per (row, slice), row-major. Compared by identity: each is one buffer."""
+    one block of one element per (row, slice), row-major, per partial result of its element type (one
+    buffer per type, so a call allocates one or two). Compared by identity: each is one buffer."""
 
     shape: tuple[int, ...]
     element: Attribute
@@ -53,6 +54,22 @@ def partials(passes: Sequence[tuple[list[tta.ReduceOp], list[Pair]]]) -> list[tu
     return out
 
 
+def scratch_layout(passes: Sequence[tuple[list[tta.ReduceOp], list[Pair]]]) -> tuple[list[Attribute], list[int], dict]:
+    """Scratch buffers by element type: their elements, how many partials each holds, and where each
+    partial lives: (reduction, what) -> (buffer, block)."""
+    elements: list[Attribute] = []
+    counts: list[int] = []
+    where = {}
+    for op, what, element in partials(passes):
+        if element not in elements:
+            elements.append(element)
+            counts.append(0)
+        buffer = elements.index(element)
+        where[op, what] = (buffer, counts[buffer])
+        counts[buffer] += 1
+    return elements, counts, where
+
+
 class SplitScheduler(Scheduler):
     """Emit kernel `stage` of a split region (`stages(...)` kernels in all) into `rg`'s kernel."""
 
@@ -64,7 +81,7 @@ class SplitScheduler(Scheduler):
     def run(self) -> None:
         em, geom = self.rg.em, self.rg.geom
         passes = self.passes()
-        slot = {(op, what): i for i, (op, what, _) in enumerate(partials(passes))}
+        slot = scratch_layout(passes)[2]
         base = em.mul_int(geom.split.index, geom.slice)
         for reds, pairs in passes[: self.stage]:
             self._combine(reds, pairs, slot)
@@ -79,24 +96,27 @@ class SplitScheduler(Scheduler):
                 self._store(slot[p.first, f"pair {name}"], value)
 
     # ---- scratch buffers ----------------------------------------------------------------------
-    def _row_offset(self) -> SSAValue:
-        return self.rg.em.mul_int(self.rg.geom.sources[0].index, self.rg.geom.split.extent)
+    def _row_start(self, at: tuple[int, int]) -> SSAValue:
+        """Pointer to this program's row of partials in block `at` = (buffer, block)."""
+        em, geom = self.rg.em, self.rg.geom
+        buffer, block = at
+        row = em.mul_int(geom.sources[0].index, geom.split.extent)
+        offset = em.add(em.i32(block * geom.sources[0].extent * geom.split.extent) if block else None, row)
+        return em.emit(tt.AddPtrOp(self.scratch[buffer], offset))
 
-    def _store(self, index: int, value: SSAValue) -> None:
+    def _store(self, at: tuple[int, int], value: SSAValue) -> None:
         em = self.rg.em
-        ptr = em.emit(tt.AddPtrOp(self.scratch[index], em.add(self._row_offset(), self.rg.geom.split.index)))
-        em.emit(tt.StoreOp(ptr, value))
+        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(self._row_start(at), self.rg.geom.split.index)), value))
 
-    def _load(self, index: int, neutral: float) -> SSAValue:
-        """The row's partials in scratch buffer `index` as one tile, lanes past the slices `neutral`."""
+    def _load(self, at: tuple[int, int], neutral: float) -> SSAValue:
+        """The row's partials in block `at` as one tile, lanes past the slices `neutral`."""
         em, n = self.rg.em, self.rg.geom.split.extent
         lanes = em.arange(next_power_of_2(n))
-        ptr = em.emit(tt.AddPtrOp(self.scratch[index], self._row_offset()))
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, (next_power_of_2(n),)), lanes))
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self._row_start(at), (next_power_of_2(n),)), lanes))
         if n == next_power_of_2(n):
             return em.emit(tt.LoadOp(ptrs))
         mask = em.cmp("lt", lanes, em.i32(n))
-        element = element_type(self.scratch[index].type).pointee
+        element = element_type(self.scratch[at[0]].type).pointee
         return em.select(mask, em.emit(tt.LoadOp(ptrs, mask)), em.const(neutral, element))
 
     def _combine(self, reds: list[tta.ReduceOp], pairs: list[Pair], slot: dict) -> None:
@@ -106,7 +126,7 @@ class SplitScheduler(Scheduler):
         for r in reds:
             if r not in firsts:
                 kind = reduction_kind(r)
-                element = element_type(self.scratch[slot[r, kind]].type).pointee
+                element = element_type(self.scratch[slot[r, kind][0]].type).pointee
                 tile = self._load(slot[r, kind], identity(kind, element))
                 root.memo[r.result] = self.result(r, em.reduce(kind, tile, 0))
         for p in pairs:
