@@ -8,6 +8,7 @@ torch value is actually handled, so tinyton never needs it installed.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,10 @@ def numpy_dtype(torch_dtype: Any) -> np.dtype:
     return np.dtype(str(torch_dtype).removeprefix("torch."))
 
 
+@functools.cache
 def torch_dtype(dtype: np.dtype) -> Any:
-    """The torch dtype of a NumPy dtype (`bool`, `float32`, ..., bfloat16)."""
+    """The torch dtype of a NumPy dtype (`bool`, `float32`, ..., bfloat16); cached: every array-program
+    call with torch inputs asks once per buffer it allocates (uncached ~1.7 µs of a ~20 µs call)."""
     import torch
 
     return getattr(torch, np.dtype(dtype).name)
