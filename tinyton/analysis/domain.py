@@ -177,10 +177,11 @@ def candidate_domains(
     reductions: Iterable[tuple[tuple[int, ...], int]],
     shapes: Sequence[tuple[int, ...]],
     trivial: Iterable[tuple[int, ...]],
+    written: Sequence[tuple[int, ...]] = (),
 ) -> list[Domain]:
     """The domains to try, in order: the matmul's output; else each reduction's (input shape, axis), the
     largest input first (given in that order); else the broadcast of `shapes` (register results and
-    view outputs), then the input of each reduction over a size-1 axis (it may realign dims)."""
+    view outputs), or when they do not broadcast together, of the `written` output shapes; then the input of each reduction over a size-1 axis (it may realign dims)."""
     if matmul is not None:
         return [Domain(shape_of(matmul.result.type), None, matmul=matmul)]
     candidates = [Domain(shape, axis) for shape, axis in reductions]
@@ -189,7 +190,10 @@ def candidate_domains(
     try:
         candidates = [Domain(tta.broadcast_shapes(*shapes), None)]
     except tta.ShapeError as e:
-        raise NotFusable(str(e)) from None
+        try:  # values reshaped onto other axes (`arange(T)[:, None]`): the outputs' shape is the domain
+            candidates = [Domain(tta.broadcast_shapes(*written), None)]
+        except tta.ShapeError:
+            raise NotFusable(str(e)) from None
     return candidates + [Domain(shape, None) for shape in trivial]
 
 
@@ -237,6 +241,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         [(shape_of(r.input.type), r.axis.value.data) for r in by_size],
         [shape_of(op.results[0].type) for op in register] + [shape_of(v.type) for v in outputs if v in views],
         [shape_of(op.input.type) for op in register if is_trivial(op)],
+        [shape_of(v.type) for v in outputs],
     )
     errors = []
     for dom in candidates:
@@ -329,6 +334,16 @@ def infer_map(dom: Domain, op: Operation, external: Callable[[SSAValue], bool]) 
     return _check_map(_infer(dom, op, external), op)
 
 
+def _free_axis(dom: Domain, aligned: int, extent: int, constraints: Sequence[object]) -> int:
+    """The axis of a dim that no register operand fixes: right-aligned (NumPy), or for a value computed
+    from nothing in registers (an `arange`, a compare of one with an input) that does not fit there, the
+    only domain axis of its extent (the reshape that follows puts it there)."""
+    if constraints or (0 <= aligned < len(dom.shape) and dom.shape[aligned] == extent):
+        return aligned
+    fits = [a for a, d in enumerate(dom.shape) if d == extent]
+    return fits[0] if len(fits) == 1 else aligned
+
+
 def _infer(dom: Domain, op: Operation, external) -> Map:
     """Map of the result of register op `op` from its operands' maps (NumPy alignment)."""
     out_shape = shape_of(op.results[0].type)
@@ -366,7 +381,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         axes = {m[j - off] for off, m, s in constraints if 0 <= j - off < len(s) and s[j - off] != 1}
         if len(axes) > 1:
             raise NotFusable(f"{op.name} combines values laid out along different axes")
-        a = axes.pop() if axes else n - k + j
+        a = axes.pop() if axes else _free_axis(dom, n - k + j, d, constraints)
         if a is None or a < 0 or dom.shape[a] != d:
             raise NotFusable(f"{op.name} result {out_shape} does not fit the domain {dom.shape}")
         out.append(a)

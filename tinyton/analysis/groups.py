@@ -234,7 +234,7 @@ class Union:
         if summary.matmuls:
             check_matmul(summary.matmuls, [], external)
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
-            raise NotFusable(summary.shapes)
+            raise _Fresh  # shapes that do not broadcast together: `analyze` tries the outputs' shape
         order = sorted(summary.reductions.items(), key=lambda kv: (-len(kv[0][0]), -prod(kv[0][0]), kv[1]))
         shapes = [] if isinstance(summary.shapes, str) else [summary.shapes]
         candidates = candidate_domains(

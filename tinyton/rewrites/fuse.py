@@ -13,7 +13,9 @@ group is one kernel the codegen can emit):
   a left operand (RMSNorm's mean of squares, once `tinyton-row-scale` has moved the norm's scale behind
   the matmul) accumulate in that operand's K loop;
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
-  every consumer (each gets its own copy of the op), never materialised for them.
+  every consumer (each gets its own copy of the op), never materialised for them;
+- an index array reshaped onto another axis (`(arange(T) == pos)[:, None]`) joins its consumer: when the
+  group's shapes do not broadcast together, the domain is its outputs' shape (tinyton/analysis/domain.py).
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
 the other through a third): checked on the condensed group graph (tinyton/rewrites/group_graph.py). Nothing is duplicated but
 views and scalar constants; reductions never are. Groups are emitted in topological order.
