@@ -6,6 +6,10 @@
     p  = softmax(s, axis=-1)           max, sub, exp, sum, div
     o  = p @ v
 
+Index masks are computed in the kernel from the block's indices and one-element integer inputs (a decode
+step's `arange(T) <= pos`); k and v may each be `where(index mask, a, b)` of two views (the new row written
+into the KV cache), read as two loads and a select (`Select`).
+
 The flash-attention rewrite (tinyton/rewrites/attention.py) asks `score_chain` whether the scores feeding
 a softmax come from `q @ kᵀ` this way, and the kernel generator (tinyton/lowering/fusion/attention.py)
 reads the same structure back from the outlined region with `find_attention`, so the rewrite never outlines
@@ -18,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
@@ -79,6 +83,33 @@ def q_view(q: SSAValue) -> QView:
 
 
 @dataclass(frozen=True)
+class Select:
+    """k or v given as `where(mask, a, b)`: an index mask over its last two axes choosing between two
+    strided views (a decode step's new row and its cache), read by the kernel as two loads and a select
+    instead of a kernel of its own that writes the updated cache."""
+
+    where: tta.WhereOp
+    mask: Mask
+    true: QView
+    false: QView
+
+    @property
+    def ops(self) -> list[Operation]:
+        return [*mask_ops(self.where.condition), *self.true.ops, *self.false.ops, self.where]
+
+
+def select_of(value: SSAValue) -> Select | None:
+    """`value` as a `Select`, or None (not a `where` used once, a condition that is no index mask)."""
+    if not (isinstance(value, OpResult) and isinstance(value.op, tta.WhereOp) and value.has_one_use()):
+        return None
+    op = value.op
+    mask = index_mask(op.condition)
+    if mask is None or is_constant(op.true_value) or is_constant(op.false_value):
+        return None
+    return Select(op, mask, q_view(op.true_value), q_view(op.false_value))
+
+
+@dataclass(frozen=True)
 class Attention:
     q: QView
     k: SSAValue
@@ -91,11 +122,14 @@ class Attention:
     softmax: tuple[Operation, ...]
     """reduce_max, sub, exp, reduce_sum, div."""
     pv: tta.MatmulOp
+    k_select: Select | None = None
+    v_select: Select | None = None
 
     @property
     def ops(self) -> list[Operation]:
-        """Every op of the attention (index masks included)."""
-        first = [*self.q.ops, *([self.transpose] if self.transpose is not None else [])]
+        """Every op of the attention (index masks and selected k/v included)."""
+        selects = [op for sel in (self.k_select, self.v_select) if sel is not None for op in sel.ops]
+        first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
 
@@ -211,7 +245,8 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
         return None
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
-    found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps, (rmax, sub, exp, rsum, div), pv)
+    found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps,
+                      (rmax, sub, exp, rsum, div), pv, select_of(k), select_of(pv.rhs))  # fmt: skip
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}  # noqa: E731
     return found if computed(found.ops) == computed(ops) else None
 
@@ -228,19 +263,26 @@ def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:
 
 @dataclass(frozen=True)
 class Affine:
-    """`sum(coef[p] * index along position p) + const`; positions count from the right (-1: keys, -2: queries)."""
+    """`sum(coef[p] * index along position p) + sum(k * s for s, k in scalars) + const`; positions count
+    from the right (-1: keys, -2: queries); `scalars` are one-element integer arrays read at run time (a
+    decode step's position), so `arange(T) <= pos` is an index mask too."""
 
     coef: tuple[tuple[int, int], ...]
     const: int
+    scalars: tuple[tuple[SSAValue, int], ...] = ()
 
     def scaled(self, k: int) -> Affine:
-        return Affine(tuple((p, c * k) for p, c in self.coef), self.const * k)
+        return Affine(tuple((p, c * k) for p, c in self.coef), self.const * k, tuple((v, c * k) for v, c in self.scalars))
 
     def plus(self, other: Affine) -> Affine:
         coef = dict(self.coef)
         for p, c in other.coef:
             coef[p] = coef.get(p, 0) + c
-        return Affine(tuple(sorted((p, c) for p, c in coef.items() if c)), self.const + other.const)
+        scalars = dict(self.scalars)
+        for v, c in other.scalars:
+            scalars[v] = scalars.get(v, 0) + c
+        return Affine(tuple(sorted((p, c) for p, c in coef.items() if c)), self.const + other.const,
+                      tuple((v, c) for v, c in scalars.items() if c))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -271,8 +313,21 @@ def _moved_positions(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> d
     return dict(zip(kept_in, kept_out))
 
 
+def is_scalar_leaf(value: SSAValue) -> bool:
+    """A one-element integer array not computed from aranges and constants (an input such as a position):
+    an index mask reads it at run time instead of cloning what computes it."""
+    if element_type(value.type) == i1 or not isinstance(element_type(value.type), IntegerType):
+        return False
+    if prod(shape_of(value.type)) != 1:
+        return False
+    return not (isinstance(value, OpResult) and isinstance(value.op, _AFFINE_OPS))
+
+
 def affine_index(value: SSAValue) -> Affine | None:
-    """`value` as an affine function of the query and key indices, if it is computed from aranges only."""
+    """`value` as an affine function of the query and key indices and of scalar leaves, if it is computed
+    from aranges, constants and scalar leaves only."""
+    if is_scalar_leaf(value):
+        return Affine((), 0, ((value, 1),))
     if not isinstance(value, OpResult):
         return None
     op = value.op
@@ -294,11 +349,14 @@ def affine_index(value: SSAValue) -> Affine | None:
         return a.plus(b if isinstance(op, tta.AddOp) else b.scaled(-1))
     if isinstance(op, tta.MulOp):
         a, b = affine_index(op.lhs), affine_index(op.rhs)
-        if a is not None and b is not None and not b.coef:
+        if a is not None and b is not None and not b.coef and not b.scalars:
             return a.scaled(b.const)
-        if a is not None and b is not None and not a.coef:
+        if a is not None and b is not None and not a.coef and not a.scalars:
             return b.scaled(a.const)
     return None
+
+
+_AFFINE_OPS = (tta.ArangeOp, tta.ConstantOp, tta.ReshapeOp, tta.BroadcastToOp, tta.AddOp, tta.SubOp, tta.MulOp)
 
 
 def index_mask(value: SSAValue) -> Mask | None:
@@ -317,10 +375,22 @@ def index_mask(value: SSAValue) -> Mask | None:
     if isinstance(op, (tta.AndOp, tta.OrOp)):
         a, b = index_mask(op.lhs), index_mask(op.rhs)
         return Logic("and" if isinstance(op, tta.AndOp) else "or", (a, b)) if a and b else None
-    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):
+    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):  # size-1 dims added or dropped: positions move
         moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
-        return index_mask(op.input) if moves and all(moves.get(p, p) == p for p in (-1, -2) if p in moves) else None
+        inner = index_mask(op.input) if moves is not None else None
+        return _moved_mask(inner, moves) if inner is not None else None
     return None
+
+
+def _moved_mask(mask: Mask, moves: dict[int, int]) -> Mask | None:
+    """`mask` with its index positions moved by a reshape (None if one leaves the last two axes)."""
+    if isinstance(mask, Logic):
+        parts = [_moved_mask(part, moves) for part in mask.parts]
+        return Logic(mask.kind, tuple(parts)) if all(parts) else None
+    coef = tuple(sorted((moves.get(p, p), c) for p, c in mask.lhs.coef))
+    if any(p not in (-1, -2) for p, _ in coef):
+        return None
+    return Compare(mask.predicate, Affine(coef, mask.lhs.const, mask.lhs.scalars))
 
 
 def _constant_value(value: SSAValue) -> bool | int | float | None:
@@ -338,7 +408,7 @@ def mask_ops(value: SSAValue) -> list[Operation]:
     seen: list[Operation] = []
 
     def visit(v: SSAValue) -> None:
-        if isinstance(v, OpResult) and v.op not in seen:
+        if isinstance(v, OpResult) and v.op not in seen and not is_scalar_leaf(v):
             for operand in v.op.operands:
                 visit(operand)
             seen.append(v.op)
@@ -349,7 +419,7 @@ def mask_ops(value: SSAValue) -> list[Operation]:
 
 def causal_offset(mask: Mask) -> int | None:
     """`c` when the mask keeps exactly the keys `j <= i + c` of query `i` (a causal mask, shifted)."""
-    if not isinstance(mask, Compare):
+    if not isinstance(mask, Compare) or mask.lhs.scalars:
         return None
     coef, const = dict(mask.lhs.coef), mask.lhs.const
     # lhs = a*i + b*j + const compared with 0

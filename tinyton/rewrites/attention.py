@@ -14,7 +14,8 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import index_mask, mask_ops, q_view, score_chain
+from tinyton.analysis.attention import index_mask, mask_ops, q_view, score_chain, select_of
+from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
 
@@ -29,13 +30,25 @@ def last_axis(value: SSAValue, axis: IntegerAttr) -> bool:
 def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValue) -> tuple[list[Operation], str]:
     """The matched ops plus the view ops of q (reshapes, transposes: read in place), `q @ kᵀ`, the
     transpose of k, the score steps and the index masks (causal
-    masks from `tt.arange`, cloned so that every attention gets its own): one region."""
+    masks from `tt.arange`, cloned so that every attention gets its own), and k or v selected by an
+    index mask from two views (a cache update): one region."""
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
     masks = [op for step in steps for value in step.others if index_mask(value) for op in _own_copy(step.op, value)]
     path = [*q_view(qk.lhs).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
-    return [*path, *matched], kind.data
+    k = transpose.input if transpose is not None else qk.rhs
+    pv = next(op for op in matched if isinstance(op, tta.MatmulOp))
+    return [*_selected(k), *_selected(pv.rhs), *path, *matched], kind.data
+
+
+def _selected(operand: SSAValue) -> list[Operation]:
+    """The ops of k or v given as `where(index mask, a, b)` (a cache update read in place), the mask
+    cloned for this attention; none otherwise."""
+    select = select_of(operand)
+    if select is None:
+        return []
+    return [*_own_copy(select.where, select.where.condition), *select.true.ops, *select.false.ops, select.where]
 
 
 def _own_copy(user: Operation, value: SSAValue) -> list[Operation]:

@@ -23,10 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, Logic, Mask, ScoreStep, index_mask, is_constant, is_minus_inf
+from tinyton.analysis.attention import (
+    Attention,
+    Logic,
+    Mask,
+    QView,
+    ScoreStep,
+    Select,
+    index_mask,
+    is_constant,
+    is_minus_inf,
+)
 from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -204,6 +214,9 @@ class _Program:
             a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
             return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
         value: SSAValue = em.i32(mask.lhs.const)
+        for scalar, coef in mask.lhs.scalars:  # a one-element integer input, read once per block
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
+            value = em.add(value, em.mul_int(read, coef))
         for position, coef in mask.lhs.coef:
             value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
         return em.cmp(mask.predicate, value, em.i32(0))
@@ -223,11 +236,11 @@ class _Program:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
             d_cols = em.arange(self.dp, 2, 1)
             row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
-            k = self.load(att.k, kv_rows, d_cols, self.d, 1, em.and_(row_in, self._below(d_cols, self.dp, self.d)))
+            k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), em.and_(row_in, self._below(d_cols, self.dp, self.d)))
             kt = em.emit(tt.TransOp(k, (1, 0)))
         else:  # already kᵀ, (D, S_kv)
             d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-            kt = self.load(att.k, d_rows, cols, self.s_kv, 1, em.and_(self._below(d_rows, self.dp, self.d), col_ok))
+            kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
         s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
         folded = self._log2e_step()
         for step in att.steps:
@@ -245,10 +258,27 @@ class _Program:
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
         kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
         v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
-        v = self.load(att.v, kv_rows, dv_cols, self.d_v, 1, em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v)))
+        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
+        v = self._read(att.v, att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
         scaled = em.binary(tt.MulOp, acc, alpha)
         acc_new = em.emit(tt.DotOp(em.cast(p, element_type(att.v.type)), v, scaled))
         return [m_new, l_new, acc_new]
+
+    def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
+              mask: SSAValue | None) -> SSAValue:  # fmt: skip
+        """A block of k or v as stored (contiguous `strides`), or of `where(mask, a, b)`: both views loaded,
+        the index mask chooses."""
+        if select is None:
+            return self.load(value, rows, cols, *strides, mask)
+        tiles = [self._load_view(view, rows, cols, mask) for view in (select.true, select.false)]
+        return self.em.select(self._mask_tile(select.mask, rows, cols), *tiles)
+
+    def _load_view(self, view: QView, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+        """`view` broadcast over a block (size-1 dims read with stride 0)."""
+        pad = max(0, 2 - len(view.shape))
+        shape, strides = (1,) * pad + view.shape, (0,) * pad + view.strides
+        row_stride, col_stride = (0 if d == 1 else st for d, st in zip(shape[-2:], strides[-2:]))
+        return self.load(view.base, rows, cols, row_stride, col_stride, mask, (shape, strides))
 
     def _is_causal_step(self, step: ScoreStep) -> bool:
         """The `where` that applies the causal mask (the unmasked loop only visits blocks it keeps whole)."""

@@ -1,0 +1,28 @@
+// RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s
+
+// A decode step's mask `arange(T) <= pos` with `pos` a one-element input: an index mask with a run-time
+// term, computed inside the attention kernel (pos is read there) instead of a kernel of its own.
+
+func.func @decode_mask(%q: tensor<4x1x4xf32>, %k: tensor<4x16x4xf32>, %v: tensor<4x16x4xf32>, %pos: tensor<1xi32>) -> tensor<4x1x4xf32> {
+  %c = tta.constant 5.000000e-01 : f32 -> f32
+  %ninf = tta.constant 0xff800000 : f32 -> f32
+  %t = tta.arange 0 to 16 : tensor<16xi32>
+  %visible = tta.cmp "le", %t, %pos : tensor<16xi32>, tensor<1xi32> -> tensor<16xi1>
+  %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<4x16x4xf32> -> tensor<4x4x16xf32>
+  %s0 = tta.matmul %q, %kt : tensor<4x1x4xf32>, tensor<4x4x16xf32> -> tensor<4x1x16xf32>
+  %s1 = tta.mul %s0, %c : tensor<4x1x16xf32>, f32 -> tensor<4x1x16xf32>
+  %s = tta.where %visible, %s1, %ninf : tensor<16xi1>, tensor<4x1x16xf32>, f32 -> tensor<4x1x16xf32>
+  %m = tta.reduce_max %s axis = 2 keepdims : tensor<4x1x16xf32> -> tensor<4x1x1xf32>
+  %d = tta.sub %s, %m : tensor<4x1x16xf32>, tensor<4x1x1xf32> -> tensor<4x1x16xf32>
+  %e = tta.exp %d : tensor<4x1x16xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<4x1x16xf32> -> tensor<4x1x1xf32>
+  %p = tta.div %e, %l : tensor<4x1x16xf32>, tensor<4x1x1xf32> -> tensor<4x1x16xf32>
+  %o = tta.matmul %p, %v : tensor<4x1x16xf32>, tensor<4x16x4xf32> -> tensor<4x1x4xf32>
+  func.return %o : tensor<4x1x4xf32>
+}
+
+// CHECK-LABEL: func.func @decode_mask
+// CHECK-NEXT:    %o = tta.fusion "attention"(%k, %pos, %q, %v)
+// CHECK:           tta.arange
+// CHECK:           tta.cmp "le"
+// CHECK-NOT:     tta.fusion
