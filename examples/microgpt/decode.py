@@ -1,9 +1,10 @@
 """One decode step of microgpt with a KV cache: the array program, the cache write and the sampler kernels.
 
 A token step is `decode_program` (the whole network for one token, every layer, attention over the
-cache), one `kv_write` launch per layer (the new key and value rows into the caches, in place) and one
-`sample` launch (temperature softmax, cumulative sum, a Philox uniform draw; it writes the next token,
-advances the position and the draw counter). Everything stays on the device, so `tt.graphed` captures the
+cache and the new row), one `kv_write` launch per layer but the last (the new key and value rows into the
+caches, in place) and one `last_kernel` launch (the last layer's rows, then the draw: temperature softmax,
+cumulative sum, a Philox uniform draw; it writes the next token, advances the position and the draw
+counter). Everything stays on the device, so `tt.graphed` captures the
 step once and every later token is one CUDA-graph replay.
 """
 
@@ -58,19 +59,17 @@ def decode_program(cfg, token, pos, *arrays):
 
 
 @tt.jit
-def kv_write_kernel(kcache_ptr, vcache_ptr, k_ptr, v_ptr, pos_ptr, T: tt.constexpr, D: tt.constexpr,
-                    C: tt.constexpr, BLOCK: tt.constexpr):  # fmt: skip
+def write_rows(kcache_ptr, vcache_ptr, k_ptr, v_ptr, pos, T, D, C, BLOCK):
     """Row `pos` of the `(H, T, D)` caches := the new key and value `(1, C)`, in place."""
     c = tt.arange(0, BLOCK)
     live = c < C
-    dst = (c // D) * (T * D) + tt.load(pos_ptr) * D + c % D
+    dst = (c // D) * (T * D) + pos * D + c % D
     tt.store(kcache_ptr + dst, tt.load(k_ptr + c, mask=live), mask=live)
     tt.store(vcache_ptr + dst, tt.load(v_ptr + c, mask=live), mask=live)
 
 
 @tt.jit
-def sample_kernel(logits_ptr, token_ptr, pos_ptr, counter_ptr, out_ptr, seed, inv_temperature,
-                  V: tt.constexpr, BLOCK: tt.constexpr):  # fmt: skip
+def draw(logits_ptr, token_ptr, pos_ptr, counter_ptr, out_ptr, seed, inv_temperature, V, BLOCK):
     """Draw the next token from `softmax(logits / temperature)` by inverse CDF with a Philox uniform
     (`tt.rand(seed, counter)`), store it as the next input token and at `out[pos]`, advance pos and counter."""
     i = tt.arange(0, BLOCK)
@@ -86,6 +85,23 @@ def sample_kernel(logits_ptr, token_ptr, pos_ptr, counter_ptr, out_ptr, seed, in
     tt.store(out_ptr + pos, token)
     tt.store(pos_ptr, pos + 1)
     tt.store(counter_ptr, counter + 1)
+
+
+@tt.jit
+def kv_write_kernel(kcache_ptr, vcache_ptr, k_ptr, v_ptr, pos_ptr, T: tt.constexpr, D: tt.constexpr,
+                    C: tt.constexpr, BLOCK: tt.constexpr):  # fmt: skip
+    """One layer's cache rows (every layer but the last: the last one's go with the draw)."""
+    write_rows(kcache_ptr, vcache_ptr, k_ptr, v_ptr, tt.load(pos_ptr), T, D, C, BLOCK)
+
+
+@tt.jit
+def last_kernel(logits_ptr, token_ptr, pos_ptr, counter_ptr, out_ptr, seed, inv_temperature, kcache_ptr, vcache_ptr,
+                k_ptr, v_ptr, V: tt.constexpr, BLOCK: tt.constexpr, T: tt.constexpr, D: tt.constexpr,
+                C: tt.constexpr, ROW_BLOCK: tt.constexpr):  # fmt: skip
+    """A token step's last launch: the last layer's cache rows at `pos`, then the draw (which advances
+    `pos`). One kernel instead of two: a step at one layer is the decode program plus this."""
+    write_rows(kcache_ptr, vcache_ptr, k_ptr, v_ptr, tt.load(pos_ptr), T, D, C, ROW_BLOCK)
+    draw(logits_ptr, token_ptr, pos_ptr, counter_ptr, out_ptr, seed, inv_temperature, V, BLOCK)
 
 
 def sample_numpy(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> int:

@@ -2,7 +2,7 @@
 
 `TinytonGenerator` keeps everything a token step touches on the device (weights, KV caches, the current
 token, its position, the random-draw counter, the generated row), so a step is `decode_program` plus the
-`kv_write` and `sample` kernels with no host round trip, captured once by `tt.graphed`. The host only
+`kv_write` (layers but the last) and `last_kernel` launches with no host round trip, captured once by `tt.graphed`. The host only
 resets the token and position between names and reads the generated row back once per name.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from decode import decode, decode_program, kv_write_kernel, sample_kernel, sample_numpy
+from decode import decode, decode_program, kv_write_kernel, last_kernel, sample_numpy
 from model import Config, NumpyOps
 from tokens import BOS
 from tokens import decode as detokenize
@@ -54,16 +54,18 @@ class TinytonGenerator:
     @property
     def launches_per_token(self) -> int:
         """Kernel launches of one token step (all of them inside one graph replay when graphed)."""
-        return self.program.num_launches + self.cfg.n_layer + 1
+        return self.program.num_launches + self.cfg.n_layer
 
     def _step(self) -> None:
         cfg, n = self.cfg, self.cfg.n_layer
         logits, *rows = self.program(cfg, *self.arrays)
-        for kc, vc, k, v in zip(self.kcache, self.vcache, rows[:n], rows[n:]):
-            kv_write_kernel[(1,)](kc, vc, k, v, self.pos, T=cfg.block_size, D=cfg.head_dim, C=cfg.n_embd,
-                                  BLOCK=tt.next_power_of_2(cfg.n_embd))  # fmt: skip
-        sample_kernel[(1,)](logits, self.token, self.pos, self.counter, self.out, self.seed, self.inv_temperature,
-                            V=cfg.vocab, BLOCK=tt.next_power_of_2(cfg.vocab))  # fmt: skip
+        sizes = {"T": cfg.block_size, "D": cfg.head_dim, "C": cfg.n_embd}
+        layers = list(zip(self.kcache, self.vcache, rows[:n], rows[n:]))
+        for kc, vc, k, v in layers[:-1]:
+            kv_write_kernel[(1,)](kc, vc, k, v, self.pos, BLOCK=tt.next_power_of_2(cfg.n_embd), **sizes)
+        last_kernel[(1,)](logits, self.token, self.pos, self.counter, self.out, self.seed, self.inv_temperature,
+                          *layers[-1], V=cfg.vocab, BLOCK=tt.next_power_of_2(cfg.vocab),
+                          ROW_BLOCK=tt.next_power_of_2(cfg.n_embd), **sizes)  # fmt: skip
 
     def tokens(self) -> np.ndarray:
         """One name's generated row: `block_size` token steps from BOS at position 0."""
