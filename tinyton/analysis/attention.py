@@ -247,7 +247,7 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     k = transpose.input if transpose is not None else qk.rhs
     found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps,
                       (rmax, sub, exp, rsum, div), pv, select_of(k), select_of(pv.rhs))  # fmt: skip
-    computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}  # noqa: E731
+    computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}
     return found if computed(found.ops) == computed(ops) else None
 
 
