@@ -11,7 +11,6 @@ import subprocess
 
 import numpy as np
 import pytest
-import torch
 from sim_helpers import run_sim
 
 import tinyton as triton
@@ -84,6 +83,7 @@ def test_out_of_range_reads_the_padding(padding, fill):
 
 
 def test_descriptors_of_torch_tensors_in_a_loop():
+    torch = pytest.importorskip("torch")
     x = torch.arange(32 * 8, dtype=torch.float16).reshape(32, 8)
     out = torch.zeros(8, 32, dtype=torch.float16)
     transposed_rows[(1,)](TensorDescriptor.from_tensor(x, [16, 8]), TensorDescriptor.from_tensor(out, [8, 16]), 32, BN=16)
