@@ -326,3 +326,26 @@ def test_exp_of_nan_compares_false(fuse: bool) -> None:
 @BOTH
 def test_exp_of_nan_compares_false_on_gpu(fuse: bool) -> None:
     _check_exp_keeps_nan(fuse)
+
+
+# ---- a select on a size-1 mask, transposed, in a group whose shapes do not broadcast together ---------
+
+
+@tt.jit
+def transposed_select(x1, x2):
+    mask = x1.astype(tt.int1)
+    picked = tt.where(mask, x2[None], -1)
+    return picked.T, tt.min(tt.transpose(picked, (1, 0)), axis=0)
+
+
+@BOTH
+def test_select_on_a_size_one_mask_fuses_with_its_transpose(fuse: bool) -> None:
+    """Found by the CI fuzzer (seed 20261123, case 459) after the planner learnt to take the outputs' shape
+    as the domain: a size-1 register operand counted as fixing the select's dims, so the kernel's domain
+    analysis refused a group the planner had accepted (NotFusable escaped to the user)."""
+    x1 = np.array([1.0], np.float32)
+    x2 = np.array([3, -7, 5, 0], np.int32)
+    picked = np.where(x1.astype(bool), x2[None], -1)
+    got = run(transposed_select, x1, x2, fuse=fuse)
+    np.testing.assert_array_equal(got[0], picked.T)
+    np.testing.assert_array_equal(got[1], picked.T.min(axis=0))

@@ -334,11 +334,12 @@ def infer_map(dom: Domain, op: Operation, external: Callable[[SSAValue], bool]) 
     return _check_map(_infer(dom, op, external), op)
 
 
-def _free_axis(dom: Domain, aligned: int, extent: int, constraints: Sequence[object]) -> int:
-    """The axis of a dim that no register operand fixes: right-aligned (NumPy), or for a value computed
-    from nothing in registers (an `arange`, a compare of one with an input) that does not fit there, the
-    only domain axis of its extent (the reshape that follows puts it there)."""
-    if constraints or (0 <= aligned < len(dom.shape) and dom.shape[aligned] == extent):
+def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
+    """The axis of a result dim that no register operand fixes (none has a non-1 dim there): right-aligned
+    (NumPy), or where that does not fit, as for a value computed from nothing in registers (an `arange`, a
+    compare of one with an input, a select on a size-1 mask), the only domain axis of its extent (the
+    reshape that follows puts it there)."""
+    if 0 <= aligned < len(dom.shape) and dom.shape[aligned] == extent:
         return aligned
     fits = [a for a, d in enumerate(dom.shape) if d == extent]
     return fits[0] if len(fits) == 1 else aligned
@@ -381,8 +382,10 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         axes = {m[j - off] for off, m, s in constraints if 0 <= j - off < len(s) and s[j - off] != 1}
         if len(axes) > 1:
             raise NotFusable(f"{op.name} combines values laid out along different axes")
-        a = axes.pop() if axes else _free_axis(dom, n - k + j, d, constraints)
+        a = axes.pop() if axes else _free_axis(dom, n - k + j, d)
         if a is None or a < 0 or dom.shape[a] != d:
             raise NotFusable(f"{op.name} result {out_shape} does not fit the domain {dom.shape}")
         out.append(a)
+    if len(placed := [a for a in out if a is not None]) != len(set(placed)):
+        raise NotFusable(f"{op.name} result {out_shape} puts two dims on one axis of the domain {dom.shape}")
     return tuple(out)
