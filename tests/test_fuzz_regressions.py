@@ -335,7 +335,9 @@ def test_exp_of_nan_compares_false_on_gpu(fuse: bool) -> None:
 def transposed_select(x1, x2):
     mask = x1.astype(tt.int1)
     picked = tt.where(mask, x2[None], -1)
-    return picked.T, tt.min(tt.transpose(picked, (1, 0)), axis=0)
+    m = tt.max(x1, axis=-1, keepdims=True)
+    logsumexp = m + tt.log(tt.sum(tt.exp(x1 - m), axis=-1, keepdims=True))
+    return logsumexp, picked.T, tt.min(tt.transpose(picked, (1, 0)), axis=0), mask
 
 
 @BOTH
@@ -347,5 +349,7 @@ def test_select_on_a_size_one_mask_fuses_with_its_transpose(fuse: bool) -> None:
     x2 = np.array([3, -7, 5, 0], np.int32)
     picked = np.where(x1.astype(bool), x2[None], -1)
     got = run(transposed_select, x1, x2, fuse=fuse)
-    np.testing.assert_array_equal(got[0], picked.T)
-    np.testing.assert_array_equal(got[1], picked.T.min(axis=0))
+    np.testing.assert_allclose(got[0], x1, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], picked.T)
+    np.testing.assert_array_equal(got[2], picked.T.min(axis=0))
+    np.testing.assert_array_equal(got[3], x1.astype(bool))
