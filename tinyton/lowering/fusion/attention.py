@@ -16,6 +16,10 @@ The KV loop is split in two (Triton's tutorial does it with its STAGE argument):
 program sees whole run without the causal mask or the bounds of S_kv; only the blocks crossing the
 diagonal (and the ragged last one) run masked. Causal programs stop at the diagonal. A row whose scores
 are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
+
+Flash-decoding: given a `KVSplit` (attention_blocks.py), the grid gains a third axis of KV chunks; each
+program runs both loops clipped to its chunk and stores its `m`, `l` and unnormalised accumulator instead of
+the output, and attention_combine.py's kernel finishes the rows (two launches).
 """
 
 from __future__ import annotations
