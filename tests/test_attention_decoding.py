@@ -7,10 +7,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_attention import batched_attention, causal_attention, causal_reference, masked_attention, randn, reference
+from test_attention import (
+    batched_attention,
+    causal_attention,
+    causal_reference,
+    masked_attention,
+    randn,
+    reference,
+)
 
+from tinyton.compiler import compile_module
 from tinyton.compiler import program as compiler_program
-from tinyton.lowering.fusion.attention_blocks import AttentionProblem, Blocks, KVSplit, default_blocks, kv_split
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    Blocks,
+    KVSplit,
+    default_blocks,
+    kv_split,
+)
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
 
 
 def assert_split(program, s_kv: int) -> None:
@@ -123,3 +139,15 @@ def test_flash_decoding_on_the_gpu(b, h, s_q, s_kv, causal, dtype):
     got = (program(q, k, v) if causal else program(q, k, v, 0.125)).astype(np.float64)
     want = causal_reference(q, k, v, 0.125) if causal else reference(q, k, v, 0.125)
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-2
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_both_kernels_assemble(arch):
+    """The bench's small-batch decode (B=1, H=8, S_kv=32768, D=128, fp16): partials and combine."""
+    q, kv = np.zeros((1, 8, 1, 128), np.float16), np.zeros((1, 8, 32768, 128), np.float16)
+    steps = batched_attention.compile(q, kv, kv, 128**-0.5).steps
+    assert steps[0].grid == (1, 8, 32)
+    for step in steps:
+        ptx = compile_module(step.launch.module.clone(), num_warps=step.launch.num_warps, arch=arch).asm["ptx"]
+        assert assemble_ptx(ptx, arch)

@@ -13,7 +13,12 @@ import tinyton as tt
 from tinyton.compiler import attention_tuning
 from tinyton.compiler import program as compiler_program
 from tinyton.lowering.fusion import fusion_to_kernels
-from tinyton.lowering.fusion.attention_blocks import AttentionProblem, Blocks, candidates, default_blocks
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    Blocks,
+    candidates,
+    default_blocks,
+)
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.cache import KernelCache
 

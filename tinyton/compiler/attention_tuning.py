@@ -18,7 +18,12 @@ from tinyton.compiler.kernel import compile_module, normalize_grid
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion import Scratch, fusion_to_kernels
-from tinyton.lowering.fusion.attention_blocks import AttentionProblem, Blocks, candidates, default_blocks
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    Blocks,
+    candidates,
+    default_blocks,
+)
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.bench import do_bench
 

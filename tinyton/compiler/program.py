@@ -23,8 +23,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
 from tinyton.compiler.attention_tuning import attention_blocks
+from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of

@@ -138,8 +138,8 @@ class _Program:
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
-        lb, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
-        for lb, ub, masked in ((lb, split, False), (split, end, True)):
+        first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
+        for lb, ub, masked in ((first, split, False), (split, end, True)):
             if ub == 0 or lb == ub:
                 continue
 
@@ -166,7 +166,7 @@ class _Program:
         if self.split is None:
             return 0, split, end
         em = self.em
-        value = lambda v: v if isinstance(v, SSAValue) else em.i32(v)  # noqa: E731
+        value = lambda v: v if isinstance(v, SSAValue) else em.i32(v)
         lb = em.mul_int(em.emit(tt.ProgramIdOp(2)), self.split.chunk)
         end = em.binary(tt.MinimumOp, value(end), em.add(lb, em.i32(self.split.chunk)))
         split = em.binary(tt.MaximumOp, em.binary(tt.MinimumOp, value(split), end), lb)

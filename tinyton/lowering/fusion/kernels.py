@@ -15,8 +15,8 @@ masks appear only where a block does not divide its extent.
 from __future__ import annotations
 
 import re
-from math import prod
 from dataclasses import dataclass, field
+from math import prod
 from typing import Literal
 
 from xdsl.context import Context
@@ -209,7 +209,8 @@ def attention_problem(att: Attention) -> AttentionProblem:
                             dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
 
 
-def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks, sm_count: int) -> list[KernelSpec]:
+def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
+                      sm_count: int) -> list[KernelSpec]:
     """One flash-attention kernel, or, when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, a
     partials kernel and a combine kernel (two launches, sharing the f32 scratch buffers m, l and acc)."""
     problem = attention_problem(att)
