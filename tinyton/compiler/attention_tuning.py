@@ -52,7 +52,8 @@ _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0x
 def attention_module(p: AttentionProblem) -> ModuleOp:
     """softmax(q kᵀ / sqrt(D) [causal]) v over `[batch, S, D]` arrays, as the frontend traces it."""
     t = str(dtype_of(p.dtype).ir)
-    q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v)))
+    sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v))
+    q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
     kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
     row, keep = f"tensor<{p.batch}x{p.s_q}x1x{t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
     mask = f"""
