@@ -16,6 +16,7 @@ from test_attention import (
     reference,
 )
 
+import tinyton as tt
 from tinyton.compiler import compile_module
 from tinyton.compiler import program as compiler_program
 from tinyton.lowering.fusion.attention_blocks import (
@@ -92,6 +93,26 @@ def test_float16_decoding_splits_and_matches():
     assert_split(program, 2500)
     out = program(q, k, v, 128**-0.5)
     np.testing.assert_allclose(out.astype(np.float64), reference(q, k, v, 128**-0.5), rtol=2e-2, atol=2e-3)
+
+
+@tt.jit
+def position_attention(q, k, v, pos):
+    visible = tt.arange(k.shape[-2]) <= pos  # a KV cache filled up to a run-time position
+    s = tt.where(visible, q @ tt.swapaxes(k, -1, -2) * 0.125, float("-inf"))
+    e = tt.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("pos", [0, 300, 1999])
+def test_run_time_position_mask_splits_and_empty_chunks_add_nothing(pos):
+    """Chunks past the position see only -inf scores: their partials add nothing to the combine."""
+    rng = np.random.default_rng(pos)
+    q, k, v = randn(rng, 2, 1, 64), randn(rng, 2, 2000, 64), randn(rng, 2, 2000, 64)
+    at = np.array([pos], np.int32)
+    program = position_attention.compile(q, k, v, at)
+    assert_split(program, 2000)
+    keep = np.broadcast_to(np.arange(2000) <= pos, (1, 2000))
+    np.testing.assert_allclose(program(q, k, v, at), reference(q, k, v, 0.125, 0.0, keep), rtol=1e-4, atol=1e-5)
 
 
 def test_enough_programs_or_short_caches_keep_one_kernel():
