@@ -1,16 +1,20 @@
 """Issue 7 benchmark: the naive attention array program, rewritten into one flash-attention kernel.
 
     python bench/bench_attention.py         # on a GPU host with torch and Triton; prints Markdown tables
+    python bench/bench_attention.py decode  # only some tables: any of fp16, bf16, decode
 
 TFLOPS (4·B·H·S_q·S_kv·D, halved when causal) of tinyton's rewritten program next to torch's
 scaled_dot_product_attention (flash and cuDNN backends where present), a Triton flash-attention kernel
 (bench/triton_attention.py) and tinyton unfused (the same program with fuse=False, which builds the S x S
-scores), all on the same tensors; then one decode step (S_q = 1 against a KV cache) in µs. Kinds: full,
+scores), all on the same tensors; then decode steps (S_q = 1 against a KV cache) in µs, small batches
+included (two launches: the KV loop split across programs, then the combine kernel). Kinds: full,
 causal (a mask from `tt.arange`), bias (an S x S array added to the scores) and gqa (grouped-query: each
 key/value head serves GQA_GROUP query heads, broadcast over a group axis; SDPA's `enable_gqa`).
 """
 
 from __future__ import annotations
+
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +31,8 @@ CASES = pick(
      ((2, 2, 70, 64), "bias"), ((1, 4, 90, 64), "gqa")],
 )  # fmt: skip
 """(B, H, S, D) and kind; one-shot: sequence lengths that are not multiples of the blocks."""
-DECODE = pick((8, 32, 4096, 128), (2, 3, 300, 128))
+DECODES = pick([(8, 32, 4096, 128), (1, 8, 32768, 128), (2, 8, 8192, 128)], [(2, 3, 300, 128), (1, 2, 3000, 128)])
+"""Decode steps (B, H, S_kv, D): the issue's, and small batches whose KV loop is split (flash-decoding)."""
 GQA_GROUP = 4
 
 
@@ -96,9 +101,10 @@ def case(shape: tuple[int, ...], kind: str, dtype: torch.dtype):
     return program, args, (q, k, v), options, reference
 
 
-def main() -> None:
+def main(tables: list[str]) -> None:
     print(f"device: {device_name()}; torch {torch.__version__}\n")
-    for dtype in (torch.float16, torch.bfloat16):
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    for dtype in (dtypes[t] for t in tables if t in dtypes):
         rows = []
         for shape, kind in CASES:
             b, h, s, d = shape
@@ -134,21 +140,26 @@ def main() -> None:
             ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "Triton", "tinyton unfused", "tinyton / best SDPA", "launches"],
             rows,
         )
-    b, h, s_kv, d = DECODE
-    q = torch.randn(b, h, 1, d, device=DEVICE, dtype=torch.float16)
-    k, v = (torch.randn(b, h, s_kv, d, device=DEVICE, dtype=torch.float16) for _ in range(2))
-    check_close("decode", attention(q, k, v, d**-0.5), F.scaled_dot_product_attention(q.double(), k.double(), v.double()), tol=2e-2)
-    decode = {
-        "tinyton": median_ms(lambda: attention(q, k, v, d**-0.5)),
-        "SDPA (default backend)": peer(measure, lambda: F.scaled_dot_product_attention(q, k, v)),
-        "Triton": peer(measure, lambda: triton_attention.attention(q, k, v, False)),
-    }
-    print_table(
-        f"Decode step (B={b}, H={h}, S_kv={s_kv}, D={d}, fp16), µs",
-        list(decode),
-        [[t * 1e3 if isinstance(t, float) else t for t in decode.values()]],
-    )
+    rows = []
+    for b, h, s_kv, d in DECODES if "decode" in tables else []:
+        q = torch.randn(b, h, 1, d, device=DEVICE, dtype=torch.float16)
+        k, v = (torch.randn(b, h, s_kv, d, device=DEVICE, dtype=torch.float16) for _ in range(2))
+        reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+        check_close(f"decode {(b, h, s_kv, d)}", attention(q, k, v, d**-0.5), reference, tol=2e-2)
+        decode = {
+            "tinyton": median_ms(lambda: attention(q, k, v, d**-0.5)),
+            "SDPA (default backend)": peer(measure, lambda: F.scaled_dot_product_attention(q, k, v)),
+            "SDPA flash": peer(measure, lambda: sdpa(SDPBackend.FLASH_ATTENTION)(q, k, v)),
+            "Triton": peer(measure, lambda: triton_attention.attention(q, k, v, False)),
+        }
+        micros = [t * 1e3 if isinstance(t, float) else t for t in decode.values()]
+        sdpa_best = min((t for n, t in zip(decode, micros) if n.startswith("SDPA") and isinstance(t, float)), default=None)
+        ratio = f"{micros[0] / sdpa_best:.2f}x" if sdpa_best else "n/a"
+        rows.append([f"({b}, {h}, {s_kv}, {d})", *micros, ratio, attention.compile(q, k, v, d**-0.5).num_launches])
+        print(f"# {rows[-1]}", flush=True)
+    if rows:
+        print_table("Decode step (S_q = 1, fp16), µs", ["(B, H, S_kv, D)", *decode, "tinyton / best SDPA", "launches"], rows)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or ["fp16", "bf16", "decode"])

@@ -1,5 +1,6 @@
 """Block sizes of the flash-attention kernel, swept on the GPU (fp16): which (BM, BN, warps, stages) is fastest
-per benchmark shape. Each candidate replaces `block_sizes` and compiles a fresh program.
+per benchmark shape. Each candidate replaces the compiler's block chooser and compiles a fresh program.
+(Programs tune their blocks themselves on first use: tinyton/compiler/attention_tuning.py.)
 
     python bench/sweep_attention.py        # prints one Markdown table
 """
@@ -11,8 +12,9 @@ import time
 import torch
 
 import tinyton as tt
-import tinyton.lowering.fusion.attention as kernel
-from bench_attention import CASES, DECODE, tflops
+import tinyton.compiler.program as compiler
+from tinyton.lowering.fusion.attention_blocks import Blocks
+from bench_attention import CASES, DECODES, tflops
 from common import check_close, median_ms, print_table
 
 PREFILL = [(128, 64, 8, 3, 2), (128, 128, 8, 2, 2), (128, 32, 8, 3, 2), (64, 64, 4, 3, 2), (128, 64, 8, 2, 2),
@@ -44,7 +46,7 @@ def run(shape, s_kv, causal, candidates):
     reference = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
     rows = []
     for bm, bn, warps, stages, masked in candidates:
-        kernel.block_sizes = lambda *_, c=(bm, bn, warps, stages, masked): kernel.Blocks(*c)
+        compiler.attention_blocks = lambda _, c=(bm, bn, warps, stages, masked): Blocks(*c)
         fn = program(causal)
         try:
             check_close("sweep", fn(q, k, v, shape[3] ** -0.5), reference, tol=2e-2)
@@ -63,7 +65,7 @@ def main() -> None:
     for shape, kind in CASES:
         if kind in ("full", "causal"):
             rows += run(shape, shape[2], kind == "causal", PREFILL)
-    b, h, s_kv, d = DECODE
+    b, h, s_kv, d = DECODES[0]
     rows += run((b, h, 1, d), s_kv, False, DECODING)
     print_table(f"Attention block sizes, fp16 ({torch.cuda.get_device_name()}, {time.perf_counter() - began:.0f} s)",
                 ["problem", "blocks", "speed"], rows)

@@ -117,7 +117,7 @@ class FakeKernel:
 @pytest.fixture
 def stub_backend(monkeypatch):
     """Stand-ins for the fusion pass, kernel codegen and compiler: regions are evaluated with NumPy."""
-    fusion_to_kernels = lambda module, choose_tiles: [FakeSpec(op) for op in module.walk() if isinstance(op, tta.FusionOp)]
+    fusion_to_kernels = lambda module, *_: [FakeSpec(op) for op in module.walk() if isinstance(op, tta.FusionOp)]
     monkeypatch.setattr(tinyton.lowering.fusion, "fusion_to_kernels", fusion_to_kernels)
     fuse_module = lambda module, fuse: fuse_whole(module, "whole") if fuse else outline_each_op(module)
     monkeypatch.setattr(tinyton.rewrites.pipeline, "fuse_module", fuse_module)

@@ -23,12 +23,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT
 from tinyton.profiling import stage
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.streams import current_stream
@@ -213,6 +215,12 @@ def _host_array(x: Any) -> np.ndarray:
     return np.asarray(host_view(x) if is_torch(x) else x, order="C")
 
 
+def sm_count() -> int:
+    """The GPU's multiprocessors, the target fact that decides flash-decoding splits (a nominal H100's
+    without a GPU, so the simulator runs the kernels an H100 would)."""
+    return driver.device().sm_count if driver.is_available() else NOMINAL_SM_COUNT
+
+
 def build_program(
     graph: ModuleOp, name: str, input_positions: Sequence[int], fuse: bool | None = None
 ) -> ArrayProgram:
@@ -228,7 +236,7 @@ def build_program(
     with stage("fuse"):
         fused = fused_module(graph, fuse)
     with stage("generate kernels (tta.fusion -> tt)"):
-        launches = list(fusion_to_kernels(fused, matmul_tiles))
+        launches = list(fusion_to_kernels(fused, matmul_tiles, attention_blocks, sm_count()))
     body = program_function(fused).body.block
 
     slot: dict[SSAValue | Scratch, int] = {}

@@ -16,11 +16,14 @@ The KV loop is split in two (Triton's tutorial does it with its STAGE argument):
 program sees whole run without the causal mask or the bounds of S_kv; only the blocks crossing the
 diagonal (and the ragged last one) run masked. Causal programs stop at the diagonal. A row whose scores
 are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
+
+Flash-decoding: given a `KVSplit` (attention_blocks.py), the grid gains a third axis of KV chunks; each
+program runs both loops clipped to its chunk and stores its `m`, `l` and unnormalised accumulator instead of
+the output, and attention_combine.py's kernel finishes the rows (two launches).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
@@ -41,10 +44,9 @@ from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
-SHARED_BUDGET = 40 * 1024
-"""Bytes of shared memory the FMA path's two dots may stage their operands in (48 KiB without opting in)."""
 LOG2E = 1.4426950408889634
 
 _STEP_OPS: dict[type, type] = {
@@ -57,43 +59,15 @@ _STEP_OPS: dict[type, type] = {
 }
 
 
-@dataclass(frozen=True)
-class Blocks:
-    """A program's tiling: `bm` queries, `bn` keys per step, `num_warps`, pipeline depths of the unmasked
-    and the masked (diagonal or ragged) KV loops."""
-
-    bm: int
-    bn: int
-    num_warps: int
-    stages: int = 3
-    masked_stages: int = 2
-
-
-def block_sizes(s_q: int, d: int, d_v: int, element_bytes: int) -> Blocks:
-    """The tiling for this problem. 16-bit operands run on tensor cores with q, the key and value blocks
-    in shared memory (q once, k and v pipelined): 128 queries on 8 warps (two wgmma warpgroups), 64 for
-    shorter sequences on 4, 16 for decoding; key blocks of 64 for head dims up to 128 (the buffers of both
-    loops fit 227 KiB), else 32. f32 operands run on FMAs, staging both dots' operands: the largest of
-    64, 32, 16 that fits `SHARED_BUDGET`."""
-    dp, dvp = max(16, next_power_of_2(d)), max(16, next_power_of_2(d_v))
-    if element_bytes == 2:
-        bm = 128 if s_q > 64 else 64 if s_q > 16 else 16
-        bn = 64 if max(dp, dvp) <= 128 else 32
-        return Blocks(bm, bn, 8 if bm == 128 else 4)
-    bm_max = max(16, min(64, next_power_of_2(s_q)))
-    for bm in (64, 32, 16):
-        for bn in (64, 32, 16):
-            staged = (bm * dp + dp * bn + bm * bn + bn * dvp) * element_bytes
-            if bm <= bm_max and staged <= SHARED_BUDGET:
-                return Blocks(bm, bn, 4)
-    return Blocks(16, 16, 4)
-
-
 class _Program:
-    """Emits one program's code: batch offsets, tile pointers, the KV loop."""
+    """Emits one program's code: batch offsets, tile pointers, the KV loop; with a `split`, the program's
+    chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
-    def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], out: SSAValue):
+    def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
+                 split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None):
+        out = att.pv.result
         self.em, self.att, self.pointers, self.out = em, att, pointers, out
+        self.split, self.partials = split, partials
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -101,10 +75,10 @@ class _Program:
         self.s_kv = shape_of(att.v.type)[-2]
         self.out_element = element_type(out.type)
         self.element = element_type(att.q.base.type)
-        self.blocks = block_sizes(self.s_q, self.d, self.d_v, max(2, self.element.bitwidth // 8))
+        self.blocks = blocks
         self.bm, self.bn = self.blocks.bm, self.blocks.bn
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
-        self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1)
+        self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), split.count if split else 1)
 
     # ---- addressing ---------------------------------------------------------------------------
     def _batch_coords(self) -> list[SSAValue]:
@@ -164,8 +138,8 @@ class _Program:
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
-        split, end = self._unmasked_end(start), self._kv_end(start)
-        for lb, ub, masked in ((0, split, False), (split, end, True)):
+        first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
+        for lb, ub, masked in ((first, split, False), (split, end, True)):
             if ub == 0 or lb == ub:
                 continue
 
@@ -174,6 +148,9 @@ class _Program:
 
             stages = self.blocks.masked_stages if masked else self.blocks.stages
             carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
+        if self.partials is not None:
+            self._store_partials(rows, row_ok, dv_cols, *carried)
+            return
         _, total, acc = carried
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
@@ -182,6 +159,35 @@ class _Program:
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
         em.emit(tt.StoreOp(ptrs, out, mask))
+
+    def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
+        """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the
+        part of it inside this program's chunk of keys (empty when a causal end comes before it)."""
+        if self.split is None:
+            return 0, split, end
+        em = self.em
+        value = lambda v: v if isinstance(v, SSAValue) else em.i32(v)
+        lb = em.mul_int(em.emit(tt.ProgramIdOp(2)), self.split.chunk)
+        end = em.binary(tt.MinimumOp, value(end), em.add(lb, em.i32(self.split.chunk)))
+        split = em.binary(tt.MaximumOp, em.binary(tt.MinimumOp, value(split), end), lb)
+        return lb, split, end
+
+    def _store_partials(self, rows: SSAValue, row_ok: SSAValue, dv_cols: SSAValue, m: SSAValue, total: SSAValue,
+                        acc: SSAValue) -> None:
+        """Store this chunk's row maxima (log2 units), sums and unnormalised accumulator, as
+        `[splits, batch, S_q]` and `[splits, batch, S_q, D_v]` f32 arrays (attention_combine.py reads them)."""
+        em = self.em
+        assert self.partials is not None
+        chunk_row = em.add(em.mul_int(em.emit(tt.ProgramIdOp(2)), self.grid[1]), em.emit(tt.ProgramIdOp(1)))
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(chunk_row, self.s_q), (1, 1)), rows)  # [BM, 1]
+        m_ptr, l_ptr, acc_ptr = self.partials
+        for ptr, value in ((m_ptr, m), (l_ptr, total)):
+            ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, (self.bm, 1)), row_index))
+            em.emit(tt.StoreOp(ptrs, value, row_ok))
+        shape = (self.bm, self.dvp)
+        offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, self.d_v), dv_cols), shape)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets))
+        em.emit(tt.StoreOp(ptrs, acc, em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)))
 
     def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
         """Where the blocks that need no key mask end (a multiple of BN): the ragged last block of S_kv and,
@@ -329,9 +335,11 @@ class _Program:
         return em.binary(_STEP_OPS[type(op)], *operands)
 
 
-def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue]) -> tuple[tuple[int, int, int], int]:
-    """Emit the kernel body (`pointers` maps the region's inputs and its output to kernel arguments);
-    returns the grid and num_warps."""
-    program = _Program(em, att, pointers, att.pv.result)
+def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
+                   split: KVSplit | None = None,
+                   partials: tuple[SSAValue, SSAValue, SSAValue] | None = None) -> tuple[int, int, int]:
+    """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
+    `partials` of a `split` KV loop, to kernel arguments); returns the grid."""
+    program = _Program(em, att, pointers, blocks, split, partials)
     program.emit()
-    return program.grid, program.blocks.num_warps
+    return program.grid

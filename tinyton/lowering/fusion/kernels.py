@@ -6,7 +6,8 @@ module with one nested `builtin.module` per region, holding the region's tt kern
 
 Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output (contiguous
 buffers of the value's shape; rank-0 values are one-element buffers), then one per scratch buffer of a
-split region (several kernels passing partial results, `split.py`). Shapes are compile-time
+split region (several kernels passing partial results, `split.py`; a flash-decoding attention's partials
+and combine kernels, `attention_blocks.py`). Shapes are compile-time
 constants (a traced program is specialised on them), so the kernel takes no scalar parameters and
 masks appear only where a block does not divide its extent.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from math import prod
 from typing import Literal
 
 from xdsl.context import Context
@@ -32,13 +34,23 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
-from tinyton.analysis.attention import find_attention
+from tinyton.analysis.attention import Attention, find_attention
 from tinyton.analysis.domain import analyze
 from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type, shape_of
+from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.attention import emit_attention
-from tinyton.lowering.fusion.emitter import Emitter
+from tinyton.lowering.fusion.attention_blocks import (
+    NOMINAL_SM_COUNT,
+    AttentionProblem,
+    BlockChooser,
+    Blocks,
+    default_blocks,
+    kv_split,
+)
+from tinyton.lowering.fusion.attention_combine import emit_combine
+from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.geometry import plan, plan_matmul
 from tinyton.lowering.fusion.matmul_tiles import (
     MatmulProblem,
@@ -54,6 +66,7 @@ from tinyton.lowering.fusion.split import (
     stages,
 )
 
+COMBINE_WARPS = 4
 DIVISIBILITY = 16
 """Buffers come from the allocator (cuMemAlloc / NumPy), so every pointer is 16-byte aligned."""
 
@@ -133,19 +146,20 @@ def _module(kernel: func.FuncOp, num_warps: int) -> ModuleOp:
     return module
 
 
-def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles) -> list[KernelSpec]:
-    """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks;
-    a split region gives several, launched in order)."""
+def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles,
+                  choose_blocks: BlockChooser = default_blocks, sm_count: int = NOMINAL_SM_COUNT) -> list[KernelSpec]:
+    """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks,
+    an attention region with the blocks `choose_blocks` picks; a split region gives several, launched in
+    order)."""
     ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
     results = list(fusion.yield_op.values)
     n_in = len(fusion.block.args)
+    attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
+    if attention is not None:
+        return attention_kernels(fusion, attention, name, choose_blocks(attention_problem(attention)), sm_count)
     kernel, params = _kernel(fusion, name)
     args = kernel.body.block.args
     em = Emitter(kernel.body.block)
-    attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
-    if attention is not None:
-        grid, num_warps = emit_attention(em, attention, dict(zip([*fusion.block.args, *results], args)))
-        return [KernelSpec(name, fusion.kind.data, _module(kernel, num_warps), grid, num_warps, params, fusion)]
     dom = analyze(ops, results)
     if dom.matmul is not None:
         problem = MatmulProblem.of(dom)
@@ -188,14 +202,60 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
     return specs
 
 
+def attention_problem(att: Attention) -> AttentionProblem:
+    """The sizes that choose an attention region's tiling."""
+    out = shape_of(att.pv.result.type)
+    return AttentionProblem(prod(out[:-2]), out[-2], shape_of(att.v.type)[-2], att.q.shape[-1], out[-1],
+                            dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
+
+
+def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
+                      sm_count: int) -> list[KernelSpec]:
+    """One flash-attention kernel, or, when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, a
+    partials kernel and a combine kernel (two launches, sharing the f32 scratch buffers m, l and acc)."""
+    problem = attention_problem(att)
+    split = kv_split(problem, blocks, sm_count)
+    notes = {"block_m": blocks.bm, "block_n": blocks.bn}
+    if split is None:
+        kernel, params = _kernel(fusion, name)
+        args = kernel.body.block.args
+        grid = emit_attention(Emitter(kernel.body.block), att, dict(zip([*fusion.block.args, att.pv.result], args)),
+                              blocks)
+        return [KernelSpec(name, fusion.kind.data, _module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
+                           fusion, notes)]
+    rows = (split.count, problem.batch, problem.s_q)
+    scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32))
+    notes["kv_splits"] = split.count
+    n_in = len(fusion.block.args)
+    kernel, params = _kernel(fusion, f"{name}_partials", scratch)
+    args = kernel.body.block.args
+    m, l_sum, acc = args[n_in + 1 :]
+    grid = emit_attention(Emitter(kernel.body.block), att, dict(zip(fusion.block.args, args)), blocks, split,
+                          (m, l_sum, acc))
+    first = KernelSpec(f"{name}_partials", fusion.kind.data, _module(kernel, blocks.num_warps), grid,
+                       blocks.num_warps, params, fusion, notes, scratch=scratch)
+    kernel, params = _kernel(fusion, f"{name}_combine", scratch)
+    out, m, l_sum, acc = kernel.body.block.args[n_in:]
+    out_type = element_type(att.pv.result.type)
+    grid = emit_combine(Emitter(kernel.body.block), (m, l_sum, acc), out, out_type, split.count, problem.batch,
+                        problem.s_q, problem.d_v)
+    second = KernelSpec(f"{name}_combine", "attention_combine", _module(kernel, COMBINE_WARPS), grid,
+                        COMBINE_WARPS, params, fusion, notes, scratch=scratch)
+    return [first, second]
+
+
 def writes_nothing(fusion: tta.FusionOp) -> bool:
     """Every result is zero-size (NumPy's empty arrays): the region needs no kernel."""
     return all(0 in shape_of(v.type) for v in fusion.outputs)
 
 
-def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tiles) -> list[KernelSpec]:
+def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tiles,
+                      choose_blocks: BlockChooser = default_blocks,
+                      sm_count: int = NOMINAL_SM_COUNT) -> list[KernelSpec]:
     """Kernels of every `tta.fusion` in `module` that writes something, in program order (the launch
-    order); a region whose results are all empty has no kernel, its buffers are just allocated."""
+    order); a region whose results are all empty has no kernel, its buffers are just allocated. Matmul
+    regions take the tiles `choose_tiles` picks, attention regions the blocks `choose_blocks` picks, and
+    split their KV loop for a GPU of `sm_count` SMs when that would leave it idle."""
     specs: list[KernelSpec] = []
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp):
@@ -203,20 +263,22 @@ def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tile
         for op in fn.body.block.ops:
             if isinstance(op, tta.FusionOp) and not writes_nothing(op):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
-                specs += build_kernels(op, name, choose_tiles)
+                specs += build_kernels(op, name, choose_tiles, choose_blocks, sm_count)
     return specs
 
 
 @dataclass(frozen=True)
 class FusionToKernelsPass(ModulePass):
     """Append each fusion's kernel as a nested module (`tinyton.grid`, `tt.num_warps` attributes) and
-    tag the fusion with its kernel's name: the IR view of `fusion_to_kernels`, for inspection."""
+    tag the fusion with its kernel's name: the IR view of `fusion_to_kernels`, for inspection; `sm_count`
+    stands for the GPU's SMs (flash-decoding splits)."""
 
     name = "tinyton-fusion-to-kernels"
+    sm_count: int = NOMINAL_SM_COUNT
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fused_program(op, self.name)
-        for spec in fusion_to_kernels(op):
+        for spec in fusion_to_kernels(op, sm_count=self.sm_count):
             named = spec.fusion.attributes.get("kernel")  # a split region's kernels: "name_0 name_1"
             names = f"{named.data} {spec.name}" if isinstance(named, StringAttr) and spec.scratch else spec.name
             spec.fusion.attributes["kernel"] = StringAttr(names)

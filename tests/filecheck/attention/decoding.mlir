@@ -1,0 +1,54 @@
+// RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s
+// RUN: tinyton-opt %s -p 'tinyton-fuse,tinyton-fusion-to-kernels{sm_count=1}' | filecheck %s --check-prefix=BUSY
+
+// Flash-decoding: one query row per head, 2 heads, a 1000-key cache (16 key blocks of 64) on a GPU of 132
+// SMs (the nominal H100 without a GPU). Two programs would leave it idle, so the KV loop is split into 4
+// chunks of 256 keys: a partials kernel (grid z = chunk) stores each chunk's row max, sum and unnormalised
+// accumulator, then a combine kernel rescales and sums them. On a GPU of one SM the 2 programs are
+// enough: one kernel.
+
+func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<2x1000x64xf32>) -> tensor<2x1x64xf32> {
+  %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<2x1000x64xf32> -> tensor<2x64x1000xf32>
+  %qk = tta.matmul %q, %kt : tensor<2x1x64xf32>, tensor<2x64x1000xf32> -> tensor<2x1x1000xf32>
+  %c = tta.constant 0.125 : f32 -> f32
+  %s = tta.mul %qk, %c : tensor<2x1x1000xf32>, f32 -> tensor<2x1x1000xf32>
+  %m = tta.reduce_max %s axis = 2 keepdims : tensor<2x1x1000xf32> -> tensor<2x1x1xf32>
+  %d = tta.sub %s, %m : tensor<2x1x1000xf32>, tensor<2x1x1xf32> -> tensor<2x1x1000xf32>
+  %e = tta.exp %d : tensor<2x1x1000xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<2x1x1000xf32> -> tensor<2x1x1xf32>
+  %p = tta.div %e, %l : tensor<2x1x1000xf32>, tensor<2x1x1xf32> -> tensor<2x1x1000xf32>
+  %o = tta.matmul %p, %v : tensor<2x1x1000xf32>, tensor<2x1000x64xf32> -> tensor<2x1x64xf32>
+  func.return %o : tensor<2x1x64xf32>
+}
+
+// CHECK:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention_partials decode_0_attention_combine"}
+// CHECK-LABEL: builtin.module @decode_0_attention_partials attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 4>}
+// CHECK-NEXT:    func.func @decode_0_attention_partials(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}})
+// CHECK:           %[[CHUNK:.+]] = tt.program_id 2 : i32
+// CHECK:           %[[LB:.+]] = tt.mul %[[CHUNK]], %{{.+}} : i32
+// CHECK:           %[[END:.+]] = tt.minimum %{{.+}}, %{{.+}} : i32
+// CHECK:           %[[MID:.+]] = tt.maximum %{{.+}}, %[[LB]] : i32
+// CHECK:           scf.for %{{.+}} = %[[LB]] to %[[MID]] step
+// CHECK:             tt.exp2
+// CHECK:           scf.for %{{.+}} = %[[MID]] to %[[END]] step
+// CHECK:             tt.select
+// CHECK:             tt.exp2
+// CHECK:           tt.program_id 2 : i32
+// CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x1x!tt.ptr<f32>>, tensor<16x1xf32>
+// CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x1x!tt.ptr<f32>>, tensor<16x1xf32>
+// CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x64x!tt.ptr<f32>>, tensor<16x64xf32>
+// CHECK-NEXT:      func.return
+// CHECK-LABEL: builtin.module @decode_0_attention_combine attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 1>}
+// CHECK-NEXT:    func.func @decode_0_attention_combine(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}})
+// CHECK:           scf.for
+// CHECK:             tt.load
+// CHECK:             tt.maximum %{{.+}} : tensor<1x1xf32>
+// CHECK:             tt.exp2 %{{.+}} : tensor<1x1xf32>
+// CHECK:             tt.exp2 %{{.+}} : tensor<1x1xf32>
+// CHECK:           tt.div
+// CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<1x64x!tt.ptr<f32>>, tensor<1x64xf32>
+
+// BUSY:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention"}
+// BUSY:       builtin.module @decode_0_attention attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 1>}
+// BUSY-NOT:   tt.program_id 2
+// BUSY-NOT:   builtin.module

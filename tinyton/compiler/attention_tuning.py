@@ -1,0 +1,116 @@
+"""Block sizes of flash-attention regions: measured once per GPU, dtype, head dim, causality and sequence
+class, with the `Tuner` the matmul tiles use (tinyton/compiler/autotune.py).
+
+On a GPU, the first attention of a class times each of `attention_blocks.candidates` on a standalone
+attention of the problem's exact shape (the same launches the program makes: one kernel, or partials and
+combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU, for 32-bit
+inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from tinyton.compiler.autotune import Tuner
+from tinyton.compiler.kernel import compile_module, normalize_grid
+from tinyton.dialects import tinyton_context
+from tinyton.dtypes import dtype_of
+from tinyton.lowering.fusion import Scratch, fusion_to_kernels
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    Blocks,
+    candidates,
+    default_blocks,
+)
+from tinyton.runtime import arrays, driver
+from tinyton.runtime.bench import do_bench
+
+TUNER: Tuner[Blocks] = Tuner("attention", decode=lambda d: Blocks(**d))
+TUNE_MIN_FLOPS = 1 << 26
+"""Attentions below this many FLOPs (4 x batch x S_q x S_kv x D) take the default blocks: a few
+microseconds of work, against seconds to compile and time the candidates. A decode step over a
+4096-key cache for 8 x 32 heads (2^29) is tuned."""
+
+
+def attention_blocks(problem: AttentionProblem) -> Blocks:
+    """The blocks for `problem`: tuned on this GPU, or the default without one or for a small problem."""
+    p = problem
+    options = candidates(p)
+    if not driver.is_available() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
+        return default_blocks(p)
+    device = driver.device()
+    key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class())
+    return TUNER.choose(key, options, lambda blocks: _measure(p, blocks, device.sm_count))
+
+
+_MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0xfff0000000000000"}
+"""-inf as MLIR writes it, per float type."""
+
+
+def attention_module(p: AttentionProblem) -> ModuleOp:
+    """softmax(q kᵀ / sqrt(D) [causal]) v over `[batch, S, D]` arrays, as the frontend traces it."""
+    t = str(dtype_of(p.dtype).ir)
+    sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v))
+    q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
+    kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
+    row, keep = f"tensor<{p.batch}x{p.s_q}x1x{t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
+    mask = f"""
+    %i0 = tta.arange 0 to {p.s_q} : tensor<{p.s_q}xi32>
+    %i1 = tta.reshape %i0 : tensor<{p.s_q}xi32> -> tensor<{p.s_q}x1xi32>
+    %c = tta.constant {p.s_kv - p.s_q} : i32 -> i32
+    %i = tta.add %i1, %c : tensor<{p.s_q}x1xi32>, i32 -> tensor<{p.s_q}x1xi32>
+    %j = tta.arange 0 to {p.s_kv} : tensor<{p.s_kv}xi32>
+    %keep = tta.cmp "ge", %i, %j : tensor<{p.s_q}x1xi32>, tensor<{p.s_kv}xi32> -> {keep}
+    %ninf = tta.constant {_MINUS_INF[t]} : {t} -> {t}
+    %s = tta.where %keep, %scaled, %ninf : {keep}, {s}, {t} -> {s}""" if p.causal else ""
+    text = f"""func.func @tune_attention(%q: {q}, %k: {k}, %v: {v}) -> {o} {{
+    %kt = tta.transpose %k permutation = [0, 2, 1] : {k} -> {kt}
+    %qk = tta.matmul %q, %kt : {q}, {kt} -> {s}
+    %scale = tta.constant {p.d ** -0.5} : {t} -> {t}
+    %scaled = tta.mul %qk, %scale : {s}, {t} -> {s}{mask}
+    %m = tta.reduce_max %{"s" if p.causal else "scaled"} axis = 2 keepdims : {s} -> {row}
+    %d = tta.sub %{"s" if p.causal else "scaled"}, %m : {s}, {row} -> {s}
+    %e = tta.exp %d : {s}
+    %l = tta.reduce_sum %e axis = 2 keepdims : {s} -> {row}
+    %p = tta.div %e, %l : {s}, {row} -> {s}
+    %o = tta.matmul %p, %v : {s}, {v} -> {o}
+    func.return %o : {o}
+}}"""
+    return Parser(tinyton_context(), text).parse_module()
+
+
+def _measure(p: AttentionProblem, blocks: Blocks, sm_count: int) -> float:
+    """Milliseconds of the launches of the attention of `p` tiled by `blocks` on a GPU of `sm_count` SMs."""
+    from tinyton.rewrites.pipeline import (
+        fuse_module,  # on first use: the PDL parser and matcher are slow to import (as in program.py)
+    )
+
+    specs = fusion_to_kernels(fuse_module(attention_module(p), fuse=True), choose_blocks=lambda _: blocks,
+                              sm_count=sm_count)
+    rng = np.random.default_rng(0)
+    np_dtype = dtype_of(p.dtype).np
+    inputs = set(specs[0].inputs)
+    buffers: dict[object, arrays.DeviceArray] = {}
+    launches = []
+    for spec in specs:
+        for value in spec.bindings:
+            if value in buffers:
+                continue
+            if value in inputs:
+                sample = rng.standard_normal(value.type.get_shape(), dtype=np.float32).astype(np_dtype)
+                buffers[value] = arrays.to_device(sample)
+            elif isinstance(value, Scratch):
+                buffers[value] = arrays.empty(value.shape, np.float32)
+            else:
+                buffers[value] = arrays.empty(value.type.get_shape(), np_dtype)
+        kernel = compile_module(spec.module, num_warps=spec.num_warps)
+        args = tuple(buffers[value].ptr for value in spec.bindings)
+        launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))
+
+    def run() -> None:
+        for launch, grid, threads, args in launches:
+            launch(grid, threads, 0, 0, args)
+
+    return float(do_bench(run, warmup=5, rep=20))

@@ -1,0 +1,125 @@
+"""Tilings of attention kernels: the problem, the default blocks, the tuner's candidates, the KV split.
+
+The compiler driver picks one `Blocks` per attention region through a `BlockChooser`: measured on the GPU
+(tinyton/compiler/attention_tuning.py) or `default_blocks` without one. Whether the KV loop is split across
+programs (flash-decoding) follows from the blocks and the GPU's SM count, a target fact the driver passes
+down (`NOMINAL_SM_COUNT`, an H100's, without a GPU), since the lowering knows no device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tinyton.intmath import cdiv, next_power_of_2
+
+SHARED_BUDGET = 40 * 1024
+"""Bytes of shared memory the FMA path's two dots may stage their operands in (48 KiB without opting in)."""
+NOMINAL_SM_COUNT = 132
+"""An H100 SXM's multiprocessors: the split decision's target when no GPU is there to ask."""
+PROGRAMS_PER_SM = 2
+"""Fewer programs than this many per SM leave the GPU partly idle: the KV loop is split until there are."""
+MIN_SPLIT_BLOCKS = 4
+"""Each split walks at least this many key blocks (fewer would cost more in partials than they save)."""
+
+
+@dataclass(frozen=True)
+class AttentionProblem:
+    """`batch` (batch x heads) attentions of `s_q` queries over `s_kv` keys, head dims `d` (q, k) and `d_v`."""
+
+    batch: int
+    s_q: int
+    s_kv: int
+    d: int
+    d_v: int
+    dtype: str
+    causal: bool
+
+    @property
+    def element_bytes(self) -> int:
+        return 4 if self.dtype in ("float32", "float64") else 2
+
+    def seq_class(self) -> tuple[int, int]:
+        """Power-of-two buckets of (S_q, S_kv): problems of one class share a tuned tiling."""
+        return next_power_of_2(max(1, self.s_q)), next_power_of_2(max(1, self.s_kv))
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A program's tiling: `bm` queries, `bn` keys per step, `num_warps`, pipeline depths of the unmasked
+    and the masked (diagonal or ragged) KV loops."""
+
+    bm: int
+    bn: int
+    num_warps: int
+    stages: int = 3
+    masked_stages: int = 2
+
+
+BlockChooser = Callable[[AttentionProblem], Blocks]
+
+
+def _padded(d: int) -> int:
+    return max(16, next_power_of_2(d))
+
+
+def default_blocks(p: AttentionProblem) -> Blocks:
+    """16-bit operands run on tensor cores with q, the key and value blocks in shared memory (q once, k
+    and v pipelined): 128 queries on 8 warps (two wgmma warpgroups), 64 for shorter sequences on 4, 16
+    for decoding; key blocks of 64 for head dims up to 128 (the buffers of both loops fit 227 KiB), else
+    32. f32 operands run on FMAs, staging both dots' operands: the largest of 64, 32, 16 that fits
+    `SHARED_BUDGET`."""
+    dp, dvp = _padded(p.d), _padded(p.d_v)
+    if p.element_bytes == 2:
+        bm = 128 if p.s_q > 64 else 64 if p.s_q > 16 else 16
+        bn = 64 if max(dp, dvp) <= 128 else 32
+        return Blocks(bm, bn, 8 if bm == 128 else 4)
+    bm_max = max(16, min(64, next_power_of_2(p.s_q)))
+    for bm in (64, 32, 16):
+        for bn in (64, 32, 16):
+            staged = (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes
+            if bm <= bm_max and staged <= SHARED_BUDGET:
+                return Blocks(bm, bn, 4)
+    return Blocks(16, 16, 4)
+
+
+def candidates(p: AttentionProblem) -> list[Blocks]:
+    """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
+    most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
+    two warpgroups). f32 (FMA) problems keep the default."""
+    default = default_blocks(p)
+    if p.element_bytes != 2:
+        return [default]
+    widest = max(_padded(p.d), _padded(p.d_v))
+    key_blocks = (32, 64, 128) if widest <= 64 else (32, 64) if widest <= 128 else (32,)
+    query_blocks = (16,) if p.s_q <= 16 else tuple(dict.fromkeys(min(bm, _padded(p.s_q)) for bm in (64, 128)))
+    found = [default]
+    for bm in query_blocks:
+        for bn in key_blocks:
+            for warps in (4, 8) if bm == 128 else (4,):
+                found.append(Blocks(bm, bn, warps))
+    return list(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class KVSplit:
+    """The KV loop cut into `count` chunks of `chunk` keys (a multiple of the key block), one program each."""
+
+    count: int
+    chunk: int
+
+
+def kv_split(p: AttentionProblem, blocks: Blocks, sm_count: int) -> KVSplit | None:
+    """The flash-decoding split when the queries fit one block (decoding: S_q = 1, or a few speculative
+    tokens), batch x heads alone launch fewer than `PROGRAMS_PER_SM` programs per SM and the keys span
+    enough blocks to share out; None to keep one program per query block. (Prefill keeps one KV loop per
+    program: its query blocks already give the GPU work, and it is the path measured against SDPA.)"""
+    programs = max(1, p.batch)
+    kv_blocks = cdiv(p.s_kv, blocks.bn)
+    target = PROGRAMS_PER_SM * sm_count
+    if p.s_q > blocks.bm or programs >= target or kv_blocks < 2 * MIN_SPLIT_BLOCKS:
+        return None
+    wanted = min(target // programs, kv_blocks // MIN_SPLIT_BLOCKS)  # no more programs than the target
+    chunk = cdiv(kv_blocks, wanted) * blocks.bn
+    count = cdiv(p.s_kv, chunk)
+    return KVSplit(count, chunk) if count > 1 else None

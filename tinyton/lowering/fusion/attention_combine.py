@@ -1,0 +1,61 @@
+"""The second launch of flash-decoding: combine the partial results of a KV loop split across programs.
+
+Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l_i` of `2^(s - m_i)` and
+its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
+`m = max m_i`, the row's output is `sum(acc_i 2^(m_i - m)) / sum(l_i 2^(m_i - m))`, folded over the chunks
+one at a time as the online softmax folds key blocks. A chunk that saw no key (a causal end before it, or
+every score -inf) has `m_i = -inf`, `l_i = 0` and adds nothing; a row that no chunk saw gives 0 / 0 = NaN,
+as the one-kernel path and NumPy's softmax do.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Attribute, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.emitter import Emitter, f32
+
+COMBINE_ROWS = 16
+"""Query rows per combine program (fewer when S_q is smaller)."""
+
+
+def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, out_element: Attribute,
+                 splits: int, batch: int, s_q: int, d_v: int) -> tuple[int, int, int]:
+    """Emit the combine kernel (`partials`: pointers to m, l, acc; `out`: the output's pointer, a
+    contiguous `[batch, S_q, D_v]`); returns its grid."""
+    rows_per, dvp = min(COMBINE_ROWS, next_power_of_2(s_q)), max(16, next_power_of_2(d_v))
+    b = em.emit(tt.ProgramIdOp(1))
+    start = em.mul_int(em.emit(tt.ProgramIdOp(0)), rows_per)
+    rows = em.binary(tt.AddOp, em.to_shape(start, (rows_per, 1)), em.arange(rows_per, 2, 0))  # [R, 1]
+    row_ok = em.cmp("lt", rows, em.i32(s_q))
+    cols = em.arange(dvp, 2, 1)  # [1, Dvp]
+    shape = (rows_per, dvp)
+    tile_ok = em.to_shape(em.and_(row_ok, em.cmp("lt", cols, em.i32(d_v)) if dvp > d_v else None), shape)
+    m_ptr, l_ptr, acc_ptr = partials
+    minus_inf = em.const(float("-inf"), f32)
+
+    def body(z: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        m, total, acc = carried
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.add(em.mul_int(z, batch), b), s_q), (1, 1)), rows)
+        m_z, l_z = (em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(p, (rows_per, 1)), row_index)), row_ok,
+                                      em.const(0.0, f32, (rows_per, 1)))) for p in (m_ptr, l_ptr))
+        offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, d_v), cols), shape)
+        acc_z = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets)), tile_ok,
+                                  em.const(0.0, f32, shape)))
+        m_new = em.binary(tt.MaximumOp, m, m_z)
+        m_safe = em.select(em.cmp("eq", m_new, minus_inf), em.const(0.0, f32), m_new)
+        alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))
+        beta = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_z, m_safe)))
+        total = em.binary(tt.AddOp, em.binary(tt.MulOp, total, alpha), em.binary(tt.MulOp, l_z, beta))
+        acc = em.binary(tt.AddOp, em.binary(tt.MulOp, acc, alpha), em.binary(tt.MulOp, acc_z, beta))
+        return [m_new, total, acc]
+
+    start_values = [em.const(float("-inf"), f32, (rows_per, 1)), em.const(0.0, f32, (rows_per, 1)),
+                    em.const(0.0, f32, shape)]
+    _, total, acc = em.for_loop(0, splits, 1, start_values, body)
+    result = em.cast(em.binary(tt.DivOp, acc, total), out_element)
+    offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(b, s_q * d_v), (1, 1)), em.mul_int(rows, d_v))
+    offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
+    em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(out, shape), offsets)), result, tile_ok))
+    return cdiv(s_q, rows_per), batch, 1
