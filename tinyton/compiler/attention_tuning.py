@@ -9,23 +9,20 @@ inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is use
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from tinyton.compiler.autotune import Tuner
-from tinyton.compiler.kernel import compile_module, normalize_grid
+from tinyton.compiler.tuning_runs import time_program
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
-from tinyton.lowering.fusion import Scratch, fusion_to_kernels
 from tinyton.lowering.fusion.attention_blocks import (
     AttentionProblem,
     Blocks,
     candidates,
     default_blocks,
 )
-from tinyton.runtime import arrays, driver
-from tinyton.runtime.bench import do_bench
+from tinyton.runtime import driver
 
 TUNER: Tuner[Blocks] = Tuner("attention", decode=lambda d: Blocks(**d))
 TUNE_MIN_FLOPS = 1 << 26
@@ -83,34 +80,4 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
 
 def _measure(p: AttentionProblem, blocks: Blocks, sm_count: int) -> float:
     """Milliseconds of the launches of the attention of `p` tiled by `blocks` on a GPU of `sm_count` SMs."""
-    from tinyton.rewrites.pipeline import (
-        fuse_module,  # on first use: the PDL parser and matcher are slow to import (as in program.py)
-    )
-
-    specs = fusion_to_kernels(fuse_module(attention_module(p), fuse=True), choose_blocks=lambda _: blocks,
-                              sm_count=sm_count)
-    rng = np.random.default_rng(0)
-    np_dtype = dtype_of(p.dtype).np
-    inputs = set(specs[0].inputs)
-    buffers: dict[object, arrays.DeviceArray] = {}
-    launches = []
-    for spec in specs:
-        for value in spec.bindings:
-            if value in buffers:
-                continue
-            if value in inputs:
-                sample = rng.standard_normal(value.type.get_shape(), dtype=np.float32).astype(np_dtype)
-                buffers[value] = arrays.to_device(sample)
-            elif isinstance(value, Scratch):
-                buffers[value] = arrays.empty(value.shape, np.float32)
-            else:
-                buffers[value] = arrays.empty(value.type.get_shape(), np_dtype)
-        kernel = compile_module(spec.module, num_warps=spec.num_warps)
-        args = tuple(buffers[value].ptr for value in spec.bindings)
-        launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))
-
-    def run() -> None:
-        for launch, grid, threads, args in launches:
-            launch(grid, threads, 0, 0, args)
-
-    return float(do_bench(run, warmup=5, rep=20))
+    return time_program(attention_module(p), p.dtype, fuse=True, choose_blocks=lambda _: blocks, sm_count=sm_count)

@@ -9,13 +9,12 @@ costs seconds per shape class, for microseconds of work.
 
 from __future__ import annotations
 
-import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from tinyton.compiler.autotune import Tuner
-from tinyton.compiler.kernel import compile_module, normalize_grid
+from tinyton.compiler.tuning_runs import time_program
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.matmul_tiles import (
@@ -24,8 +23,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     candidates,
     default_tiles,
 )
-from tinyton.runtime import arrays, driver
-from tinyton.runtime.bench import do_bench
+from tinyton.runtime import driver
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
 TUNE_MIN_FLOPS = 1 << 29
@@ -57,17 +55,4 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
 
 def _measure(p: MatmulProblem, tiles: MatmulTiles) -> float:
     """Milliseconds of one launch of the matmul kernel of `p` tiled by `tiles`."""
-    from tinyton.lowering.fusion import (
-        fusion_to_kernels,  # on first use, as in program.py
-    )
-    from tinyton.rewrites.pipeline import fuse_module
-
-    (spec,) = fusion_to_kernels(fuse_module(_matmul_module(p), fuse=False), lambda _: tiles)
-    kernel = compile_module(spec.module, num_warps=spec.num_warps)
-    np_dtype = dtype_of(p.dtype).np
-    rng = np.random.default_rng(0)
-    shapes = [(p.batch, p.m, p.k), (p.batch, p.k, p.n), (p.batch, p.m, p.n)]
-    buffers = [arrays.to_device(rng.standard_normal(s, dtype=np.float32).astype(np_dtype)) for s in shapes]
-    grid, args = normalize_grid(spec.grid), tuple(b.ptr for b in buffers)
-    launch = kernel.launcher.launch
-    return float(do_bench(lambda: launch(grid, kernel.threads, 0, 0, args), warmup=5, rep=20))
+    return time_program(_matmul_module(p), p.dtype, fuse=False, choose_tiles=lambda _: tiles)

@@ -1,0 +1,54 @@
+"""How a tuner times one candidate (tinyton/compiler/tuning_runs.py), without a GPU: the device calls are
+stood in for, and what reaches them is checked: every kernel of the program compiled and launched, each
+parameter bound to a buffer of the right shape (inputs, outputs, the scratch of a split KV loop)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tinyton.compiler import attention_tuning, matmul_tuning, tuning_runs
+from tinyton.lowering.fusion.attention_blocks import AttentionProblem, default_blocks
+from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, default_tiles
+
+
+class _Buffer:
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ptr = tuple(shape), np.dtype(dtype), object()
+
+
+class _Kernel:
+    threads = (128, 1, 1)
+
+    def __init__(self, launched):
+        self.launcher = type("Launcher", (), {"launch": staticmethod(lambda *a: launched.append(a))})
+
+
+@pytest.fixture
+def device(monkeypatch):
+    """Stand-ins for the GPU: buffers record their shape, launches are recorded, do_bench runs once."""
+    made, launched, compiled = [], [], []
+    monkeypatch.setattr(tuning_runs.arrays, "to_device", lambda x: made.append(_Buffer(x.shape, x.dtype)) or made[-1])
+    monkeypatch.setattr(tuning_runs.arrays, "empty", lambda s, d: made.append(_Buffer(s, d)) or made[-1])
+    monkeypatch.setattr(tuning_runs, "compile_module", lambda m, num_warps: compiled.append(m) or _Kernel(launched))
+    monkeypatch.setattr(tuning_runs, "do_bench", lambda fn, warmup, rep: fn() or 0.25)
+    return made, launched, compiled
+
+
+def test_matmul_candidate_is_one_launch_over_its_operands(device):
+    made, launched, compiled = device
+    p = MatmulProblem(1, 64, 48, 32, "float16")
+    assert matmul_tuning._measure(p, default_tiles(p)) == 0.25
+    assert len(compiled) == len(launched) == 1
+    assert [(b.shape, b.dtype) for b in made] == [((1, 64, 32), np.float16), ((1, 32, 48), np.float16), ((1, 64, 48), np.float16)]
+    assert launched[0][4] == tuple(b.ptr for b in made)
+
+
+def test_split_attention_candidate_launches_partials_and_combine(device):
+    made, launched, compiled = device
+    p = AttentionProblem(1, 1, 32768, 64, 64, "float16", False)
+    assert attention_tuning._measure(p, default_blocks(p), sm_count=132) == 0.25
+    assert len(compiled) == len(launched) == 2  # flash-decoding: partials, then the combine
+    assert sum(b.dtype == np.float32 for b in made) >= 1  # the partial results' scratch
+    shared = set(launched[0][4]) & set(launched[1][4])
+    assert shared  # the combine reads what the partials kernel wrote
