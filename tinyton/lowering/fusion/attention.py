@@ -257,8 +257,7 @@ class _Program:
         if col_ok is not None:
             s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
-        is_empty = em.cmp("eq", m_new, em.const(float("-inf"), f32))
-        m_safe = em.select(is_empty, em.const(0.0, f32), m_new)  # no exp(-inf - -inf): empty rows stay 0
+        m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))

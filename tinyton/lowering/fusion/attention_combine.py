@@ -33,7 +33,6 @@ def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out
     shape = (rows_per, dvp)
     tile_ok = em.to_shape(em.and_(row_ok, em.cmp("lt", cols, em.i32(d_v)) if dvp > d_v else None), shape)
     m_ptr, l_ptr, acc_ptr = partials
-    minus_inf = em.const(float("-inf"), f32)
 
     def body(z: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         m, total, acc = carried
@@ -44,7 +43,7 @@ def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out
         acc_z = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets)), tile_ok,
                                   em.const(0.0, f32, shape)))
         m_new = em.binary(tt.MaximumOp, m, m_z)
-        m_safe = em.select(em.cmp("eq", m_new, minus_inf), em.const(0.0, f32), m_new)
+        m_safe = em.finite_max(m_new)
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))
         beta = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_z, m_safe)))
         total = em.binary(tt.AddOp, em.binary(tt.MulOp, total, alpha), em.binary(tt.MulOp, l_z, beta))

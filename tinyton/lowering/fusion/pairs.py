@@ -68,7 +68,7 @@ class Online:
         m_new = em.binary(tt.MaximumOp, m, em.reduce("max", a, dim))
         # While the row is all -inf so far, subtract 0 instead: exp(-inf - -inf) would be NaN, and the
         # chunk adds nothing (exp(-inf) = 0) whatever the later maximum.
-        m_safe = _finite_or_zero(em, m_new)
+        m_safe = em.finite_max(m_new)
         e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_safe, shape))))
         if mask is not None:
             e = em.select(mask, e, em.const(0.0, f32))
@@ -84,7 +84,7 @@ class Online:
     def combine(self, em: Emitter, tiles: list[SSAValue]) -> list[SSAValue]:
         m, s = tiles
         top = em.reduce("max", m, 0)
-        safe = _finite_or_zero(em, top)  # all -inf: every partial sum is 0
+        safe = em.finite_max(top)  # all -inf: every partial sum is 0
         scaled = em.binary(tt.MulOp, s, em.emit(tt.ExpOp(em.binary(tt.SubOp, m, em.to_shape(safe, shape_of(m.type))))))
         return [top, em.reduce("sum", scaled, 0)]
 
@@ -153,6 +153,3 @@ def find_pair(owner: Owner, second: Operation) -> Pair | None:
     """The pair `second` closes, if any (its first reduction must be walked in the same pass)."""
     return Online.find(owner, second) or Centered.find(owner, second)
 
-
-def _finite_or_zero(em: Emitter, m: SSAValue) -> SSAValue:
-    return em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), em.const(0.0, f32), m)
