@@ -7,6 +7,7 @@ copy, and in parentheses a copy of x's own size: small tensors do not reach the 
 then cold compile, import, cache hits and call overhead. One run takes ~5 minutes on an H100.
 
     python bench/bench_fusion.py [--quick] [--only softmax,rmsnorm] [--shapes 16x262144,1024x32768]
+    python bench/bench_fusion.py --overhead    # only the compile and call-overhead figures (~1 minute)
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from common import (
     pick,
     print_table,
 )
+
+import host_overhead
 
 import tinyton as tt
 
@@ -191,7 +194,15 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(f"{r}x{c}" for r, c in SHAPES))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--no-compile", action="store_true", help="skip the compile and overhead figures")
+    parser.add_argument("--overhead", action="store_true", help="only the compile and overhead figures")
     args = parser.parse_args()
+    if args.overhead:
+        print(f"device: {device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
+              f"date {time.strftime('%Y-%m-%d')}\n")
+        print_table("Compile time and call overhead", ["what", "figure", "unit"], compile_and_overhead())
+        print_table("Host time per call (bench/host_overhead.py)", ["what", "host µs (bursts of 128)",
+                    "µs back-to-back"], host_overhead.gpu_rows())
+        return
     if not ONESHOT:  # one recompilation per shape and dtype
         torch._dynamo.config.cache_size_limit = 256
         torch._dynamo.config.accumulated_cache_size_limit = 4096

@@ -25,6 +25,7 @@ from xdsl.ir import SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
+from tinyton.compiler.launch_plan import Launches, Runner, runner
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -32,9 +33,8 @@ from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT
 from tinyton.profiling import stage
-from tinyton.runtime import arrays, driver
-from tinyton.runtime.streams import current_stream
-from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
+from tinyton.runtime import driver
+from tinyton.runtime.memory import memory_for, memory_key
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -101,7 +101,7 @@ class ArrayProgram:
     outputs: tuple[int, ...]
     returns_tuple: bool
     asm: Mapping[str, str] = field(default_factory=dict)
-    _runners: dict[tuple[Any, ...], Callable[[list[Any]], tuple[Any, ...]]] = field(default_factory=dict, repr=False)
+    _runners: dict[tuple[Any, ...], Runner] = field(default_factory=dict, repr=False)
 
     def _kernel(self, step: _Step) -> CompiledKernel:
         """The step's CompiledKernel (lowered to PTX only when first launched on the GPU)."""
@@ -111,108 +111,24 @@ class ArrayProgram:
         return step.compiled
 
     def __call__(self, *args: Any) -> Any:
+        return self.runner(args)(args)
+
+    def runner(self, args: Sequence[Any]) -> Runner:
+        """The call path for arguments like `args` (cached per input types and devices): `runner(args)`
+        gives the program's result."""
         inputs = [args[i] for i in self.input_positions]
-        sample = inputs[0] if inputs else None
-        # is_cuda tells torch's CPU and GPU tensors apart without building a torch.device per call.
-        kind = (type(sample), getattr(sample, "is_cuda", None))
-        runner = self._runners.get(kind)
-        if runner is None:
-            runner = self._runners[kind] = self._runner(sample)
-        results = runner(inputs)
-        return results if self.returns_tuple else results[0]
-
-    def _runner(self, sample: Any) -> Callable[[list[Any]], tuple[Any, ...]]:
-        """The call path for inputs like `sample`, with everything that does not change per call bound."""
-        memory = _Memory.for_inputs(sample, driver.backend() == "cuda")
-        prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
-        temporaries = self.buffer_specs[len(self.input_positions) :]
-        outputs = self.outputs
-
-        if address is None:
-
-            def simulate(inputs: list[Any]) -> tuple[Any, ...]:
-                buffers = [prepare(x) for x in inputs] + [allocate(shape, dtype) for shape, dtype in temporaries]
-                for step in self.steps:
-                    (step.compiled or self._kernel(step)).simulate(step.grid, [buffers[i] for i in step.slots])
-                return tuple(finish(buffers[i]) for i in outputs)
-
-            return simulate
-
-        launches = []  # every buffer is device memory: addresses go straight to the driver's launcher
-        for step in self.steps:
-            kernel = self._kernel(step)
-            launches.append((kernel.launcher.launch, step.grid, kernel.threads, step.slots))
-
-        torch_inputs, host_results = memory.torch_inputs, memory.host_results
-
-        def launch(inputs: list[Any]) -> tuple[Any, ...]:
-            stream = current_stream(torch_inputs)
-            buffers = [prepare(x) for x in inputs] + [allocate(shape, dtype) for shape, dtype in temporaries]
-            addresses = [address(b) for b in buffers]
-            for run, grid, threads, slots in launches:
-                run(grid, threads, 0, stream, tuple([addresses[i] for i in slots]))
-            if stream and host_results:  # the copies back below run on the default stream
-                driver.stream_synchronize(stream)
-            return tuple([finish(buffers[i]) for i in outputs])
-
-        return launch
+        key = memory_key(inputs)
+        run = self._runners.get(key)
+        if run is None:
+            memory = memory_for(inputs, driver.backend() == "cuda")
+            kernels = [(self._kernel(step), step.grid, step.slots) for step in self.steps]
+            plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple)
+            run = self._runners[key] = runner(plan, memory)
+        return run
 
     def kernels(self) -> list[CompiledKernel]:
         """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
         return [self._kernel(step) for step in self.steps]
-
-
-@dataclass(frozen=True)
-class _Memory:
-    """Where one call's arrays live, chosen from the kind of its inputs (and cached per kind).
-
-    torch CUDA inputs: every buffer is a torch tensor on their device (results are torch tensors);
-    other device arrays: `DeviceArray`s; host arrays (NumPy, CPU torch): copied to the GPU once and the
-    results copied back, or used in place by the simulator when there is no GPU."""
-
-    prepare: Callable[[Any], Any]
-    allocate: Callable[[tuple[int, ...], np.dtype], Any]
-    finish: Callable[[Any], Any]
-    address: Callable[[Any], int] | None = None
-    """Device address of a buffer; None when the kernels run on the simulator."""
-    torch_inputs: bool = False
-    """torch CUDA tensors come in: launches follow torch's current stream."""
-    host_results: bool = False
-    """Results are copied back to the host after the launches."""
-
-    @staticmethod
-    def for_inputs(sample: Any, on_gpu: bool) -> _Memory:
-        torch_input = is_torch(sample)
-        if torch_input and sample.is_cuda:
-            import torch
-
-            device, empty = sample.device, torch.empty
-            return _Memory(
-                lambda x: x.contiguous(),
-                lambda shape, dtype: empty(shape, dtype=torch_dtype(dtype), device=device),
-                _identity,
-                torch.Tensor.data_ptr,
-                torch_inputs=True,
-            )
-        host = sample is None or isinstance(sample, np.ndarray) or torch_input
-        to_caller = from_host if torch_input else _identity
-        if not on_gpu:
-            return _Memory(_host_array, np.empty, to_caller)
-        def prepare(x: Any) -> Any:
-            return x if hasattr(x, "__cuda_array_interface__") else arrays.to_device(_host_array(x))
-
-        finish = (lambda b: to_caller(b.numpy()) if isinstance(b, arrays.DeviceArray) else b) if host else _identity
-        return _Memory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value, host_results=host)
-
-
-def _identity(x: Any) -> Any:
-    return x
-
-
-def _host_array(x: Any) -> np.ndarray:
-    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied); a 0-d array
-    stays 0-d (np.ascontiguousarray would make it 1-d)."""
-    return np.asarray(host_view(x) if is_torch(x) else x, order="C")
 
 
 def sm_count() -> int:

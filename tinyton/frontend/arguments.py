@@ -38,7 +38,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "float": ("'f32'", "{a}"),
     "device": ("({a}.dtype, ({a}_p := {a}.ptr) & 15)", "{a}_p"),
-    "torch": ("({a}.dtype, {a}.is_cuda, ({a}_p := {a}.data_ptr()) & 15)", "{a}_p"),
+    "torch": ("({a}.dtype, ({a}_c := {a}.is_cuda), ({a}_p := {a}.data_ptr()) & 15)", "{a}_p if {a}_c else None"),
     "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
     "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
     "descriptor": (
@@ -48,8 +48,8 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 """Argument kind -> (plan-key part, parameter value or None when the runtime must stage it), as Python
 expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses the address it read). A
-None key part (an int out of range) never matches a cached plan; CPU tensors get keys whose plans are
-never fast, so their host addresses are never launched."""
+None key part (an int out of range) never matches a cached plan; a CPU tensor's value is None, so its plan
+is never fast and its host address is never launched (the slow path stages it)."""
 
 
 def address(arg: Any) -> int:

@@ -32,7 +32,7 @@ from tinyton.frontend.arguments import (
 from tinyton.frontend.codegen import build_kernel
 from tinyton.frontend.names import Reads
 from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
-from tinyton.frontend.programs import compile_array_program, run_array_program
+from tinyton.frontend.programs import ProgramCalls, compile_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.profiling import stage
 from tinyton.runtime.driver import backend
@@ -108,6 +108,7 @@ class JITFunction:
         self._variants: dict[Any, CompiledKernel] = {}
         self._reads: dict[Any, Reads] = {}  # per variant: the globals it read
         self._bound: dict[Any, Callable[..., None]] = {}
+        self._calls = ProgramCalls(fn)
 
     def kernel_source(self) -> KernelSource:
         """The parsed source (raises its CompilationError if it could not be parsed)."""
@@ -126,7 +127,7 @@ class JITFunction:
                 f"`{self.__name__}` is a kernel (it returns nothing): launch kernels with kernel[grid](...), "
                 f"e.g. {self.__name__}[(programs,)](...)"
             )
-        return run_array_program(self.fn, self._positional(args, kwargs))
+        return self._calls(self._positional(args, kwargs) if kwargs else args)
 
     def _positional(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
         if not kwargs:

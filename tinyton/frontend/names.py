@@ -93,9 +93,15 @@ class Reads:
             if isinstance(value, constexpr):
                 env[f"W{i}"] = value.value
                 terms.append(f"V{i}.value is W{i}")
-        defaults = ", ".join(f"{k}={k}" for k in env)  # locals, not globals: the fastest lookups
-        exec(f"def fresh({defaults}):\n    return {' and '.join(terms) or 'True'}", env)  # noqa: S102 - names only
-        self.fresh = env["fresh"]
+        self.fresh = _identity_check(env, terms)
+
+
+def _identity_check(env: dict[str, Any], terms: list[str]) -> Callable[[], bool]:
+    """A generated `() -> bool`: the `and` of `terms`, with the names of `env` bound as locals (the fastest
+    lookups)."""
+    defaults = ", ".join(f"{k}={k}" for k in env)
+    exec(f"def check({defaults}):\n    return {' and '.join(terms) or 'True'}", env)  # noqa: S102 - names only
+    return env["check"]
 
 
 _CODE_NAMES: dict[types.CodeType, tuple[str, ...]] = {}
@@ -120,6 +126,30 @@ def _value_key(value: Any) -> Any:
         return type(value), value
     except TypeError:  # an array or another mutable object: its identity (changing it in place is not seen)
         return type(value), id(value)
+
+
+def globals_guard(fn: Callable[..., Any]) -> Callable[[], bool]:
+    """A generated check that `globals_key(fn)` still holds what it holds now: every global name `fn`'s code
+    mentions holds the same object (or is still undefined), every closure cell too, and a `tt.constexpr`
+    its value. False (or ValueError, for an emptied cell) may still mean an equal key: a global rebound to
+    an equal value."""
+    g = fn.__globals__
+    env: dict[str, Any] = {"M": MISSING, "G": g.get}
+    terms = []
+    values = [(f"G({name!r}, M)", g.get(name, MISSING)) for name in _free_names(fn.__code__)]
+    for i, cell in enumerate(fn.__closure__ or ()):
+        env[f"C{i}"] = cell
+        try:
+            values.append((f"C{i}.cell_contents", cell.cell_contents))
+        except ValueError:  # empty: the check raises ValueError until it is filled
+            values.append((f"C{i}.cell_contents", MISSING))
+    for i, (expression, value) in enumerate(values):
+        env[f"V{i}"] = value
+        terms.append(f"{expression} is V{i}")
+        if isinstance(value, constexpr):
+            env[f"W{i}"] = value.value
+            terms.append(f"V{i}.value is W{i}")
+    return _identity_check(env, terms)
 
 
 def globals_key(fn: Callable[..., Any]) -> tuple[Any, ...]:

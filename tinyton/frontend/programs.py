@@ -2,7 +2,15 @@
 
 The signature is what a traced program is specialised on: the shapes and dtypes of the array arguments
 and the values of the others (baked into the trace as constants), the values of the globals and closure
-variables the function's code mentions (read while tracing), plus the fusion setting.
+variables the function's code mentions (read while tracing), plus the fusion setting. Strides are not part
+of it: every buffer of a program is contiguous (the memory makes inputs so, tinyton/runtime/memory.py).
+
+A call `fn(*args)` goes through `ProgramCalls`, the per-function fast path: per tuple of argument types a
+generated function returns the call's key (per array its shape, dtype and device; per other argument its
+value) in one Python frame; the key finds the compiled program's runner for that memory and a generated
+identity check of the globals. A miss, or a global that changed, takes `compile_array_program`.
+`TINYTON_FUSION` is read when a signature is first compiled (reading the environment costs half a µs);
+`fn.compile(..., fuse=)` chooses explicitly.
 """
 
 from __future__ import annotations
@@ -15,9 +23,11 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.compiler import ArrayProgram, build_program, fused_module, fusion_enabled
 from tinyton.compiler.collector import collector_paused
-from tinyton.frontend.names import globals_key
+from tinyton.compiler.launch_plan import Runner
+from tinyton.frontend.names import globals_guard, globals_key
 from tinyton.frontend.tracing import is_array, trace
 from tinyton.profiling import stage
+from tinyton.runtime.torch_interop import is_torch
 
 
 def _signature_key(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -55,6 +65,75 @@ def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: 
                 graph = trace(fn, args)
             program = programs[key] = build_program(graph, name, inputs, fuse)
     return program
+
+
+MAX_ENTRIES = 4096
+"""Call keys kept per function and argument types before that table is reset (scalar values are unbounded)."""
+
+
+class ProgramCalls:
+    """The calls of one array program: argument types -> key function and its entries, key -> the runner
+    of the compiled program for that memory and the guard of the globals it was traced with."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self._tables: dict[tuple[type, ...], tuple[Callable[[tuple], Any], dict[Any, tuple[Callable[[], bool], Runner]]]] = {}
+        self._key, self._entries = _no_key, {}  # the table of the last call's argument types
+
+    def __call__(self, args: tuple) -> Any:
+        try:
+            guard, run = self._entries[self._key(args)]  # other types: KeyError (None), or TypeError,
+            if guard():  # ValueError (another count of arguments, an emptied closure cell)
+                return run(args)
+        except (KeyError, TypeError, ValueError):
+            pass
+        return self._miss(args)
+
+    def _miss(self, args: tuple) -> Any:
+        """The slow path: the table of these argument types, the program (compiled if new), a new entry."""
+        types = tuple(map(type, args))
+        table = self._tables.get(types)
+        if table is None:
+            table = self._tables[types] = (_key_function(args), {})
+        self._key, self._entries = table
+        guard = globals_guard(self.fn)
+        run = compile_array_program(self.fn, args).runner(args)
+        try:
+            key = self._key(args)
+            if len(self._entries) >= MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = (guard, run)
+        except TypeError:  # an unhashable argument: such calls always take this path
+            pass
+        return run(args)
+
+
+def _no_key(args: tuple) -> None:
+    """The key function before the first call: matches nothing."""
+
+
+def _key_function(sample: Sequence[Any]) -> Callable[[tuple], Any]:
+    """`key(args)`: for arguments of the types of `sample`, what decides the compiled program and its memory
+    (None for other types): torch tensors give shape, dtype and device; other arrays shape, dtype (and a
+    device if they have one); other arguments their value (the types are checked, so 1, 1.0 and True differ)."""
+    namespace: dict[str, Any] = {}
+    names = [f"a{i}" for i in range(len(sample))]
+    checks, parts = [], []
+    for a, value in zip(names, sample):
+        namespace[f"T_{a}"] = type(value)
+        checks.append(f"type({a}) is T_{a}")
+        if not is_array(value):
+            parts.append(a)
+        elif is_torch(value) or hasattr(value, "device"):
+            parts.append(f"{a}.shape, {a}.dtype, {a}.device")
+        else:
+            parts.append(f"{a}.shape, {a}.dtype")
+    source = (
+        f"def key(args):\n    ({''.join(f'{a}, ' for a in names)}) = args\n"
+        f"    if {' and '.join(checks) or 'True'}:\n        return ({''.join(f'{p}, ' for p in parts)})"
+    )
+    exec(source, namespace)  # noqa: S102 - numbered names and attribute reads only
+    return namespace["key"]
 
 
 def run_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> Any:

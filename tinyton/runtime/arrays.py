@@ -67,11 +67,7 @@ class DeviceArray:
     @property
     def strides(self) -> tuple[int, ...]:
         """Byte strides of the C-contiguous layout, as numpy reports them."""
-        strides, step = [], self.dtype.itemsize
-        for extent in reversed(self.shape):
-            strides.append(step)
-            step *= extent
-        return tuple(reversed(strides))
+        return c_strides(self.shape, self.dtype.itemsize)
 
     def copy_from_host(self, src: np.ndarray, stream: int | None = None) -> None:
         self._check_host(src)
@@ -117,6 +113,15 @@ class DeviceArray:
                 driver.free(ptr)
             except Exception:
                 pass  # interpreter exit or a context already torn down
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Byte strides of a C-contiguous array of this shape."""
+    strides, step = [], itemsize
+    for extent in reversed(shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
 
 
 def empty(shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32) -> DeviceArray:

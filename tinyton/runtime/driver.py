@@ -331,9 +331,16 @@ class Launcher:
     per call). `param_kinds` holds `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
     """
 
-    def __init__(self, function: Function, param_kinds: Sequence[str | npt.DTypeLike], dynamic_shared: int = 0):
+    def __init__(
+        self,
+        function: Function,
+        param_kinds: Sequence[str | npt.DTypeLike],
+        dynamic_shared: int = 0,
+        launch_kernel: Callable[..., int] | None = None,
+    ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
-        every launch's `shared_bytes`."""
+        every launch's `shared_bytes`. `launch_kernel`: the C function called with cuLaunchKernel's
+        arguments (default: the driver's; a stand-in measures the host path without a GPU)."""
         self.function = function
         self._shared = dynamic_shared
         fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(param_kinds)]
@@ -342,7 +349,7 @@ class Launcher:
         offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
         self._pointers = np.array([base + o for o in offsets], np.uint64)
         self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
-        self._launch = _ctx().launch_kernel
+        self._launch = launch_kernel or _ctx().launch_kernel
         self._func = ctypes.c_void_p(function.address)
         self._stream = (0, None)  # the last stream handle and its c_void_p
 

@@ -1,0 +1,112 @@
+"""The call path of a compiled array program for one kind of inputs, with everything fixed bound in.
+
+For device memory (tinyton/runtime/memory.py) it is one generated function, straight-line Python: read
+each input's address, allocate each output (torch's caching allocator for torch inputs) and one block
+for all intermediates, read the stream once, call each kernel's driver `Launcher` with its prebuilt grid,
+return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
+those calls copy whole arrays anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tinyton.compiler.kernel import CompiledKernel
+from tinyton.runtime import driver
+from tinyton.runtime.memory import DeviceMemory, HostMemory
+from tinyton.runtime.streams import current_stream
+
+INTERMEDIATE_ALIGNMENT = 256
+"""Bytes between the intermediates packed in one allocation (what cudaMalloc guarantees per allocation)."""
+
+Runner = Callable[[tuple], Any]
+"""`runner(args)`: the program's result for the Python call's positional arguments."""
+
+
+@dataclass(frozen=True)
+class Launches:
+    """What a call does, independent of the memory: buffers, kernels in order, results."""
+
+    input_positions: tuple[int, ...]
+    """The Python arguments that are the program's inputs: buffers 0, 1, ..."""
+    buffer_specs: Sequence[tuple[tuple[int, ...], np.dtype]]
+    """(shape, dtype) of every buffer: the inputs, then the intermediates and outputs."""
+    kernels: Sequence[tuple[CompiledKernel, tuple[int, int, int], tuple[int, ...]]]
+    """(kernel, grid, buffer index of each parameter) per launch, in program order."""
+    outputs: tuple[int, ...]
+    returns_tuple: bool
+
+
+def runner(launches: Launches, memory: HostMemory | DeviceMemory) -> Runner:
+    """The call path of `launches` with its buffers in `memory`."""
+    if isinstance(memory, DeviceMemory):
+        return _generated(launches, memory)
+    return _looped(launches, memory)
+
+
+def _looped(launches: Launches, memory: HostMemory) -> Runner:
+    prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
+    temporaries = launches.buffer_specs[len(launches.input_positions) :]
+    positions, outputs, single = launches.input_positions, launches.outputs, not launches.returns_tuple
+    host_results = memory.host_results
+
+    def run(args: tuple) -> Any:
+        buffers = [prepare(args[i]) for i in positions] + [allocate(shape, dtype) for shape, dtype in temporaries]
+        if address is None:
+            for kernel, grid, slots in launches.kernels:
+                kernel.simulate(grid, [buffers[i] for i in slots])
+        else:
+            stream = current_stream()
+            addresses = [address(b) for b in buffers]
+            for kernel, grid, slots in launches.kernels:
+                kernel.launcher.launch(grid, kernel.threads, 0, stream, tuple([addresses[i] for i in slots]))
+            if stream and host_results:  # the copies back below run on the default stream
+                driver.stream_synchronize(stream)
+        results = tuple([finish(buffers[i]) for i in outputs])
+        return results[0] if single else results
+
+    return run
+
+
+def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
+    """`def run(args)` for these launches, as source text: no loops, no per-buffer dispatch."""
+    namespace: dict[str, Any] = dict(memory.namespace)
+    lines: list[str] = []
+
+    def emit(snippet: str, **names: str) -> None:
+        lines.extend("    " + line for line in snippet.format(**names).splitlines())
+
+    n_inputs = len(launches.input_positions)
+    for i, position in enumerate(launches.input_positions):
+        emit(memory.input, x=f"b{i}", p=f"p{i}", arg=f"args[{position}]")
+    results = set(launches.outputs)
+    packed, offset = [], 0
+    for i, (shape, dtype) in enumerate(launches.buffer_specs[n_inputs:], n_inputs):
+        if i in results:
+            namespace[f"S{i}"], namespace[f"D{i}"] = shape, memory.dtype_value(dtype)
+            emit(f"b{i} = {memory.allocate}", shape=f"S{i}", dtype=f"D{i}")
+            emit(f"p{i} = {memory.address}", x=f"b{i}")
+        else:  # an intermediate: a slice of one block for all of them
+            packed.append((i, offset))
+            nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            offset += -(-nbytes // INTERMEDIATE_ALIGNMENT) * INTERMEDIATE_ALIGNMENT
+    if packed:
+        namespace["SB"], namespace["DB"] = (offset,), memory.dtype_value(np.dtype(np.uint8))
+        emit(f"block = {memory.allocate}", shape="SB", dtype="DB")
+        emit(f"pb = {memory.address}", x="block")
+        lines.extend(f"    p{i} = pb + {o}" for i, o in packed)
+    emit(memory.stream)
+    for k, (kernel, grid, slots) in enumerate(launches.kernels):
+        namespace[f"L{k}"], namespace[f"G{k}"] = kernel.launcher.launch, grid
+        lines.append(f"    L{k}(G{k}, {kernel.threads}, 0, s, ({''.join(f'p{i}, ' for i in slots)}))")
+    values = [f"b{i}" for i in launches.outputs]
+    lines.append(f"    return ({', '.join(values)},)" if launches.returns_tuple else f"    return {values[0]}")
+    source = "def run(args):\n" + "\n".join(lines)
+    exec(source, namespace)  # noqa: S102 - built from the snippets above and numbered names only
+    run = namespace["run"]
+    run.source = source  # what it does, for tests and for reading
+    return run

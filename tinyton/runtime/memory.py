@@ -1,0 +1,155 @@
+"""Where an array program's buffers live, chosen from the kind of its inputs.
+
+- torch CUDA tensors (all on one device): every buffer is a torch tensor on that device, from torch's caching
+  allocator; results are torch tensors and launches follow torch's current stream;
+- other device arrays only (`DeviceArray`, `__cuda_array_interface__` objects): `DeviceArray`s;
+- otherwise (NumPy, CPU torch, a mix): host arrays are copied to the GPU and the results copied back when the
+  first input is a host array, or used in place by the simulator when there is no GPU.
+
+The kernels of an array program assume C-contiguous buffers at 16-byte-aligned addresses (`tt.divisibility
+= 16` on every pointer). A strided torch input is made contiguous, one at an address that is not a multiple of
+16 is copied; other device arrays must be contiguous and are copied when misaligned.
+
+Device memory is described by code snippets (`DeviceMemory`): the compiler generates from them one
+straight-line call path per program (tinyton/compiler/launch_plan.py), so a call runs no per-buffer dispatch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from tinyton.runtime import arrays, driver
+from tinyton.runtime.streams import explicit_stream, torch_stream_reader
+from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
+
+ALIGNMENT = 16
+"""Bytes every buffer address of an array program is a multiple of (the kernels' pointer divisibility)."""
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """Buffers handled one by one: the simulator's NumPy arrays, or host inputs staged on the GPU."""
+
+    prepare: Callable[[Any], Any]
+    allocate: Callable[[tuple[int, ...], np.dtype], Any]
+    finish: Callable[[Any], Any]
+    address: Callable[[Any], int] | None = None
+    """Device address of a buffer; None when the kernels run on the simulator."""
+    host_results: bool = False
+    """Results are copied back to the host after the launches (they wait for the stream)."""
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Every buffer in device memory, as code snippets for a generated call path.
+
+    `input` binds `{x}` (the buffer) and `{p}` (its address) from the argument `{arg}`; `allocate` is an
+    expression of a new buffer of shape `{shape}` and NumPy dtype `{dtype}` (names the snippets' namespace
+    binds per buffer through `dtype_value`); `address` the address of `{x}`; `stream` binds `s`."""
+
+    input: str
+    allocate: str
+    address: str
+    stream: str
+    dtype_value: Callable[[np.dtype], Any]
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+
+def memory_key(inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """What decides the memory of a call: each input's type and device."""
+    return tuple((type(x), getattr(x, "device", None)) for x in inputs)
+
+
+def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory:
+    """The memory of a call with these inputs (`on_gpu`: the kernels run on the GPU, else the simulator)."""
+    sample = inputs[0] if inputs else None
+    torch_input = is_torch(sample)
+    if torch_input and sample.is_cuda:
+        others = [x for x in inputs if not (is_torch(x) and x.is_cuda and x.device == sample.device)]
+        if others:
+            raise TypeError(
+                f"array program inputs: the first is a torch tensor on {sample.device}, so every input must be one "
+                f"(got {', '.join(_describe(x) for x in others)}); move them with .to({str(sample.device)!r})"
+            )
+        return _torch_memory(sample.device)
+    if on_gpu and inputs and all(hasattr(x, "__cuda_array_interface__") for x in inputs):
+        return _device_array_memory()
+    to_caller = from_host if torch_input else _identity
+    if not on_gpu:
+        return HostMemory(host_array, np.empty, to_caller)
+    host = sample is None or isinstance(sample, np.ndarray) or torch_input
+
+    def prepare(x: Any) -> Any:
+        return device_input(x)[0] if hasattr(x, "__cuda_array_interface__") else arrays.to_device(host_array(x))
+
+    finish = (lambda b: to_caller(b.numpy()) if isinstance(b, arrays.DeviceArray) else b) if host else _identity
+    return HostMemory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value, host_results=host)
+
+
+def _describe(x: Any) -> str:
+    device = getattr(x, "device", None)
+    return f"{type(x).__name__}" + (f" on {device}" if device is not None else "")
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def host_array(x: Any) -> np.ndarray:
+    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied); a 0-d array
+    stays 0-d (np.ascontiguousarray would make it 1-d)."""
+    return np.asarray(host_view(x) if is_torch(x) else x, order="C")
+
+
+def _torch_memory(device: Any) -> DeviceMemory:
+    import torch  # torch CUDA tensors came in: torch is imported
+
+    return DeviceMemory(
+        input=(
+            "{x} = {arg}.contiguous()\n{p} = {x}.data_ptr()\n"
+            f"if {{p}} % {ALIGNMENT}:\n    {{x}} = {{x}}.clone()\n    {{p}} = {{x}}.data_ptr()"
+        ),
+        allocate="EMPTY({shape}, dtype={dtype}, device=DEVICE)",
+        address="{x}.data_ptr()",
+        stream="s = EXPLICIT()\nif s is None:\n    s = TORCH_STREAM()",
+        dtype_value=torch_dtype,
+        namespace={"EMPTY": torch.empty, "DEVICE": device, "EXPLICIT": explicit_stream,
+                   "TORCH_STREAM": torch_stream_reader()},
+    )
+
+
+def _device_array_memory() -> DeviceMemory:
+    return DeviceMemory(
+        input="{x}, {p} = DEVICE_INPUT({arg})",
+        allocate="EMPTY({shape}, {dtype})",
+        address="{x}.ptr",
+        stream="s = EXPLICIT()\nif s is None:\n    s = 0",
+        dtype_value=np.dtype,
+        namespace={"EMPTY": arrays.empty, "EXPLICIT": explicit_stream, "DEVICE_INPUT": device_input},
+    )
+
+
+def device_input(x: Any) -> tuple[Any, int]:
+    """A device array as an array-program buffer: itself and its address, or an aligned copy of it; a
+    strided one is refused (there is no generic device copy that follows strides)."""
+    if type(x) is arrays.DeviceArray:
+        return x, x.ptr  # its own allocation: contiguous and aligned
+    interface = x.__cuda_array_interface__
+    shape, dtype = tuple(interface["shape"]), np.dtype(interface["typestr"])
+    strides = interface.get("strides")
+    if strides is not None and tuple(strides) != arrays.c_strides(shape, dtype.itemsize) and prod(shape) > 1:
+        raise ValueError(
+            f"array program input of type {type(x).__name__} has strides {tuple(strides)}: array programs take "
+            "contiguous device arrays (make a contiguous copy first)"
+        )
+    address = interface["data"][0]
+    if address % ALIGNMENT == 0:
+        return x, address
+    copy = arrays.empty(shape, dtype)
+    driver.memcpy_dtod(copy.ptr, address, copy.nbytes, explicit_stream())
+    return copy, copy.ptr
