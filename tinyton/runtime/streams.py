@@ -65,4 +65,4 @@ def current_stream(torch_inputs: bool = False) -> int:
     chosen = _CURRENT.get()
     if chosen is not None:
         return chosen
-    return torch_stream() if torch_inputs else 0
+    return torch_stream_reader()() if torch_inputs else 0
