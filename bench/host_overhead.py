@@ -135,14 +135,14 @@ def standin_rows() -> list[list[object]]:
         x = torch.randn(*SHAPE)  # stands for a CUDA tensor
         softmax(x), softmax_colsum(x)
         for name, fn in [("softmax", softmax), ("softmax_colsum", softmax_colsum)]:
-            calls = fn._calls
+            key_of, entries = fn._calls._last
             program = fn.compile(x)
-            key = calls._key((x,))
-            guard, run = calls._entries[key]
+            key = key_of((x,))
+            guard, run = entries[key]
             rows += [
                 [f"{name}(x): the whole call ({program.num_launches} launch(es))", ns(lambda fn=fn: fn(x))],
-                ["  key function (argument types, shape, dtype, device)", ns(lambda calls=calls: calls._key((x,)))],
-                ["  key lookup", ns(lambda calls=calls, key=key: calls._entries[key])],
+                ["  key function (argument types, shape, dtype, device)", ns(lambda key_of=key_of: key_of((x,)))],
+                ["  key lookup", ns(lambda entries=entries, key=key: entries[key])],
                 ["  globals guard", ns(guard)],
                 ["  runner (inputs, allocations, stream, launches)", ns(lambda run=run: run((x,)))],
             ]

@@ -78,16 +78,17 @@ class ProgramCalls:
     def __init__(self, fn: Callable[..., Any]):
         self.fn = fn
         self._tables: dict[tuple[type, ...], tuple[Callable[[tuple], Any], dict[Any, tuple[Callable[[], bool], Runner]]]] = {}
-        self._key, self._entries = _no_key, {}  # the table of the last call's argument types
+        self._last: tuple[Callable[[tuple], Any], dict] = (_no_key, {})  # the last call's types' table, read
+        # as one attribute: a key is only ever looked up among the entries of its own key function
 
     def __call__(self, args: tuple) -> Any:
+        key, entries = self._last
         try:
-            guard, run = self._entries[self._key(args)]  # other types: KeyError (None), or TypeError,
-            if guard():  # ValueError (another count of arguments, an emptied closure cell)
-                return run(args)
+            guard, run = entries[key(args)]  # other types: KeyError (None), or TypeError,
+            hit = guard()  # ValueError (another count of arguments, an emptied closure cell)
         except (KeyError, TypeError, ValueError):
-            pass
-        return self._miss(args)
+            hit = False
+        return run(args) if hit else self._miss(args)  # outside the try: the call's own errors propagate
 
     def _miss(self, args: tuple) -> Any:
         """The slow path: the table of these argument types, the program (compiled if new), a new entry."""
@@ -95,14 +96,15 @@ class ProgramCalls:
         table = self._tables.get(types)
         if table is None:
             table = self._tables[types] = (_key_function(args), {})
-        self._key, self._entries = table
+        self._last = table
+        key, entries = table
         guard = globals_guard(self.fn)
         run = compile_array_program(self.fn, args).runner(args)
         try:
-            key = self._key(args)
-            if len(self._entries) >= MAX_ENTRIES:
-                self._entries.clear()
-            self._entries[key] = (guard, run)
+            call_key = key(args)
+            if len(entries) >= MAX_ENTRIES:
+                entries.clear()
+            entries[call_key] = (guard, run)
         except TypeError:  # an unhashable argument: such calls always take this path
             pass
         return run(args)
