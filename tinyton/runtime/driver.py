@@ -331,12 +331,18 @@ class Launcher:
     per call). `param_kinds` holds `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
     """
 
-    def __init__(self, function: Function, param_kinds: Sequence[str | npt.DTypeLike], dynamic_shared: int = 0):
+    def __init__(
+        self, function: Function, param_kinds: Sequence[str | npt.DTypeLike], dynamic_shared: int = 0,
+        appended: Sequence[Callable[[tuple[Any, ...]], int]] = (),
+    ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
-        every launch's `shared_bytes`."""
+        every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
+        computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py)."""
         self.function = function
         self._shared = dynamic_shared
-        fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(param_kinds)]
+        self._appended = tuple(appended)
+        kinds = [*param_kinds, *[POINTER] * len(self._appended)]
+        fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(kinds)]
         self._values = np.zeros(1, np.dtype(fields, align=True))
         base = self._values.ctypes.data
         offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
@@ -355,6 +361,8 @@ class Launcher:
         values: tuple[Any, ...],
     ) -> None:
         """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream."""
+        if self._appended:
+            values = (*values, *(pointer(values) for pointer in self._appended))
         if self._params is not None:
             self._values[0] = values
         if stream != self._stream[0]:
