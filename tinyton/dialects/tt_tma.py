@@ -27,6 +27,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     prop_def,
     result_def,
     traits_def,
@@ -43,12 +44,12 @@ Operand = SSAValue | Operation
 @irdl_op_definition
 class DescriptorLoadOp(IRDLOperation):
     """`tt.load(ptr, mask, other)` of the block at `offsets` of the descriptor `base`/`shape`/`strides`
-    (every dimension bounds-checked; out-of-range elements read `other`, the padding)."""
+    (out-of-range elements are masked off and read `other`, the padding; no mask: the block is inside)."""
 
     name = "tt.descriptor_load"
     ptr = operand_def(TensorType)
-    mask = operand_def(TensorType)
-    other = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    other = opt_operand_def(TensorType)
     base = operand_def()
     shape = var_operand_def(i32)
     strides = var_operand_def(i32)
@@ -59,12 +60,12 @@ class DescriptorLoadOp(IRDLOperation):
     traits = traits_def(MemoryReadEffect())
 
     def __init__(
-        self, ptr: Operand, mask: Operand, other: Operand, base: Operand, shape: list[Operand],
+        self, ptr: Operand, mask: Operand | None, other: Operand | None, base: Operand, shape: list[Operand],
         strides: list[Operand], offsets: list[Operand], padding: str,
     ):
         pt = SSAValue.get(ptr).type
         super().__init__(
-            operands=[ptr, mask, other, base, shape, strides, offsets],
+            operands=[ptr, [mask] if mask else [], [other] if other else [], base, shape, strides, offsets],
             result_types=[tile_type(element_type(pt).pointee, shape_of(pt))],
             properties={"padding": StringAttr(padding)},
         )
@@ -76,7 +77,9 @@ class DescriptorLoadOp(IRDLOperation):
             len(self.shape) == len(self.strides) == len(self.offsets) == rank,
             f"descriptor_load of a rank-{rank} block needs {rank} sizes, strides and offsets",
         )
-        require(self.result.type == self.other.type, f"descriptor_load gives {type_name(self.other.type)}")
+        expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
+        require(self.result.type == expected, f"descriptor_load gives {type_name(expected)}")
+        require(self.other is None or self.other.type == expected, f"other must be {type_name(expected)}")
 
 
 def barrier_type(slots: int) -> MemRefType:

@@ -154,7 +154,7 @@ class BlockPointerOps:
         the descriptor's scalars (what TMA reads on sm_90)."""
         ptr = self.advance(desc.block, offsets)
         load = self.load_block(ptr, tuple(range(len(ptr.block_shape))), desc.padding).value.owner
-        assert isinstance(load, tt.LoadOp) and load.mask is not None and load.other is not None
+        assert isinstance(load, tt.LoadOp)
         shape, strides, starts = ([self._scalar(v) for v in vs] for vs in (ptr.shape, ptr.strides, ptr.offsets))
         tile = self.emit(tt.DescriptorLoadOp(
             load.ptr, load.mask, load.other, ptr.base.value, shape, strides, starts, desc.padding or "zero"

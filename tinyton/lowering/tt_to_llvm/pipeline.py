@@ -114,8 +114,9 @@ class _Plan:
 
     @property
     def stage_bytes(self) -> int:
-        """Shared memory of one slot of every buffer."""
-        return sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
+        """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
+        tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
+        return tiles + 8 * self.tma
 
 
 def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:

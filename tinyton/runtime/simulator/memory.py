@@ -56,7 +56,9 @@ class MemoryFunctions(SimFunctions):
         self, interpreter: Interpreter, op: tt.DescriptorLoadOp, args: PythonValues
     ) -> PythonValues:
         """The masked load it stands for (its descriptor operands only matter to TMA)."""
-        return self._load(interpreter, op, args[0], args[1], args[2])
+        mask = args[1] if op.mask is not None else None
+        other = args[1 + (op.mask is not None)] if op.other is not None else None
+        return self._load(interpreter, op, args[0], mask, other)
 
     def _load(
         self, interpreter: Interpreter, op: tt.LoadOp | tt.DescriptorLoadOp, ptr: Pointer, mask: Any, other: Any
