@@ -204,4 +204,4 @@ def test_gpu_cached_launch_encodes_no_map(monkeypatch):
     monkeypatch.setattr(tensor_maps, "encode", lambda key: calls.append(key))
     desc_matmul[(4, 4)](ad, bd, dc, 256, 256, 256, 64, 64, 32)
     driver.synchronize()
-    assert calls == [] and driver.default_arch() == "sm_90" or not calls
+    assert calls == []
