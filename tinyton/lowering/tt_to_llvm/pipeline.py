@@ -25,6 +25,9 @@ by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so the copy o
 overwrites the slot iteration `i-2` read, whose dot every warp finished before the barrier of
 `tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone.
 
+On sm_90, when every such load is a `tt.descriptor_load` that TMA can read, the copies are TMA copies
+completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipeline_tma.py).
+
 The depth is the loop's `tt.num_stages` attribute (`tt.range(..., num_stages=)`), else the module's
 (the launch option), else Triton's default of 3, reduced until the buffers fit `shared_limit`; 1 or 0
 leaves the loop as it is.
