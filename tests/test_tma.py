@@ -194,7 +194,7 @@ def test_gpu_array_program_matmul(shape):
 
 @on_gpu
 def test_gpu_cached_launch_encodes_no_map(monkeypatch):
-    from tinyton.runtime.arrays import to_device, empty
+    from tinyton.runtime.arrays import empty, to_device
 
     a, b = _operands(256, 256, 256)
     da, db, dc = to_device(a), to_device(b), empty((256, 256), np.float32)

@@ -20,7 +20,15 @@ how to encode it from the launch's parameter values (`KernelInfo.tensor_maps`).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr, TensorType, i1, i32, i64
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -36,7 +44,14 @@ from xdsl.irdl import (
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
 from tinyton.dialects.tt_shared import SHARED_SPACE
-from tinyton.dialects.tt_types import element_type, is_pointer, require, shape_of, tile_type, type_name
+from tinyton.dialects.tt_types import (
+    element_type,
+    is_pointer,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
 
 Operand = SSAValue | Operation
 

@@ -84,7 +84,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     acc0 = em.const(0.0, f32, (bm, bn))
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     plain = n != 2 or m_src.axes != (0,) or n_src.axes != (1,)
-    a_desc = None if plain else _descriptor(rg, a_view)
+    a_desc = None if plain or stats else _descriptor(rg, a_view)  # a tile the stats read stays in registers
     b_desc = None if plain else _descriptor(rg, b_view)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:

@@ -186,8 +186,7 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
             ".reg .b64 map;",
             "cvta.global.u64 map, $2;",
             f"@$0 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$1], {tile.panel_bytes};",
-            "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-            " [$3], [map, {$4, $5}], [$1];",
+            "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {$4, $5}], [$1];",
             "}",
         ]
         inputs = [("b", pred), ("r", bar), ("l", param), ("r", at), ("r", x), ("r", row)]
