@@ -4,7 +4,8 @@
     python bench/bench_matmul.py fp16:4096 bf16:16x4096x4096   # only these rows (dtype:M=N=K or dtype:MxNxK)
     TINYTON_BENCH_CONFIGS=all python bench/bench_matmul.py fp16:4096   # also print every configuration's TFLOPS
 
-Per row: a hand-written tinyton kernel in Triton's style (grouped program order for L2 reuse, f32
+Per row: a hand-written tinyton kernel in Triton's style, the same kernel reading A and B through host
+tensor descriptors (TMA on Hopper; `TINYTON_TMA=0`: cp.async, for comparison) (grouped program order for L2 reuse, f32
 accumulator, output in the operands' dtype) with the best of a few tile configurations (picked per shape,
 time of the best shown), the array program `a @ b` (its tiles tuned on first use), `torch.matmul`
 (cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set). fp16 and bf16 operands; tf32
@@ -21,6 +22,7 @@ import time
 import torch
 
 import tinyton as tt
+from tinyton.tools.tensor_descriptor import TensorDescriptor
 from common import DEVICE, ONESHOT, check_close, device_name, median_ms, peer, pick, print_table
 import triton_reference
 
@@ -55,6 +57,31 @@ def matmul_kernel(
     tt.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
+@tt.jit
+def matmul_desc_kernel(
+    a_desc, b_desc, c_ptr, M, N, K,
+    BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, GROUP_M: tt.constexpr,
+    PRECISION: tt.constexpr, OUT: tt.constexpr,
+):
+    """`matmul_kernel` reading A and B through host tensor descriptors (TMA on Hopper)."""
+    pid = tt.program_id(0)
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    in_group = GROUP_M * num_pid_n
+    first_m = pid // in_group * GROUP_M
+    group_m = tt.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + pid % in_group % group_m
+    pid_n = pid % in_group // group_m
+    acc = tt.zeros((BLOCK_M, BLOCK_N), tt.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([k, pid_n * BLOCK_N])
+        acc += tt.dot(a, b, input_precision=PRECISION)
+    rows = pid_m * BLOCK_M + tt.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tt.arange(0, BLOCK_N)
+    tt.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(OUT), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
 CONFIGS = {  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); 16-bit: wgmma on sm_90a (64-row warpgroups)
     "16-bit": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 5), (128, 128, 64, 4, 4)],
     "decode": [(64, 64, 64, 4, 4), (16, 64, 64, 4, 4), (64, 128, 64, 4, 4)],
@@ -64,12 +91,28 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 OUT_DTYPES = {torch.float16: tt.float16, torch.bfloat16: tt.bfloat16, torch.float32: tt.float32}
 
 
-def tinyton_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, ...], precision: str) -> None:
+def tinyton_matmul(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: tuple[int, ...], precision: str, desc: bool = False
+) -> None:
+    """The hand kernel, on pointers or (`desc`) on tensor descriptors of `a` and `b` (made once per config)."""
     (m, k), (_, n) = a.shape, b.shape
     bm, bn, bk, warps, stages = config
     grid = (tt.cdiv(m, bm) * tt.cdiv(n, bn),)
-    matmul_kernel[grid](a, b, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PRECISION=precision,
-                        OUT=OUT_DTYPES[c.dtype], num_warps=warps, num_stages=stages)
+    kernel, x, y = matmul_kernel, a, b
+    if desc:
+        kernel, x, y = matmul_desc_kernel, *_descriptors(a, b, bm, bn, bk)
+    kernel[grid](x, y, c, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, PRECISION=precision,
+                 OUT=OUT_DTYPES[c.dtype], num_warps=warps, num_stages=stages)
+
+
+_DESCRIPTORS: dict[tuple, tuple] = {}
+
+
+def _descriptors(a: torch.Tensor, b: torch.Tensor, bm: int, bn: int, bk: int) -> tuple:
+    key = (a.data_ptr(), b.data_ptr(), tuple(a.shape), tuple(b.shape), bm, bn, bk)
+    if key not in _DESCRIPTORS:
+        _DESCRIPTORS[key] = (TensorDescriptor.from_tensor(a, [bm, bk]), TensorDescriptor.from_tensor(b, [bk, bn]))
+    return _DESCRIPTORS[key]
 
 
 @tt.jit
@@ -81,7 +124,9 @@ def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2 * m * n * k / (ms * 1e-3) / 1e12
 
 
-def best_tinyton(a: torch.Tensor, b: torch.Tensor, want: torch.Tensor, dtype: str) -> tuple[float, tuple[int, ...]]:
+def best_tinyton(
+    a: torch.Tensor, b: torch.Tensor, want: torch.Tensor, dtype: str, desc: bool = False
+) -> tuple[float, tuple[int, ...]]:
     """The fastest configuration that fits the shape (each checked against `want` first)."""
     (m, k), (_, n) = a.shape, b.shape
     precision = "tf32" if dtype == "tf32" else "ieee"
@@ -89,11 +134,11 @@ def best_tinyton(a: torch.Tensor, b: torch.Tensor, want: torch.Tensor, dtype: st
     best: tuple[float, tuple[int, ...]] = (float("inf"), ())
     for config in configs:
         c = torch.full_like(want, float("nan"))
-        tinyton_matmul(a, b, c, config, precision)
-        check_close(f"tinyton {dtype} {config}", c, want, tol=1e-2)
-        ms = median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config, precision))
+        tinyton_matmul(a, b, c, config, precision, desc)
+        check_close(f"tinyton {dtype} {config}{' desc' * desc}", c, want, tol=1e-2)
+        ms = median_ms(lambda config=config, c=c: tinyton_matmul(a, b, c, config, precision, desc))
         if os.environ.get("TINYTON_BENCH_CONFIGS") == "all":
-            print(f"  {dtype} {m}x{n}x{k} {config}: {tflops(m, n, k, ms):.1f} TFLOPS", flush=True)
+            print(f"  {dtype} {m}x{n}x{k} {config}{' desc' * desc}: {tflops(m, n, k, ms):.1f} TFLOPS", flush=True)
         if not best[1] or ms < best[0]:  # (a NaN time in one-shot mode keeps the first)
             best = (ms, config)
     return best
@@ -109,6 +154,7 @@ def row(dtype: str, m: int, n: int, k: int) -> list[object]:
         triton_reference.matmul(a, b, c_triton)
         check_close("triton", c_triton, want, tol=1e-2)
     ms_tt, config = best_tinyton(a, b, want, dtype)
+    ms_desc, config_desc = best_tinyton(a, b, want, dtype, desc=True)
     if dtype == "tf32":
         t_program = "—"
     else:
@@ -117,8 +163,12 @@ def row(dtype: str, m: int, n: int, k: int) -> list[object]:
     ms_cublas = peer(median_ms, lambda: torch.matmul(a, b))
     ms_triton = peer(median_ms, lambda: triton_reference.matmul(a, b, c_triton))
     t_tt, t_cublas, t_triton = (tflops(m, n, k, ms) for ms in (ms_tt, ms_cublas, ms_triton))
-    return [dtype, f"{m}x{n}x{k}", t_tt, t_program, t_cublas, t_triton, f"{100 * t_tt / t_cublas:.0f}%",
-            f"{100 * t_tt / t_triton:.0f}%", "x".join(map(str, config[:3])) + f" w{config[3]} s{config[4]}"]
+    return [dtype, f"{m}x{n}x{k}", t_tt, tflops(m, n, k, ms_desc), t_program, t_cublas, t_triton,
+            f"{100 * t_tt / t_cublas:.0f}%", f"{100 * t_tt / t_triton:.0f}%", _config(config), _config(config_desc)]
+
+
+def _config(config: tuple[int, ...]) -> str:
+    return "x".join(map(str, config[:3])) + f" w{config[3]} s{config[4]}"
 
 
 SHAPES = pick([(s, s, s) for s in (1024, 2048, 4096, 8192)] + [(16, 4096, 4096), (4096, 14336, 4096)], [(200, 300, 130), (5, 300, 130)])
@@ -140,8 +190,8 @@ def main(argv: list[str]) -> None:
         print("  " + " | ".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in rows[-1]), flush=True)
     print_table(
         "matmul, f32 accumulate (TFLOPS, median; tinyton kernel: best of its configurations)",
-        ["dtype", "M x N x K", "tinyton kernel", "tinyton a @ b", "cuBLAS", "Triton", "kernel/cuBLAS",
-         "kernel/Triton", "kernel config"],
+        ["dtype", "M x N x K", "tinyton kernel", "kernel on descriptors", "tinyton a @ b", "cuBLAS", "Triton",
+         "kernel/cuBLAS", "kernel/Triton", "kernel config", "descriptor kernel config"],
         rows,
     )
 

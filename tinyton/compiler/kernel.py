@@ -10,6 +10,7 @@ the PTX backend.
 from __future__ import annotations
 
 import functools
+import os
 import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,6 +28,7 @@ from tinyton.profiling import stage
 from tinyton.runtime import driver
 from tinyton.runtime.arrays import as_kernel_argument
 from tinyton.runtime.spans import memory_span, overlap
+from tinyton.runtime.tensor_maps import device_tensor_map
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
@@ -131,6 +133,8 @@ class CompiledKernel:
         """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
         self._texts: dict[str, str] = {"tt": str(module)}
         self._launcher: Any = None
+        self.tensor_maps: tuple[dict[str, Any], ...] = ()
+        """Specs of the TMA maps the kernel takes after its parameters (tinyton/runtime/tensor_maps.py)."""
         self.run_with_all_arguments: Callable[..., None] | None = None
         """`(grid, *every kernel argument, constexprs included)`: set by the `@jit` function that compiled
         it, which knows the parameters this variant fixed; what `compiled[grid](...)` calls."""
@@ -163,7 +167,8 @@ class CompiledKernel:
             with stage("target: GPU architecture, toolchain"):
                 arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
             with stage("disk cache lookup"):
-                key = cache_key(self._texts["tt"], (self.num_warps,), toolchain, arch)
+                tma = tma_enabled()
+                key = cache_key(self._texts["tt"], (self.num_warps, tma), toolchain, arch)
                 entry = default_cache().get(key) if use_cache else None
             if entry is None:
                 from tinyton.lowering.tt_to_llvm import kernel_arch, lower_to_llvm
@@ -171,14 +176,19 @@ class CompiledKernel:
                 with stage("lower tt -> llvm"):
                     llvm = self.module.clone()
                     target = arch if self.arch else kernel_arch(self.module, self.num_warps, arch)
-                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target)
+                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target, tma)
                 with stage(f"llvm -> PTX ({toolchain})"):
                     self._texts.update(compile_llvm_module(llvm, arch=target, toolchain=toolchain))
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
-                entry = CacheEntry(self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds)
+                maps = [dict(spec) for spec in getattr(info, "tensor_maps", ())]
+                entry = CacheEntry(
+                    self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds,
+                    {"tensor_maps": maps} if maps else {},
+                )
                 with stage("disk cache store"):
                     default_cache().put(key, entry)
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
+            self.tensor_maps = tuple(entry.extra.get("tensor_maps", ()))
             target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
             self.target_arch = target.group(1) if target else arch
 
@@ -189,7 +199,8 @@ class CompiledKernel:
             ptx = self.stage("ptx")
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
             function = driver.Module.from_ptx(ptx).function(self.name, dynamic_shared_bytes=dynamic)
-            self._launcher = driver.Launcher(function, self.param_kinds, dynamic)
+            maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
+            self._launcher = driver.Launcher(function, self.param_kinds, dynamic, maps)
         return self._launcher
 
     @property
@@ -285,6 +296,11 @@ class CompiledKernel:
 
 SHARED_PER_PROGRAM = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024}
 """Shared memory one program may opt in to, per compute capability (CUDA's tables); others: 48 KiB."""
+
+
+def tma_enabled() -> bool:
+    """Whether sm_90 kernels read descriptor blocks with TMA (`TINYTON_TMA=0`: cp.async, for comparison)."""
+    return os.environ.get("TINYTON_TMA", "1") != "0"
 
 
 def shared_limit(arch: str) -> int:

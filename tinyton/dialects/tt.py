@@ -51,6 +51,9 @@ from tinyton.dialects.tt_shared import (  # noqa: F401
     ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp, buffer_type,
     slot_type, NUM_STAGES_ATTR,
 )
+from tinyton.dialects.tt_tma import (  # noqa: F401
+    TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
+)
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
 from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
@@ -498,6 +501,7 @@ Tt = Dialect(
         ReduceMinOp,
         DotOp,
         *SHARED_OPS,
+        *TMA_OPS,
         *ATOMIC_OPS,
         *RANDOM_OPS,
         *MATH_OPS,

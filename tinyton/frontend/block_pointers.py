@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from xdsl.dialects.builtin import i32
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
@@ -63,8 +63,7 @@ class TensorDescriptor:
 
     def load(self, offsets: Any) -> Tile:
         """The block at `offsets`; elements outside the tensor read 0."""
-        b = KERNEL_BUILDERS[-1]
-        return b.load_block(b.advance(self.block, offsets), tuple(range(len(self.block_shape))), self.padding)
+        return KERNEL_BUILDERS[-1].descriptor_load(self, offsets)
 
     def store(self, offsets: Any, value: Any) -> None:
         """Write the block at `offsets`; elements outside the tensor are not written."""
@@ -149,6 +148,24 @@ class BlockPointerOps:
             raise CompilationError(f"padding_option must be 'zero' or 'nan', got {describe(padding_option)}")
         block = self.make_block_ptr(base, shape, strides, [0] * rank, block_shape, list(range(rank))[::-1])
         return TensorDescriptor(block, padding_option)
+
+    def descriptor_load(self, desc: TensorDescriptor, offsets: Any) -> Tile:
+        """The masked load of the block at `offsets`, as a `tt.descriptor_load` that also names the block by
+        the descriptor's scalars (what TMA reads on sm_90)."""
+        ptr = self.advance(desc.block, offsets)
+        load = self.load_block(ptr, tuple(range(len(ptr.block_shape))), desc.padding).value.owner
+        assert isinstance(load, tt.LoadOp)
+        shape, strides, starts = ([self._scalar(v) for v in vs] for vs in (ptr.shape, ptr.strides, ptr.offsets))
+        tile = self.emit(tt.DescriptorLoadOp(
+            load.ptr, load.mask, load.other, ptr.base.value, shape, strides, starts, desc.padding or "zero"
+        ))
+        load.detach()
+        load.erase()
+        return tile
+
+    def _scalar(self, value: Tile | int) -> SSAValue:
+        """An i32 scalar value of an index (a Python int becomes a constant)."""
+        return value.value if isinstance(value, Tile) else self.constant(value, i32).value
 
     def load_block(self, ptr: BlockPointer, boundary_check: Any, padding_option: Any) -> Tile:
         if padding_option not in PADDING:

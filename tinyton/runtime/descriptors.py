@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 PADDINGS = ("zero", "nan")
 
 
@@ -51,7 +53,7 @@ def element_strides(array: Any) -> list[int]:
     """Strides in elements: torch's `stride()`, NumPy's byte strides divided by the item size."""
     if callable(getattr(array, "stride", None)):
         return list(array.stride())
-    return [s // array.itemsize for s in array.strides]
+    return [s // np.dtype(array.dtype).itemsize for s in array.strides]
 
 
 def set_allocator(allocator: Callable[[int, int, Any], Any]) -> None:

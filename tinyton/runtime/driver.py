@@ -336,14 +336,19 @@ class Launcher:
         function: Function,
         param_kinds: Sequence[str | npt.DTypeLike],
         dynamic_shared: int = 0,
+        appended: Sequence[Callable[[tuple[Any, ...]], int]] = (),
         launch_kernel: Callable[..., int] | None = None,
     ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
-        every launch's `shared_bytes`. `launch_kernel`: the C function called with cuLaunchKernel's
-        arguments (default: the driver's; a stand-in measures the host path without a GPU)."""
+        every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
+        computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
+        C function called with cuLaunchKernel's arguments (default: the driver's; a stand-in measures the
+        host path without a GPU)."""
         self.function = function
         self._shared = dynamic_shared
-        fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(param_kinds)]
+        self._appended = tuple(appended)
+        kinds = [*param_kinds, *[POINTER] * len(self._appended)]
+        fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(kinds)]
         self._values = np.zeros(1, np.dtype(fields, align=True))
         base = self._values.ctypes.data
         offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
@@ -362,6 +367,8 @@ class Launcher:
         values: tuple[Any, ...],
     ) -> None:
         """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream."""
+        if self._appended:
+            values = (*values, *(pointer(values) for pointer in self._appended))
         if self._params is not None:
             self._values[0] = values
         if stream != self._stream[0]:

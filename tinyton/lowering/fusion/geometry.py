@@ -77,6 +77,8 @@ class Source:
     dim: int | None = None
     index: SSAValue | None = None
     mask: SSAValue | None = None
+    start: SSAValue | None = None
+    """The scalar index of the block's first element (None: 0)."""
 
     @property
     def programs(self) -> int:

@@ -83,6 +83,9 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el, (bk, bn))
     acc0 = em.const(0.0, f32, (bm, bn))
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
+    plain = n != 2 or m_src.axes != (0,) or n_src.axes != (1,)
+    a_desc = None if plain or stats else _descriptor(rg, a_view)  # a tile the stats read stays in registers
+    b_desc = None if plain else _descriptor(rg, b_view)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         kka, kkb = em.add(k0, ka), em.add(k0, kb)
@@ -92,8 +95,8 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
             masks.append(em.to_shape(em.and_(m, rows.mask), shape) if (m or rows.mask) else None)
         pa = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k))))
         pb = em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k))))
-        a = em.emit(tt.LoadOp(pa, masks[0], zero_a if masks[0] else None))
-        b = em.emit(tt.LoadOp(pb, masks[1], zero_b if masks[1] else None))
+        a = _load(em, pa, masks[0], zero_a, a_desc, [_start(em, m_src), k0])
+        b = _load(em, pb, masks[1], zero_b, b_desc, [k0, _start(em, n_src)])
         out = [em.emit(tt.DotOp(a, b, carried[0]))]
         for (red, chain), part in zip(stats, carried[1:]):
             kind, el = reduction_kind(red), _acc(red)
@@ -107,6 +110,34 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     for (red, _), part in zip(stats, partials):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
     return em.cast(acc, element_type(op.result.type))
+
+
+Descriptor = tuple[SSAValue, list[SSAValue], list[SSAValue]]
+
+
+def _descriptor(rg, view: View) -> Descriptor | None:
+    """(base, sizes, strides) of a 2-D row-major operand, whose tiles are then `tt.descriptor_load`s (TMA
+    on sm_90); None for a batched, transposed or broadcast view (those keep plain masked loads)."""
+    if len(view.shape) != 2 or view.strides[1] != 1 or view.strides[0] < view.shape[1]:
+        return None
+    em = rg.em
+    return rg.ptrs[view.base], [em.i32(d) for d in view.shape], [em.i32(st) for st in view.strides]
+
+
+def _start(em: Emitter, source) -> SSAValue:
+    return source.start if source.start is not None else em.i32(0)
+
+
+def _load(
+    em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue, desc: Descriptor | None,
+    offsets: list[SSAValue],
+) -> SSAValue:
+    """The operand tile: a masked load, named by its block when the operand has a descriptor."""
+    other = zero if mask else None
+    if desc is None:
+        return em.emit(tt.LoadOp(ptrs, mask, other))
+    base, sizes, strides = desc
+    return em.emit(tt.DescriptorLoadOp(ptrs, mask, other, base, sizes, strides, offsets, "zero"))
 
 
 def _acc(red: tta.ReduceOp):

@@ -97,7 +97,8 @@ class RegionEmitter:
                 self.root.memo[key] = em.arange(s.block, self.geom.rank, s.dim)
                 self.root.memo[(*key, s.extent)] = em.to_shape(em.i32(s.extent), shape_of(self.root.memo[key].type))
         lanes = self.root.memo[key]
-        s.index = lanes if base is None else em.add(em.mul_int(base, scale), lanes)
+        s.start = None if base is None else em.mul_int(base, scale)
+        s.index = lanes if s.start is None else em.add(s.start, lanes)
         s.mask = em.cmp("lt", s.index, self.root.memo[(*key, s.extent)]) if s.needs_mask else None
 
     # ---- addresses ---------------------------------------------------------------------------

@@ -146,7 +146,9 @@ class KernelContext(Emitter):
         self.smem_floor = 0
         """Bytes at the bottom of shared memory reserved for the whole kernel (`reserve_smem`)."""
         self.local_buffers: dict[SSAValue, int] = {}
-        """Byte offset of each `tt.local_alloc` buffer."""
+        """Byte offset of each `tt.local_alloc` buffer (and `tt.barrier_alloc` mbarriers)."""
+        self.tensor_maps: dict[Operation, SSAValue] = {}
+        """The parameter holding the TMA map each `tt.tma_copy` reads (tinyton/lowering/tt_to_llvm/tma.py)."""
         self.smem_bytes = 0
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""

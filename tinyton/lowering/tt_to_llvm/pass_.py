@@ -8,6 +8,7 @@ attribute, of llvm + nvvm (+ llvm_extra) ops only, ready for the PTX backend (ti
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
@@ -40,6 +41,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     random,
     reductions,
     shapes,
+    tma,
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
@@ -52,6 +54,7 @@ from tinyton.lowering.tt_to_llvm.context import (
     llvm_type,
 )
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
+from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
@@ -67,6 +70,8 @@ class KernelInfo:
     `extern` array: the launch passes this size and opts in above 48 KiB)."""
     param_types: tuple[str, ...]
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
+    tensor_maps: tuple[dict[str, Any], ...] = ()
+    """The TMA maps the kernel takes after its parameters, one pointer each (tinyton/runtime/tensor_maps.py)."""
 
 
 def is_kernel(function: func.FuncOp) -> bool:
@@ -76,17 +81,18 @@ def is_kernel(function: func.FuncOp) -> bool:
 
 
 def lower_to_llvm(
-    module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT, arch: str = ""
+    module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT, arch: str = "", use_tma: bool = True
 ) -> KernelInfo:
     """Lower the module's one tt kernel in place (pipelining its loops first); `num_warps` overrides
     `tt.num_warps`; `shared_limit` is the shared memory the target lets a program use; `arch` the target
-    (`sm_90a` lowers dots to wgmma where they fit; else mma.sync)."""
+    (`sm_90a` lowers dots to wgmma where they fit; else mma.sync; sm_90* pipelines descriptor loads with
+    TMA unless `use_tma` is false)."""
     try:
         check_kernel_module(module, TinytonToLLVMPass.name)
     except CompilationError as e:
         raise LoweringError(str(e)) from None
     warps = kernel_num_warps(module, num_warps)
-    pipeline_module(module, shared_limit, warps, arch)
+    pipeline_module(module, shared_limit, warps, arch, use_tma)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
         raise LoweringError(
@@ -94,9 +100,11 @@ def lower_to_llvm(
             + ("; put each kernel in a builtin.module of its own" if kernels else "")
         )
     kernel = kernels[0]
+    tma.expand_descriptor_loads(kernel)
+    maps, map_of = tma.tensor_map_specs(kernel)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)
-    params = [llvm_type(a.type) for a in kernel.args]
+    params = [llvm_type(a.type) for a in kernel.args] + [GLOBAL_PTR] * len(maps)
     fn = llvm.FuncOp(
         name,
         llvm.LLVMFunctionType(params),
@@ -113,8 +121,11 @@ def lower_to_llvm(
         wgmma,
     )
     async_copy.reserve_buffers(ctx, kernel)
+    tma.reserve_barriers(ctx, kernel)
     for arg, param in zip(kernel.args, fn.body.block.args):
         ctx.set(arg, None, [param])
+    map_params = fn.body.block.args[len(kernel.args):]
+    ctx.tensor_maps = {op: map_params[i] for op, i in map_of.items()}
     ctx.lower_block(kernel.body.block)
     ctx.insert(llvm.ReturnOp())
     ctx.finish()
@@ -133,7 +144,7 @@ def lower_to_llvm(
     kernel.detach()
     kernel.erase()
     module.attributes[NUM_WARPS_ATTR] = IntegerAttr(warps, 32)
-    return KernelInfo(name, warps, ctx.smem_bytes, param_types)
+    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps))
 
 
 def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:

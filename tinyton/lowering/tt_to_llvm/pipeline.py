@@ -25,6 +25,9 @@ by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so the copy o
 overwrites the slot iteration `i-2` read, whose dot every warp finished before the barrier of
 `tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone.
 
+On sm_90, when every such load is a `tt.descriptor_load` that TMA can read, the copies are TMA copies
+completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipeline_tma.py).
+
 The depth is the loop's `tt.num_stages` attribute (`tt.range(..., num_stages=)`), else the module's
 (the launch option), else Triton's default of 3, reduced until the buffers fit `shared_limit`; 1 or 0
 leaves the loop as it is.
@@ -49,6 +52,7 @@ from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
+from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, issue_tma, uses_tma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
 STAGES_ATTR = tt.NUM_STAGES_ATTR
@@ -67,7 +71,7 @@ def _is_zero(value: SSAValue | None) -> bool:
     return isinstance(op, tt.ConstantOp) and isinstance(op.value, FloatAttr) and op.value.value.data == 0.0
 
 
-def _feeds_mma_only(load: tt.LoadOp) -> bool:
+def _feeds_mma_only(load: Load) -> bool:
     """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose
     taking it as the K-major B operand of such dots (kᵀ of a key block loaded as stored)."""
     users = [use.operation for use in load.result.uses]
@@ -95,12 +99,16 @@ class _Plan:
     the body's ops computing those addresses and updates (in body order)."""
 
     loop: scf.ForOp
-    loads: list[tt.LoadOp]
+    loads: list[Load]
     carried: list[int]
     """Indices of the iter_args that the loads' addresses depend on."""
     ops: list[Operation]
     async_dot: tt.DotOp | None = None
     """The loop's one wgmma dot when it may stay in flight across iterations."""
+    tma: bool = False
+    """Whether the tiles arrive by TMA (tinyton/lowering/tt_to_llvm/pipeline_tma.py) rather than cp.async."""
+    barriers: SSAValue | None = None
+    """With TMA: the slots' mbarriers (made by `pipeline_loop`)."""
 
     @property
     def extra_slots(self) -> int:
@@ -109,8 +117,9 @@ class _Plan:
 
     @property
     def stage_bytes(self) -> int:
-        """Shared memory of one slot of every buffer."""
-        return sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
+        """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
+        tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
+        return tiles + 8 * self.tma
 
 
 def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
@@ -137,15 +146,20 @@ def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], se
     return ops, carried
 
 
-def _plan(loop: scf.ForOp, num_warps: int, arch: str) -> _Plan | None:
+def _plan(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> _Plan | None:
     block = loop.body.block
-    loads = [
+    candidates = [
         op for op in block.ops
-        if isinstance(op, tt.LoadOp) and tt.shape_of(op.result.type) and _feeds_mma_only(op) and _is_zero(op.other)
+        if isinstance(op, (tt.LoadOp, tt.DescriptorLoadOp)) and tt.shape_of(op.result.type) and _feeds_mma_only(op)
     ]
+    tma = tma and uses_tma(candidates, arch)
+    loads = candidates if tma else [op for op in candidates if _is_zero(op.other)]
     if not loads:
         return None
-    roots = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
+    if tma:
+        roots = [v for load in loads for v in (*load.offsets, *load.shape, *load.strides)]
+    else:
+        roots = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
     ops: set[Operation] = set()
     carried: set[int] = set()
     while True:
@@ -158,10 +172,10 @@ def _plan(loop: scf.ForOp, num_warps: int, arch: str) -> _Plan | None:
         carried |= reached
         roots += [block.last_op.operands[i] for i in carried]
     ordered = [op for op in block.ops if op in ops]
-    return _Plan(loop, loads, sorted(carried), ordered, _async_dot(block, loads, num_warps, arch))
+    return _Plan(loop, loads, sorted(carried), ordered, _async_dot(block, loads, num_warps, arch), tma)
 
 
-def _async_dot(block: Block, loads: list[tt.LoadOp], num_warps: int, arch: str) -> tt.DotOp | None:
+def _async_dot(block: Block, loads: list[Load], num_warps: int, arch: str) -> tt.DotOp | None:
     """The body's dot that may stay in flight: the only dot, on wgmma, both operands pipelined loads, its
     accumulator a carried value used by nothing else and its result only yielded in that value's place."""
     dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
@@ -220,6 +234,11 @@ def _issue(
     for op in plan.ops:
         b.add(op.clone(value_mapper=mapping))
     valid = b.value(tt.CmpOp("lt", iv, ub))
+    yields = body.last_op.operands
+    if plan.tma:
+        assert plan.barriers is not None
+        issue_tma(b.add, plan.loads, mapping, buffers, plan.barriers, slot, valid)
+        return [mapping.get(yields[i], yields[i]) for i in plan.carried]
     for load, buffer in zip(plan.loads, buffers):
         shape = tt.shape_of(load.ptr.type)
         mask = b.value(tt.SplatOp(valid, shape))
@@ -227,7 +246,6 @@ def _issue(
             mask = b.value(tt.AndOp(mapping.get(load.mask, load.mask), mask))
         b.add(tt.AsyncCopyOp(mapping.get(load.ptr, load.ptr), buffer, slot, mask))
     b.add(tt.AsyncCommitOp())
-    yields = body.last_op.operands
     return [mapping.get(yields[i], yields[i]) for i in plan.carried]
 
 
@@ -253,6 +271,12 @@ def _keep_in_flight(loop: scf.ForOp, dot: tt.DotOp) -> None:
     outer.insert_op_after(after, loop)
 
 
+def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
+    """The mbarrier phase of the next iteration's read slot: flipped when `slot` is the last one."""
+    at_end = b.value(tt.CmpOp("eq", slot, b.value(_constant(slots - 1))))
+    return b.value(tt.SelectOp(at_end, b.value(tt.SubOp(b.value(_constant(1)), phase)), phase))
+
+
 def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dot is not None:
@@ -266,6 +290,9 @@ def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
         before.value(tt.LocalAllocOp(slots, tt.shape_of(ld.result.type), tt.element_type(ld.result.type)))
         for ld in plan.loads
     ]
+    if plan.tma:
+        plan.barriers = before.value(tt.BarrierAllocOp(slots))
+        before.add(tt.BarrierInitOp(plan.barriers))
     # Prologue: iterations 0 .. S-2.
     state = [loop.iter_args[i] for i in plan.carried]
     iv = loop.lb
@@ -281,30 +308,37 @@ def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
     ahead_args = [body.insert_arg(body.args[1 + i].type, len(body.args)) for i in plan.carried]
     read_slot = body.insert_arg(i32, len(body.args))
     write_slot = body.insert_arg(i32, len(body.args))
+    phase = body.insert_arg(i32, len(body.args)) if plan.tma else None
     first = body.first_op
     b = _Builder(body, first)
-    b.add(tt.AsyncWaitOp(stages - 2))
+    if plan.barriers is not None and phase is not None:
+        b.add(tt.TmaWaitOp(plan.barriers, read_slot, phase))
+    else:
+        b.add(tt.AsyncWaitOp(stages - 2))
     for load, buffer in zip(plan.loads, buffers):
         load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, read_slot)))
     iv_ahead = b.value(tt.AddOp(body.args[0], lookahead))
     next_state = _issue(b, plan, buffers, iv_ahead, ahead_args, write_slot, loop.ub)
     b = _Builder(body, yield_op)
     next_read, next_write = _advance(b, read_slot, slots), _advance(b, write_slot, slots)
+    phases = [] if phase is None else [_flip(b, phase, read_slot, slots)]
     yield_op.detach()
-    body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write))
+    body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write, *phases))
     yield_op.erase()
     for load in plan.loads:
         load.detach()
         load.erase()
 
     inits = [*loop.iter_args, *state, before.value(_constant(0)), before.value(_constant(ahead))]
+    inits += [before.value(_constant(0))] if plan.tma else []
     region = loop.detach_region(loop.body)
     new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
     new_loop.attributes.update(loop.attributes)
     outer.insert_op_before(new_loop, loop)
     for old, new in zip(loop.results, new_loop.results):
         old.replace_all_uses_with(new)
-    outer.insert_op_after(tt.AsyncWaitOp(0), new_loop)
+    if not plan.tma:
+        outer.insert_op_after(tt.AsyncWaitOp(0), new_loop)
     loop.detach()
     loop.erase()
     region_dce(new_loop.body)
@@ -423,11 +457,12 @@ def _wait_before_first_use(read: tt.LocalLoadOp, pipelined: set[scf.ForOp]) -> N
 
 
 def pipeline_module(
-    module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT, num_warps: int | None = None, arch: str = ""
+    module: ModuleOp, shared_limit: int = DEFAULT_SHARED_LIMIT, num_warps: int | None = None, arch: str = "",
+    tma: bool = True,
 ) -> None:
     """Copy loop-invariant dot operands to shared memory once, then pipeline every eligible loop of the
     module's kernels (innermost first); `num_warps` (default: the module's) and `arch` tell whether a dot
-    runs on wgmma and may stay in flight."""
+    runs on wgmma and may stay in flight, and whether descriptor loads may use TMA (unless `tma` is off)."""
     warps = kernel_num_warps(module, num_warps)
     budget = shared_limit
     hoisted = []
@@ -439,14 +474,16 @@ def pipeline_module(
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     pipelined: set[scf.ForOp] = set()
     for loop in reversed(loops):
-        plan = _plan(loop, warps, arch)
+        plan = _plan(loop, warps, arch, tma)
         if plan is None:
             continue
         stages = _stage_count(loop, module, plan, budget)
         if stages < 2:
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
-        pipelined.add(pipeline_loop(plan, stages))
+        new_loop = pipeline_loop(plan, stages)
+        if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies
+            pipelined.add(new_loop)
     for read in hoisted:
         _wait_before_first_use(read, pipelined)
 
@@ -454,17 +491,19 @@ def pipeline_module(
 @dataclass(frozen=True)
 class PipelinePass(ModulePass):
     """Software-pipeline the loops feeding tensor-core dots (`shared_limit`: bytes the buffers may take;
-    `arch`: the target, sm_90a keeps wgmma dots in flight)."""
+    `arch`: the target, sm_90a keeps wgmma dots in flight and sm_90* copies descriptor blocks with TMA
+    unless `tma` is false)."""
 
     name = "tinyton-pipeline"
 
     shared_limit: int = DEFAULT_SHARED_LIMIT
     arch: str = ""
+    tma: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             check_kernel_module(op, self.name)
         except CompilationError as e:
             raise DiagnosticException(str(e)) from None
-        pipeline_module(op, self.shared_limit, arch=self.arch)
+        pipeline_module(op, self.shared_limit, arch=self.arch, tma=self.tma)
 

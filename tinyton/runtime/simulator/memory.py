@@ -48,17 +48,31 @@ class MemoryFunctions(SimFunctions):
 
     @impl(tt.LoadOp)
     def run_load(self, interpreter: Interpreter, op: tt.LoadOp, args: PythonValues) -> PythonValues:
+        mask = args[1] if op.mask is not None else None
+        return self._load(interpreter, op, args[0], mask, args[-1] if op.other is not None else None)
+
+    @impl(tt.DescriptorLoadOp)
+    def run_descriptor_load(
+        self, interpreter: Interpreter, op: tt.DescriptorLoadOp, args: PythonValues
+    ) -> PythonValues:
+        """The masked load it stands for (its descriptor operands only matter to TMA)."""
+        mask = args[1] if op.mask is not None else None
+        other = args[1 + (op.mask is not None)] if op.other is not None else None
+        return self._load(interpreter, op, args[0], mask, other)
+
+    def _load(
+        self, interpreter: Interpreter, op: tt.LoadOp | tt.DescriptorLoadOp, ptr: Pointer, mask: Any, other: Any
+    ) -> PythonValues:
         launch = self.launch(interpreter)
-        ptr: Pointer = args[0]
         r = rank(op.ptr.type)
-        mask = launch.restrict(args[1] if op.mask is not None else None, r)
+        mask = launch.restrict(mask, r)
         buffer = launch.buffers[ptr.buffer]
         if mask is None or mask.all():
             offsets = ptr.offsets if mask is None else np.broadcast_to(ptr.offsets, np.broadcast_shapes(
                 np.shape(ptr.offsets), np.shape(mask)))
             self._check(launch, op, "load", ptr.buffer, offsets, None, r)
             return (buffer[offsets],)
-        other = args[-1] if op.other is not None else buffer.dtype.type(0)
+        other = other if other is not None else buffer.dtype.type(0)
         shape = np.broadcast_shapes(np.shape(ptr.offsets), np.shape(mask), np.shape(other))
         offsets, mask = np.broadcast_to(ptr.offsets, shape), np.broadcast_to(mask, shape)
         result = np.array(np.broadcast_to(other, shape), dtype=buffer.dtype)
@@ -93,7 +107,7 @@ class MemoryFunctions(SimFunctions):
     def _check(
         self,
         launch: Launch,
-        op: tt.LoadOp | tt.StoreOp | tt.AtomicRMWOp | tt.AtomicCASOp,
+        op: tt.LoadOp | tt.DescriptorLoadOp | tt.StoreOp | tt.AtomicRMWOp | tt.AtomicCASOp,
         access: str,
         buffer: int,
         index: Any,

@@ -1,0 +1,198 @@
+"""The `tt` ops of tensor descriptors read through Hopper's Tensor Memory Accelerator (TMA).
+
+`tt.descriptor_load` is what a tensor descriptor's `.load(offsets)` (and an array program's matmul operand)
+becomes: a masked `tt.load` (its `ptr`, `mask` and `other` say exactly which elements it reads, so the
+simulator and every target without TMA run it as that load) that also names its block by the descriptor's
+`base`, `shape` and `strides` and the block's `offsets`, all i32 scalars. On sm_90 the pipeliner
+(tinyton/lowering/tt_to_llvm/pipeline.py) turns such loads into the TMA ops below, which only the lowering
+sees, as Triton's Hopper pipeline does:
+
+    tt.barrier_alloc S          one mbarrier (8 bytes of shared memory) per slot
+    tt.barrier_init             thread 0 initialises them (arrival count 1), fence, barrier
+    tt.tma_copy                 thread 0: expect the box's bytes on the slot's mbarrier, copy the box
+    tt.tma_arrive               thread 0 arrives on the slot's mbarrier (after all copies of the slot)
+    tt.tma_wait                 every thread waits for the slot's phase `phase`, then a barrier
+
+A `tt.tma_copy` names its tensor map by the descriptor's operands: the lowering appends one kernel
+parameter per distinct map (a pointer to a 128-byte `CUtensorMap` in global memory) and tells the runtime
+how to encode it from the launch's parameter values (`KernelInfo.tensor_maps`).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
+
+from tinyton.dialects.tt_shared import SHARED_SPACE
+from tinyton.dialects.tt_types import (
+    element_type,
+    is_pointer,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
+
+Operand = SSAValue | Operation
+
+
+@irdl_op_definition
+class DescriptorLoadOp(IRDLOperation):
+    """`tt.load(ptr, mask, other)` of the block at `offsets` of the descriptor `base`/`shape`/`strides`
+    (out-of-range elements are masked off and read `other`, the padding; no mask: the block is inside)."""
+
+    name = "tt.descriptor_load"
+    ptr = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    other = opt_operand_def(TensorType)
+    base = operand_def()
+    shape = var_operand_def(i32)
+    strides = var_operand_def(i32)
+    offsets = var_operand_def(i32)
+    padding = prop_def(StringAttr)
+    result = result_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(
+        self, ptr: Operand, mask: Operand | None, other: Operand | None, base: Operand, shape: list[Operand],
+        strides: list[Operand], offsets: list[Operand], padding: str,
+    ):
+        pt = SSAValue.get(ptr).type
+        super().__init__(
+            operands=[ptr, [mask] if mask else [], [other] if other else [], base, shape, strides, offsets],
+            result_types=[tile_type(element_type(pt).pointee, shape_of(pt))],
+            properties={"padding": StringAttr(padding)},
+        )
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.ptr.type))
+        require(is_pointer(self.base.type) and not shape_of(self.base.type), "descriptor_load needs a scalar base pointer")
+        require(
+            len(self.shape) == len(self.strides) == len(self.offsets) == rank,
+            f"descriptor_load of a rank-{rank} block needs {rank} sizes, strides and offsets",
+        )
+        expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
+        require(self.result.type == expected, f"descriptor_load gives {type_name(expected)}")
+        require(self.other is None or self.other.type == expected, f"other must be {type_name(expected)}")
+
+
+def barrier_type(slots: int) -> MemRefType:
+    return MemRefType(i64, [slots], memory_space=IntegerAttr(SHARED_SPACE, 32))
+
+
+@irdl_op_definition
+class BarrierAllocOp(IRDLOperation):
+    """`slots` mbarriers in shared memory, live for the whole kernel."""
+
+    name = "tt.barrier_alloc"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, slots: int):
+        super().__init__(result_types=[barrier_type(slots)])
+
+
+@irdl_op_definition
+class BarrierInitOp(IRDLOperation):
+    """Initialise every mbarrier of `barriers` to one arrival per phase, visible to all threads after."""
+
+    name = "tt.barrier_init"
+    barriers = operand_def(MemRefType)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$barriers attr-dict `:` type($barriers)"
+
+    def __init__(self, barriers: Operand):
+        super().__init__(operands=[barriers])
+
+
+@irdl_op_definition
+class TmaCopyOp(IRDLOperation):
+    """Where `valid`: copy the block at `offsets` of the descriptor `base`/`shape`/`strides` into slot
+    `slot` of `buffer` with TMA, completing on mbarrier `slot` of `barriers` (out-of-range elements are
+    filled with zeros, or NaN with padding "nan")."""
+
+    name = "tt.tma_copy"
+    base = operand_def()
+    shape = var_operand_def(i32)
+    strides = var_operand_def(i32)
+    offsets = var_operand_def(i32)
+    buffer = operand_def(MemRefType)
+    barriers = operand_def(MemRefType)
+    slot = operand_def(i32)
+    valid = operand_def(i1)
+    padding = prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    def __init__(
+        self, base: Operand, shape: list[Operand], strides: list[Operand], offsets: list[Operand],
+        buffer: Operand, barriers: Operand, slot: Operand, valid: Operand, padding: str,
+    ):
+        super().__init__(
+            operands=[base, shape, strides, offsets, buffer, barriers, slot, valid],
+            properties={"padding": StringAttr(padding)},
+        )
+
+    def verify_(self) -> None:
+        buffer = self.buffer.type
+        assert isinstance(buffer, MemRefType)
+        require(len(buffer.get_shape()) == 1 + len(self.offsets), "tma_copy needs one offset per block dimension")
+        require(
+            element_type(self.base.type).pointee == buffer.element_type,
+            f"tma_copy from {type_name(self.base.type)} into a buffer of {type_name(buffer.element_type)}",
+        )
+
+
+@irdl_op_definition
+class TmaArriveOp(IRDLOperation):
+    """Where `valid`: thread 0 arrives on mbarrier `slot` (after every `tt.tma_copy` into that slot)."""
+
+    name = "tt.tma_arrive"
+    barriers = operand_def(MemRefType)
+    slot = operand_def(i32)
+    valid = operand_def(i1)
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$barriers `[` $slot `]` `if` $valid attr-dict `:` type($barriers)"
+
+    def __init__(self, barriers: Operand, slot: Operand, valid: Operand):
+        super().__init__(operands=[barriers, slot, valid])
+
+
+@irdl_op_definition
+class TmaWaitOp(IRDLOperation):
+    """Wait until mbarrier `slot` completes phase `phase` (0 or 1: the slot's use count modulo 2), then
+    synchronise the program (every earlier read of the slots is over)."""
+
+    name = "tt.tma_wait"
+    barriers = operand_def(MemRefType)
+    slot = operand_def(i32)
+    phase = operand_def(i32)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$barriers `[` $slot `]` `phase` $phase attr-dict `:` type($barriers)"
+
+    def __init__(self, barriers: Operand, slot: Operand, phase: Operand):
+        super().__init__(operands=[barriers, slot, phase])
+
+
+TMA_OPS = (DescriptorLoadOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)

@@ -1,0 +1,215 @@
+"""
+TMA copies and mbarriers (tinyton/dialects/tt_tma.py) on sm_90, and the tensor maps they read.
+
+A `tt.tma_copy` of an `R x C` block fills one slot of a pipelining buffer, the `Swizzle` tile that
+`ldmatrix` and wgmma read: rows of 32, 64 or 128 bytes whose 16-byte chunks are XORed with the row's phase
+are exactly TMA's 32/64/128-byte swizzles of 1024-byte aligned slots, and a tile whose rows are longer is
+cut into 128-byte-wide panels, one box each (`box = R x panel_cols`, the panel at column `p * panel_cols`
+lands at byte `p * panel_bytes` of the slot). Thread 0 issues everything (PTX ISA, "Data Movement and
+Conversion Instructions: cp.async.bulk.tensor", "mbarrier"):
+
+    mbarrier.expect_tx [bar], bytes          per box, before its copy
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {col, row}], [bar]
+    mbarrier.arrive [bar]                    once per slot (`tt.tma_arrive`)
+
+and every thread waits with `mbarrier.try_wait.parity` in a loop before a barrier. All of it is inline asm,
+the same text on both PTX paths (LLVM 22 has `llvm.nvvm.cp.async.bulk.tensor.*` intrinsics, but their
+operand lists change between LLVM versions; the asm does not).
+
+Each distinct tensor map (the descriptor's base, sizes and strides, the box, dtype, padding and swizzle)
+becomes one kernel parameter after the kernel's own, a pointer to the encoded `CUtensorMap` in global memory;
+`tensor_map_specs` says how the runtime encodes each from the launch's parameter values
+(tinyton/runtime/tensor_maps.py). A descriptor qualifies when its base is a kernel parameter known to be
+16-byte aligned (`tt.divisibility`) and its sizes and strides are kernel parameters or constants (constant
+strides a multiple of 16 bytes, the last 1); what the runtime only learns at launch it checks there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
+from xdsl.ir import BlockArgument, SSAValue
+
+from tinyton.dialects import tt
+from tinyton.dtypes import dtype_of
+from tinyton.lowering.tt_to_llvm.async_copy import slot_base, slot_swizzle
+from tinyton.lowering.tt_to_llvm.axis_info import POINTER_ALIGNMENT_ATTR
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers
+from tinyton.lowering.tt_to_llvm.memory import _inline_asm
+from tinyton.lowering.tt_to_llvm.shared import byte_size
+from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
+
+TMA_DTYPES = frozenset({"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32", "float8e4nv", "float8e5"})
+MAX_BOX = 256
+"""TMA's largest box side."""
+
+
+def _scalar_source(value: SSAValue, kernel: func.FuncOp) -> int | str | None:
+    """A kernel parameter (`"p3"`) or an integer constant that `value` is, else None."""
+    if isinstance(value, BlockArgument) and value.owner is kernel.body.block:
+        return f"p{value.index}"
+    op = value.owner
+    if isinstance(op, tt.ConstantOp) and isinstance(op.value, IntegerAttr) and not tt.shape_of(value.type):
+        return op.value.value.data
+    return None
+
+
+def _aligned_param(value: SSAValue, kernel: func.FuncOp) -> int | None:
+    """The index of the kernel parameter `value` is, when it is a pointer known to be 16-byte aligned."""
+    if not (isinstance(value, BlockArgument) and value.owner is kernel.body.block):
+        return None
+    attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
+    hint = attrs[value.index].data.get(POINTER_ALIGNMENT_ATTR) if value.index < len(attrs) else None
+    return value.index if isinstance(hint, IntegerAttr) and hint.value.data % 16 == 0 else None
+
+
+def tensor_map_spec(
+    base: SSAValue, shape: Sequence[SSAValue], strides: Sequence[SSAValue], block: tuple[int, ...], padding: str,
+    kernel: func.FuncOp,
+) -> dict[str, Any] | None:
+    """How to encode the map of a 2-D block of the descriptor, read into a `Swizzle` tile; None when TMA
+    cannot read it (see the module's docstring)."""
+    elem = tt.element_type(base.type).pointee
+    name = dtype_of(elem).name
+    if len(block) != 2 or name not in TMA_DTYPES:
+        return None
+    param = _aligned_param(base, kernel)
+    sizes = [_scalar_source(v, kernel) for v in shape]
+    steps = [_scalar_source(v, kernel) for v in strides]
+    if param is None or None in sizes or None in steps:
+        return None
+    nbytes = byte_size(elem)
+    if isinstance(steps[-1], int) and steps[-1] != 1:
+        return None
+    if any(isinstance(s, int) and (s <= 0 or s * nbytes % 16) for s in steps[:-1]):
+        return None
+    if any(isinstance(s, int) and s <= 0 for s in sizes):
+        return None
+    tile = Swizzle(block[0], block[1], nbytes)
+    if tile.rows > MAX_BOX or tile.row_bytes < 16 or (tile.row_bytes >= 32 and tile.rows % 8):
+        return None
+    return {
+        "base": param, "shape": sizes, "strides": steps, "box": [tile.rows, tile.panel_cols], "dtype": name,
+        "padding": padding, "swizzle": tile.row_bytes if tile.row_bytes >= 32 else 0,
+    }
+
+
+def copy_spec(op: tt.TmaCopyOp, kernel: func.FuncOp) -> dict[str, Any]:
+    buffer = op.buffer.type
+    assert isinstance(buffer, MemRefType)
+    spec = tensor_map_spec(op.base, op.shape, op.strides, tuple(buffer.get_shape()[1:]), op.padding.data, kernel)
+    assert spec is not None, "the pipeliner only makes tt.tma_copy of descriptors TMA can read"
+    return spec
+
+
+def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[tt.TmaCopyOp, int]]:
+    """The distinct maps the kernel's `tt.tma_copy` ops read, in order (one parameter each), and the map
+    of each copy."""
+    specs: list[dict[str, Any]] = []
+    index: dict[tt.TmaCopyOp, int] = {}
+    for op in kernel.walk():
+        if isinstance(op, tt.TmaCopyOp):
+            spec = copy_spec(op, kernel)
+            if spec not in specs:
+                specs.append(spec)
+            index[op] = specs.index(spec)
+    return specs, index
+
+
+def expand_descriptor_loads(kernel: func.FuncOp) -> None:
+    """The descriptor loads TMA does not read become the masked loads they stand for."""
+    for op in list(kernel.walk()):
+        if isinstance(op, tt.DescriptorLoadOp):
+            load = tt.LoadOp(op.ptr, op.mask, op.other)
+            block = op.parent_block()
+            assert block is not None
+            block.insert_op_before(load, op)
+            op.result.replace_all_uses_with(load.result)
+            op.detach()
+            op.erase()
+
+
+def reserve_barriers(ctx: KernelContext, kernel: func.FuncOp) -> None:
+    """Give every `tt.barrier_alloc` its shared memory (8 bytes per mbarrier)."""
+    for op in kernel.walk():
+        if isinstance(op, tt.BarrierAllocOp):
+            ctx.local_buffers[op.result] = ctx.reserve_smem(8 * op.result.type.get_shape()[0], 8)
+
+
+def _address(ctx: KernelContext, ptr: SSAValue) -> SSAValue:
+    """The 32-bit shared-window address of a shared-memory pointer."""
+    return ctx.value(llvm.PtrToIntOp(ptr, i32))
+
+
+def _barrier(ctx: KernelContext, barriers: SSAValue, slot: SSAValue) -> SSAValue:
+    base = ctx.smem_ptr(i64, ctx.scalar(slot), ctx.local_buffers[barriers])
+    return _address(ctx, base)
+
+
+def _leader(ctx: KernelContext) -> SSAValue:
+    """True in thread 0 only."""
+    return ctx.cached(("tma-leader",), lambda: ctx.icmp("eq", ctx.int_op("or", ctx.lane, ctx.warp), ctx.const(0)))
+
+
+@lowers(tt.BarrierAllocOp)
+def lower_barrier_alloc(ctx: KernelContext, op: tt.BarrierAllocOp) -> None:
+    """Reserved before lowering (`reserve_barriers`)."""
+
+
+@lowers(tt.BarrierInitOp)
+def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
+    slots = op.barriers.type.get_shape()[0]
+    leader = _leader(ctx)
+    for s in range(slots):
+        bar = _address(ctx, ctx.smem_ptr(i64, s, ctx.local_buffers[op.barriers]))
+        _inline_asm(ctx, ["@$0 mbarrier.init.shared::cta.b64 [$1], 1;"], [], [("b", leader), ("r", bar)], None)
+    _inline_asm(ctx, ["fence.mbarrier_init.release.cluster;"], [], [], None)
+    ctx.barrier()
+
+
+@lowers(tt.TmaCopyOp)
+def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
+    tile: Swizzle = slot_swizzle(op.buffer)
+    param = ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
+    pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
+    bar = _barrier(ctx, op.barriers, op.slot)
+    dst = _address(ctx, slot_base(ctx, op.buffer, op.slot))
+    row, col = (ctx.scalar(v) for v in op.offsets)
+    for p in range(tile.cols // tile.panel_cols):
+        at = ctx.int_op("add", dst, ctx.const(p * tile.panel_bytes))
+        x = ctx.int_op("add", col, ctx.const(p * tile.panel_cols))
+        lines = [
+            "{",
+            ".reg .b64 map;",
+            "cvta.global.u64 map, $2;",
+            f"@$0 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$1], {tile.panel_bytes};",
+            "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {$4, $5}], [$1];",
+            "}",
+        ]
+        inputs = [("b", pred), ("r", bar), ("l", param), ("r", at), ("r", x), ("r", row)]
+        _inline_asm(ctx, lines, [], inputs, None)
+
+
+@lowers(tt.TmaArriveOp)
+def lower_tma_arrive(ctx: KernelContext, op: tt.TmaArriveOp) -> None:
+    pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
+    bar = _barrier(ctx, op.barriers, op.slot)
+    _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
+
+
+@lowers(tt.TmaWaitOp)
+def lower_tma_wait(ctx: KernelContext, op: tt.TmaWaitOp) -> None:
+    bar = _barrier(ctx, op.barriers, op.slot)
+    lines = [
+        "{",
+        ".reg .pred done;",
+        "wait:",
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;",
+        "@!done bra.uni wait;",
+        "}",
+    ]
+    _inline_asm(ctx, lines, [], [("r", bar), ("r", ctx.scalar(op.phase))], None)
+    ctx.barrier()
