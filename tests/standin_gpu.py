@@ -31,7 +31,7 @@ NO_LAUNCH = ctypes.CDLL(None).labs
 
 class RecordingLauncher(driver.Launcher):
     def __init__(self, name: str, kinds: Any, launches: list):
-        super().__init__(SimpleNamespace(address=0), kinds, 0, NO_LAUNCH)
+        super().__init__(SimpleNamespace(address=0), kinds, 0, launch_kernel=NO_LAUNCH)
         self.name, self.launches = name, launches
 
     def launch(self, grid, block_threads, shared_bytes, stream, values):
@@ -71,7 +71,7 @@ def standin_gpu(*functions: Any, record: bool = False) -> Iterator[list]:
             kernel._launcher = (
                 RecordingLauncher(kernel.name, kernel.param_kinds, launches)
                 if record
-                else driver.Launcher(SimpleNamespace(address=0), kernel.param_kinds, 0, NO_LAUNCH)
+                else driver.Launcher(SimpleNamespace(address=0), kernel.param_kinds, 0, launch_kernel=NO_LAUNCH)
             )
         return kernel._launcher
 
