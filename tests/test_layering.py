@@ -1,7 +1,7 @@
 """The import graph of `tinyton/` flows one way, bottom to top (docs/design.md, "Layers").
 
 Every import counts, at module level or inside a function (a lazy import only delays loading, it does not
-change who depends on whom), and `if TYPE_CHECKING:` ones too. A module may import modules of a lower
+change who depends on whom), `if TYPE_CHECKING:` ones and `lazy_module("...")` calls (tinyton/lazy.py) too. A module may import modules of a lower
 layer and of its own package; two packages of the same layer (rewrites and lowering) stay independent.
 """
 
@@ -16,7 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent / "tinyton"
 
 LAYERS: list[list[str]] = [
-    ["tinyton.errors", "tinyton.intmath", "tinyton.profiling"],
+    ["tinyton.errors", "tinyton.intmath", "tinyton.lazy", "tinyton.limits", "tinyton.profiling"],
+    ["tinyton.elements"],
     ["tinyton.dtypes"],
     ["tinyton.dialects"],
     ["tinyton.analysis"],
@@ -56,7 +57,9 @@ def _imports(module: str) -> set[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_module" and node.args:
+            found.add(ast.literal_eval(node.args[0]))
+        elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""

@@ -182,3 +182,29 @@ def test_kernel_launch_stages_cpu_tensors() -> None:
     classify = classifier(copy.params, [type(a), type(b), int], {"BLOCK": int}, LAUNCH_OPTIONS)
     _, values = classify((a, b, 16), {"BLOCK": 16})
     assert values == (None, None, 16)
+
+
+def test_a_hits_own_error_propagates(monkeypatch) -> None:
+    """An error raised while a fast-path hit runs (here the launch) reaches the caller as raised: never
+    taken for a miss, retried through the slow path or recompiled (a ValueError, like a guard's, included)."""
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(np.random.default_rng(2).standard_normal((4, 16)).astype(np.float32))
+    failing: list[str] = []
+    real_launch = driver.Launcher.launch
+
+    def launch(self, *args):
+        if failing:
+            raise ValueError(failing[0])
+        return real_launch(self, *args)
+
+    monkeypatch.setattr(driver.Launcher, "launch", launch)
+    with standin_gpu(scaled_softmax):
+        scaled_softmax(t, 1.0)  # the miss: compiles, fills the table
+        scaled_softmax(t, 1.0)  # a hit
+        built, misses = compiles(monkeypatch), []
+        real_miss = programs.ProgramCalls._miss
+        monkeypatch.setattr(programs.ProgramCalls, "_miss", lambda self, args: misses.append(args) or real_miss(self, args))
+        failing.append("launch failed in the user's call")
+        with pytest.raises(ValueError, match="launch failed in the user's call"):
+            scaled_softmax(t, 1.0)
+        assert (built, misses) == ([], [])

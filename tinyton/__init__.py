@@ -3,6 +3,7 @@
 import importlib
 from typing import Any
 
+from tinyton import language
 from tinyton.language import *  # noqa: F403
 from tinyton.language import __all__ as _language
 
@@ -11,7 +12,10 @@ SUBMODULES = ("testing", "tools")
 
 
 def __getattr__(name: str) -> Any:
-    """`tt.OutOfBoundsError`, imported with the simulator only when asked for; `tt.testing`, `tt.tools`."""
+    """`tt.OutOfBoundsError`, imported with the simulator only when asked for; `tt.testing`, `tt.tools`;
+    the language's lazily served names (`tt.tensor_descriptor`)."""
+    if name in language.LAZY:
+        return getattr(language, name)
     if name == "OutOfBoundsError":
         from tinyton.runtime.simulator import OutOfBoundsError
 
@@ -21,4 +25,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tinyton' has no attribute {name!r}")
 
 
-__all__ = [*_language, "OutOfBoundsError"]  # noqa: F405 - served lazily by `__getattr__`
+__all__ = [*_language, *language.LAZY, "OutOfBoundsError"]  # noqa: F405 - served lazily by `__getattr__`

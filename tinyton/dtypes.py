@@ -11,38 +11,34 @@ unsigned instructions). NumPy has no float8 either: `tt.float8e4nv` / `tt.float8
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
 import numpy as np
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    BFloat16Type,
-    Float8E4M3FNType,
-    Float8E5M2Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    Signedness,
-    i1,
-    i8,
-    i16,
-    i32,
-    i64,
-)
-from xdsl.ir import Attribute
 
 from tinyton.errors import CompilationError
+from tinyton.lazy import lazy_module
+
+if TYPE_CHECKING:
+    from xdsl.ir import Attribute
+
+_elements = lazy_module("tinyton.elements")
 
 
 class dtype:
     """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.bfloat16`, `tt.int32`, `tt.int1`."""
 
-    __slots__ = ("ir", "name", "np")
+    __slots__ = ("name", "np")
 
-    def __init__(self, name: str, ir: Attribute, np_dtype: type):
-        self.name, self.ir, self.np = name, ir, np.dtype(np_dtype)
+    def __init__(self, name: str, np_dtype: type):
+        self.name, self.np = name, np.dtype(np_dtype)
+
+    @property
+    def ir(self) -> Attribute:
+        """The xDSL element type (xDSL loads on the first such question: tinyton/lazy.py)."""
+        return _elements.ELEMENTS[self.name]
 
     def __repr__(self) -> str:
         return f"tt.{self.name}"
@@ -52,19 +48,19 @@ class dtype:
         return 1 if self.np == np.bool_ else self.np.itemsize * 8
 
     def is_floating(self) -> bool:
-        return not isinstance(self.ir, IntegerType)
+        return not self.is_int()
 
     def is_int(self) -> bool:
-        return isinstance(self.ir, IntegerType)
+        return self.np.kind in "iub"
 
     def is_int_signed(self) -> bool:
-        return self.is_int() and self.ir.signedness.data != Signedness.UNSIGNED
+        return self.np.kind in "ib"  # int1 is a signless i1, as in Triton
 
     def is_int_unsigned(self) -> bool:
-        return self.is_int() and self.ir.signedness.data == Signedness.UNSIGNED
+        return self.np.kind == "u"
 
     def is_bool(self) -> bool:
-        return self.ir == i1
+        return self.np == np.bool_
 
     def is_ptr(self) -> bool:
         return False
@@ -112,25 +108,21 @@ class block_type:
         return False
 
 
-def _unsigned(width: int) -> IntegerType:
-    return IntegerType(width, Signedness.UNSIGNED)
-
-
-int1 = dtype("int1", i1, np.bool_)
-int8 = dtype("int8", i8, np.int8)
-int16 = dtype("int16", i16, np.int16)
-int32 = dtype("int32", i32, np.int32)
-int64 = dtype("int64", i64, np.int64)
-uint8 = dtype("uint8", _unsigned(8), np.uint8)
-uint16 = dtype("uint16", _unsigned(16), np.uint16)
-uint32 = dtype("uint32", _unsigned(32), np.uint32)
-uint64 = dtype("uint64", _unsigned(64), np.uint64)
-float8e4nv = dtype("float8e4nv", Float8E4M3FNType(), ml_dtypes.float8_e4m3fn)
-float8e5 = dtype("float8e5", Float8E5M2Type(), ml_dtypes.float8_e5m2)
-float16 = dtype("float16", Float16Type(), np.float16)
-bfloat16 = dtype("bfloat16", BFloat16Type(), ml_dtypes.bfloat16)
-float32 = dtype("float32", Float32Type(), np.float32)
-float64 = dtype("float64", Float64Type(), np.float64)
+int1 = dtype("int1", np.bool_)
+int8 = dtype("int8", np.int8)
+int16 = dtype("int16", np.int16)
+int32 = dtype("int32", np.int32)
+int64 = dtype("int64", np.int64)
+uint8 = dtype("uint8", np.uint8)
+uint16 = dtype("uint16", np.uint16)
+uint32 = dtype("uint32", np.uint32)
+uint64 = dtype("uint64", np.uint64)
+float8e4nv = dtype("float8e4nv", ml_dtypes.float8_e4m3fn)
+float8e5 = dtype("float8e5", ml_dtypes.float8_e5m2)
+float16 = dtype("float16", np.float16)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16)
+float32 = dtype("float32", np.float32)
+float64 = dtype("float64", np.float64)
 DTYPES = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float8e4nv, float8e5, float16, bfloat16, float32, float64,
@@ -143,15 +135,31 @@ ALIASES = {
     "bool": int1, "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp16": float16, "bf16": bfloat16, "fp32": float32,
     "fp64": float64,
 }
-_BY_KEY: dict[Any, dtype] = {**ALIASES, **{k: d for d in DTYPES for k in (d, d.ir, d.np, d.name)}}
+_BY_KEY: dict[Any, dtype] = {**ALIASES, **{k: d for d in DTYPES for k in (d, d.np, d.name)}}
 
-NUMPY_TO_ELEMENT: dict[np.dtype, Attribute] = {d.np: d.ir for d in DTYPES}
-ELEMENT_TO_NUMPY: dict[Attribute, np.dtype] = {d.ir: d.np for d in DTYPES}
+
+@cache
+def _element_tables() -> dict[str, dict[Any, Any]]:
+    """The tables keyed by or giving xDSL element types, built on first use (tinyton/lazy.py)."""
+    return {
+        "BY_ELEMENT": {d.ir: d for d in DTYPES},
+        "NUMPY_TO_ELEMENT": {d.np: d.ir for d in DTYPES},
+        "ELEMENT_TO_NUMPY": {d.ir: d.np for d in DTYPES},
+    }
+
+
+def __getattr__(name: str) -> Any:
+    """`NUMPY_TO_ELEMENT` (NumPy dtype -> xDSL element type) and `ELEMENT_TO_NUMPY`, served lazily (PEP 562)."""
+    if name in ("NUMPY_TO_ELEMENT", "ELEMENT_TO_NUMPY"):
+        return _element_tables()[name]
+    raise AttributeError(f"module 'tinyton.dtypes' has no attribute {name!r}")
 
 
 def dtype_of(x: Any) -> dtype:
     """The tinyton dtype of `x`: a tt dtype, an xDSL type, or a NumPy/torch dtype (or its name)."""
     found = _BY_KEY.get(x)
+    if found is None and "xdsl" in sys.modules:  # an xDSL element type exists only once xDSL is loaded
+        found = _element_tables()["BY_ELEMENT"].get(x)
     candidates = (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1])  # torch.float32 -> float32
     while found is None and candidates:
         candidate, *candidates = candidates
@@ -174,4 +182,4 @@ def is_float_dtype(np_dtype: np.dtype) -> bool:
 def constant_key(value: float | int | bool, element: Attribute) -> tuple[object, Attribute]:
     """A dict key for a constant of `element` type: floats by their repr, since -0.0 == 0.0 in Python but
     they are different divisors (x / -0.0 is -inf), and one NaN never equals another."""
-    return (repr(float(value)) if isinstance(element, AnyFloat) else value, element)
+    return (repr(float(value)) if isinstance(element, _elements.AnyFloat) else value, element)

@@ -16,8 +16,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-MAX_TILE_ELEMENTS = 1 << 16
-"""Largest tile one program may hold (elements); larger blocks are rejected by the verifier."""
+from tinyton.limits import MAX_TILE_ELEMENTS
 
 
 @irdl_attr_definition

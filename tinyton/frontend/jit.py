@@ -17,26 +17,28 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xdsl.ir import Attribute
-
-from tinyton.compiler import CompiledKernel, compile_module, normalize_grid
 from tinyton.errors import CompilationError, call_error
-from tinyton.frontend.arguments import (
-    argument_type,
-    classifier,
-    runtime_values,
-    simulator_argument,
-)
-from tinyton.frontend.codegen import build_kernel
 from tinyton.frontend.names import Reads
 from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_options
-from tinyton.frontend.programs import ProgramCalls, compile_array_program
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
+from tinyton.lazy import lazy_module
 from tinyton.profiling import stage
 from tinyton.runtime.driver import backend
 from tinyton.runtime.streams import current_stream
+
+if TYPE_CHECKING:
+    from xdsl.ir import Attribute
+
+    from tinyton.compiler import CompiledKernel
+    from tinyton.frontend.programs import ProgramCalls
+
+# Decorating a function needs none of these (tinyton/lazy.py): they load with the first launch or call.
+compiler = lazy_module("tinyton.compiler")
+arguments = lazy_module("tinyton.frontend.arguments")
+codegen = lazy_module("tinyton.frontend.codegen")
+programs = lazy_module("tinyton.frontend.programs")
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -108,7 +110,11 @@ class JITFunction:
         self._variants: dict[Any, CompiledKernel] = {}
         self._reads: dict[Any, Reads] = {}  # per variant: the globals it read
         self._bound: dict[Any, Callable[..., None]] = {}
-        self._calls = ProgramCalls(fn)
+
+    @functools.cached_property
+    def _calls(self) -> ProgramCalls:
+        """The array-program call path, made on the first call (an instance attribute from then on)."""
+        return programs.ProgramCalls(self.fn)
 
     def kernel_source(self) -> KernelSource:
         """The parsed source (raises its CompilationError if it could not be parsed)."""
@@ -182,7 +188,7 @@ class JITFunction:
             raise call_error(f"{kernel.name}[grid]() takes {len(self.params)} argument(s), got {len(args)}")
         if type(grid) is not tuple:
             grid = _grid_of(grid({p.name: v for p, v in zip(self.params, args)} | kernel.options))
-        runtime = runtime_values([args[i] for i in self._runtime])
+        runtime = arguments.runtime_values([args[i] for i in self._runtime])
         _launch(kernel, grid, runtime, any(type(v).__module__.partition(".")[0] == "torch" for v in runtime))
 
     def _grid(self, grid: Callable[[dict], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[int, int, int]:
@@ -193,7 +199,7 @@ class JITFunction:
 
     def _runtime_args(self, args: tuple, kwargs: dict[str, Any]) -> list[Any]:
         values, _ = self._bind(args, kwargs)
-        return runtime_values([values[i] for i in self._runtime])
+        return arguments.runtime_values([values[i] for i in self._runtime])
 
     def warmup(self, *args: Any, grid: Any = None, **kwargs: Any) -> CompiledKernel:
         """Compile the variant these arguments launch without launching it (Triton's `warmup`; `grid` is
@@ -206,7 +212,7 @@ class JITFunction:
         """The variant these arguments launch (`num_warps=`, constexprs by name), compiled, not launched."""
         if not self.is_kernel:
             fuse = kwargs.pop("fuse", None)
-            return compile_array_program(self.fn, self._positional(args, kwargs), fuse=fuse)
+            return programs.compile_array_program(self.fn, self._positional(args, kwargs), fuse=fuse)
         self._require_source()
         return self._plan(args, kwargs).kernel
 
@@ -251,7 +257,7 @@ class JITFunction:
                 constexprs[p.name] = _constexpr(p.name, v)
                 continue
             try:
-                kind, divisible = argument_type(v)
+                kind, divisible = arguments.argument_type(v)
             except CompilationError as e:
                 raise call_error(f"{self.__name__}() argument `{p.name}`: {e.message}") from None
             specs.append((kind, divisible and p.name not in self.do_not_specialize))
@@ -266,7 +272,7 @@ class JITFunction:
         classify = self._classifiers.get(shape)
         if classify is None:
             kwarg_types = {k: type(v) for k, v in kwargs.items()}
-            classify = classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS)
+            classify = arguments.classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS)
             self._classifiers[shape] = classify
         self._classify = classify
         keys, parameter_values = classify(args, kwargs)
@@ -276,7 +282,7 @@ class JITFunction:
             return _Plan(kernel, reads, False)
         if plan is not None and plan.kernel is kernel:
             return plan
-        torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in runtime_values(values))
+        torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in arguments.runtime_values(values))
         plan = _Plan(kernel, reads, backend() == "cuda" and None not in parameter_values, torch_inputs)
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()
@@ -292,11 +298,11 @@ class JITFunction:
         num_warps, num_stages = options["num_warps"], options["num_stages"]
         reads = Reads()
         with stage(f"build kernel {self.fn.__name__} (Python AST -> tt)"):
-            module = build_kernel(
+            module = codegen.build_kernel(
                 self.source, signature, constexprs, divisible=divisible, num_warps=num_warps,
                 num_stages=num_stages, reads=reads,
             )
-        kernel = compile_module(module, num_warps=num_warps)
+        kernel = compiler.compile_module(module, num_warps=num_warps)
         kernel.run_with_all_arguments = functools.partial(self._run_compiled, kernel)
         kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
         if backend() == "cuda":
@@ -309,13 +315,13 @@ def _launch(kernel: CompiledKernel, grid: Any, args: Sequence[Any], torch_inputs
     if backend() == "cuda":
         kernel.launch(grid, args, current_stream(torch_inputs))
     else:
-        kernel.simulate(grid, [simulator_argument(a) for a in args])
+        kernel.simulate(grid, [arguments.simulator_argument(a) for a in args])
 
 
 def _grid_of(grid: Any) -> tuple[int, int, int]:
     """`normalize_grid`, its error at the user's launch line."""
     try:
-        return normalize_grid(grid)
+        return compiler.normalize_grid(grid)
     except ValueError as e:
         raise call_error(f"{e}; e.g. kernel[(tt.cdiv(n, BLOCK),)] or kernel[lambda meta: (...,)]") from None
 

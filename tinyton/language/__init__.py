@@ -4,7 +4,8 @@ load/store, casts, dot), `memory` (block pointers, atomics), `random`, `math` (a
 `reductions`, `shapes`, `debug`.
 """
 
-from tinyton.dialects.tt import MAX_TILE_ELEMENTS
+from typing import Any
+
 from tinyton.dtypes import (
     DTYPES,
     bfloat16,
@@ -31,7 +32,8 @@ from tinyton.frontend.autotuner import Config, autotune, heuristics
 from tinyton.frontend.graphed import Graphed, graphed
 from tinyton.frontend.source import constexpr
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.language import math
+from tinyton.limits import MAX_TILE_ELEMENTS
+from tinyton.language import math, memory
 from tinyton.language.core import (
     arange,
     builtin,
@@ -102,7 +104,6 @@ from tinyton.language.memory import (
     debug_barrier,
     make_block_ptr,
     make_tensor_descriptor,
-    tensor_descriptor,
 )
 from tinyton.language.random import (
     pair_uniform_to_normal,
@@ -148,6 +149,18 @@ from tinyton.runtime.descriptors import set_allocator
 from tinyton.runtime.driver import Stream
 from tinyton.runtime.graphs import CudaGraph
 from tinyton.runtime.streams import stream
+
+LAZY = ("tensor_descriptor",)
+"""Names served on first use by `__getattr__` (they load the frontend: tinyton/lazy.py); kept out of
+`__all__` so that `from tinyton.language import *` stays light."""
+
+
+def __getattr__(name: str) -> Any:
+    """`tl.tensor_descriptor`: the frontend's `TensorDescriptor` class, loaded when first asked for."""
+    if name == "tensor_descriptor":
+        return memory.block_pointers.TensorDescriptor
+    raise AttributeError(f"module 'tinyton.language' has no attribute {name!r}")
+
 
 __all__ = [
     "DTYPES",
@@ -266,7 +279,6 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
-    "tensor_descriptor",
     "to_device",
     "trans",
     "transpose",

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 from tinyton.dtypes import float32
 from tinyton.errors import CompilationError
-from tinyton.frontend import array_ops  # noqa: F401 - registers the array implementations of the builtins
-from tinyton.frontend.block_pointers import BlockPointer
 from tinyton.frontend.jit import JITFunction
-from tinyton.frontend.traced import ARRAY_IMPLS, is_tracing
-from tinyton.frontend.values import KERNEL_BUILDERS
+from tinyton.lazy import lazy_module
+
+block_pointers = lazy_module("tinyton.frontend.block_pointers")
+traced_values = lazy_module("tinyton.frontend.traced")  # its ARRAY_IMPLS: filled by tinyton/frontend/array_ops.py
+values = lazy_module("tinyton.frontend.values")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,11 +37,11 @@ def builtin(fn: F) -> F:
 
     @functools.wraps(fn)
     def dispatch(*args: Any, **kwargs: Any) -> Any:
-        if KERNEL_BUILDERS:
+        if values.KERNEL_BUILDERS:
             return fn(*args, **kwargs)
         traced = any(hasattr(a, "__tt_traced__") for a in (*args, *kwargs.values()))
-        if traced or is_tracing():
-            impl = ARRAY_IMPLS.get(name)
+        if traced or traced_values.is_tracing():
+            impl = traced_values.ARRAY_IMPLS.get(name)
             if impl is None:
                 raise CompilationError(f"tt.{name} is not supported in array programs")
             return impl(*args, **{_ARRAY_SPELLINGS.get(k, k): v for k, v in kwargs.items()})
@@ -52,7 +53,7 @@ def builtin(fn: F) -> F:
 
 def kernel() -> Any:
     """The `TileBuilder` of the kernel being compiled."""
-    return KERNEL_BUILDERS[-1]
+    return values.KERNEL_BUILDERS[-1]
 
 
 def static_range(arg1: int, arg2: int | None = None, step: int | None = None) -> builtins.range:
@@ -171,7 +172,7 @@ def load(
 
     `cache_modifier` (".ca", ".cg", ".cv") and `eviction_policy` ("evict_first", "evict_last") go to the
     PTX load; `volatile` is accepted (loads are never merged)."""
-    if isinstance(pointer, BlockPointer):
+    if isinstance(pointer, block_pointers.BlockPointer):
         return kernel().load_block(pointer, boundary_check, padding_option)
     return kernel().load(pointer, mask, other, cache_modifier, eviction_policy)
 
@@ -189,7 +190,7 @@ def store(
     block pointer: the block, skipping elements outside the array on the `boundary_check` dimensions.
 
     `cache_modifier` (".wb", ".cg", ".cs", ".wt") and `eviction_policy` go to the PTX store."""
-    if isinstance(pointer, BlockPointer):
+    if isinstance(pointer, block_pointers.BlockPointer):
         kernel().store_block(pointer, value, boundary_check)
         return
     kernel().store(pointer, value, mask, cache_modifier, eviction_policy)

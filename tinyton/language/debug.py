@@ -10,14 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from tinyton.errors import CompilationError
-from tinyton.frontend.values import Tile
-from tinyton.language.core import builtin, kernel
+from tinyton.language.core import builtin, kernel, values
 
 
 @builtin
 def static_assert(condition: Any, msg: str = "") -> None:
     """Fail compilation unless the constexpr `condition` holds."""
-    if isinstance(condition, Tile):
+    if isinstance(condition, values.Tile):
         raise CompilationError("tl.static_assert needs a constexpr condition; use tl.device_assert for runtime values")
     if not condition:
         raise CompilationError(f"static_assert failed: {msg}" if msg else "static_assert failed")
@@ -63,5 +62,5 @@ def max_constancy(input: Any, values: int | tuple[int, ...]) -> Any:
 def assume(cond: Any) -> None:
     """A promise that `cond` holds (Triton's `llvm.assume`, e.g. `tl.assume(stride > 0)`): accepted and
     not used by tinyton's analyses; a constexpr that is false fails compilation."""
-    if not isinstance(cond, Tile) and not cond:
+    if not isinstance(cond, values.Tile) and not cond:
         raise CompilationError("tl.assume: the condition is false while compiling")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tinyton.frontend.block_pointers import TensorDescriptor
+from tinyton.lazy import lazy_module
 from tinyton.language.core import builtin, kernel
 
-tensor_descriptor = TensorDescriptor
-"""The type of a kernel's tensor descriptors (`isinstance(x, tl.tensor_descriptor)` while compiling)."""
+block_pointers = lazy_module("tinyton.frontend.block_pointers")
+"""Its `TensorDescriptor` is `tl.tensor_descriptor`, the type of a kernel's tensor descriptors
+(`isinstance(x, tl.tensor_descriptor)` while compiling), served by tinyton/language/__init__.py's `__getattr__`."""
 
 
 @builtin

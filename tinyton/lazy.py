@@ -1,0 +1,39 @@
+"""Start-up time: what `import tinyton` does not need loads on first use (issue 10: import <= 0.25 s).
+
+xDSL, the dialects, the frontend's code generator and the compiler are needed only once something is
+traced or compiled, yet the language's modules (builtins, `@tt.jit`, `tt.float32`) are what every user
+imports. A module on that light path names such a dependency at module level, beside its imports, as
+`values = lazy_module("tinyton.frontend.values")` and reads `values.Tile` where it runs; the module body
+executes on that first attribute access (importlib's `LazyLoader`), after which it is an ordinary module.
+This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
+tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
+`import tinyton` leaves xDSL unloaded. The few names that must stay plain attributes (`tt.tensor_descriptor`,
+the two xDSL-keyed tables of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through
+modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
+should not race another thread's (tracing and compiling start on the calling thread).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module `name`, its body run on first attribute access (now, if it is already imported). Its
+    parent package is imported now: lazy-load modules of cheap packages only."""
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)  # as `import a.b` binds `a.b`
+    return module
