@@ -59,7 +59,8 @@ Operand = SSAValue | Operation
 @irdl_op_definition
 class DescriptorLoadOp(IRDLOperation):
     """`tt.load(ptr, mask, other)` of the block at `offsets` of the descriptor `base`/`shape`/`strides`
-    (out-of-range elements are masked off and read `other`, the padding; no mask: the block is inside)."""
+    (out-of-range elements are masked off and read `other`, the padding; no mask: the block is inside).
+    A descriptor of higher rank than the block (a batch of matrices) reads one index of each leading dimension."""
 
     name = "tt.descriptor_load"
     ptr = operand_def(TensorType)
@@ -89,8 +90,8 @@ class DescriptorLoadOp(IRDLOperation):
         rank = len(shape_of(self.ptr.type))
         require(is_pointer(self.base.type) and not shape_of(self.base.type), "descriptor_load needs a scalar base pointer")
         require(
-            len(self.shape) == len(self.strides) == len(self.offsets) == rank,
-            f"descriptor_load of a rank-{rank} block needs {rank} sizes, strides and offsets",
+            len(self.shape) == len(self.strides) == len(self.offsets) >= rank,
+            f"descriptor_load of a rank-{rank} block needs at least {rank} sizes, strides and offsets, as many of each",
         )
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
         require(self.result.type == expected, f"descriptor_load gives {type_name(expected)}")
@@ -157,7 +158,7 @@ class TmaCopyOp(IRDLOperation):
     def verify_(self) -> None:
         buffer = self.buffer.type
         assert isinstance(buffer, MemRefType)
-        require(len(buffer.get_shape()) == 1 + len(self.offsets), "tma_copy needs one offset per block dimension")
+        require(len(buffer.get_shape()) <= 1 + len(self.offsets), "tma_copy needs an offset per block dimension")
         require(
             element_type(self.base.type).pointee == buffer.element_type,
             f"tma_copy from {type_name(self.base.type)} into a buffer of {type_name(buffer.element_type)}",

@@ -9,6 +9,7 @@ in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
@@ -83,9 +84,8 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el, (bk, bn))
     acc0 = em.const(0.0, f32, (bm, bn))
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
-    plain = n != 2 or m_src.axes != (0,) or n_src.axes != (1,)
-    a_desc = None if plain or stats else _descriptor(rg, a_view)  # a tile the stats read stays in registers
-    b_desc = None if plain else _descriptor(rg, b_view)
+    a_desc = None if stats else _descriptor(rg, a_view, n - 2, n - 2, False)  # a tile the stats read stays in registers
+    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         kka, kkb = em.add(k0, ka), em.add(k0, kb)
@@ -93,10 +93,14 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
         for kk, rows, shape in ((kka, m_src, (bm, bk)), (kkb, n_src, (bk, bn))):
             m = em.cmp("lt", kk, em.i32(K)) if K % bk else None
             masks.append(em.to_shape(em.and_(m, rows.mask), shape) if (m or rows.mask) else None)
-        pa = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k))))
-        pb = em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k))))
-        a = _load(em, pa, masks[0], zero_a, a_desc, [_start(em, m_src), k0])
-        b = _load(em, pb, masks[1], zero_b, b_desc, [k0, _start(em, n_src)])
+        if a_desc is None:
+            a = _masked_load(em, em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k)))), masks[0], zero_a)
+        else:
+            a = _descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
+        if b_desc is None:
+            b = _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), masks[1], zero_b)
+        else:
+            b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
         out = [em.emit(tt.DotOp(a, b, carried[0]))]
         for (red, chain), part in zip(stats, carried[1:]):
             kind, el = reduction_kind(red), _acc(red)
@@ -112,32 +116,83 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     return em.cast(acc, element_type(op.result.type))
 
 
-Descriptor = tuple[SSAValue, list[SSAValue], list[SSAValue]]
+@dataclass
+class Descriptor:
+    """A matmul operand read as blocks of the matrix as stored: `sizes`/`strides`/`outer` (the scalar index
+    of each batch dimension it has) outermost first; `transposed` when the stored matrix is the operand's
+    transpose (`w` of `x @ w.T`: its `[BN, BK]` blocks are read and fed to the dot through `tt.trans`)."""
+
+    base: SSAValue
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    outer: tuple[SSAValue, ...]
+    transposed: bool
 
 
-def _descriptor(rg, view: View) -> Descriptor | None:
-    """(base, sizes, strides) of a 2-D row-major operand, whose tiles are then `tt.descriptor_load`s (TMA
-    on sm_90); None for a batched, transposed or broadcast view (those keep plain masked loads)."""
-    if len(view.shape) != 2 or view.strides[1] != 1 or view.strides[0] < view.shape[1]:
+def _descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) -> Descriptor | None:
+    """The descriptor of a matmul operand whose tiles are then `tt.descriptor_load`s (TMA on sm_90): a
+    row-major matrix, or for B (`may_transpose`) a column-major one, under batch dimensions that each have
+    their own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads)."""
+    geom, rank = rg.geom, len(view.shape)
+    sources = [geom.source_of(batch), geom.source_of(batch + 1)]
+    if sources[0].axes != (batch,) or sources[1].axes != (batch + 1,):
         return None
-    em = rg.em
-    return rg.ptrs[view.base], [em.i32(d) for d in view.shape], [em.i32(st) for st in view.strides]
+    (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]
+    if sc == 1 and sr >= c:
+        sizes, strides, transposed = (r, c), (sr, 1), False
+    elif may_transpose and sr == 1 and sc >= r:
+        sizes, strides, transposed = (c, r), (sc, 1), True
+    else:
+        return None
+    outer = []
+    for source in reversed([s for s in geom.sources if s.axes and s.axes[-1] < batch]):
+        if source.dim is not None or source.index is None:
+            return None
+        dims = [(view.shape[j], view.strides[j]) for j in (a - batch + rank - 2 for a in source.axes) if j >= 0]
+        read = [(d, st) for d, st in dims if d != 1 and st != 0]
+        if not read:  # broadcast over this batch index
+            continue
+        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in zip(read, read[1:])):
+            return None  # broadcast over part of a merged batch index, or not one stride
+        sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
+        outer.insert(0, source.index)
+    return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
 
 
 def _start(em: Emitter, source) -> SSAValue:
     return source.start if source.start is not None else em.i32(0)
 
 
-def _load(
-    em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue, desc: Descriptor | None,
-    offsets: list[SSAValue],
-) -> SSAValue:
-    """The operand tile: a masked load, named by its block when the operand has a descriptor."""
-    other = zero if mask else None
-    if desc is None:
-        return em.emit(tt.LoadOp(ptrs, mask, other))
-    base, sizes, strides = desc
-    return em.emit(tt.DescriptorLoadOp(ptrs, mask, other, base, sizes, strides, offsets, "zero"))
+def _stored_block(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]):
+    """Pointers and mask of the block at `starts` of the stored matrix (one batch element of it)."""
+    rows = em.binary(tt.AddOp, em.to_shape(starts[0], (block[0], 1)), em.arange(block[0], 2, 0))
+    cols = em.binary(tt.AddOp, em.to_shape(starts[1], (1, block[1])), em.arange(block[1], 2, 1))
+    offset = em.binary(tt.AddOp, em.mul_int(rows, desc.strides[-2]), cols)
+    for index, stride in zip(desc.outer, desc.strides[:-2]):
+        offset = em.binary(tt.AddOp, offset, em.to_shape(em.mul_int(index, stride), block))
+    ptrs = em.emit(tt.AddPtrOp(em.to_shape(desc.base, block), em.to_shape(offset, block)))
+    row_ok = em.cmp("lt", rows, em.i32(desc.sizes[-2])) if desc.sizes[-2] % block[0] else None
+    col_ok = em.cmp("lt", cols, em.i32(desc.sizes[-1])) if desc.sizes[-1] % block[1] else None
+    mask = em.and_(row_ok, col_ok)
+    return ptrs, None if mask is None else em.to_shape(mask, block)
+
+
+def _masked_load(em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue) -> SSAValue:
+    return em.emit(tt.LoadOp(ptrs, mask, zero if mask else None))
+
+
+def _descriptor_load(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]) -> SSAValue:
+    """The operand's `block` at `starts`: a descriptor load of the stored block (transposed back when the
+    operand is the stored matrix's transpose)."""
+    if desc.transposed:
+        starts, block = starts[::-1], block[::-1]
+    ptrs, mask = _stored_block(em, desc, starts, block)
+    el = tt.element_type(ptrs.type).pointee
+    load = em.emit(tt.DescriptorLoadOp(
+        ptrs, mask, em.const(0.0, el, block) if mask else None, desc.base, [em.i32(d) for d in desc.sizes],
+        [em.i32(st) for st in desc.strides], [*desc.outer, *starts], "zero",
+    ))
+    return em.emit(tt.TransOp(load, (1, 0))) if desc.transposed else load
 
 
 def _acc(red: tta.ReduceOp):

@@ -45,6 +45,8 @@ from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
 TMA_DTYPES = frozenset({"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32", "float8e4nv", "float8e5"})
 MAX_BOX = 256
 """TMA's largest box side."""
+MAX_RANK = 5
+"""TMA's largest tensor rank."""
 
 
 def _scalar_source(value: SSAValue, kernel: func.FuncOp) -> int | str | None:
@@ -70,11 +72,12 @@ def tensor_map_spec(
     base: SSAValue, shape: Sequence[SSAValue], strides: Sequence[SSAValue], block: tuple[int, ...], padding: str,
     kernel: func.FuncOp,
 ) -> dict[str, Any] | None:
-    """How to encode the map of a 2-D block of the descriptor, read into a `Swizzle` tile; None when TMA
-    cannot read it (see the module's docstring)."""
+    """How to encode the map of a 2-D block of the descriptor (of rank 2 to 5: the leading dimensions are
+    a batch, one index each), read into a `Swizzle` tile; None when TMA cannot read it (see the module's
+    docstring)."""
     elem = tt.element_type(base.type).pointee
     name = dtype_of(elem).name
-    if len(block) != 2 or name not in TMA_DTYPES:
+    if len(block) != 2 or not 2 <= len(shape) <= MAX_RANK or name not in TMA_DTYPES:
         return None
     param = _aligned_param(base, kernel)
     sizes = [_scalar_source(v, kernel) for v in shape]
@@ -92,7 +95,7 @@ def tensor_map_spec(
     if tile.rows > MAX_BOX or tile.row_bytes < 16 or (tile.row_bytes >= 32 and tile.rows % 8):
         return None
     return {
-        "base": param, "shape": sizes, "strides": steps, "box": [tile.rows, tile.panel_cols], "dtype": name,
+        "base": param, "shape": sizes, "strides": steps, "box": [1] * (len(shape) - 2) + [tile.rows, tile.panel_cols], "dtype": name,
         "padding": padding, "swizzle": tile.row_bytes if tile.row_bytes >= 32 else 0,
     }
 
@@ -177,7 +180,9 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
     pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
     dst = _address(ctx, slot_base(ctx, op.buffer, op.slot))
-    row, col = (ctx.scalar(v) for v in op.offsets)
+    *outer, row, col = (ctx.scalar(v) for v in op.offsets)
+    rank = len(op.offsets)
+    coords = ", ".join(f"${4 + i}" for i in range(rank))
     for p in range(tile.cols // tile.panel_cols):
         at = ctx.int_op("add", dst, ctx.const(p * tile.panel_bytes))
         x = ctx.int_op("add", col, ctx.const(p * tile.panel_cols))
@@ -186,10 +191,10 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
             ".reg .b64 map;",
             "cvta.global.u64 map, $2;",
             f"@$0 mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$1], {tile.panel_bytes};",
-            "@$0 cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {$4, $5}], [$1];",
+            f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {{{coords}}}], [$1];",
             "}",
         ]
-        inputs = [("b", pred), ("r", bar), ("l", param), ("r", at), ("r", x), ("r", row)]
+        inputs = [("b", pred), ("r", bar), ("l", param), ("r", at)] + [("r", v) for v in (x, row, *reversed(outer))]
         _inline_asm(ctx, lines, [], inputs, None)
 
 

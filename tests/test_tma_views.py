@@ -1,0 +1,117 @@
+"""TMA for the array program's `a @ b` beyond row-major 2-D operands: `x @ w.T` (w read as stored, its
+blocks fed to the dot through `tt.trans`), batched operands (a descriptor of rank 3 whose outer index is
+the program's batch index, merged batch dimensions as one) and broadcast ones (a batch dimension of
+stride 0 drops out). Checked: the simulator against NumPy, shapes with tails included; the tensor maps
+and ptxas sm_90a on both PTX paths; sm_80 and `TINYTON_TMA=0` keep cp.async; on the GPU, against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.compiler import compile_module
+from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx.toolchain import find_tool
+
+TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
+              "llvmlite"]
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+
+
+@tt.jit
+def linear(x, w):
+    return x @ w.T
+
+
+@tt.jit
+def matmul(a, b):
+    return a @ b
+
+
+CASES = {
+    "x@w.T": (linear, (200, 72), (136, 72)),
+    "batched x@w.T": (linear, (3, 200, 72), (136, 72)),
+    "4-D x@w.T": (linear, (2, 3, 64, 64), (128, 64)),
+    "batched a@b": (matmul, (3, 200, 72), (3, 72, 136)),
+    "broadcast b": (matmul, (3, 200, 72), (72, 136)),
+    "broadcast a": (matmul, (200, 72), (3, 72, 136)),
+}
+"""name -> (program, x shape, w or b shape)."""
+
+MAPS = {
+    "x@w.T": [([200, 72], [64, 32]), ([136, 72], [64, 32])],
+    "batched x@w.T": [([3, 200, 72], [1, 64, 32]), ([136, 72], [64, 32])],
+    "4-D x@w.T": [([6, 64, 64], [1, 64, 32]), ([128, 64], [64, 32])],
+    "batched a@b": [([3, 200, 72], [1, 64, 32]), ([3, 72, 136], [1, 32, 64])],
+    "broadcast b": [([3, 200, 72], [1, 64, 32]), ([72, 136], [32, 64])],
+    "broadcast a": [([200, 72], [64, 32]), ([3, 72, 136], [1, 32, 64])],
+}
+"""The tensor maps (sizes, box) of each case on sm_90a: both operands on TMA."""
+
+
+def _case(name, dtype=np.float16, seed=0):
+    program, xs, ws = CASES[name]
+    rng = np.random.default_rng(seed)
+    return program, rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+
+
+def _reference(program, x, w):
+    x, w = x.astype(np.float32), w.astype(np.float32)
+    return x @ (w.swapaxes(-1, -2) if program is linear else w)
+
+
+def _ptx(name, arch, toolchain="llvmlite"):
+    program, x, w = _case(name)
+    (kernel,) = program.compile(x, w).kernels()
+    return compile_module(kernel.module.clone(), num_warps=kernel.num_warps, arch=arch, toolchain=toolchain)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_simulator_matches_numpy(name):
+    program, x, w = _case(name)
+    np.testing.assert_allclose(program(x, w).astype(np.float32), _reference(program, x, w), rtol=2e-2, atol=2e-2)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+@pytest.mark.parametrize("name", CASES)
+def test_operands_are_tma_copies(name, toolchain):
+    compiled = _ptx(name, "sm_90a", toolchain)
+    ptx = compiled.asm["ptx"]
+    assert [(m["shape"], m["box"]) for m in compiled.tensor_maps] == MAPS[name]
+    ranks = {len(m["shape"]) for m in compiled.tensor_maps}
+    assert all(f"cp.async.bulk.tensor.{r}d.shared::cluster" in ptx for r in ranks)
+    assert "cp.async.cg" not in ptx and "wgmma.mma_async" in ptx
+    assert assemble_ptx(ptx, "sm_90a")
+
+
+def test_partly_broadcast_batch_keeps_cp_async():
+    """a (2, 1, M, K) @ b (3, K, N): one program index runs over both batch dimensions, which each operand
+    only partly reads; no stride steps it, so both stay plain loads."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 1, 64, 64)).astype(np.float16), rng.standard_normal((3, 64, 128)).astype(np.float16)
+    np.testing.assert_allclose(matmul(a, b).astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=2e-2, atol=2e-2)
+    (kernel,) = matmul.compile(a, b).kernels()
+    assert compile_module(kernel.module.clone(), num_warps=kernel.num_warps, arch="sm_90a").tensor_maps == ()
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", ["x@w.T", "batched a@b"])
+def test_sm_80_and_tma_off_keep_cp_async(name, monkeypatch):
+    for arch, tma in (("sm_80", "1"), ("sm_90a", "0")):
+        monkeypatch.setenv("TINYTON_TMA", tma)
+        compiled = _ptx(name, arch)
+        assert "cp.async.bulk" not in compiled.asm["ptx"] and not compiled.tensor_maps
+        assert assemble_ptx(compiled.asm["ptx"], arch)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("scale", [1, 4], ids=["small", "large"])
+def test_gpu_matches_numpy(name, scale):
+    program, xs, ws = CASES[name]
+    rng = np.random.default_rng(1)
+    xs, ws = (*xs[:-2], xs[-2] * scale, xs[-1] * scale), (*ws[:-2], ws[-2] * scale, ws[-1] * scale)
+    x, w = rng.standard_normal(xs).astype(np.float16), rng.standard_normal(ws).astype(np.float16)
+    np.testing.assert_allclose(program(x, w).astype(np.float32), _reference(program, x, w), rtol=3e-2, atol=3e-2)
