@@ -10,6 +10,7 @@ Conversion Instructions: cp.async.bulk.tensor", "mbarrier"):
 
     mbarrier.expect_tx [bar], bytes          per box, before its copy
     cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {col, row}], [bar]
+    (.3d to .5d with the batch indices after `row` for a descriptor of a batch of matrices, box 1 x ... x R x C)
     mbarrier.arrive [bar]                    once per slot (`tt.tma_arrive`)
 
 and every thread waits with `mbarrier.try_wait.parity` in a loop before a barrier. All of it is inline asm,
