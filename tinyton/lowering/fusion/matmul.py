@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from xdsl.ir import Operation, SSAValue
 
@@ -152,7 +153,7 @@ def _descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) 
         read = [(d, st) for d, st in dims if d != 1 and st != 0]
         if not read:  # broadcast over this batch index
             continue
-        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in zip(read, read[1:])):
+        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in pairwise(read)):
             return None  # broadcast over part of a merged batch index, or not one stride
         sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
         outer.insert(0, source.index)
