@@ -28,19 +28,24 @@ import triton_reference
 
 
 @tt.jit
-def matmul_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,
-    BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, GROUP_M: tt.constexpr,
-    PRECISION: tt.constexpr, OUT: tt.constexpr,
-):
+def grouped_tile(M, N, BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, GROUP_M: tt.constexpr):
+    """This program's (tile row, tile column): GROUP_M tile rows walk the columns together (L2 reuse)."""
     pid = tt.program_id(0)
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     in_group = GROUP_M * num_pid_n
     first_m = pid // in_group * GROUP_M
     group_m = tt.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + pid % in_group % group_m
-    pid_n = pid % in_group // group_m
+    return first_m + pid % in_group % group_m, pid % in_group // group_m
+
+
+@tt.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, GROUP_M: tt.constexpr,
+    PRECISION: tt.constexpr, OUT: tt.constexpr,
+):
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rows = pid_m * BLOCK_M + tt.arange(0, BLOCK_M)
     cols = pid_n * BLOCK_N + tt.arange(0, BLOCK_N)
     ks = tt.arange(0, BLOCK_K)
@@ -64,14 +69,7 @@ def matmul_desc_kernel(
     PRECISION: tt.constexpr, OUT: tt.constexpr,
 ):
     """`matmul_kernel` reading A and B through host tensor descriptors (TMA on Hopper)."""
-    pid = tt.program_id(0)
-    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
-    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
-    in_group = GROUP_M * num_pid_n
-    first_m = pid // in_group * GROUP_M
-    group_m = tt.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + pid % in_group % group_m
-    pid_n = pid % in_group // group_m
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tt.zeros((BLOCK_M, BLOCK_N), tt.float32)
     for k in range(0, K, BLOCK_K):
         a = a_desc.load([pid_m * BLOCK_M, k])
