@@ -36,7 +36,8 @@ def execute(module, specs: Sequence[KernelSpec], args: Sequence[np.ndarray]) -> 
         for v in [*spec.outputs, *spec.scratch]:  # poisoned; a split region's kernels share their scratch
             if v not in env:
                 shape, element = (v.shape, v.element) if isinstance(v, Scratch) else (shape_of(v.type), element_type(v.type))
-                env[v] = np.full(int(np.prod(shape)), 77, dtype=ELEMENT_TO_NUMPY[element])
+                fill = 0 if isinstance(v, Scratch) and v.counter else 77  # a grid barrier's counter starts at 0
+                env[v] = np.full(int(np.prod(shape)), fill, dtype=ELEMENT_TO_NUMPY[element])
         run(spec.module, spec.grid, [env[v] for v in spec.bindings])
     ret = fn.body.block.last_op
     return [env[v].reshape(shape_of(v.type)) for v in ret.operands]

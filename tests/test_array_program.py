@@ -84,6 +84,8 @@ class FakeSpec:
     grid: tuple[int, ...] = (1, 1, 1)
     num_warps: int = 4
     alias: int | None = None
+    scratch: tuple = ()
+    fallback: tuple = ()
 
     @property
     def module(self):

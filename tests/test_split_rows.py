@@ -1,7 +1,11 @@
-"""Split rows (few long rows, one program per slice, partials combined by the next kernel) on the
-simulator: every reduction kind the fusion codegen emits, lengths that are multiples of nothing."""
+"""Split rows in two kernels (few long rows, one program per slice, partials combined by the next kernel) on
+the simulator: every reduction kind the fusion codegen emits, lengths that are multiples of nothing. The
+one-kernel form with grid barriers, which these shapes take when the GPU can hold them, is turned off here
+(`two_kernels`); tests/test_grid_split.py runs the same cases through it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -10,11 +14,21 @@ from test_fusion import layernorm, np_softmax, rel, softmax
 
 import tinyton as tt
 from tinyton.frontend import array_ops as ops
-from tinyton.lowering.fusion import geometry
+from tinyton.frontend import programs
+from tinyton.lowering.fusion import geometry, grid
 
 rng = np.random.default_rng(7)
 K = 9001
 """Past SPLIT_MIN_ROW: 5 slices of 2048, the last one partly masked, 5 partials (a masked combine)."""
+
+
+@pytest.fixture(autouse=True)
+def two_kernels(monkeypatch) -> Iterator[None]:
+    """No grid fits no program: every split region takes the two-kernel form (programs compiled anew)."""
+    monkeypatch.setattr(grid, "GRID_PROGRAMS_PER_SM", 0)
+    programs._PROGRAMS.clear()
+    yield
+    programs._PROGRAMS.clear()
 
 
 def log_softmax(x):

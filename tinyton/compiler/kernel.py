@@ -125,6 +125,9 @@ class CompiledKernel:
         self.param_kinds = tuple(_param_kind(t) for t in self.function.function_type.inputs)
         self.param_names = tuple(a.name_hint or f"arg{i}" for i, a in enumerate(self.function.body.block.args))
         self.written_params = written_params(self.function)
+        self.cooperative = any(isinstance(op, tt.GridBarrierOp) for op in self.function.walk())
+        """A grid barrier inside: launched cooperatively (all programs at once, or an error)."""
+        self._resident: int | None = None
         self.arch, self.toolchain = arch, toolchain
         self.target_arch = arch
         """What the PTX is for: `arch`, else the GPU's (sm_90a on an sm_90 when a dot uses wgmma)."""
@@ -200,8 +203,16 @@ class CompiledKernel:
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
             function = driver.Module.from_ptx(ptx).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
-            self._launcher = driver.Launcher(function, self.param_kinds, dynamic, maps)
+            self._launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
         return self._launcher
+
+    def resident_programs(self) -> int:
+        """Programs the GPU holds at once (occupancy x SMs), queried once: a grid-barrier kernel's grid must
+        not exceed it."""
+        if self._resident is None:
+            per_sm = self.launcher.function.max_active_blocks(self.threads, self.launcher.dynamic_shared)
+            self._resident = per_sm * driver.device().sm_count
+        return self._resident
 
     @property
     def metadata(self) -> SimpleNamespace:

@@ -4,7 +4,8 @@ For device memory (tinyton/runtime/memory.py) it is one generated function, stra
 each input's address, allocate each output (torch's caching allocator for torch inputs) and one block
 for all intermediates, read the stream once, call each kernel's driver `Launcher` with its prebuilt grid,
 return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
-those calls copy whole arrays anyway.
+those calls copy whole arrays anyway. The counters of grid barriers (split rows in one kernel) come last
+among the buffers: zeroed once per stream and kept, since each barrier leaves its counter as it found it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from tinyton.compiler.kernel import CompiledKernel
-from tinyton.runtime import driver
+from tinyton.runtime import arrays, driver
 from tinyton.runtime.memory import DeviceMemory, HostMemory
 from tinyton.runtime.streams import current_stream
 
@@ -39,6 +40,21 @@ class Launches:
     """(kernel, grid, buffer index of each parameter) per launch, in program order."""
     outputs: tuple[int, ...]
     returns_tuple: bool
+    counters: Sequence[tuple[int, ...]] = ()
+    """Shapes of the grid barriers' i32 counter buffers, after `buffer_specs` in buffer order."""
+
+
+class _Counters:
+    """The counter buffers of one call path per stream (two streams at once must not share one)."""
+
+    def __init__(self, shapes: Sequence[tuple[int, ...]], zeros: Callable[[tuple[int, ...]], Any]):
+        self._shapes, self._zeros, self._by_stream = shapes, zeros, {}
+
+    def __call__(self, stream: int | None) -> list[Any]:
+        got = self._by_stream.get(stream)
+        if got is None:
+            got = self._by_stream[stream] = [self._zeros(shape) for shape in self._shapes]
+        return got
 
 
 def runner(launches: Launches, memory: HostMemory | DeviceMemory) -> Runner:
@@ -53,14 +69,18 @@ def _looped(launches: Launches, memory: HostMemory) -> Runner:
     temporaries = launches.buffer_specs[len(launches.input_positions) :]
     positions, outputs, single = launches.input_positions, launches.outputs, not launches.returns_tuple
     host_results = memory.host_results
+    zeros = np.zeros if address is None else arrays.zeros
+    counters = _Counters(launches.counters, lambda shape: zeros(shape, np.int32))
 
     def run(args: tuple) -> Any:
         buffers = [prepare(args[i]) for i in positions] + [allocate(shape, dtype) for shape, dtype in temporaries]
         if address is None:
+            buffers += counters(None)
             for kernel, grid, slots in launches.kernels:
                 kernel.simulate(grid, [buffers[i] for i in slots])
         else:
             stream = current_stream()
+            buffers += counters(stream)
             addresses = [address(b) for b in buffers]
             for kernel, grid, slots in launches.kernels:
                 kernel.launcher.launch(grid, kernel.threads, 0, stream, tuple([addresses[i] for i in slots]))
@@ -100,6 +120,11 @@ def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
         emit(f"pb = {memory.address}", x="block")
         lines.extend(f"    p{i} = pb + {o}" for i, o in packed)
     emit(memory.stream)
+    if launches.counters:
+        namespace["COUNTERS"] = _Counters(launches.counters, memory.counter)
+        lines.append("    cs = COUNTERS(s)")
+        for j in range(len(launches.counters)):
+            emit(f"p{len(launches.buffer_specs) + j} = {memory.address}", x=f"cs[{j}]")
     for k, (kernel, grid, slots) in enumerate(launches.kernels):
         namespace[f"L{k}"], namespace[f"G{k}"] = kernel.launcher.launch, grid
         lines.append(f"    L{k}(G{k}, {kernel.threads}, 0, s, ({''.join(f'p{i}, ' for i in slots)}))")

@@ -8,11 +8,15 @@ order and returns NumPy arrays for NumPy inputs, or arrays of the caller's devic
 Fusion stages used: `tinyton.rewrites.pipeline.fuse_module(module, fuse)` puts every compute op in a
 `tta.fusion` region (one per op when `fuse` is False), and `tinyton.lowering.fusion.fusion_to_kernels`
 gives one `KernelSpec` per region in program order: kernel parameters are pointers to the region's
-inputs, then to its outputs.
+inputs, then to its outputs. A kernel with a grid barrier (split rows in one kernel) is launched
+cooperatively when the GPU holds its whole grid at once (occupancy x SMs, asked once per kernel), else its
+two-kernel fallback is; its barrier counters are allocated zeroed once per call path and stream
+(`launch_plan.py`), never per call.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +38,7 @@ from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT
 from tinyton.profiling import stage
 from tinyton.runtime import driver
-from tinyton.runtime.memory import memory_for, memory_key
+from tinyton.runtime.memory import HostMemory, memory_for, memory_key
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -85,6 +89,8 @@ class _Step:
     grid: tuple[int, ...]
     slots: tuple[int, ...]
     compiled: Any = None
+    fallback: list[_Step] = field(default_factory=list)
+    """The launches replacing this one where the GPU cannot hold its grid at once (a grid barrier inside)."""
 
 
 @dataclass
@@ -100,6 +106,9 @@ class ArrayProgram:
     steps: list[_Step]
     outputs: tuple[int, ...]
     returns_tuple: bool
+    counters: tuple[tuple[int, ...], ...] = ()
+    """Shapes of the grid barriers' i32 counter buffers, the last buffer slots: zero before their first
+    launch, kept from call to call."""
     asm: Mapping[str, str] = field(default_factory=dict)
     _runners: dict[tuple[Any, ...], Runner] = field(default_factory=dict, repr=False)
 
@@ -121,10 +130,18 @@ class ArrayProgram:
         run = self._runners.get(key)
         if run is None:
             memory = memory_for(inputs, driver.backend() == "cuda")
-            kernels = [(self._kernel(step), step.grid, step.slots) for step in self.steps]
-            plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple)
+            on_gpu = not (isinstance(memory, HostMemory) and memory.address is None)
+            kernels = [(self._kernel(s), s.grid, s.slots) for step in self.steps for s in self._launched(step, on_gpu)]
+            plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple,
+                            self.counters)
             run = self._runners[key] = runner(plan, memory)
         return run
+
+    def _launched(self, step: _Step, on_gpu: bool) -> list[_Step]:
+        """The step, or its fallback on a GPU that cannot hold its grid at once (a grid barrier inside)."""
+        if on_gpu and step.fallback and self._kernel(step).resident_programs() < math.prod(step.grid):
+            return step.fallback
+        return [step]
 
     def kernels(self) -> list[CompiledKernel]:
         """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
@@ -170,15 +187,27 @@ def build_program(
     for arg in body.args:
         buffer(arg)
     results = set(body.last_op.operands)
-    steps: list[_Step] = []
+    kept: list[Any] = []
     for k in launches:
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
             slot[k.outputs[0]] = buffer(k.inputs[k.alias])
             continue
         grid = normalize_grid(k.grid)
         if 0 not in grid:
-            steps.append(_Step(k, grid, tuple(buffer(v) for v in k.bindings)))
+            kept.append((k, grid))
+            for v in (*k.bindings, *(v for f in k.fallback for v in f.bindings)):
+                if not (isinstance(v, Scratch) and v.counter):
+                    buffer(v)
     outputs = tuple(buffer(v) for v in body.last_op.operands)
+    counters = [v for k, _ in kept for v in k.scratch if v.counter]
+    for i, v in enumerate(counters):  # after every buffer allocated per call
+        slot[v] = len(specs) + i
+
+    def slots(k: Any) -> tuple[int, ...]:
+        return tuple(slot[v] for v in k.bindings)
+
+    steps = [_Step(k, grid, slots(k), fallback=[_Step(f, normalize_grid(f.grid), slots(f)) for f in k.fallback])
+             for k, grid in kept]
 
     program = ArrayProgram(
         name=name,
@@ -190,6 +219,7 @@ def build_program(
         steps=steps,
         outputs=outputs,
         returns_tuple=returns_tuple(graph),
+        counters=tuple(v.shape for v in counters),
     )
     makers: dict[str, Callable[[], str]] = {"graph": lambda: str(graph), "fused": lambda: str(fused)}
     for i, step in enumerate(steps):

@@ -54,7 +54,7 @@ from tinyton.dialects.tt_shared import (  # noqa: F401
 from tinyton.dialects.tt_tma import (  # noqa: F401
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
-from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp  # noqa: F401
+from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp  # noqa: F401
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
 from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
 from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp  # noqa: F401

@@ -1,23 +1,27 @@
-"""Atomic read-modify-write ops of the `tt` dialect, and the barrier of `tl.debug_barrier`.
+"""Atomic read-modify-write ops of the `tt` dialect, the barrier of `tl.debug_barrier`, and the grid barrier.
 
 `tt.atomic_rmw` applies `kind` (add, max, min, and, or, xor, xchg) to each active lane's element and gives
 the element's old value; `tt.atomic_cas` stores `val` where the element equals `cmp` and gives the old value.
 Both carry Triton's memory ordering (`sem`) and scope (`scope`), which the lowering writes into the PTX
 `atom` instruction. A lane whose mask is false does nothing (its result is unspecified; the simulator gives
 0). A scalar atomic runs once per program.
+
+`tt.grid_barrier` waits until every program of a group (the programs of the launch sharing one counter) has
+reached it (one kernel over split rows: partials, then their combination per row, `lowering/fusion/grid.py`);
+only a launch whose programs are all resident at once may use it.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float16Type, StringAttr, i1
+from xdsl.dialects.builtin import I32, Float16Type, IntegerAttr, StringAttr, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
-    VarConstraint,
     ParsePropInAttrDict,
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -151,4 +155,30 @@ class DebugBarrierOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
-ATOMIC_OPS = (AtomicRMWOp, AtomicCASOp, DebugBarrierOp)
+@irdl_op_definition
+class GridBarrierOp(IRDLOperation):
+    """The `programs` programs of the launch that arrive with one `counter` wait here until all of them have
+    arrived; the writes of each before it are visible to all after it. Exactly one of them is the `leader`.
+    `counter` points to one i32 that is 0 before the first launch using it and has its low 31 bits back at 0
+    after each barrier (the leader adds 2**31 - (programs - 1), the others 1, and each waits for bit 31 to
+    flip), so consecutive launches reuse it without clearing it. All programs must be resident at once (a
+    cooperative launch), or the kernel hangs."""
+
+    name = "tt.grid_barrier"
+    counter = operand_def()
+    leader = operand_def(i1)
+    programs = prop_def(IntegerAttr[I32])
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$counter `,` $leader `programs` $programs attr-dict `:` type($counter)"
+
+    def __init__(self, counter: SSAValue | Operation, leader: SSAValue | Operation, programs: int):
+        super().__init__(operands=[counter, leader], properties={"programs": IntegerAttr(programs, 32)})
+
+    def verify_(self) -> None:
+        t = self.counter.type
+        ok = is_pointer(t) and not shape_of(t) and element_type(t).pointee == i32
+        require(ok, f"tt.grid_barrier needs a scalar !tt.ptr<i32>, got {type_name(t)}")
+        require(self.programs.value.data >= 1, "tt.grid_barrier needs programs >= 1")
+
+
+ATOMIC_OPS = (AtomicRMWOp, AtomicCASOp, DebugBarrierOp, GridBarrierOp)

@@ -98,7 +98,9 @@ class _Context:
         call(drv.cuCtxSetCurrent, self.context)
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
-        self.launch_kernel = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        self.launch_kernel = libcuda.cuLaunchKernel
+        self.launch_cooperative = libcuda.cuLaunchCooperativeKernel
 
 
 _context: _Context | None = None
@@ -307,6 +309,11 @@ class Function:
         attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
         return call(drv.cuFuncGetAttribute, attr, self.handle)
 
+    def max_active_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
+        """Programs of `threads` threads one SM holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`)."""
+        drv = driver_api()
+        return call(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, self.handle, threads, dynamic_shared)
+
     def set_max_dynamic_shared(self, nbytes: int) -> None:
         """Opt in to more than 48 KiB of dynamic shared memory."""
         drv = driver_api()
@@ -338,14 +345,17 @@ class Launcher:
         dynamic_shared: int = 0,
         appended: Sequence[Callable[[tuple[Any, ...]], int]] = (),
         launch_kernel: Callable[..., int] | None = None,
+        *,
+        cooperative: bool = False,
     ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
         every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
         computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
         C function called with cuLaunchKernel's arguments (default: the driver's; a stand-in measures the
-        host path without a GPU)."""
+        host path without a GPU); `cooperative`: launch with `cuLaunchCooperativeKernel`, which runs every
+        program at once or refuses (a kernel with a grid barrier)."""
         self.function = function
-        self._shared = dynamic_shared
+        self.dynamic_shared = dynamic_shared
         self._appended = tuple(appended)
         kinds = [*param_kinds, *[POINTER] * len(self._appended)]
         fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(kinds)]
@@ -354,7 +364,9 @@ class Launcher:
         offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
         self._pointers = np.array([base + o for o in offsets], np.uint64)
         self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
-        self._launch = launch_kernel or _ctx().launch_kernel
+        self._launch = launch_kernel or (_ctx().launch_cooperative if cooperative else _ctx().launch_kernel)
+        self._extra = () if cooperative else (None,)
+        """cuLaunchKernel's last argument (`extra`), which cuLaunchCooperativeKernel does not take."""
         self._func = ctypes.c_void_p(function.address)
         self._stream = (0, None)  # the last stream handle and its c_void_p
 
@@ -382,13 +394,13 @@ class Launcher:
             block_threads,
             1,
             1,
-            shared_bytes + self._shared,
+            shared_bytes + self.dynamic_shared,
             self._stream[1],
             self._params,
-            None,
+            *self._extra,
         )
         if err:
-            raise CudaError("cuLaunchKernel", err)
+            raise CudaError("cuLaunchCooperativeKernel" if not self._extra else "cuLaunchKernel", err)
 
 
 # Triton's `triton.runtime.driver.active`, as its tutorials use it.

@@ -57,6 +57,8 @@ class DeviceMemory:
     address: str
     stream: str
     dtype_value: Callable[[np.dtype], Any]
+    counter: Callable[[tuple[int, ...]], Any]
+    """A zeroed i32 buffer of a shape (grid barriers' counters, made once per stream, not per call)."""
     namespace: dict[str, Any] = field(default_factory=dict)
 
 
@@ -118,6 +120,7 @@ def _torch_memory(device: Any) -> DeviceMemory:
         address="{x}.data_ptr()",
         stream="s = EXPLICIT()\nif s is None:\n    s = TORCH_STREAM()",
         dtype_value=torch_dtype,
+        counter=lambda shape: torch.zeros(shape, dtype=torch.int32, device=device),
         namespace={"EMPTY": torch.empty, "DEVICE": device, "EXPLICIT": explicit_stream,
                    "TORCH_STREAM": torch_stream_reader()},
     )
@@ -130,6 +133,7 @@ def _device_array_memory() -> DeviceMemory:
         address="{x}.ptr",
         stream="s = EXPLICIT()\nif s is None:\n    s = 0",
         dtype_value=np.dtype,
+        counter=lambda shape: arrays.zeros(shape, np.int32),
         namespace={"EMPTY": arrays.empty, "EXPLICIT": explicit_stream, "DEVICE_INPUT": device_input},
     )
 

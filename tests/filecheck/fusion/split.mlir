@@ -1,6 +1,8 @@
-// RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s
+// RUN: tinyton-opt %s -p 'tinyton-fuse,tinyton-fusion-to-kernels{sm_count=8}' | filecheck %s
 
-// Few long rows (16 x 262144 on a GPU of 132 SMs): each row is cut into 64 slices of 4096, one program
+// Split rows in two kernels: the form taken when the GPU cannot hold the region in the registers of its
+// programs (here a GPU of 8 SMs; on 132 SMs these regions take one kernel with grid barriers, grid.mlir).
+// Few long rows (16 x 262144): each row is cut into 64 slices of 4096, one program
 // per (row, slice), 1024 in all. Kernel 0 runs the online max+sum over its slice and stores the slice's
 // (max, sum) in a scratch buffer (a block of 1024 values each: maxima at 0, sums at 1024); kernel 1 combines the 64 partials of its row (the sums rescaled by
 // exp(m - max)) and writes its slice of the output, walking the programs from the last one (program

@@ -1,4 +1,4 @@
-// The verifiers of tt.atomic_rmw and tt.atomic_cas.
+// The verifiers of tt.atomic_rmw, tt.atomic_cas and tt.grid_barrier.
 // RUN: tinyton-opt %s --verify-diagnostics --split-input-file | filecheck %s
 
 func.func @bad_kind(%p: !tt.ptr<i32>, %v: i32) {
@@ -38,3 +38,11 @@ func.func @wrong_value_type(%p: !tt.ptr<f32>, %v: i32) {
   func.return
 }
 // CHECK: val must be f32, got i32
+
+// -----
+
+func.func @grid_barrier_f32_counter(%c: !tt.ptr<f32>, %l: i1) {
+  tt.grid_barrier %c, %l programs 4 : !tt.ptr<f32>
+  func.return
+}
+// CHECK: tt.grid_barrier needs a scalar !tt.ptr<i32>, got !tt.ptr<f32>

@@ -6,8 +6,9 @@ module with one nested `builtin.module` per region, holding the region's tt kern
 
 Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output (contiguous
 buffers of the value's shape; rank-0 values are one-element buffers), then one per scratch buffer of a
-split region (several kernels passing partial results, `split.py`; a flash-decoding attention's partials
-and combine kernels, `attention_blocks.py`). Shapes are compile-time
+split region (partial results passed between programs: the one kernel with grid barriers of `grid.py`, whose
+last scratch buffer is the barrier's counter, or the kernels of `split.py`; a flash-decoding attention's
+partials and combine kernels, `attention_blocks.py`). Shapes are compile-time
 constants (a traced program is specialised on them), so the kernel takes no scalar parameters and
 masks appear only where a block does not divide its extent.
 """
@@ -35,11 +36,12 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tinyton.analysis.attention import Attention, find_attention
-from tinyton.analysis.domain import analyze
+from tinyton.analysis.domain import Domain, analyze
 from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type, shape_of
 from tinyton.dtypes import dtype_of
+from tinyton.lowering.fusion import grid
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.attention_blocks import (
     NOMINAL_SM_COUNT,
@@ -51,7 +53,8 @@ from tinyton.lowering.fusion.attention_blocks import (
 )
 from tinyton.lowering.fusion.attention_combine import emit_combine
 from tinyton.lowering.fusion.emitter import Emitter, f32
-from tinyton.lowering.fusion.geometry import plan, plan_matmul
+from tinyton.lowering.fusion.geometry import Geometry, plan, plan_matmul
+from tinyton.lowering.fusion.grid import GridScheduler, plan_grid
 from tinyton.lowering.fusion.matmul_tiles import (
     MatmulProblem,
     TileChooser,
@@ -97,6 +100,9 @@ class KernelSpec:
     binding the output to the input's buffer (the kernel, a copy, stays valid either way)."""
     scratch: tuple[Scratch, ...] = ()
     """Buffers shared by the kernels of one split region, after the outputs in parameter order."""
+    fallback: tuple[KernelSpec, ...] = ()
+    """A kernel with a grid barrier (`grid.py`, launched cooperatively): the kernels launched instead when
+    the GPU cannot hold all its programs at once."""
 
     @property
     def inputs(self) -> list[SSAValue]:
@@ -128,7 +134,7 @@ def _kernel(fusion: tta.FusionOp, name: str, scratch: tuple[Scratch, ...] = ()) 
     results = list(fusion.yield_op.values)
     params = [KernelParam("input", i, _hint(a, f"in{i}")) for i, a in enumerate(fusion.block.args)]
     params += [KernelParam("output", i, f"out{i}") for i in range(len(results))]
-    params += [KernelParam("scratch", i, f"partial{i}") for i in range(len(scratch))]
+    params += [KernelParam("scratch", i, "counter" if s.counter else f"partial{i}") for i, s in enumerate(scratch)]
     types = [PointerType(element_type(v.type)) for v in (*fusion.block.args, *results)]
     types += [PointerType(s.element) for s in scratch]
     attrs = ArrayAttr([DictionaryAttr({"tt.divisibility": IntegerAttr(DIVISIBILITY, 32)}) for _ in types])
@@ -169,7 +175,9 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
     outputs = list(zip(results, args[n_in:]))
     if geom.split is not None:
-        return _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
+        chain = _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
+        one = plan_grid(geom, sm_count)
+        return chain if one is None else [_grid_kernel(fusion, name, ops, dom, one, chain)]
     rg.setup_programs()
     Scheduler(rg, ops, outputs).run()
     alias = None
@@ -200,6 +208,28 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
                                 (geom.programs, 1, 1), geom.num_warps, params, fusion, dict(geom.notes),
                                 scratch=scratch))
     return specs
+
+
+def _grid_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: Geometry,
+                 chain: list[KernelSpec]) -> KernelSpec:
+    """The one kernel of a split region (`grid.py`): scratch buffers of partials (the chain's when they are
+    large enough: one of the two runs, so they share them), then the barriers' counters."""
+    rows = geom.sources[0].extent * geom.split.extent
+    partials = chain[0].scratch
+    if rows > chain[0].grid[0]:
+        partials = tuple(Scratch((p.shape[0] // chain[0].grid[0] * rows,), p.element) for p in partials)
+    scratch = (*partials, Scratch((grid.counters(geom.sources[0].extent),), i32, counter=True))
+    kernel, params = _kernel(fusion, name, scratch)
+    args = kernel.body.block.args
+    n_in, n_out = len(fusion.block.args), len(fusion.yield_op.values)
+    rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)))
+    rg.setup_programs()
+    outputs = list(zip(fusion.yield_op.values, args[n_in : n_in + n_out]))
+    GridScheduler(rg, ops, outputs, args[n_in + n_out : -1], args[-1]).run()
+    module = _module(kernel, geom.num_warps)
+    module.attributes["tt.min_programs_per_sm"] = IntegerAttr(grid.GRID_PROGRAMS_PER_SM, i32)
+    return KernelSpec(name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion,
+                      dict(geom.notes), scratch=scratch, fallback=tuple(chain))
 
 
 def attention_problem(att: Attention) -> AttentionProblem:

@@ -1,5 +1,8 @@
 """Split rows: a region whose few rows are long runs as a chain of kernels over (row, slice) programs.
 
+The form taken where the region does not fit in the registers of the programs the GPU holds at once, else
+the fallback of the one kernel with grid barriers (`grid.py`), which shares the scratch layout below.
+
 One program per row cannot fill the GPU when there are few rows (16 rows of 262144 on 132 SMs), so each
 row is cut into slices (`geometry._split_rows`) and reduced by one program per slice. The region's
 reductions are grouped into walks by dependency level (`Scheduler.passes`); kernel i walks its slice once
@@ -39,6 +42,9 @@ class Scratch:
 
     shape: tuple[int, ...]
     element: Attribute
+    counter: bool = False
+    """Grid barriers' counters (`grid.py`): zero before their first launch, kept from call to call (each
+    barrier leaves its counter a multiple of 2**31), never cleared."""
 
 
 def partials(passes: Sequence[tuple[list[tta.ReduceOp], list[Pair]]]) -> list[tuple[Operation, str, Attribute]]:

@@ -8,6 +8,12 @@ so a masked-off lane gives 0 as in the simulator. Float max/min are integer atom
 non-negative value takes a signed max (min) of the bits, a negative one an unsigned min (max). Where other
 threads hold replicas of a lane (a small tile, or a scalar atomic, which thread 0 performs) and the old
 values are used, the performing thread shares them through shared memory (the replicas write a spare slot).
+
+`tt.grid_barrier` is the cooperative-groups grid sync: `bar.sync`, then thread 0 of each program adds to the
+counter with `atom.add.release.gpu` (the leader adds 2**31 - (programs - 1), the others 1: the sum flips bit 31
+and leaves the low bits as they were) and spins on `ld.acquire.gpu` until bit 31 differs from the value it
+found, then `bar.sync` again. The release is cumulative over the writes the first `bar.sync` ordered before
+it, and the acquire over the reads the second orders after it.
 """
 
 from __future__ import annotations
@@ -133,4 +139,39 @@ def lower_atomic(ctx: KernelContext, op: tt.AtomicRMWOp | tt.AtomicCASOp, layout
 
 @lowers(tt.DebugBarrierOp)
 def lower_debug_barrier(ctx: KernelContext, op: tt.DebugBarrierOp) -> None:
+    ctx.barrier()
+
+
+GRID_BARRIER = [
+    "{",
+    ".reg .pred %gb_p;",
+    ".reg .b32 %gb_r<4>;",
+    "mov.u32 %gb_r0, %tid.x;",
+    "mov.u32 %gb_r1, %tid.y;",
+    "or.b32 %gb_r0, %gb_r0, %gb_r1;",
+    "mov.u32 %gb_r1, %tid.z;",
+    "or.b32 %gb_r0, %gb_r0, %gb_r1;",
+    "setp.ne.u32 %gb_p, %gb_r0, 0;",
+    "@%gb_p bra GB_DONE;",
+    "selp.u32 %gb_r1, {lead}, 1, $1;",
+    "atom.add.release.gpu.global.u32 %gb_r2, [$0], %gb_r1;",
+    "GB_SPIN:",
+    "ld.acquire.gpu.global.u32 %gb_r3, [$0];",
+    "xor.b32 %gb_r3, %gb_r3, %gb_r2;",
+    "setp.gt.s32 %gb_p, %gb_r3, -1;",
+    "@%gb_p bra GB_SPIN;",
+    "GB_DONE:",
+    "}",
+]
+"""Thread 0's arrival and wait (labels and registers are local to the braces, so it may appear twice);
+`{lead}` is the leader's addend."""
+
+
+@lowers(tt.GridBarrierOp)
+def lower_grid_barrier(ctx: KernelContext, op: tt.GridBarrierOp) -> None:
+    lead = (1 << 31) - (op.programs.value.data - 1)
+    text = "\n\t".join(GRID_BARRIER).replace("{lead}", str(lead))
+    ctx.barrier()
+    operands = [ctx.scalar(op.counter), ctx.scalar(op.leader)]
+    ctx.insert(llvm.InlineAsmOp(text, "l,b", operands, [], has_side_effects=True))
     ctx.barrier()

@@ -49,6 +49,9 @@ class LoweringError(DiagnosticException):
 
 
 NUM_WARPS_ATTR = "tt.num_warps"
+MIN_PROGRAMS_ATTR = "tt.min_programs_per_sm"
+"""Module attribute: programs each SM must hold at once (a grid-barrier kernel's); ptxas caps the registers
+for it (`.minnctapersm`)."""
 DEFAULT_NUM_WARPS = 4
 
 

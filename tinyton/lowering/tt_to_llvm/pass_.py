@@ -46,6 +46,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
 from tinyton.lowering.tt_to_llvm.context import (
+    MIN_PROGRAMS_ATTR,
     NUM_WARPS_ATTR,
     SMEM_LIMIT,
     KernelContext,
@@ -113,6 +114,8 @@ def lower_to_llvm(
     )
     fn.attributes["nvvm.kernel"] = UnitAttr()
     fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
+    if isinstance(least := module.attributes.get(MIN_PROGRAMS_ATTR), IntegerAttr):
+        fn.attributes["nvvm.minctasm"] = IntegerAttr(least.value.data, i32)
 
     smem = f"{name}_smem"
     wgmma = any(isinstance(op, tt.DotOp) and uses_wgmma(op, warps, arch) for op in kernel.walk())

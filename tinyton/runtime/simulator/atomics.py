@@ -6,6 +6,9 @@ the old values returned are those of one valid serialisation of the GPU's atomic
 per program. Float max/min use the GPU lowering's integer trick (a non-negative value takes a signed integer
 max of the bits, a negative one an unsigned min), so the results agree bit for bit, signed zeros and NaNs
 included. Masked-off lanes touch nothing and give 0. The barrier has nothing to order one program at a time.
+A grid barrier needs every program of the launch in one batch (the driver runs such a kernel so): each op
+then runs for all programs before the next, so the writes before the barrier precede the reads after it; the
+counter's bit 31 flips, as on the GPU.
 """
 
 from __future__ import annotations
@@ -96,6 +99,28 @@ class AtomicFunctions(SimFunctions):
 
     @impl(tt.DebugBarrierOp)
     def run_debug_barrier(self, interpreter: Interpreter, op: tt.DebugBarrierOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(tt.GridBarrierOp)
+    def run_grid_barrier(self, interpreter: Interpreter, op: tt.GridBarrierOp, args: PythonValues) -> PythonValues:
+        """Check the groups (per counter: `programs` programs, one leader); flip each counter's bit 31."""
+        launch: Launch = self.launch(interpreter)
+        everyone = int(np.prod(launch.grid)) == (1 if launch.programs is None else len(launch.programs))
+        if not everyone or launch.active is not None:
+            raise SimulatorError(f"{op.name} needs every program of the launch running at once (in one batch)")
+        ptr: Pointer = args[0]
+        count = int(np.prod(launch.grid))
+        offsets = np.broadcast_to(np.asarray(ptr.offsets), (count,))
+        leaders = np.broadcast_to(np.asarray(args[1], bool), (count,))
+        MemoryFunctions._check(self, launch, op, "atomic", ptr.buffer, offsets, None, 0)
+        counters, arrivals = np.unique(offsets, return_counts=True)
+        leads = np.bincount(np.searchsorted(counters, offsets[leaders]), minlength=counters.size)
+        programs = op.programs.value.data
+        if (arrivals != programs).any() or (leads != 1).any():
+            raise SimulatorError(f"{op.name}: each counter needs {programs} programs, one of them the leader; got "
+                                 f"{arrivals.tolist()} programs and {leads.tolist()} leaders")
+        memory = launch.buffers[ptr.buffer].view(np.uint32)
+        memory[counters] ^= np.uint32(1 << 31)
         return ()
 
     def _run(

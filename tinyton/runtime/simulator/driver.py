@@ -6,7 +6,8 @@ a leading program dimension on every value that differs between them; each op th
 chunk in one NumPy call, and stores land in program order. Programs of one launch are unordered on the GPU,
 so a kernel whose outcome depends on that order (one program reading what another writes, or two writing
 one element) has a race; the batched path then matches one-by-one execution only where writes overlap
-(the last program wins), not where a program reads another's writes.
+(the last program wins), not where a program reads another's writes. A kernel with a grid barrier runs its
+whole grid as one batch, every program reaching the barrier before any goes on.
 """
 
 from __future__ import annotations
@@ -85,6 +86,10 @@ def run(
         return
     chunk = min(total, max(1, batch_elements // max_tile))
     use_batches = (chunk > 1) if batched is None else batched
+    if any(isinstance(op, tt.GridBarrierOp) for op in kernel_op.walk()):
+        if batched is False and total > 1:
+            raise SimulatorError("a kernel with tt.grid_barrier runs all its programs at once (batched)")
+        chunk, use_batches = total, True
     try:
         with np.errstate(all="ignore"):
             if use_batches:
