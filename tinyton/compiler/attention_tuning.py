@@ -12,7 +12,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from tinyton.compiler.autotune import Tuner
+from tinyton.compiler.autotune import Tuner, tuning_enabled
 from tinyton.compiler.tuning_runs import time_program
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
@@ -35,7 +35,7 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
     """The blocks for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
     options = candidates(p)
-    if not driver.is_available() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
         return default_blocks(p)
     device = driver.device()
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class())
