@@ -44,7 +44,7 @@ def warps_for(elements: int) -> int:
     """num_warps from the tile size: 8 elements per thread up to 8 warps (4 at 1024, 8 at 2048), then 16
     per thread (8 warps at 4096, 16 from 8192); fewer warps below 1024 elements.
 
-    Measured on an H200 (bench/tune_row_warps.py, bench/probe_rms.py; docs/benchmarks.md): rows of 2048
+    Measured on an H200 (warp sweeps that bench/sweep_rows.py replaced; docs/benchmarks.md): rows of 2048
     gain from 8 warps when few rows make the kernel latency-bound and lose nothing when there are many;
     at 4096, 16 warps help softmax by ~2 % but cost rmsnorm 1-2 %, so 8 it is."""
     if elements >= 1024:
@@ -122,7 +122,7 @@ def candidates(p: RowProblem) -> list[RowShape]:
 def fingerprint(ops: list[Operation], inputs: list[SSAValue]) -> str:
     """What a region computes, shapes aside: its ops and how they are wired (constants' values and the
     array sizes do not change which shape is fastest; the shape class does)."""
-    names = {v: f"in{i}:{v.type.element_type}" for i, v in enumerate(inputs)}  # type: ignore[attr-defined]
+    names = {v: f"in{i}:{element_type(v.type)}" for i, v in enumerate(inputs)}
     lines = []
     for i, op in enumerate(ops):
         lines.append(f"{op.name}({','.join(names.get(v, '?') for v in op.operands)})")
