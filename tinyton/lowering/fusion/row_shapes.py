@@ -101,21 +101,22 @@ def default_row_shape(p: RowProblem) -> RowShape:
 
 
 def candidates(p: RowProblem) -> list[RowShape]:
-    """The default and its neighbours: half and twice the warps; half and twice the rows per program of
-    short rows; for long rows, looped walks of 4096 or 8192 elements (whole rows too where they fit)."""
+    """The default and its neighbours: half and twice the warps (of whole rows and of the default); half and
+    twice the rows per program of short rows; for long rows one looped walk (8192 elements, 16 warps) where
+    whole rows fit, and walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100
+    (bench/sweep_rows.py) no looped walk beat a whole 32768-element row, so that case measures one."""
     d, block = default_row_shape(p), k_block(p.length)
     shapes = [d]
     for rows in (d.rows // 2, d.rows * 2) if block <= 512 else ():
         if 1 <= rows <= next_power_of_2(p.rows) and rows * block <= 2 * SHORT_ROW_TILE:
             shapes.append(RowShape(warps_for(rows * block), rows))
-    if block >= LONG_ROW:
-        shapes += [RowShape(w, 1, c) for c in (4096, 8192) if c < block for w in (8, 16)]
-        if d.chunk:
-            shapes += [RowShape(16, 1, 2048)]
-    for s in list(shapes):
+    for s in [s for s in shapes if not s.chunk] + ([d] if d.chunk else []):
         for w in (s.num_warps // 2, s.num_warps * 2):
             if 1 <= w <= 16 and 32 * w <= s.tile(p.length):
                 shapes.append(RowShape(w, s.rows, s.chunk))
+    if block >= LONG_ROW:
+        walks = [RowShape(w, 1, c) for c in (2048, 4096, 8192) for w in (8, 16)] if d.chunk else [RowShape(16, 1, 8192)]
+        shapes += [s for s in walks if s.chunk < block]
     return list(dict.fromkeys(shapes))
 
 
