@@ -113,11 +113,18 @@ def test_measured_once_then_read_from_the_disk_cache(gpu, capsys):
     assert gpu.measured, "the GPU's name is part of the key"
 
 
-def test_small_and_mixed_problems_take_the_default(gpu):
+@tt.jit
+def scaled_softmax(x, s):
+    e = tt.exp(x * s - tt.max(x * s, axis=-1, keepdims=True))
+    return e / tt.sum(e, axis=-1, keepdims=True)
+
+
+def test_small_mixed_and_scalar_problems_take_the_default(gpu):
     small = region(softmax, np.zeros((8, 1024), np.float32))
     mixed = region(rmsnorm, np.zeros((1024, 4096), np.float16), np.zeros(4096, np.float32))
-    assert not mixed.dtype
-    for p in (small, mixed):
+    scalar = region(scaled_softmax, np.zeros((1024, 4096), np.float32), np.array(2.0, np.float32))
+    assert not mixed.dtype and not scalar.dtype
+    for p in (small, mixed, scalar):
         assert row_tuning.row_shape(p) == default_row_shape(p)
     assert not gpu.measured
 

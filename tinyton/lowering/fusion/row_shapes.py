@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tinyton.dialects import tta
@@ -73,8 +74,8 @@ class RowProblem:
     rows: int
     length: int
     dtype: str
-    """The element type of every input and output; "" when they differ or the region gathers (`take`):
-    such a region is not tuned (the tuner times it on random inputs of one type)."""
+    """The element type of every input and output; "" when they differ, an input is a scalar or the region
+    gathers (`take`): such a region is not tuned (the tuner times it on random arrays of one type)."""
     fingerprint: str = ""
     region: tta.FusionOp | None = field(default=None, compare=False, hash=False, repr=False)
 
@@ -137,6 +138,7 @@ def row_problem(fusion: tta.FusionOp, rows: int, length: int) -> RowProblem:
     ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
     elements = {element_type(v.type) for v in (*fusion.block.args, *fusion.yield_op.values)}
     (element, *others) = elements
-    uniform = not others and is_float(element) and not any(isinstance(op, tta.TakeOp) for op in ops)
+    uniform = not others and is_float(element) and all(isinstance(v.type, TensorType) for v in fusion.block.args)
+    uniform = uniform and not any(isinstance(op, tta.TakeOp) for op in ops)
     dtype = dtype_of(element).name if uniform else ""
     return RowProblem(rows, length, dtype, fingerprint(ops, list(fusion.block.args)), fusion)
