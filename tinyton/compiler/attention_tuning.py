@@ -3,7 +3,7 @@ class, with the `Tuner` the matmul tiles use (tinyton/compiler/autotune.py).
 
 On a GPU, the first attention of a class times each of `attention_blocks.candidates` on a standalone
 attention of the problem's exact shape (the same launches the program makes: one kernel, or partials and
-combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU, for 32-bit
+combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), for 32-bit
 inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is used.
 """
 

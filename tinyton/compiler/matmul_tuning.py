@@ -2,7 +2,7 @@
 
 On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
 standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
-any tiling) and keeps the fastest in the disk cache. Without a GPU, and for problems too small for the
+any tiling) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for the
 tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
 costs seconds per shape class, for microseconds of work.
 """
