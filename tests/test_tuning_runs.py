@@ -1,15 +1,20 @@
 """How a tuner times one candidate (tinyton/compiler/tuning_runs.py), without a GPU: the device calls are
 stood in for, and what reaches them is checked: every kernel of the program compiled and launched, each
-parameter bound to a buffer of the right shape (inputs, outputs, the scratch of a split KV loop)."""
+parameter bound to a buffer of the right shape (inputs, outputs, the scratch of a split KV loop; a row
+region cut out of its program)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tinyton.compiler import attention_tuning, matmul_tuning, tuning_runs
+import tinyton as tt
+from tinyton.compiler import attention_tuning, matmul_tuning, row_tuning, tuning_runs
+from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.attention_blocks import AttentionProblem, default_blocks
 from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, default_tiles
+from tinyton.lowering.fusion.row_shapes import RowShape
+from tinyton.rewrites.pipeline import fuse_module
 
 
 class _Buffer:
@@ -52,3 +57,20 @@ def test_split_attention_candidate_launches_partials_and_combine(device):
     assert sum(b.dtype == np.float32 for b in made) >= 1  # the partial results' scratch
     shared = set(launched[0][4]) & set(launched[1][4])
     assert shared  # the combine reads what the partials kernel wrote
+
+
+@tt.jit
+def rmsnorm(x, w):
+    return x * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w
+
+
+def test_row_candidate_is_its_region_alone(device):
+    made, launched, compiled = device
+    x, w = np.zeros((512, 1000), np.float16), np.zeros(1000, np.float16)
+    problems = []
+    fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
+                      choose_rows=lambda p: problems.append(p) or RowShape(8))
+    assert row_tuning._measure(problems[0], RowShape(4, 2)) == 0.25
+    assert len(compiled) == len(launched) == 1 and launched[0][0] == (256, 1, 1)  # 2 rows per program
+    half = np.float16
+    assert [(b.shape, b.dtype) for b in made] == [((512, 1000), half), ((1000,), half), ((512, 1000), half)]

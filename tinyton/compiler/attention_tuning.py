@@ -3,7 +3,7 @@ class, with the `Tuner` the matmul tiles use (tinyton/compiler/autotune.py).
 
 On a GPU, the first attention of a class times each of `attention_blocks.candidates` on a standalone
 attention of the problem's exact shape (the same launches the program makes: one kernel, or partials and
-combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU, for 32-bit
+combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), for 32-bit
 inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is used.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from tinyton.compiler.autotune import Tuner
+from tinyton.compiler.autotune import Tuner, tuning_enabled
 from tinyton.compiler.tuning_runs import time_program
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
@@ -35,7 +35,7 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
     """The blocks for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
     options = candidates(p)
-    if not driver.is_available() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
         return default_blocks(p)
     device = driver.device()
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class())

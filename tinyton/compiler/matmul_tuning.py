@@ -2,7 +2,7 @@
 
 On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
 standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
-any tiling) and keeps the fastest in the disk cache. Without a GPU, and for problems too small for the
+any tiling) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for the
 tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
 costs seconds per shape class, for microseconds of work.
 """
@@ -13,7 +13,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
-from tinyton.compiler.autotune import Tuner
+from tinyton.compiler.autotune import Tuner, tuning_enabled
 from tinyton.compiler.tuning_runs import time_program
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
@@ -36,7 +36,7 @@ tiles it ran at 10.5 TFLOPS on an H100, tuned at 15.3."""
 def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     """The tiles for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
-    if not driver.is_available() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
         return default_tiles(problem)
     key = (driver.device().name, problem.dtype, problem.shape_class())
     return TUNER.choose(key, candidates(problem), lambda tiles: _measure(problem, tiles))

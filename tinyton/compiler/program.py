@@ -31,6 +31,7 @@ from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
 from tinyton.compiler.launch_plan import Launches, Runner, runner
 from tinyton.compiler.matmul_tuning import matmul_tiles
+from tinyton.compiler.row_tuning import row_shape
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
@@ -169,7 +170,7 @@ def build_program(
     with stage("fuse"):
         fused = fused_module(graph, fuse)
     with stage("generate kernels (tta.fusion -> tt)"):
-        launches = list(fusion_to_kernels(fused, matmul_tiles, attention_blocks, sm_count()))
+        launches = list(fusion_to_kernels(fused, matmul_tiles, attention_blocks, sm_count(), row_shape))
     body = program_function(fused).body.block
 
     slot: dict[SSAValue | Scratch, int] = {}

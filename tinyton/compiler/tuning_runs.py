@@ -1,8 +1,9 @@
 """Timing one configuration for a tuner: an array program lowered by the fusion codegen with the
 configuration forced, compiled, and every launch it makes run on random inputs (tinyton/runtime/bench.py).
 
-Shared by the matmul tiles (compiler/matmul_tuning.py) and the attention blocks
-(compiler/attention_tuning.py): what they tune differs, how a candidate is timed does not.
+Shared by the matmul tiles (compiler/matmul_tuning.py), the attention blocks (compiler/attention_tuning.py)
+and the row-kernel shapes (compiler/row_tuning.py): what they tune differs, how a candidate is timed does
+not. Inputs are random values of `dtype`; outputs and scratch buffers get their own element types.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.compiler.kernel import compile_module, normalize_grid
-from tinyton.dtypes import dtype_of
+from tinyton.dialects.tt import element_type
+from tinyton.dtypes import ELEMENT_TO_NUMPY, dtype_of
 from tinyton.lowering.fusion import Scratch, fusion_to_kernels
 from tinyton.runtime import arrays
 from tinyton.runtime.bench import do_bench
@@ -40,9 +42,9 @@ def time_program(module: ModuleOp, dtype: str, *, fuse: bool, **lowering: Any) -
                 sample = rng.standard_normal(value.type.get_shape(), dtype=np.float32).astype(np_dtype)
                 buffers[value] = arrays.to_device(sample)
             elif isinstance(value, Scratch):
-                buffers[value] = arrays.empty(value.shape, np.float32)
+                buffers[value] = arrays.empty(value.shape, ELEMENT_TO_NUMPY[value.element])
             else:
-                buffers[value] = arrays.empty(value.type.get_shape(), np_dtype)
+                buffers[value] = arrays.empty(value.type.get_shape(), ELEMENT_TO_NUMPY[element_type(value.type)])
         kernel = compile_module(spec.module, num_warps=spec.num_warps)
         args = tuple(buffers[value].ptr for value in spec.bindings)
         launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))

@@ -23,8 +23,17 @@ func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
 // CHECK:           tt.select %[[MASK]], %[[X]]
 // CHECK:           %[[MAX:.+]] = tt.reduce_max %{{.+}} axis = 0 : tensor<1024xf32> -> f32
 // CHECK:           %[[E:.+]] = tt.exp
-// CHECK:           tt.reduce_sum %{{.+}} axis = 0 : tensor<1024xf32> -> f32
-// CHECK:           %[[Y:.+]] = tt.div %[[E]]
+// CHECK:           %[[SUM:.+]] = tt.reduce_sum %{{.+}} axis = 0 : tensor<1024xf32> -> f32
+// Dividing by the row's sum: one reciprocal per row, then per element q = e * r refined by one Newton
+// step, q + (e - q * sum) * r, the correctly rounded quotient (q itself where the residual is NaN).
+// CHECK:           %[[R:.+]] = tt.div %{{.+}}, %[[SUM]] : f32
+// CHECK:           %[[RS:.+]] = tt.splat %[[R]]
+// CHECK:           %[[Q:.+]] = tt.mul %[[E]], %[[RS]] : tensor<1024xf32>
+// CHECK:           %[[NQ:.+]] = tt.neg %[[Q]]
+// CHECK:           %[[RES:.+]] = tt.fma %[[NQ]], %{{.+}}, %[[E]]
+// CHECK:           %[[NAN:.+]] = tt.cmp "ne", %[[RES]], %[[RES]]
+// CHECK:           %[[QQ:.+]] = tt.fma %[[RES]], %[[RS]], %[[Q]]
+// CHECK:           %[[Y:.+]] = tt.select %[[NAN]], %[[Q]], %[[QQ]]
 // CHECK:           tt.store %{{.+}}, %[[Y]] mask %[[MASK]]
 // CHECK-NOT:       tt.load
 // CHECK:           func.return

@@ -16,6 +16,7 @@ along a tile dimension (`pid * block + arange(block)`) or as one scalar per prog
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
 
@@ -24,18 +25,17 @@ from xdsl.ir import SSAValue
 from tinyton.analysis.domain import Domain
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
+from tinyton.lowering.fusion.row_shapes import (
+    LOOP_CHUNK,
+    MAX_ROW_BLOCK,
+    MIN_PROGRAMS,
+    RowProblem,
+    RowShape,
+    default_row_shape,
+    k_block,
+    warps_for,
+)
 
-MAX_ROW_BLOCK = 32768
-"""Longest row kept whole in registers (elements, 16 warps: 64 per thread); longer rows are reduced in a
-loop. On an H100 (docs/benchmarks.md) a looped 1024x32768 softmax reads its row twice and ran at 66 % of
-Triton's whole-row kernel; ptxas keeps 32768-element softmax/rmsnorm/layernorm rows without spilling
-(86-117 registers)."""
-LOOP_CHUNK = 4096
-"""Chunk of a looped row (elements per iteration)."""
-SHORT_ROW_TILE = 2048
-"""Rows of at most 512 elements are packed `SHORT_ROW_TILE // BLOCK` to a program."""
-MIN_PROGRAMS = 264
-"""Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
 SPLIT_MIN_ROW = 8192
 """Shortest row ever split."""
 SPLIT_ROWS = 64
@@ -48,23 +48,6 @@ SPLIT_SLICE_MIN = 2048
 """Shortest slice of a split row (elements)."""
 SPLIT_PROGRAMS = 1024
 """Programs a split aims at (~8 per SM): enough loads in flight to reach the copy bandwidth."""
-
-
-def _k_block(K: int) -> int:
-    """Tile extent covering a reduced axis of K; an empty axis gets 2 fully masked lanes."""
-    return next_power_of_2(K) if K else 2
-
-
-def warps_for(elements: int) -> int:
-    """num_warps from the tile size: 8 elements per thread up to 8 warps (4 at 1024, 8 at 2048), then 16
-    per thread (8 warps at 4096, 16 from 8192); fewer warps below 1024 elements.
-
-    Measured on an H200 (bench/tune_row_warps.py, bench/probe_rms.py; docs/benchmarks.md): rows of 2048
-    gain from 8 warps when few rows make the kernel latency-bound and lose nothing when there are many;
-    at 4096, 16 warps help softmax by ~2 % but cost rmsnorm 1-2 %, so 8 it is."""
-    if elements >= 1024:
-        return min(16, elements // 256 if elements <= 2048 else elements // 512)
-    return max(1, min(4, elements // 256))
 
 
 @dataclass
@@ -120,8 +103,9 @@ class Geometry:
         return next(s for s in self.sources if axis in s.axes)
 
 
-def plan(dom: Domain) -> Geometry:
-    """The strategy and the block sizes for a reduction or elementwise domain."""
+def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -> Geometry:
+    """The strategy and the block sizes for a reduction or elementwise domain; `row_shape(rows, length)`
+    shapes the kernel of rows reduced whole or looped by one program each (not split ones)."""
     shape = dom.shape
     if dom.red is None:
         n = prod(shape)
@@ -134,25 +118,20 @@ def plan(dom: Domain) -> Geometry:
     if prod(shape[red + 1 :]) == 1:
         rows = tuple(a for a in range(len(shape)) if a != red)
         R = prod(shape[a] for a in rows)
-        block = _k_block(K)
-        looped = block > MAX_ROW_BLOCK
+        looped = k_block(K) > MAX_ROW_BLOCK
         if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)):
             return _split_rows(shape, rows, R, red, K)
-        if looped:
-            block = LOOP_CHUNK
-        per = 1
-        if block <= 512:
-            per = min(SHORT_ROW_TILE // block, next_power_of_2(R))
-            while per > 1 and cdiv(R, per) < MIN_PROGRAMS:
-                per //= 2
+        choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
+        per, block = choice.rows, choice.chunk or k_block(K)
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
         k = Source((red,), K, block, rank - 1)
-        return Geometry(shape, rank, [p, k], warps_for(per * block), k, looped, {"ROWS": per, "BLOCK": block})
+        notes = {"ROWS": per, "BLOCK": block}
+        return Geometry(shape, rank, [p, k], choice.num_warps, k, choice.chunk > 0, notes)
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_power_of_2(I), 128)
-    bk = min(_k_block(K), max(2, 4096 // bi))
+    bk = min(k_block(K), max(2, 4096 // bi))
     o = Source(outer, prod(shape[:red]))
     k = Source((red,), K, bk, 0)
     i = Source(inner, I, bi, 1)

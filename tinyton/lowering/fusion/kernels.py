@@ -61,6 +61,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     default_tiles,
 )
 from tinyton.lowering.fusion.region import RegionEmitter
+from tinyton.lowering.fusion.row_shapes import RowChooser, default_row_shape, row_problem
 from tinyton.lowering.fusion.schedule import Scheduler
 from tinyton.lowering.fusion.split import (
     Scratch,
@@ -153,10 +154,11 @@ def _module(kernel: func.FuncOp, num_warps: int) -> ModuleOp:
 
 
 def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = default_tiles,
-                  choose_blocks: BlockChooser = default_blocks, sm_count: int = NOMINAL_SM_COUNT) -> list[KernelSpec]:
+                  choose_blocks: BlockChooser = default_blocks, sm_count: int = NOMINAL_SM_COUNT,
+                  choose_rows: RowChooser = default_row_shape) -> list[KernelSpec]:
     """Generate the tt kernel of one fusion region (a matmul region with the tiles `choose_tiles` picks,
-    an attention region with the blocks `choose_blocks` picks; a split region gives several, launched in
-    order)."""
+    an attention region with the blocks `choose_blocks` picks, a row region of one program per row or
+    rows with the shape `choose_rows` picks; a split region gives several, launched in order)."""
     ops = [op for op in fusion.block.ops if not isinstance(op, tta.YieldOp)]
     results = list(fusion.yield_op.values)
     n_in = len(fusion.block.args)
@@ -171,7 +173,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
         problem = MatmulProblem.of(dom)
         geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
     else:
-        geom = plan(dom)
+        geom = plan(dom, lambda rows, length: choose_rows(row_problem(fusion, rows, length)))
     rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
     outputs = list(zip(results, args[n_in:]))
     if geom.split is not None:
@@ -281,11 +283,13 @@ def writes_nothing(fusion: tta.FusionOp) -> bool:
 
 def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tiles,
                       choose_blocks: BlockChooser = default_blocks,
-                      sm_count: int = NOMINAL_SM_COUNT) -> list[KernelSpec]:
+                      sm_count: int = NOMINAL_SM_COUNT,
+                      choose_rows: RowChooser = default_row_shape) -> list[KernelSpec]:
     """Kernels of every `tta.fusion` in `module` that writes something, in program order (the launch
     order); a region whose results are all empty has no kernel, its buffers are just allocated. Matmul
     regions take the tiles `choose_tiles` picks, attention regions the blocks `choose_blocks` picks, and
-    split their KV loop for a GPU of `sm_count` SMs when that would leave it idle."""
+    split their KV loop for a GPU of `sm_count` SMs when that would leave it idle; row regions take the
+    shape `choose_rows` picks."""
     specs: list[KernelSpec] = []
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp):
@@ -293,7 +297,7 @@ def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tile
         for op in fn.body.block.ops:
             if isinstance(op, tta.FusionOp) and not writes_nothing(op):
                 name = re.sub(r"\W", "_", f"{fn.sym_name.data}_{len(specs)}_{op.kind.data}")
-                specs += build_kernels(op, name, choose_tiles, choose_blocks, sm_count)
+                specs += build_kernels(op, name, choose_tiles, choose_blocks, sm_count, choose_rows)
     return specs
 
 

@@ -1,0 +1,51 @@
+"""Shapes of fused row kernels (warps, rows per program, whole or looped rows): measured once per GPU,
+dtype, program and shape class, with the `Tuner` of the matmul tiles (tinyton/compiler/autotune.py).
+
+On a GPU, the first row region of a class times each of `row_shapes.candidates` on the region alone at the
+problem's exact shape (`region_program`: the same kernel the program launches) and keeps the fastest in
+the disk cache. Without a GPU, with `TINYTON_TUNE=0`, for regions mixing element types or gathering, and
+below `TUNE_MIN_ELEMENTS`, the lowering's default is used.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
+
+from tinyton.compiler.autotune import Tuner, tuning_enabled
+from tinyton.compiler.tuning_runs import time_program
+from tinyton.dialects import tta
+from tinyton.lowering.fusion.row_shapes import RowProblem, RowShape, candidates, default_row_shape
+from tinyton.runtime import driver
+
+TUNER: Tuner[RowShape] = Tuner("rows", decode=lambda d: RowShape(**d))
+TUNE_MIN_ELEMENTS = 1 << 17
+"""Problems below this many elements take the default shape: a launch's latency, which the shape hardly
+changes (32x2048 on an H100, bench/sweep_rows.py: 5.0-5.5 µs on 4, 8 or 16 warps, the default 8 the
+fastest), and a cold compile stays free of the ~0.5 s per candidate."""
+
+
+def row_shape(problem: RowProblem) -> RowShape:
+    """The shape for `problem`: tuned on this GPU, or the default (see the module's docstring)."""
+    p = problem
+    options = candidates(p)
+    if not tuning_enabled() or not p.dtype or len(options) == 1 or p.rows * p.length < TUNE_MIN_ELEMENTS:
+        return default_row_shape(p)
+    key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
+    return TUNER.choose(key, options, lambda shape: _measure(p, shape))
+
+
+def region_program(fusion: tta.FusionOp) -> ModuleOp:
+    """The region as a program of its own: its inputs the arguments, its results returned."""
+    block = Block(arg_types=[v.type for v in fusion.inputs])
+    clone = fusion.clone(value_mapper=dict(zip(fusion.inputs, block.args)))
+    block.add_ops([clone, func.ReturnOp(*clone.results)])
+    function = func.FuncOp("tune_rows", ([v.type for v in block.args], [r.type for r in clone.results]), Region(block))
+    return ModuleOp([function])
+
+
+def _measure(p: RowProblem, shape: RowShape) -> float:
+    """Milliseconds of the region's kernel shaped by `shape`."""
+    assert p.region is not None
+    return time_program(region_program(p.region), p.dtype, fuse=True, choose_rows=lambda _: shape)
