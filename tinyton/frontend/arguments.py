@@ -37,8 +37,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "constexpr": ("({a}, type({a}))", "None"),
     "bool": ("'i1'", "int({a})"),
     "int": (
-        "('1' if {a} == 1 else {a} & 15) if -0x80000000 <= {a} <= 0x7FFFFFFF"
-        " else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None",
+        (
+            "('1' if {a} == 1 else {a} & 15) if -0x80000000 <= {a} <= 0x7FFFFFFF"
+            " else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None"
+        ),
         "{a}",
     ),
     "float": ("'f32'", "{a}"),
@@ -47,8 +49,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
     "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
     "descriptor": (
-        "('desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
-        " tuple(map(of_int, (*{a}.shape, *{a}.strides))))",
+        (
+            "('desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
+            " tuple(map(of_int, (*{a}.shape, *{a}.strides))))"
+        ),
         "None",
     ),
 }
