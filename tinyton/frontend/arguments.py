@@ -3,12 +3,15 @@
 The launch fast path handles a call with one generated function per kernel and *call shape* (the types
 of the positional arguments and the names and types of the keyword ones), built by `classifier`. In one
 Python frame it checks the types and returns the plan key (everything specialisation depends on, per
-parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16, constexpr values and types) and
+parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16 and whether they are 1, a host
+descriptor's `specialisation` of its sizes and strides, constexpr values and types) and
 the runtime parameter values for the driver's buffer (device addresses, numbers). Each argument kind is
 one row of `KINDS`; the slow path (`argument_type`) derives the kernel parameter type.
 
 A host `TensorDescriptor` is one argument and several kernel parameters (`DescriptorArg`): its base
-pointer, then its shape and strides as i32; `runtime_values` spreads it. Its launches take the slow path.
+pointer, then its shape and strides as i32, each specialised like an int argument (a last stride of 1,
+which TMA and Triton require, makes its blocks contiguous rows); `runtime_values` spreads it. Its launches
+take the slow path.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from xdsl.ir import Attribute
 from tinyton.dialects.tt import PointerType
 from tinyton.dtypes import DTYPES, dtype_of
 from tinyton.errors import CompilationError
+from tinyton.frontend import specialisation
 from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
@@ -33,7 +37,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "constexpr": ("({a}, type({a}))", "None"),
     "bool": ("'i1'", "int({a})"),
     "int": (
-        "{a} & 15 if -0x80000000 <= {a} <= 0x7FFFFFFF else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None",
+        (
+            "('1' if {a} == 1 else {a} & 15) if -0x80000000 <= {a} <= 0x7FFFFFFF"
+            " else ('i64', {a} & 15) if -(1 << 63) <= {a} < (1 << 63) else None"
+        ),
         "{a}",
     ),
     "float": ("'f32'", "{a}"),
@@ -42,7 +49,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
     "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
     "descriptor": (
-        "('desc', str({a}.base.dtype), tuple({a}.block_shape), len({a}.shape), {a}.padding, address({a}.base) & 15)",
+        (
+            "('desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
+            " tuple(map(of_int, (*{a}.shape, *{a}.strides))))"
+        ),
         "None",
     ),
 }
@@ -105,7 +115,7 @@ def classifier(
     arguments of `arg_types`, keyword arguments `kwarg_types`. For a call of another shape it returns
     None or raises KeyError or ValueError. Parameters left out take their defaults; the key ends with
     the launch `options` (name -> default)."""
-    namespace: dict[str, Any] = {"address": address}
+    namespace: dict[str, Any] = {"address": address, "of_int": specialisation.of_int}
     lines = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
     sources = {p.name: (f"_a{i}", t) for i, (p, t) in enumerate(zip(params, arg_types))}
     for i, (name, t) in enumerate(kwarg_types.items()):
@@ -131,22 +141,23 @@ def classifier(
     return namespace["classify"]
 
 
-def argument_type(arg: Any) -> tuple[Attribute | DescriptorArg, bool]:
-    """(kernel parameter type, 16-divisible) of a runtime argument; CompilationError (no location) if none."""
+def argument_type(arg: Any, specialise: bool = True) -> tuple[Attribute | DescriptorArg, str]:
+    """(kernel parameter type, `specialisation` of its value, NONE unless `specialise`) of a runtime
+    argument; CompilationError (no location) if none."""
     kind = kind_of(type(arg))
     if kind == "descriptor":
-        pointer, divisible = argument_type(arg.base)
-        return DescriptorArg(pointer, tuple(int(b) for b in arg.block_shape), arg.padding), divisible
+        pointer, spec = argument_type(arg.base, specialise)
+        ints = tuple(specialisation.of_int(int(n)) if specialise else specialisation.NONE for n in (*arg.shape, *arg.strides))
+        return DescriptorArg(pointer, tuple(int(b) for b in arg.block_shape), arg.padding, (spec, *ints)), spec
     if kind == "bool":
-        return i1, False
+        return i1, specialisation.NONE
     if kind == "int":
-        if -(1 << 31) <= int(arg) < (1 << 31):
-            return i32, int(arg) % 16 == 0
         if not -(1 << 63) <= int(arg) < (1 << 63):
             raise CompilationError(f"the int {arg} does not fit in int64")
-        return i64, int(arg) % 16 == 0  # as Triton: ints beyond int32 are passed as int64
+        wide = not -(1 << 31) <= int(arg) < (1 << 31)  # as Triton: ints beyond int32 are passed as int64
+        return i64 if wide else i32, specialisation.of_int(int(arg)) if specialise else specialisation.NONE
     if kind == "float":
-        return f32, False
+        return f32, specialisation.NONE
     dtype = getattr(arg, "dtype", None)
     if dtype is None and kind == "cuda":
         dtype = np.dtype(arg.__cuda_array_interface__["typestr"])
@@ -161,7 +172,7 @@ def argument_type(arg: Any) -> tuple[Attribute | DescriptorArg, bool]:
         raise CompilationError(
             f"arrays of {dtype} are not supported; kernels take arrays of {', '.join(d.name for d in DTYPES)}"
         ) from None
-    return PointerType(element.ir), address(arg) % 16 == 0
+    return PointerType(element.ir), specialisation.of_address(address(arg)) if specialise else specialisation.NONE
 
 
 def simulator_argument(arg: Any) -> Any:

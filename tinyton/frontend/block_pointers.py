@@ -80,11 +80,13 @@ class TensorDescriptor:
 @dataclass(frozen=True)
 class DescriptorArg:
     """The kernel parameters of a host `TensorDescriptor`: a `pointer`, then as many sizes and as many
-    strides (i32) as `block_shape` has dimensions; the block shape and padding are compiled in."""
+    strides (i32) as `block_shape` has dimensions, each parameter specialised as `specs` says
+    (tinyton/frontend/specialisation.py); the block shape and padding are compiled in."""
 
     pointer: Attribute
     block_shape: tuple[int, ...]
     padding: str
+    specs: tuple[str, ...]
 
     def parameter_types(self) -> list[Attribute]:
         return [self.pointer, *[i32] * (2 * len(self.block_shape))]

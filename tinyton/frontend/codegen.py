@@ -21,7 +21,7 @@ import builtins
 import functools
 import inspect
 import operator
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from xdsl.dialects import func
@@ -39,6 +39,7 @@ from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.errors import CompilationError
+from tinyton.frontend import specialisation
 from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.calls import bind_arguments, callee_source, is_jit_function
 from tinyton.frontend.control_flow import ControlFlow, Undefined
@@ -360,7 +361,7 @@ def build_kernel(
     signature: Mapping[str, Attribute | DescriptorArg],
     constexprs: Mapping[str, Any],
     *,
-    divisible: Collection[str] = (),
+    specialised: Mapping[str, str] | None = None,
     num_warps: int = 4,
     num_stages: int | None = None,
     reads: Reads | None = None,
@@ -369,33 +370,37 @@ def build_kernel(
     i1 for a bool, which is passed as i32, or a `DescriptorArg`, several parameters) and `constexprs`
     (constexpr parameter -> value).
 
-    `divisible` names the pointer/int parameters known to be multiples of 16 (`tt.divisibility`);
-    `num_stages`, when given, becomes the module attribute `tt.num_stages`; `reads` records the globals and
-    closure variables the kernel (and the functions it inlines) read."""
+    `specialised` maps pointer/int parameters to what their values are known to be (`specialisation`: a
+    multiple of 16 becomes `tt.divisibility`, the int 1 the constant 1; a descriptor's own parameters
+    follow its `specs`); `num_stages`, when given, becomes the module attribute `tt.num_stages`; `reads`
+    records the globals and closure variables the kernel (and the functions it inlines) read."""
     runtime = [p for p in source.params if not p.constexpr]
-    arg_types, attrs, names = [], [], []
+    arg_types, attrs, names, specs = [], [], [], []
     for p in runtime:
         kind = signature[p.name]
         types = kind.parameter_types() if isinstance(kind, DescriptorArg) else [i32 if kind == i1 else kind]
         arg_types += types
-        attrs += [DictionaryAttr({"tt.divisibility": IntegerAttr(16, 32)} if p.name in divisible else {})]
-        attrs += [DictionaryAttr({})] * (len(types) - 1)
+        specs += kind.specs if isinstance(kind, DescriptorArg) else [(specialised or {}).get(p.name, specialisation.NONE)]
         names += [p.name] + [f"{p.name}_{i}" for i in range(1, len(types))]
+    divisible = DictionaryAttr({"tt.divisibility": IntegerAttr(16, 32)})
+    attrs = [divisible if s == specialisation.DIVISIBLE else DictionaryAttr({}) for s in specs]
     function = func.FuncOp(source.name, (arg_types, []), arg_attrs=ArrayAttr(attrs))
     block = function.body.block
     builder = TileBuilder(block)
     scope: dict[str, Any] = {p.name: constexpr_value(constexprs[p.name]) for p in source.params if p.constexpr}
     KERNEL_BUILDERS.append(builder)
     try:
-        for arg, name in zip(block.args, names):
+        values = []
+        for arg, name, spec in zip(block.args, names, specs):
             arg.name_hint = name
-        args = iter(block.args)
+            values.append(builder.constant(1, arg.type) if spec == specialisation.ONE else Tile(arg))
+        args = iter(values)
         for p in runtime:
             kind = signature[p.name]
             if isinstance(kind, DescriptorArg):
-                scope[p.name] = kind.bind([Tile(next(args)) for _ in kind.parameter_types()])
+                scope[p.name] = kind.bind([next(args) for _ in kind.parameter_types()])
             else:
-                scope[p.name] = builder.truth(Tile(next(args)), p.name) if kind == i1 else Tile(next(args))
+                scope[p.name] = builder.truth(next(args), p.name) if kind == i1 else next(args)
         codegen = KernelCodegen(source, builder, scope, Reads() if reads is None else reads)
         builder.call_function = lambda fn, args: codegen.inline(fn, args, {})  # combine functions of tl.reduce
         codegen.visit_body(list(source.body))

@@ -6,7 +6,7 @@ yields the plan key parts and the parameter values at once; the key, completed b
 finds the `_Plan` (compiled variant + whether the GPU fast path applies), and the values go straight to
 the driver's prebuilt parameter buffer. A miss takes the slow path: bind the arguments by name, check
 them, compute the specialisation key (constexpr values and types, argument types, 16-divisibility of
-pointers and ints, num_warps) and compile the variant if it is new.
+pointers and ints, ints equal to 1: tinyton/frontend/specialisation.py, num_warps) and compile the variant if it is new.
 
 A function whose body has a `return <value>` is an array program instead: calling it traces, fuses and
 runs it (tinyton/frontend/programs.py, then tinyton/compiler/program.py).
@@ -257,10 +257,9 @@ class JITFunction:
                 constexprs[p.name] = _constexpr(p.name, v)
                 continue
             try:
-                kind, divisible = arguments.argument_type(v)
+                specs.append(arguments.argument_type(v, specialise=p.name not in self.do_not_specialize))
             except CompilationError as e:
                 raise call_error(f"{self.__name__}() argument `{p.name}`: {e.message}") from None
-            specs.append((kind, divisible and p.name not in self.do_not_specialize))
         compiled_options = (num_warps, options["num_stages"], options["maxnreg"])
         variant_key = (compiled_options, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
         kernel = self._variants.get(variant_key)
@@ -290,16 +289,16 @@ class JITFunction:
         return plan
 
     def _compile(
-        self, constexprs: dict[str, Any], specs: list[tuple[Attribute, bool]], options: dict[str, Any]
+        self, constexprs: dict[str, Any], specs: list[tuple[Attribute, str]], options: dict[str, Any]
     ) -> tuple[CompiledKernel, Reads]:
         runtime = [self.params[i] for i in self._runtime]
         signature = {p.name: t for p, (t, _) in zip(runtime, specs)}
-        divisible = {p.name for p, (_, d) in zip(runtime, specs) if d}
+        specialised = {p.name: s for p, (_, s) in zip(runtime, specs)}
         num_warps, num_stages = options["num_warps"], options["num_stages"]
         reads = Reads()
         with stage(f"build kernel {self.fn.__name__} (Python AST -> tt)"):
             module = codegen.build_kernel(
-                self.source, signature, constexprs, divisible=divisible, num_warps=num_warps,
+                self.source, signature, constexprs, specialised=specialised, num_warps=num_warps,
                 num_stages=num_stages, reads=reads,
             )
         kernel = compiler.compile_module(module, num_warps=num_warps)
