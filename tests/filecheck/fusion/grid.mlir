@@ -81,7 +81,8 @@ func.func @scaled_sum(%x: tensor<2x9001xf32>) -> tensor<2xf32> {
 // CHECK:           %[[X2:.+]] = tt.load %{{.+}} mask
 // CHECK:           tt.reduce_max
 // CHECK:           tt.grid_barrier
-// CHECK:           tt.div %[[X2]]
+// CHECK:           %[[R2:.+]] = tt.div %{{.+}} : f32
+// CHECK:           tt.mul %[[X2]], %{{.+}} : tensor<2048xf32>
 // CHECK:           tt.reduce_sum
 // CHECK:           tt.grid_barrier
 // CHECK-NOT:       tt.load %{{.+}} : tensor<2048x

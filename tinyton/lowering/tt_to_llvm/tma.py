@@ -61,7 +61,8 @@ def _scalar_source(value: SSAValue, kernel: func.FuncOp) -> int | str | None:
 
 
 def _aligned_param(value: SSAValue, kernel: func.FuncOp) -> int | None:
-    """The index of the kernel parameter `value` is, when it is a pointer known to be 16-byte aligned."""
+    """The index of the kernel parameter `value` is, when it is known to be a multiple of 16 (`tt.divisibility`:
+    a pointer 16-byte aligned, an integer specialised as a multiple of 16)."""
     if not (isinstance(value, BlockArgument) and value.owner is kernel.body.block):
         return None
     attrs = kernel.arg_attrs.data if kernel.arg_attrs is not None else ()
@@ -90,6 +91,8 @@ def tensor_map_spec(
         return None
     if any(isinstance(s, int) and (s <= 0 or s * nbytes % 16) for s in steps[:-1]):
         return None
+    if any(isinstance(s, str) and _aligned_param(v, kernel) is None for s, v in zip(steps[:-1], strides)):
+        return None  # a run-time stride not known to be a multiple of 16 elements: TMA could refuse it at launch
     if any(isinstance(s, int) and s <= 0 for s in sizes):
         return None
     tile = Swizzle(block[0], block[1], nbytes)
