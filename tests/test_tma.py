@@ -157,6 +157,22 @@ def test_unaligned_rows_keep_cp_async():
     assert compiled.tensor_maps == () and "cp.async.bulk" not in compiled.asm["ptx"]
 
 
+@pytest.mark.parametrize("made", [False, True], ids=["host", "in-kernel"])
+def test_runtime_strides_not_multiples_of_16_keep_cp_async(made):
+    """K = 130 halves, a run-time stride: TMA could not stride A's rows of 260 bytes, so the kernel is
+    compiled for cp.async (never a launch-time refusal, and the same answer as the simulator)."""
+    a, b = _operands(200, 64, 130)
+    c = np.zeros((200, 64), np.float32)
+    if made:
+        kernel = made_matmul.compile(a, b, c, 200, 64, 130, 64, 64, 32, num_warps=4)
+    else:
+        ad, bd = TensorDescriptor.from_tensor(a, [64, 32]), TensorDescriptor.from_tensor(b, [32, 64])
+        kernel = desc_matmul.compile(ad, bd, c, 200, 64, 130, 64, 64, 32, num_warps=4)
+    compiled = _ptx(kernel, "sm_90a")
+    assert compiled.tensor_maps == () and "cp.async.bulk" not in compiled.asm["ptx"]
+    np.testing.assert_allclose(_run_desc(a, b, (64, 64, 32), made=made), _reference(a, b), rtol=1e-2, atol=1e-2)
+
+
 def test_tensor_map_checks_name_the_requirement():
     spec = {"base": 0, "shape": ["p1", 64], "strides": ["p2", 1], "box": [64, 64], "dtype": "float16",
             "padding": "zero", "swizzle": 128}
