@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from tinyton.cli import loading
 from tinyton.dtypes import BF16
+from tinyton.errors import CompilationError
+from tinyton.lazy import lazy_module
+
+graph = lazy_module("tinyton.cli.graph")  # xDSL and the fusion passes: loaded for `tinyton graph` only
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 PASS_OF_STAGE = {
@@ -62,8 +67,6 @@ def defines(items: Sequence[str]) -> dict[str, Any]:
 
 def check_call(kernel: Any, arguments: Sequence[Any], constexprs: dict[str, Any]) -> None:
     """The signature gives every runtime parameter and -D every constexpr without a default, by name."""
-    from tinyton.errors import CompilationError
-
     runtime = [p.name for p in kernel.params if not p.constexpr]
     needed = [p.name for p in kernel.params if p.constexpr and p.default is inspect.Parameter.empty]
     known = {p.name for p in kernel.params if p.constexpr}
@@ -100,11 +103,9 @@ def constexpr_value(text: str) -> Any:
 
 
 def _compile(options: argparse.Namespace) -> int:
-    from tinyton.cli.loading import load_jit_function
-
     constexprs = defines(options.define)
     arguments = signature_arguments(options.signature)
-    kernel = load_jit_function(options.file, options.kernel)
+    kernel = loading.load_jit_function(options.file, options.kernel)
     check_call(kernel, arguments, constexprs)
     compiled = kernel.compile(*arguments, num_warps=options.num_warps, **constexprs)
     stages = STAGES[: STAGES.index(options.emit) + 1] if options.verbose else (options.emit,)
@@ -116,9 +117,7 @@ def _compile(options: argparse.Namespace) -> int:
 
 
 def _graph(options: argparse.Namespace) -> int:
-    from tinyton.cli.graph import graph_command
-
-    output = graph_command(options.target, options.shape, options.format)
+    output = graph.graph_command(options.target, options.shape, options.format)
     if isinstance(output, bytes):
         sys.stdout.buffer.write(output)
     else:
@@ -149,8 +148,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tinyton.errors import CompilationError
-
     options = parser().parse_args(argv)
     try:
         return options.run(options)

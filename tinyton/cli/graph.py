@@ -11,13 +11,16 @@ import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
+from tinyton.cli.loading import load_function
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 from tinyton.dialects.tta import program_function
+from tinyton.frontend.programs import fused_modules
 
 FORMATS = ("dot", "svg", "png")
 
@@ -164,11 +167,6 @@ def graph_command(target: str, shapes: Sequence[str], fmt: str = "dot", dtype: s
     """What `tinyton graph file.py:function --shape 4096x1000 [--shape 1000] [--format svg]` prints.
 
     One `--shape` per array argument, in order (zero-filled arrays of `dtype`: only shapes matter)."""
-    import numpy as np
-
-    from tinyton.cli.loading import load_function
-    from tinyton.frontend.programs import fused_modules
-
     path, _, name = target.rpartition(":")
     if not path or not name:
         raise ValueError(f"expected FILE.py:FUNCTION, got {target!r}")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tinyton.errors import CompilationError
+from tinyton.frontend.jit import JITFunction
 
 _KEPT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
 
@@ -74,8 +75,6 @@ def load_function(path: str, name: str) -> Any:
 
 def load_jit_function(path: str, name: str | None) -> Any:
     """The `@tt.jit` function `name` of `path` (the only one when `name` is None)."""
-    from tinyton.frontend.jit import JITFunction
-
     namespace = load_definitions(path)
     found = {k: v for k, v in namespace.items() if isinstance(v, JITFunction) and v.is_kernel}
     listed = ", ".join(found) or "none"

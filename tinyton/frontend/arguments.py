@@ -31,6 +31,7 @@ from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
 from tinyton.runtime.descriptors import TensorDescriptor
+from tinyton.runtime.arrays import DeviceArray
 from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -97,8 +98,6 @@ def kind_of(cls: type) -> str:
         return "int"
     if issubclass(cls, (float, np.floating)):
         return "float"
-    from tinyton.runtime.arrays import DeviceArray
-
     if issubclass(cls, DeviceArray):
         return "device"
     if cls.__module__.partition(".")[0] == "torch" and hasattr(cls, "data_ptr"):

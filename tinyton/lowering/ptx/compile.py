@@ -9,6 +9,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tinyton.lazy import lazy_module
 from tinyton.lowering.ptx import mlir_path
 from tinyton.lowering.ptx.toolchain import (
     ToolchainError,
@@ -16,6 +17,8 @@ from tinyton.lowering.ptx.toolchain import (
     parse_arch,
     run_tool,
 )
+
+llvmlite_path = lazy_module("tinyton.lowering.ptx.llvmlite_path")  # llvmlite and xDSL's converter load slowly
 
 TOOLCHAINS = ("mlir", "llvmlite")
 _EXTERN_FUNC = re.compile(r"^\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([\w.$]+)", re.MULTILINE)
@@ -49,10 +52,6 @@ def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = 
     if resolve_toolchain(toolchain) == "mlir":
         stages = mlir_path.compile_with_mlir_tools(module, arch)
     else:
-        from tinyton.lowering.ptx import (
-            llvmlite_path,  # on first use: llvmlite and xDSL's converter load slowly
-        )
-
         stages = llvmlite_path.compile_with_llvmlite(module, arch)
     # The driver does not link: an external function (such as an `llvm.*` name that
     # is no intrinsic, which LLVM silently declares) would only fail at load time.
