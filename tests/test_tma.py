@@ -51,6 +51,20 @@ def made_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr
     tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
 
 
+@tt.jit(do_not_specialize=["unit"])
+def unspecialised_matmul(a_ptr, b_ptr, c_ptr, M, N, K, unit, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """`made_matmul` whose last strides are a run-time int (`unit`, 1 at every launch, never specialised)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, unit], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, unit], [BK, BN])
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
+    rm = pid_m * BM + tl.arange(0, BM)[:, None]
+    rn = pid_n * BN + tl.arange(0, BN)[None, :]
+    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+
+
 @tt.jit
 def matmul_program(a, b):
     return a @ b
@@ -171,6 +185,17 @@ def test_runtime_strides_not_multiples_of_16_keep_cp_async(made):
     compiled = _ptx(kernel, "sm_90a")
     assert compiled.tensor_maps == () and "cp.async.bulk" not in compiled.asm["ptx"]
     np.testing.assert_allclose(_run_desc(a, b, (64, 64, 32), made=made), _reference(a, b), rtol=1e-2, atol=1e-2)
+
+
+def test_runtime_last_stride_keeps_cp_async():
+    """A last stride known only at launch (1 here, but TMA needs it to be 1 when compiling): cp.async."""
+    a, b = _operands(128, 64, 64)
+    c = np.zeros((128, 64), np.float32)
+    kernel = unspecialised_matmul.compile(a, b, c, 128, 64, 64, 1, 64, 64, 32, num_warps=4)
+    compiled = _ptx(kernel, "sm_90a")
+    assert compiled.tensor_maps == () and "cp.async.bulk" not in compiled.asm["ptx"]
+    unspecialised_matmul[(2, 1)](a, b, c, 128, 64, 64, 1, 64, 64, 32, num_warps=4)
+    np.testing.assert_allclose(c, _reference(a, b), rtol=1e-2, atol=1e-2)
 
 
 def test_tensor_map_checks_name_the_requirement():

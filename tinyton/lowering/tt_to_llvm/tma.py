@@ -60,7 +60,7 @@ def _scalar_source(value: SSAValue, kernel: func.FuncOp) -> int | str | None:
     return None
 
 
-def _aligned_param(value: SSAValue, kernel: func.FuncOp) -> int | None:
+def _param_multiple_of_16(value: SSAValue, kernel: func.FuncOp) -> int | None:
     """The index of the kernel parameter `value` is, when it is known to be a multiple of 16 (`tt.divisibility`:
     a pointer 16-byte aligned, an integer specialised as a multiple of 16)."""
     if not (isinstance(value, BlockArgument) and value.owner is kernel.body.block):
@@ -81,18 +81,21 @@ def tensor_map_spec(
     name = dtype_of(elem).name
     if len(block) != 2 or not 2 <= len(shape) <= MAX_RANK or name not in TMA_DTYPES:
         return None
-    param = _aligned_param(base, kernel)
+    param = _param_multiple_of_16(base, kernel)
     sizes = [_scalar_source(v, kernel) for v in shape]
     steps = [_scalar_source(v, kernel) for v in strides]
     if param is None or None in sizes or None in steps:
         return None
     nbytes = byte_size(elem)
-    if isinstance(steps[-1], int) and steps[-1] != 1:
+    # What TMA requires of the strides must be known here, never found out at launch (where the simulator
+    # would have run the kernel): the last one is 1, the others multiples of 16 bytes.
+    if steps[-1] != 1:
         return None
-    if any(isinstance(s, int) and (s <= 0 or s * nbytes % 16) for s in steps[:-1]):
-        return None
-    if any(isinstance(s, str) and _aligned_param(v, kernel) is None for s, v in zip(steps[:-1], strides)):
-        return None  # a run-time stride not known to be a multiple of 16 elements: TMA could refuse it at launch
+    for step, stride in zip(steps[:-1], strides):
+        if isinstance(step, int) and (step <= 0 or step * nbytes % 16):
+            return None
+        if isinstance(step, str) and _param_multiple_of_16(stride, kernel) is None:
+            return None
     if any(isinstance(s, int) and s <= 0 for s in sizes):
         return None
     tile = Swizzle(block[0], block[1], nbytes)
