@@ -57,6 +57,8 @@ class Source:
     axes: tuple[int, ...]
     extent: int
     block: int = 1
+    """Elements of the index per program: a tile dimension's extent, or for a scalar index (`dim` None) the
+    consecutive values one program takes in turn (the rows of a grid kernel's program, `grid.py`)."""
     dim: int | None = None
     index: SSAValue | None = None
     mask: SSAValue | None = None
@@ -65,7 +67,7 @@ class Source:
 
     @property
     def programs(self) -> int:
-        return cdiv(self.extent, self.block) if self.dim is not None else self.extent
+        return cdiv(self.extent, self.block)
 
     @property
     def needs_mask(self) -> bool:

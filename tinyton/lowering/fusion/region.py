@@ -88,8 +88,8 @@ class RegionEmitter:
 
     def _set_index(self, s: Source, base: SSAValue | None, scale: int) -> None:
         em = self.em
-        if s.dim is None:
-            s.index = base if base is not None else em.i32(0)
+        if s.dim is None:  # the first of the program's `block` values
+            s.index = em.mul_int(base, scale) if base is not None else em.i32(0)
             return
         key = ("lanes", s.block, s.dim)
         if key not in self.root.memo:  # loop invariants: lanes and the bound
@@ -190,8 +190,8 @@ class RegionEmitter:
                 target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target)))
         return target.get(key)
 
-    def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
-        """Write region value `value` to its (contiguous) output buffer `ptr`."""
+    def store(self, value: SSAValue, ptr: SSAValue, scope: Scope, cache: str = "") -> None:
+        """Write region value `value` to its (contiguous) output buffer `ptr` (`cache`: a PTX cache operator)."""
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
@@ -199,7 +199,8 @@ class RegionEmitter:
         shape = broadcast_shape(shape, shape_of(reg.type))
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
-        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
+        hints = {"cache": cache} if cache else {}
+        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope), **hints))
 
     # ---- values --------------------------------------------------------------------------
     def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:
