@@ -38,6 +38,23 @@ def test_grid_kinds(kind: str, rows: int) -> None:
     np.testing.assert_array_equal(y, z)
 
 
+@pytest.mark.parametrize("most, rows, per", [(1, 4, 1), (2, 4, 2), (4, 4, 4), (4, 6, 3), (2, 5, 1)])
+def test_grid_rows_per_program(monkeypatch, most: int, rows: int, per: int) -> None:
+    """A program takes the same slice of `per` rows in turn (a divisor of the rows, at most GRID_ROWS): the
+    same results as the two-kernel fallback, for every reduction kind, with a -inf row and a NaN."""
+    monkeypatch.setattr(grid, "GRID_ROWS", most)
+    x = rng.standard_normal((rows, K)).astype(np.float32)
+    x[1] = -np.inf
+    x[rows - 1, 4321] = np.nan
+    for kind, (fn, _) in CASES.items():
+        module, specs = compile_program(fn, [x], fuse=True)
+        assert len(specs) == 1 and specs[0].tiles["ROWS"] == per, kind
+        assert specs[0].grid[0] == rows // per * 5
+        with np.errstate(invalid="ignore"):
+            for y, z in zip(execute(module, specs, [x]), execute(module, specs[0].fallback, [x])):
+                np.testing.assert_array_equal(y, z)
+
+
 @pytest.mark.parametrize("offset", [0.0, 1000.0])
 def test_grid_layernorm(offset: float) -> None:
     """Mean and variance partials (count, mean, M2) merged with Chan's formula after the barrier."""

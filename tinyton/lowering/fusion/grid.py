@@ -41,8 +41,6 @@ GRID_SLICES = (2048, 4096, 8192)
 """Slice lengths tried, shortest first (more programs, fewer elements per thread)."""
 GRID_ROWS = 2
 """Most rows one program takes in turn (a divisor of the rows: every program has as many)."""
-GRID_STORE_CACHE = ""
-"""PTX cache operator of the outputs' stores ("" or ".cs": streaming, evict first)."""
 BARRIER_PER_ROW = True
 """The programs of a row wait for each other only (a counter per row, 128 bytes apart), not for the grid."""
 COUNTER_STRIDE = 32
@@ -103,7 +101,7 @@ class GridScheduler(SplitScheduler):
                 self._combine(reds, pairs, slot)
             for value, ptr in self.outputs:
                 self.ensure(value, scope)
-                rg.store(value, ptr, scope, GRID_STORE_CACHE)
+                rg.store(value, ptr, scope)
         rows.index, rg.root = first, shared
 
     def _prefetch(self, scope: Scope) -> None:

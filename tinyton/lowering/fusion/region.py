@@ -190,8 +190,8 @@ class RegionEmitter:
                 target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target)))
         return target.get(key)
 
-    def store(self, value: SSAValue, ptr: SSAValue, scope: Scope, cache: str = "") -> None:
-        """Write region value `value` to its (contiguous) output buffer `ptr` (`cache`: a PTX cache operator)."""
+    def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
+        """Write region value `value` to its (contiguous) output buffer `ptr`."""
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
@@ -199,8 +199,7 @@ class RegionEmitter:
         shape = broadcast_shape(shape, shape_of(reg.type))
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
-        hints = {"cache": cache} if cache else {}
-        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope), **hints))
+        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
 
     # ---- values --------------------------------------------------------------------------
     def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:
