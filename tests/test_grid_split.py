@@ -179,10 +179,12 @@ def test_grid_kinds_through_jit(monkeypatch, dtype) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("rows", [5, 6])
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("kind", CASES)
-def test_grid_kinds_on_gpu(monkeypatch, kind: str, dtype) -> None:
-    _on_backend(monkeypatch, "cuda", kind, dtype)
+def test_grid_kinds_on_gpu(monkeypatch, kind: str, dtype, rows: int) -> None:
+    """5 rows: one row per program; 6 rows: two (each program takes the same slice of two rows in turn)."""
+    _on_backend(monkeypatch, "cuda", kind, dtype, (rows, 70001))
 
 
 @pytest.mark.gpu
