@@ -157,7 +157,7 @@ def standin_rows() -> list[list[object]]:
         kernel = add_kernel.compile(a, b, c, 1024, BLOCK=1024)
         launcher = kernel.launcher
         values = (a.ptr, b.ptr, c.ptr, 1024)
-        classify = add_kernel._classify
+        classify = next(iter(add_kernel._call_shapes.values())).classify
         ta, tb, tc = (torch.empty(1024) for _ in range(3))
         torch_classify = _torch_classifier(ta, tb, tc)
         rows += [
@@ -176,7 +176,7 @@ def _torch_classifier(*tensors: torch.Tensor) -> Callable[..., object]:
     from tinyton.frontend.arguments import classifier
     from tinyton.frontend.options import LAUNCH_OPTIONS
 
-    return classifier(add_kernel.params, [*map(type, tensors), int], {"BLOCK": int}, LAUNCH_OPTIONS)
+    return classifier(add_kernel.params, [*map(type, tensors), int], {"BLOCK": int}, LAUNCH_OPTIONS).classify
 
 
 def main() -> None:

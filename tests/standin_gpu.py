@@ -57,8 +57,9 @@ def _forget(functions: tuple[Any, ...]) -> None:
     for fn in functions:
         programs._PROGRAMS.pop(fn.fn, None)
         fn._calls = programs.ProgramCalls(fn.fn)
-        for cache in (fn._plans, fn._variants, fn._reads, fn._bound):
+        for cache in (fn._plans, fn._variants, fn._reads, fn._bound, fn._call_shapes):
             cache.clear()
+        fn._launch_fast = jit._unclassified
 
 
 @contextmanager

@@ -179,7 +179,7 @@ def test_kernel_launch_stages_cpu_tensors() -> None:
         tt.store(dst + offsets, tt.load(src + offsets, mask=offsets < n), mask=offsets < n)
 
     a, b = torch.zeros(16), torch.zeros(16)
-    classify = classifier(copy.params, [type(a), type(b), int], {"BLOCK": int}, LAUNCH_OPTIONS)
+    classify = classifier(copy.params, [type(a), type(b), int], {"BLOCK": int}, LAUNCH_OPTIONS).classify
     _, values = classify((a, b, 16), {"BLOCK": 16})
     assert values == (None, None, 16)
 

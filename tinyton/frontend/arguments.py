@@ -1,12 +1,13 @@
 """Launch arguments: what a kernel is specialised on, and the parameter value each argument passes.
 
-The launch fast path handles a call with one generated function per kernel and *call shape* (the types
-of the positional arguments and the names and types of the keyword ones), built by `classifier`. In one
-Python frame it checks the types and returns the plan key (everything specialisation depends on, per
+The launch fast path handles a call with generated functions per kernel and *call shape* (the types of
+the positional arguments and the names and types of the keyword ones), built by `classifier`. In one
+Python frame they check the types and compute the plan key (everything specialisation depends on, per
 parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16 and whether they are 1, a host
-descriptor's `specialisation` of its sizes and strides, constexpr values and types) and
-the runtime parameter values for the driver's buffer (device addresses, numbers). Each argument kind is
-one row of `KINDS`; the slow path (`argument_type`) derives the kernel parameter type.
+descriptor's `specialisation` of its sizes and strides, constexpr values and types) and the runtime
+parameter values for the driver's buffer (device addresses, numbers); `launch` also finds the plan and
+launches it (measured: docs/benchmarks.md, branch `host3`). Each argument kind is one row of `KINDS`; the
+slow path (`argument_type`) derives the kernel parameter type.
 
 A host `TensorDescriptor` is one argument and several kernel parameters (`DescriptorArg`): its base
 pointer, then its shape and strides as i32, each specialised like an int argument (a last stride of 1,
@@ -17,6 +18,7 @@ take the slow path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,10 +34,11 @@ from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
 from tinyton.runtime.descriptors import TensorDescriptor
 from tinyton.runtime.arrays import DeviceArray
+from tinyton.runtime.streams import explicit_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
-    "constexpr": ("({a}, type({a}))", "None"),
+    "constexpr": ("{a}, type({a})", "None"),
     "bool": ("'i1'", "int({a})"),
     "int": (
         (
@@ -45,22 +48,24 @@ KINDS: dict[str, tuple[str, str]] = {
         "{a}",
     ),
     "float": ("'f32'", "{a}"),
-    "device": ("({a}.dtype, ({a}_p := {a}.ptr) & 15)", "{a}_p"),
-    "torch": ("({a}.dtype, ({a}_c := {a}.is_cuda), ({a}_p := {a}.data_ptr()) & 15)", "{a}_p if {a}_c else None"),
-    "cuda": ("({a}.__cuda_array_interface__['typestr'], address({a}) & 15)", "address({a})"),
-    "host": ("('host', str(getattr({a}, 'dtype', None)), address({a}) & 15)", "None"),
+    "device": ("{a}.dtype, ({a}_p := {a}.ptr) & 15", "{a}_p"),
+    "torch": ("{a}.dtype, ({a}_c := {a}.is_cuda), ({a}_p := {a}.data_ptr()) & 15", "{a}_p if {a}_c else None"),
+    "cuda": ("{a}.__cuda_array_interface__['typestr'], address({a}) & 15", "address({a})"),
+    "host": ("'host', str(getattr({a}, 'dtype', None)), address({a}) & 15", "None"),
     "descriptor": (
         (
-            "('desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
-            " tuple(map(of_int, (*{a}.shape, *{a}.strides))))"
+            "'desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
+            " tuple(map(of_int, (*{a}.shape, *{a}.strides)))"
         ),
         "None",
     ),
 }
-"""Argument kind -> (plan-key part, parameter value or None when the runtime must stage it), as Python
-expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses the address it read). A
-None key part (an int out of range) never matches a cached plan; a CPU tensor's value is None, so its plan
-is never fast and its host address is never launched (the slow path stages it)."""
+"""Argument kind -> (plan-key items, parameter value or None when the runtime must stage it), as Python
+expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses the address it read). Each kind
+gives a fixed number of items, so one call shape's keys are flat tuples (no inner tuples to build and hash),
+led by the call shape's own token. A None item (an int out of range) never matches a cached plan; a CPU
+tensor's value is None, so its plan is never fast and its host address is never launched (the slow path
+stages it)."""
 
 
 def address(arg: Any) -> int:
@@ -107,20 +112,40 @@ def kind_of(cls: type) -> str:
     return "host"
 
 
+@dataclass(frozen=True)
+class CallShape:
+    """The generated functions of one call shape."""
+
+    classify: Callable[[tuple, dict], tuple[tuple, tuple] | None]
+    """`classify(args, kwargs) -> (plan key, runtime parameter values)`; for a call of another shape None,
+    KeyError or ValueError."""
+    launch: Callable[[tuple[int, int, int], tuple, dict], Any]
+    """`launch(grid, args, kwargs)`: the launch fast path. When the call has this shape and its key finds a
+    fast plan whose globals are fresh, it launches and returns the plan's kernel; otherwise it returns None
+    and does nothing (a miss never raises; the launch's own errors propagate)."""
+
+
 def classifier(
-    params: Sequence[Param], arg_types: Sequence[type], kwarg_types: Mapping[str, type], options: Mapping[str, Any]
-) -> Callable[[tuple, dict], tuple[tuple, tuple] | None]:
-    """`f(args, kwargs) -> (plan key, runtime parameter values)` for calls of this shape: positional
-    arguments of `arg_types`, keyword arguments `kwarg_types`. For a call of another shape it returns
-    None or raises KeyError or ValueError. Parameters left out take their defaults; the key ends with
-    the launch `options` (name -> default)."""
-    namespace: dict[str, Any] = {"address": address, "of_int": specialisation.of_int}
-    lines = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
+    params: Sequence[Param],
+    arg_types: Sequence[type],
+    kwarg_types: Mapping[str, type],
+    options: Mapping[str, Any],
+    plans: Mapping[tuple, Any] | None = None,
+) -> CallShape:
+    """The functions of calls of this shape: positional arguments of `arg_types`, keyword arguments
+    `kwarg_types`. Parameters left out take their defaults; the key ends with the launch `options` (names)
+    given (those left out, like defaults, are fixed by the shape's token that leads the key). `plans`: plan
+    key -> plan (`fast`, `reads.fresh()`, `launch`, `threads`, `kernel`), what `launch` looks keys up in."""
+    namespace: dict[str, Any] = {
+        "address": address, "of_int": specialisation.of_int, "SHAPE": object(), "MISSING": object(),
+        "PLANS": {} if plans is None else plans, "EXPLICIT": explicit_stream,
+    }
+    unpack = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
     sources = {p.name: (f"_a{i}", t) for i, (p, t) in enumerate(zip(params, arg_types))}
     for i, (name, t) in enumerate(kwarg_types.items()):
-        lines.append(f"    _k{i} = kwargs[{name!r}]")
+        unpack.append(f"    _k{i} = kwargs.get({name!r}, MISSING)")
         sources[name] = (f"_k{i}", t)
-    checks, keys, values = [f"len(kwargs) == {len(kwarg_types)}"], [], []
+    checks, keys, values, kinds = [f"len(kwargs) == {len(kwarg_types)}"], ["SHAPE"], [], set()
     for p in params:
         a, t = sources.get(p.name, (f"D_{p.name}", type(p.default)))
         namespace.setdefault(a, p.default)
@@ -128,16 +153,36 @@ def classifier(
         if kind != "constexpr" and p.name in sources:
             namespace[f"T_{a}"] = t
             checks.append(f"type({a}) is T_{a}")
-        keys.append(KINDS[kind][0].format(a=a))
+        if p.name in sources:  # a default's key items are the same in every call of this shape
+            keys.append(KINDS[kind][0].format(a=a))
         if not p.constexpr:
             values.append(KINDS[kind][1].format(a=a))
-    for name, default in options.items():
-        namespace[f"O_{name}"] = (default, type(default))
-        keys.append(KINDS["constexpr"][0].format(a=sources[name][0]) if name in sources else f"O_{name}")
-    lines.append(f"    if {' and '.join(checks)}:")
-    lines.append(f"        return ({''.join(f'({k}), ' for k in keys)}), ({''.join(f'({v}), ' for v in values)})")
-    exec("def classify(args, kwargs):\n" + "\n".join(lines), namespace)  # noqa: S102 - from KINDS only
-    return namespace["classify"]
+            kinds.add(kind)
+    keys += [KINDS["constexpr"][0].format(a=sources[name][0]) for name in options if name in sources]
+    key, value = f"({', '.join(keys)},)", f"({''.join(f'{v}, ' for v in values)})"
+    if "torch" in kinds:  # torch tensors: launches follow torch's current stream unless the caller chose one
+        namespace["TORCH_STREAM"] = torch_stream_reader()
+    default_stream = "TORCH_STREAM()" if "torch" in kinds else "0"
+    classify = [*unpack, f"    if {' and '.join(checks)}:", f"        return {key}, {value}"]
+    launch = [
+        f"    if len(args) != {len(arg_types)}:",
+        "        return None",
+        *unpack,
+        f"    if {' and '.join(checks)}:",
+        "        try:",
+        f"            plan = PLANS[{key}]",
+        "            hit = plan.fast and plan.reads.fresh()",
+        "        except (KeyError, TypeError, ValueError):  # no plan, an unhashable constexpr, an emptied cell",
+        "            return None",
+        "        if hit:",
+        "            s = EXPLICIT()",
+        f"            plan.launch(grid, plan.threads, 0, {default_stream} if s is None else s, {value})",
+        "            return plan.kernel",
+        "    return None",
+    ]
+    source = "def classify(args, kwargs):\n" + "\n".join(classify) + "\n\ndef launch(grid, args, kwargs):\n" + "\n".join(launch)
+    exec(source, namespace)  # noqa: S102 - from KINDS and numbered names only
+    return CallShape(namespace["classify"], namespace["launch"])
 
 
 def argument_type(arg: Any, specialise: bool = True) -> tuple[Attribute | DescriptorArg, str]:

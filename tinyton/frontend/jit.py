@@ -1,12 +1,14 @@
 """`@tt.jit`: `JITFunction`, specialisation, and the launch fast path.
 
-`kernel[grid]` returns a bound launcher (cached per grid tuple). A launch classifies its positional
-arguments with a generated function per argument-type combination (tinyton/frontend/arguments.py), which
-yields the plan key parts and the parameter values at once; the key, completed by the keyword constexprs,
-finds the `_Plan` (compiled variant + whether the GPU fast path applies), and the values go straight to
-the driver's prebuilt parameter buffer. A miss takes the slow path: bind the arguments by name, check
-them, compute the specialisation key (constexpr values and types, argument types, 16-divisibility of
-pointers and ints, ints equal to 1: tinyton/frontend/specialisation.py, num_warps) and compile the variant if it is new.
+`kernel[grid]` returns the launcher of that grid (cached per grid tuple). A launch first tries the last
+call shape's generated fast path (`CallShape.launch`, tinyton/frontend/arguments.py): in one Python frame
+it checks the argument types, builds the flat plan key (dtypes, 16-byte alignment of addresses, ints mod 16
+and whether they are 1, constexpr values and types, launch options), finds the `_Plan`, checks the globals
+it read and hands the parameter values straight to the driver's prebuilt parameter buffer. Anything else
+takes the slow path: bind the arguments by name, check them, compute the specialisation key (constexpr
+values and types, argument types, 16-divisibility of pointers and ints, ints equal to 1:
+tinyton/frontend/specialisation.py, num_warps), compile the variant if it is new, and make the call's
+shape the current fast path.
 
 A function whose body has a `return <value>` is an array program instead: calling it traces, fuses and
 runs it (tinyton/frontend/programs.py, then tinyton/compiler/program.py).
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from xdsl.ir import Attribute
 
     from tinyton.compiler import CompiledKernel
+    from tinyton.frontend.arguments import CallShape
     from tinyton.frontend.programs import ProgramCalls
 
 # Decorating a function needs none of these (tinyton/lazy.py): they load with the first launch or call.
@@ -57,8 +60,8 @@ class _Plan:
         self.threads = kernel.threads
 
 
-def _unclassified(args: tuple, kwargs: dict[str, Any]) -> None:
-    """The classifier before the first launch: matches nothing."""
+def _unclassified(grid: tuple[int, int, int], args: tuple, kwargs: dict[str, Any]) -> None:
+    """The fast path before the first launch: matches nothing."""
 
 
 def _no_launch(*args: Any, **kwargs: Any) -> None:
@@ -105,8 +108,9 @@ class JITFunction:
         self._runtime = tuple(i for i, p in enumerate(params) if not p.constexpr)
         self.do_not_specialize = not_specialized(params, do_not_specialize)
         self._plans: dict[Any, _Plan] = {}
-        self._classifiers: dict[tuple, Callable[..., Any]] = {}
-        self._classify: Callable[..., Any] = _unclassified
+        self._call_shapes: dict[tuple, CallShape] = {}
+        self._launch_fast: Callable[[tuple[int, int, int], tuple, dict], Any] = _unclassified
+        """The fast path of the last call shape (`CallShape.launch`)."""
         self._variants: dict[Any, CompiledKernel] = {}
         self._reads: dict[Any, Reads] = {}  # per variant: the globals it read
         self._bound: dict[Any, Callable[..., None]] = {}
@@ -144,7 +148,7 @@ class JITFunction:
 
     # ---- kernels: launch ----------------------------------------------------------------------
 
-    def __getitem__(self, grid: Any) -> Callable[..., None]:
+    def __getitem__(self, grid: Any) -> Callable[..., Any]:
         """`kernel[grid]`: grid is a tuple of 1-3 ints, or a callable of the meta-parameters dict."""
         bound = self._bound.get(grid) if type(grid) is tuple else None
         if bound is None:
@@ -153,29 +157,31 @@ class JITFunction:
                 raise call_error(
                     f"`{self.__name__}` returns a value, so it is an array program: call it directly, {self.__name__}(...)"
                 )
-            target = grid if callable(grid) else _grid_of(grid)
-            empty = type(target) is tuple and 0 in target
-            bound = _no_launch if empty else functools.partial(self._run, target)
+            if callable(grid):
+                return functools.partial(self._run, grid)
+            target = _grid_of(grid)
+            bound = _no_launch if 0 in target else self._launcher(target)
             if type(grid) is tuple and len(self._bound) < MAX_PLANS:
                 self._bound[grid] = bound
         return bound
 
+    def _launcher(self, grid: tuple[int, int, int]) -> Callable[..., Any]:
+        """The launches of one grid: the last call shape's generated fast path, else the slow path."""
+
+        def launch(*args: Any, **kwargs: Any) -> CompiledKernel:
+            return self._launch_fast(grid, args, kwargs) or self._run(grid, *args, **kwargs)
+
+        return launch
+
     def _run(self, grid: Any, *args: Any, **kwargs: Any) -> CompiledKernel:
-        """Launch; the compiled kernel it ran (Triton's launch result: `.asm`, `.n_regs`, `.metadata`)."""
-        try:
-            keys, values = self._classify(args, kwargs)  # another call shape: None (TypeError here),
-            plan = self._plans[keys]  # KeyError or ValueError
-            if not plan.reads.fresh():  # a global it read was rebound (or a closure cell emptied: ValueError)
-                raise KeyError(keys)
-        except (KeyError, TypeError, ValueError):
-            plan = None
-        if plan is None:  # outside the except block: an error of the call is not chained to the miss
-            plan, values = self._plan(args, kwargs), None
+        """Launch through the slow path (plan, compiled if new) and make this call shape's fast path the
+        current one; the compiled kernel it ran (Triton's launch result: `.asm`, `.n_regs`, `.metadata`)."""
+        plan, values = self._plan(args, kwargs)
         if type(grid) is not tuple:
             grid = self._grid(grid, args, kwargs)
             if 0 in grid:
                 return plan.kernel
-        if plan.fast and values is not None:
+        if plan.fast:
             plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
         else:
             _launch(plan.kernel, grid, self._runtime_args(args, kwargs), plan.torch_inputs)
@@ -214,7 +220,7 @@ class JITFunction:
             fuse = kwargs.pop("fuse", None)
             return programs.compile_array_program(self.fn, self._positional(args, kwargs), fuse=fuse)
         self._require_source()
-        return self._plan(args, kwargs).kernel
+        return self._plan(args, kwargs)[0].kernel
 
     def _require_source(self) -> None:
         if self.is_kernel and self._source_error is not None:
@@ -247,8 +253,9 @@ class JITFunction:
             raise call_error(f"{self.__name__}() got {' and '.join(problems)} (parameters: {', '.join(names)})")
         return values, options
 
-    def _plan(self, args: tuple, kwargs: dict[str, Any]) -> _Plan:
-        """Slow path: check and specialise the call, compile its variant if new, cache its plan."""
+    def _plan(self, args: tuple, kwargs: dict[str, Any]) -> tuple[_Plan, tuple]:
+        """Slow path: check and specialise the call, compile its variant if new, cache its plan; the plan and
+        the call's parameter values."""
         values, options = self._bind(args, kwargs)
         num_warps = options["num_warps"]
         specs, constexprs = [], {}
@@ -268,25 +275,25 @@ class JITFunction:
             self._variants[variant_key] = kernel
         reads = self._reads[variant_key]
         shape = (*map(type, args), *((k, type(v)) for k, v in kwargs.items()))
-        classify = self._classifiers.get(shape)
-        if classify is None:
+        call_shape = self._call_shapes.get(shape)
+        if call_shape is None:
             kwarg_types = {k: type(v) for k, v in kwargs.items()}
-            classify = arguments.classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS)
-            self._classifiers[shape] = classify
-        self._classify = classify
-        keys, parameter_values = classify(args, kwargs)
+            call_shape = arguments.classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS, self._plans)
+            self._call_shapes[shape] = call_shape
+        self._launch_fast = call_shape.launch
+        keys, parameter_values = call_shape.classify(args, kwargs)
         try:
             plan = self._plans.get(keys)
         except TypeError:  # an unhashable constexpr: such calls always take the slow path
-            return _Plan(kernel, reads, False)
+            return _Plan(kernel, reads, False), parameter_values
         if plan is not None and plan.kernel is kernel:
-            return plan
+            return plan, parameter_values
         torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in arguments.runtime_values(values))
         plan = _Plan(kernel, reads, backend() == "cuda" and None not in parameter_values, torch_inputs)
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()
         self._plans[keys] = plan
-        return plan
+        return plan, parameter_values
 
     def _compile(
         self, constexprs: dict[str, Any], specs: list[tuple[Attribute, str]], options: dict[str, Any]
