@@ -24,6 +24,7 @@ from tinyton.compiler import kernel as compiler_kernel
 from tinyton.compiler import program as compiler_program
 from tinyton.frontend import jit, programs
 from tinyton.runtime import arrays, driver, memory
+from tinyton.runtime.scratch import Scratch
 
 NO_LAUNCH = ctypes.CDLL(None).labs
 """labs(0, ...) == 0: a C call with cuLaunchKernel's arguments that does nothing and succeeds."""
@@ -46,6 +47,12 @@ def device_array(shape: tuple[int, ...], dtype: Any = np.float32, ptr: int = 1 <
     array.nbytes, array.ptr = int(np.prod(shape)) * array.dtype.itemsize, ptr
     array._argument = arrays.KernelArgument(ptr, array.dtype, True)
     return array
+
+
+def _cpu_block(nbytes: int) -> Any:
+    import torch  # CPU torch tensors came in: torch is imported
+
+    return torch.empty(nbytes, dtype=torch.uint8)
 
 
 def _no_stream() -> int:
@@ -77,11 +84,14 @@ def standin_gpu(*functions: Any, record: bool = False) -> Iterator[list]:
         return kernel._launcher
 
     real_memory_for = memory.memory_for
+    scratch = Scratch(lambda nbytes, stream: _cpu_block(nbytes), lambda block: block.data_ptr())
 
     def memory_for(inputs: Any, on_gpu: bool) -> Any:
         if inputs and all(type(x).__module__.startswith("torch") and not x.is_cuda for x in inputs):
             torch_memory = memory._torch_memory(inputs[0].device)  # CPU torch reads no CUDA stream
-            return dataclasses.replace(torch_memory, namespace={**torch_memory.namespace, "TORCH_STREAM": _no_stream})
+            return dataclasses.replace(
+                torch_memory, namespace={**torch_memory.namespace, "TORCH_STREAM": _no_stream}, scratch=scratch
+            )
         return real_memory_for(inputs, on_gpu)
 
     _forget(functions)

@@ -111,3 +111,57 @@ def test_torch_inputs_follow_torchs_current_stream():
         out = rmsnorm(x, w)
     s.synchronize()
     np.testing.assert_allclose(out.cpu().numpy(), reference(x.cpu().numpy(), w.cpu().numpy()), rtol=1e-4, atol=1e-5)
+
+
+@tt.jit
+def softmax_colsum(x):
+    """Two launches with an intermediate between them (kept per stream between calls: tinyton/runtime/scratch.py)."""
+    e = tt.exp(x - tt.max(x, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)).sum(axis=0)
+
+
+@pytest.mark.gpu
+def test_a_torch_graph_and_eager_calls_on_its_stream_never_share_intermediates():
+    """The capture stream's kept block is not baked into the graph: replays on the default stream run
+    alongside eager calls on the capture stream, each on its own intermediates."""
+    torch = pytest.importorskip("torch")
+    static_x, other = torch.randn(64, 4096, device="cuda"), torch.randn(64, 4096, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        softmax_colsum(other)  # the side stream's block is kept from here on
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        captured = softmax_colsum(static_x)
+    eager = []
+    for _ in range(50):
+        graph.replay()
+        with torch.cuda.stream(side):
+            eager.append(softmax_colsum(other))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, torch.softmax(static_x, -1).sum(0), rtol=1e-4, atol=1e-4)
+    for y in eager:
+        torch.testing.assert_close(y, torch.softmax(other, -1).sum(0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_a_tinyton_graph_keeps_its_own_intermediates():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 512), dtype=np.float32)
+    expected = np.exp(x - x.max(-1, keepdims=True))
+    expected = (expected / expected.sum(-1, keepdims=True)).sum(0)
+    dx = tt.to_device(x)
+    graph = tt.CudaGraph()
+    with tt.stream(graph.stream):
+        softmax_colsum(dx)  # eager on the graph's stream: its block is kept
+    graph.synchronize()
+    with graph.capture():
+        out = softmax_colsum(dx)
+    assert len(graph.buffers) == 2  # the result and a fresh intermediates' block, alive with the graph
+    for _ in range(3):
+        graph.replay()
+        with tt.stream(graph.stream):
+            softmax_colsum(tt.to_device(rng.standard_normal((64, 512), dtype=np.float32)))
+    graph.synchronize()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)

@@ -1,9 +1,10 @@
 """The call path of a compiled array program for one kind of inputs, with everything fixed bound in.
 
 For device memory (tinyton/runtime/memory.py) it is one generated function, straight-line Python: read
-each input's address, allocate each output (torch's caching allocator for torch inputs) and one block
-for all intermediates, read the stream once, call each kernel's driver `Launcher` with its prebuilt grid,
-return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
+each input's address, allocate each output (torch's caching allocator for torch inputs, in its cheapest
+spelling), read the stream once, take the one block for all intermediates (the stream's kept block,
+tinyton/runtime/scratch.py; a large one allocated per call), call each kernel's driver `Launcher` with its
+prebuilt grid, return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
 those calls copy whole arrays anyway. The counters of grid barriers (split rows in one kernel) come last
 among the buffers: zeroed once per stream and kept, since each barrier leaves its counter as it found it.
 """
@@ -19,6 +20,7 @@ import numpy as np
 from tinyton.compiler.kernel import CompiledKernel
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.memory import DeviceMemory, HostMemory
+from tinyton.runtime.scratch import MAX_SCRATCH_BYTES
 from tinyton.runtime.streams import current_stream
 
 INTERMEDIATE_ALIGNMENT = 256
@@ -107,19 +109,25 @@ def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
     packed, offset = [], 0
     for i, (shape, dtype) in enumerate(launches.buffer_specs[n_inputs:], n_inputs):
         if i in results:
-            namespace[f"S{i}"], namespace[f"D{i}"] = shape, memory.dtype_value(dtype)
-            emit(f"b{i} = {memory.allocate}", shape=f"S{i}", dtype=f"D{i}")
+            dims = ", ".join(map(str, shape)) or "()"
+            same = memory.allocate_same is not None and np.dtype(dtype) == np.dtype(launches.buffer_specs[0][1])
+            namespace[f"D{i}"] = memory.dtype_value(dtype)
+            allocate = memory.allocate_same if same else memory.allocate
+            emit(f"b{i} = {allocate}", like="b0", dims=dims, shape=repr(tuple(shape)), dtype=f"D{i}")
             emit(f"p{i} = {memory.address}", x=f"b{i}")
         else:  # an intermediate: a slice of one block for all of them
             packed.append((i, offset))
             nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
             offset += -(-nbytes // INTERMEDIATE_ALIGNMENT) * INTERMEDIATE_ALIGNMENT
-    if packed:
-        namespace["SB"], namespace["DB"] = (offset,), memory.dtype_value(np.dtype(np.uint8))
-        emit(f"block = {memory.allocate}", shape="SB", dtype="DB")
-        emit(f"pb = {memory.address}", x="block")
-        lines.extend(f"    p{i} = pb + {o}" for i, o in packed)
     emit(memory.stream)
+    if packed and offset <= MAX_SCRATCH_BYTES:
+        namespace["SCRATCH"] = memory.scratch
+        lines.append(f"    block, pb = SCRATCH(s, {offset})")
+    elif packed:
+        namespace["DB"] = memory.dtype_value(np.dtype(np.uint8))
+        emit(f"block = {memory.allocate}", like="b0", dims=str(offset), shape=f"({offset},)", dtype="DB")
+        emit(f"pb = {memory.address}", x="block")
+    lines.extend(f"    p{i} = pb + {o}" for i, o in packed)
     if launches.counters:
         namespace["COUNTERS"] = _Counters(launches.counters, memory.counter)
         lines.append("    cs = COUNTERS(s)")

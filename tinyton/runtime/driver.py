@@ -101,6 +101,8 @@ class _Context:
         libcuda = ctypes.CDLL("libcuda.so.1")
         self.launch_kernel = libcuda.cuLaunchKernel
         self.launch_cooperative = libcuda.cuLaunchCooperativeKernel
+        self.is_capturing = libcuda.cuStreamIsCapturing
+        self.is_capturing.argtypes = (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int))
 
 
 _context: _Context | None = None
@@ -194,6 +196,16 @@ def stream_synchronize(handle: int) -> None:
     """Wait for the work queued on the stream with this raw handle (0: the default stream)."""
     drv = driver_api()
     call(drv.cuStreamSynchronize, drv.CUstream(handle))
+
+
+def stream_capturing(handle: int) -> bool:
+    """Whether the stream with this raw handle is being captured into a CUDA graph (`cuStreamIsCapturing`
+    through ctypes, as launches: no cuda-python argument conversion)."""
+    status = ctypes.c_int()
+    err = _ctx().is_capturing(handle, ctypes.byref(status))
+    if err:
+        raise CudaError("cuStreamIsCapturing", err)
+    return status.value != 0  # CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def release(destroy: str, handle: Any) -> None:

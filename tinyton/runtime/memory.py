@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from math import prod
 from typing import Any
 
 import numpy as np
 
 from tinyton.runtime import arrays, driver
+from tinyton.runtime.scratch import Scratch
 from tinyton.runtime.streams import explicit_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
 
@@ -49,8 +51,11 @@ class DeviceMemory:
     """Every buffer in device memory, as code snippets for a generated call path.
 
     `input` binds `{x}` (the buffer) and `{p}` (its address) from the argument `{arg}`; `allocate` is an
-    expression of a new buffer of shape `{shape}` and NumPy dtype `{dtype}` (names the snippets' namespace
-    binds per buffer through `dtype_value`); `address` the address of `{x}`; `stream` binds `s`."""
+    expression of a new buffer of shape `{shape}` (a tuple display; `{dims}`: the same as call arguments) and
+    dtype `{dtype}` (a name the namespace binds to `dtype_value(numpy dtype)`), on the device of buffer
+    `{like}` (an input); `allocate_same`, where the memory has a cheaper form for it, the same with `{like}`'s
+    dtype (measured: docs/benchmarks.md, branch `host3`); `address` the address of `{x}`; `stream` binds
+    `s`."""
 
     input: str
     allocate: str
@@ -59,6 +64,9 @@ class DeviceMemory:
     dtype_value: Callable[[np.dtype], Any]
     counter: Callable[[tuple[int, ...]], Any]
     """A zeroed i32 buffer of a shape (grid barriers' counters, made once per stream, not per call)."""
+    scratch: Scratch
+    """The intermediates' blocks, kept per thread and stream (tinyton/runtime/scratch.py)."""
+    allocate_same: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
 
 
@@ -108,24 +116,35 @@ def host_array(x: Any) -> np.ndarray:
     return np.asarray(host_view(x) if is_torch(x) else x, order="C")
 
 
+@cache
 def _torch_memory(device: Any) -> DeviceMemory:
     import torch  # torch CUDA tensors came in: torch is imported
+
+    def block(nbytes: int, stream: int | None) -> Any:
+        """Owned by `stream` (torch frees it in that stream's order), else by torch's current stream."""
+        if stream is None:
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+        owner = torch.cuda.ExternalStream(stream, device=device) if stream else torch.cuda.default_stream(device)
+        with torch.cuda.stream(owner):
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
     return DeviceMemory(
         input=(
             "{x} = {arg}.contiguous()\n{p} = {x}.data_ptr()\n"
             f"if {{p}} % {ALIGNMENT}:\n    {{x}} = {{x}}.clone()\n    {{p}} = {{x}}.data_ptr()"
         ),
-        allocate="EMPTY({shape}, dtype={dtype}, device=DEVICE)",
+        allocate="{like}.new_empty({dims}, dtype={dtype})",
+        allocate_same="{like}.new_empty({dims})",
         address="{x}.data_ptr()",
         stream="s = EXPLICIT()\nif s is None:\n    s = TORCH_STREAM()",
         dtype_value=torch_dtype,
         counter=lambda shape: torch.zeros(shape, dtype=torch.int32, device=device),
-        namespace={"EMPTY": torch.empty, "DEVICE": device, "EXPLICIT": explicit_stream,
-                   "TORCH_STREAM": torch_stream_reader()},
+        scratch=Scratch(block, torch.Tensor.data_ptr),
+        namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader()},
     )
 
 
+@cache
 def _device_array_memory() -> DeviceMemory:
     return DeviceMemory(
         input="{x}, {p} = DEVICE_INPUT({arg})",
@@ -134,6 +153,7 @@ def _device_array_memory() -> DeviceMemory:
         stream="s = EXPLICIT()\nif s is None:\n    s = 0",
         dtype_value=np.dtype,
         counter=lambda shape: arrays.zeros(shape, np.int32),
+        scratch=Scratch(lambda nbytes, stream: arrays.empty((nbytes,), np.uint8), lambda block: block.ptr),
         namespace={"EMPTY": arrays.empty, "EXPLICIT": explicit_stream, "DEVICE_INPUT": device_input},
     )
 
