@@ -1,12 +1,21 @@
-"""Import time of two trees on a noisy host: per module the least self time over N fresh interpreters, summed.
+"""Import time, in fresh interpreters on a noisy host.
 
-    cd /tmp && python bench/import_time.py OLD_TREE NEW_TREE [RUNS]    (run outside both trees)
+With one tree (or none: the tinyton on the path): wall-clock medians over RUNS fresh interpreters of
+`import numpy`, `import numpy, ml_dtypes`, `import tinyton`, and **tinyton above numpy**: the time of
+`import tinyton` in an interpreter that has already imported numpy (what tinyton itself adds; numpy alone
+takes 255-474 ms on the GPU hosts). With two trees: per module the least self time over RUNS interpreters
+(`-X importtime`), summed, side by side.
+
+    python bench/import_time.py [TREE] [--runs N]
+    cd /tmp && python bench/import_time.py OLD_TREE NEW_TREE [--runs N]    (run outside both trees)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -27,8 +36,40 @@ def least_self_times(code: str, tree: str, runs: int) -> dict[str, int]:
     return best
 
 
+WALL = {
+    "import numpy": ("", "import numpy"),
+    "import numpy, ml_dtypes": ("", "import numpy, ml_dtypes"),
+    "import tinyton": ("", "import tinyton"),
+    "tinyton above numpy (numpy already imported)": ("import numpy", "import tinyton"),
+}
+"""Label -> (what runs first, untimed; what is timed)."""
+
+
+def wall_ms(before: str, timed: str, tree: str | None, runs: int) -> list[float]:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    if tree is not None:
+        env["PYTHONPATH"] = tree
+    code = f"import time\n{before}\nt = time.perf_counter()\n{timed}\nprint(time.perf_counter() - t)"
+    return [float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                 text=True).stdout) * 1e3 for _ in range(runs)]
+
+
 def main() -> None:
-    old, new, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 12
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="*", help="one tree (wall-clock figures) or two (per-module comparison)")
+    parser.add_argument("--runs", type=int, default=12)
+    args = parser.parse_args()
+    if len(args.trees) == 2:
+        compare(*args.trees, args.runs)
+        return
+    tree = args.trees[0] if args.trees else None
+    print(f"| what | ms, median of {args.runs} fresh interpreters (least-largest) |\n|---|---|")
+    for label, (before, timed) in WALL.items():
+        ms = wall_ms(before, timed, tree, args.runs)
+        print(f"| {label} | {statistics.median(ms):.1f} ({min(ms):.1f}-{max(ms):.1f}) |")
+
+
+def compare(old: str, new: str, runs: int) -> None:
     for label, code in CASES:
         row = []
         for tree in (old, new):
