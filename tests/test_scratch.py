@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from standin_gpu import standin_gpu
 
 import tinyton as tt
-from standin_gpu import standin_gpu
 from tinyton.compiler import launch_plan
 from tinyton.runtime import driver
 from tinyton.runtime.scratch import Scratch

@@ -32,8 +32,8 @@ from tinyton.frontend import specialisation
 from tinyton.frontend.block_pointers import DescriptorArg
 from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
-from tinyton.runtime.descriptors import TensorDescriptor
 from tinyton.runtime.arrays import DeviceArray
+from tinyton.runtime.descriptors import TensorDescriptor
 from tinyton.runtime.streams import explicit_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import host_view, is_torch
 
