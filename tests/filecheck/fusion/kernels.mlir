@@ -38,7 +38,8 @@ func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
 // CHECK-NOT:       tt.load
 // CHECK:           func.return
 
-// Short rows: several rows per program, a [ROWS, BLOCK] tile; the weight is read as [1, BLOCK].
+// Short rows: several rows per program, a [ROWS, BLOCK] tile; the weight is read as [1, BLOCK]. Every
+// input is loaded before the first computation (all loads in flight at once, not one after the reduction).
 
 func.func @rmsnorm(%x: tensor<4096x128xf32>, %w: tensor<128xf32>) -> tensor<4096x128xf32> {
   %sq = tta.mul %x, %x : tensor<4096x128xf32>, tensor<4096x128xf32> -> tensor<4096x128xf32>
@@ -53,11 +54,13 @@ func.func @rmsnorm(%x: tensor<4096x128xf32>, %w: tensor<128xf32>) -> tensor<4096
 
 // CHECK-LABEL: builtin.module @rmsnorm_1_rmsnorm attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 512, 1, 1>}
 // CHECK:           tt.load %{{.+}} : tensor<8x128x!tt.ptr<f32>> -> tensor<8x128xf32>
+// CHECK-NOT:       tt.mul
+// CHECK:           tt.load %{{.+}} : tensor<1x128x!tt.ptr<f32>> -> tensor<1x128xf32>
 // CHECK:           tt.reduce_sum %{{.+}} axis = 1 : tensor<8x128xf32> -> tensor<8xf32>
 // CHECK:           tt.expand_dims %{{.+}} axis = 1 : tensor<8xf32> -> tensor<8x1xf32>
 // CHECK:           tt.constant 7.812500e-03
 // CHECK:           tt.rsqrt %{{.+}} : tensor<8x1xf32>
-// CHECK:           tt.load %{{.+}} : tensor<1x128x!tt.ptr<f32>> -> tensor<1x128xf32>
+// CHECK-NOT:       tt.load
 // CHECK:           tt.store %{{.+}} : tensor<8x128x!tt.ptr<f32>>, tensor<8x128xf32>
 
 // A row longer than the register budget (264 rows fill the GPU: not split): the online max+sum pass,
@@ -115,3 +118,25 @@ func.func @add(%x: tensor<3000xf32>, %y: tensor<3000xf32>) -> tensor<3000xf32> {
 // CHECK-LABEL: builtin.module @add_4_elementwise attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 3, 1, 1>}
 // CHECK:           tt.arange 0 to 1024
 // CHECK:           tt.add %{{.+}}, %{{.+}} : tensor<1024xf32>
+
+// A SiLU gate: the gate b is loaded with a, before exp and the division (a load after them waited for
+// a's load first: two memory latencies in a row on a latency-bound shape).
+
+func.func @silu_gate(%a: tensor<64x2048xf32>, %b: tensor<64x2048xf32>) -> tensor<64x2048xf32> {
+  %one = tta.constant 1.000000e+00 : f32 -> f32
+  %n = tta.neg %a : tensor<64x2048xf32>
+  %e = tta.exp %n : tensor<64x2048xf32>
+  %d = tta.add %e, %one : tensor<64x2048xf32>, f32 -> tensor<64x2048xf32>
+  %s = tta.div %a, %d : tensor<64x2048xf32>, tensor<64x2048xf32> -> tensor<64x2048xf32>
+  %o = tta.mul %s, %b : tensor<64x2048xf32>, tensor<64x2048xf32> -> tensor<64x2048xf32>
+  func.return %o : tensor<64x2048xf32>
+}
+
+// CHECK-LABEL: builtin.module @silu_gate_5_elementwise
+// CHECK:           %[[A:.+]] = tt.load %{{.+}} : tensor<1024x!tt.ptr<f32>> -> tensor<1024xf32>
+// CHECK-NEXT:      %[[BP:.+]] = tt.splat %b
+// CHECK-NEXT:      %{{.+}} = tt.addptr %[[BP]]
+// CHECK-NEXT:      %[[B:.+]] = tt.load %{{.+}} : tensor<1024x!tt.ptr<f32>> -> tensor<1024xf32>
+// CHECK:           tt.exp
+// CHECK:           %[[S:.+]] = tt.div %[[A]]
+// CHECK:           tt.mul %[[S]], %[[B]]

@@ -179,6 +179,12 @@ class RegionEmitter:
     def kvar(self, axes: Any) -> bool:
         return self.geom.k is not None and self.dom.red in set(axes)
 
+    def load_tile(self, value: SSAValue, m: Map) -> tuple[tuple, tuple[int, ...]]:
+        """(memo key, tile shape) of the load of input `value` through map `m`: equal keys are one load."""
+        view = self.dom.view(value)
+        strides = {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
+        return ("load", view.base, tuple(sorted(strides.items()))), self.geom.tile_shape(set(strides))
+
     def load(self, view: View, m: Map, scope: Scope) -> SSAValue:
         """Load a view of an input, indexed through map `m`; hoisted when it does not vary per chunk."""
         strides = {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}

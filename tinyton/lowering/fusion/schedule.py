@@ -12,6 +12,7 @@ its input twice, not three times.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -28,6 +29,10 @@ from tinyton.lowering.fusion.region import (
     accumulator_element,
     reduction_kind,
 )
+
+PRELOAD_ELEMENTS = 32
+"""Most elements per thread that a whole-row kernel loads before computing (all inputs together, 32 f32
+registers); beyond that, inputs are loaded where first used, to keep registers for long rows."""
 
 
 class Scheduler:
@@ -126,6 +131,8 @@ class Scheduler:
         rg = self.rg
         scope = Scope(rg.root.block, rg.root)
         rows = self._row_prologues() if rg.dom.matmul is not None else []
+        if rg.dom.matmul is None:
+            self._load_inputs_first(scope)
         for op in self.ops:
             if op in self.reductions and rg.dom.matmul is None:
                 el = accumulator_element(element_type(op.input.type))
@@ -137,6 +144,23 @@ class Scheduler:
         for value, ptr in self.outputs:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
+
+    def _load_inputs_first(self, scope: Scope) -> None:
+        """Issue every input load before any computation when they fit `PRELOAD_ELEMENTS` per thread: all
+        of them are then in flight at once, one memory latency in place of one per input (a SiLU gate's
+        second operand was loaded after the first one's divisions, a layer norm's weights after both
+        reductions and their barriers; Triton's kernels load first)."""
+        rg = self.rg
+        loads: dict[tuple, tuple[Operation, int, int]] = {}
+        for op in (op for op in self.ops if any(r in rg.dom.maps for r in op.results)):  # register ops
+            for i, v in enumerate(op.operands):
+                if v not in rg.dom.maps and not (isinstance(op, tta.TakeOp) and i == 0):
+                    key, shape = rg.load_tile(v, rg.dom.operand_map(op, i))
+                    loads.setdefault(key, (op, i, prod(shape)))
+        threads = 32 * rg.geom.num_warps
+        if sum(max(1, n // threads) for _, _, n in loads.values()) <= PRELOAD_ELEMENTS:
+            for op, i, _ in loads.values():
+                rg.operand(op, i, scope)
 
     def _row_prologues(self) -> list[tuple[tta.ReduceOp, SSAValue, list[Operation]]]:
         """The reductions of a matmul region: row statistics of a left operand, each with its source and
