@@ -144,7 +144,11 @@ def test_candidates_by_row_length():
     assert {s.chunk for s in candidates(RowProblem(512, 65536, "float32"))} == {2048, 4096, 8192}
     short = candidates(RowProblem(65536, 128, "float32"))
     assert {s.rows for s in short} == {8, 16, 32} and all(32 * s.num_warps <= s.tile(128) for s in short)
-    assert len(long) <= 10 and len(short) <= 10, "first use stays a few seconds"
+    medium = candidates(RowProblem(8192, 768, "float16"))
+    assert RowShape(4) == medium[0] and {RowShape(8, 2), RowShape(4, 2)} <= set(medium), "two rows a program"
+    assert all(s.rows == 1 for s in candidates(RowProblem(300, 1024, "float32"))), "under MIN_PROGRAMS"
+    assert all(s.rows == 1 for s in candidates(RowProblem(8192, 2048, "float32")))
+    assert max(len(long), len(short), len(medium)) <= 10, "first use stays a few seconds"
 
 
 @pytest.mark.parametrize("shape", [(70, 3000), (300, 100), (264, 40000)])

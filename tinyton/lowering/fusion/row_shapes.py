@@ -32,6 +32,9 @@ SHORT_ROW_TILE = 2048
 """Rows of at most 512 elements are packed `SHORT_ROW_TILE // BLOCK` to a program."""
 MIN_PROGRAMS = 264
 """Keep at least ~2 programs per SM (132 SMs on H100) when packing short rows."""
+PAIRED_ROW = 1024
+"""Rows up to this long (past SHORT_ROW_TILE's packing) are also measured two to a program: an fp16
+8192x768 softmax is one 16-byte load per thread at one row per program, a quarter of the lanes masked."""
 LONG_ROW = 8192
 """Rows from this long on may also run looped: the tuner measures both."""
 
@@ -103,12 +106,17 @@ def default_row_shape(p: RowProblem) -> RowShape:
 
 def candidates(p: RowProblem) -> list[RowShape]:
     """The default and its neighbours: half and twice the warps (of whole rows and of the default); half and
-    twice the rows per program of short rows; for long rows one looped walk (8192 elements, 16 warps) where
-    whole rows fit, and walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100
-    (bench/sweep_rows.py) no looped walk beat a whole 32768-element row, so that case measures one."""
+    twice the rows per program of short rows, two rows per program of rows up to PAIRED_ROW (while
+    MIN_PROGRAMS remain); for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
+    walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100 (bench/sweep_rows.py) no
+    looped walk beat a whole 32768-element row, so that case measures one."""
     d, block = default_row_shape(p), k_block(p.length)
     shapes = [d]
-    for rows in (d.rows // 2, d.rows * 2) if block <= 512 else ():
+    if block <= 512:
+        packed: tuple[int, ...] = (d.rows // 2, d.rows * 2)
+    else:
+        packed = (2,) if block <= PAIRED_ROW and cdiv(p.rows, 2) >= MIN_PROGRAMS else ()
+    for rows in packed:
         if 1 <= rows <= next_power_of_2(p.rows) and rows * block <= 2 * SHORT_ROW_TILE:
             shapes.append(RowShape(warps_for(rows * block), rows))
     for s in [s for s in shapes if not s.chunk] + ([d] if d.chunk else []):
