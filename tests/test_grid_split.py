@@ -146,6 +146,23 @@ def test_grid_through_jit(monkeypatch) -> None:
         assert rel(program(x), np_softmax(x * np.float32(2.0))) <= 1e-5
 
 
+def test_grid_with_a_reshaped_view(monkeypatch) -> None:
+    """A whole-array mean (a reshape of a row value, kept as a view) beside split rows: the prefetch of the
+    rows' inputs leaves views to the ops that load them (fuzz seed 20261123, cases 906 and 1277)."""
+    monkeypatch.setenv("TINYTON_BACKEND", "sim")
+
+    @tt.jit
+    def program(x):
+        e = tt.exp(x - tt.max(x, axis=-1, keepdims=True))
+        return e / tt.sum(e, axis=-1, keepdims=True), e.mean(axis=None, keepdims=True)
+
+    x = rng.standard_normal((2, 70000)).astype(np.float32)
+    probabilities, mean = program(x)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    assert rel(probabilities, np_softmax(x)) <= 1e-5
+    assert rel(mean, e.mean(keepdims=True)) <= 1e-5
+
+
 def test_simulator_grid_barrier_needs_one_batch() -> None:
     """A grid barrier cannot run one program at a time; each row's counter has bit 31 flipped per barrier."""
     x = rng.standard_normal((2, K)).astype(np.float32)

@@ -113,7 +113,7 @@ class GridScheduler(SplitScheduler):
         rg, dom = self.rg, self.rg.dom
         rows = set(rg.geom.sources[0].axes)
         for op in self.ops:
-            if isinstance(op, tta.TakeOp):
+            if isinstance(op, tta.TakeOp) or op.results[0] in dom.views:  # a view's users load it themselves
                 continue
             for i, v in enumerate(op.operands):
                 if v in dom.maps:
