@@ -112,15 +112,12 @@ class GridScheduler(SplitScheduler):
         across the barriers)."""
         rg, dom = self.rg, self.rg.dom
         rows = set(rg.geom.sources[0].axes)
-        for op in self.ops:
-            if isinstance(op, tta.TakeOp) or op.results[0] in dom.views:  # a view's users load it themselves
+        for op, i in self.loaded_operands():
+            if isinstance(op, tta.TakeOp):
                 continue
-            for i, v in enumerate(op.operands):
-                if v in dom.maps:
-                    continue
-                axes = (a for a, st in zip(dom.operand_map(op, i), dom.view(v).strides) if a is not None and st)
-                if rows.intersection(axes):
-                    rg.operand(op, i, scope)
+            strides = dom.view(op.operands[i]).strides
+            if rows.intersection(a for a, st in zip(dom.operand_map(op, i), strides) if a is not None and st):
+                rg.operand(op, i, scope)
 
     def _partials(self, reds: list[tta.ReduceOp], pairs: list[Pair], slot: dict, scope: Scope) -> None:
         """Store this program's partial results of one walk over its slice of the row."""

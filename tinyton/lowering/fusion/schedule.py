@@ -145,6 +145,13 @@ class Scheduler:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
 
+    def loaded_operands(self) -> list[tuple[Operation, int]]:
+        """(op, operand index) of every input a register op reads through a load: ops folded into views
+        are not emitted (their users load the view), and a gather's table is read by index, not loaded."""
+        maps = self.rg.dom.maps
+        return [(op, i) for op in self.ops if any(r in maps for r in op.results)
+                for i, v in enumerate(op.operands) if v not in maps and not (isinstance(op, tta.TakeOp) and i == 0)]
+
     def _load_inputs_first(self, scope: Scope) -> None:
         """Issue every input load before any computation when they fit `PRELOAD_ELEMENTS` per thread: all
         of them are then in flight at once, one memory latency in place of one per input (a SiLU gate's
@@ -152,11 +159,9 @@ class Scheduler:
         reductions and their barriers; Triton's kernels load first)."""
         rg = self.rg
         loads: dict[tuple, tuple[Operation, int, int]] = {}
-        for op in (op for op in self.ops if any(r in rg.dom.maps for r in op.results)):  # register ops
-            for i, v in enumerate(op.operands):
-                if v not in rg.dom.maps and not (isinstance(op, tta.TakeOp) and i == 0):
-                    key, shape = rg.load_tile(v, rg.dom.operand_map(op, i))
-                    loads.setdefault(key, (op, i, prod(shape)))
+        for op, i in self.loaded_operands():
+            key, shape = rg.load_tile(op.operands[i], rg.dom.operand_map(op, i))
+            loads.setdefault(key, (op, i, prod(shape)))
         threads = 32 * rg.geom.num_warps
         if sum(max(1, n // threads) for _, _, n in loads.values()) <= PRELOAD_ELEMENTS:
             for op, i, _ in loads.values():
