@@ -5,8 +5,7 @@
 // warps). It loads both slices first, then takes the rows in turn: stores the row's (max, sum) partials (blocks
 // of 1024), waits at a grid barrier for the 64 programs of the row (the row's counter, 32 elements apart; slice
 // 0 leads), combines the 64 partials of the row and writes its slice of the output from the tile it loaded.
-// One read, one write; the slices are loaded with the `evict_last` L2 policy (`cache_policy.py`), the partials
-// without.
+// One read, one write.
 
 func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
   %m = tta.reduce_max %x axis = 1 keepdims : tensor<16x262144xf32> -> tensor<16x1xf32>
@@ -26,9 +25,9 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:           %[[ROW0:.+]] = tt.mul %[[PAIR]], %{{.+}} : i32
 // CHECK:           %[[ROW1:.+]] = tt.add %[[ROW0]], %{{.+}} : i32
 // CHECK:           %[[PX0:.+]] = tt.addptr %{{.+}}, %[[OFFS0:.+]] : tensor<4096x!tt.ptr<f32>>, tensor<4096xi32>
-// CHECK-NEXT:      %[[X0:.+]] = tt.load %[[PX0]] {evict = "evict_last"} : tensor<4096x!tt.ptr<f32>> -> tensor<4096xf32>
+// CHECK-NEXT:      %[[X0:.+]] = tt.load %[[PX0]] : tensor<4096x!tt.ptr<f32>> -> tensor<4096xf32>
 // CHECK:           %[[PX1:.+]] = tt.addptr %{{.+}}, %[[OFFS1:.+]] : tensor<4096x!tt.ptr<f32>>, tensor<4096xi32>
-// CHECK-NEXT:      %[[X1:.+]] = tt.load %[[PX1]] {evict = "evict_last"} : tensor<4096x!tt.ptr<f32>> -> tensor<4096xf32>
+// CHECK-NEXT:      %[[X1:.+]] = tt.load %[[PX1]] : tensor<4096x!tt.ptr<f32>> -> tensor<4096xf32>
 // CHECK-NOT:       scf.for
 // CHECK:           %[[M:.+]] = tt.maximum
 // CHECK:           tt.exp
@@ -51,13 +50,13 @@ func.func @softmax(%x: tensor<16x262144xf32>) -> tensor<16x262144xf32> {
 // CHECK:           tt.exp
 // CHECK:           tt.div
 // CHECK:           %[[OUT0:.+]] = tt.addptr %{{.+}}, %[[OFFS0]]
-// CHECK-NOT:       tt.load %{{.+}} {{.*}}: tensor<4096x
+// CHECK-NOT:       tt.load %{{.+}} : tensor<4096x
 // CHECK:           tt.store %[[OUT0]], %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xf32>
 // CHECK:           tt.sub %[[X1]], %{{.+}} : tensor<4096xf32>
 // CHECK:           tt.mul %[[ROW1]]
 // CHECK:           tt.grid_barrier %{{.+}} programs 64 : !tt.ptr<i32>
 // CHECK:           %[[OUT1:.+]] = tt.addptr %{{.+}}, %[[OFFS1]]
-// CHECK-NOT:       tt.load %{{.+}} {{.*}}: tensor<4096x
+// CHECK-NOT:       tt.load %{{.+}} : tensor<4096x
 // CHECK:           tt.store %[[OUT1]], %{{.+}} : tensor<4096x!tt.ptr<f32>>, tensor<4096xf32>
 // CHECK-NEXT:      func.return
 
@@ -76,7 +75,7 @@ func.func @layernorm(%x: tensor<4x100000xf32>) -> tensor<4x100000xf32> {
 }
 
 // CHECK-LABEL: builtin.module @layernorm_1_row_reduction attributes {tt.num_warps = 8 : i32, tt.min_programs_per_sm = 4 : i32, tinyton.grid = array<i64: 98, 1, 1>}
-// CHECK-COUNT-2:   tt.load %{{.+}} mask %{{.+}} {evict = "evict_last"} : tensor<2048x!tt.ptr<f32>>, tensor<2048xi1> -> tensor<2048xf32>
+// CHECK-COUNT-2:   tt.load %{{.+}} mask %{{.+}} : tensor<2048x!tt.ptr<f32>>, tensor<2048xi1> -> tensor<2048xf32>
 // CHECK-COUNT-3:   tt.store %{{.+}} : !tt.ptr<f32>, f32
 // CHECK:           tt.grid_barrier %{{.+}} programs 49
 // CHECK-NOT:       tt.grid_barrier
@@ -104,5 +103,5 @@ func.func @scaled_sum(%x: tensor<2x9001xf32>) -> tensor<2xf32> {
 // CHECK:           tt.mul %[[X2]], %{{.+}} : tensor<2048xf32>
 // CHECK:           tt.reduce_sum
 // CHECK:           tt.grid_barrier
-// CHECK-NOT:       tt.load %{{.+}} {{.*}}: tensor<2048x
+// CHECK-NOT:       tt.load %{{.+}} : tensor<2048x
 // CHECK:           tt.store
