@@ -3,8 +3,8 @@
 softmax, rmsnorm, layernorm, log-softmax and a SiLU gate at the issue's nine shapes in fp32 and fp16 (µs at
 the latency-bound 32x2048, GB/s elsewhere: one read + one write of x, two reads + one write for the gate),
 the percent of the best peer (the faster of torch.compile and Triton) and of the device copy bandwidth (a 1 GiB
-copy, and in parentheses the best copy of x's own size, torch's or a tinyton vectorized kernel: small tensors do
-not reach the big copy's figure);
+copy, and in parentheses the best copy of x's own size, torch's or a tinyton vectorized kernel with plain or
+`evict_last` loads: small tensors do not reach the big copy's figure);
 then cold compile, import, cache hits and call overhead. One run takes ~5 minutes on an H100.
 
     python bench/bench_fusion.py [--quick] [--only softmax,rmsnorm] [--shapes 16x262144,1024x32768]
@@ -14,6 +14,7 @@ then cold compile, import, cache hits and call overhead. One run takes ~5 minute
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import tempfile
 import time
@@ -120,25 +121,30 @@ PROGRAMS: dict[str, tuple[Callable, Callable, Callable | None]] = {
 
 
 @tt.jit
-def copy_kernel(x_ptr, y_ptr, n, BLOCK: tt.constexpr):
+def copy_kernel(x_ptr, y_ptr, n, BLOCK: tt.constexpr, EVICT: tt.constexpr):
     offs = tt.program_id(0) * BLOCK + tt.arange(0, BLOCK)
-    tt.store(y_ptr + offs, tt.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+    tt.store(y_ptr + offs, tt.load(x_ptr + offs, mask=offs < n, eviction_policy=EVICT), mask=offs < n)
 
 
 COPY_SHAPES = ((2048, 4), (8192, 8), (16384, 16))
 """(BLOCK, num_warps) of the tinyton copies tried for the same-size anchor: 16-byte vectors, every load of a
 program issued before its stores; on an H100 the best at 16x262144 was 2048/4 in fp32, 16384/16 in fp16."""
+COPY_POLICIES = ("", "evict_last")
+"""Load policies of those copies: `evict_last` ran a 16x262144 copy 5 % (fp32) and 19 % (fp16) faster on an
+H100 under do_bench (docs/benchmarks.md, branch `split4`), within 2 % at 64x262144."""
 
 
 def same_size_copy_ms(x: torch.Tensor) -> float:
-    """The faster of torch's copy and tinyton's vectorized copies of x's bytes: what a kernel moving the same
-    bytes can reach (small tensors do not reach the 1 GiB copy's figure, nor always torch's copy)."""
+    """The faster of torch's copy and tinyton's vectorized copies of x's bytes, with plain and `evict_last`
+    loads: what a kernel moving the same bytes can reach (small tensors do not reach the 1 GiB copy's
+    figure, nor always torch's copy)."""
     y = torch.empty_like(x)
     flat_x, flat_y, n = x.reshape(-1), y.reshape(-1), x.numel()
     timing = {"warmup_ms": 5, "rep_ms": 20}
     times = [peer(median_ms, lambda: y.copy_(x), **timing)]
-    for block, warps in COPY_SHAPES:
-        run = lambda b=block, w=warps: copy_kernel[(triton.cdiv(n, b),)](flat_x, flat_y, n, BLOCK=b, num_warps=w)
+    for (block, warps), evict in itertools.product(COPY_SHAPES, COPY_POLICIES):
+        run = lambda b=block, w=warps, e=evict: copy_kernel[(triton.cdiv(n, b),)](
+            flat_x, flat_y, n, BLOCK=b, EVICT=e, num_warps=w)
         times.append(peer(median_ms, run, **timing))
     return min(times)
 

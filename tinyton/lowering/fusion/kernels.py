@@ -41,7 +41,7 @@ from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type, shape_of
 from tinyton.dtypes import dtype_of
-from tinyton.lowering.fusion import grid
+from tinyton.lowering.fusion import cache_policy, grid
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.attention_blocks import (
     NOMINAL_SM_COUNT,
@@ -174,7 +174,8 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
         geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
     else:
         geom = plan(dom, lambda rows, length: choose_rows(row_problem(fusion, rows, length)))
-    rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)))
+    policy = cache_policy.ROW_LOADS if dom.matmul is None else None
+    rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)), policy)
     outputs = list(zip(results, args[n_in:]))
     if geom.split is not None:
         chain = _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
@@ -202,7 +203,8 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
         kernel, params = _kernel(fusion, f"{name}_{stage}", scratch)
         args = kernel.body.block.args
         geom = plan(dom)  # fresh sources: they hold the SSA indices of this kernel
-        rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)))
+        evict = cache_policy.SPLIT_LOADS if stage < stages(planner) - 1 else None
+        rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)), evict)
         rg.setup_programs(reverse=stage % 2 == 1)
         outputs = list(zip(results, args[n_in : n_in + len(results)]))
         SplitScheduler(rg, ops, outputs, args[n_in + len(results) :], stage).run()
@@ -224,7 +226,8 @@ def _grid_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: 
     kernel, params = _kernel(fusion, name, scratch)
     args = kernel.body.block.args
     n_in, n_out = len(fusion.block.args), len(fusion.yield_op.values)
-    rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)))
+    rg = RegionEmitter(dom, geom, Emitter(kernel.body.block), dict(zip(fusion.block.args, args)),
+                       cache_policy.GRID_LOADS)
     rg.setup_programs()
     outputs = list(zip(fusion.yield_op.values, args[n_in : n_in + n_out]))
     GridScheduler(rg, ops, outputs, args[n_in + n_out : -1], args[-1]).run()

@@ -22,6 +22,7 @@ from tinyton.analysis.domain import (
 )
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
+from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
 
@@ -57,9 +58,12 @@ class Scope:
 class RegionEmitter:
     """Shared state of one kernel: domain, geometry, kernel pointers of the region's inputs."""
 
-    def __init__(self, dom: Domain, geom: Geometry, em: Emitter, ptrs: dict[SSAValue, SSAValue]):
+    def __init__(self, dom: Domain, geom: Geometry, em: Emitter, ptrs: dict[SSAValue, SSAValue],
+                 evict: str | None = None):
         self.dom, self.geom, self.em, self.ptrs = dom, geom, em, ptrs
         self.root = Scope(em.block)
+        self.load_hints = hints(evict)
+        """Properties of the loads of the region's inputs (`cache_policy.py`)."""
 
     # ---- programs and chunks -------------------------------------------------------------
     def setup_programs(self, reverse: bool = False) -> None:
@@ -193,7 +197,7 @@ class RegionEmitter:
         if target.get(key) is None:
             with self.em.inside(target.block):
                 ptr, shape = self._pointers(self.ptrs[view.base], strides, target)
-                target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target)))
+                target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target), **self.load_hints))
         return target.get(key)
 
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:

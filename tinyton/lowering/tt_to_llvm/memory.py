@@ -14,6 +14,8 @@ either way. Stores are predicated to one thread of each group of replicas.
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -140,6 +142,28 @@ def cache_qualifier(op: tt.LoadOp | tt.StoreOp) -> str:
     return op.cache.data if op.cache is not None else ""
 
 
+def l2_policy(ctx: KernelContext, op: tt.LoadOp | tt.StoreOp) -> SSAValue | None:
+    """The L2 policy register of an `evict_first`/`evict_last` access, as Triton emits one on sm_80 and later
+    (an unnamed target counts as one): `createpolicy.fractional.L2::<evict>.b64 $0, 1.0`, one per op, without
+    side effects (LLVM may share it); the access then takes `.L2::cache_hint` and the register. The L1
+    qualifier alone, which tinyton emitted before, leaves L2 as it is: on an H100 Triton's `evict_last` copy
+    of 16x262144 ran 10 % (fp32) to 39 % (fp16) faster under do_bench than its plain one."""
+    if op.evict is None or op.evict.data not in ("evict_first", "evict_last"):
+        return None
+    sm = re.match(r"sm_(\d+)", ctx.assign.arch)
+    if sm is not None and int(sm.group(1)) < 80:
+        return None
+    asm = llvm.InlineAsmOp(
+        f"createpolicy.fractional.L2::{op.evict.data}.b64 $0, 1.0;", "=l", [], [i64], has_side_effects=False
+    )
+    ctx.insert(asm)
+    return asm.res
+
+
+def _hinted(qualifier: str, policy: SSAValue | None) -> str:
+    return qualifier + (".L2::cache_hint" if policy is not None else "")
+
+
 def _load(
     ctx: KernelContext,
     ptr: SSAValue,
@@ -147,19 +171,24 @@ def _load(
     other: list[SSAValue] | None,
     a: _Access,
     qualifier: str = "",
+    policy: SSAValue | None = None,
 ) -> list[SSAValue]:
-    """One predicated vector load; operands: words $0.., address, `other` words, predicate."""
+    """One predicated vector load; operands: words $0.., address, `other` words, L2 policy, predicate."""
     n = a.words
     inputs = [("l", ptr)]
-    lines, guard = [], ""
+    lines, guard, hint = [], "", ""
     if pred is not None:
         fills = [f"${n + 1 + i}" for i in range(n)] if other is not None else ["0"] * n
         lines = [f"mov.b{a.reg.bitwidth} ${i}, {fill};" for i, fill in enumerate(fills)]
         if other is not None:
             inputs += [(a.constraint, w) for w in a.pack(ctx, other)]
+    if policy is not None:
+        hint = f", ${n + len(inputs)}"
+        inputs.append(("l", policy))
+    if pred is not None:
         inputs.append(("b", pred))
         guard = f"@${n + len(inputs) - 1} "
-    lines.append(f"{guard}ld.global{qualifier}{a.suffix} {a.operands(0)}, [ ${n} + 0 ];")
+    lines.append(f"{guard}ld.global{_hinted(qualifier, policy)}{a.suffix} {a.operands(0)}, [ ${n} + 0 ]{hint};")
     result = llvm.LLVMStructType.from_type_list([a.reg] * n) if n > 1 else a.reg
     asm = _inline_asm(ctx, lines, [f"={a.constraint}"] * n, inputs, result)
     assert asm is not None
@@ -170,15 +199,25 @@ def _load(
 
 
 def _store(
-    ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, values: list[SSAValue], a: _Access, qualifier: str = ""
+    ctx: KernelContext,
+    ptr: SSAValue,
+    pred: SSAValue | None,
+    values: list[SSAValue],
+    a: _Access,
+    qualifier: str = "",
+    policy: SSAValue | None = None,
 ) -> None:
-    """One predicated vector store; operands: address, words, predicate."""
+    """One predicated vector store; operands: address, words, L2 policy, predicate."""
     inputs = [("l", ptr), *((a.constraint, w) for w in a.pack(ctx, values))]
-    guard = ""
+    guard, hint = "", ""
+    if policy is not None:
+        hint = f", ${len(inputs)}"
+        inputs.append(("l", policy))
     if pred is not None:
         inputs.append(("b", pred))
         guard = f"@${len(inputs) - 1} "
-    _inline_asm(ctx, [f"{guard}st.global{qualifier}{a.suffix} [ $0 + 0 ], {a.operands(1)};"], [], inputs, None)
+    line = f"{guard}st.global{_hinted(qualifier, policy)}{a.suffix} [ $0 + 0 ], {a.operands(1)}{hint};"
+    _inline_asm(ctx, [line], [], inputs, None)
 
 
 def load_words(ctx: KernelContext, ptr: SSAValue, pred: SSAValue | None, elem: Attribute, v: int) -> list[SSAValue]:
@@ -193,10 +232,11 @@ def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list
     others = ctx.get(op.other, layout) if op.other is not None and masks is not None else None
     v = access_width(ctx, op.ptr, op.mask, layout)
     access = _Access(llvm_type(op.result.type), v)
+    qualifier, policy = cache_qualifier(op), l2_policy(ctx, op)
     out: list[SSAValue] = []
     for g in range(0, len(ptrs), v):
         pred = masks[g] if masks is not None else None
-        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access, cache_qualifier(op))
+        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access, qualifier, policy)
     return out
 
 
@@ -209,6 +249,7 @@ def lower_store(ctx: KernelContext, op: tt.StoreOp) -> None:
     replica = ctx.replica_predicate(layout)
     v = access_width(ctx, op.ptr, op.mask, layout)
     access = _Access(llvm_type(op.value.type), v)
+    qualifier, policy = cache_qualifier(op), l2_policy(ctx, op)
     for g in range(0, len(ptrs), v):
         pred = ctx.all_of([masks[g] if masks is not None else None, replica])
-        _store(ctx, ptrs[g], pred, values[g : g + v], access, cache_qualifier(op))
+        _store(ctx, ptrs[g], pred, values[g : g + v], access, qualifier, policy)
