@@ -174,13 +174,16 @@ def test_examples(example):
 
 
 class FakeLauncher:
-    """Stands in for the driver's Launcher: records the packed values instead of calling cuLaunchKernel."""
+    """Stands in for the driver's Launcher: records the packed values instead of calling cuLaunchKernelEx."""
 
     def __init__(self):
         self.calls = []
 
-    def launch(self, grid, threads, shared, stream, values):
-        self.last = (grid, threads, values)
+    def bind(self, grid, threads, shared=0):
+        def launch(stream, values):
+            self.last = (grid, threads, values)
+
+        return launch
 
 
 def fake_device_array(address: int, n: int = 1024) -> DeviceArray:

@@ -135,7 +135,7 @@ def classifier(
     """The functions of calls of this shape: positional arguments of `arg_types`, keyword arguments
     `kwarg_types`. Parameters left out take their defaults; the key ends with the launch `options` (names)
     given (those left out, like defaults, are fixed by the shape's token that leads the key). `plans`: plan
-    key -> plan (`fast`, `reads.fresh()`, `launch`, `threads`, `kernel`), what `launch` looks keys up in."""
+    key -> plan (`fast`, `reads.fresh()`, `bound`, `bind`, `kernel`), what `launch` looks keys up in."""
     namespace: dict[str, Any] = {
         "address": address, "of_int": specialisation.of_int, "SHAPE": object(), "MISSING": object(),
         "PLANS": {} if plans is None else plans, "EXPLICIT": explicit_stream,
@@ -176,7 +176,7 @@ def classifier(
         "            return None",
         "        if hit:",
         "            s = EXPLICIT()",
-        f"            plan.launch(grid, plan.threads, 0, {default_stream} if s is None else s, {value})",
+        f"            (plan.bound.get(grid) or plan.bind(grid))({default_stream} if s is None else s, {value})",
         "            return plan.kernel",
         "    return None",
     ]

@@ -50,14 +50,22 @@ MAX_PLANS = 4096
 class _Plan:
     """One plan key's launch: the compiled variant, the globals it read, whether the GPU fast path applies
     (all runtime arguments device-resident or scalars, whose values the classifier extracts), and whether
-    torch tensors come in (then launches follow torch's current stream, unless the caller chose one)."""
+    torch tensors come in (then launches follow torch's current stream, unless the caller chose one).
+    `bound`: grid -> the driver's launch bound to it (`Launcher.bind`), what a fast launch calls as
+    `(plan.bound.get(grid) or plan.bind(grid))(stream, values)`."""
 
-    __slots__ = ("fast", "kernel", "launch", "reads", "threads", "torch_inputs")
+    __slots__ = ("bound", "fast", "kernel", "reads", "torch_inputs")
 
     def __init__(self, kernel: CompiledKernel, reads: Reads, fast: bool, torch_inputs: bool = False):
         self.kernel, self.reads, self.fast, self.torch_inputs = kernel, reads, fast, torch_inputs
-        self.launch = kernel.launcher.launch if fast else None
-        self.threads = kernel.threads
+        self.bound: dict[tuple[int, int, int], Callable[[int, tuple], None]] = {}
+
+    def bind(self, grid: tuple[int, int, int]) -> Callable[[int, tuple], None]:
+        """The launch of this plan's kernel on `grid`, bound now and kept."""
+        if len(self.bound) >= MAX_PLANS:
+            self.bound.clear()
+        launch = self.bound[grid] = self.kernel.launcher.bind(grid, self.kernel.threads)
+        return launch
 
 
 def _unclassified(grid: tuple[int, int, int], args: tuple, kwargs: dict[str, Any]) -> None:
@@ -182,7 +190,7 @@ class JITFunction:
             if 0 in grid:
                 return plan.kernel
         if plan.fast:
-            plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
+            (plan.bound.get(grid) or plan.bind(grid))(current_stream(plan.torch_inputs), values)
         else:
             _launch(plan.kernel, grid, self._runtime_args(args, kwargs), plan.torch_inputs)
         return plan.kernel
