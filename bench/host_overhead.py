@@ -18,6 +18,9 @@ The summary, with the issue's goals:
 - **array call host time above GPU time** = µs per back-to-back call minus the program's GPU time (do_bench
   median), per round: what a stream of calls costs beyond the work itself (softmax 32x2048, one launch; and
   softmax then a column sum, two launches);
+- **array call host time above tinyton's bound launch** = host µs per call (bursts) minus the bound driver
+  launch of the same round (times the program's launches): what an array call adds above its driver calls,
+  whatever the GPU time;
 - **kernel[grid]** = host µs per cached `add_kernel[(1,)](a, b, c, n, BLOCK=1024)` with torch tensors, bursts;
 - **kernel[grid] above tinyton's bound launch / above cuda-python's cuLaunchKernel** = the same minus the
   driver call of the same kernel and values, per round: what tinyton adds above the driver.
@@ -200,6 +203,9 @@ def gpu_report(n: int) -> None:
         ("array call host time above GPU time, softmax (1 launch)", [t - gpu["softmax"] for t in b2b[SOFTMAX]], "≤ 8"),
         ("array call host time above GPU time, softmax_colsum (2 launches)",
          [t - gpu["softmax_colsum"] for t in b2b[SOFTMAX_COLSUM]], ""),
+        ("array call host time above tinyton's bound launch, softmax (bursts, per round)",
+         per_round(bursts[SOFTMAX], bound_launch), ""),
+        ("same, softmax_colsum above two bound launches", per_round(bursts[SOFTMAX_COLSUM], [2 * b for b in bound_launch]), ""),
         ("kernel[grid] (cached, torch tensors, bursts)", grid_launch, "≤ 5"),
         ("kernel[grid] above tinyton's bound launch (per round)", per_round(grid_launch, bound_launch), ""),
         ("kernel[grid] above cuda-python's cuLaunchKernel (per round)", per_round(grid_launch, bursts[CUDA_PYTHON]), ""),

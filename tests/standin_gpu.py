@@ -72,7 +72,7 @@ def _forget(functions: tuple[Any, ...]) -> None:
         fn._calls = programs.ProgramCalls(fn.fn)
         for cache in (fn._plans, fn._variants, fn._reads, fn._bound, fn._call_shapes):
             cache.clear()
-        fn._launch_fast = jit._unclassified
+        fn._launch_fast = None
 
 
 @contextmanager

@@ -81,7 +81,9 @@ class ProgramCalls:
         self._last: tuple[Callable[[tuple], Any], dict] = (_no_key, {})  # the last call's types' table, read
         # as one attribute: a key is only ever looked up among the entries of its own key function
 
-    def __call__(self, args: tuple) -> Any:
+    def call(self, args: tuple) -> Any:
+        """The program's result for the call's positional arguments (a method, not `__call__`: called through
+        a bound method, a Python object's `__call__` costs an extra lookup per call)."""
         key, entries = self._last
         try:
             guard, run = entries[key(args)]  # other types: KeyError (None), or TypeError,
