@@ -102,7 +102,6 @@ class _Context:
         libcuda = ctypes.CDLL("libcuda.so.1")
         self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
-        self.is_capturing.argtypes = (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int))
 
 
 _context: _Context | None = None
@@ -202,7 +201,7 @@ def stream_capturing(handle: int) -> bool:
     """Whether the stream with this raw handle is being captured into a CUDA graph (`cuStreamIsCapturing`
     through ctypes, as launches: no cuda-python argument conversion)."""
     status = ctypes.c_int()
-    err = _ctx().is_capturing(handle, ctypes.byref(status))
+    err = _ctx().is_capturing(ctypes.c_void_p(handle), ctypes.byref(status))  # no `argtypes`: ~15 % cheaper
     if err:
         raise CudaError("cuStreamIsCapturing", err)
     return status.value != 0  # CU_STREAM_CAPTURE_STATUS_NONE
