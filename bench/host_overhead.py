@@ -8,19 +8,28 @@ largest value). On a GPU host, per case:
   queue, so the host's own time;
 - µs per call back-to-back (`CALLS` calls, then one synchronize): host or GPU, whichever is slower.
 
+Next to tinyton's figures, what the host allows, measured in the same process: the raw driver launch of the
+same kernel three ways (cuda-python's `cuLaunchKernel`, ctypes `cuLaunchKernel` with its eleven arguments,
+ctypes `cuLaunchKernelEx` with a prebuilt configuration: what tinyton's bound launch calls), an empty kernel
+launched by tinyton and by Triton, and torch's launch of a one-element `x.add_(1)`.
+
 The summary, with the issue's goals:
 
 - **array call host time above GPU time** = µs per back-to-back call minus the program's GPU time (do_bench
   median), per round: what a stream of calls costs beyond the work itself (softmax 32x2048, one launch; and
   softmax then a column sum, two launches);
+- **array call host time above tinyton's bound launch** = host µs per call (bursts) minus the bound driver
+  launch of the same round (times the program's launches): what an array call adds above its driver calls,
+  whatever the GPU time;
 - **kernel[grid]** = host µs per cached `add_kernel[(1,)](a, b, c, n, BLOCK=1024)` with torch tensors, bursts;
-- **kernel[grid] above Launcher.launch** = the same minus the driver `Launcher.launch` of the same kernel and
-  values, per round (the driver call itself, 4-6.5 µs on the GPU hosts, is not tinyton's to cut).
+- **kernel[grid] above tinyton's bound launch / above cuda-python's cuLaunchKernel** = the same minus the
+  driver call of the same kernel and values, per round: what tinyton adds above the driver.
 
-Also: the ways to allocate a CUDA tensor and the torch accessors a launch reads (ns), the stream-capture check
-of calls on side streams. Without a GPU (`--standin`, or automatically): the same Python paths on a stand-in GPU
-(tests/standin_gpu.py: libc's labs in place of cuLaunchKernel, CPU torch tensors as device memory), ns per stage
-of everything above the cuLaunchKernel call.
+Also, host only (ns): the stages of the two calls (key function, globals guard, classification), the ways to
+read the stream, to allocate a CUDA tensor, the torch accessors a launch reads, the stream-capture check of
+calls on side streams. Without a GPU (`--standin`, or automatically): the same Python paths on a stand-in GPU
+(tests/standin_gpu.py: libc's strnlen in place of cuLaunchKernelEx, CPU torch tensors as device memory), ns
+per stage of everything above the driver call.
 
     python bench/host_overhead.py [--standin] [--rounds N]
 """
@@ -28,6 +37,7 @@ of everything above the cuLaunchKernel call.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import statistics
 import sys
 import time
@@ -41,10 +51,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import tinyton as tt
 from tinyton.runtime import driver
-from tinyton.runtime.streams import current_stream
+from tinyton.runtime.streams import current_stream, explicit_stream, torch_stream_reader
 
 SHAPE = (32, 2048)
 BURST, CALLS = 128, 2000
+SOFTMAX_COLSUM = "tinyton softmax_colsum(x) 32x2048 (2 launches)"
+SOFTMAX = "tinyton softmax(x) 32x2048 (1 launch)"
+GRID_LAUNCH = "tinyton add_kernel[(1,)](a, b, c, n, BLOCK=1024), cached"
+BOUND_LAUNCH = "tinyton bound launch (Launcher.bind: parameter record + cuLaunchKernelEx)"
+RAW_EX = "driver: ctypes cuLaunchKernelEx (prebuilt config and params)"
+CUDA_PYTHON = "driver: cuda-python cuLaunchKernel (prebuilt params)"
 
 
 @tt.jit
@@ -110,15 +126,25 @@ def rounds(cases: Sequence[Case], measure: Callable[[Callable[[], object]], floa
     return samples
 
 
+def per_round(values: Sequence[float], base: Sequence[float]) -> list[float]:
+    """Per round, a case's figure minus another's (measured in the same round)."""
+    return [v - b for v, b in zip(values, base)]
+
+
 def figure(values: Sequence[float]) -> str:
     """Median and spread (least-largest) of per-round values."""
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+@tt.jit
+def empty_kernel(x_ptr):
+    pass
+
+
 def gpu_report(n: int) -> None:
     from cuda.bindings import driver as cu
 
-    x = torch.randn(*SHAPE, device="cuda")
+    x, tiny = torch.randn(*SHAPE, device="cuda"), torch.zeros(1, device="cuda")
     a, b, c = (torch.randn(1024, device="cuda") for _ in range(3))
     add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)
     torch.testing.assert_close(c, a + b)
@@ -131,20 +157,34 @@ def gpu_report(n: int) -> None:
     params = np.array([s.ctypes.data for s in slots], np.uint64)
     threads, launcher = compiled.num_warps * 32, compiled.launcher
     values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), 1024)
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    func, params_p = ctypes.c_void_p(int(function)), ctypes.c_void_p(params.ctypes.data)
+    config = ctypes.byref(driver.LaunchConfig((ctypes.c_uint * 3)(1, 1, 1), (ctypes.c_uint * 3)(threads, 1, 1)))
+    bound = launcher.bind((1, 1, 1), threads)
     cases: list[Case] = [
-        ("raw cuLaunchKernel (cuda-python, prebuilt params)",
+        (CUDA_PYTHON,
          lambda: cu.cuLaunchKernel(function, 1, 1, 1, threads, 1, 1, 0, 0, params.ctypes.data, 0)),
+        ("driver: ctypes cuLaunchKernel (11 arguments, prebuilt params)",
+         lambda: libcuda.cuLaunchKernel(func, 1, 1, 1, threads, 1, 1, 0, None, params_p, None)),
+        (RAW_EX,
+         lambda: libcuda.cuLaunchKernelEx(config, func, params_p, None)),
+        (BOUND_LAUNCH, lambda: bound(0, values)),
         ("tinyton Launcher.launch (4 values)", lambda: launcher.launch((1, 1, 1), threads, 0, 0, values)),
-        ("tinyton add_kernel[(1,)](a, b, c, n, BLOCK=1024), cached", lambda: add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)),
-        ("tinyton softmax(x) 32x2048 (1 launch)", lambda: softmax(x)),
-        ("tinyton softmax_colsum(x) 32x2048 (2 launches)", lambda: softmax_colsum(x)),
+        (GRID_LAUNCH, lambda: add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)),
+        ("tinyton empty_kernel[(1,)](x), cached", lambda: empty_kernel[(1,)](tiny)),
+        (SOFTMAX, lambda: softmax(x)),
+        (SOFTMAX_COLSUM, lambda: softmax_colsum(x)),
+        ("torch x.add_(1) (1 element)", lambda: tiny.add_(1)),
         ("torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c)),
         ("torch.softmax(x, -1)", lambda: torch.softmax(x, -1)),
     ]
     try:
-        import triton_reference  # bench/: Triton's add kernel, when Triton is installed
+        import triton_reference  # bench/: Triton's kernels, when Triton is installed
 
-        cases.append(("Triton add[grid](...)", lambda: triton_reference.add(a, b, c)))
+        cases += [
+            ("Triton empty_kernel[(1,)](x)", lambda: triton_reference.empty_kernel[(1,)](tiny)),
+            ("Triton add[grid](...)", lambda: triton_reference.add(a, b, c)),
+        ]
     except ImportError:
         pass
     bursts = rounds(cases, burst_us, n)
@@ -158,24 +198,56 @@ def gpu_report(n: int) -> None:
         print(f"| {name} | {figure(bursts[name])} | {figure(b2b[name])} |")
     print(f"| GPU time of softmax(x), softmax_colsum(x) (do_bench, µs) | {gpu['softmax']:.2f}, {gpu['softmax_colsum']:.2f} | |")
 
-    launch, grid_launch = bursts[cases[1][0]], bursts[cases[2][0]]
+    grid_launch, bound_launch = bursts[GRID_LAUNCH], bursts[BOUND_LAUNCH]
     summary = [
-        ("array call host time above GPU time, softmax (1 launch)", [t - gpu["softmax"] for t in b2b[cases[3][0]]], "≤ 8"),
+        ("array call host time above GPU time, softmax (1 launch)", [t - gpu["softmax"] for t in b2b[SOFTMAX]], "≤ 8"),
         ("array call host time above GPU time, softmax_colsum (2 launches)",
-         [t - gpu["softmax_colsum"] for t in b2b[cases[4][0]]], ""),
+         [t - gpu["softmax_colsum"] for t in b2b[SOFTMAX_COLSUM]], ""),
+        ("array call host time above tinyton's bound launch, softmax (bursts, per round)",
+         per_round(bursts[SOFTMAX], bound_launch), ""),
+        ("same, softmax_colsum above two bound launches", per_round(bursts[SOFTMAX_COLSUM], [2 * b for b in bound_launch]), ""),
         ("kernel[grid] (cached, torch tensors, bursts)", grid_launch, "≤ 5"),
-        ("kernel[grid] above Launcher.launch (per round)", [g - d for g, d in zip(grid_launch, launch)], ""),
-        ("Launcher.launch (the driver call and its parameter record)", launch, ""),
+        ("kernel[grid] above tinyton's bound launch (per round)", per_round(grid_launch, bound_launch), ""),
+        ("kernel[grid] above cuda-python's cuLaunchKernel (per round)", per_round(grid_launch, bursts[CUDA_PYTHON]), ""),
+        ("tinyton's bound launch above ctypes cuLaunchKernelEx (per round)", per_round(bound_launch, bursts[RAW_EX]), ""),
     ]
     print("\n| summary | µs, median (least-largest) | goal |\n|---|---|---|")
     for name, values_, goal in summary:
         print(f"| {name} | {figure(values_)} | {goal} |")
 
     side = torch.cuda.Stream()
-    host_rows = allocation_cases(x) + accessor_cases(x) + [
+    host_rows = stage_cases(x, (a, b, c)) + stream_cases() + allocation_cases(x) + accessor_cases(x) + [
         ("driver.stream_capturing(side stream): a side-stream call's capture check", lambda: driver.stream_capturing(side.cuda_stream)),
     ]
-    print_ns_table("CUDA allocations, accessors (ns per call, host only)", rounds(host_rows, loop_ns, 7))
+    print_ns_table("stages, streams, CUDA allocations, accessors (ns per call, host only)", rounds(host_rows, loop_ns, 7))
+
+
+def stage_cases(x: torch.Tensor, tensors: tuple[torch.Tensor, ...]) -> list[Case]:
+    """The host-only stages of an array call (`softmax(x)`) and of a cached `add_kernel[(1,)](...)`."""
+    softmax(x)
+    key_of, entries = softmax._calls._last
+    guard, _ = entries[key_of((x,))]
+    call_shape = _torch_call_shape(*tensors)
+    return [
+        ("softmax(x): key function (argument types, shape, dtype, device)", lambda: key_of((x,))),
+        ("softmax(x): key lookup", lambda: entries[key_of((x,))]),
+        ("softmax(x): globals guard", guard),
+        ("add_kernel[(1,)] (the grid's launcher)", lambda: add_kernel[(1,)]),
+        ("add_kernel: classify torch tensors (plan key + parameter values)",
+         lambda: call_shape.classify((*tensors, 1024), {"BLOCK": 1024})),
+    ]
+
+
+def stream_cases() -> list[Case]:
+    """The ways to read the stream a launch goes to."""
+    raw, device = torch._C._cuda_getCurrentRawStream, torch._C._cuda_getDevice
+    return [
+        ("stream: tt.stream's (none chosen: explicit_stream())", explicit_stream),
+        ("stream: torch's, as tinyton reads it (torch_stream_reader()())", torch_stream_reader()),
+        ("stream: torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())", lambda: raw(device())),
+        ("stream: torch.cuda.current_stream()", torch.cuda.current_stream),
+        ("stream: torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
+    ]
 
 
 def allocation_cases(x: torch.Tensor) -> list[Case]:
@@ -231,7 +303,8 @@ def standin_report(n: int) -> None:
         add_kernel[(1,)](a, b, c, 1024, BLOCK=1024)
         launch, launcher = add_kernel[(1,)], add_kernel.compile(a, b, c, 1024, BLOCK=1024).launcher
         call_shape = next(iter(add_kernel._call_shapes.values()))
-        values = (a.ptr, b.ptr, c.ptr, 1024)
+        values, bound = (a.ptr, b.ptr, c.ptr, 1024), launcher.bind((1, 1, 1), 128)
+        config, params = ctypes.byref(driver.LaunchConfig()), ctypes.c_void_p(1)
         ta, tb, tc = (torch.empty(1024) for _ in range(3))
         torch_shape = _torch_call_shape(ta, tb, tc)
         cases += [
@@ -240,12 +313,13 @@ def standin_report(n: int) -> None:
             ("  the launcher's call", lambda: launch(a, b, c, 1024, BLOCK=1024)),
             ("  classify (key + parameter values)", lambda: call_shape.classify((a, b, c, 1024), {"BLOCK": 1024})),
             ("  the same for torch tensors", lambda: torch_shape.classify((ta, tb, tc, 1024), {"BLOCK": 1024})),
-            ("  Launcher.launch (parameter record + the C call)", lambda: launcher.launch((1, 1, 1), 128, 0, 0, values)),
-            ("  the C call alone (labs, cuLaunchKernel's 11 arguments)",
-             lambda: NO_LAUNCH(None, 1, 1, 1, 128, 1, 1, 0, None, None, None)),
+            ("  the bound launch (parameter record + the C call)", lambda: bound(0, values)),
+            ("  Launcher.launch (finds the bound launch of its grid)", lambda: launcher.launch((1, 1, 1), 128, 0, 0, values)),
+            ("  the C call alone (strnlen, cuLaunchKernelEx's 4 arguments)",
+             lambda: NO_LAUNCH(config, None, params, None)),
         ]
         cases += allocation_cases(x) + accessor_cases(x)
-        print_ns_table("stand-in GPU (no cuLaunchKernel, CPU tensors)", rounds(cases, loop_ns, n))
+        print_ns_table("stand-in GPU (no driver call, CPU tensors)", rounds(cases, loop_ns, n))
 
 
 def _torch_call_shape(*tensors: torch.Tensor) -> object:

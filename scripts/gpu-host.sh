@@ -10,7 +10,8 @@ main_tree=${1:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 python3 -m compileall -q tinyton /tmp/site > /dev/null 2>&1
 timeout 150 python3 -m pytest -q -m gpu tests/test_runtime_gpu.py tests/test_program_calls_gpu.py \
-    tests/test_streams_graphs.py tests/test_scratch.py tests/test_program_calls.py tests/test_jit.py 2>&1 | tail -15 | tee "$out/pytest.log"
+    tests/test_streams_graphs.py tests/test_scratch.py tests/test_program_calls.py tests/test_jit.py \
+    tests/test_launcher.py tests/test_grid_split.py 2>&1 | tail -15 | tee "$out/pytest.log"
 timeout 60 python3 bench/host_overhead.py 2>&1 | tee "$out/host_overhead_1.md"
 if [ -n "$main_tree" ]; then
     (cd "$main_tree/bench" && PYTHONPATH=/tmp/site:$main_tree timeout 60 python3 host_overhead.py 2>&1) | tee "$out/host_overhead_main.md"

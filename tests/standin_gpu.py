@@ -1,8 +1,8 @@
 """A stand-in GPU: the host path of launches and array-program calls, run and measured without a GPU.
 
 Inside `standin_gpu()` the backend says cuda; every kernel's driver `Launcher` is a real one whose C entry
-point is libc's `labs` (called with cuLaunchKernel's arguments and a null function handle, it returns 0:
-success) instead of cuLaunchKernel, so everything above that call runs as on a GPU host; CPU torch tensors
+point is libc's `strnlen` (called with cuLaunchKernelEx's arguments and a null function handle, its
+length limit, it returns 0: success) instead of cuLaunchKernelEx, so everything above that call runs as on a GPU host; CPU torch tensors
 given to array programs are treated as device memory (torch's allocator stands for the caching allocator
 of CUDA tensors; torch's current stream reads as 0). Kernels compute nothing: results are garbage, the path and its time are real.
 `launches` records (kernel name, grid, parameter values) when `record=True`.
@@ -26,8 +26,9 @@ from tinyton.frontend import jit, programs
 from tinyton.runtime import arrays, driver, memory
 from tinyton.runtime.scratch import Scratch
 
-NO_LAUNCH = ctypes.CDLL(None).labs
-"""labs(0, ...) == 0: a C call with cuLaunchKernel's arguments that does nothing and succeeds."""
+NO_LAUNCH = ctypes.CDLL(None).strnlen
+"""strnlen(config, 0, ...) == 0: a C call with cuLaunchKernelEx's arguments (the function handle 0) that does
+nothing and succeeds."""
 
 
 class RecordingLauncher(driver.Launcher):
@@ -35,9 +36,14 @@ class RecordingLauncher(driver.Launcher):
         super().__init__(SimpleNamespace(address=0), kinds, 0, launch_kernel=NO_LAUNCH)
         self.name, self.launches = name, launches
 
-    def launch(self, grid, block_threads, shared_bytes, stream, values):
-        self.launches.append((self.name, grid, values))
-        super().launch(grid, block_threads, shared_bytes, stream, values)
+    def bind(self, grid, block_threads, shared_bytes=0):
+        launch = super().bind(grid, block_threads, shared_bytes)
+
+        def record(stream, values):
+            self.launches.append((self.name, grid, values))
+            launch(stream, values)
+
+        return record
 
 
 def device_array(shape: tuple[int, ...], dtype: Any = np.float32, ptr: int = 1 << 32) -> arrays.DeviceArray:
@@ -66,7 +72,7 @@ def _forget(functions: tuple[Any, ...]) -> None:
         fn._calls = programs.ProgramCalls(fn.fn)
         for cache in (fn._plans, fn._variants, fn._reads, fn._bound, fn._call_shapes):
             cache.clear()
-        fn._launch_fast = jit._unclassified
+        fn._launch_fast = None
 
 
 @contextmanager

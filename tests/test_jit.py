@@ -174,13 +174,16 @@ def test_examples(example):
 
 
 class FakeLauncher:
-    """Stands in for the driver's Launcher: records the packed values instead of calling cuLaunchKernel."""
+    """Stands in for the driver's Launcher: records the packed values instead of calling cuLaunchKernelEx."""
 
     def __init__(self):
         self.calls = []
 
-    def launch(self, grid, threads, shared, stream, values):
-        self.last = (grid, threads, values)
+    def bind(self, grid, threads, shared=0):
+        def launch(stream, values):
+            self.last = (grid, threads, values)
+
+        return launch
 
 
 def fake_device_array(address: int, n: int = 1024) -> DeviceArray:
@@ -209,6 +212,37 @@ def test_fast_path_packs_device_pointers_and_measures_python_overhead(monkeypatc
     assert len(kernel._plans) == plans  # every timed launch hit the cached plan
     print(f"\nPython launch overhead with a fake launcher: {seconds * 1e6:.2f} us per kernel[grid](...)")
     assert seconds < 20e-6
+
+
+def test_fast_path_takes_keywords_named_like_its_own_locals_and_held_launchers_follow_new_call_shapes(monkeypatch):
+    """The fast path's positional parameters are positional-only and its locals never keyword names, so
+    kernel parameters called grid, rest, kwargs, plan or s pass by keyword; a `kernel[grid]` held from an
+    earlier call shape launches calls of the new shape (through the current fast path, else the slow path)."""
+    fake = FakeLauncher()
+    monkeypatch.setattr(jit_module, "backend", lambda: "cuda")
+    monkeypatch.setattr(CompiledKernel, "launcher", property(lambda self: fake))
+
+    @tt.jit
+    def kernel(grid, rest, kwargs, plan, s, BLOCK: tt.constexpr):
+        offsets = tt.arange(0, BLOCK)
+        tt.store(grid + offsets, tt.load(rest + offsets) + kwargs + plan + s)
+
+    x, y = fake_device_array(0x7F0000000000), fake_device_array(0x7F0000010000)
+    held = kernel[(2,)]
+    for _ in range(2):  # the miss, then the fast path
+        held(x, y, kwargs=3, plan=4, s=5, BLOCK=16)
+        assert fake.last == ((2, 1, 1), 128, (x.ptr, y.ptr, 3, 4, 5))
+    assert kernel[(2,)] is not held  # bound to the call shape's fast path now
+    kernel[(2,)](grid=x, rest=y, kwargs=6, plan=7, s=8, BLOCK=16)  # another call shape
+    assert fake.last == ((2, 1, 1), 128, (x.ptr, y.ptr, 6, 7, 8))
+    for _ in range(2):  # a launcher bound to the first shape's fast path, called with the second's arguments
+        kernel[(2,)](x, y, 1, 2, 3, BLOCK=16)
+        held_first = kernel[(2,)]
+        kernel[(2,)](grid=x, rest=y, kwargs=9, plan=9, s=9, BLOCK=16)
+        held_first(grid=y, rest=x, kwargs=1, plan=1, s=1, BLOCK=16)
+        assert fake.last == ((2, 1, 1), 128, (y.ptr, x.ptr, 1, 1, 1))
+    with pytest.raises(tt.CompilationError, match="missing argument"):
+        held_first(x, y, 1, 2)
 
 
 def test_kernels_without_source_say_so_and_array_programs_are_told_apart():

@@ -190,14 +190,19 @@ def test_a_hits_own_error_propagates(monkeypatch) -> None:
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(np.random.default_rng(2).standard_normal((4, 16)).astype(np.float32))
     failing: list[str] = []
-    real_launch = driver.Launcher.launch
+    real_bind = driver.Launcher.bind
 
-    def launch(self, *args):
-        if failing:
-            raise ValueError(failing[0])
-        return real_launch(self, *args)
+    def bind(self, *args):
+        launch = real_bind(self, *args)
 
-    monkeypatch.setattr(driver.Launcher, "launch", launch)
+        def failing_launch(stream, values):
+            if failing:
+                raise ValueError(failing[0])
+            return launch(stream, values)
+
+        return failing_launch
+
+    monkeypatch.setattr(driver.Launcher, "bind", bind)
     with standin_gpu(scaled_softmax):
         scaled_softmax(t, 1.0)  # the miss: compiles, fills the table
         scaled_softmax(t, 1.0)  # a hit

@@ -128,7 +128,7 @@ def test_large_dynamic_shared_memory_opt_in():
 def test_bad_launch_raises_cuda_error():
     launcher, _ = vadd(512)
     with pytest.raises(
-        driver.CudaError, match="cuLaunchKernel failed: CUDA_ERROR_INVALID_VALUE"
+        driver.CudaError, match="cuLaunchKernelEx failed: CUDA_ERROR_INVALID_VALUE"
     ) as info:
         launcher.launch((1, 1, 1), 4096, 0, 0, (0, 0, 0, 0))  # > 1024 threads per block
     assert info.value.name == "CUDA_ERROR_INVALID_VALUE"

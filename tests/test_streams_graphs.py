@@ -165,3 +165,33 @@ def test_a_tinyton_graph_keeps_its_own_intermediates():
             softmax_colsum(tt.to_device(rng.standard_normal((64, 512), dtype=np.float32)))
     graph.synchronize()
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+def test_one_cached_launch_on_several_streams_and_in_a_torch_graph():
+    """A cached kernel[grid] (its launch bound to the grid, one launch configuration per stream) goes to
+    torch's current stream, to tt.stream's, and into a torch CUDA graph being captured."""
+    torch = pytest.importorskip("torch")
+    n, grid = 4096, (4,)
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    outs = [torch.zeros(n, device="cuda") for _ in range(4)]
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    for _ in range(2):  # the miss, then the fast path
+        scale_add[grid](x, y, outs[0], n, 1.0, BLOCK=1024)
+        with torch.cuda.stream(s1):
+            scale_add[grid](x, y, outs[1], n, 2.0, BLOCK=1024)
+        with torch.cuda.stream(s2):
+            scale_add[grid](x, y, outs[2], n, 3.0, BLOCK=1024)
+        with tt.stream(s1):
+            scale_add[grid](x, y, outs[3], n, 4.0, BLOCK=1024)
+    torch.cuda.synchronize()
+    for out, alpha in zip(outs, (1.0, 2.0, 3.0, 4.0)):
+        torch.testing.assert_close(out, x * alpha + y)
+    out, graph = torch.zeros(n, device="cuda"), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        scale_add[grid](x, y, out, n, 5.0, BLOCK=1024)
+    for _ in range(2):
+        x.add_(1.0)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, x * 5.0 + y)

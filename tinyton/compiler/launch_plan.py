@@ -3,8 +3,8 @@
 For device memory (tinyton/runtime/memory.py) it is one generated function, straight-line Python: read
 each input's address, allocate each output (torch's caching allocator for torch inputs, in its cheapest
 spelling), read the stream once, take the one block for all intermediates (the stream's kept block,
-tinyton/runtime/scratch.py; a large one allocated per call), call each kernel's driver `Launcher` with its
-prebuilt grid, return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
+tinyton/runtime/scratch.py; a large one allocated per call), call each kernel's launch bound to its grid
+(`Launcher.bind`), return the results. Host memory (the simulator, or host inputs staged on the GPU) takes a generic loop:
 those calls copy whole arrays anyway. The counters of grid barriers (split rows in one kernel) come last
 among the buffers: zeroed once per stream and kept, since each barrier leaves its counter as it found it.
 """
@@ -134,8 +134,8 @@ def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
         for j in range(len(launches.counters)):
             emit(f"p{len(launches.buffer_specs) + j} = {memory.address}", x=f"cs[{j}]")
     for k, (kernel, grid, slots) in enumerate(launches.kernels):
-        namespace[f"L{k}"], namespace[f"G{k}"] = kernel.launcher.launch, grid
-        lines.append(f"    L{k}(G{k}, {kernel.threads}, 0, s, ({''.join(f'p{i}, ' for i in slots)}))")
+        namespace[f"L{k}"] = kernel.launcher.bind(grid, kernel.threads)
+        lines.append(f"    L{k}(s, ({''.join(f'p{i}, ' for i in slots)}))")
     values = [f"b{i}" for i in launches.outputs]
     lines.append(f"    return ({', '.join(values)},)" if launches.returns_tuple else f"    return {values[0]}")
     source = "def run(args):\n" + "\n".join(lines)

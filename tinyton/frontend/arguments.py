@@ -49,7 +49,7 @@ KINDS: dict[str, tuple[str, str]] = {
     ),
     "float": ("'f32'", "{a}"),
     "device": ("{a}.dtype, ({a}_p := {a}.ptr) & 15", "{a}_p"),
-    "torch": ("{a}.dtype, ({a}_c := {a}.is_cuda), ({a}_p := {a}.data_ptr()) & 15", "{a}_p if {a}_c else None"),
+    "torch": ("{a}.dtype, ({a}_d := {a}.get_device()), ({a}_p := {a}.data_ptr()) & 15", "{a}_p if {a}_d >= 0 else None"),
     "cuda": ("{a}.__cuda_array_interface__['typestr'], address({a}) & 15", "address({a})"),
     "host": ("'host', str(getattr({a}, 'dtype', None)), address({a}) & 15", "None"),
     "descriptor": (
@@ -65,7 +65,8 @@ expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses th
 gives a fixed number of items, so one call shape's keys are flat tuples (no inner tuples to build and hash),
 led by the call shape's own token. A None item (an int out of range) never matches a cached plan; a CPU
 tensor's value is None, so its plan is never fast and its host address is never launched (the slow path
-stages it)."""
+stages it). A torch tensor's device is read as `get_device()` (-1 on the CPU), its cheapest accessor (measured:
+docs/benchmarks.md, branch `host4`)."""
 
 
 def address(arg: Any) -> int:
@@ -119,10 +120,11 @@ class CallShape:
     classify: Callable[[tuple, dict], tuple[tuple, tuple] | None]
     """`classify(args, kwargs) -> (plan key, runtime parameter values)`; for a call of another shape None,
     KeyError or ValueError."""
-    launch: Callable[[tuple[int, int, int], tuple, dict], Any]
-    """`launch(grid, args, kwargs)`: the launch fast path. When the call has this shape and its key finds a
-    fast plan whose globals are fresh, it launches and returns the plan's kernel; otherwise it returns None
-    and does nothing (a miss never raises; the launch's own errors propagate)."""
+    launch: Callable[..., Any]
+    """`launch(grid, *args, **kwargs)`: the launch fast path, what `kernel[grid]` binds the grid to. When the
+    call has this shape and its key finds a fast plan whose globals are fresh, it launches and returns the
+    plan's kernel; otherwise it returns `miss(grid, args, kwargs, launch)` having done nothing (its own
+    classification never raises; the launch's errors propagate)."""
 
 
 def classifier(
@@ -131,14 +133,16 @@ def classifier(
     kwarg_types: Mapping[str, type],
     options: Mapping[str, Any],
     plans: Mapping[tuple, Any] | None = None,
+    miss: Callable[[tuple[int, int, int], tuple, dict, Callable[..., Any]], Any] | None = None,
 ) -> CallShape:
     """The functions of calls of this shape: positional arguments of `arg_types`, keyword arguments
     `kwarg_types`. Parameters left out take their defaults; the key ends with the launch `options` (names)
     given (those left out, like defaults, are fixed by the shape's token that leads the key). `plans`: plan
-    key -> plan (`fast`, `reads.fresh()`, `launch`, `threads`, `kernel`), what `launch` looks keys up in."""
+    key -> plan (`fast`, `reads.fresh()`, `bound`, `bind`, `kernel`), what `launch` looks keys up in; `miss`:
+    what `launch` returns for calls it does not launch (default: None)."""
     namespace: dict[str, Any] = {
         "address": address, "of_int": specialisation.of_int, "SHAPE": object(), "MISSING": object(),
-        "PLANS": {} if plans is None else plans, "EXPLICIT": explicit_stream,
+        "PLANS": {} if plans is None else plans, "EXPLICIT": explicit_stream, "MISS": miss or _no_miss,
     }
     unpack = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
     sources = {p.name: (f"_a{i}", t) for i, (p, t) in enumerate(zip(params, arg_types))}
@@ -164,25 +168,30 @@ def classifier(
         namespace["TORCH_STREAM"] = torch_stream_reader()
     default_stream = "TORCH_STREAM()" if "torch" in kinds else "0"
     classify = [*unpack, f"    if {' and '.join(checks)}:", f"        return {key}, {value}"]
-    launch = [
-        f"    if len(args) != {len(arg_types)}:",
-        "        return None",
-        *unpack,
-        f"    if {' and '.join(checks)}:",
-        "        try:",
-        f"            plan = PLANS[{key}]",
-        "            hit = plan.fast and plan.reads.fresh()",
-        "        except (KeyError, TypeError, ValueError):  # no plan, an unhashable constexpr, an emptied cell",
-        "            return None",
-        "        if hit:",
-        "            s = EXPLICIT()",
-        f"            plan.launch(grid, plan.threads, 0, {default_stream} if s is None else s, {value})",
-        "            return plan.kernel",
-        "    return None",
+    positional = "".join(f"_a{i}, " for i in range(len(arg_types)))
+    launch = [  # positional-only parameters: no tuple to build and unpack, no name shared with a keyword
+        f"    if not rest{f' and _a{len(arg_types) - 1} is not MISSING' if arg_types else ''}:",
+        *("    " + line for line in unpack[1:]),
+        f"        if {' and '.join(checks)}:",
+        "            try:",
+        f"                plan = PLANS[{key}]",
+        "                hit = plan.fast and plan.reads.fresh()",
+        "            except (KeyError, TypeError, ValueError):  # no plan, an unhashable constexpr, an emptied cell",
+        "                hit = False",
+        "            if hit:",
+        "                s = EXPLICIT()",
+        f"                (plan.bound.get(grid) or plan.bind(grid))({default_stream} if s is None else s, {value})",
+        "                return plan.kernel",
+        f"    return MISS(grid, (*[a for a in ({positional}) if a is not MISSING], *rest), kwargs, launch)",
     ]
-    source = "def classify(args, kwargs):\n" + "\n".join(classify) + "\n\ndef launch(grid, args, kwargs):\n" + "\n".join(launch)
+    signature = f"def launch(grid, {''.join(f'_a{i}=MISSING, ' for i in range(len(arg_types)))}/, *rest, **kwargs):"
+    source = "def classify(args, kwargs):\n" + "\n".join(classify) + f"\n\n{signature}\n" + "\n".join(launch)
     exec(source, namespace)  # noqa: S102 - from KINDS and numbered names only
     return CallShape(namespace["classify"], namespace["launch"])
+
+
+def _no_miss(grid: tuple[int, int, int], args: tuple, kwargs: dict, launch: Callable[..., Any]) -> None:
+    """A fast path's miss without a slow path to take (classifiers made for reading their keys)."""
 
 
 def argument_type(arg: Any, specialise: bool = True) -> tuple[Attribute | DescriptorArg, str]:

@@ -1,11 +1,12 @@
 """`@tt.jit`: `JITFunction`, specialisation, and the launch fast path.
 
-`kernel[grid]` returns the launcher of that grid (cached per grid tuple). A launch first tries the last
-call shape's generated fast path (`CallShape.launch`, tinyton/frontend/arguments.py): in one Python frame
-it checks the argument types, builds the flat plan key (dtypes, 16-byte alignment of addresses, ints mod 16
-and whether they are 1, constexpr values and types, launch options), finds the `_Plan`, checks the globals
-it read and hands the parameter values straight to the driver's prebuilt parameter buffer. Anything else
-takes the slow path: bind the arguments by name, check them, compute the specialisation key (constexpr
+`kernel[grid]` returns the last call shape's generated fast path (`CallShape.launch`,
+tinyton/frontend/arguments.py) bound to that grid with `functools.partial` (cached per grid tuple), so a
+launch runs in that one Python frame: it checks the argument types, builds the flat plan key (dtypes,
+16-byte alignment of addresses, ints mod 16 and whether they are 1, constexpr values and types, launch
+options), finds the `_Plan`, checks the globals it read and calls the plan's driver launch bound to the grid
+(`Launcher.bind`: the parameter values go straight to its prebuilt parameter buffer). Anything else takes
+the slow path: bind the arguments by name, check them, compute the specialisation key (constexpr
 values and types, argument types, 16-divisibility of pointers and ints, ints equal to 1:
 tinyton/frontend/specialisation.py, num_warps), compile the variant if it is new, and make the call's
 shape the current fast path.
@@ -50,18 +51,22 @@ MAX_PLANS = 4096
 class _Plan:
     """One plan key's launch: the compiled variant, the globals it read, whether the GPU fast path applies
     (all runtime arguments device-resident or scalars, whose values the classifier extracts), and whether
-    torch tensors come in (then launches follow torch's current stream, unless the caller chose one)."""
+    torch tensors come in (then launches follow torch's current stream, unless the caller chose one).
+    `bound`: grid -> the driver's launch bound to it (`Launcher.bind`), what a fast launch calls as
+    `(plan.bound.get(grid) or plan.bind(grid))(stream, values)`."""
 
-    __slots__ = ("fast", "kernel", "launch", "reads", "threads", "torch_inputs")
+    __slots__ = ("bound", "fast", "kernel", "reads", "torch_inputs")
 
     def __init__(self, kernel: CompiledKernel, reads: Reads, fast: bool, torch_inputs: bool = False):
         self.kernel, self.reads, self.fast, self.torch_inputs = kernel, reads, fast, torch_inputs
-        self.launch = kernel.launcher.launch if fast else None
-        self.threads = kernel.threads
+        self.bound: dict[tuple[int, int, int], Callable[[int, tuple], None]] = {}
 
-
-def _unclassified(grid: tuple[int, int, int], args: tuple, kwargs: dict[str, Any]) -> None:
-    """The fast path before the first launch: matches nothing."""
+    def bind(self, grid: tuple[int, int, int]) -> Callable[[int, tuple], None]:
+        """The launch of this plan's kernel on `grid`, bound now and kept."""
+        if len(self.bound) >= MAX_PLANS:
+            self.bound.clear()
+        launch = self.bound[grid] = self.kernel.launcher.bind(grid, self.kernel.threads)
+        return launch
 
 
 def _no_launch(*args: Any, **kwargs: Any) -> None:
@@ -109,8 +114,8 @@ class JITFunction:
         self.do_not_specialize = not_specialized(params, do_not_specialize)
         self._plans: dict[Any, _Plan] = {}
         self._call_shapes: dict[tuple, CallShape] = {}
-        self._launch_fast: Callable[[tuple[int, int, int], tuple, dict], Any] = _unclassified
-        """The fast path of the last call shape (`CallShape.launch`)."""
+        self._launch_fast: Callable[..., Any] | None = None
+        """The fast path of the last call shape (`CallShape.launch`): `kernel[grid]` is it bound to the grid."""
         self._variants: dict[Any, CompiledKernel] = {}
         self._reads: dict[Any, Reads] = {}  # per variant: the globals it read
         self._bound: dict[Any, Callable[..., None]] = {}
@@ -137,7 +142,7 @@ class JITFunction:
                 f"`{self.__name__}` is a kernel (it returns nothing): launch kernels with kernel[grid](...), "
                 f"e.g. {self.__name__}[(programs,)](...)"
             )
-        return self._calls(self._positional(args, kwargs) if kwargs else args)
+        return self._calls.call(self._positional(args, kwargs) if kwargs else args)
 
     def _positional(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple:
         if not kwargs:
@@ -160,20 +165,20 @@ class JITFunction:
             if callable(grid):
                 return functools.partial(self._run, grid)
             target = _grid_of(grid)
-            bound = _no_launch if 0 in target else self._launcher(target)
+            bound = _no_launch if 0 in target else functools.partial(self._launch_fast or self._run, target)
             if type(grid) is tuple and len(self._bound) < MAX_PLANS:
                 self._bound[grid] = bound
         return bound
 
-    def _launcher(self, grid: tuple[int, int, int]) -> Callable[..., Any]:
-        """The launches of one grid: the last call shape's generated fast path, else the slow path."""
+    def _launch_miss(self, grid: tuple[int, int, int], args: tuple, kwargs: dict[str, Any], tried: Callable[..., Any]) -> CompiledKernel:
+        """A call a fast path did not launch: the last call shape's fast path if the caller held another
+        one's (a `kernel[grid]` kept from before), else the slow path."""
+        fast = self._launch_fast
+        if fast is not None and fast is not tried:
+            return fast(grid, *args, **kwargs)
+        return self._run(grid, *args, **kwargs)
 
-        def launch(*args: Any, **kwargs: Any) -> CompiledKernel:
-            return self._launch_fast(grid, args, kwargs) or self._run(grid, *args, **kwargs)
-
-        return launch
-
-    def _run(self, grid: Any, *args: Any, **kwargs: Any) -> CompiledKernel:
+    def _run(self, grid: Any, /, *args: Any, **kwargs: Any) -> CompiledKernel:
         """Launch through the slow path (plan, compiled if new) and make this call shape's fast path the
         current one; the compiled kernel it ran (Triton's launch result: `.asm`, `.n_regs`, `.metadata`)."""
         plan, values = self._plan(args, kwargs)
@@ -182,7 +187,7 @@ class JITFunction:
             if 0 in grid:
                 return plan.kernel
         if plan.fast:
-            plan.launch(grid, plan.threads, 0, current_stream(plan.torch_inputs), values)
+            (plan.bound.get(grid) or plan.bind(grid))(current_stream(plan.torch_inputs), values)
         else:
             _launch(plan.kernel, grid, self._runtime_args(args, kwargs), plan.torch_inputs)
         return plan.kernel
@@ -278,9 +283,13 @@ class JITFunction:
         call_shape = self._call_shapes.get(shape)
         if call_shape is None:
             kwarg_types = {k: type(v) for k, v in kwargs.items()}
-            call_shape = arguments.classifier(self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS, self._plans)
+            call_shape = arguments.classifier(
+                self.params, [*map(type, args)], kwarg_types, LAUNCH_OPTIONS, self._plans, self._launch_miss
+            )
             self._call_shapes[shape] = call_shape
-        self._launch_fast = call_shape.launch
+        if self._launch_fast is not call_shape.launch:  # grids bound to another shape's fast path: bind anew
+            self._launch_fast = call_shape.launch
+            self._bound.clear()
         keys, parameter_values = call_shape.classify(args, kwargs)
         try:
             plan = self._plans.get(keys)

@@ -81,7 +81,9 @@ class ProgramCalls:
         self._last: tuple[Callable[[tuple], Any], dict] = (_no_key, {})  # the last call's types' table, read
         # as one attribute: a key is only ever looked up among the entries of its own key function
 
-    def __call__(self, args: tuple) -> Any:
+    def call(self, args: tuple) -> Any:
+        """The program's result for the call's positional arguments (a method, not `__call__`: called through
+        a bound method, a Python object's `__call__` costs an extra lookup per call)."""
         key, entries = self._last
         try:
             guard, run = entries[key(args)]  # other types: KeyError (None), or TypeError,
@@ -116,8 +118,9 @@ def _no_key(args: tuple) -> None:
 
 def _key_function(sample: Sequence[Any]) -> Callable[[tuple], Any]:
     """`key(args)`: for arguments of the types of `sample`, what decides the compiled program and its memory
-    (None for other types): torch tensors give shape, dtype and device; other arrays shape, dtype (and a
-    device if they have one); other arguments their value (the types are checked, so 1, 1.0 and True differ)."""
+    (None for other types): torch tensors give shape, dtype and device index (`get_device()`, -1 on the CPU:
+    an int, cheaper to read and hash than a torch.device); other arrays shape, dtype (and a device if they
+    have one); other arguments their value (the types are checked, so 1, 1.0 and True differ)."""
     namespace: dict[str, Any] = {}
     names = [f"a{i}" for i in range(len(sample))]
     checks, parts = [], []
@@ -126,7 +129,9 @@ def _key_function(sample: Sequence[Any]) -> Callable[[tuple], Any]:
         checks.append(f"type({a}) is T_{a}")
         if not is_array(value):
             parts.append(a)
-        elif is_torch(value) or hasattr(value, "device"):
+        elif is_torch(value):
+            parts.append(f"{a}.shape, {a}.dtype, {a}.get_device()")
+        elif hasattr(value, "device"):
             parts.append(f"{a}.shape, {a}.dtype, {a}.device")
         else:
             parts.append(f"{a}.shape, {a}.dtype")

@@ -5,8 +5,9 @@ Importing this module touches no driver: the first call that needs the GPU runs
 `cuInit` and makes device 0's primary context current on the calling thread. Every
 driver failure is raised as a `CudaError` naming the call and the CUDA error.
 
-Kernel launches go through `Launcher`, which prepares the parameter buffer once so that
-a launch only writes the values and calls `cuLaunchKernel` with plain integers.
+Kernel launches go through `Launcher`, which prepares the parameter buffer and the launch
+configuration once so that a launch only writes the values and calls `cuLaunchKernelEx`
+with four prebuilt arguments.
 """
 
 from __future__ import annotations
@@ -99,10 +100,8 @@ class _Context:
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
         libcuda = ctypes.CDLL("libcuda.so.1")
-        self.launch_kernel = libcuda.cuLaunchKernel
-        self.launch_cooperative = libcuda.cuLaunchCooperativeKernel
+        self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
-        self.is_capturing.argtypes = (ctypes.c_void_p, ctypes.POINTER(ctypes.c_int))
 
 
 _context: _Context | None = None
@@ -202,7 +201,7 @@ def stream_capturing(handle: int) -> bool:
     """Whether the stream with this raw handle is being captured into a CUDA graph (`cuStreamIsCapturing`
     through ctypes, as launches: no cuda-python argument conversion)."""
     status = ctypes.c_int()
-    err = _ctx().is_capturing(handle, ctypes.byref(status))
+    err = _ctx().is_capturing(ctypes.c_void_p(handle), ctypes.byref(status))  # no `argtypes`: ~15 % cheaper
     if err:
         raise CudaError("cuStreamIsCapturing", err)
     return status.value != 0  # CU_STREAM_CAPTURE_STATUS_NONE
@@ -337,17 +336,48 @@ def _param_dtype(kind: str | npt.DTypeLike) -> np.dtype:
     return np.dtype(np.uint64 if kind == POINTER else kind)
 
 
+class LaunchAttribute(ctypes.Structure):
+    """`CUlaunchAttribute`: an id, then a 64-byte value union at offset 8 (cuda.h)."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """`CUlaunchConfig`: what `cuLaunchKernelEx` takes besides the function and its parameters."""
+
+    _fields_ = [
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("shared_bytes", ctypes.c_uint),
+        ("stream", ctypes.c_void_p),
+        ("attrs", ctypes.POINTER(LaunchAttribute)),
+        ("num_attrs", ctypes.c_uint),
+    ]
+
+
+LAUNCH_ATTRIBUTE_COOPERATIVE = 2
+"""`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: every program runs at once, or the launch is refused (grid barriers)."""
+
+MAX_BOUND = 4096
+"""Launches bound per `Launcher` (one per grid, block and shared size), and configurations per bound launch
+(one per stream), before that table is reset."""
+
+Launch = Callable[[int, tuple[Any, ...]], None]
+"""`launch(stream, values)`: one kernel launch with a fixed grid, block and shared memory size."""
+
+
 class Launcher:
     """
     Launches one kernel with a fixed parameter signature, as cheaply as Python allows.
 
-    The parameter values live in a one-element numpy record (naturally aligned fields),
-    and the `void*[]` array pointing at each field is built once. A launch assigns the
-    values tuple to the record, the cheapest generic way to write the slots (one C-level
-    conversion for all fields), then calls `cuLaunchKernel` through ctypes without
-    `argtypes`: the handles are pre-wrapped `c_void_p`s and the dimensions plain ints,
-    which ctypes passes without per-argument conversion calls (0.6 µs instead of 1.5 µs
-    per call). `param_kinds` holds `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
+    The parameter values live in a one-element numpy record (naturally aligned fields), and the `void*[]`
+    array pointing at each field is built once. `bind(grid, threads, shared)` returns the launch of one
+    configuration: it assigns the values tuple to the record (one C-level conversion for all fields) and
+    calls `cuLaunchKernelEx` through ctypes without `argtypes` with four prebuilt arguments: the
+    configuration (grid, block, shared memory, stream: one `CUlaunchConfig` per stream, made on its first
+    launch), the function, the parameter array and a null `extra`. Four arguments convert in ~60 % of the
+    time of cuLaunchKernel's eleven (measured: docs/benchmarks.md, branch `host4`). `param_kinds` holds
+    `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
     """
 
     def __init__(
@@ -363,8 +393,8 @@ class Launcher:
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
         every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
         computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
-        C function called with cuLaunchKernel's arguments (default: the driver's; a stand-in measures the
-        host path without a GPU); `cooperative`: launch with `cuLaunchCooperativeKernel`, which runs every
+        C function called with cuLaunchKernelEx's arguments (default: the driver's; a stand-in measures the
+        host path without a GPU); `cooperative`: launch with the cooperative attribute, which runs every
         program at once or refuses (a kernel with a grid barrier)."""
         self.function = function
         self.dynamic_shared = dynamic_shared
@@ -376,11 +406,39 @@ class Launcher:
         offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
         self._pointers = np.array([base + o for o in offsets], np.uint64)
         self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
-        self._launch = launch_kernel or (_ctx().launch_cooperative if cooperative else _ctx().launch_kernel)
-        self._extra = () if cooperative else (None,)
-        """cuLaunchKernel's last argument (`extra`), which cuLaunchCooperativeKernel does not take."""
+        self._launch = launch_kernel or _ctx().launch_kernel_ex
         self._func = ctypes.c_void_p(function.address)
-        self._stream = (0, None)  # the last stream handle and its c_void_p
+        self._attributes = (LaunchAttribute * 1)()
+        if cooperative:
+            self._attributes[0].id, self._attributes[0].value = LAUNCH_ATTRIBUTE_COOPERATIVE, 1
+        self._cooperative = cooperative
+        self._bound: dict[tuple[tuple[int, int, int], int, int], Launch] = {}
+
+    def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0) -> Launch:
+        """The launch of this grid, block and shared memory size: `launch(stream, values)` enqueues it on
+        the stream with this raw handle (0: the default stream) with these parameter values."""
+        configs: dict[int, Any] = {}
+        record, params, call, func, appended = self._values, self._params, self._launch, self._func, self._appended
+
+        def config(stream: int) -> Any:
+            if len(configs) >= MAX_BOUND:
+                configs.clear()
+            made = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(block_threads, 1, 1))
+            made.shared_bytes, made.stream = shared_bytes + self.dynamic_shared, stream or None
+            made.attrs, made.num_attrs = self._attributes, int(self._cooperative)
+            configs[stream] = ctypes.byref(made)  # keeps `made` alive
+            return configs[stream]
+
+        def launch(stream: int, values: tuple[Any, ...]) -> None:
+            if appended:
+                values = (*values, *(pointer(values) for pointer in appended))
+            if params is not None:
+                record[0] = values
+            err = call(configs.get(stream) or config(stream), func, params, None)
+            if err:
+                raise CudaError("cuLaunchKernelEx", err)
+
+        return launch
 
     def launch(
         self,
@@ -390,29 +448,15 @@ class Launcher:
         stream: int,
         values: tuple[Any, ...],
     ) -> None:
-        """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream."""
-        if self._appended:
-            values = (*values, *(pointer(values) for pointer in self._appended))
-        if self._params is not None:
-            self._values[0] = values
-        if stream != self._stream[0]:
-            self._stream = (stream, ctypes.c_void_p(stream) if stream else None)
-        gx, gy, gz = grid
-        err = self._launch(
-            self._func,
-            gx,
-            gy,
-            gz,
-            block_threads,
-            1,
-            1,
-            shared_bytes + self.dynamic_shared,
-            self._stream[1],
-            self._params,
-            *self._extra,
-        )
-        if err:
-            raise CudaError("cuLaunchCooperativeKernel" if not self._extra else "cuLaunchKernel", err)
+        """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream (the launch of
+        `bind(grid, block_threads, shared_bytes)`, bound on first use)."""
+        key = (grid, block_threads, shared_bytes)
+        bound = self._bound.get(key)
+        if bound is None:
+            if len(self._bound) >= MAX_BOUND:
+                self._bound.clear()
+            bound = self._bound[key] = self.bind(*key)
+        bound(stream, values)
 
 
 # Triton's `triton.runtime.driver.active`, as its tutorials use it.
