@@ -12,7 +12,7 @@ import pytest
 
 import tinyton as tt
 from tinyton.compiler import CompiledKernel
-from tinyton.frontend import jit as jit_module
+from tinyton.runtime import driver
 from tinyton.runtime.arrays import DeviceArray, KernelArgument
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +195,7 @@ def fake_device_array(address: int, n: int = 1024) -> DeviceArray:
 
 def test_fast_path_packs_device_pointers_and_measures_python_overhead(monkeypatch):
     fake = FakeLauncher()
-    monkeypatch.setattr(jit_module, "backend", lambda: "cuda")
+    monkeypatch.setattr(driver, "backend", lambda: "cuda")
     monkeypatch.setattr(CompiledKernel, "launcher", property(lambda self: fake))
 
     @tt.jit

@@ -7,10 +7,19 @@ imports. A module on that light path names such a dependency at module level, be
 executes on that first attribute access (importlib's `LazyLoader`), after which it is an ordinary module.
 This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
 tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
-`import tinyton` leaves xDSL unloaded. The few names that must stay plain attributes (`tt.tensor_descriptor`,
-the two xDSL-keyed tables of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through
-modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
+`import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
+(`tt.tensor_descriptor`, `tt.DeviceArray` and the runtime's other classes, the xDSL- and NumPy-keyed tables
+of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
 should not race another thread's (tracing and compiling start on the calling thread).
+
+Lazy-load plain modules; a package only where nothing imports one of its submodules before its first
+attribute access (tinyton.compiler, from jit.py), and never a third-party one: while a lazy package sits
+unexecuted, `import pkg.sub` reads `pkg.__path__`, which runs the package body (importing `pkg.sub`), and
+then the import system, having checked sys.modules before that, runs `pkg.sub` a second time into a new
+module object (`lazy_module("numpy")` then `import numpy._core.multiarray`, as torch and NumPy's test
+suite do, leaves `numpy._core` without its `_multiarray_umath`). So NumPy stays off the light path by
+construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's driver and arrays) are the
+ones loaded lazily, and tests/test_import_time.py checks that `import tinyton` leaves it out of sys.modules.
 """
 
 from __future__ import annotations
