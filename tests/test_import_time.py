@@ -9,12 +9,17 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tinyton.lazy import lazy_module
+
 FOREIGN = ("numpy", "ml_dtypes", "networkx", "xdsl", "torch", "cuda")
 """Packages that importing tinyton and defining kernels leave out of sys.modules altogether (not even lazily
 loaded: a lazily loaded package can run a submodule twice, tinyton/lazy.py). NumPy alone takes a quarter
 of a second on the GPU hosts."""
-COMPILER = ("tinyton.dialects", "tinyton.lowering", "tinyton.rewrites", "tinyton.compiler")
-"""tinyton's own heavy packages: lazily loaded modules of theirs may sit in sys.modules, unexecuted."""
+COMPILER = ("tinyton.dialects", "tinyton.lowering", "tinyton.rewrites", "tinyton.compiler.")
+"""tinyton's own heavy modules (the compiler's package itself is light): lazily loaded ones may sit in
+sys.modules, unexecuted."""
 
 DEFINITIONS = """
     import tinyton as tt
@@ -99,3 +104,24 @@ def test_runtime_names_load_numpy_on_first_use() -> None:
         assert callable(tt.to_device) and callable(tt.set_allocator) and BF16.name == "bfloat16"
     """)
     assert "numpy" in loaded and "ml_dtypes" in loaded and "xdsl" not in loaded
+
+
+def test_a_submodule_imported_before_its_package_is_used_runs_once() -> None:
+    """`tinyton.compiler` is imported (light) by `@tt.jit`, its modules lazily: importing one of them
+    directly first must not run it a second time (as a lazily loaded package would: tinyton/lazy.py)."""
+    loaded = _loaded_after("""
+        import sys
+        import tinyton
+        from tinyton.compiler.kernel import CompiledKernel
+        import tinyton.compiler
+
+        assert tinyton.compiler.CompiledKernel is CompiledKernel
+        assert tinyton.compiler.kernel is sys.modules["tinyton.compiler.kernel"]
+    """)
+    assert "tinyton.compiler.kernel" in loaded and "tinyton.compiler.program" not in loaded
+
+
+def test_lazy_module_refuses_packages() -> None:
+    assert "wsgiref" not in sys.modules
+    with pytest.raises(ValueError, match="a package"):
+        lazy_module("wsgiref")

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from tinyton.frontend.programs import ProgramCalls
 
 # Decorating a function needs none of these (tinyton/lazy.py): they load with the first launch or call.
-compiler = lazy_module("tinyton.compiler")
+compiler = lazy_module("tinyton.compiler.kernel")
 arguments = lazy_module("tinyton.frontend.arguments")
 codegen = lazy_module("tinyton.frontend.codegen")
 programs = lazy_module("tinyton.frontend.programs")
