@@ -219,7 +219,7 @@ def test_fast_path_takes_keywords_named_like_its_own_locals_and_held_launchers_f
     kernel parameters called grid, rest, kwargs, plan or s pass by keyword; a `kernel[grid]` held from an
     earlier call shape launches calls of the new shape (through the current fast path, else the slow path)."""
     fake = FakeLauncher()
-    monkeypatch.setattr(jit_module, "backend", lambda: "cuda")
+    monkeypatch.setattr(driver, "backend", lambda: "cuda")
     monkeypatch.setattr(CompiledKernel, "launcher", property(lambda self: fake))
 
     @tt.jit
