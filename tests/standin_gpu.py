@@ -104,7 +104,6 @@ def standin_gpu(*functions: Any, record: bool = False) -> Iterator[list]:
     with ExitStack() as stack:
         stack.callback(_forget, functions)
         stack.enter_context(mock.patch.object(driver, "backend", lambda: "cuda"))
-        stack.enter_context(mock.patch.object(jit, "backend", lambda: "cuda"))
         stack.enter_context(mock.patch.object(compiler_kernel.CompiledKernel, "launcher", property(launcher)))
         stack.enter_context(mock.patch.object(compiler_program, "memory_for", memory_for))
         yield launches

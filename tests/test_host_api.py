@@ -8,8 +8,8 @@ import pytest
 
 import tinyton as triton
 import tinyton.language as tl
-from tinyton.frontend.jit import backend
 from tinyton.runtime import cache as cache_module
+from tinyton.runtime.driver import backend
 
 
 @triton.jit
@@ -115,7 +115,6 @@ def tuned_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def test_autotune_picks_a_config_and_grid_lambdas_see_it(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_module, "default_cache", lambda: cache_module.KernelCache(tmp_path))
-    monkeypatch.setattr("tinyton.frontend.autotuner.default_cache", lambda: cache_module.KernelCache(tmp_path))
     x, y, out = arrays()
     blocks = []
     tuned_add[lambda meta: (blocks.append(meta["BLOCK"]) or triton.cdiv(meta["n"], meta["BLOCK"]),)](x, y, out, 100)
@@ -228,7 +227,7 @@ def test_submodules_are_attributes_as_in_triton():
 
 @pytest.mark.gpu
 def test_autotune_times_configs_on_the_gpu(tmp_path, monkeypatch):
-    monkeypatch.setattr("tinyton.frontend.autotuner.default_cache", lambda: cache_module.KernelCache(tmp_path))
+    monkeypatch.setattr(cache_module, "default_cache", lambda: cache_module.KernelCache(tmp_path))
     x, y, out = arrays(1 << 20)
     tuned_add.cache.clear()
     tuned_add[lambda meta: (triton.cdiv(meta["n"], meta["BLOCK"]),)](x, y, out, 1 << 20)

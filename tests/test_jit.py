@@ -12,7 +12,7 @@ import pytest
 
 import tinyton as tt
 from tinyton.compiler import CompiledKernel
-from tinyton.frontend import jit as jit_module
+from tinyton.runtime import driver
 from tinyton.runtime.arrays import DeviceArray, KernelArgument
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +195,7 @@ def fake_device_array(address: int, n: int = 1024) -> DeviceArray:
 
 def test_fast_path_packs_device_pointers_and_measures_python_overhead(monkeypatch):
     fake = FakeLauncher()
-    monkeypatch.setattr(jit_module, "backend", lambda: "cuda")
+    monkeypatch.setattr(driver, "backend", lambda: "cuda")
     monkeypatch.setattr(CompiledKernel, "launcher", property(lambda self: fake))
 
     @tt.jit
@@ -219,7 +219,7 @@ def test_fast_path_takes_keywords_named_like_its_own_locals_and_held_launchers_f
     kernel parameters called grid, rest, kwargs, plan or s pass by keyword; a `kernel[grid]` held from an
     earlier call shape launches calls of the new shape (through the current fast path, else the slow path)."""
     fake = FakeLauncher()
-    monkeypatch.setattr(jit_module, "backend", lambda: "cuda")
+    monkeypatch.setattr(driver, "backend", lambda: "cuda")
     monkeypatch.setattr(CompiledKernel, "launcher", property(lambda self: fake))
 
     @tt.jit

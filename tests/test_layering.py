@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "tinyton"
 
 LAYERS: list[list[str]] = [
     ["tinyton.errors", "tinyton.intmath", "tinyton.lazy", "tinyton.limits", "tinyton.profiling"],
-    ["tinyton.elements"],
+    ["tinyton.elements", "tinyton.numpy_dtypes"],
     ["tinyton.dtypes"],
     ["tinyton.dialects"],
     ["tinyton.analysis"],

@@ -2,6 +2,8 @@
 
 `tt.float32` and friends are `dtype` objects: the name users write, the xDSL element type the dialects
 use, and the NumPy dtype the runtime allocates. Everything above the dialects converts through here.
+Both foreign types load on first use (tinyton/elements.py, tinyton/numpy_dtypes.py): a dtype's name, kind
+and width need neither, so `import tinyton` and `@tt.jit` load neither xDSL nor NumPy.
 NumPy has no bfloat16: `tt.bfloat16` is `ml_dtypes.bfloat16` (the type JAX uses), whose NumPy kind is
 "V", not "f"; code that asks "is this a float array" uses `is_float_dtype`, never `dtype.kind == "f"`.
 Unsigned ints are xDSL's unsigned integer types (`ui32`; the LLVM lowering makes them signless and picks
@@ -15,52 +17,53 @@ import sys
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
-import numpy as np
-
 from tinyton.errors import CompilationError
 from tinyton.lazy import lazy_module
 
 if TYPE_CHECKING:
+    import numpy as np
     from xdsl.ir import Attribute
 
 _elements = lazy_module("tinyton.elements")
+_numpy = lazy_module("tinyton.numpy_dtypes")
 
 
 class dtype:
     """An element type of tiles and arrays: `tt.float32`, `tt.float16`, `tt.bfloat16`, `tt.int32`, `tt.int1`."""
 
-    __slots__ = ("name", "np")
+    __slots__ = ("_kind", "name", "primitive_bitwidth")
 
-    def __init__(self, name: str, np_dtype: type):
-        self.name, self.np = name, np.dtype(np_dtype)
+    def __init__(self, name: str, kind: str, primitive_bitwidth: int):
+        """`kind`: "b" (int1), "i" (signed), "u" (unsigned) or "f" (floats, bfloat16 and float8 included)."""
+        self.name, self._kind, self.primitive_bitwidth = name, kind, primitive_bitwidth
 
     @property
     def ir(self) -> Attribute:
         """The xDSL element type (xDSL loads on the first such question: tinyton/lazy.py)."""
         return _elements.ELEMENTS[self.name]
 
+    @property
+    def np(self) -> np.dtype:
+        """The NumPy dtype (NumPy and ml_dtypes load on the first such question: tinyton/lazy.py)."""
+        return _numpy.NUMPY[self.name]
+
     def __repr__(self) -> str:
         return f"tt.{self.name}"
 
-    @property
-    def primitive_bitwidth(self) -> int:
-        return 1 if self.np == np.bool_ else self.np.itemsize * 8
-
     def is_floating(self) -> bool:
-        return not self.is_int()
+        return self._kind == "f"
 
     def is_int(self) -> bool:
-        return self.np.kind in "iub"
+        return self._kind in "iub"
 
     def is_int_signed(self) -> bool:
-        return self.np.kind in "ib"  # int1 is a signless i1, as in Triton
+        return self._kind in "ib"  # int1 is a signless i1, as in Triton
 
     def is_int_unsigned(self) -> bool:
-        return self.np.kind == "u"
+        return self._kind == "u"
 
     def is_bool(self) -> bool:
-        return self.np == np.bool_
+        return self._kind == "b"
 
     def is_ptr(self) -> bool:
         return False
@@ -108,34 +111,32 @@ class block_type:
         return False
 
 
-int1 = dtype("int1", np.bool_)
-int8 = dtype("int8", np.int8)
-int16 = dtype("int16", np.int16)
-int32 = dtype("int32", np.int32)
-int64 = dtype("int64", np.int64)
-uint8 = dtype("uint8", np.uint8)
-uint16 = dtype("uint16", np.uint16)
-uint32 = dtype("uint32", np.uint32)
-uint64 = dtype("uint64", np.uint64)
-float8e4nv = dtype("float8e4nv", ml_dtypes.float8_e4m3fn)
-float8e5 = dtype("float8e5", ml_dtypes.float8_e5m2)
-float16 = dtype("float16", np.float16)
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16)
-float32 = dtype("float32", np.float32)
-float64 = dtype("float64", np.float64)
+int1 = dtype("int1", "b", 1)
+int8 = dtype("int8", "i", 8)
+int16 = dtype("int16", "i", 16)
+int32 = dtype("int32", "i", 32)
+int64 = dtype("int64", "i", 64)
+uint8 = dtype("uint8", "u", 8)
+uint16 = dtype("uint16", "u", 16)
+uint32 = dtype("uint32", "u", 32)
+uint64 = dtype("uint64", "u", 64)
+float8e4nv = dtype("float8e4nv", "f", 8)
+float8e5 = dtype("float8e5", "f", 8)
+float16 = dtype("float16", "f", 16)
+bfloat16 = dtype("bfloat16", "f", 16)
+float32 = dtype("float32", "f", 32)
+float64 = dtype("float64", "f", 64)
 DTYPES = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float8e4nv, float8e5, float16, bfloat16, float32, float64,
 )
-BF16 = bfloat16.np
-"""NumPy's view of bfloat16 (`ml_dtypes.bfloat16`)."""
 FLOAT8 = (float8e4nv, float8e5)
 """Storage-only types: kernels load, store and convert them, arithmetic needs a cast first."""
 ALIASES = {
     "bool": int1, "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp16": float16, "bf16": bfloat16, "fp32": float32,
     "fp64": float64,
 }
-_BY_KEY: dict[Any, dtype] = {**ALIASES, **{k: d for d in DTYPES for k in (d, d.np, d.name)}}
+_BY_KEY: dict[Any, dtype] = {**ALIASES, **{k: d for d in DTYPES for k in (d, d.name)}}
 
 
 @cache
@@ -149,9 +150,12 @@ def _element_tables() -> dict[str, dict[Any, Any]]:
 
 
 def __getattr__(name: str) -> Any:
-    """`NUMPY_TO_ELEMENT` (NumPy dtype -> xDSL element type) and `ELEMENT_TO_NUMPY`, served lazily (PEP 562)."""
+    """`NUMPY_TO_ELEMENT` (NumPy dtype -> xDSL element type), `ELEMENT_TO_NUMPY` and `BF16` (NumPy's view of
+    bfloat16, `ml_dtypes.bfloat16`), served lazily (PEP 562)."""
     if name in ("NUMPY_TO_ELEMENT", "ELEMENT_TO_NUMPY"):
         return _element_tables()[name]
+    if name == "BF16":
+        return bfloat16.np
     raise AttributeError(f"module 'tinyton.dtypes' has no attribute {name!r}")
 
 
@@ -163,10 +167,7 @@ def dtype_of(x: Any) -> dtype:
     candidates = (x, str(getattr(x, "name", x)).rsplit(".", 1)[-1])  # torch.float32 -> float32
     while found is None and candidates:
         candidate, *candidates = candidates
-        try:
-            found = _BY_KEY.get(np.dtype(candidate))
-        except TypeError:
-            continue
+        found = _BY_KEY.get(_numpy.name_of(candidate))
     if found is None:
         name = getattr(x, "__name__", x)
         names = ", ".join(d.name for d in DTYPES)
@@ -176,7 +177,7 @@ def dtype_of(x: Any) -> dtype:
 
 def is_float_dtype(np_dtype: np.dtype) -> bool:
     """True for NumPy float dtypes, bfloat16 and float8 included (their NumPy kind is "V")."""
-    return np_dtype.kind == "f" or np_dtype == BF16 or any(np_dtype == d.np for d in FLOAT8)
+    return np_dtype.kind == "f" or np_dtype == bfloat16.np or any(np_dtype == d.np for d in FLOAT8)
 
 
 def constant_key(value: float | int | bool, element: Attribute) -> tuple[object, Attribute]:

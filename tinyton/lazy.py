@@ -7,33 +7,48 @@ imports. A module on that light path names such a dependency at module level, be
 executes on that first attribute access (importlib's `LazyLoader`), after which it is an ordinary module.
 This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
 tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
-`import tinyton` leaves xDSL unloaded. The few names that must stay plain attributes (`tt.tensor_descriptor`,
-the two xDSL-keyed tables of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through
-modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
+`import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
+(`tt.tensor_descriptor`, `tt.DeviceArray` and the runtime's other classes, the xDSL- and NumPy-keyed tables
+of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
 should not race another thread's (tracing and compiling start on the calling thread).
+
+`lazy_module` takes plain modules only, never a package: while a lazy package sits unexecuted,
+`import pkg.sub` reads `pkg.__path__`, which runs the package body (importing `pkg.sub`), and then the import
+system, having looked in sys.modules before that, runs `pkg.sub` a second time into a new module object
+(`lazy_module("numpy")` then `import numpy._core.multiarray`, as torch and NumPy's test suite do, leaves
+`numpy._core` without its `_multiarray_umath`; a lazy `tinyton.compiler` then `from tinyton.compiler.kernel
+import CompiledKernel` gave a second `CompiledKernel` class). A package on the light path is kept cheap to
+import instead (tinyton/compiler/__init__.py serves its names from lazily loaded modules), and NumPy stays
+off that path by construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's driver and arrays) are the
+ones loaded lazily, and tests/test_import_time.py checks that `import tinyton` leaves it out of sys.modules.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
 
 
 def lazy_module(name: str) -> ModuleType:
-    """The module `name`, its body run on first attribute access (now, if it is already imported). Its
-    parent package is imported now: lazy-load modules of cheap packages only."""
+    """The plain module `name`, its body run on first attribute access (now, if it is already imported).
+    Its parent package is imported now: lazy-load modules of cheap packages only."""
+    parent, _, child = name.rpartition(".")
+    if parent:
+        importlib.import_module(parent)  # first: its body may import `name`, or lazily load it
     module = sys.modules.get(name)
     if module is not None:
         return module
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    if spec.submodule_search_locations is not None:
+        raise ValueError(f"lazy_module({name!r}): a package, whose submodules could run twice (see tinyton/lazy.py)")
     spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    parent, _, child = name.rpartition(".")
     if parent:
         setattr(sys.modules[parent], child, module)  # as `import a.b` binds `a.b`
     return module

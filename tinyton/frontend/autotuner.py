@@ -17,10 +17,13 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tinyton.frontend.jit import JITFunction, backend
-from tinyton.runtime import driver
-from tinyton.runtime.bench import do_bench
-from tinyton.runtime.cache import default_cache
+from tinyton.frontend.jit import JITFunction
+from tinyton.lazy import lazy_module
+
+# Tuning needs these (and NumPy) at the first launch, not at decoration (tinyton/lazy.py).
+bench = lazy_module("tinyton.runtime.bench")
+runtime_cache = lazy_module("tinyton.runtime.cache")
+driver = lazy_module("tinyton.runtime.driver")
 
 
 class Config:
@@ -159,11 +162,11 @@ class Autotuner(_Wrapper):
 
     def _tune(self, key: tuple, grid: Any, args: tuple, kwargs: dict[str, Any], named: dict[str, Any]) -> Config:
         record_key = self._record_key(key)
-        index = default_cache().get_record("autotune", record_key)
+        index = runtime_cache.default_cache().get_record("autotune", record_key)
         if isinstance(index, int) and 0 <= index < len(self.configs):
             return self.configs[index]
         configs = self.prune(named, kwargs)
-        if backend() != "cuda" or len(configs) == 1:
+        if driver.backend() != "cuda" or len(configs) == 1:
             return configs[0]  # the simulator's timings say nothing about the GPU: take the first
         saved = {name: _snapshot(named[name]) for name in self.restore_value}
         try:
@@ -172,7 +175,7 @@ class Autotuner(_Wrapper):
             for name, copy in saved.items():
                 _restore(named[name], copy)
         best = min(configs, key=lambda c: self.bench_timings[c][0])
-        default_cache().put_record("autotune", record_key, self.configs.index(best))
+        runtime_cache.default_cache().put_record("autotune", record_key, self.configs.index(best))
         return best
 
     def _bench(self, config: Config, grid: Any, args: tuple, kwargs: dict[str, Any], named: dict[str, Any]) -> list[float]:
@@ -182,7 +185,7 @@ class Autotuner(_Wrapper):
             self._launch(config, grid, args, kwargs, named)
 
         try:
-            return do_bench(launch, warmup=self.warmup, rep=self.rep, quantiles=(0.5, 0.2, 0.8))
+            return bench.do_bench(launch, warmup=self.warmup, rep=self.rep, quantiles=(0.5, 0.2, 0.8))
         except Exception:  # a config that does not compile or launch (too much shared memory, ...)
             return [float("inf")] * 3
 

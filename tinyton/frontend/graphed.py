@@ -15,17 +15,26 @@ Without a GPU (the simulator) `fn` simply runs every time.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from tinyton.lazy import lazy_module
 
-from tinyton.runtime import driver
-from tinyton.runtime.graphs import CudaGraph
+if TYPE_CHECKING:
+    from tinyton.runtime.graphs import CudaGraph
+
+# Calls need these (and NumPy), `@tt.graphed` does not (tinyton/lazy.py).
+driver = lazy_module("tinyton.runtime.driver")
+graphs = lazy_module("tinyton.runtime.graphs")
 
 
 def _is_device_array(value: Any) -> bool:
     return hasattr(value, "__cuda_array_interface__")
+
+
+def _is_host_array(value: Any) -> bool:
+    return hasattr(value, "__array_interface__")  # NumPy's arrays, and whatever speaks its protocol
 
 
 class Graphed:
@@ -50,12 +59,12 @@ class Graphed:
         return self._results
 
     def _capture(self, args: tuple[Any, ...]) -> Any:
-        if any(isinstance(a, np.ndarray) for a in args):
+        if any(_is_host_array(a) for a in args):
             raise TypeError(
                 f"tt.graphed({self.__name__}) replays on device memory: pass tinyton DeviceArrays "
                 "(tt.to_device(x)) instead of NumPy arrays"
             )
-        graph = CudaGraph()
+        graph = graphs.CudaGraph()
         with graph.capture():
             results = self.fn(*args)
         self.graph, self._captured_args, self._results = graph, args, results
@@ -83,7 +92,7 @@ class Graphed:
                     f"{self.__name__}(): argument {i} has shape {tuple(src['shape'])} {src['typestr']}, the "
                     f"captured graph has {tuple(dst['shape'])} {dst['typestr']}"
                 )
-            nbytes = int(np.prod(dst["shape"])) * np.dtype(dst["typestr"]).itemsize
+            nbytes = math.prod(dst["shape"]) * int(dst["typestr"][2:])  # typestr: byte order, kind, itemsize
             driver.memcpy_dtod(dst["data"][0], src["data"][0], nbytes, stream)
 
 

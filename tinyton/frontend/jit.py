@@ -28,7 +28,6 @@ from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.lazy import lazy_module
 from tinyton.profiling import stage
-from tinyton.runtime.driver import backend
 from tinyton.runtime.streams import current_stream
 
 if TYPE_CHECKING:
@@ -39,10 +38,11 @@ if TYPE_CHECKING:
     from tinyton.frontend.programs import ProgramCalls
 
 # Decorating a function needs none of these (tinyton/lazy.py): they load with the first launch or call.
-compiler = lazy_module("tinyton.compiler")
+compiler = lazy_module("tinyton.compiler.kernel")
 arguments = lazy_module("tinyton.frontend.arguments")
 codegen = lazy_module("tinyton.frontend.codegen")
 programs = lazy_module("tinyton.frontend.programs")
+driver = lazy_module("tinyton.runtime.driver")  # NumPy too: a quarter of a second
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -298,7 +298,7 @@ class JITFunction:
         if plan is not None and plan.kernel is kernel:
             return plan, parameter_values
         torch_inputs = any(type(v).__module__.partition(".")[0] == "torch" for v in arguments.runtime_values(values))
-        plan = _Plan(kernel, reads, backend() == "cuda" and None not in parameter_values, torch_inputs)
+        plan = _Plan(kernel, reads, driver.backend() == "cuda" and None not in parameter_values, torch_inputs)
         if len(self._plans) >= MAX_PLANS:
             self._plans.clear()
         self._plans[keys] = plan
@@ -320,14 +320,14 @@ class JITFunction:
         kernel = compiler.compile_module(module, num_warps=num_warps)
         kernel.run_with_all_arguments = functools.partial(self._run_compiled, kernel)
         kernel.options = {**options, "num_stages": DEFAULT_NUM_STAGES if num_stages is None else num_stages}
-        if backend() == "cuda":
+        if driver.backend() == "cuda":
             kernel.launcher  # noqa: B018 - compile and load now, not inside the first timed launch
         return kernel, reads
 
 
 def _launch(kernel: CompiledKernel, grid: Any, args: Sequence[Any], torch_inputs: bool) -> None:
     """Run the kernel on this machine's backend with its runtime arguments."""
-    if backend() == "cuda":
+    if driver.backend() == "cuda":
         kernel.launch(grid, args, current_stream(torch_inputs))
     else:
         kernel.simulate(grid, [arguments.simulator_argument(a) for a in args])

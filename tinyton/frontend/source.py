@@ -5,12 +5,11 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
+import sys
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from tinyton.errors import CompilationError, SourceLocation
 from tinyton.frontend.returns import hoist_returns
@@ -42,7 +41,8 @@ def constexpr_value(value: Any) -> Any:
         return value.value
     if isinstance(value, list):
         return tuple(value)
-    return value.item() if isinstance(value, np.generic) else value
+    numpy = sys.modules.get("numpy")  # a NumPy scalar exists only once NumPy is loaded: never load it here
+    return value.item() if numpy is not None and isinstance(value, numpy.generic) else value
 
 
 class Namespace(Mapping[str, Any]):

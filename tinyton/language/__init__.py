@@ -32,6 +32,7 @@ from tinyton.frontend.autotuner import Config, autotune, heuristics
 from tinyton.frontend.graphed import Graphed, graphed
 from tinyton.frontend.source import constexpr
 from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lazy import lazy_module
 from tinyton.limits import MAX_TILE_ELEMENTS
 from tinyton.language import math, memory
 from tinyton.language.core import (
@@ -144,21 +145,32 @@ from tinyton.language.shapes import (
     transpose,
     view,
 )
-from tinyton.runtime.arrays import DeviceArray, to_device
-from tinyton.runtime.descriptors import set_allocator
-from tinyton.runtime.driver import Stream
-from tinyton.runtime.graphs import CudaGraph
 from tinyton.runtime.streams import stream
 
-LAZY = ("tensor_descriptor",)
-"""Names served on first use by `__getattr__` (they load the frontend: tinyton/lazy.py); kept out of
-`__all__` so that `from tinyton.language import *` stays light."""
+# The runtime's arrays, streams and graphs load NumPy (a quarter of a second): on first use.
+_arrays = lazy_module("tinyton.runtime.arrays")
+_descriptors = lazy_module("tinyton.runtime.descriptors")
+_driver = lazy_module("tinyton.runtime.driver")
+_graphs = lazy_module("tinyton.runtime.graphs")
+
+LAZY: dict[str, tuple[Any, str]] = {
+    "tensor_descriptor": (memory.block_pointers, "TensorDescriptor"),
+    "CudaGraph": (_graphs, "CudaGraph"),
+    "DeviceArray": (_arrays, "DeviceArray"),
+    "Stream": (_driver, "Stream"),
+    "set_allocator": (_descriptors, "set_allocator"),
+    "to_device": (_arrays, "to_device"),
+}
+"""Names served on first use by `__getattr__` (the module holding each, the attribute), since they load the
+frontend, or NumPy and the runtime (tinyton/lazy.py); kept out of `__all__` so that
+`from tinyton.language import *` stays light."""
 
 
 def __getattr__(name: str) -> Any:
-    """`tl.tensor_descriptor`: the frontend's `TensorDescriptor` class, loaded when first asked for."""
-    if name == "tensor_descriptor":
-        return memory.block_pointers.TensorDescriptor
+    """`tl.tensor_descriptor`, `tl.DeviceArray`, ...: loaded when first asked for."""
+    if name in LAZY:
+        module, attribute = LAZY[name]
+        return getattr(module, attribute)
     raise AttributeError(f"module 'tinyton.language' has no attribute {name!r}")
 
 
@@ -167,11 +179,8 @@ __all__ = [
     "MAX_TILE_ELEMENTS",
     "CompilationError",
     "Config",
-    "CudaGraph",
-    "DeviceArray",
     "Graphed",
     "PropagateNan",
-    "Stream",
     "abs",
     "advance",
     "arange",
@@ -265,7 +274,6 @@ __all__ = [
     "relu",
     "reshape",
     "rsqrt",
-    "set_allocator",
     "sigmoid",
     "sin",
     "split",
@@ -279,7 +287,6 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
-    "to_device",
     "trans",
     "transpose",
     "tril",
