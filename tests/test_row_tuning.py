@@ -67,11 +67,11 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(row_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))
     measured: list[RowShape] = []
 
-    def measure(p, shape):
+    def timer(p, shape):
         measured.append(shape)
-        return 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
+        return lambda: 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
 
-    monkeypatch.setattr(row_tuning, "_measure", measure)
+    monkeypatch.setattr(row_tuning, "_timer", timer)
     device.measured = measured
     device.tmp_path = tmp_path
     return device
@@ -100,7 +100,7 @@ def test_measured_once_then_read_from_the_disk_cache(gpu, capsys):
     assert list((gpu.tmp_path / "tune-rows").glob("*.json"))
     assert "tinyton: tuned rows" in capsys.readouterr().err, "the first-use cost is printed"
     gpu.measured.clear()
-    assert row_tuning.row_shape(region(softmax, np.zeros((3000, 3000), np.float32))) == RowShape(8)
+    assert row_tuning.row_shape(region(softmax, np.zeros((3000, 3500), np.float32))) == RowShape(8)
     assert not gpu.measured, "a problem of the same class reads the stored choice"
     row_tuning.row_shape(region(rmsnorm, np.zeros((4096, 4096), np.float32), np.zeros(4096, np.float32)))
     assert gpu.measured, "the program is part of the key"
@@ -133,8 +133,10 @@ def test_fingerprint_names_the_program_not_its_shape():
     a, b = region(softmax, BIG), region(softmax, np.zeros((10, 100), np.float32))
     c = region(rmsnorm, BIG, np.zeros(4096, np.float32))
     assert a.fingerprint == b.fingerprint != c.fingerprint
-    assert a.shape_class() == (1024, 4096)
-    assert region(softmax, np.zeros((1000, 3000), np.float32)).shape_class() == (1024, 4096)
+    assert a.shape_class() == (1024, 4096, 4)
+    assert region(softmax, np.zeros((1000, 3100), np.float32)).shape_class() == (1024, 4096, 4)
+    assert region(softmax, np.zeros((1000, 3000), np.float32)).shape_class() == (1024, 4096, 3)
+    assert RowProblem(8192, 768, "float32").shape_class() != RowProblem(8192, 1024, "float32").shape_class()
 
 
 def test_candidates_by_row_length():
