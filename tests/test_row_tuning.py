@@ -71,7 +71,7 @@ def gpu(monkeypatch, tmp_path):
         measured.append(shape)
         return lambda: 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
 
-    monkeypatch.setattr(row_tuning, "_timer", timer)
+    monkeypatch.setattr(row_tuning, "shape_timer", timer)
     device.measured = measured
     device.tmp_path = tmp_path
     return device
@@ -142,7 +142,7 @@ def test_fingerprint_names_the_program_not_its_shape():
 def test_candidates_by_row_length():
     assert candidates(RowProblem(32, 2048, "float32")) == [RowShape(8), RowShape(4), RowShape(16)]
     long = candidates(RowProblem(1024, 32768, "float16"))
-    assert long == [RowShape(16), RowShape(8), RowShape(16, 1, 8192)]
+    assert long == [RowShape(16), RowShape(8), RowShape(16, per_sm=2), RowShape(16, 1, 8192)]
     assert {s.chunk for s in candidates(RowProblem(512, 65536, "float32"))} == {2048, 4096, 8192}
     short = candidates(RowProblem(65536, 128, "float32"))
     assert {s.rows for s in short} == {8, 16, 32} and all(32 * s.num_warps <= s.tile(128) for s in short)
@@ -151,6 +151,19 @@ def test_candidates_by_row_length():
     assert all(s.rows == 1 for s in candidates(RowProblem(300, 1024, "float32"))), "under MIN_PROGRAMS"
     assert all(s.rows == 1 for s in candidates(RowProblem(8192, 2048, "float32")))
     assert max(len(long), len(short), len(medium)) <= 10, "first use stays a few seconds"
+
+
+def test_two_programs_per_sm_reach_ptxas():
+    """The capped candidate of 32768-element rows: its kernel asks ptxas for two programs per SM (64
+    registers at 512 threads), the others for no cap."""
+    x = np.zeros((264, 32768), np.float16)
+    problem = region(softmax, x)
+    capped = RowShape(16, per_sm=2)
+    assert capped in candidates(problem)
+    for choice, want in ((capped, 2), (RowShape(16), None)):
+        specs = fusion_to_kernels(fuse_module(softmax.compile(x).graph.clone(), fuse=True), choose_rows=lambda _, c=choice: c)
+        attr = specs[0].module.attributes.get("tt.min_programs_per_sm")
+        assert (attr.value.data if attr is not None else None) == want
 
 
 @pytest.mark.parametrize("shape", [(70, 3000), (300, 100), (264, 40000)])

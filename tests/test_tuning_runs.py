@@ -70,7 +70,7 @@ def test_row_candidate_is_its_region_alone(device):
     problems = []
     fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
                       choose_rows=lambda p: problems.append(p) or RowShape(8))
-    assert row_tuning._timer(problems[0], RowShape(4, 2))() == 0.25
+    assert row_tuning.shape_timer(problems[0], RowShape(4, 2))() == 0.25
     assert len(compiled) == len(launched) == 1 and launched[0][0] == (256, 1, 1)  # 2 rows per program
     half = np.float16
     assert [(b.shape, b.dtype) for b in made] == [((512, 1000), half), ((1000,), half), ((512, 1000), half)]

@@ -38,7 +38,7 @@ def row_shape(problem: RowProblem) -> RowShape:
     if not tuning_enabled() or not p.dtype or len(options) == 1 or p.rows * p.length < TUNE_MIN_ELEMENTS:
         return default_row_shape(p)
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
-    return TUNER.choose(key, options, lambda shape: _timer(p, shape), default=default_row_shape(p))
+    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape), default=default_row_shape(p))
 
 
 def region_program(fusion: tta.FusionOp) -> ModuleOp:
@@ -50,7 +50,7 @@ def region_program(fusion: tta.FusionOp) -> ModuleOp:
     return ModuleOp([function])
 
 
-def _timer(p: RowProblem, shape: RowShape) -> Timer:
+def shape_timer(p: RowProblem, shape: RowShape) -> Timer:
     """A timer of the region's kernel shaped by `shape`."""
     assert p.region is not None
     return program_timer(region_program(p.region), p.dtype, fuse=True, choose_rows=lambda _: shape)
