@@ -31,7 +31,7 @@ ROUNDS = 7
 
 
 def label(shape) -> str:
-    return f"w{shape.num_warps} r{shape.rows} c{shape.chunk}"
+    return f"w{shape.num_warps} r{shape.rows} c{shape.chunk}" + (f" p{shape.per_sm}" if shape.per_sm else "")
 
 
 def compiled_with(program, args, shape):
@@ -66,7 +66,7 @@ def probe(case: str, repeats: int, dump: pathlib.Path | None) -> list[list[objec
     program, _, triton_fn = PROGRAMS[name]
     args = _inputs(name, rows_cols, DTYPES[dname])
     nbytes = 2 * args[0].nbytes
-    _, (problem,) = compiled_with(program, args, None)
+    problem = compiled_with(program, args, None)[1][0]
     options, default = candidates(problem), default_row_shape(problem)
     timers = {s: row_tuning.shape_timer(problem, s) for s in options}
     table = []
