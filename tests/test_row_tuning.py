@@ -143,6 +143,7 @@ def test_candidates_by_row_length():
     assert candidates(RowProblem(32, 2048, "float32")) == [RowShape(8), RowShape(4), RowShape(16)]
     long = candidates(RowProblem(1024, 32768, "float16"))
     assert long == [RowShape(16), RowShape(8), RowShape(16, per_sm=2), RowShape(16, 1, 8192)]
+    assert not any(s.per_sm for s in candidates(RowProblem(1024, 32768, "float32"))), "32-bit rows would spill"
     assert {s.chunk for s in candidates(RowProblem(512, 65536, "float32"))} == {2048, 4096, 8192}
     short = candidates(RowProblem(65536, 128, "float32"))
     assert {s.rows for s in short} == {8, 16, 32} and all(32 * s.num_warps <= s.tile(128) for s in short)

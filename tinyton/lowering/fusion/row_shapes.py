@@ -38,7 +38,7 @@ PAIRED_ROW = 1024
 CAPPED_TILE = 32768
 """Whole rows this long (64 elements per thread on 16 warps) are also measured with two programs per SM: an
 fp16 rmsnorm 1024x32768 row takes 66 registers, one 512-thread program per SM; capped at 64 (no spills)
-two fit, as they do for Triton's kernel."""
+two fit, as they do for Triton's kernel. 32-bit rows would spill 344-412 bytes (softmax, rmsnorm): not measured."""
 LONG_ROW = 8192
 """Rows from this long on may also run looped: the tuner measures both."""
 
@@ -117,7 +117,7 @@ def default_row_shape(p: RowProblem) -> RowShape:
 def candidates(p: RowProblem) -> list[RowShape]:
     """The default and its neighbours: half and twice the warps (of whole rows and of the default); half and
     twice the rows per program of short rows, two rows per program of rows up to PAIRED_ROW (while
-    MIN_PROGRAMS remain); whole rows of CAPPED_TILE with two programs per SM; for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
+    MIN_PROGRAMS remain); 16-bit whole rows of CAPPED_TILE with two programs per SM; for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
     walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100 (bench/sweep_rows.py) no
     looped walk beat a whole 32768-element row, so that case measures one."""
     d, block = default_row_shape(p), k_block(p.length)
@@ -133,7 +133,7 @@ def candidates(p: RowProblem) -> list[RowShape]:
         for w in (s.num_warps // 2, s.num_warps * 2):
             if 1 <= w <= 16 and 32 * w <= s.tile(p.length):
                 shapes.append(RowShape(w, s.rows, s.chunk))
-    if not d.chunk and d.tile(p.length) >= CAPPED_TILE:
+    if not d.chunk and d.tile(p.length) >= CAPPED_TILE and p.dtype and dtype_of(p.dtype).primitive_bitwidth <= 16:
         shapes.append(RowShape(d.num_warps, d.rows, 0, 2))
     if block >= LONG_ROW:
         walks = [RowShape(w, 1, c) for c in (2048, 4096, 8192) for w in (8, 16)] if d.chunk else [RowShape(16, 1, 8192)]
