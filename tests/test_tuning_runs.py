@@ -5,6 +5,8 @@ region cut out of its program)."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -17,9 +19,15 @@ from tinyton.lowering.fusion.row_shapes import RowShape
 from tinyton.rewrites.pipeline import fuse_module
 
 
+FREED: list[tuple[int, ...]] = []
+
+
 class _Buffer:
     def __init__(self, shape, dtype):
         self.shape, self.dtype, self.ptr = tuple(shape), np.dtype(dtype), object()
+
+    def __del__(self):
+        FREED.append(self.shape)
 
 
 class _Kernel:
@@ -74,3 +82,18 @@ def test_row_candidate_is_its_region_alone(device):
     assert len(compiled) == len(launched) == 1 and launched[0][0] == (256, 1, 1)  # 2 rows per program
     half = np.float16
     assert [(b.shape, b.dtype) for b in made] == [((512, 1000), half), ((1000,), half), ((512, 1000), half)]
+
+
+def test_the_timer_keeps_its_buffers_alive(device):
+    """The launches hold bare addresses: the device arrays behind them must outlive `program_timer`'s
+    frame until the timer goes (freed ones faulted on the H100)."""
+    made, launched, _ = device
+    p = MatmulProblem(1, 64, 48, 32, "float16")
+    timer = matmul_tuning._timer(p, default_tiles(p))
+    made.clear()
+    FREED.clear()
+    gc.collect()
+    assert not FREED and timer() == 0.25
+    del timer
+    gc.collect()
+    assert len(FREED) == 3

@@ -10,6 +10,7 @@ not. Inputs are random values of `dtype`; outputs and scratch buffers get their 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,8 +58,21 @@ def program_timer(module: ModuleOp, dtype: str, *, fuse: bool, **lowering: Any) 
         args = tuple(buffers[value].ptr for value in spec.bindings)
         launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))
 
-    def run() -> None:
-        for launch, grid, threads, args in launches:
-            launch(grid, threads, 0, 0, args)
+    return _ProgramTimer(launches, list(buffers.values()))
 
-    return lambda: float(do_bench(run, warmup=WINDOW_WARMUP_MS, rep=WINDOW_MS, return_mode="median"))
+
+@dataclass
+class _ProgramTimer:
+    """The launches of one candidate, and the device arrays their pointers point into: the arrays live as
+    long as the timer (the launches hold bare addresses; freed arrays made the first H100 run's launches
+    fault with CUDA_ERROR_ILLEGAL_ADDRESS)."""
+
+    launches: list[tuple[Any, ...]]
+    buffers: list[arrays.DeviceArray]
+
+    def __call__(self) -> float:
+        return float(do_bench(self._run, warmup=WINDOW_WARMUP_MS, rep=WINDOW_MS, return_mode="median"))
+
+    def _run(self) -> None:
+        for launch, grid, threads, args in self.launches:
+            launch(grid, threads, 0, 0, args)
