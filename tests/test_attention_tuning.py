@@ -40,7 +40,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(attention_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))
     measured: list[Blocks] = []
 
-    def timer(p, blocks, sm_count):  # the fastest: 64 x 32 on 4 warps; 128 x 128 does not fit
+    def timer(p, blocks, sm_count, samples):  # the fastest: 64 x 32 on 4 warps; 128 x 128 does not fit
         measured.append(blocks)
         if blocks.bn == 128 and blocks.bm == 128:
             raise RuntimeError("out of shared memory")

@@ -67,7 +67,7 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(row_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))
     measured: list[RowShape] = []
 
-    def timer(p, shape):
+    def timer(p, shape, samples):
         measured.append(shape)
         return lambda: 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
 

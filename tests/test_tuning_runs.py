@@ -18,7 +18,6 @@ from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, default_tiles
 from tinyton.lowering.fusion.row_shapes import RowShape
 from tinyton.rewrites.pipeline import fuse_module
 
-
 FREED: list[tuple[int, ...]] = []
 
 
@@ -87,7 +86,7 @@ def test_row_candidate_is_its_region_alone(device):
 def test_the_timer_keeps_its_buffers_alive(device):
     """The launches hold bare addresses: the device arrays behind them must outlive `program_timer`'s
     frame until the timer goes (freed ones faulted on the H100)."""
-    made, launched, _ = device
+    made, _, _ = device
     p = MatmulProblem(1, 64, 48, 32, "float16")
     timer = matmul_tuning._timer(p, default_tiles(p))
     made.clear()
@@ -97,3 +96,17 @@ def test_the_timer_keeps_its_buffers_alive(device):
     del timer
     gc.collect()
     assert len(FREED) == 3
+
+
+def test_the_candidates_of_one_tuning_share_their_inputs(device):
+    """Inputs are made (and copied to the device) once per tuning, outputs once per candidate."""
+    made, _, _ = device
+    x, w = np.zeros((512, 1000), np.float16), np.zeros(1000, np.float16)
+    problems = []
+    fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
+                      choose_rows=lambda p: problems.append(p) or RowShape(8))
+    samples: tuning_runs.Samples = {}
+    for shape in (RowShape(4), RowShape(8), RowShape(4, 2)):
+        row_tuning.shape_timer(problems[0], shape, samples)
+    assert sorted(b.shape for b in made) == [(512, 1000)] * 4 + [(1000,)], "x and w once, three outputs"
+    assert len(samples) == 2

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import program_timer
+from tinyton.compiler.tuning_runs import Samples, program_timer
 from tinyton.dialects import tta
 from tinyton.lowering.fusion.row_shapes import (
     RowProblem,
@@ -38,7 +38,8 @@ def row_shape(problem: RowProblem) -> RowShape:
     if not tuning_enabled() or not p.dtype or len(options) == 1 or p.rows * p.length < TUNE_MIN_ELEMENTS:
         return default_row_shape(p)
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
-    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape), default=default_row_shape(p))
+    samples: Samples = {}
+    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p))
 
 
 def region_program(fusion: tta.FusionOp) -> ModuleOp:
@@ -50,7 +51,7 @@ def region_program(fusion: tta.FusionOp) -> ModuleOp:
     return ModuleOp([function])
 
 
-def shape_timer(p: RowProblem, shape: RowShape) -> Timer:
-    """A timer of the region's kernel shaped by `shape`."""
+def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:
+    """A timer of the region's kernel shaped by `shape` (inputs from the tuning's `samples`)."""
     assert p.region is not None
-    return program_timer(region_program(p.region), p.dtype, fuse=True, choose_rows=lambda _: shape)
+    return program_timer(region_program(p.region), p.dtype, fuse=True, samples=samples, choose_rows=lambda _: shape)
