@@ -31,7 +31,8 @@ of them; the tuner takes ROUNDS + FINAL_ROUNDS windows of a finalist."""
 
 Samples = dict[tuple[int, tuple[int, ...]], arrays.DeviceArray]
 """The random inputs of one tuning by (position, shape): the candidates time one program, so they share them
-(made and copied to the device once: a 57344x2048 fp32 input took ~1.5 s per candidate to generate)."""
+(made and copied to the device once: a 57344x2048 fp32 input takes ~1.7 s to generate on the development
+machine's CPU, per candidate before)."""
 
 
 def program_timer(module: ModuleOp, dtype: str, *, fuse: bool, samples: Samples | None = None,
