@@ -47,6 +47,8 @@ SHAPES = pick([(4096, 4096), (57344, 2048), (8192, 1024), (8192, 768), (4096, 30
 of the grid kernel at 3 rows, two at 4) with tails."""
 LATENCY_BOUND = {(32, 2048)}
 LATENCY_ROUNDS = 7
+ROUNDS = 5
+"""Rounds of the bandwidth-bound shapes: 10-100 µs kernels whose single windows moved by 2-4 % between runs."""
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16}
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 5e-3}
 """fp16 programs compute in fp16 between their (f32) reductions, as NumPy would: exp(x - max) of a 262144-wide
@@ -178,7 +180,7 @@ def bench_case(name: str, shape, dtype, copy: float, quick: bool) -> list[object
     nbytes = (len(args) + 1 if name == "silu_gate" else 2) * args[0].nbytes
     latency = shape in LATENCY_BOUND
     timing = {"warmup_ms": 5 if quick else 10, "rep_ms": 20 if quick else 40}
-    ms = _latency_ms(fns, timing) if latency and not ONESHOT else _each_ms(fns, timing)
+    ms = _each_ms(fns, timing) if ONESHOT else _rounds_ms(fns, timing, LATENCY_ROUNDS if latency else ROUNDS)
     fig = {k: v * 1e3 if latency else gbps(nbytes, v) for k, v in ms.items()}
     peers = [fig[k] for k in ("torch.compile", "Triton") if k in fig]
     best = min(peers) if latency else max(peers)
@@ -195,11 +197,11 @@ def _each_ms(fns: dict[str, Callable], timing: dict[str, int]) -> dict[str, floa
     return {k: median_ms(f, **timing) if k == "tinyton" else peer(median_ms, f, **timing) for k, f in fns.items()}
 
 
-def _latency_ms(fns: dict[str, Callable], timing: dict[str, int]) -> dict[str, float]:
-    """Medians over LATENCY_ROUNDS rounds, each timing every function in turn: a ~5 µs kernel moves by
-    several percent with the GPU's clocks between one window and the next, and taking turns spreads that
-    drift over all of them alike."""
-    rounds = [_each_ms(fns, timing) for _ in range(LATENCY_ROUNDS)]
+def _rounds_ms(fns: dict[str, Callable], timing: dict[str, int], count: int) -> dict[str, float]:
+    """Medians over `count` rounds, each timing every function in turn (tinyton and its peers alike): a
+    kernel's window moves by 2-4 % with the GPU's clocks between one window and the next (several percent
+    at ~5 µs), and taking turns spreads that drift over all of them alike."""
+    rounds = [_each_ms(fns, timing) for _ in range(count)]
     return {k: statistics.median(r[k] for r in rounds) for k in fns}
 
 

@@ -67,7 +67,8 @@ def sweep(name: str, shape: tuple[int, int], dtype: torch.dtype) -> list[list[ob
         fig = figure(median_ms(lambda: program(*args), **WINDOW))
         host = host_us_per_call(lambda: program(*args), calls=2000) if latency else ""
         mark = " (default)" if choice == default else ""
-        rows.append([label, f"w{choice.num_warps} r{choice.rows} c{choice.chunk}{mark}", fig, peer, host])
+        capped = f" p{choice.per_sm}" if choice.per_sm else ""
+        rows.append([label, f"w{choice.num_warps} r{choice.rows} c{choice.chunk}{capped}{mark}", fig, peer, host])
     forced(None)
     return rows
 

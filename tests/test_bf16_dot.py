@@ -227,16 +227,16 @@ def test_tuner_measures_once_and_keeps_the_choice(tmp_path):
     times = {tiles[0]: 3.0, tiles[1]: 1.0}  # the third fails to run
     measured = []
 
-    def measure(t: MatmulTiles) -> float:
+    def prepare(t: MatmulTiles):
         measured.append(t)
-        return times[t]
+        return lambda: times[t]
 
     decode = lambda d: MatmulTiles(**d)
     tuner = Tuner("test", decode=decode, cache=KernelCache(tmp_path, disk=True))
-    assert tuner.choose(("gpu", (1, 2)), tiles, measure) == tiles[1] and len(measured) == 3
+    assert tuner.choose(("gpu", (1, 2)), tiles, prepare) == tiles[1] and len(measured) == 3
     fresh = Tuner("test", decode=decode, cache=KernelCache(tmp_path, disk=True))  # a later process
-    assert fresh.choose(("gpu", (1, 2)), tiles, measure) == tiles[1] and len(measured) == 3
-    assert fresh.choose(("gpu", (1, 4)), tiles, measure) == tiles[1] and len(measured) == 6
+    assert fresh.choose(("gpu", (1, 2)), tiles, prepare) == tiles[1] and len(measured) == 3
+    assert fresh.choose(("gpu", (1, 4)), tiles, prepare) == tiles[1] and len(measured) == 6
 
 
 def test_torch_bf16_interop(simulator):

@@ -67,11 +67,11 @@ def gpu(monkeypatch, tmp_path):
     monkeypatch.setattr(row_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))
     measured: list[RowShape] = []
 
-    def measure(p, shape):
+    def timer(p, shape, samples):
         measured.append(shape)
-        return 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
+        return lambda: 1.0 if (shape.num_warps, shape.chunk) == (8, 0) else 2.0
 
-    monkeypatch.setattr(row_tuning, "_measure", measure)
+    monkeypatch.setattr(row_tuning, "shape_timer", timer)
     device.measured = measured
     device.tmp_path = tmp_path
     return device
@@ -100,7 +100,7 @@ def test_measured_once_then_read_from_the_disk_cache(gpu, capsys):
     assert list((gpu.tmp_path / "tune-rows").glob("*.json"))
     assert "tinyton: tuned rows" in capsys.readouterr().err, "the first-use cost is printed"
     gpu.measured.clear()
-    assert row_tuning.row_shape(region(softmax, np.zeros((3000, 3000), np.float32))) == RowShape(8)
+    assert row_tuning.row_shape(region(softmax, np.zeros((3000, 3500), np.float32))) == RowShape(8)
     assert not gpu.measured, "a problem of the same class reads the stored choice"
     row_tuning.row_shape(region(rmsnorm, np.zeros((4096, 4096), np.float32), np.zeros(4096, np.float32)))
     assert gpu.measured, "the program is part of the key"
@@ -133,14 +133,17 @@ def test_fingerprint_names_the_program_not_its_shape():
     a, b = region(softmax, BIG), region(softmax, np.zeros((10, 100), np.float32))
     c = region(rmsnorm, BIG, np.zeros(4096, np.float32))
     assert a.fingerprint == b.fingerprint != c.fingerprint
-    assert a.shape_class() == (1024, 4096)
-    assert region(softmax, np.zeros((1000, 3000), np.float32)).shape_class() == (1024, 4096)
+    assert a.shape_class() == (1024, 4096, 4)
+    assert region(softmax, np.zeros((1000, 3100), np.float32)).shape_class() == (1024, 4096, 4)
+    assert region(softmax, np.zeros((1000, 3000), np.float32)).shape_class() == (1024, 4096, 3)
+    assert RowProblem(8192, 768, "float32").shape_class() != RowProblem(8192, 1024, "float32").shape_class()
 
 
 def test_candidates_by_row_length():
     assert candidates(RowProblem(32, 2048, "float32")) == [RowShape(8), RowShape(4), RowShape(16)]
     long = candidates(RowProblem(1024, 32768, "float16"))
-    assert long == [RowShape(16), RowShape(8), RowShape(16, 1, 8192)]
+    assert long == [RowShape(16), RowShape(8), RowShape(16, per_sm=2), RowShape(16, 1, 8192)]
+    assert not any(s.per_sm for s in candidates(RowProblem(1024, 32768, "float32"))), "32-bit rows would spill"
     assert {s.chunk for s in candidates(RowProblem(512, 65536, "float32"))} == {2048, 4096, 8192}
     short = candidates(RowProblem(65536, 128, "float32"))
     assert {s.rows for s in short} == {8, 16, 32} and all(32 * s.num_warps <= s.tile(128) for s in short)
@@ -149,6 +152,19 @@ def test_candidates_by_row_length():
     assert all(s.rows == 1 for s in candidates(RowProblem(300, 1024, "float32"))), "under MIN_PROGRAMS"
     assert all(s.rows == 1 for s in candidates(RowProblem(8192, 2048, "float32")))
     assert max(len(long), len(short), len(medium)) <= 10, "first use stays a few seconds"
+
+
+def test_two_programs_per_sm_reach_ptxas():
+    """The capped candidate of 32768-element rows: its kernel asks ptxas for two programs per SM (64
+    registers at 512 threads), the others for no cap."""
+    x = np.zeros((264, 32768), np.float16)
+    problem = region(softmax, x)
+    capped = RowShape(16, per_sm=2)
+    assert capped in candidates(problem)
+    for choice, want in ((capped, 2), (RowShape(16), None)):
+        specs = fusion_to_kernels(fuse_module(softmax.compile(x).graph.clone(), fuse=True), choose_rows=lambda _, c=choice: c)
+        attr = specs[0].module.attributes.get("tt.min_programs_per_sm")
+        assert (attr.value.data if attr is not None else None) == want
 
 
 @pytest.mark.parametrize("shape", [(70, 3000), (300, 100), (264, 40000)])
@@ -180,3 +196,12 @@ def test_row_shapes_are_measured_on_the_gpu(tmp_path, monkeypatch):
     p = region(softmax, np.zeros((1024, 8192), np.float16))
     assert row_tuning.row_shape(p) in candidates(p)
     assert list((tmp_path / "tune-rows").glob("*.json"))
+
+
+@pytest.mark.gpu
+def test_two_programs_per_sm_agree_with_numpy_on_the_gpu(monkeypatch):
+    """The capped kernel (64 registers at 512 threads) computes what the uncapped one does."""
+    monkeypatch.setattr(compiler_program, "row_shape", lambda p: RowShape(16, per_sm=2))
+    x = np.random.default_rng(2).standard_normal((264, 32768)).astype(np.float16)
+    got = softmax.compile(x)(x)
+    np.testing.assert_allclose(got.astype(np.float64), np_softmax(x.astype(np.float64)), rtol=5e-3, atol=2e-6)

@@ -5,6 +5,8 @@ region cut out of its program)."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -16,10 +18,15 @@ from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, default_tiles
 from tinyton.lowering.fusion.row_shapes import RowShape
 from tinyton.rewrites.pipeline import fuse_module
 
+FREED: list[tuple[int, ...]] = []
+
 
 class _Buffer:
     def __init__(self, shape, dtype):
         self.shape, self.dtype, self.ptr = tuple(shape), np.dtype(dtype), object()
+
+    def __del__(self):
+        FREED.append(self.shape)
 
 
 class _Kernel:
@@ -36,14 +43,14 @@ def device(monkeypatch):
     monkeypatch.setattr(tuning_runs.arrays, "to_device", lambda x: made.append(_Buffer(x.shape, x.dtype)) or made[-1])
     monkeypatch.setattr(tuning_runs.arrays, "empty", lambda s, d: made.append(_Buffer(s, d)) or made[-1])
     monkeypatch.setattr(tuning_runs, "compile_module", lambda m, num_warps: compiled.append(m) or _Kernel(launched))
-    monkeypatch.setattr(tuning_runs, "do_bench", lambda fn, warmup, rep: fn() or 0.25)
+    monkeypatch.setattr(tuning_runs, "do_bench", lambda fn, warmup, rep, return_mode: fn() or 0.25)
     return made, launched, compiled
 
 
 def test_matmul_candidate_is_one_launch_over_its_operands(device):
     made, launched, compiled = device
     p = MatmulProblem(1, 64, 48, 32, "float16")
-    assert matmul_tuning._measure(p, default_tiles(p)) == 0.25
+    assert matmul_tuning._timer(p, default_tiles(p))() == 0.25
     assert len(compiled) == len(launched) == 1
     assert [(b.shape, b.dtype) for b in made] == [((1, 64, 32), np.float16), ((1, 32, 48), np.float16), ((1, 64, 48), np.float16)]
     assert launched[0][4] == tuple(b.ptr for b in made)
@@ -52,7 +59,7 @@ def test_matmul_candidate_is_one_launch_over_its_operands(device):
 def test_split_attention_candidate_launches_partials_and_combine(device):
     made, launched, compiled = device
     p = AttentionProblem(1, 1, 32768, 64, 64, "float16", False)
-    assert attention_tuning._measure(p, default_blocks(p), sm_count=132) == 0.25
+    assert attention_tuning._timer(p, default_blocks(p), sm_count=132)() == 0.25
     assert len(compiled) == len(launched) == 2  # flash-decoding: partials, then the combine
     assert sum(b.dtype == np.float32 for b in made) >= 1  # the partial results' scratch
     shared = set(launched[0][4]) & set(launched[1][4])
@@ -70,7 +77,36 @@ def test_row_candidate_is_its_region_alone(device):
     problems = []
     fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
                       choose_rows=lambda p: problems.append(p) or RowShape(8))
-    assert row_tuning._measure(problems[0], RowShape(4, 2)) == 0.25
+    assert row_tuning.shape_timer(problems[0], RowShape(4, 2))() == 0.25
     assert len(compiled) == len(launched) == 1 and launched[0][0] == (256, 1, 1)  # 2 rows per program
     half = np.float16
     assert [(b.shape, b.dtype) for b in made] == [((512, 1000), half), ((1000,), half), ((512, 1000), half)]
+
+
+def test_the_timer_keeps_its_buffers_alive(device):
+    """The launches hold bare addresses: the device arrays behind them must outlive `program_timer`'s
+    frame until the timer goes (freed ones faulted on the H100)."""
+    made, _, _ = device
+    p = MatmulProblem(1, 64, 48, 32, "float16")
+    timer = matmul_tuning._timer(p, default_tiles(p))
+    made.clear()
+    FREED.clear()
+    gc.collect()
+    assert not FREED and timer() == 0.25
+    del timer
+    gc.collect()
+    assert len(FREED) == 3
+
+
+def test_the_candidates_of_one_tuning_share_their_inputs(device):
+    """Inputs are made (and copied to the device) once per tuning, outputs once per candidate."""
+    made, _, _ = device
+    x, w = np.zeros((512, 1000), np.float16), np.zeros(1000, np.float16)
+    problems = []
+    fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
+                      choose_rows=lambda p: problems.append(p) or RowShape(8))
+    samples: tuning_runs.Samples = {}
+    for shape in (RowShape(4), RowShape(8), RowShape(4, 2)):
+        row_tuning.shape_timer(problems[0], shape, samples)
+    assert sorted(b.shape for b in made) == [(512, 1000)] * 4 + [(1000,)], "x and w once, three outputs"
+    assert len(samples) == 2

@@ -12,8 +12,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from tinyton.compiler.autotune import Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import time_program
+from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
+from tinyton.compiler.tuning_runs import Samples, program_timer
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.attention_blocks import (
@@ -39,7 +39,9 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
         return default_blocks(p)
     device = driver.device()
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class())
-    return TUNER.choose(key, options, lambda blocks: _measure(p, blocks, device.sm_count))
+    samples: Samples = {}
+    timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
+    return TUNER.choose(key, options, timer, default=default_blocks(p))
 
 
 _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0xfff0000000000000"}
@@ -78,6 +80,7 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     return Parser(tinyton_context(), text).parse_module()
 
 
-def _measure(p: AttentionProblem, blocks: Blocks, sm_count: int) -> float:
-    """Milliseconds of the launches of the attention of `p` tiled by `blocks` on a GPU of `sm_count` SMs."""
-    return time_program(attention_module(p), p.dtype, fuse=True, choose_blocks=lambda _: blocks, sm_count=sm_count)
+def _timer(p: AttentionProblem, blocks: Blocks, sm_count: int, samples: Samples | None = None) -> Timer:
+    """A timer of the launches of the attention of `p` tiled by `blocks` on a GPU of `sm_count` SMs."""
+    return program_timer(attention_module(p), p.dtype, fuse=True, samples=samples, choose_blocks=lambda _: blocks,
+                         sm_count=sm_count)

@@ -10,8 +10,8 @@ the PTX backend.
 from __future__ import annotations
 
 import functools
-import os
 import operator
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import SimpleNamespace

@@ -13,8 +13,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
-from tinyton.compiler.autotune import Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import time_program
+from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
+from tinyton.compiler.tuning_runs import Samples, program_timer
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.matmul_tiles import (
@@ -39,7 +39,8 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     if not tuning_enabled() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
         return default_tiles(problem)
     key = (driver.device().name, problem.dtype, problem.shape_class())
-    return TUNER.choose(key, candidates(problem), lambda tiles: _measure(problem, tiles))
+    samples: Samples = {}
+    return TUNER.choose(key, candidates(problem), lambda tiles: _timer(problem, tiles, samples), default=default_tiles(problem))
 
 
 def _matmul_module(p: MatmulProblem) -> ModuleOp:
@@ -53,6 +54,6 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
     return ModuleOp([function])
 
 
-def _measure(p: MatmulProblem, tiles: MatmulTiles) -> float:
-    """Milliseconds of one launch of the matmul kernel of `p` tiled by `tiles`."""
-    return time_program(_matmul_module(p), p.dtype, fuse=False, choose_tiles=lambda _: tiles)
+def _timer(p: MatmulProblem, tiles: MatmulTiles, samples: Samples | None = None) -> Timer:
+    """A timer of one launch of the matmul kernel of `p` tiled by `tiles`."""
+    return program_timer(_matmul_module(p), p.dtype, fuse=False, samples=samples, choose_tiles=lambda _: tiles)

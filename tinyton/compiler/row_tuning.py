@@ -2,8 +2,8 @@
 dtype, program and shape class, with the `Tuner` of the matmul tiles (tinyton/compiler/autotune.py).
 
 On a GPU, the first row region of a class times each of `row_shapes.candidates` on the region alone at the
-problem's exact shape (`region_program`: the same kernel the program launches) and keeps the fastest in
-the disk cache. Without a GPU, with `TINYTON_TUNE=0`, for regions mixing element types or gathering, and
+problem's exact shape (`region_program`: the same kernel the program launches), in interleaved rounds, and
+keeps the fastest in the disk cache unless the default is within the tuner's margin of it. Without a GPU, with `TINYTON_TUNE=0`, for regions mixing element types or gathering, and
 below `TUNE_MIN_ELEMENTS`, the lowering's default is used.
 """
 
@@ -13,10 +13,15 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
-from tinyton.compiler.autotune import Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import time_program
+from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
+from tinyton.compiler.tuning_runs import Samples, program_timer
 from tinyton.dialects import tta
-from tinyton.lowering.fusion.row_shapes import RowProblem, RowShape, candidates, default_row_shape
+from tinyton.lowering.fusion.row_shapes import (
+    RowProblem,
+    RowShape,
+    candidates,
+    default_row_shape,
+)
 from tinyton.runtime import driver
 
 TUNER: Tuner[RowShape] = Tuner("rows", decode=lambda d: RowShape(**d))
@@ -33,7 +38,8 @@ def row_shape(problem: RowProblem) -> RowShape:
     if not tuning_enabled() or not p.dtype or len(options) == 1 or p.rows * p.length < TUNE_MIN_ELEMENTS:
         return default_row_shape(p)
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
-    return TUNER.choose(key, options, lambda shape: _measure(p, shape))
+    samples: Samples = {}
+    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p))
 
 
 def region_program(fusion: tta.FusionOp) -> ModuleOp:
@@ -45,7 +51,7 @@ def region_program(fusion: tta.FusionOp) -> ModuleOp:
     return ModuleOp([function])
 
 
-def _measure(p: RowProblem, shape: RowShape) -> float:
-    """Milliseconds of the region's kernel shaped by `shape`."""
+def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:
+    """A timer of the region's kernel shaped by `shape` (inputs from the tuning's `samples`)."""
     assert p.region is not None
-    return time_program(region_program(p.region), p.dtype, fuse=True, choose_rows=lambda _: shape)
+    return program_timer(region_program(p.region), p.dtype, fuse=True, samples=samples, choose_rows=lambda _: shape)

@@ -88,6 +88,8 @@ class Geometry:
     split: Source | None = None
     """The slice index of a split row (extent: slices per row); `k` then walks one slice of `slice`."""
     slice: int = 0
+    per_sm: int = 0
+    """Programs each SM must hold at once (ptxas caps the registers for it); 0: no cap."""
 
     @property
     def programs(self) -> int:
@@ -129,7 +131,8 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
         p = Source(rows, R, per, 0 if rank == 2 else None)
         k = Source((red,), K, block, rank - 1)
         notes = {"ROWS": per, "BLOCK": block}
-        return Geometry(shape, rank, [p, k], choice.num_warps, k, choice.chunk > 0, notes)
+        return Geometry(shape, rank, [p, k], choice.num_warps, k, choice.chunk > 0, notes,
+                        per_sm=choice.per_sm)
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_power_of_2(I), 128)

@@ -187,6 +187,8 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous else None
     module = _module(kernel, geom.num_warps)
+    if geom.per_sm:
+        module.attributes["tt.min_programs_per_sm"] = IntegerAttr(geom.per_sm, i32)
     return [KernelSpec(name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion,
                        dict(geom.notes), alias)]
 

@@ -35,6 +35,10 @@ MIN_PROGRAMS = 264
 PAIRED_ROW = 1024
 """Rows up to this long (past SHORT_ROW_TILE's packing) are also measured two to a program: an fp16
 8192x768 softmax is one 16-byte load per thread at one row per program, a quarter of the lanes masked."""
+CAPPED_TILE = 32768
+"""Whole rows this long (64 elements per thread on 16 warps) are also measured with two programs per SM: an
+fp16 rmsnorm 1024x32768 row takes 66 registers, one 512-thread program per SM; capped at 64 (no spills)
+two fit, as they do for Triton's kernel. 32-bit rows would spill 344-412 bytes (softmax, rmsnorm): not measured."""
 LONG_ROW = 8192
 """Rows from this long on may also run looped: the tuner measures both."""
 
@@ -59,11 +63,13 @@ def warps_for(elements: int) -> int:
 @dataclass(frozen=True)
 class RowShape:
     """`rows` rows per program, each whole in registers (`chunk` 0) or walked in chunks of `chunk`
-    elements, on `num_warps` warps."""
+    elements, on `num_warps` warps; `per_sm` programs resident on each SM at once (ptxas caps the
+    registers for it, `.minnctapersm`; 0: no cap)."""
 
     num_warps: int
     rows: int = 1
     chunk: int = 0
+    per_sm: int = 0
 
     def tile(self, K: int) -> int:
         """Elements of the program's tile for rows of K."""
@@ -82,9 +88,13 @@ class RowProblem:
     fingerprint: str = ""
     region: tta.FusionOp | None = field(default=None, compare=False, hash=False, repr=False)
 
-    def shape_class(self) -> tuple[int, int]:
-        """Power-of-two buckets of (rows, length): problems of one class share a tuned shape."""
-        return next_power_of_2(max(1, self.rows)), k_block(self.length)
+    def shape_class(self) -> tuple[int, int, int]:
+        """Power-of-two buckets of (rows, length) and the row's fill of its block in quarters: problems of
+        one class share a tuned shape. 768 and 1024 share a block but not a winner: with a quarter of the
+        lanes masked two rows per program pay (H100, fp16 softmax, bench/sweep_rows.py: 8192x768 r2 1779
+        against r1 1708 GB/s; 8192x1024 r1 2076 against r2 2048)."""
+        block = k_block(self.length)
+        return next_power_of_2(max(1, self.rows)), block, cdiv(4 * self.length, block)
 
 
 RowChooser = Callable[[RowProblem], RowShape]
@@ -107,7 +117,7 @@ def default_row_shape(p: RowProblem) -> RowShape:
 def candidates(p: RowProblem) -> list[RowShape]:
     """The default and its neighbours: half and twice the warps (of whole rows and of the default); half and
     twice the rows per program of short rows, two rows per program of rows up to PAIRED_ROW (while
-    MIN_PROGRAMS remain); for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
+    MIN_PROGRAMS remain); 16-bit whole rows of CAPPED_TILE with two programs per SM; for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
     walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100 (bench/sweep_rows.py) no
     looped walk beat a whole 32768-element row, so that case measures one."""
     d, block = default_row_shape(p), k_block(p.length)
@@ -123,6 +133,8 @@ def candidates(p: RowProblem) -> list[RowShape]:
         for w in (s.num_warps // 2, s.num_warps * 2):
             if 1 <= w <= 16 and 32 * w <= s.tile(p.length):
                 shapes.append(RowShape(w, s.rows, s.chunk))
+    if not d.chunk and d.tile(p.length) >= CAPPED_TILE and p.dtype and dtype_of(p.dtype).primitive_bitwidth <= 16:
+        shapes.append(RowShape(d.num_warps, d.rows, 0, 2))
     if block >= LONG_ROW:
         walks = [RowShape(w, 1, c) for c in (2048, 4096, 8192) for w in (8, 16)] if d.chunk else [RowShape(16, 1, 8192)]
         shapes += [s for s in walks if s.chunk < block]

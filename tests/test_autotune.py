@@ -1,0 +1,91 @@
+"""How the `Tuner` measures and decides (tinyton/compiler/autotune.py), with stand-in timers: candidates
+prepared once and timed in interleaved rounds, the finalists (fastest two and the default) re-timed, the
+medians deciding, the default kept unless beaten by the margin, failures losing, the choice kept on disk
+per key. No timing here: the timers return scripted milliseconds."""
+
+from __future__ import annotations
+
+import itertools
+
+from tinyton.compiler.autotune import (
+    FINAL_ROUNDS,
+    MARGIN,
+    ROUNDS,
+    Tuner,
+    decide,
+    measure,
+)
+from tinyton.runtime.cache import KernelCache
+
+
+def scripted(times: dict[str, list[float]], log: list[str]):
+    """A `prepare` whose timers return `times[c]` in turn (cycling) and log which candidate ran."""
+
+    def prepare(c: str):
+        values = itertools.cycle(times[c])
+        return lambda: log.append(c) or next(values)
+
+    return prepare
+
+
+def test_rounds_interleave_and_the_finalists_are_retimed():
+    log: list[str] = []
+    times = {"a": [2.0], "b": [1.0], "c": [3.0], "d": [1.5]}
+    result = measure(list(times), scripted(times, log), default="c")
+    assert log[:4] == ["a", "b", "c", "d"] and log[4:8] == ["b", "c", "d", "a"], "each round starts one later"
+    finals = log[4 * ROUNDS:]
+    assert sorted(set(finals)) == ["b", "c", "d"], "the fastest two and the default"
+    assert len(finals) == 3 * FINAL_ROUNDS and "a" not in finals
+    assert result.choice == 1 and result.median(1) == 1.0
+
+
+def test_medians_ignore_one_slow_window():
+    """A window hit by a clock drop (one in three here) does not decide, as a mean or one window would."""
+    times = {"default": [1.00], "other": [0.90, 0.91, 5.0]}
+    assert measure(list(times), scripted(times, []), default="default").choice == 1
+    times = {"default": [1.00, 1.0, 9.0], "other": [0.995]}
+    assert measure(list(times), scripted(times, []), default="default").choice == 0, "within the margin"
+
+
+def test_the_default_keeps_its_place_within_the_margin():
+    assert decide([[1.0], [1.0 / (1 + MARGIN / 2)]], default=0) == 0
+    assert decide([[1.0], [1.0 / (1 + 2 * MARGIN)]], default=0) == 1
+    assert decide([[1.0], [0.5]], default=None) == 1
+    assert decide([[3.0], [], [2.0]], default=None) == 2, "no samples: it failed"
+
+
+def test_failures_lose_and_the_others_still_decide():
+    def prepare(c: str):
+        if c == "no compile":
+            raise RuntimeError("ptxas: too many resources")
+        if c == "no launch":
+            def fails() -> float:
+                raise RuntimeError("launch out of resources")
+            return fails
+        return lambda: {"slow": 2.0, "fast": 1.0}[c]
+
+    result = measure(["slow", "no compile", "no launch", "fast"], prepare, default="slow")
+    assert result.choice == 3 and result.samples[1] == result.samples[2] == []
+
+
+def test_the_choice_is_kept_per_key_on_disk(tmp_path, capsys):
+    times = {"w4": [1.0], "w8": [0.5]}
+    log: list[str] = []
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=True))
+    assert tuner.choose(("H100", "float32", (8192, 1024)), list(times), scripted(times, log), default="w4") == "w8"
+    assert "default 1000.0 µs" in capsys.readouterr().err, "the print says what the choice gained"
+    count = len(log)
+    fresh = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=True))  # a later process
+    assert fresh.choose(("H100", "float32", (8192, 1024)), list(times), scripted(times, log), default="w4") == "w8"
+    assert len(log) == count, "read from the disk cache"
+    fresh.choose(("H200", "float32", (8192, 1024)), list(times), scripted(times, log), default="w4")
+    assert len(log) > count, "another GPU measures again"
+
+
+def test_a_stored_choice_no_longer_among_the_candidates_is_measured_again(tmp_path):
+    times = {"gone": [0.5], "only": [1.0]}
+    log: list[str] = []
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=True))
+    assert tuner.choose("key", ["gone", "only"], scripted(times, log)) == "gone"
+    log.clear()
+    assert tuner.choose("key", ["only"], scripted(times, log)) == "only" and log
