@@ -305,6 +305,7 @@ def test_gpu_f32_dot_precisions():
 @on_gpu
 @pytest.mark.parametrize("dtype", [np.float16, BF16, F32], ids=["f16", "bf16", "f32"])
 def test_gpu_array_matmul(dtype, tmp_path, monkeypatch):
+    monkeypatch.delenv("TINYTON_TUNE", raising=False)  # measured even where the run turns tuners off
     monkeypatch.setattr(matmul_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))  # measure afresh
     test_array_matmul_batched_with_epilogue(None, dtype)
     if dtype != F32:
