@@ -48,9 +48,9 @@ PROGRAMS = {
 CHILD = r"""
 import json, sys, time
 start = time.perf_counter()
-import numpy as np
 import tinyton as tt
 imported = time.perf_counter()
+import numpy as np  # after tinyton, which does not load it: "import" is tinyton's alone
 from tinyton.frontend.programs import compile_array_program
 namespace = {"tt": tt}
 exec(sys.argv[1], namespace)
