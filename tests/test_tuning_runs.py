@@ -71,13 +71,19 @@ def rmsnorm(x, w):
     return x * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-6) * w
 
 
-def test_row_candidate_is_its_region_alone(device):
-    made, launched, compiled = device
+def rmsnorm_problem() -> row_tuning.RowProblem:
+    """The row problem of `rmsnorm` on fp16 512x1000, as the row tuner receives it."""
     x, w = np.zeros((512, 1000), np.float16), np.zeros(1000, np.float16)
     problems = []
     fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
                       choose_rows=lambda p: problems.append(p) or RowShape(8))
-    assert row_tuning.shape_timer(problems[0], RowShape(4, 2))() == 0.25
+    return problems[0]
+
+
+def test_row_candidate_is_its_region_alone(device):
+    made, launched, compiled = device
+    problem = rmsnorm_problem()
+    assert row_tuning.shape_timer(problem, RowShape(4, 2))() == 0.25
     assert len(compiled) == len(launched) == 1 and launched[0][0] == (256, 1, 1)  # 2 rows per program
     half = np.float16
     assert [(b.shape, b.dtype) for b in made] == [((512, 1000), half), ((1000,), half), ((512, 1000), half)]
@@ -101,12 +107,9 @@ def test_the_timer_keeps_its_buffers_alive(device):
 def test_the_candidates_of_one_tuning_share_their_inputs(device):
     """Inputs are made (and copied to the device) once per tuning, outputs once per candidate."""
     made, _, _ = device
-    x, w = np.zeros((512, 1000), np.float16), np.zeros(1000, np.float16)
-    problems = []
-    fusion_to_kernels(fuse_module(rmsnorm.compile(x, w).graph.clone(), fuse=True),
-                      choose_rows=lambda p: problems.append(p) or RowShape(8))
+    problem = rmsnorm_problem()
     samples: tuning_runs.Samples = {}
     for shape in (RowShape(4), RowShape(8), RowShape(4, 2)):
-        row_tuning.shape_timer(problems[0], shape, samples)
+        row_tuning.shape_timer(problem, shape, samples)
     assert sorted(b.shape for b in made) == [(512, 1000)] * 4 + [(1000,)], "x and w once, three outputs"
     assert len(samples) == 2
