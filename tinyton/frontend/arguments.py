@@ -11,8 +11,9 @@ slow path (`argument_type`) derives the kernel parameter type.
 
 A host `TensorDescriptor` is one argument and several kernel parameters (`DescriptorArg`): its base
 pointer, then its shape and strides as i32, each specialised like an int argument (a last stride of 1,
-which TMA and Triton require, makes its blocks contiguous rows); `runtime_values` spreads it. Its launches
-take the slow path.
+which TMA and Triton require, makes its blocks contiguous rows); `runtime_values` spreads it, and so does the
+fast path (`descriptor_values`) when its base is device memory: the slow path costs ~100 µs of host time per
+launch, which a short kernel (a 2048³ matmul, ~40 µs) cannot hide.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
 from tinyton.runtime.arrays import DeviceArray
 from tinyton.runtime.descriptors import TensorDescriptor
-from tinyton.runtime.streams import explicit_stream, torch_stream_reader
+from tinyton.runtime.streams import explicit_stream, torch_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -54,10 +55,11 @@ KINDS: dict[str, tuple[str, str]] = {
     "host": ("'host', str(getattr({a}, 'dtype', None)), address({a}) & 15", "None"),
     "descriptor": (
         (
-            "'desc', str({a}.base.dtype), tuple({a}.block_shape), {a}.padding, address({a}.base) & 15,"
-            " tuple(map(of_int, (*{a}.shape, *{a}.strides)))"
+            "'desc', {a}.base.dtype, tuple({a}.block_shape), {a}.padding, tuple(map(of_int, (*{a}.shape, *{a}.strides))),"
+            " ({a}_v := descriptor_values({a}))[0] is None,"
+            " (address({a}.base) if {a}_v[0] is None else {a}_v[0]) & 15"
         ),
-        "None",
+        "*{a}_v",
     ),
 }
 """Argument kind -> (plan-key items, parameter value or None when the runtime must stage it), as Python
@@ -65,8 +67,9 @@ expressions of the argument `{a}` (the key is evaluated first: `{a}_p` reuses th
 gives a fixed number of items, so one call shape's keys are flat tuples (no inner tuples to build and hash),
 led by the call shape's own token. A None item (an int out of range) never matches a cached plan; a CPU
 tensor's value is None, so its plan is never fast and its host address is never launched (the slow path
-stages it). A torch tensor's device is read as `get_device()` (-1 on the CPU), its cheapest accessor (measured:
-docs/benchmarks.md, branch `host4`)."""
+stages it). A descriptor's value spreads into its parameters (`descriptor_values`), its key says whether
+its base is None there (host memory: never fast, as a CPU tensor). A torch tensor's device is read as
+`get_device()` (-1 on the CPU), its cheapest accessor (measured: docs/benchmarks.md, branch `host4`)."""
 
 
 def address(arg: Any) -> int:
@@ -88,11 +91,38 @@ def runtime_values(values: Sequence[Any]) -> list[Any]:
         if not isinstance(v, TensorDescriptor):
             spread.append(v)
             continue
-        ints = [int(n) for n in (*v.shape, *v.strides)]
-        if any(not -(1 << 31) <= n < (1 << 31) for n in ints):
+        ints = _descriptor_ints(v)
+        if not _fit_i32(ints):
             raise CompilationError(f"TensorDescriptor shape {v.shape} / strides {v.strides}: tinyton needs them to fit int32")
         spread += [v.base, *ints]
     return spread
+
+
+def descriptor_values(desc: TensorDescriptor) -> tuple[Any, ...]:
+    """A host descriptor's parameter values as the fast path passes them: its base's device address, then
+    its shape and strides. The address is None where the slow path must launch instead: a base in host
+    memory (staged there) or an int beyond i32 (refused there)."""
+    ints = _descriptor_ints(desc)
+    return (device_address(desc.base) if _fit_i32(ints) else None, *ints)
+
+
+def device_address(arg: Any) -> int | None:
+    """The address of device memory (a `DeviceArray`, a CUDA torch tensor, a `__cuda_array_interface__`
+    object), None for anything else."""
+    kind = kind_of(type(arg))
+    if kind == "device":
+        return arg.ptr
+    if kind == "torch":
+        return arg.data_ptr() if arg.get_device() >= 0 else None
+    return address(arg) if kind == "cuda" else None
+
+
+def _descriptor_ints(desc: TensorDescriptor) -> list[int]:
+    return [int(n) for n in (*desc.shape, *desc.strides)]
+
+
+def _fit_i32(ints: Sequence[int]) -> bool:
+    return all(-(1 << 31) <= n < (1 << 31) for n in ints)
 
 
 def kind_of(cls: type) -> str:
@@ -141,7 +171,8 @@ def classifier(
     key -> plan (`fast`, `reads.fresh()`, `bound`, `bind`, `kernel`), what `launch` looks keys up in; `miss`:
     what `launch` returns for calls it does not launch (default: None)."""
     namespace: dict[str, Any] = {
-        "address": address, "of_int": specialisation.of_int, "SHAPE": object(), "MISSING": object(),
+        "address": address, "of_int": specialisation.of_int, "descriptor_values": descriptor_values,
+        "SHAPE": object(), "MISSING": object(),
         "PLANS": {} if plans is None else plans, "EXPLICIT": explicit_stream, "MISS": miss or _no_miss,
     }
     unpack = [f"    ({''.join(f'_a{i}, ' for i in range(len(arg_types)))}) = args"]
@@ -167,6 +198,9 @@ def classifier(
     if "torch" in kinds:  # torch tensors: launches follow torch's current stream unless the caller chose one
         namespace["TORCH_STREAM"] = torch_stream_reader()
     default_stream = "TORCH_STREAM()" if "torch" in kinds else "0"
+    if "descriptor" in kinds and "torch" not in kinds:  # a descriptor's base may be a torch tensor (in its plan's key)
+        namespace["CURRENT_TORCH_STREAM"] = torch_stream
+        default_stream = "(CURRENT_TORCH_STREAM() if plan.torch_inputs else 0)"
     classify = [*unpack, f"    if {' and '.join(checks)}:", f"        return {key}, {value}"]
     positional = "".join(f"_a{i}, " for i in range(len(arg_types)))
     launch = [  # positional-only parameters: no tuple to build and unpack, no name shared with a keyword
