@@ -7,6 +7,8 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -49,11 +51,10 @@ DEFINITIONS = """
 
 def _loaded_after(code: str) -> list[str]:
     """The heavy modules loaded after `code`: foreign ones present in sys.modules, tinyton's whose body ran (a
-    lazily loaded module sits unexecuted in sys.modules until its first attribute access: importlib's
-    `_LazyModule`)."""
+    lazily loaded module sits unexecuted in sys.modules until its first attribute access: a `DeferredModule`)."""
     probe = textwrap.dedent(code) + textwrap.dedent(f"""
-        import importlib.util, sys
-        lazy = importlib.util._LazyModule
+        import sys
+        from tinyton.lazy import DeferredModule as lazy
         print(" ".join(sorted(n for n, m in list(sys.modules.items())
                               if n.partition(".")[0] in {FOREIGN!r}
                               or n.startswith({COMPILER!r}) and not isinstance(m, lazy))))
@@ -125,3 +126,35 @@ def test_lazy_module_refuses_packages() -> None:
     assert "wsgiref" not in sys.modules
     with pytest.raises(ValueError, match="a package"):
         lazy_module("wsgiref")
+
+
+def test_threads_racing_on_a_first_access_both_see_the_whole_body(tmp_path, monkeypatch) -> None:
+    """The body runs once, and a second thread's first access waits for all of it (importlib's LazyLoader
+    before Python 3.13 handed it the half-run module: an AttributeError)."""
+    runs = tmp_path / "runs.txt"
+    (tmp_path / "slow_body.py").write_text(textwrap.dedent(f"""
+        import time
+        with open({str(runs)!r}, "a") as f:
+            f.write("ran\\n")
+        time.sleep(0.3)
+        VALUE = 1
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_body", raising=False)
+    module = lazy_module("slow_body")
+    assert not runs.exists()
+    seen: list[object] = []
+
+    def first_access() -> None:
+        try:
+            seen.append(module.VALUE)
+        except AttributeError as error:
+            seen.append(error)
+
+    threads = [threading.Thread(target=first_access) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [1, 1] and runs.read_text() == "ran\n"
+    assert sys.modules["slow_body"] is module and type(module) is types.ModuleType

@@ -4,13 +4,15 @@ xDSL, the dialects, the frontend's code generator and the compiler are needed on
 traced or compiled, yet the language's modules (builtins, `@tt.jit`, `tt.float32`) are what every user
 imports. A module on that light path names such a dependency at module level, beside its imports, as
 `values = lazy_module("tinyton.frontend.values")` and reads `values.Tile` where it runs; the module body
-executes on that first attribute access (importlib's `LazyLoader`), after which it is an ordinary module.
+executes on that first attribute access (a `DeferredModule`), after which it is an ordinary module.
 This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
 tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
 `import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
 (`tt.tensor_descriptor`, `tt.DeviceArray` and the runtime's other classes, the xDSL- and NumPy-keyed tables
-of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way. Python 3.11's `LazyLoader` takes no lock: the first attribute access of a module
-should not race another thread's (tracing and compiling start on the calling thread).
+of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way.
+importlib's own `LazyLoader` is not used: before Python 3.13 (gh-114763) it turns the module plain before
+running its body, so a second thread's first call could read a half-run module (an AttributeError); a
+`DeferredModule` runs the body under a lock and turns plain after it.
 
 `lazy_module` takes plain modules only, never a package: while a lazy package sits unexecuted,
 `import pkg.sub` reads `pkg.__path__`, which runs the package body (importing `pkg.sub`), and then the import
@@ -28,7 +30,36 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from types import ModuleType
+from typing import Any
+
+_BODIES = threading.RLock()
+"""Held while a deferred module's body runs: another thread's first access waits for the whole body; the running
+thread's own accesses (the import machinery's, the body's) pass through."""
+_running: set[str] = set()
+
+
+class DeferredModule(ModuleType):
+    """A module whose body has not run yet: the first attribute access runs it, then it is a plain module."""
+
+    def __getattribute__(self, attr: str) -> Any:
+        if type(self) is DeferredModule:
+            _run_body(self)
+        return ModuleType.__getattribute__(self, attr)
+
+
+def _run_body(module: DeferredModule) -> None:
+    name = ModuleType.__getattribute__(module, "__name__")
+    with _BODIES:
+        if type(module) is not DeferredModule or name in _running:
+            return  # another thread ran it meanwhile, or this thread is running it now
+        _running.add(name)
+        try:
+            ModuleType.__getattribute__(module, "__spec__").loader.exec_module(module)
+            module.__class__ = ModuleType
+        finally:
+            _running.discard(name)
 
 
 def lazy_module(name: str) -> ModuleType:
@@ -45,10 +76,9 @@ def lazy_module(name: str) -> ModuleType:
         raise ModuleNotFoundError(f"no module named {name!r}", name=name)
     if spec.submodule_search_locations is not None:
         raise ValueError(f"lazy_module({name!r}): a package, whose submodules could run twice (see tinyton/lazy.py)")
-    spec.loader = importlib.util.LazyLoader(spec.loader)
     module = importlib.util.module_from_spec(spec)
+    module.__class__ = DeferredModule
     sys.modules[name] = module
-    spec.loader.exec_module(module)
     if parent:
         setattr(sys.modules[parent], child, module)  # as `import a.b` binds `a.b`
     return module
