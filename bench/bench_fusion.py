@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+import host_overhead
 import torch
 import torch.nn.functional as F
 import triton
@@ -36,8 +37,6 @@ from common import (
     pick,
     print_table,
 )
-
-import host_overhead
 
 import tinyton as tt
 
@@ -248,8 +247,8 @@ def main() -> None:
         print(f"device: {device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
               f"date {time.strftime('%Y-%m-%d')}\n")
         print_table("Compile time and call overhead", ["what", "figure", "unit"], compile_and_overhead())
-        print_table("Host time per call (bench/host_overhead.py)", ["what", "host µs (bursts of 128)",
-                    "µs back-to-back"], host_overhead.gpu_rows())
+        print("### Host time per call (bench/host_overhead.py)\n")
+        host_overhead.gpu_report(host_overhead.DEFAULT_ROUNDS)
         return
     if not ONESHOT:  # one recompilation per shape and dtype
         torch._dynamo.config.cache_size_limit = 256

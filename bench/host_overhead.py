@@ -86,6 +86,10 @@ def add_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tt.constexpr):
 Case = tuple[str, Callable[[], object]]
 
 
+DEFAULT_ROUNDS = 41
+"""Rounds per case: the cases take turns, so a slow spell of the host hits them alike."""
+
+
 def burst_us(fn: Callable[[], object]) -> float:
     """Host µs per call over `BURST` calls started on an idle GPU."""
     torch.cuda.synchronize()
@@ -332,7 +336,7 @@ def _torch_call_shape(*tensors: torch.Tensor) -> object:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--standin", action="store_true", help="the stand-in GPU even where there is one")
-    parser.add_argument("--rounds", type=int, default=41, help="rounds per case (bursts; back-to-back: a quarter)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds per case (bursts; back-to-back: a quarter)")
     args = parser.parse_args()
     if args.standin or not driver.is_available():
         standin_report(min(args.rounds, 11))
