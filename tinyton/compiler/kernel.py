@@ -181,7 +181,11 @@ class CompiledKernel:
                     target = arch if self.arch else kernel_arch(self.module, self.num_warps, arch)
                     info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target, tma)
                 with stage(f"llvm -> PTX ({toolchain})"):
-                    self._texts.update(compile_llvm_module(llvm, arch=target, toolchain=toolchain))
+                    # Only the PTX wanted: the llvm dialect's text is not printed (a later `asm["llvm-mlir"]`
+                    # compiles again, as after a disk-cache hit).
+                    self._texts.update(
+                        compile_llvm_module(llvm, arch=target, toolchain=toolchain, print_input=not use_cache)
+                    )
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
                 maps = [dict(spec) for spec in getattr(info, "tensor_maps", ())]
                 entry = CacheEntry(

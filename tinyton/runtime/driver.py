@@ -92,6 +92,9 @@ class _Context:
     """Device 0 and its primary context, made current on the initializing thread."""
 
     def __init__(self):
+        # First: where no driver library is installed this fails in microseconds, before cuda-python's
+        # import (~20 ms) would have been paid to learn the same (a compile on a machine without a GPU asks).
+        libcuda = ctypes.CDLL("libcuda.so.1")
         drv = driver_api()
         call(drv.cuInit, 0)
         self.device = call(drv.cuDeviceGet, 0)
@@ -99,7 +102,6 @@ class _Context:
         call(drv.cuCtxSetCurrent, self.context)
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
-        libcuda = ctypes.CDLL("libcuda.so.1")
         self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
 

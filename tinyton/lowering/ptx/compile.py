@@ -38,12 +38,16 @@ SYSTEM_CALLS = frozenset({"vprintf"})
 """External functions of CUDA's device runtime that the driver resolves when it loads the PTX."""
 
 
-def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = None) -> dict[str, str]:
+def compile_llvm_module(
+    module: ModuleOp, *, arch: str, toolchain: str | None = None, print_input: bool = True
+) -> dict[str, str]:
     """
     Compile a module in the llvm (+ nvvm, llvm_extra) dialects to PTX for `arch` (`sm_NN`, decided by the
     caller: the lowering knows no device).
 
-    Returns the stages `llvm-mlir` (the printed input), `llvm-ir` (after O3) and `ptx`.
+    Returns the stages `llvm-mlir` (the printed input), `llvm-ir` (after O3) and `ptx`; without
+    `print_input`, `llvm-mlir` only where the toolchain printed it anyway (the mlir tools read it; llvmlite
+    does not, and xDSL's printing was a twentieth of a cold compile that wants the PTX alone).
     Raises `ToolchainError` with the failing tool's diagnostics.
     """
     parse_arch(arch)
@@ -52,7 +56,7 @@ def compile_llvm_module(module: ModuleOp, *, arch: str, toolchain: str | None = 
     if resolve_toolchain(toolchain) == "mlir":
         stages = mlir_path.compile_with_mlir_tools(module, arch)
     else:
-        stages = llvmlite_path.compile_with_llvmlite(module, arch)
+        stages = llvmlite_path.compile_with_llvmlite(module, arch, print_input)
     # The driver does not link: an external function (such as an `llvm.*` name that
     # is no intrinsic, which LLVM silently declares) would only fail at load time.
     unresolved = [f for f in _EXTERN_FUNC.findall(stages["ptx"]) if f not in SYSTEM_CALLS]

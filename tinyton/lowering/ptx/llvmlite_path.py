@@ -25,8 +25,8 @@ def _target_machine(arch: str) -> llb.TargetMachine:
     return target.create_target_machine(cpu=arch, features=ptx_features(arch), opt=3)
 
 
-def compile_with_llvmlite(module: ModuleOp, arch: str) -> dict[str, str]:
-    """Return the `llvm-mlir`, `llvm-ir` (after O3) and `ptx` stages."""
+def compile_with_llvmlite(module: ModuleOp, arch: str, print_input: bool = True) -> dict[str, str]:
+    """Return the `llvm-mlir` (if `print_input`), `llvm-ir` (after O3) and `ptx` stages."""
     with stage("LLVM target machine"):
         tm = _target_machine(arch)
     with stage("convert to llvmlite IR"):
@@ -42,5 +42,8 @@ def compile_with_llvmlite(module: ModuleOp, arch: str) -> dict[str, str]:
         builder.getModulePassManager().run(parsed, builder)
     with stage("LLVM emit PTX"):
         ptx = tm.emit_assembly(parsed)
-    with stage("print llvm dialect (xDSL)"):
-        return {"llvm-mlir": str(module), "llvm-ir": str(parsed), "ptx": ptx}
+    stages = {"llvm-ir": str(parsed), "ptx": ptx}
+    if print_input:
+        with stage("print llvm dialect (xDSL)"):
+            stages["llvm-mlir"] = str(module)
+    return stages
