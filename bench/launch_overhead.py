@@ -69,7 +69,7 @@ def main(n: int) -> None:
     params = np.array([s.ctypes.data for s in slots], np.uint64)
     addr = params.ctypes.data
     raw = drv.cuLaunchKernel
-    lib = driver._ctx().launch_kernel
+    lib = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # without `argtypes`, as Launcher calls the driver
     launcher = driver.Launcher(fn, (driver.POINTER, driver.POINTER, driver.POINTER, "i4"))
 
     def cuda_python() -> None:

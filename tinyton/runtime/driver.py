@@ -1,9 +1,10 @@
 """
 A thin layer over the CUDA driver API (cuda-python's `cuda.bindings.driver`).
 
-Importing this module touches no driver: the first call that needs the GPU runs
-`cuInit` and makes device 0's primary context current on the calling thread. Every
-driver failure is raised as a `CudaError` naming the call and the CUDA error.
+Importing this module touches no driver: the first call that needs the GPU runs `cuInit`
+(reading the device's attributes needs no more), the first allocation, module load or launch
+makes device 0's primary context current on the calling thread. Every driver failure is
+raised as a `CudaError` naming the call and the CUDA error.
 
 Kernel launches go through `Launcher`, which prepares the parameter buffer and the launch
 configuration once so that a launch only writes the values and calls `cuLaunchKernelEx`
@@ -88,8 +89,11 @@ class Device:
     memory_bus_width: int
 
 
-class _Context:
-    """Device 0 and its primary context, made current on the initializing thread."""
+class _Driver:
+    """The driver initialised and device 0 found: enough to read its attributes (the compile's target and SM
+    count). Its primary context, which allocations and launches need, is made on first use (`_ctx`): on an
+    H100 host `cuInit` took 104-224 ms and the primary context 125-156 ms more, which a compile to PTX need
+    not pay."""
 
     def __init__(self):
         # First: where no driver library is installed this fails in microseconds, before cuda-python's
@@ -98,35 +102,47 @@ class _Context:
         drv = driver_api()
         call(drv.cuInit, 0)
         self.device = call(drv.cuDeviceGet, 0)
-        self.context = call(drv.cuDevicePrimaryCtxRetain, self.device)
-        call(drv.cuCtxSetCurrent, self.context)
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
         self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
 
 
-_context: _Context | None = None
+_driver_state: _Driver | None = None
+_context: Any = None
+"""Device 0's primary context, current on the thread that made it."""
 _unavailable: str | None = None
 
 
-def _ctx() -> _Context:
-    global _context, _unavailable
-    if _context is None:
+def _driver() -> _Driver:
+    global _driver_state, _unavailable
+    if _driver_state is None:
         if _unavailable is not None:
             raise RuntimeError(f"CUDA is not available: {_unavailable}")
         try:
-            _context = _Context()
+            _driver_state = _Driver()
         except Exception as e:
             _unavailable = f"{type(e).__name__}: {e}"
             raise
-    return _context
+    return _driver_state
+
+
+def _ctx() -> _Driver:
+    """The driver, with device 0's primary context made current (once, on the calling thread)."""
+    global _context
+    state = _driver()
+    if _context is None:
+        drv = driver_api()
+        context = call(drv.cuDevicePrimaryCtxRetain, state.device)
+        call(drv.cuCtxSetCurrent, context)
+        _context = context
+    return state
 
 
 def is_available() -> bool:
-    """Whether a CUDA driver and device can be used; never raises."""
+    """Whether a CUDA driver and device can be used; never raises (nor makes a context)."""
     try:
-        _ctx()
+        _driver()
     except Exception:
         return False
     return True
@@ -155,7 +171,7 @@ def unavailable_reason() -> str | None:
 @cache
 def device() -> Device:
     """Properties of the current device (device 0)."""
-    drv, dev = driver_api(), _ctx().device
+    drv, dev = driver_api(), _driver().device
     attr = drv.CUdevice_attribute
 
     def get(name: str) -> int:
