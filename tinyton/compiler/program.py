@@ -162,6 +162,7 @@ def build_program(
 
     `input_positions` are the indices of the Python arguments that are arrays (the program's inputs, in
     the order of the traced function's arguments); the others were baked into the trace."""
+    driver.start_initialising()  # the kernels' generation asks for the SM count: cuInit meanwhile
     from tinyton.lowering.fusion import (  # on first use, as the fusion passes
         Scratch,
         fusion_to_kernels,

@@ -312,6 +312,7 @@ class JITFunction:
         specialised = {p.name: s for p, (_, s) in zip(runtime, specs)}
         num_warps, num_stages = options["num_warps"], options["num_stages"]
         reads = Reads()
+        driver.start_initialising()  # the compile to PTX asks for the GPU's architecture: cuInit meanwhile
         with stage(f"build kernel {self.fn.__name__} (Python AST -> tt)"):
             module = codegen.build_kernel(
                 self.source, signature, constexprs, specialised=specialised, num_warps=num_warps,
