@@ -12,23 +12,15 @@ import time
 import numpy as np
 import pytest
 from standin_gpu import device_array, standin_gpu
+from test_tma import desc_matmul as tma_desc_matmul
 
 import tinyton as tt
-import tinyton.language as tl
 from tinyton.frontend import arguments
 from tinyton.runtime import driver
 from tinyton.tools.tensor_descriptor import TensorDescriptor
 
-
-@tt.jit
-def desc_matmul(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
-    rm = pid_m * BM + tl.arange(0, BM)[:, None]
-    rn = pid_n * BN + tl.arange(0, BN)[None, :]
-    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+desc_matmul = tt.jit(tma_desc_matmul.fn)
+"""test_tma's descriptor matmul as a jit function of its own: these tests read its plans."""
 
 
 BLOCK = (128, 128, 64)
