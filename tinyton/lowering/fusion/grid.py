@@ -115,8 +115,7 @@ class GridScheduler(SplitScheduler):
         for op, i in self.loaded_operands():
             if isinstance(op, tta.TakeOp):
                 continue
-            strides = dom.view(op.operands[i]).strides
-            if rows.intersection(a for a, st in zip(dom.operand_map(op, i), strides) if a is not None and st):
+            if rows.intersection(rg.load_strides(dom.view(op.operands[i]), dom.operand_map(op, i))):
                 rg.operand(op, i, scope)
 
     def _partials(self, reds: list[tta.ReduceOp], pairs: list[Pair], slot: dict, scope: Scope) -> None:

@@ -183,17 +183,22 @@ class RegionEmitter:
     def kvar(self, axes: Any) -> bool:
         return self.geom.k is not None and self.dom.red in set(axes)
 
+    @staticmethod
+    def load_strides(view: View, m: Map) -> dict[int, int]:
+        """Domain axis -> element stride of the load of `view` through map `m` (the axes it varies along)."""
+        return {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
+
     def load_tile(self, value: SSAValue, m: Map) -> tuple[tuple, tuple[int, ...]]:
         """(memo key, tile shape) of the load of input `value` through map `m`: equal keys are one load."""
         view = self.dom.view(value)
-        strides = {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
-        return ("load", view.base, tuple(sorted(strides.items()))), self.geom.tile_shape(set(strides))
+        strides = self.load_strides(view, m)
+        return _load_key(view, strides), self.geom.tile_shape(set(strides))
 
     def load(self, view: View, m: Map, scope: Scope) -> SSAValue:
         """Load a view of an input, indexed through map `m`; hoisted when it does not vary per chunk."""
-        strides = {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
+        strides = self.load_strides(view, m)
         target = scope if self.kvar(strides) else self.root
-        key = ("load", view.base, tuple(sorted(strides.items())))
+        key = _load_key(view, strides)
         if target.get(key) is None:
             with self.em.inside(target.block):
                 ptr, shape = self._pointers(self.ptrs[view.base], strides, target)
@@ -337,3 +342,6 @@ def accumulator_element(element: Any) -> Any:
     return f32 if is_float(element) else element
 
 
+def _load_key(view: View, strides: dict[int, int]) -> tuple:
+    """The memo key of a load: one view base read with the same strides is one load."""
+    return ("load", view.base, tuple(sorted(strides.items())))
