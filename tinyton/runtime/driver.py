@@ -457,7 +457,17 @@ class Launcher:
 
     def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0) -> Launch:
         """The launch of this grid, block and shared memory size: `launch(stream, values)` enqueues it on
-        the stream with this raw handle (0: the default stream) with these parameter values."""
+        the stream with this raw handle (0: the default stream) with these parameter values. Bound once per
+        configuration and kept: every caller of one configuration shares its launch."""
+        key = (grid, block_threads, shared_bytes)
+        bound = self._bound.get(key)
+        if bound is None:
+            if len(self._bound) >= MAX_BOUND:
+                self._bound.clear()
+            bound = self._bound[key] = self._make_launch(grid, block_threads, shared_bytes)
+        return bound
+
+    def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int) -> Launch:
         configs: dict[int, Any] = {}
         record, params, call, func, appended = self._values, self._params, self._launch, self._func, self._appended
 
@@ -490,14 +500,8 @@ class Launcher:
         values: tuple[Any, ...],
     ) -> None:
         """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream (the launch of
-        `bind(grid, block_threads, shared_bytes)`, bound on first use)."""
-        key = (grid, block_threads, shared_bytes)
-        bound = self._bound.get(key)
-        if bound is None:
-            if len(self._bound) >= MAX_BOUND:
-                self._bound.clear()
-            bound = self._bound[key] = self.bind(*key)
-        bound(stream, values)
+        `bind(grid, block_threads, shared_bytes)`)."""
+        self.bind(grid, block_threads, shared_bytes)(stream, values)
 
 
 # Triton's `triton.runtime.driver.active`, as its tutorials use it.
