@@ -51,7 +51,7 @@ class Measurement(Generic[C]):
     choice: int
 
     def median(self, index: int) -> float:
-        return statistics.median(self.samples[index]) if self.samples[index] else math.inf
+        return _median(self.samples[index])
 
 
 @dataclass
@@ -89,7 +89,7 @@ def measure(candidates: Sequence[C], prepare: Callable[[C], Timer], default: C |
     timers = [_prepared(prepare, c) for c in candidates]
     samples: list[list[float]] = [[] for _ in candidates]
     _rounds(timers, samples, list(range(len(candidates))), ROUNDS)
-    medians = [statistics.median(s) if s else math.inf for s in samples]
+    medians = [_median(s) for s in samples]
     finalists = sorted(range(len(candidates)), key=medians.__getitem__)[:2]
     incumbent = candidates.index(default) if default in candidates else None
     if incumbent is not None and incumbent not in finalists:
@@ -100,11 +100,16 @@ def measure(candidates: Sequence[C], prepare: Callable[[C], Timer], default: C |
 
 def decide(samples: Sequence[Sequence[float]], default: int | None, margin: float = MARGIN) -> int:
     """The index of the smallest median, or `default`'s when that is within `margin` of it."""
-    medians = [statistics.median(s) if s else math.inf for s in samples]
+    medians = [_median(s) for s in samples]
     best = min(range(len(medians)), key=medians.__getitem__)
     if default is not None and medians[default] <= medians[best] * (1 + margin):
         return default
     return best
+
+
+def _median(samples: Sequence[float]) -> float:
+    """A candidate's median milliseconds; infinite when it has none (it failed to compile or run)."""
+    return statistics.median(samples) if samples else math.inf
 
 
 def tuning_enabled() -> bool:
