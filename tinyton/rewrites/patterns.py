@@ -146,10 +146,16 @@ def _parse_patterns(name: str) -> tuple[FusionPattern, ...]:
 def may_match(text: str, present: AbstractSet[str]) -> bool:
     """Whether some `pdl.pattern` of `text` names only ops in `present` (`pdl.operation "name"` matches that op
     alone, so a pattern naming an absent op cannot match)."""
+    return any(named <= present for named in _named_ops(text))
+
+
+@cache
+def _named_ops(text: str) -> tuple[frozenset[str], ...]:
+    """The op names each `pdl.pattern` of `text` names, read once per text (each compile asks again)."""
     text = re.sub(r"//[^\n]*", "", text)
     starts = [m.start() for m in _PATTERN_START.finditer(text)]
     chunks = [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
-    return any(set(_NAMED_OP.findall(chunk)) <= present for chunk in chunks)
+    return tuple(frozenset(_NAMED_OP.findall(chunk)) for chunk in chunks)
 
 
 def load_patterns(
