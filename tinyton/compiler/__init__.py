@@ -22,7 +22,7 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    """The driver's names, served from their module (PEP 562)."""
+    """The compiler's names, served from their module (PEP 562)."""
     if name in _HOMES:
         return getattr(_HOMES[name], name)
     raise AttributeError(f"module 'tinyton.compiler' has no attribute {name!r}")
