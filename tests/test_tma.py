@@ -39,16 +39,11 @@ def desc_matmul(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
 
 @tt.jit
 def made_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """`desc_matmul` on descriptors made in the kernel from its parameters (TMA reads them too)."""
+    """`desc_matmul` (called: inlined) on descriptors made in the kernel from its parameters (TMA reads them
+    too)."""
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
-    rm = pid_m * BM + tl.arange(0, BM)[:, None]
-    rn = pid_n * BN + tl.arange(0, BN)[None, :]
-    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+    desc_matmul(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK)
 
 
 @tt.jit(do_not_specialize=["unit"])
@@ -56,13 +51,7 @@ def unspecialised_matmul(a_ptr, b_ptr, c_ptr, M, N, K, unit, BM: tl.constexpr, B
     """`made_matmul` whose last strides are a run-time int (`unit`, 1 at every launch, never specialised)."""
     a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, unit], [BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, unit], [BK, BN])
-    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
-    rm = pid_m * BM + tl.arange(0, BM)[:, None]
-    rn = pid_n * BN + tl.arange(0, BN)[None, :]
-    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+    desc_matmul(a_desc, b_desc, c_ptr, M, N, K, BM, BN, BK)
 
 
 @tt.jit
