@@ -11,6 +11,7 @@ without a GPU the tensors live on the CPU and tinyton runs on its simulator.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import statistics
@@ -98,3 +99,13 @@ def print_table(title: str, header: list[str], rows: list[list[object]]) -> str:
     text = "\n".join(lines) + "\n"
     print(text, flush=True)
     return text
+
+
+def run_sections(doc: str, sections: dict[str, Callable[[], None]], default: str | None = None) -> None:
+    """A probe's command line: `--sections a,b` runs those of `sections`, in that order (default: `default`,
+    else all of them), after printing the device's name."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--sections", default=default or ",".join(sections))
+    print(torch.cuda.get_device_name())
+    for name in parser.parse_args().sections.split(","):
+        sections[name]()

@@ -18,14 +18,13 @@ Timings: do_bench (256 MB zero flush: dirty lines), after a read-only flush (cle
 
 from __future__ import annotations
 
-import argparse
 from contextlib import contextmanager
 
 import torch
 import triton
 import triton.language as tl
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
-from common import check_close, gbps
+from common import check_close, gbps, run_sections
 from probe_grid import three_ways
 from probe_reductions import patched
 
@@ -200,11 +199,7 @@ SECTIONS = {"ptx": ptx_section, "copies": copies_section, "grid": grid_section, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="ptx,grid,copies,rows,chain")
-    print(torch.cuda.get_device_name())
-    for name in parser.parse_args().sections.split(","):
-        SECTIONS[name]()
+    run_sections(__doc__, SECTIONS, "ptx,grid,copies,rows,chain")
 
 
 if __name__ == "__main__":

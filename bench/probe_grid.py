@@ -17,14 +17,13 @@ moving the same bytes can reach.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
 import torch
 import triton
 import triton.language as tl
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
-from common import check_close, gbps, median_ms
+from common import check_close, gbps, median_ms, run_sections
 from probe_reductions import TWO_KERNELS, launches, patched
 from xdsl.parser import Parser
 
@@ -259,11 +258,7 @@ SECTIONS = {"ncu": ncu_section, "anchors": anchors, "kernel": kernel_section, "v
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default="anchors,kernel,variants")
-    print(torch.cuda.get_device_name())
-    for name in parser.parse_args().sections.split(","):
-        SECTIONS[name]()
+    run_sections(__doc__, SECTIONS, "anchors,kernel,variants")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@
 
 from __future__ import annotations
 
-import argparse
 from contextlib import contextmanager
 
 import torch
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
-from common import check_close, gbps, median_ms
+from common import check_close, gbps, median_ms, run_sections
 
 from tinyton.compiler import compile_module
 from tinyton.dialects import tt
@@ -180,11 +179,7 @@ SECTIONS = {"grid": grid_section, "split": split_section, "long": long_section, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sections", default=",".join(SECTIONS))
-    print(torch.cuda.get_device_name())
-    for name in parser.parse_args().sections.split(","):
-        SECTIONS[name]()
+    run_sections(__doc__, SECTIONS)
 
 
 if __name__ == "__main__":
