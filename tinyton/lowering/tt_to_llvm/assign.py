@@ -25,7 +25,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
-from tinyton.lowering.tt_to_llvm.layouts import Layout, axis_in_registers, blocked
+from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked, scannable
 from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma, wgmma_tiling
 
@@ -130,8 +130,10 @@ class LayoutAssignment:
                 layout = whole.without_pair_dim() if whole.has_pair_dim() else self.default(op.lhs)
             case tt.CombineReduceOp():
                 layout = self.layout[op.inputs[0]].slice(op.axis.value.data)
-            case _:
-                layout = axis_in_registers(tt.shape_of(op.inputs[0].type), op.axis.value.data, self.num_warps)
+            case _:  # a scan: in its input's layout when the scan can walk it, else the default
+                layout = self.layout.get(op.inputs[0]) or self.default(op.inputs[0])
+                if not scannable(layout, op.axis.value.data):
+                    layout = self.default(op.inputs[0])
         for result in op.results:
             if is_tile(result):
                 self.layout[result] = layout

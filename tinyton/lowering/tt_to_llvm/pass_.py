@@ -40,6 +40,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     memory,
     random,
     reductions,
+    scan,
     shapes,
     tma,
 )
