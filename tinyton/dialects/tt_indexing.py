@@ -106,7 +106,7 @@ class InlineAsmOp(IRDLOperation):
     constraints = prop_def(StringAttr)
     pure = prop_def(BoolAttr)
     pack = prop_def(IntegerAttr[I32])
-    location = opt_prop_def(StringAttr)
+    source = opt_prop_def(StringAttr)
     """The user's `file:line`, for the simulator's refusal."""
     outputs = var_result_def()
     assembly_format = "$asm `,` $constraints `(` $args `)` attr-dict `:` functional-type($args, $outputs)"
@@ -120,7 +120,7 @@ class InlineAsmOp(IRDLOperation):
         result_types: Sequence[Attribute],
         pure: bool,
         pack: int,
-        location: str | None = None,
+        source: str | None = None,
     ):
         super().__init__(
             operands=[list(args)],
@@ -129,7 +129,7 @@ class InlineAsmOp(IRDLOperation):
                 "constraints": StringAttr(constraints),
                 "pure": BoolAttr.from_bool(pure),
                 "pack": IntegerAttr(pack, 32),
-                "location": StringAttr(location) if location else None,
+                "source": StringAttr(source) if source else None,
             },
             result_types=[list(result_types)],
         )

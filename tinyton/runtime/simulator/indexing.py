@@ -67,7 +67,7 @@ def refuse_inline_asm(kernel: Operation) -> None:
     """Raise before running anything when the kernel holds inline PTX, naming the user's line."""
     for op in kernel.walk():
         if isinstance(op, tt.InlineAsmOp):
-            where = f" at {op.location.data}" if op.location is not None else ""
+            where = f" at {op.source.data}" if op.source is not None else ""
             raise SimulatorError(
                 f"the simulator cannot run inline PTX (tl.inline_asm_elementwise{where}: {op.asm.data!r}); "
                 "run the kernel on a GPU (TINYTON_BACKEND=cuda)"
