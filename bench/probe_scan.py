@@ -56,7 +56,9 @@ def tile_cumsum(x_ptr, y_ptr, N: tl.constexpr):
 
 def _triton_ms(x: torch.Tensor, y: torch.Tensor, block: int, warps: int) -> float:
     rows, cols = x.shape
-    run = lambda: triton_row_cumsum[(rows,)](x, y, cols, BLOCK=block, num_warps=warps)  # noqa: E731
+    def run() -> None:
+        triton_row_cumsum[(rows,)](x, y, cols, BLOCK=block, num_warps=warps)
+
     run()
     check_close(f"triton cumsum {tuple(x.shape)} {block}/{warps}", y, x.double().cumsum(-1), 1e-5)
     return median_ms(run)
@@ -70,10 +72,12 @@ def rows() -> None:
             y = torch.empty_like(x)
             want = x.double().cumsum(-1)
             moved = 2 * x.nbytes
-            torch_ms = peer(median_ms, lambda: torch.cumsum(x, -1, out=y))
+            torch_ms = peer(median_ms, lambda x=x, y=y: torch.cumsum(x, -1, out=y))
             cells: list[object] = [f"{n_rows}x{cols}", gbps(moved, torch_ms)]
             for block, warps in VARIANTS:
-                run = lambda b=block, w=warps: row_cumsum[(n_rows,)](x, y, cols, BLOCK=b, num_warps=w)  # noqa: E731
+                def run(b=block, w=warps, x=x, y=y, cols=cols, n_rows=n_rows) -> None:
+                    row_cumsum[(n_rows,)](x, y, cols, BLOCK=b, num_warps=w)
+
                 run()
                 check_close(f"tinyton cumsum {tuple(x.shape)} {block}/{warps}", y, want, 1e-5)
                 ms = median_ms(run)
@@ -92,7 +96,9 @@ def tile() -> None:
         start = time.perf_counter()
         compiled = tile_cumsum.warmup(x, y, N=n, num_warps=warps, grid=(x.shape[0],))
         compile_s = time.perf_counter() - start
-        run = lambda w=warps: tile_cumsum[(x.shape[0],)](x, y, N=n, num_warps=w)  # noqa: E731
+        def run(w=warps) -> None:
+            tile_cumsum[(x.shape[0],)](x, y, N=n, num_warps=w)
+
         run()
         check_close(f"tile cumsum {n} x{warps}", y, x.double().cumsum(-1), 1e-5)
         ms = median_ms(run)

@@ -6,8 +6,8 @@ import subprocess
 
 import numpy as np
 import pytest
-from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
 from indexing_kernels import INDEXING_CASES
+from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
 from memory_kernels import MEMORY_CASES
 
 import tinyton as triton

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from language_kernels import ALL_CASES
 from indexing_kernels import INDEXING_CASES
+from language_kernels import ALL_CASES
 from memory_kernels import MEMORY_CASES
 
 from tinyton.frontend.arguments import runtime_values

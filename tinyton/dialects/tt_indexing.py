@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I32, BoolAttr, IntegerAttr, StringAttr, TensorType, i1, i32
+from xdsl.dialects.builtin import (
+    I32,
+    BoolAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    i1,
+    i32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -30,7 +38,14 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from tinyton.dialects.tt_types import element_type, is_int, require, shape_of, tile_type, type_name
+from tinyton.dialects.tt_types import (
+    element_type,
+    is_int,
+    require,
+    shape_of,
+    tile_type,
+    type_name,
+)
 
 
 @irdl_op_definition

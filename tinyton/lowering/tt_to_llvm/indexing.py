@@ -22,7 +22,12 @@ from xdsl.ir import Attribute, SSAValue
 from tinyton.dialects import tt
 from tinyton.dialects.tt_indexing import packed_words
 from tinyton.lowering.tt_to_llvm.casts import convert
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import (
+    KernelContext,
+    llvm_type,
+    lowers,
+    lowers_tile,
+)
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile
 

@@ -22,6 +22,7 @@ is always the left one of the combine region, so non-commutative combines scan c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 from math import prod
 
 from xdsl.ir import SSAValue
@@ -197,7 +198,7 @@ def lower_scan(ctx: KernelContext, op: tt.ScanOp) -> None:
     groups = plan.groups(reverse)
     totals: dict[int, Values] = {}
     for g, run in groups.items():
-        for prev, r in zip(run, run[1:]):
+        for prev, r in pairwise(run):
             regs[r] = combine(ctx, op, regs[prev], regs[r])
         totals[g] = regs[run[-1]]
     prefixes = _across_lanes(ctx, op, plan, totals, reverse)
