@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from language_kernels import Case
+from language_kernels import Case, scan_case
 
 import tinyton as triton
 import tinyton.language as tl
@@ -177,10 +177,10 @@ def first_nonzero(x: np.ndarray, reverse: bool) -> np.ndarray:
     return out
 
 
-def long_scan_case(n: int, reverse: bool = False, num_warps: int = 4) -> Case:
-    x = RNG.integers(-9, 10, n).astype(np.int32)  # ints: exact sums, any order
-    ref = (lambda x: np.cumsum(x[::-1])[::-1].astype(np.int32)) if reverse else (lambda x: np.cumsum(x).astype(np.int32))
-    case = Case(long_scan_kernel, [x], ref, np.zeros(n, np.int32), {"N": n, "REVERSE": reverse, "num_warps": num_warps})
+def long_scan_case(n: int, reverse: bool = False, num_warps: int = 4, dtype: type = np.int32) -> Case:
+    x = RNG.integers(-9, 10, n).astype(dtype)  # small ints: exact sums in any order, floats too
+    ref = (lambda x: np.cumsum(x[::-1])[::-1].astype(dtype)) if reverse else (lambda x: np.cumsum(x).astype(dtype))
+    case = Case(long_scan_kernel, [x], ref, np.zeros(n, dtype), {"N": n, "REVERSE": reverse, "num_warps": num_warps})
     case.rtol = case.atol = 0
     return case
 
@@ -210,6 +210,9 @@ INDEXING_CASES: dict[str, Callable[[], Case]] = {
     "scan-long-4096": lambda: long_scan_case(4096),
     "scan-long-reverse": lambda: long_scan_case(16384, True, 8),
     "scan-long-one-warp": lambda: long_scan_case(2048, num_warps=1),
+    "scan-long-f32": lambda: long_scan_case(8192, True, 16, np.float32),
+    "scan-axis0-long": lambda: scan_case("cumsum0", 256, 16),
+    "scan-reverse-wide": lambda: scan_case("reverse", 4, 2048),
     "scan-tuple": lambda: tuple_scan_case(False),
     "scan-tuple-reverse": lambda: tuple_scan_case(True),
 }
