@@ -88,6 +88,8 @@ class SortOps:
         log_k = log_n if k is None else _log2(k)
         if n == 1:
             return x
+        if not isinstance(descending, (bool, int)):
+            raise CompilationError(f"{what}: descending must be a constexpr bool, got {describe(descending)}")
         descending = int(bool(descending))
         cube = self.reshape(x, [2] * _log2(prod(x.shape)))
         for i in range(1, log_k + 1):
