@@ -6,6 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from indexing_kernels import INDEXING_CASES
 from language_kernels import ALL_CASES, int64_offsets_kernel, run, scalar_minmax_kernel
 from memory_kernels import MEMORY_CASES
 
@@ -20,7 +21,7 @@ def test_language_module_is_importable_as_tl():
     assert callable(tl.math.sqrt_rn) and triton.language is tl
 
 
-CASES = {**ALL_CASES, **MEMORY_CASES}
+CASES = {**ALL_CASES, **MEMORY_CASES, **INDEXING_CASES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from indexing_kernels import INDEXING_CASES
 from language_kernels import ALL_CASES
 from memory_kernels import MEMORY_CASES
 
@@ -26,7 +27,7 @@ GPU_TOLERANCE = {
 """Absolute tolerance where the GPU uses approximate instructions (the simulator computes in float64)."""
 
 
-CASES = {**ALL_CASES, **MEMORY_CASES}
+CASES = {**ALL_CASES, **MEMORY_CASES, **INDEXING_CASES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -59,6 +59,7 @@ from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noq
 from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
 from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp  # noqa: F401
 from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
+from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp  # noqa: F401
 from tinyton.dialects.tt_math import (  # noqa: F401
     MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
 )
@@ -508,6 +509,7 @@ Tt = Dialect(
         *SHAPE_OPS,
         *COMBINE_OPS,
         *DEBUG_OPS,
+        *INDEXING_OPS,
     ],
     [PointerType],
 )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
-from xdsl.dialects.builtin import i1, i32
+from xdsl.dialects.builtin import IntegerType, Signedness, bf16, f32, i1, i32
 
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
@@ -130,9 +130,15 @@ class CombineOps:
             raise CompilationError("tl.xor_sum needs integer tiles")
         return self.reduce_with(t, axis, lambda l, r: [self.binary("^", l[0], r[0])], keep_dims, "tl.xor_sum")[0]
 
-    def cumulative(self, op: str, x: Any, axis: Any, reverse: bool, what: str) -> Tile:
-        """`cumsum` (op "+") or `cumprod` ("*"); booleans count in int32."""
+    def cumulative(self, op: str, x: Any, axis: Any, reverse: bool, what: str, dtype: Any = None) -> Tile:
+        """`cumsum` (op "+") or `cumprod` ("*") as Triton's: bf16 scans in f32; a cumsum of ints narrower than
+        32 bits (booleans too) in int32 (uint32 for unsigned ones), or in `dtype` when given."""
         (t,) = self._combine_inputs(x, what)
-        if t.element == i1:
-            t = self.cast(t, i32)
+        if dtype is not None:
+            t = self.cast(t, dtype)
+        elif t.element == bf16:
+            t = self.cast(t, f32)
+        elif t.element == i1 or (op == "+" and isinstance(t.element, IntegerType) and t.element.bitwidth < 32):
+            unsigned = t.element != i1 and t.element.signedness.data == Signedness.UNSIGNED
+            t = self.cast(t, IntegerType(32, Signedness.UNSIGNED) if unsigned else i32)
         return self.scan_with(t, axis, lambda l, r: [self.binary(op, l[0], r[0])], reverse, what)[0]

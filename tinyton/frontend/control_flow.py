@@ -2,7 +2,8 @@
 as a mixin of the code generator; loops are in loops.py.
 
 A runtime `if` yields the variables both branches define, with one type (tuples element by element, so a
-helper's `return a, b` from both branches merges too). Names that end up without a value become
+helper's `return a, b` from both branches merges too; block pointers and tensor descriptors of one block
+shape scalar by scalar). Names that end up without a value become
 `Undefined`, which reports why when read.
 """
 
@@ -18,6 +19,7 @@ from xdsl.ir import Block, Region
 
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.errors import CompilationError
+from tinyton.frontend.block_pointers import is_aggregate
 from tinyton.frontend.returns import RESULT, has_return
 from tinyton.frontend.semantic import TileBuilder
 from tinyton.frontend.values import SELECT, Tile, is_number, promote
@@ -38,6 +40,15 @@ class _Yielded:
     """A value that differs between the branches: one tile per branch, yielded by the `scf.if`."""
 
     tiles: tuple[Tile, Tile]
+
+
+@dataclass(frozen=True)
+class _Aggregate:
+    """A block pointer (or tensor descriptor) that differs between the branches: its scalars merged one by
+    one, rebuilt on `template` after the `scf.if`."""
+
+    template: Any
+    slots: tuple[Any, ...]
 
 
 def assigned_names(stmts: list[ast.stmt]) -> set[str]:
@@ -114,6 +125,8 @@ class ControlFlow:
                     return values[0]
             except (TypeError, ValueError):
                 pass
+        if all(is_aggregate(v) for v in values):
+            return self.merge_aggregates(name, values, blocks, where)
         if not all(isinstance(v, Tile) or is_number(v) for v in values):
             return Undefined(
                 f"`{name}` does not get a number or tile in both branches of {where}; assign it before the `if`"
@@ -132,14 +145,34 @@ class ControlFlow:
         return _Yielded((tiles[0], tiles[1]))
 
 
+    def merge_aggregates(self, name: str, values: list[Any], blocks: list[Block], where: str) -> Any:
+        """Two block pointers (or descriptors) of one kind and block: their scalars merged one by one."""
+        first, second = values
+        if type(first) is not type(second) or first.with_tiles(second.tiles()) != second:
+            return Undefined(
+                f"`{name}` is a different kind of block pointer (block shape, order or padding) in the two "
+                f"branches of {where}; give it one in both"
+            )
+        tiles = [v.tiles() for v in values]
+        slots = tuple(
+            self.merge_branches(f"{name}#{k}", [t[k] for t in tiles], blocks, where) for k in range(len(tiles[0]))
+        )
+        bad = next((s for s in slots if isinstance(s, Undefined)), None)
+        return bad if bad is not None else _Aggregate(first, slots)
+
+
 def _leaves(value: Any) -> list[_Yielded]:
     if isinstance(value, _Yielded):
         return [value]
+    if isinstance(value, _Aggregate):
+        return _leaves(value.slots)
     return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, tuple) else []
 
 
 def _resolve(value: Any, results: dict[int, Tile]) -> Any:
     if isinstance(value, _Yielded):
         return results[id(value)]
+    if isinstance(value, _Aggregate):
+        return value.template.with_tiles([_resolve(s, results) for s in value.slots])
     return tuple(_resolve(v, results) for v in value) if isinstance(value, tuple) else value
 

@@ -7,7 +7,8 @@ carrying the variables the body reassigns. `tt.range(..., num_stages=, loop_unro
 `tt.num_stages` / `tt.loop_unroll_factor` attributes on the `scf.for` for the lowering to read.
 `while` runs at compile time while its condition is a constexpr and becomes `scf.while` once it is a
 runtime scalar. A carried variable must keep its type, unless (in `for`) the body never reads its previous
-value (then it is only unavailable after the loop). `break` and `continue` are refused, as in Triton.
+value (then it is only unavailable after the loop). Both loops carry block pointers and tensor descriptors as
+their scalars. `break` and `continue` are refused, as in Triton.
 """
 
 from __future__ import annotations
@@ -213,20 +214,24 @@ class Loops:
         """`scf.while`: the condition in the `before` region, the body in `after`, carrying the variables
         the body reassigns (they must keep their types)."""
         assigned, carried = self.carried_names(node.body, set())
+        carried, aggregates = self.split_aggregates(carried)
         inits = [self.b.tile(self.scope[n], n) for n in carried]
         types = [t.type for t in inits]
         before, after = Block(arg_types=types), Block(arg_types=types)
         outer = self.scope
         try:
             self.scope = {**outer, **{n: Tile(a) for n, a in zip(carried, before.args)}}
+            self.join_aggregates(aggregates)
             with self.b.at_end(before):
                 cond = self.visit(node.test)
                 if not isinstance(cond, Tile) or cond.shape:
                     raise CompilationError(f"a while condition must be a scalar, got {describe(cond)}")
                 before.add_op(scf.ConditionOp(self.b.truth(cond, "while").value, *before.args))
             self.scope = {**outer, **{n: Tile(a) for n, a in zip(carried, after.args)}}
+            self.join_aggregates(aggregates)
             with self.b.at_end(after):
                 self.visit_body(node.body)
+                self.spill_aggregates(aggregates)
                 yielded = [self.carry_out(n, arg, strict=True) for n, arg in zip(carried, after.args)]
             body_scope = self.scope
         finally:
@@ -235,7 +240,8 @@ class Loops:
         loop = self.b.insert(scf.WhileOp([t.value for t in inits], types, Region(before), Region(after)))
         for n, r in zip(carried, loop.results):
             self.scope[n] = Tile(r)
-        self.forget_body_names(assigned - set(carried), outer, body_scope, self.line(node))
+        self.join_aggregates(aggregates)
+        self.forget_body_names(assigned - set(carried) - set(aggregates), outer, body_scope, self.line(node))
 
 
 def loop_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[tuple[Any, Any, Any], dict[str, int]]:

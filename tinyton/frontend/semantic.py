@@ -28,8 +28,10 @@ from tinyton.frontend.block_pointers import BlockPointerOps
 from tinyton.frontend.random_ops import RandomOps
 from tinyton.frontend.combine_ops import CombineOps
 from tinyton.frontend.debug_ops import DebugOps
+from tinyton.frontend.indexing_ops import IndexingOps
 from tinyton.frontend.math_ops import MathOps
 from tinyton.frontend.shape_ops import ShapeOps
+from tinyton.frontend.sort_ops import SortOps
 from tinyton.frontend.values import (
     ARITH,
     BITWISE,
@@ -120,7 +122,7 @@ def _fold(fn: Callable[..., Any], *args: Any) -> Any:
         raise CompilationError(f"constant expression failed: {e}") from None
 
 
-class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, MathOps, CombineOps, DebugOps):
+class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, IndexingOps, MathOps, CombineOps, DebugOps):
     """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies).
 
     The mixins hold the builtins of one concept each (atomics, random numbers, block pointers, shapes, math,

@@ -1,7 +1,7 @@
 """The tinyton language: what `import tinyton as tt` (or `import tinyton.language as tl`) gives a kernel
 or array-program author, with Triton's spellings. One module per concept: `core` (dispatch, geometry,
 load/store, casts, dot), `memory` (block pointers, atomics), `random`, `math` (also `tl.math`),
-`reductions`, `shapes`, `debug`.
+`reductions`, `shapes`, `indexing` (sort, flip, gather, histogram, inline asm), `debug`.
 """
 
 from typing import Any
@@ -68,6 +68,7 @@ from tinyton.language.debug import (
     static_assert,
     static_print,
 )
+from tinyton.language.indexing import flip, gather, histogram, inline_asm_elementwise, sort, topk
 from tinyton.language.math import (
     PropagateNan,
     abs,
@@ -220,6 +221,7 @@ __all__ = [
     "exp",
     "exp2",
     "expand_dims",
+    "flip",
     "float8e4nv",
     "float8e5",
     "float16",
@@ -228,8 +230,11 @@ __all__ = [
     "floor",
     "fma",
     "full",
+    "gather",
     "graphed",
     "heuristics",
+    "histogram",
+    "inline_asm_elementwise",
     "int1",
     "int8",
     "int16",
@@ -276,6 +281,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sin",
+    "sort",
     "split",
     "sqrt",
     "sqrt_rn",
@@ -287,6 +293,7 @@ __all__ = [
     "sum",
     "swapaxes",
     "take",
+    "topk",
     "trans",
     "transpose",
     "tril",

@@ -97,12 +97,13 @@ def xor_sum(input: Any, axis: int | None = None, keep_dims: bool = False) -> Any
 
 
 @builtin
-def cumsum(input: Any, axis: int = 0, reverse: bool = False) -> Any:
-    """Inclusive running sum along `axis` (bools count in int32)."""
-    return kernel().cumulative("+", input, axis, reverse, "tl.cumsum")
+def cumsum(input: Any, axis: int = 0, reverse: bool = False, dtype: Any = None) -> Any:
+    """Inclusive running sum along `axis`, in `dtype` when given; else ints narrower than 32 bits (and
+    bools) in int32 (uint32 when unsigned) and bfloat16 in float32, as Triton."""
+    return kernel().cumulative("+", input, axis, reverse, "tl.cumsum", None if dtype is None else dtype_of(dtype))
 
 
 @builtin
 def cumprod(input: Any, axis: int = 0, reverse: bool = False) -> Any:
-    """Inclusive running product along `axis`."""
+    """Inclusive running product along `axis` (bfloat16 in float32, as Triton)."""
     return kernel().cumulative("*", input, axis, reverse, "tl.cumprod")

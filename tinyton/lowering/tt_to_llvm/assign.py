@@ -25,7 +25,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
-from tinyton.lowering.tt_to_llvm.layouts import Layout, axis_in_registers, blocked
+from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked, scannable
 from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma, wgmma_tiling
 
@@ -117,21 +117,25 @@ class LayoutAssignment:
             self._visit_if(op)
         elif isinstance(op, scf.WhileOp):
             self._visit_while(op)
-        elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp)):
+        elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp, tt.InlineAsmOp)):
             self._assign_results(op)
         elif len(op.results) == 1 and is_tile(op.results[0]):
             self._assign(op, op.results[0])
 
     def _assign_results(self, op: Operation) -> None:
-        """Ops with several results of one layout: the halves of a split, reductions and scans."""
+        """Ops with several results of one layout: the halves of a split, reductions, scans, inline asm."""
         match op:
             case tt.SplitOp():
                 whole = self.layout[op.input]
                 layout = whole.without_pair_dim() if whole.has_pair_dim() else self.default(op.lhs)
             case tt.CombineReduceOp():
                 layout = self.layout[op.inputs[0]].slice(op.axis.value.data)
-            case _:
-                layout = axis_in_registers(tt.shape_of(op.inputs[0].type), op.axis.value.data, self.num_warps)
+            case tt.InlineAsmOp():
+                layout = self.anchor([v for v in op.args if is_tile(v)], op.outputs[0]) if is_tile(op.outputs[0]) else None
+            case _:  # a scan: in its input's layout when the scan can walk it, else the default
+                layout = self.layout.get(op.inputs[0]) or self.default(op.inputs[0])
+                if not scannable(layout, op.axis.value.data):
+                    layout = self.default(op.inputs[0])
         for result in op.results:
             if is_tile(result):
                 self.layout[result] = layout

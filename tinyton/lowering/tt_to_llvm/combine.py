@@ -1,12 +1,10 @@
 """
-`tt.reduce` and `tt.scan`: reductions and scans whose combine is a region, on tuples of values.
+`tt.reduce`: reductions whose combine is a region, on tuples of values (`tt.scan` is in scan.py).
 
 The combine region holds scalar tt ops; each use lowers it again with its block arguments bound to
 the registers at hand (`combine`). A reduction runs the stages of `reductions` on tuples: over the
 thread's registers, across lanes with `shfl.sync.bfly` (`reductions.shuffle`), across warps
-through one shared-memory round. A scan gets its input in `axis_in_registers` (converting through
-shared memory when needed) and runs Hillis-Steele over each thread's registers: at step `d` element
-`i` combines with element `i - d` (`i + d` when reversed), the steps the simulator takes too.
+through one shared-memory round.
 """
 
 from __future__ import annotations
@@ -77,32 +75,3 @@ def lower_reduce(ctx: KernelContext, op: tt.CombineReduceOp) -> None:
     layout = out if out.rank else None
     for k, result in enumerate(op.outputs):
         ctx.set(result, layout, [p[k] for p in partials])
-
-
-def _scan_registers(ctx: KernelContext, op: tt.ScanOp, values: list[Values], n: int) -> list[Values]:
-    """Hillis-Steele over the `n` consecutive registers of each run (the axis); `values[r]` per register."""
-    reverse = op.reverse.value
-    out = list(values)
-    for start in range(0, len(values), n):
-        run = out[start : start + n]
-        d = 1
-        while d < n:
-            run = [
-                combine(ctx, op, run[i + d] if reverse else run[i - d], run[i])
-                if (i + d < n if reverse else i >= d)
-                else run[i]
-                for i in range(n)
-            ]
-            d *= 2
-        out[start : start + n] = run
-    return out
-
-
-@lowers(tt.ScanOp)
-def lower_scan(ctx: KernelContext, op: tt.ScanOp) -> None:
-    layout = ctx.layout_of(op.outputs[0])
-    n = tt.shape_of(op.inputs[0].type)[op.axis.value.data]
-    per_register = [list(v) for v in zip(*(ctx.get(x, layout) for x in op.inputs))]
-    scanned = _scan_registers(ctx, op, per_register, n)
-    for k, result in enumerate(op.outputs):
-        ctx.set(result, layout, [s[k] for s in scanned])

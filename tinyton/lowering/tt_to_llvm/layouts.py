@@ -216,12 +216,22 @@ def blocked(shape: Sequence[int], num_warps: int, vec: int = 4) -> Layout:
     return Layout(shape, tuple(reg), tuple(lane), tuple(warp))
 
 
-def axis_in_registers(shape: Sequence[int], axis: int, num_warps: int) -> Layout:
-    """A layout holding the whole of `axis` in each thread's registers (the fastest register bits),
-    the other dimensions spread as `blocked` spreads them: a scan runs in each thread."""
-    rest = blocked([1 if d == axis else n for d, n in enumerate(shape)], num_warps)
-    along = tuple(_unit(len(shape), axis, 1 << i) for i in range(_log2(shape[axis])))
-    return Layout(tuple(shape), along + rest.reg, rest.lane, rest.warp)
+def scannable(layout: Layout, axis: int) -> bool:
+    """Whether, by increasing position along `axis`, the layout's bits along it are registers, then
+    lanes, then warps, then registers again (runs, lanes, warps, chunks): the order a scan walks
+    (tinyton/lowering/tt_to_llvm/scan.py). `blocked` layouts always are."""
+    bits = sorted(
+        (b[axis], kind)
+        for kind, bases in ((0, layout.reg), (1, layout.lane), (2, layout.warp))
+        for b in bases
+        if b[axis]
+    )
+    kinds = [kind for _, kind in bits]
+    threads = [i for i, kind in enumerate(kinds) if kind]
+    if not threads:
+        return True
+    inner = kinds[threads[0] : threads[-1] + 1]
+    return 0 not in inner and inner == sorted(inner)
 
 
 def register_map(src: Layout, dst: Layout) -> list[int] | None:

@@ -36,10 +36,12 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     debug,
     dot,
     elementwise,
+    indexing,
     math,
     memory,
     random,
     reductions,
+    scan,
     shapes,
     tma,
 )

@@ -32,6 +32,7 @@ from .control import ControlFunctions
 from .debug import DebugFunctions
 from .elementwise import ElementwiseFunctions
 from .errors import KernelArgumentError, SimulatorError
+from .indexing import IndexingFunctions, refuse_inline_asm
 from .memory import MemoryFunctions
 from .random import RandomFunctions
 from .shapes import ShapeFunctions
@@ -48,6 +49,7 @@ FUNCTIONS: tuple[type[InterpreterFunctions], ...] = (
     ControlFunctions,
     ShapeFunctions,
     CombineFunctions,
+    IndexingFunctions,
     DebugFunctions,
     FuncFunctions,
 )
@@ -185,6 +187,7 @@ def _scalar(arg: object, t: Attribute, i: int, name: str, divisible: bool) -> np
 
 def _check_ops(kernel: func.FuncOp) -> int:
     """Reject ops the simulator cannot run; the number of elements of the kernel's largest tile."""
+    refuse_inline_asm(kernel)
     unsupported = sorted({op.name for op in kernel.walk() if op is not kernel and type(op) not in SUPPORTED})
     if unsupported:
         raise SimulatorError(f"the simulator cannot run {', '.join(unsupported)}")
