@@ -2,6 +2,7 @@
 
     tinyton compile examples/vector_add.py --signature '*i32,*i32,*i32,i32' --emit ptx
     tinyton compile examples/softmax.py -k softmax_kernel -s '*fp32,*fp32,i32:16' -D BLOCK=1024 -v
+    tinyton compile examples/matmul.py -k matmul_kernel -s ... --arch sm_80   # cross-compile, no GPU needed
     tinyton graph examples/fused_softmax.py:softmax --shape 4096x1000 --format svg > softmax.svg
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tinyton.cli import loading
+from tinyton.compiler import target
 from tinyton.dtypes import BF16
 from tinyton.errors import CompilationError
 from tinyton.lazy import lazy_module
@@ -103,6 +106,8 @@ def constexpr_value(text: str) -> Any:
 
 
 def _compile(options: argparse.Namespace) -> int:
+    if options.arch is not None:  # as TINYTON_ARCH, which this process's compiles read
+        os.environ[target.ENV] = target.check_arch(options.arch, "--arch")
     constexprs = defines(options.define)
     arguments = signature_arguments(options.signature)
     kernel = loading.load_jit_function(options.file, options.kernel)
@@ -135,6 +140,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("-s", "--signature", required=True, help="runtime parameters, e.g. '*fp32,*fp32,i32:16'")
     c.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="a constexpr value")
     c.add_argument("--num-warps", type=int, default=4)
+    c.add_argument("--arch", help=f"target architecture, as TINYTON_ARCH (one of {', '.join(target.ARCHS)}; "
+                   "default: the GPU's, else sm_90)")
     c.add_argument("--emit", choices=STAGES, default="ptx", help="stage to print (default: ptx)")
     c.add_argument("-v", "--verbose", action="store_true", help="print the IR after every stage up to --emit")
     c.set_defaults(run=_compile)
