@@ -5,12 +5,9 @@ clear error."""
 
 from __future__ import annotations
 
-import runpy
-from pathlib import Path
-
-import ml_dtypes
 import numpy as np
 import pytest
+from target_kernels import DOTS, EXAMPLES, KERNELS, matmul, softmax
 
 import tinyton as tt
 from tinyton.cli.compile import main as tinyton_main
@@ -19,43 +16,10 @@ from tinyton.errors import CompilationError
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-F16, BF16 = np.float16, np.dtype(ml_dtypes.bfloat16)
+F16 = np.float16
 
 
-def _example(name: str) -> dict:
-    """An example's namespace without running its script part."""
-    return runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="example")
-
-
-def _matmul(dtype=F16):
-    kernel = _example("matmul")["matmul_kernel"]
-    a, b, c = np.zeros((256, 256), dtype), np.zeros((256, 256), dtype), np.zeros((256, 256), np.float32)
-    return kernel.compile(a, b, c, 256, 256, 256, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=4)
-
-
-def _attention():
-    kernel = _example("flash_attention")["flash_attention"]
-    q = np.zeros((1, 2, 256, 64), F16)
-    return kernel.compile(q, q, q, q, 256, 0.18, HEAD_DIM=64, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, num_warps=4)
-
-
-def _softmax():
-    kernel = _example("softmax")["softmax_kernel"]
-    x = np.zeros((8, 1000), np.float32)
-    return kernel.compile(x, x, 1000, 1000, BLOCK=1024, num_warps=4)
-
-
-def _descriptor_matmul():
-    from test_tma import desc_matmul, made_matmul  # noqa: F401 - the TMA test kernels
-
-    a = np.zeros((256, 256), F16)
-    return made_matmul.compile(a, a, np.zeros((256, 256), np.float32), 256, 256, 256, BM=128, BN=128, BK=64,
-                               num_warps=4)
-
-
-KERNELS = {"matmul": _matmul, "flash_attention": _attention, "softmax": _softmax, "tma_matmul": _descriptor_matmul}
 EXPECTED_TARGET = {  # TINYTON_ARCH -> the .target of a kernel with a wgmma-sized dot / of one without
     "sm_80": ("sm_80", "sm_80"), "sm_90": ("sm_90a", "sm_90"), "sm_90a": ("sm_90a", "sm_90a"),
 }
@@ -69,10 +33,10 @@ def test_examples_cross_compile_and_assemble(name, arch, monkeypatch):
     compiled = KERNELS[name]()
     ptx = compiled.asm["ptx"]
     with_dot, without = EXPECTED_TARGET[arch]
-    expected = without if name == "softmax" else with_dot
+    expected = with_dot if name in DOTS else without
     assert f".target {expected}" in ptx
     assert compiled.target_arch == expected
-    if name != "softmax":
+    if name in DOTS:
         tensor_cores = "wgmma.mma_async" if expected == "sm_90a" else "mma.sync.aligned"
         assert tensor_cores in ptx
         assert ("mma.sync" in ptx) == (expected == "sm_80")
@@ -84,9 +48,9 @@ def test_examples_cross_compile_and_assemble(name, arch, monkeypatch):
 def test_each_target_is_its_own_variant(monkeypatch):
     """The same call compiled under two targets gives two kernels (the jit's variants, the cache keys)."""
     monkeypatch.setenv("TINYTON_ARCH", "sm_80")
-    old = _matmul()
+    old = matmul()
     monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
-    new = _matmul()
+    new = matmul()
     assert old is not new
     assert "mma.sync" in old.asm["ptx"] and "wgmma" in new.asm["ptx"]
 
@@ -109,7 +73,7 @@ def test_array_programs_follow_the_target(monkeypatch):
 def test_unknown_arch_is_a_clear_error(bad, monkeypatch):
     monkeypatch.setenv("TINYTON_ARCH", bad)
     with pytest.raises(CompilationError, match=rf"TINYTON_ARCH='{bad}' is not an architecture .* sm_80, .* sm_90a"):
-        _softmax()
+        softmax()
     with pytest.raises(CompilationError, match="one of sm_80"):
         target.requested_arch()
 

@@ -29,7 +29,7 @@ STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 PASS_OF_STAGE = {
     "tt": "frontend (Python AST -> tt)",
     "llvm-mlir": "tinyton-to-llvm",
-    "llvm-ir": "mlir-translate --mlir-to-llvmir + opt -O3",
+    "llvm-ir": "mlir-opt --convert-nvvm-to-llvm + mlir-translate --mlir-to-llvmir + opt -O3 (or llvmlite)",
     "ptx": "llc (NVPTX)",
 }
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": BF16, "i32": np.int32, "i1": np.bool_}

@@ -31,7 +31,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, VectorType, f32, i32, i64
 from xdsl.ir import SSAValue
 
-from tinyton.dialects import tt
+from tinyton.dialects import nvvm, tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
@@ -155,7 +155,7 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
     per = tiling.instr_n // 2
-    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.fence.sync.aligned", [], []))
+    ctx.insert(nvvm.WgmmaFenceOp())
     for kk in range(0, k, K_STEP):
         a_k = kk // a_tile.panel_cols * a_tile.panel_bytes + kk % a_tile.panel_cols * 2
         for i in range(tiling.reps_m):
@@ -172,7 +172,7 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
                 acc[base : base + per] = _wgmma(
                     ctx, tiling.instr_n, dtype, a, b_desc, 0 if k_major is not None else 1, acc[base : base + per]
                 )
-    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.commit_group.sync.aligned", [], []))
+    ctx.insert(nvvm.WgmmaCommitGroupOp())
     if tt.ASYNC_DOT_ATTR in op.attributes:
         return acc
     return _wait(ctx, 0, acc)
