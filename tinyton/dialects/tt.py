@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32, i64,
+    I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr,
+    TensorType, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -400,7 +401,7 @@ class DotOp(IRDLOperation):
     """`acc + a @ b` for 2-D tiles `a: MxK`, `b: KxN`, `acc: MxN`; the accumulator's type is the result's.
 
     Operands f16 or bf16 accumulate in f32 (an f16 accumulator is Triton's `out_dtype=float16` for f16
-    operands); f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
+    operands), float8 ones (e4m3fn, e5m2, which may mix) in f32; f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
     (an attribute that matters only for f32 operands, as in Triton).
     """
 
@@ -437,7 +438,11 @@ class DotOp(IRDLOperation):
         require(sc == (sa[0], sb[1]), f"dot accumulator must have shape {[sa[0], sb[1]]}, got {list(sc)}")
         require(self.result.type == self.acc.type, "dot result has the accumulator's type")
         operand, acc = element_type(self.a.type), element_type(self.acc.type)
-        require(operand == element_type(self.b.type), "dot operands must have one element type")
+        both_float8 = isinstance(operand, FLOAT8_TYPES) and isinstance(element_type(self.b.type), FLOAT8_TYPES)
+        require(
+            operand == element_type(self.b.type) or both_float8,
+            "dot operands must have one element type (or both be float8: e4m3 and e5m2 may mix)",
+        )
         require(is_float(self.a.type) and is_float(self.acc.type), "dot takes float tiles")
         allowed = DOT_ACCUMULATORS.get(operand, ())
         require(
@@ -451,7 +456,13 @@ class DotOp(IRDLOperation):
             require(d >= DOT_MIN, f"dot tiles must be at least {DOT_MIN} in every dimension")
 
 
+FLOAT8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
+"""float8 element types (e4m3fn, e5m2): `tt.dot` operands accumulating in f32 (wgmma's e4m3/e5m2 on sm_90a;
+widened to f16 by the lowering elsewhere)."""
+
 DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
+    Float8E4M3FNType(): (Float32Type(),),
+    Float8E5M2Type(): (Float32Type(),),
     Float16Type(): (Float32Type(), Float16Type()),
     BFloat16Type(): (Float32Type(),),
     Float32Type(): (Float32Type(),),
