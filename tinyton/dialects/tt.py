@@ -65,7 +65,7 @@ from tinyton.dialects.tt_math import (  # noqa: F401
 )
 from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
-    FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+    FLOAT, FLOAT8_TYPES, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
 )
 
@@ -455,10 +455,6 @@ class DotOp(IRDLOperation):
         for d in (*sa, *sb):
             require(d >= DOT_MIN, f"dot tiles must be at least {DOT_MIN} in every dimension")
 
-
-FLOAT8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
-"""float8 element types (e4m3fn, e5m2): `tt.dot` operands accumulating in f32 (wgmma's e4m3/e5m2 on sm_90a;
-widened to f16 by the lowering elsewhere)."""
 
 DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
     Float8E4M3FNType(): (Float32Type(),),

@@ -35,7 +35,7 @@ def _argument_type(name: str, value: Any) -> Attribute:
     except TypeError:
         raise error(
             f"argument '{name}' has dtype {dtype}; array programs support float32, float16, bfloat16, int32 and bool "
-            f"(convert with {name}.astype(np.float32))"
+            f"(and float8 matmul operands; convert with {name}.astype(np.float32))"
         ) from None
     return tta.array_type(element, shape)
 
