@@ -86,3 +86,12 @@ def test_cli_arch(capsys, monkeypatch):
     assert ".target sm_80" in capsys.readouterr().out
     assert tinyton_main(["compile", *args, "--arch", "sm_75"]) == 1
     assert "--arch='sm_75' is not an architecture tinyton compiles for" in capsys.readouterr().err
+
+
+def test_cli_stage_printing_names_mlir_opt(capsys, monkeypatch):
+    monkeypatch.setenv("TINYTON_TOOLCHAIN", "mlir")
+    args = [str(EXAMPLES / "vector_add.py"), "-s", "*i32,*i32,*i32,i32", "--emit", "ptx", "-v", "--arch", "sm_80"]
+    assert tinyton_main(["compile", *args]) == 0
+    out = capsys.readouterr().out
+    assert "IR after mlir-opt --convert-nvvm-to-llvm (upstream verifier) + mlir-translate" in out
+    assert ".target sm_80" in out

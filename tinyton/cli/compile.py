@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -24,14 +23,19 @@ from tinyton.errors import CompilationError
 from tinyton.lazy import lazy_module
 
 graph = lazy_module("tinyton.cli.graph")  # xDSL and the fusion passes: loaded for `tinyton graph` only
+ptx = lazy_module("tinyton.lowering.ptx.compile")
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 PASS_OF_STAGE = {
     "tt": "frontend (Python AST -> tt)",
     "llvm-mlir": "tinyton-to-llvm",
-    "llvm-ir": "mlir-opt --convert-nvvm-to-llvm + mlir-translate --mlir-to-llvmir + opt -O3 (or llvmlite)",
-    "ptx": "llc (NVPTX)",
+    "llvm-ir": {
+        "mlir": "mlir-opt --convert-nvvm-to-llvm (upstream verifier) + mlir-translate --mlir-to-llvmir + opt -O3",
+        "llvmlite": "llvmlite: convert + parse + verify + O3",
+    },
+    "ptx": {"mlir": "llc (NVPTX)", "llvmlite": "llvmlite NVPTX target machine"},
 }
+"""What made each stage; for the last two, per toolchain (`TINYTON_TOOLCHAIN`)."""
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": BF16, "i32": np.int32, "i1": np.bool_}
 
 
@@ -106,8 +110,11 @@ def constexpr_value(text: str) -> Any:
 
 
 def _compile(options: argparse.Namespace) -> int:
-    if options.arch is not None:  # as TINYTON_ARCH, which this process's compiles read
-        os.environ[target.ENV] = target.check_arch(options.arch, "--arch")
+    with target.requesting(options.arch, "--arch"):  # as TINYTON_ARCH
+        return _compile_for_target(options)
+
+
+def _compile_for_target(options: argparse.Namespace) -> int:
     constexprs = defines(options.define)
     arguments = signature_arguments(options.signature)
     kernel = loading.load_jit_function(options.file, options.kernel)
@@ -116,7 +123,9 @@ def _compile(options: argparse.Namespace) -> int:
     stages = STAGES[: STAGES.index(options.emit) + 1] if options.verbose else (options.emit,)
     for stage in stages:
         if options.verbose:
-            print(f"// -----// IR after {PASS_OF_STAGE[stage]} ({stage}) //----- //")
+            made_by = PASS_OF_STAGE[stage]
+            made_by = made_by[ptx.resolve_toolchain()] if isinstance(made_by, dict) else made_by
+            print(f"// -----// IR after {made_by} ({stage}) //----- //")
         print(compiled.asm[stage])
     return 0
 

@@ -11,6 +11,8 @@ architecture (`runtime.driver.default_arch`: sm_90 where there is no GPU). An ex
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tinyton.errors import CompilationError
 
@@ -34,3 +36,20 @@ def requested_arch() -> str | None:
     value = os.environ.get(ENV, "").strip()
     return check_arch(value) if value else None
 
+
+
+@contextmanager
+def requesting(arch: str | None, what: str = ENV) -> Iterator[None]:
+    """`TINYTON_ARCH=arch` (checked; unchanged when None) for the compiles inside, restored after."""
+    if arch is None:
+        yield
+        return
+    before = os.environ.get(ENV)
+    os.environ[ENV] = check_arch(arch, what)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[ENV]
+        else:
+            os.environ[ENV] = before
