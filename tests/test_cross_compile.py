@@ -95,3 +95,22 @@ def test_cli_stage_printing_names_mlir_opt(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "IR after mlir-opt --convert-nvvm-to-llvm (upstream verifier) + mlir-translate" in out
     assert ".target sm_80" in out
+
+
+@pytest.mark.parametrize("compiled_for, device, loads", [
+    ("sm_80", "sm_90", True), ("sm_90a", "sm_90", True), ("sm_90", "sm_90", True),
+    ("sm_90a", "sm_80", False), ("sm_90", "sm_89", False),
+])
+def test_a_gpu_refuses_ptx_it_cannot_load(compiled_for, device, loads, monkeypatch):
+    """TINYTON_ARCH=sm_80 runs the mma.sync path on a Hopper (PTX is forward compatible); sm_90a PTX runs on
+    an sm_90 only; anything newer than the GPU is refused by name before the driver's opaque error."""
+    from tinyton.runtime import driver
+
+    kernel = softmax()
+    kernel.target_arch = compiled_for
+    monkeypatch.setattr(driver, "default_arch", lambda: device)
+    if loads:
+        kernel._check_loadable()
+    else:
+        with pytest.raises(RuntimeError, match=f"compiled for {compiled_for} .* this {device} GPU cannot run"):
+            kernel._check_loadable()

@@ -219,10 +219,9 @@ class CompiledKernel:
         """Refuse PTX the GPU cannot load (compiled for another `TINYTON_ARCH`): sm_NN PTX runs on compute
         capability NN and later, sm_90a's only on 9.0."""
         target, device = self.target_arch, driver.default_arch()
-        if target is None or target == device:
+        if target is None or target.removesuffix("a") == device:
             return
-        newer = int(target[3:5]) > int(device[3:5])
-        if newer or target.endswith("a"):
+        if int(target[3:5]) > int(device[3:5]) or target.endswith("a"):
             raise RuntimeError(
                 f"kernel {self.name} was compiled for {target} ({targets.ENV} or arch=), which this {device} GPU "
                 f"cannot run; unset {targets.ENV} or set it to {device}"
