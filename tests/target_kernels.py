@@ -1,5 +1,6 @@
 """A representative kernel of each kind, compiled for the current target (`TINYTON_ARCH`): the examples'
-elementwise add, row softmax, tt.dot matmul and flash attention, a TMA-fed matmul and an atomics histogram.
+elementwise add, row softmax, tt.dot matmul and flash attention, a TMA-fed matmul, a float8 matmul and an atomics
+histogram.
 Shared by the cross-compilation and PTX-toolchain tests."""
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def tma_matmul() -> CompiledKernel:
                                num_warps=4)
 
 
+def fp8_matmul() -> CompiledKernel:
+    from test_fp8_matmul import _kernel  # e4m3 x e5m2, B given K-major (x @ w.T)
+
+    return _kernel(True)
+
+
 def atomics() -> CompiledKernel:
     from test_atomics import histogram
 
@@ -60,7 +67,7 @@ def atomics() -> CompiledKernel:
 
 KERNELS: dict[str, Callable[[], CompiledKernel]] = {
     "vector_add": vector_add, "softmax": softmax, "matmul": matmul, "attention": attention,
-    "tma_matmul": tma_matmul, "atomics": atomics,
+    "tma_matmul": tma_matmul, "fp8_matmul": fp8_matmul, "atomics": atomics,
 }
-DOTS = ("matmul", "attention", "tma_matmul")
+DOTS = ("matmul", "attention", "tma_matmul", "fp8_matmul")
 """The kernels with tensor-core dots."""
