@@ -11,6 +11,10 @@ time of the best shown), the array program `a @ b` (its tiles tuned on first use
 (cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set). fp16 and bf16 operands; tf32
 is fp32 operands with `input_precision="tf32"` (torch with `allow_tf32`, Triton's default for fp32 dots);
 the array program's fp32 `@` is exact (NumPy's semantics), so the tf32 row leaves it out.
+
+fp8 rows (`fp8:4096`): e4m3 `x @ w.T` with per-tensor scales and a bf16 result, as `torch._scaled_mm` takes
+it (w [N, K] row-major: B column-major); the kernel is `fp8_kernel` (wgmma e4m3 on Hopper, scales in the
+epilogue), the array program `tt.scaled_matmul`, and the cuBLAS column is `torch._scaled_mm` (Triton: none).
 """
 
 from __future__ import annotations
@@ -80,10 +84,39 @@ def matmul_desc_kernel(
     tt.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(OUT), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
+@tt.jit
+def fp8_kernel(
+    a_ptr, w_ptr, c_ptr, scale, M, N, K,
+    BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, GROUP_M: tt.constexpr,
+):
+    """bf16 `scale * (a @ w.T)` for float8 a [M, K] and w [N, K] (both K-major: wgmma's 8-bit operands)."""
+    pid_m, pid_n = grouped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    rows = pid_m * BLOCK_M + tt.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tt.arange(0, BLOCK_N)
+    ks = tt.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None] * K + ks[None, :]
+    w_ptrs = w_ptr + cols[:, None] * K + ks[None, :]
+    acc = tt.zeros((BLOCK_M, BLOCK_N), tt.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tt.load(a_ptrs, mask=(rows[:, None] < M) & (k + ks[None, :] < K), other=0.0)
+        w = tt.load(w_ptrs, mask=(cols[:, None] < N) & (k + ks[None, :] < K), other=0.0)
+        acc += tt.dot(a, tt.trans(w))
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    c = (acc * scale).to(tt.bfloat16)
+    tt.store(c_ptr + rows[:, None] * N + cols[None, :], c, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@tt.jit
+def scaled_program(a, w, scale_a, scale_b):
+    return tt.scaled_matmul(a, w.T, scale_a, scale_b, out_dtype=tt.bfloat16)
+
+
 CONFIGS = {  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages); 16-bit: wgmma on sm_90a (64-row warpgroups)
     "16-bit": [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 5), (128, 128, 64, 4, 4)],
     "decode": [(64, 64, 64, 4, 4), (16, 64, 64, 4, 4), (64, 128, 64, 4, 4)],
     "tf32": [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)],
+    "fp8": [(128, 256, 128, 8, 3), (256, 128, 128, 8, 3), (128, 128, 128, 8, 4), (128, 128, 128, 4, 4)],
 }
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "tf32": torch.float32}
 OUT_DTYPES = {torch.float16: tt.float16, torch.bfloat16: tt.bfloat16, torch.float32: tt.float32}
@@ -142,7 +175,40 @@ def best_tinyton(
     return best
 
 
+def fp8_row(m: int, n: int, k: int) -> list[object]:
+    """e4m3 `a @ w.T` with per-tensor scales, bf16 out: the kernel (best config), `tt.scaled_matmul` and
+    `torch._scaled_mm` (the cuBLAS column)."""
+    a = torch.randn(m, k, device=DEVICE).to(torch.float8_e4m3fn)
+    w = torch.randn(n, k, device=DEVICE).to(torch.float8_e4m3fn)
+    scale_a, scale_b = torch.tensor(0.5, device=DEVICE), torch.tensor(2.0, device=DEVICE)
+    want = (a.double() @ w.double().T).to(torch.bfloat16)
+    best: tuple[float, tuple[int, ...]] = (float("inf"), ())
+    for config in CONFIGS["fp8"]:
+        bm, bn, bk, warps, stages = config
+        c = torch.full((m, n), float("nan"), device=DEVICE, dtype=torch.bfloat16)
+
+        def run(c=c, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages) -> None:
+            fp8_kernel[(tt.cdiv(m, bm) * tt.cdiv(n, bn),)](a, w, c, 1.0, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                                            GROUP_M=8, num_warps=warps, num_stages=stages)
+
+        run()
+        check_close(f"tinyton fp8 {config}", c, want, tol=1e-2)
+        ms = median_ms(run)
+        if not best[1] or ms < best[0]:
+            best = (ms, config)
+    check_close("tinyton scaled_matmul", scaled_program(a, w, scale_a, scale_b), want, tol=1e-2)
+    t_program = tflops(m, n, k, median_ms(lambda: scaled_program(a, w, scale_a, scale_b)))
+    scaled_mm = lambda: torch._scaled_mm(a, w.T, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)  # noqa: E731
+    if not ONESHOT:
+        check_close("torch._scaled_mm", scaled_mm(), want, tol=1e-2)
+    t_tt, t_cublas = tflops(m, n, k, best[0]), tflops(m, n, k, peer(median_ms, scaled_mm))
+    return ["fp8", f"{m}x{n}x{k}", t_tt, "—", t_program, t_cublas, "—", f"{100 * t_tt / t_cublas:.0f}%", "—",
+            _config(best[1]), "—"]
+
+
 def row(dtype: str, m: int, n: int, k: int) -> list[object]:
+    if dtype == "fp8":
+        return fp8_row(m, n, k)
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     a = torch.randn(m, k, device=DEVICE, dtype=DTYPES[dtype])
     b = torch.randn(k, n, device=DEVICE, dtype=DTYPES[dtype])
@@ -171,7 +237,10 @@ def _config(config: tuple[int, ...]) -> str:
 
 SHAPES = pick([(s, s, s) for s in (1024, 2048, 4096, 8192)] + [(16, 4096, 4096), (4096, 14336, 4096)], [(200, 300, 130), (5, 300, 130)])
 """One-shot: tails in every dimension of every configuration's tiles; M <= 16 takes the decode configurations."""
-ROWS = [(d, *s) for d in ("fp16", "bf16") for s in SHAPES] + [("tf32", *pick((4096, 4096, 4096), SHAPES[0]))]
+FP8_SHAPES = pick([(s, s, s) for s in (4096, 8192)] + [(16, 4096, 4096), (4096, 14336, 4096)], [(256, 256, 256)])
+"""torch._scaled_mm takes dimensions that are multiples of 16."""
+ROWS = ([(d, *s) for d in ("fp16", "bf16") for s in SHAPES] + [("tf32", *pick((4096, 4096, 4096), SHAPES[0]))]
+        + [("fp8", *s) for s in FP8_SHAPES])
 
 
 def parse(arg: str) -> tuple:
@@ -187,7 +256,8 @@ def main(argv: list[str]) -> None:
         rows.append(row(*spec))
         print("  " + " | ".join(f"{c:.1f}" if isinstance(c, float) else str(c) for c in rows[-1]), flush=True)
     print_table(
-        "matmul, f32 accumulate (TFLOPS, median; tinyton kernel: best of its configurations)",
+        "matmul, f32 accumulate (TFLOPS, median; tinyton kernel: best of its configurations; fp8: the cuBLAS "
+        "column is torch._scaled_mm, the a @ b column tt.scaled_matmul)",
         ["dtype", "M x N x K", "tinyton kernel", "kernel on descriptors", "tinyton a @ b", "cuBLAS", "Triton",
          "kernel/cuBLAS", "kernel/Triton", "kernel config", "descriptor kernel config"],
         rows,

@@ -1,5 +1,6 @@
-"""`tl.dot` on float8 operands (Triton's tutorial 03 multiplies float8e5 matrices): widened to f16 first,
-which is exact, so the product equals the f16 product of the same values; float8 arrays come as NumPy
+"""`tl.dot` on float8 operands (Triton's tutorial 03 multiplies float8e5 matrices): f32 accumulation of exact
+products (wgmma e4m3/e5m2 on sm_90a, widened to f16 elsewhere: exact), so the product equals the f16 product of
+the same values (tests/test_fp8_matmul.py has the per-target checks); float8 arrays come as NumPy
 (`ml_dtypes`) arrays or torch tensors, strided views included."""
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
     tinyton compile examples/vector_add.py --signature '*i32,*i32,*i32,i32' --emit ptx
     tinyton compile examples/softmax.py -k softmax_kernel -s '*fp32,*fp32,i32:16' -D BLOCK=1024 -v
+    tinyton compile examples/matmul.py -k matmul_kernel -s ... --arch sm_80   # cross-compile, no GPU needed
     tinyton graph examples/fused_softmax.py:softmax --shape 4096x1000 --format svg > softmax.svg
 """
 
@@ -16,19 +17,25 @@ from typing import Any
 import numpy as np
 
 from tinyton.cli import loading
+from tinyton.compiler import target
 from tinyton.dtypes import BF16
 from tinyton.errors import CompilationError
 from tinyton.lazy import lazy_module
 
 graph = lazy_module("tinyton.cli.graph")  # xDSL and the fusion passes: loaded for `tinyton graph` only
+ptx = lazy_module("tinyton.lowering.ptx.compile")
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 PASS_OF_STAGE = {
     "tt": "frontend (Python AST -> tt)",
     "llvm-mlir": "tinyton-to-llvm",
-    "llvm-ir": "mlir-translate --mlir-to-llvmir + opt -O3",
-    "ptx": "llc (NVPTX)",
+    "llvm-ir": {
+        "mlir": "mlir-opt --convert-nvvm-to-llvm (upstream verifier) + mlir-translate --mlir-to-llvmir + opt -O3",
+        "llvmlite": "llvmlite: convert + parse + verify + O3",
+    },
+    "ptx": {"mlir": "llc (NVPTX)", "llvmlite": "llvmlite NVPTX target machine"},
 }
+"""What made each stage; for the last two, per toolchain (`TINYTON_TOOLCHAIN`)."""
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": BF16, "i32": np.int32, "i1": np.bool_}
 
 
@@ -103,6 +110,11 @@ def constexpr_value(text: str) -> Any:
 
 
 def _compile(options: argparse.Namespace) -> int:
+    with target.requesting(options.arch, "--arch"):  # as TINYTON_ARCH
+        return _compile_for_target(options)
+
+
+def _compile_for_target(options: argparse.Namespace) -> int:
     constexprs = defines(options.define)
     arguments = signature_arguments(options.signature)
     kernel = loading.load_jit_function(options.file, options.kernel)
@@ -111,7 +123,9 @@ def _compile(options: argparse.Namespace) -> int:
     stages = STAGES[: STAGES.index(options.emit) + 1] if options.verbose else (options.emit,)
     for stage in stages:
         if options.verbose:
-            print(f"// -----// IR after {PASS_OF_STAGE[stage]} ({stage}) //----- //")
+            made_by = PASS_OF_STAGE[stage]
+            made_by = made_by[ptx.resolve_toolchain()] if isinstance(made_by, dict) else made_by
+            print(f"// -----// IR after {made_by} ({stage}) //----- //")
         print(compiled.asm[stage])
     return 0
 
@@ -135,6 +149,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("-s", "--signature", required=True, help="runtime parameters, e.g. '*fp32,*fp32,i32:16'")
     c.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="a constexpr value")
     c.add_argument("--num-warps", type=int, default=4)
+    c.add_argument("--arch", help=f"target architecture, as TINYTON_ARCH (one of {', '.join(target.ARCHS)}; "
+                   "default: the GPU's, else sm_90)")
     c.add_argument("--emit", choices=STAGES, default="ptx", help="stage to print (default: ptx)")
     c.add_argument("-v", "--verbose", action="store_true", help="print the IR after every stage up to --emit")
     c.set_defaults(run=_compile)

@@ -2,9 +2,9 @@
 
 Independent of the Python frontend: `@tt.jit` kernels and the array-program executor both call
 `compile_module`. Nothing is lowered until a stage needs it (`.asm["ptx"]`, `.launch`), so simulator-only
-runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text. The target architecture is
-decided here (the GPU's, sm_90a on an sm_90 for kernels whose dots fit wgmma; else sm_90) and passed down to
-the PTX backend.
+runs never pay for LLVM; the PTX is cached on disk (tinyton.runtime.cache) keyed by the tt IR text and the target. The
+target architecture is decided here (`TINYTON_ARCH`, else the GPU's, else sm_90: `compiler/target.py`; sm_90a on an
+sm_90 for kernels whose dots fit wgmma) and passed down to the PTX backend.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32, i64
 from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
 
+from tinyton.compiler import target as targets
 from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
@@ -129,8 +130,10 @@ class CompiledKernel:
         """A grid barrier inside: launched cooperatively (all programs at once, or an error)."""
         self._resident: int | None = None
         self.arch, self.toolchain = arch, toolchain
+        self.requested_arch = targets.requested_arch()
+        """`TINYTON_ARCH` when the kernel was made (its PTX is compiled later, on demand)."""
         self.target_arch = arch
-        """What the PTX is for: `arch`, else the GPU's (sm_90a on an sm_90 when a dot uses wgmma)."""
+        """What the PTX is for: `arch`, else `TINYTON_ARCH` or the GPU's (sm_90a on an sm_90 when a dot uses wgmma)."""
         self.shared_bytes = 0
         self.options: dict[str, Any] = {"num_warps": num_warps}
         """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
@@ -168,7 +171,8 @@ class CompiledKernel:
 
         with collector_paused(), stage(f"compile kernel {self.name} to PTX"):
             with stage("target: GPU architecture, toolchain"):
-                arch, toolchain = self.arch or driver.default_arch(), resolve_toolchain(self.toolchain)
+                arch = self.arch or self.requested_arch or driver.default_arch()
+                toolchain = resolve_toolchain(self.toolchain)
             with stage("disk cache lookup"):
                 tma = tma_enabled()
                 key = cache_key(self._texts["tt"], (self.num_warps, tma), toolchain, arch)
@@ -204,11 +208,24 @@ class CompiledKernel:
         """The driver's `Launcher` of this kernel (compiles and loads the PTX on first use)."""
         if self._launcher is None:
             ptx = self.stage("ptx")
+            self._check_loadable()
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
             function = driver.Module.from_ptx(ptx).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
             self._launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
         return self._launcher
+
+    def _check_loadable(self) -> None:
+        """Refuse PTX the GPU cannot load (compiled for another `TINYTON_ARCH`): sm_NN PTX runs on compute
+        capability NN and later, sm_90a's only on 9.0."""
+        target, device = self.target_arch, driver.default_arch()
+        if target is None or target.removesuffix("a") == device:
+            return
+        if int(target[3:5]) > int(device[3:5]) or target.endswith("a"):
+            raise RuntimeError(
+                f"kernel {self.name} was compiled for {target} ({targets.ENV} or arch=), which this {device} GPU "
+                f"cannot run; unset {targets.ENV} or set it to {device}"
+            )
 
     def resident_programs(self) -> int:
         """Programs the GPU holds at once (occupancy x SMs), queried once: a grid-barrier kernel's grid must
@@ -250,7 +267,7 @@ class CompiledKernel:
         )
 
         ptx = self.stage("ptx")
-        usage = register_usage(ptx, self.target_arch or driver.default_arch())
+        usage = register_usage(ptx, self.target_arch or self.requested_arch or driver.default_arch())
         return usage if usage is not None else (NOMINAL_REGISTERS, 0)
 
     @property

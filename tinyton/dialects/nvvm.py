@@ -146,8 +146,45 @@ class Barrier0Op(IRDLOperation):
         super().__init__()
 
 
+class _FenceOp(IRDLOperation):
+    """An operand-less synchronisation op (`nvvm.<name>`); `INTRINSIC` is the `llvm.nvvm.*` intrinsic that
+    mlir-translate (and the llvmlite path) make of it."""
+
+    INTRINSIC: ClassVar[str]
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__()
+
+
+@irdl_op_definition
+class WgmmaFenceOp(_FenceOp):
+    """`nvvm.wgmma.fence.aligned`: order register and shared-memory accesses before the next `wgmma`."""
+
+    name = "nvvm.wgmma.fence.aligned"
+    INTRINSIC: ClassVar[str] = "llvm.nvvm.wgmma.fence.sync.aligned"
+
+
+@irdl_op_definition
+class WgmmaCommitGroupOp(_FenceOp):
+    """`nvvm.wgmma.commit.group.sync.aligned`: close the group of `wgmma` ops issued since the last one."""
+
+    name = "nvvm.wgmma.commit.group.sync.aligned"
+    INTRINSIC: ClassVar[str] = "llvm.nvvm.wgmma.commit_group.sync.aligned"
+
+
+@irdl_op_definition
+class FenceMbarrierInitOp(_FenceOp):
+    """`nvvm.fence.mbarrier.init`: make `mbarrier.init` visible to the async proxy (TMA) and the cluster."""
+
+    name = "nvvm.fence.mbarrier.init"
+    INTRINSIC: ClassVar[str] = "llvm.nvvm.fence.mbarrier_init.release.cluster"
+
+
+FENCES = (WgmmaFenceOp, WgmmaCommitGroupOp, FenceMbarrierInitOp)
+
 NVVM = Dialect(
     "nvvm",
-    [*SPECIAL_REGISTERS.values(), ShflOp, Barrier0Op],
+    [*SPECIAL_REGISTERS.values(), ShflOp, Barrier0Op, *FENCES],
     [ShflKindAttr],
 )

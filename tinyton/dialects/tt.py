@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32, i64,
+    I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr,
+    TensorType, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -65,7 +66,7 @@ from tinyton.dialects.tt_math import (  # noqa: F401
 )
 from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
-    FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+    FLOAT, FLOAT8_TYPES, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
 )
 
@@ -401,7 +402,7 @@ class DotOp(IRDLOperation):
     """`acc + a @ b` for 2-D tiles `a: MxK`, `b: KxN`, `acc: MxN`; the accumulator's type is the result's.
 
     Operands f16 or bf16 accumulate in f32 (an f16 accumulator is Triton's `out_dtype=float16` for f16
-    operands); f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
+    operands), float8 ones (e4m3fn, e5m2, which may mix) in f32; f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
     (an attribute that matters only for f32 operands, as in Triton).
     """
 
@@ -438,7 +439,11 @@ class DotOp(IRDLOperation):
         require(sc == (sa[0], sb[1]), f"dot accumulator must have shape {[sa[0], sb[1]]}, got {list(sc)}")
         require(self.result.type == self.acc.type, "dot result has the accumulator's type")
         operand, acc = element_type(self.a.type), element_type(self.acc.type)
-        require(operand == element_type(self.b.type), "dot operands must have one element type")
+        both_float8 = isinstance(operand, FLOAT8_TYPES) and isinstance(element_type(self.b.type), FLOAT8_TYPES)
+        require(
+            operand == element_type(self.b.type) or both_float8,
+            "dot operands must have one element type (or both be float8: e4m3 and e5m2 may mix)",
+        )
         require(is_float(self.a.type) and is_float(self.acc.type), "dot takes float tiles")
         allowed = DOT_ACCUMULATORS.get(operand, ())
         require(
@@ -453,6 +458,8 @@ class DotOp(IRDLOperation):
 
 
 DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
+    Float8E4M3FNType(): (Float32Type(),),
+    Float8E5M2Type(): (Float32Type(),),
     Float16Type(): (Float32Type(), Float16Type()),
     BFloat16Type(): (Float32Type(),),
     Float32Type(): (Float32Type(),),

@@ -10,13 +10,17 @@ import io
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
+from xdsl.dialects.builtin import AnyFloat, Float8E4M3FNType, Float8E5M2Type, IntegerType, TensorType
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.limits import MAX_TILE_ELEMENTS
+
+FLOAT8_TYPES = (Float8E4M3FNType, Float8E5M2Type)
+"""float8 element types (e4m3fn, e5m2): `tt.dot` operands accumulating in f32 (wgmma's e4m3/e5m2 on sm_90a;
+widened to f16 by the lowering elsewhere); `a @ b` of float8 arrays gives float32, as NumPy's."""
 
 
 @irdl_attr_definition

@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     I32,
     I64,
     DenseArrayBase,
+    Float32Type,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -51,7 +52,9 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, is_float, require, shape_of
+from tinyton.dialects.tt_types import (
+    FLOAT, FLOAT8_TYPES, INT, element_kind, element_type, is_float, require, shape_of,
+)
 
 # The shape rules and the elementwise ops live in their own modules; `tta.<name>` reaches all of them.
 from tinyton.dialects.tta_elementwise import (  # noqa: F401
@@ -130,9 +133,18 @@ class ReduceMeanOp(ReduceOp):
     KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
 
 
+def matmul_element(lhs: Attribute, rhs: Attribute) -> Attribute:
+    """The element type of `lhs @ rhs` (element types), NumPy's (ml_dtypes'): float8 operands (e4m3fn, e5m2,
+    mixed or not) give float32, others their own type."""
+    if isinstance(lhs, FLOAT8_TYPES) and isinstance(rhs, FLOAT8_TYPES):
+        return Float32Type()
+    return lhs
+
+
 @irdl_op_definition
 class MatmulOp(IRDLOperation):
-    """`a @ b` for rank >= 2 float arrays; leading (batch) dimensions broadcast."""
+    """`a @ b` for rank >= 2 float arrays; leading (batch) dimensions broadcast; float8 operands accumulate in
+    and give float32 (`matmul_element`)."""
 
     name = "tta.matmul"
     lhs = operand_def(TensorType)
@@ -144,14 +156,16 @@ class MatmulOp(IRDLOperation):
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lt, rt = SSAValue.get(lhs).type, SSAValue.get(rhs).type
         shape = matmul_shape(shape_of(lt), shape_of(rt))
-        super().__init__(operands=[lhs, rhs], result_types=[array_type(lt.element_type, shape)])
+        element = matmul_element(lt.element_type, rt.element_type)
+        super().__init__(operands=[lhs, rhs], result_types=[array_type(element, shape)])
 
     def verify_(self) -> None:
         lt, rt = self.lhs.type, self.rhs.type
-        same = element_type(lt) == element_type(rt)
+        element = matmul_element(element_type(lt), element_type(rt))
+        same = element_type(lt) == element_type(rt) or element != element_type(lt)
         require(same, f"matmul operands differ: {dtype_name(lt)} and {dtype_name(rt)}")
         require(is_float(lt), f"matmul needs float arrays, got {dtype_name(lt)}")
-        expect_result(self, array_type(element_type(lt), checked(matmul_shape, shape_of(lt), shape_of(rt))))
+        expect_result(self, array_type(element, checked(matmul_shape, shape_of(lt), shape_of(rt))))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from xdsl.ir import Operation
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
-from tinyton.frontend.promotion import element_of, is_scalar
+from tinyton.frontend.promotion import FLOAT8, element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
@@ -27,7 +27,8 @@ f16 = Float16Type()
 
 
 def _one(x: Any) -> Traced:
-    return as_traced([x])[0]
+    """`x` as a traced array (shape ops take any dtype, float8 included)."""
+    return x if isinstance(x, Traced) else as_traced([x])[0]
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
@@ -159,8 +160,10 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
 
 
 def matmul(a: Any, b: Any) -> Traced:
-    """`a @ b` with NumPy's rules for 1-D operands (promoted to a matrix, the added axis removed)."""
-    a, b = as_traced([a, b])
+    """`a @ b` with NumPy's rules for 1-D operands (promoted to a matrix, the added axis removed); two float8
+    operands (e4m3 and e5m2 may mix) give float32."""
+    if not all(isinstance(x, Traced) and x.element in FLOAT8 for x in (a, b)):
+        a, b = as_traced([a, b])
     if a.ndim == 0 or b.ndim == 0:
         raise error(f"matmul: Input operand {0 if a.ndim == 0 else 1} does not have enough dimensions")
     if not is_float(a.element):

@@ -43,6 +43,7 @@ arguments = lazy_module("tinyton.frontend.arguments")
 codegen = lazy_module("tinyton.frontend.codegen")
 programs = lazy_module("tinyton.frontend.programs")
 driver = lazy_module("tinyton.runtime.driver")  # NumPy too: a quarter of a second
+target = lazy_module("tinyton.compiler.target")
 
 MAX_PLANS = 4096
 """Plans kept per kernel before the plan cache is reset (keys of keyword constexprs are unbounded)."""
@@ -272,7 +273,7 @@ class JITFunction:
                 specs.append(arguments.argument_type(v, specialise=p.name not in self.do_not_specialize))
             except CompilationError as e:
                 raise call_error(f"{self.__name__}() argument `{p.name}`: {e.message}") from None
-        compiled_options = (num_warps, options["num_stages"], options["maxnreg"])
+        compiled_options = (num_warps, options["num_stages"], options["maxnreg"], target.requested_arch())
         variant_key = (compiled_options, tuple((type(v), v) for v in constexprs.values()), tuple(specs))
         kernel = self._variants.get(variant_key)
         if kernel is None or not self._reads[variant_key].current():

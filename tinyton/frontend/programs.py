@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tinyton.compiler import ArrayProgram, build_program, fused_module, fusion_enabled
 from tinyton.compiler.collector import collector_paused
 from tinyton.compiler.launch_plan import Runner
+from tinyton.compiler.target import requested_arch
 from tinyton.frontend.names import globals_guard, globals_key
 from tinyton.frontend.tracing import is_array, trace
 from tinyton.profiling import stage
@@ -49,13 +50,13 @@ _PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], ArrayProgram]] =
 
 
 def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> ArrayProgram:
-    """The compiled program of `fn` for `args` (cached per signature and fusion setting)."""
+    """The compiled program of `fn` for `args` (cached per signature, fusion setting and `TINYTON_ARCH`)."""
     fn = getattr(fn, "fn", fn)
     fuse = fusion_enabled(fuse)
     programs = _PROGRAMS.get(fn)
     if programs is None:
         programs = _PROGRAMS[fn] = {}
-    key = (_signature_key(args), globals_key(fn), fuse)
+    key = (_signature_key(args), globals_key(fn), fuse, requested_arch())
     program = programs.get(key)
     if program is None:
         inputs = [i for i, a in enumerate(args) if is_array(a)]

@@ -1,6 +1,6 @@
 """The element types of array programs and NumPy's promotion rules between them.
 
-Array programs support float32, float16, bfloat16, int32 and bool. Python scalars are "weak" (`x * 2` keeps
+Array programs support float32, float16, bfloat16, int32 and bool, and float8 (e4m3fn, e5m2) matmul operands. Python scalars are "weak" (`x * 2` keeps
 `x`'s dtype, `i32 * 0.5` is float32); two array dtypes promote to the wider one. bfloat16 follows
 ml_dtypes/JAX: with bool it stays bfloat16, with float16 or float32 it is float32, and with int32 float32
 (NumPy and ml_dtypes give float64 there, as for float16, and tinyton has no float64).
@@ -12,30 +12,38 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, i1, i32
+from xdsl.dialects.builtin import BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, i1, i32
 from xdsl.ir import Attribute
 
 from tinyton.dtypes import NUMPY_TO_ELEMENT
+from tinyton.errors import CompilationError
 
 _PROMOTION_RANK = {i1: 0, i32: 1, Float16Type(): 2, BFloat16Type(): 2, Float32Type(): 3}
 _KIND = {i1: 0, i32: 1, Float16Type(): 2, BFloat16Type(): 2, Float32Type(): 2}
 """bool < int < float: a weak Python scalar only changes the type when it is of a higher kind."""
 _HALVES = {Float16Type(), BFloat16Type()}
+FLOAT8 = {Float8E4M3FNType(), Float8E5M2Type()}
+"""float8 arrays (e4m3fn, e5m2) are matmul operands (`a @ b` gives float32, as ml_dtypes' NumPy does;
+`tt.scaled_matmul`) and can be converted (`astype`); no other op takes them."""
+_ELEMENTS = {*_PROMOTION_RANK, *FLOAT8}
 
 
 def element_of(dtype: Any) -> Attribute:
     """The tta element type of a NumPy/torch dtype, a `tt.float32`-like object, a name or an xDSL type."""
     dtype = getattr(dtype, "ir", dtype)  # tt.float32 and friends carry their xDSL type
-    if dtype in _PROMOTION_RANK:
+    if dtype in _ELEMENTS:
         return dtype
     for candidate in (dtype, getattr(dtype, "name", None), str(dtype).rsplit(".", 1)[-1]):
         try:
             np_dtype = np.dtype(candidate)
         except TypeError:
             continue
-        if NUMPY_TO_ELEMENT.get(np_dtype) in _PROMOTION_RANK:  # kernels know more dtypes than array programs
+        if NUMPY_TO_ELEMENT.get(np_dtype) in _ELEMENTS:  # kernels know more dtypes than array programs
             return NUMPY_TO_ELEMENT[np_dtype]
-    raise TypeError(f"unsupported dtype {dtype}; array programs use float32, float16, bfloat16, int32 or bool")
+    raise TypeError(
+        f"unsupported dtype {dtype}; array programs use float32, float16, bfloat16, int32 or bool (and float8 "
+        "matmul operands)"
+    )
 
 
 def _weak_element(value: Any) -> Attribute:
@@ -66,6 +74,11 @@ def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attri
 
     Arrays decide the type; Python scalars are "weak" and only widen it by kind (an int array times
     0.5 becomes float32, a float16 array plus 1.0 stays float16)."""
+    if FLOAT8.intersection(arrays):
+        raise CompilationError(
+            "float8 arrays are matmul operands only (`a @ b`, tt.scaled_matmul) in array programs; convert them "
+            "first with x.astype(np.float32)"
+        )
     element = None
     for a in arrays:
         element = a if element is None else promote(element, a)

@@ -397,12 +397,15 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
         """Triton's `tt.dot`: f16/bf16 operands accumulate in f32 (or f16 for f16 operands), f32 operands
         with `input_precision` "ieee" (the default, exact), "tf32" or "tf32x3". An accumulator of another
         float type accumulates in f32 and rounds back (a correct fallback, never a silent wrong type).
-        float8 operands are widened to f16 first: exact (every float8 value is an f16), so they multiply on
-        the f16 tensor cores."""
+        Two float8 operands (e4m3 and e5m2 may mix) accumulate in f32 (wgmma's e4m3/e5m2 on sm_90a; the
+        lowering widens them to f16 elsewhere, exactly: every float8 value is an f16); a float8 operand with
+        another float type is widened to f16 first."""
         if not all(isinstance(x, Tile) and len(x.shape) == 2 for x in (a, b)):
             raise CompilationError(f"tt.dot multiplies 2-D tiles, got {describe(a)} and {describe(b)}")
-        a, b = (self.cast(x, f16) if x.element in FLOAT8 else x for x in (a, b))
-        elem = promote(ARITH, [a.element, b.element], "tt.dot")
+        float8 = a.element in FLOAT8 and b.element in FLOAT8
+        if not float8:
+            a, b = (self.cast(x, f16) if x.element in FLOAT8 else x for x in (a, b))
+        elem = a.element if float8 else promote(ARITH, [a.element, b.element], "tt.dot")
         if not tt.is_float(elem):
             raise CompilationError("tt.dot multiplies float tiles; convert the operands with .to(tt.float32)")
         (m, k), (k2, n) = a.shape, b.shape
@@ -430,7 +433,7 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
             wide = self.dot(a, b, None if acc is None else self.cast(acc, f32), input_precision, f32)
             return self.cast(wide, out)
         acc = self.operand(0 if acc is None else acc, out, (m, n))
-        op = tt.DotOp(
-            self.cast(a, elem).value, self.cast(b, elem).value, acc.value, precision if elem == f32 else "ieee"
-        )
+        if not float8:
+            a, b = self.cast(a, elem), self.cast(b, elem)
+        op = tt.DotOp(a.value, b.value, acc.value, precision if elem == f32 else "ieee")
         return self.emit(op)

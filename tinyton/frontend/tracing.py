@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
-from tinyton.frontend import array_ops  # noqa: F401 - registers what traced values do
+from tinyton.frontend import array_ops, scaled_matmul  # noqa: F401 - register what traced values do
 from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
 
@@ -35,7 +35,7 @@ def _argument_type(name: str, value: Any) -> Attribute:
     except TypeError:
         raise error(
             f"argument '{name}' has dtype {dtype}; array programs support float32, float16, bfloat16, int32 and bool "
-            f"(convert with {name}.astype(np.float32))"
+            f"(and float8 matmul operands; convert with {name}.astype(np.float32))"
         ) from None
     return tta.array_type(element, shape)
 

@@ -233,6 +233,13 @@ def _array_only(name: str, doc: str) -> Callable[..., Any]:
 
 ones = _array_only("ones", "An array of ones: `tt.ones(shape, dtype)`.")
 matmul = _array_only("matmul", "NumPy's matmul (`a @ b`).")
+scaled_matmul = _array_only(
+    "scaled_matmul",
+    "`torch._scaled_mm` in array programs: `tt.scaled_matmul(a, b, scale_a, scale_b, out_dtype=tt.bfloat16)` is "
+    "`(a @ b) * scale_a * scale_b` for float8 `a` [M, K], `b` [K, N] accumulated in float32, scales per tensor "
+    "(a float or one-element float32 array) or per row [M, 1] / column [1, N], cast to `out_dtype` (float32, "
+    "float16, bfloat16), all in the matmul kernel's epilogue.",
+)
 take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
 tril = _array_only("tril", "NumPy's tril: zero above the k-th diagonal (`tt.tril(x, k=0)`).")
 triu = _array_only("triu", "NumPy's triu: zero below the k-th diagonal (`tt.triu(x, k=0)`).")

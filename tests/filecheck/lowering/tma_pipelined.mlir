@@ -8,7 +8,7 @@
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p 'tinyton-pipeline{arch="sm_90a"}' | filecheck %s --check-prefix=TT
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | filecheck %s --check-prefix=LLVM
-// RUN: %if ptxas %{ tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
+// RUN: %if ptxas %{ tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
 
 // TT:      %[[BARS:.*]] = tt.barrier_alloc : memref<4xi64, 3 : i32>
 // TT-NEXT: tt.barrier_init %[[BARS]]
@@ -26,7 +26,7 @@
 
 // LLVM:      llvm.func @made_matmul(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>)
 // LLVM:      mbarrier.init.shared::cta.b64
-// LLVM:      fence.mbarrier_init.release.cluster;
+// LLVM:      nvvm.fence.mbarrier.init
 // LLVM:      mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$1], 4096;
 // LLVM-SAME: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {$4, $5}], [$1];
 // LLVM:      mbarrier.arrive.shared::cta.b64 _, [$1];

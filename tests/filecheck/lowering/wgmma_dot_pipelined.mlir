@@ -8,8 +8,8 @@
 // B (32x64, 128-byte rows) 128-byte swizzle (mode 1), LBO one panel (4096 bytes), SBO 1024 bytes.
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | filecheck %s --check-prefix=LLVM
-// RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 | filecheck %s --check-prefix=PTX
-// RUN: %if ptxas %{ tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
+// RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 | filecheck %s --check-prefix=PTX
+// RUN: %if ptxas %{ tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
 
 // LLVM-DAG:  %[[A_BITS:.*]] = llvm.mlir.constant(-9223371899415756800) : i64
 // LLVM-DAG:  %[[B_BITS:.*]] = llvm.mlir.constant(4611686293322072064) : i64
@@ -19,13 +19,13 @@
 // LLVM-NEXT: llvm.call_intrinsic "llvm.nvvm.fence.proxy.async.shared_cta"() : () -> ()
 // LLVM-NEXT: nvvm.barrier0
 // LLVM-NOT:  ldmatrix
-// LLVM:      llvm.call_intrinsic "llvm.nvvm.wgmma.fence.sync.aligned"() : () -> ()
+// LLVM:      nvvm.wgmma.fence.aligned
 // LLVM:      llvm.or %{{.*}}, %[[A_BITS]] : i64
 // LLVM:      llvm.or %{{.*}}, %[[B_BITS]] : i64
 // LLVM-NEXT: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, $32, $33, p, 1, 1, 0, 1;{{.*}}", "=f,{{.*}},=f,l,l,r,0,1,{{.*}},31"
 // LLVM:      llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // LLVM-NOT:  wgmma.mma_async
-// LLVM:      llvm.call_intrinsic "llvm.nvvm.wgmma.commit_group.sync.aligned"() : () -> ()
+// LLVM:      nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT: llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;"
 // LLVM:      llvm.icmp "eq" %{{.*}}, %[[LAST_SLOT]] : i32
 // LLVM:      llvm.br ^bb1

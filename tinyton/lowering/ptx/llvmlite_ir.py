@@ -157,6 +157,11 @@ def _barrier0(op: nvvm.Barrier0Op, builder: ir.IRBuilder, values: Values) -> Non
     builder.call(fn, [zero])
 
 
+@_converts(*nvvm.FENCES)
+def _fence(op: nvvm._FenceOp, builder: ir.IRBuilder, values: Values) -> None:
+    builder.call(_intrinsic(builder, op.INTRINSIC, ir.VoidType(), []), [])
+
+
 _CASTS: dict[type[Operation], str] = {
     llvm_extra.FPToSIOp: "fptosi",
     llvm_extra.FPToUIOp: "fptoui",

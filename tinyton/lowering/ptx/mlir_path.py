@@ -1,9 +1,11 @@
 """
 PTX through the upstream LLVM tools, as subprocesses.
 
-xDSL prints the module; `mlir-translate` turns it into LLVM IR, `opt -O3` runs the same
-mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up
-in the `ToolchainError` when it fails.
+xDSL prints the module; upstream `mlir-opt` verifies it and runs `--convert-nvvm-to-llvm` (which expands the
+`nvvm` ops that have no intrinsic into the PTX upstream writes for them; those mlir-translate knows pass
+through), so a module that upstream MLIR rejects is caught as the compiler bug it is; `mlir-translate` turns it
+into LLVM IR, `opt -O3` runs the same mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's
+stderr ends up in the `ToolchainError` when it fails.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from tinyton.lowering.ptx.toolchain import (
 )
 from tinyton.profiling import stage
 
-TOOLS = ("mlir-translate", "opt", "llc")
+TOOLS = ("mlir-opt", "mlir-translate", "opt", "llc")
+MLIR_OPT_PASSES = ("--convert-nvvm-to-llvm",)
 
 
 def available() -> bool:
@@ -28,14 +31,19 @@ def available() -> bool:
 
 def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
     """Return the `llvm-mlir`, `llvm-ir` (after O3) and `ptx` stages."""
-    translate, opt, llc = (find_tool(t) for t in TOOLS)
-    if translate is None or opt is None or llc is None:
+    mlir_opt, translate, opt, llc = tools = [find_tool(t) for t in TOOLS]
+    if None in tools:
         raise ToolchainError(f"the mlir toolchain needs {', '.join(TOOLS)} on PATH")
     target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}"]
     with stage("print llvm dialect (xDSL)"):
         mlir_text = str(module)
+    with stage("mlir-opt (verify, convert-nvvm-to-llvm)"):
+        try:
+            upstream = run_tool([mlir_opt, *MLIR_OPT_PASSES, "-"], mlir_text)
+        except ToolchainError as e:
+            raise ToolchainError(f"upstream MLIR rejects the llvm + nvvm module tinyton emitted (a compiler bug): {e}") from None
     with stage("mlir-translate"):
-        llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], mlir_text)
+        llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], upstream)
     with stage("opt -O3"):
         optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
     with stage("llc"):

@@ -48,10 +48,30 @@ def _to_float8(ctx: KernelContext, x: SSAValue, name: str) -> SSAValue:
 
 
 def _from_float8(ctx: KernelContext, bits: SSAValue, name: str) -> SSAValue:
+    """float8 bits as an f32: `cvt.rn.f16x2` on sm_90+, bit arithmetic before (the instruction is sm_89+ and
+    tinyton targets PTX 8.0)."""
+    if int(ctx.assign.arch[3:5] or 90) < 90:
+        return _from_float8_bits(ctx, bits, name)
     pair = _inline_asm(ctx, [f"cvt.rn.f16x2.{name}x2 $0, $1;"], ["=r"], [("h", ctx.value(llvm.ZExtOp(bits, i16)))], i32)
     assert pair is not None
     half = ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(pair, i16)), Float16Type()))
     return ctx.value(llvm.FPExtOp(half, f32))
+
+
+def _from_float8_bits(ctx: KernelContext, bits: SSAValue, name: str) -> SSAValue:
+    """float8 bits as an f32, exactly, with integer ops: e5m2 is the top byte of an f16; e4m3fn's exponent and
+    mantissa shifted into an f16's give the value times 2**-8 (subnormals included: the f16 is subnormal
+    where the float8 is), scaled back by 256; its one NaN (S.1111.111) is restored and the sign set."""
+    wide = ctx.value(llvm.ZExtOp(bits, i16))
+    if name == "e5m2":
+        half = ctx.value(llvm.BitcastOp(ctx.int_op("shl", wide, ctx.const(8, i16)), Float16Type()))
+        return ctx.value(llvm.FPExtOp(half, f32))
+    magnitude = ctx.int_op("and", wide, ctx.const(0x7F, i16))
+    half = ctx.value(llvm.BitcastOp(ctx.int_op("shl", magnitude, ctx.const(7, i16)), Float16Type()))
+    value = ctx.value(llvm.FMulOp(ctx.value(llvm.FPExtOp(half, f32)), ctx.const(256.0, f32)))
+    value = ctx.select(ctx.icmp("eq", magnitude, ctx.const(0x7F, i16)), ctx.const(float("nan"), f32), value)
+    negative = ctx.icmp("ne", ctx.int_op("and", wide, ctx.const(0x80, i16)), ctx.const(0, i16))
+    return ctx.select(negative, ctx.value(llvm.FNegOp(value)), value)
 
 
 def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:

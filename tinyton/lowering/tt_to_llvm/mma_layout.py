@@ -39,14 +39,16 @@ def _log2(n: int) -> int:
 
 def uses_mma(op: tt.DotOp) -> bool:
     """Whether `op` runs on tensor cores: f16 operands with an f16 or f32 accumulator, bf16 ones with an
-    f32 accumulator (the only one the instruction has), or f32 ones with `input_precision="tf32"`; tiles
-    of at least 16."""
+    f32 accumulator (the only one the instruction has), f32 ones with `input_precision="tf32"`, or float8
+    ones with an f32 accumulator (wgmma's); tiles of at least 16."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
     if min(m, n, k) < BLOCK:
         return False
     if isinstance(operands, Float32Type):
         return op.input_precision.data == "tf32" and isinstance(acc, Float32Type)
+    if isinstance(operands, tt.FLOAT8_TYPES):  # on wgmma: the lowering widened the others (`float8_dot`)
+        return isinstance(acc, Float32Type)
     return isinstance(operands, MMA_ELEMENT_TYPES) and (
         isinstance(acc, Float32Type) or isinstance(acc, Float16Type) and isinstance(operands, Float16Type)
     )
@@ -54,10 +56,12 @@ def uses_mma(op: tt.DotOp) -> bool:
 
 def k_major_b(op: tt.DotOp) -> SSAValue | None:
     """The N x K tile whose transpose is B (`tt.trans` of a key block as stored) when the dot can read it
-    K-major (16-bit elements: `ldmatrix` without `.trans`, wgmma's K-major B); None otherwise."""
+    K-major (16-bit elements: `ldmatrix` without `.trans`, wgmma's K-major B; float8: wgmma's only B); None
+    otherwise."""
     b = op.b.owner
     transposed = isinstance(b, tt.TransOp) and tuple(b.order.get_values()) == (1, 0)
-    return b.input if transposed and isinstance(tt.element_type(op.b.type), MMA_ELEMENT_TYPES) else None
+    kinds = (*MMA_ELEMENT_TYPES, *tt.FLOAT8_TYPES)
+    return b.input if transposed and isinstance(tt.element_type(op.b.type), kinds) else None
 
 
 @dataclass(frozen=True)

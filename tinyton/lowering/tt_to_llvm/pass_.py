@@ -56,10 +56,11 @@ from tinyton.lowering.tt_to_llvm.context import (
     kernel_num_warps,
     llvm_type,
 )
+from tinyton.lowering.tt_to_llvm.float8_dot import prepare_float8_dots
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
-from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import runs_on_wgmma, uses_wgmma
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def lower_to_llvm(
     except CompilationError as e:
         raise LoweringError(str(e)) from None
     warps = kernel_num_warps(module, num_warps)
+    prepare_float8_dots(module, warps, arch)
     pipeline_module(module, shared_limit, warps, arch, use_tma)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and is_kernel(op)]
     if len(kernels) != 1:
@@ -154,8 +156,9 @@ def lower_to_llvm(
 
 def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:
     """The target to compile the module's kernel for on an `arch` device: sm_90a (whose PTX loads on
-    Hopper only) when the GPU is an sm_90 and a dot fits wgmma, else `arch`."""
-    if arch == "sm_90" and any(isinstance(op, tt.DotOp) and uses_wgmma(op, num_warps, "sm_90a") for op in module.walk()):
+    Hopper only) when the GPU is an sm_90 and a dot fits wgmma (a float8 dot with B read K-major or not:
+    `float8_dot`), else `arch`."""
+    if arch == "sm_90" and any(isinstance(op, tt.DotOp) and runs_on_wgmma(op, num_warps, "sm_90a") for op in module.walk()):
         return "sm_90a"
     return arch
 

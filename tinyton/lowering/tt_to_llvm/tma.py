@@ -34,7 +34,7 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
 from xdsl.ir import BlockArgument, SSAValue
 
-from tinyton.dialects import tt
+from tinyton.dialects import nvvm, tt
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.tt_to_llvm.async_copy import slot_base, slot_swizzle
 from tinyton.lowering.tt_to_llvm.axis_info import POINTER_ALIGNMENT_ATTR
@@ -176,7 +176,7 @@ def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
     for s in range(slots):
         bar = _address(ctx, ctx.smem_ptr(i64, s, ctx.local_buffers[op.barriers]))
         _inline_asm(ctx, ["@$0 mbarrier.init.shared::cta.b64 [$1], 1;"], [], [("b", leader), ("r", bar)], None)
-    _inline_asm(ctx, ["fence.mbarrier_init.release.cluster;"], [], [], None)
+    ctx.insert(nvvm.FenceMbarrierInitOp())
     ctx.barrier()
 
 

@@ -28,15 +28,17 @@ PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLI
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, VectorType, f32, i32, i64
+from xdsl.dialects.builtin import (
+    BFloat16Type, DenseArrayBase, Float8E4M3FNType, Float8E5M2Type, Float16Type, VectorType, f32, i32, i64,
+)
 from xdsl.ir import SSAValue
 
-from tinyton.dialects import tt
+from tinyton.dialects import nvvm, tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
-from tinyton.lowering.tt_to_llvm.wgmma_layout import K_STEP, MAX_N, ROWS, WARPGROUP, WgmmaTiling, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import MAX_N, ROWS, WARPGROUP, WgmmaTiling, k_step, wgmma_tiling
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -65,34 +67,41 @@ def _asm(ctx: KernelContext, text: str, outputs: int, inputs: list[tuple[str, SS
     return [ctx.value(llvm.ExtractValueOp(position(i), result, f32)) for i in range(outputs)]
 
 
+PTX_TYPES = {Float16Type(): "f16", BFloat16Type(): "bf16", Float8E4M3FNType(): "e4m3", Float8E5M2Type(): "e5m2"}
+
+
 def _wgmma(
-    ctx: KernelContext, shape_n: int, dtype: str, a: SSAValue | list[SSAValue], b: SSAValue, trans_b: int,
-    acc: list[SSAValue],
+    ctx: KernelContext, shape: tuple[int, int], types: tuple[str, str], a: SSAValue | list[SSAValue], b: SSAValue,
+    trans_b: int | None, acc: list[SSAValue],
 ) -> list[SSAValue]:
-    """`acc += A @ B` for one 64 x `shape_n` x 16 block (`acc`: this thread's `shape_n` / 2 registers); A a
-    descriptor, or the four i32 registers of its fragment."""
+    """`acc += A @ B` for one 64 x N x K block (`shape` (N, K); `acc`: this thread's N / 2 registers); A a
+    descriptor, or the four i32 registers of its fragment. `trans_b` is None for 8-bit types, which have no
+    transpose operands (both operands K-major)."""
     r = len(acc)
     regs = ", ".join(f"${i}" for i in range(r))
     if isinstance(a, list):
         inputs = [*(("r", w) for w in a), ("l", b), ("r", ctx.const(1))]
-        a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", "1, 1"
+        a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", ["1", "1"]
     else:
         inputs = [("l", a), ("l", b), ("r", ctx.const(1))]
-        a_text, scales = f"${r}", "1, 1, 0"
+        a_text, scales = f"${r}", ["1", "1"] if trans_b is None else ["1", "1", "0"]
+    if trans_b is not None:
+        scales.append(str(trans_b))
     n_in = len(inputs)
     text = (
         f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${r + n_in - 1}, 0;\n"
-        f"wgmma.mma_async.sync.aligned.m64n{shape_n}k16.f32.{dtype}.{dtype} {{{regs}}}, {a_text}, ${r + n_in - 2}, p, "
-        f"{scales}, {trans_b};\n}}"
+        f"wgmma.mma_async.sync.aligned.m64n{shape[0]}k{shape[1]}.f32.{types[0]}.{types[1]} {{{regs}}}, {a_text}, "
+        f"${r + n_in - 2}, p, {', '.join(scales)};\n}}"
     )
     return _asm(ctx, text, r, inputs, acc)
 
 
 def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
     """Whether A can be read from registers: it is held in the accumulator layout of an m x k wgmma (the
-    probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks."""
+    probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks
+    (16-bit types only: an 8-bit A fragment packs four K-consecutive elements per register)."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
-    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or k > MAX_N:
+    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or k > MAX_N or tt.element_type(op.a.type).bitwidth != 16:
         return False
     a_tiling, tiling = WgmmaTiling.of(m, k, num_warps), WgmmaTiling.of(m, n, num_warps)
     return a_tiling.groups_n == 1 and tiling.groups_n == 1 and layout == a_tiling.accumulator()
@@ -113,7 +122,7 @@ def _a_fragments(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[list[
 
     per = k // 2
     reps = len(regs) // per
-    return [[[word(rep * per + 8 * s + 2 * j) for j in range(4)] for s in range(k // K_STEP)] for rep in range(reps)]
+    return [[[word(rep * per + 8 * s + 2 * j) for j in range(4)] for s in range(k // 16)] for rep in range(reps)]
 
 
 def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAValue]:
@@ -129,11 +138,16 @@ def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAVa
     return ctx.cached(("wgmma warpgroup", tiling), build)
 
 
+def _along_k(tile: Swizzle, kk: int) -> int:
+    """Byte offset of column `kk` of a K-major tile's row 0: its panel, then its bytes into the row."""
+    return kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * tile.elem_bytes
+
+
 def _b_offset(tile: Swizzle, col: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
     """Byte offset of B's block at column `col`, K step `kk`: K-major (N x K tile), rows `col`.. and the
     step's bytes along the row, as A's; MN-major (K x N), the panel of `col` and rows `kk`.."""
     if k_major:
-        along = kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * 2
+        along = _along_k(tile, kk)
         return ctx.int_op("add", ctx.int_op("mul", col, ctx.const(tile.row_bytes)), ctx.const(along))
     panel = ctx.int_op("lshr", col, ctx.const(tile.panel_cols.bit_length() - 1))
     return ctx.int_op("add", ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), ctx.const(kk * tile.row_bytes))
@@ -144,9 +158,11 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
     assert ctx.num_warps % WARPGROUP == 0
     m, k = tt.shape_of(op.a.type)
-    dtype = "bf16" if isinstance(tt.element_type(op.a.type), BFloat16Type) else "f16"
+    types = (PTX_TYPES[tt.element_type(op.a.type)], PTX_TYPES[tt.element_type(op.b.type)])
+    step = k_step(op)
     k_major = k_major_b(op)
-    a_tile, bt = Swizzle(m, k, 2), b_tile(op)
+    a_tile, bt = Swizzle(m, k, tt.element_type(op.a.type).bitwidth // 8), b_tile(op)
+    float8 = a_tile.elem_bytes == 1
     from_registers = register_a(op, ctx.layout_of(op.a), ctx.num_warps)
     a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
     acc = list(ctx.get(op.acc, layout))
@@ -155,12 +171,12 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
     per = tiling.instr_n // 2
-    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.fence.sync.aligned", [], []))
-    for kk in range(0, k, K_STEP):
-        a_k = kk // a_tile.panel_cols * a_tile.panel_bytes + kk % a_tile.panel_cols * 2
+    ctx.insert(nvvm.WgmmaFenceOp())
+    for kk in range(0, k, step):
+        a_k = _along_k(a_tile, kk)
         for i in range(tiling.reps_m):
             if a_words is not None:
-                a: SSAValue | list[SSAValue] = a_words[i][kk // K_STEP]
+                a: SSAValue | list[SSAValue] = a_words[i][kk // step]
             else:
                 row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
                 a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(a_k))
@@ -169,10 +185,11 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
                 col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
                 b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
                 base = (i * tiling.reps_n + j) * per
+                trans_b = None if float8 else 0 if k_major is not None else 1
                 acc[base : base + per] = _wgmma(
-                    ctx, tiling.instr_n, dtype, a, b_desc, 0 if k_major is not None else 1, acc[base : base + per]
+                    ctx, (tiling.instr_n, step), types, a, b_desc, trans_b, acc[base : base + per]
                 )
-    ctx.insert(llvm.CallIntrinsicOp("llvm.nvvm.wgmma.commit_group.sync.aligned", [], []))
+    ctx.insert(nvvm.WgmmaCommitGroupOp())
     if tt.ASYNC_DOT_ATTR in op.attributes:
         return acc
     return _wait(ctx, 0, acc)

@@ -1,5 +1,5 @@
 """
-The accumulator layout of Hopper's warpgroup MMA (`wgmma.mma_async.m64nNk16`), and when a dot uses it.
+The accumulator layout of Hopper's warpgroup MMA (`wgmma.mma_async.m64nNk16`, k32 for float8), and when a dot uses it.
 
 A warpgroup is 4 consecutive warps; one instruction computes a 64 x N block, warp w of the group owning
 rows 16w..16w+15 with, per thread, the registers of N/8 `mma.m16n8` accumulators side by side (PTX ISA,
@@ -28,7 +28,6 @@ WARPGROUP = 4
 ROWS = 64
 """Rows of one instruction (the M of m64nNk16)."""
 MAX_N = 256
-K_STEP = 16
 SWIZZLES = (32, 64, 128)
 """wgmma's swizzle widths in bytes: the row of a shared-memory panel (`swizzle.Swizzle.row_bytes`)."""
 
@@ -83,25 +82,44 @@ class WgmmaTiling:
 
 
 def uses_wgmma(op: tt.DotOp, num_warps: int, arch: str) -> bool:
-    """Whether `op` lowers to `wgmma` on `arch`: f16/bf16 operands, an f32 accumulator, whole warpgroups
-    each owning at least one 64-row instruction, and operand tiles whose swizzled rows (`Swizzle`) are
-    wgmma's 32, 64 or 128-byte swizzles, an instruction covering whole panels of B (MN-major B; a K-major
-    B, `k_major_b`, is swizzled along K as A is)."""
+    """Whether `op` lowers to `wgmma` on `arch`: f16/bf16 operands (K steps of 16) or float8 ones (e4m3/e5m2,
+    K steps of 32, B K-major: `k_major_b`) with an f32 accumulator, whole warpgroups each owning at least one
+    64-row instruction, and operand tiles whose swizzled rows (`Swizzle`) are wgmma's 32, 64 or 128-byte
+    swizzles, an instruction covering whole panels of B (MN-major B; a K-major B is swizzled along K as A
+    is)."""
+    return wgmma_fits(op, num_warps, arch, k_major_b(op) is not None)
+
+
+def runs_on_wgmma(op: tt.DotOp, num_warps: int, arch: str) -> bool:
+    """Whether `op` runs on wgmma once its float8 operands are prepared (`float8_dot`: B made K-major)."""
+    float8 = isinstance(tt.element_type(op.a.type), tt.FLOAT8_TYPES)
+    return wgmma_fits(op, num_warps, arch, float8 or k_major_b(op) is not None)
+
+
+def k_step(op: tt.DotOp) -> int:
+    """The K of one wgmma instruction: 32 bytes of each operand row (16 f16/bf16, 32 float8)."""
+    return 32 // (tt.element_type(op.a.type).bitwidth // 8)
+
+
+def wgmma_fits(op: tt.DotOp, num_warps: int, arch: str, k_major: bool) -> bool:
+    """`uses_wgmma` for B read K-major or not (a float8 dot's B must be: wgmma has no transposed 8-bit B)."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
-    if not (wgmma_target(arch) and isinstance(operands, Float16Type | BFloat16Type) and isinstance(acc, Float32Type)):
+    float8 = isinstance(operands, tt.FLOAT8_TYPES)
+    if not (wgmma_target(arch) and isinstance(operands, (Float16Type, BFloat16Type, *tt.FLOAT8_TYPES))):
         return False
-    if num_warps % WARPGROUP or m % ROWS or k % K_STEP:
+    if not isinstance(acc, Float32Type) or num_warps % WARPGROUP or m % ROWS or k % k_step(op) or float8 and not k_major:
         return False
+    size = operands.bitwidth // 8
     tiling = WgmmaTiling.of(m, n, num_warps)
-    a_row = min(2 * k, SWIZZLES[-1])
-    if k_major_b(op) is not None:  # B read as an N x K tile, like A
+    a_row = min(size * k, SWIZZLES[-1])
+    if k_major:  # B read as an N x K tile, like A
         return tiling.reps_m >= 1 and tiling.instr_n >= 8 and tiling.instr_n % 8 == 0 and a_row in SWIZZLES
-    b_row = min(2 * n, SWIZZLES[-1])
+    b_row = min(size * n, SWIZZLES[-1])
     return (
         tiling.reps_m >= 1
         and tiling.instr_n >= 8
-        and tiling.instr_n * 2 % b_row == 0
+        and tiling.instr_n * size % b_row == 0
         and a_row in SWIZZLES
         and b_row in SWIZZLES
     )

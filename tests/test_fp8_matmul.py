@@ -1,0 +1,272 @@
+"""float8 matmuls: `tt.dot` of e4m3/e5m2 tiles on wgmma's `.e4m3`/`.e5m2` (sm_90a, k32, B read K-major or
+transposed to it) with f32 accumulation, widened to f16 with the same results where there is no wgmma
+(sm_80: bit-exact float8 -> f16 conversion); `a @ b` of float8 arrays (float32, as ml_dtypes' NumPy) and
+`tt.scaled_matmul` (torch._scaled_mm: per-tensor and per-row/column scales, f32/f16/bf16 out) in array
+programs, the scales in the matmul kernel's epilogue. Simulator against NumPy here; PTX ptxas-checked for
+sm_80, sm_90 and sm_90a on both toolchains; the GPU tests (marked `gpu`) run the same checks on the device."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from sim_helpers import run_sim
+
+import tinyton as tt
+import tinyton.language as tl
+from tinyton.compiler import compile_module
+from tinyton.dtypes import BF16, float8e4nv, float8e5
+from tinyton.errors import CompilationError
+from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx.toolchain import find_tool
+
+E4M3, E5M2 = float8e4nv.np, float8e5.np
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
+              "llvmlite"]
+on_gpu = pytest.mark.gpu
+
+
+@tt.jit
+def fp8_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               B_ROWS_OF_K: tl.constexpr):
+    """c = a @ b for row-major a [M, K] and b given as [K, N] or, with B_ROWS_OF_K, as w [N, K] (b = w.T)."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.program_id(1) * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rows[:, None] * K + (k + ks[None, :]), mask=(rows[:, None] < M) & (k + ks[None, :] < K),
+                    other=0.0)
+        if B_ROWS_OF_K:
+            w = tl.load(b_ptr + cols[:, None] * K + (k + ks[None, :]),
+                        mask=(cols[:, None] < N) & (k + ks[None, :] < K), other=0.0)
+            b = tl.trans(w)
+        else:
+            b = tl.load(b_ptr + (k + ks[:, None]) * N + cols[None, :], mask=(k + ks[:, None] < K) & (cols[None, :] < N),
+                        other=0.0)
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def _operands(m, n, k, types=(E4M3, E5M2), seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((m, k)).astype(types[0]), rng.standard_normal((k, n)).astype(types[1])
+
+
+def _reference(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def _launch(run, a, b, rows_of_k, block=(128, 128, 64), warps=4):
+    (m, k), n = a.shape, b.shape[1]
+    c = np.full((m, n), np.nan, np.float32)
+    operand = np.ascontiguousarray(b.T) if rows_of_k else b
+    grid = (tt.cdiv(m, block[0]), tt.cdiv(n, block[1]))
+    return run(grid, a, operand, c, m, n, k, block, warps, rows_of_k), c
+
+
+def _simulate(grid, a, b, c, m, n, k, block, warps, rows_of_k):
+    return run_sim(fp8_matmul, grid, a, b, c, m, n, k, BM=block[0], BN=block[1], BK=block[2], B_ROWS_OF_K=rows_of_k,
+                   num_warps=warps)
+
+
+@pytest.mark.parametrize("rows_of_k", [True, False], ids=["w.T", "b"])
+@pytest.mark.parametrize("types", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E5M2)], ids=["e4m3", "e4m3xe5m2", "e5m2"])
+def test_simulator_accumulates_fp8_products_in_f32(types, rows_of_k):
+    a, b = _operands(150, 130, 96, types)
+    _, c = _launch(_simulate, a, b, rows_of_k)
+    np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-4)
+
+
+def _kernel(rows_of_k, types=(E4M3, E5M2), block=(128, 128, 64), warps=4):
+    a, b = _operands(256, 256, 256, types)
+    return fp8_matmul.compile(a, b, np.zeros((256, 256), np.float32), 256, 256, 256, BM=block[0], BN=block[1],
+                              BK=block[2], B_ROWS_OF_K=rows_of_k, num_warps=warps)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+@pytest.mark.parametrize("rows_of_k", [True, False], ids=["w.T", "b"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
+def test_fp8_dot_instructions_per_target(arch, rows_of_k, toolchain, monkeypatch):
+    """sm_90(a): e4m3 x e5m2 wgmma with k32 (B K-major as loaded, or transposed to it); sm_80: mma.sync on
+    the operands widened to f16."""
+    monkeypatch.setenv("TINYTON_ARCH", arch)
+    kernel = _kernel(rows_of_k)
+    kernel.stage("ptx")
+    fresh = compile_module(kernel.module.clone(), num_warps=4, arch=kernel.target_arch, toolchain=toolchain)
+    ptx = fresh.asm["ptx"]
+    if arch == "sm_80":
+        assert kernel.target_arch == "sm_80"
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "wgmma" not in ptx
+        assert "e4m3" not in ptx  # the float8 -> f16 conversion is integer arithmetic below sm_90
+    else:
+        assert kernel.target_arch == "sm_90a"
+        assert set(re.findall(r"wgmma\.mma_async\.[\w.]+", ptx)) == {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2"}
+        assert "cvt.rn.f16x2" not in ptx  # not widened
+    assert assemble_ptx(ptx, kernel.target_arch)
+
+
+def test_fp8_dots_that_do_not_fit_wgmma_are_widened(monkeypatch):
+    """2 warps (no whole warpgroup) on sm_90a: f16 mma.sync on widened operands, the same result."""
+    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
+    ptx = _kernel(True, block=(64, 64, 32), warps=2).asm["ptx"]
+    assert "wgmma" not in ptx and "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    assert "cvt.rn.f16x2.e4m3x2" in ptx and "cvt.rn.f16x2.e5m2x2" in ptx
+
+
+# --- array programs ---------------------------------------------------------------------------------------
+
+
+@tt.jit
+def product(a, b):
+    return a @ b
+
+
+@tt.jit
+def product_wt(a, w):
+    return a @ w.T
+
+
+@tt.jit
+def scaled(a, w, scale_a, scale_b):
+    return tt.scaled_matmul(a, w.T, scale_a, scale_b, out_dtype=tt.bfloat16)
+
+
+OUT_DTYPES = {np.float32: tt.float32, np.float16: tt.float16, BF16: tt.bfloat16}
+
+
+@tt.jit
+def _add(a):
+    return a + a
+
+
+@tt.jit
+def scaled_any(a, b, scale_a, scale_b, out):
+    return tt.scaled_matmul(a, b, scale_a, scale_b, out_dtype=out)
+
+
+def test_fp8_array_matmul_is_float32_as_numpy():
+    a, b = _operands(100, 72, 96)
+    w = np.ascontiguousarray(b.T)
+    for got in (product(a, b), product_wt(a, w)):
+        expected = a @ b  # ml_dtypes: float8 @ float8 is float32
+        assert got.dtype == expected.dtype == np.float32
+        np.testing.assert_allclose(got, _reference(a, b), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("out", [np.float32, np.float16, BF16], ids=["f32", "f16", "bf16"])
+@pytest.mark.parametrize("per", ["tensor", "float", "row-column"])
+def test_scaled_matmul_matches_numpy(per, out):
+    rng = np.random.default_rng(1)
+    a, b = _operands(100, 72, 96, (E4M3, E4M3))
+    if per == "tensor":
+        sa, sb = np.array(0.5, np.float32), np.array([3.0], np.float32)
+    elif per == "float":
+        sa, sb = 0.5, 3.0
+    else:
+        sa, sb = rng.random((100, 1)).astype(np.float32), rng.random((1, 72)).astype(np.float32)
+    got = scaled_any(a, b, sa, sb, OUT_DTYPES[out])
+    expected = (_reference(a, b) * np.asarray(sa, np.float64).reshape(-1, 1) * np.asarray(sb, np.float64).reshape(1, -1))
+    assert got.dtype == np.dtype(out)
+    tolerance = {np.float32: 1e-5, np.float16: 1e-3, BF16: 8e-3}[out]
+    np.testing.assert_allclose(got.astype(np.float64), expected, rtol=tolerance, atol=tolerance * np.abs(expected).max())
+
+
+def test_scaled_matmul_is_one_kernel_with_the_scales_in_its_epilogue(monkeypatch):
+    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
+    a, b = _operands(256, 128, 128, (E4M3, E4M3))
+    w = np.ascontiguousarray(b.T)
+    program = scaled.compile(a, w, np.ones((256, 1), np.float32), np.ones((1, 128), np.float32))
+    assert len(program.kernels()) == 1
+    ptx = program.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned" in ptx and ".e4m3.e4m3" in ptx and "cp.async.bulk.tensor" in ptx
+    assert assemble_ptx(ptx, "sm_90a") if find_tool("ptxas") else True
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a, b: scaled_any(a.astype(np.float32), b, 1.0, 1.0, tt.float32), "a must be a 2-D float8"),
+    (lambda a, b: scaled_any(a, b, np.ones((3, 1), np.float32), 1.0, tt.float32), r"scale_a has shape \(3, 1\); give one value \(per tensor\) or shape \(64, 1\)"),
+    (lambda a, b: scaled_any(a, b, 1.0, np.ones((1, 48), np.float16), tt.float32), "scale_b must be a Python float or a float32 array"),
+    (lambda a, b: scaled_any(a, b, 1.0, 1.0, tt.int32), "out_dtype must be float32, float16 or bfloat16"),
+    (lambda a, b: _add(a), "float8 arrays are matmul operands only"),
+], ids=["operand", "scale shape", "scale dtype", "out dtype", "elementwise"])
+def test_bad_input_is_a_clear_error(call, message):
+    a, b = _operands(64, 48, 32, (E4M3, E4M3))
+    with pytest.raises(CompilationError, match=message):
+        call(a, b)
+
+
+# --- on the GPU (the lead's runs) -------------------------------------------------------------------------
+
+GPU_SHAPES = [(256, 256, 256), (300, 200, 160), (129, 65, 96), (1000, 777, 320)]
+
+
+def _device(grid, a, b, c, m, n, k, block, warps, rows_of_k):
+    # A fresh jit function: TINYTON_ARCH is read when a variant compiles, and a launched call shape keeps its own.
+    tt.jit(fp8_matmul.fn)[grid](a, b, c, m, n, k, BM=block[0], BN=block[1], BK=block[2], B_ROWS_OF_K=rows_of_k,
+                                num_warps=warps)
+
+
+@on_gpu
+@pytest.mark.parametrize("arch", [None, "sm_80"], ids=["native", "sm_80-fallback"])
+@pytest.mark.parametrize("rows_of_k", [True, False], ids=["w.T", "b"])
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=str)
+def test_gpu_fp8_dot_matches_numpy(shape, rows_of_k, arch, monkeypatch):
+    """On an H100/H200 the native run is wgmma e4m3 x e5m2; TINYTON_ARCH=sm_80 runs the widened mma.sync path
+    on the same GPU, which must give the same numbers."""
+    if arch:
+        monkeypatch.setenv("TINYTON_ARCH", arch)
+    m, n, k = shape
+    a, b = _operands(m, n, k)
+    _, c = _launch(_device, a, b, rows_of_k)
+    np.testing.assert_allclose(c, _reference(a, b), rtol=1e-5, atol=1e-4)
+
+
+@tt.jit
+def widen(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+@on_gpu
+@pytest.mark.parametrize("arch", [None, "sm_80"], ids=["cvt", "integer-arithmetic"])
+@pytest.mark.parametrize("dtype", [E4M3, E5M2], ids=["e4m3", "e5m2"])
+def test_gpu_every_float8_value_widens_exactly(dtype, arch, monkeypatch):
+    """All 256 bit patterns (subnormals, NaN, inf, -0) through the sm_90 `cvt` and the sm_80 bit arithmetic."""
+    if arch:
+        monkeypatch.setenv("TINYTON_ARCH", arch)
+    x = np.arange(256, dtype=np.uint8).view(dtype)
+    y = np.zeros(256, np.float32)
+    tt.jit(widen.fn)[(1,)](x, y, BLOCK=256)  # fresh: compiled for this test's TINYTON_ARCH
+    expected = x.astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    keep = ~np.isnan(expected)
+    np.testing.assert_array_equal(y[keep].view(np.uint32), expected[keep].view(np.uint32))
+
+
+@on_gpu
+def test_gpu_scaled_matmul_of_w_transposed_matches_numpy():
+    """The torch._scaled_mm layout (w [N, K] row-major): TMA copies of both K-major operands on Hopper."""
+    rng = np.random.default_rng(3)
+    a, b = _operands(1000, 768, 512, (E4M3, E4M3))
+    w = np.ascontiguousarray(b.T)
+    sa, sb = rng.random((1000, 1)).astype(np.float32), rng.random((1, 768)).astype(np.float32)
+    got = np.asarray(scaled(a, w, sa, sb)).astype(np.float64)
+    expected = _reference(a, b) * sa * sb
+    np.testing.assert_allclose(got, expected, rtol=8e-3, atol=8e-3 * np.abs(expected).max())
+
+
+@on_gpu
+@pytest.mark.parametrize("out", [np.float32, BF16], ids=["f32", "bf16"])
+def test_gpu_scaled_matmul_matches_numpy(out):
+    rng = np.random.default_rng(2)
+    a, b = _operands(1000, 768, 512, (E4M3, E4M3))
+    sa, sb = rng.random((1000, 1)).astype(np.float32), rng.random((1, 768)).astype(np.float32)
+    got = scaled_any(a, b, sa, sb, OUT_DTYPES[out])
+    expected = _reference(a, b) * sa * sb
+    tolerance = {np.float32: 1e-5, BF16: 8e-3}[out]
+    np.testing.assert_allclose(np.asarray(got).astype(np.float64), expected, rtol=tolerance,
+                               atol=tolerance * np.abs(expected).max())
