@@ -68,6 +68,8 @@ class _Program:
         out = att.pv.result
         self.em, self.att, self.pointers, self.out = em, att, pointers, out
         self.split, self.partials = split, partials
+        self.scale: SSAValue | None = None
+        """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -135,6 +137,9 @@ class _Program:
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
         q = self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], q_ok, view)
+        folded = self._log2e_step()
+        if folded is not None and not is_constant(folded.others[0]):
+            self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
@@ -250,8 +255,10 @@ class _Program:
         s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
         folded = self._log2e_step()
         for step in att.steps:
-            if masked or not self._is_causal_step(step):
-                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), LOG2E if step is folded else 1.0)
+            if step is folded:
+                s = em.binary(tt.MulOp, s, self._folded_scale(step))
+            elif masked or not self._is_causal_step(step):
+                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
         if folded is None:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
@@ -290,23 +297,35 @@ class _Program:
         return step is self.att.causal_step
 
     def _log2e_step(self) -> ScoreStep | None:
-        """The multiplication or division of the scores by a constant that log2(e) folds into (the exp2 of
-        the softmax then needs no extra multiply): the last such step, followed only by `where` masks whose
-        other value is a constant (-inf stays -inf)."""
+        """The multiplication or division of the scores by one value (a constant, or a one-element array
+        such as a runtime scale) that log2(e) folds into (the exp2 of the softmax then needs no extra
+        multiply, and a division becomes a multiplication): the last such step, followed only by `where`
+        masks whose other value is a constant (-inf stays -inf)."""
         for step in reversed(self.att.steps):
             op = step.op
-            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(is_constant(v) for v in step.others):
+            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(prod(shape_of(v.type)) == 1 for v in step.others):
                 return step if isinstance(op, tta.MulOp) or step.operand == 0 else None
             masked_value = op.operands[3 - step.operand] if isinstance(op, tta.WhereOp) and step.operand else None
             if masked_value is None or not is_minus_inf(masked_value):
                 return None
         return None
 
-    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None,
-               factor: float = 1.0) -> SSAValue:
+    def _folded_scale(self, step: ScoreStep) -> SSAValue:
+        """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
+        value read once (before the KV loop) and multiplied (divided into log2(e), for a divisor) there."""
+        em, (value,) = self.em, step.others
+        divides = isinstance(step.op, tta.DivOp)
+        if is_constant(value):
+            number = value.op.value.value.data
+            return em.const(LOG2E / number if divides else number * LOG2E, f32)
+        if self.scale is None:
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
+            self.scale = em.binary(tt.DivOp, em.const(LOG2E, f32), read) if divides else em.binary(tt.MulOp, read, em.const(LOG2E, f32))
+        return self.scale
+
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
         """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
-        the block's indices, or splatted; a scaling step's constant is multiplied (divided, for a divisor) by
-        `factor`."""
+        the block's indices, or splatted."""
         em = self.em
         operands = []
         for i, value in enumerate(step.op.operands):
@@ -318,8 +337,6 @@ class _Program:
                 attr = value.op.value
                 element = i1 if element_type(value.type) == i1 else f32
                 number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
-                if factor != 1.0:
-                    number = number * factor if isinstance(step.op, tta.MulOp) else number / factor
                 operands.append(em.const(number, element))
             else:
                 row_stride, col_stride = self._matrix_strides(value)
