@@ -48,6 +48,7 @@ from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
 
 _STEP_OPS: dict[type, type] = {
     tta.AddOp: tt.AddOp,
@@ -64,10 +65,11 @@ class _Program:
     chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
     def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
-                 split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None):
+                 split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+                 lse: SSAValue | None = None):
         out = att.pv.result
         self.em, self.att, self.pointers, self.out = em, att, pointers, out
-        self.split, self.partials = split, partials
+        self.split, self.partials, self.lse = split, partials, lse
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
         out_shape = shape_of(out.type)
@@ -156,7 +158,9 @@ class _Program:
         if self.partials is not None:
             self._store_partials(rows, row_ok, dv_cols, *carried)
             return
-        _, total, acc = carried
+        m, total, acc = carried
+        if self.lse is not None:
+            self._store_lse(rows, row_ok, m, total)
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
         offsets = em.binary(tt.AddOp, offsets, dv_cols)
@@ -193,6 +197,16 @@ class _Program:
         offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, self.d_v), dv_cols), shape)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets))
         em.emit(tt.StoreOp(ptrs, acc, em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)))
+
+    def _store_lse(self, rows: SSAValue, row_ok: SSAValue, m: SSAValue, total: SSAValue) -> None:
+        """Store each row's logsumexp of its (scaled, masked) scores, natural log, to `lse` (`[batch, S_q]`
+        f32): what the backward kernels (attention_backward.py) recompute the probabilities from. A row
+        without a key gives -inf."""
+        em = self.em
+        assert self.lse is not None
+        lse = em.binary(tt.MulOp, em.binary(tt.AddOp, m, em.emit(tt.Log2Op(total))), em.const(LN2, f32))
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.s_q), (1, 1)), rows)
+        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index)), lse, row_ok))
 
     def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
         """Where the blocks that need no key mask end (a multiple of BN): the ragged last block of S_kv and,
@@ -236,25 +250,40 @@ class _Program:
         """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
         return None if size <= bound else self.em.cmp("lt", index, self.em.i32(bound))
 
-    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
-                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
-        """One key block: scores on tensor cores, the score steps (the causal mask and the bounds of S_kv
-        only when `masked`), the online softmax in base 2 (`m`, `l` in log2 units), `acc += p @ v`."""
-        em, att = self.em, self.att
+    def _columns(self, j: SSAValue, masked: bool) -> tuple[SSAValue, SSAValue | None]:
+        """The key indices `[1, BN]` of the block at `j`, and (when `masked` and S_kv is ragged) which are < S_kv."""
+        em = self.em
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
-        col_ok = em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
-        if att.k_transposed:  # k stored (S_kv, D): load the [BN, D] block as stored, the dot reads it K-major
+        return cols, em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
+
+    def _key_block(self, j: SSAValue, cols: SSAValue, col_ok: SSAValue | None) -> SSAValue:
+        """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
+        reads it K-major); an already transposed k is loaded as it is."""
+        em, att = self.em, self.att
+        if att.k_transposed:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
             d_cols = em.arange(self.dp, 2, 1)
             row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
             k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), em.and_(row_in, self._below(d_cols, self.dp, self.d)))
-            kt = em.emit(tt.TransOp(k, (1, 0)))
-        else:  # already kᵀ, (D, S_kv)
-            d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-            kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
-        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+            return em.emit(tt.TransOp(k, (1, 0)))
+        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
+        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
+
+    def _value_block(self, j: SSAValue, col_ok: SSAValue | None, dv_cols: SSAValue) -> SSAValue:
+        """The value block at `j`, `[BN, D_v]` (rows past S_kv read 0 when `col_ok` says the block is ragged)."""
+        em = self.em
+        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
+        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
+        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
+        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
+
+    def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
+                     masked: bool) -> SSAValue:
+        """The score steps on a `[BM, BN]` block of `q @ kᵀ` (the causal mask and the bounds of S_kv only when
+        `masked`), in log2 units (log2(e) folded into a scale); keys past S_kv are -inf."""
+        em = self.em
         folded = self._log2e_step()
-        for step in att.steps:
+        for step in self.att.steps:
             if step is folded:
                 s = em.binary(tt.MulOp, s, self._folded_scale(step))
             elif masked or not self._is_causal_step(step):
@@ -263,17 +292,25 @@ class _Program:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
             s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
+        return s
+
+    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
+                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
+        """One key block: scores on tensor cores, the score steps, the online softmax in base 2 (`m`, `l` in
+        log2 units), `acc += p @ v`."""
+        em = self.em
+        cols, col_ok = self._columns(j, masked)
+        kt = self._key_block(j, cols, col_ok)
+        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
-        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
-        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
-        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
-        v = self._read(att.v, att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
+        v = self._value_block(j, col_ok, dv_cols)
         scaled = em.binary(tt.MulOp, acc, alpha)
-        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(att.v.type)), v, scaled))
+        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(self.att.v.type)), v, scaled))
         return [m_new, l_new, acc_new]
 
     def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
@@ -353,9 +390,11 @@ class _Program:
 
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
-                   partials: tuple[SSAValue, SSAValue, SSAValue] | None = None) -> tuple[int, int, int]:
+                   partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+                   lse: SSAValue | None = None) -> tuple[int, int, int]:
     """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
-    `partials` of a `split` KV loop, to kernel arguments); returns the grid."""
-    program = _Program(em, att, pointers, blocks, split, partials)
+    `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp);
+    returns the grid."""
+    program = _Program(em, att, pointers, blocks, split, partials, lse)
     program.emit()
     return program.grid
