@@ -242,12 +242,12 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
     k, q = transpose.input, qk.lhs
     scores = Attention(q_view(q), k, True, v, qk, transpose, steps,
                        prob_ops if softmax is not None else (), pv)
-    return _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do)
+    return _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do, prob_ops)
 
 
 def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.TransposeOp, rsum: tta.ReduceSumOp,
                product: tta.MulOp, diff: tta.SubOp, scores: Attention, lse: SSAValue | None, o: SSAValue | None,
-               do: SSAValue) -> AttentionBackward | None:
+               do: SSAValue, prob_ops: tuple[Operation, ...]) -> AttentionBackward | None:
     """The three gradient products reading ds and p, and the region's ops."""
     dq_mm = _single_matmul_user(ds.result)
     dk_found, dv_found = _transposed_user(ds.result), _transposed_user(p)
@@ -268,7 +268,7 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
            *dv.ops, *_casts(dq_mm.lhs), *_casts(dk_t.input), *_casts(dv_t.input), *_casts(dq_mm.rhs),
            *_casts(dk_mm.rhs), *_casts(dv_mm.rhs)]
     masks = [op for step in scores.steps for value in step.others if index_mask(value) for op in mask_ops(value)]
-    forward = [scores.transpose, scores.qk, *(step.op for step in scores.steps), *scores.softmax]
+    forward = [scores.transpose, scores.qk, *(step.op for step in scores.steps), *prob_ops]
     if scores.pv is not None:
         forward.append(scores.pv)
     everything = list(dict.fromkeys([*masks, *forward, *ops]))
