@@ -44,7 +44,7 @@ from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
+from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 LOG2E = 1.4426950408889634
@@ -82,17 +82,24 @@ class _Program:
         self.blocks = blocks
         self.bm, self.bn = self.blocks.bm, self.blocks.bn
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
-        self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), split.count if split else 1)
+        self.packed = packed_group_axes(att)
+        """Grouped-query heads packed as rows of one query block (decoding): their coordinates are 0, the
+        rows run over (head of the group, query) and masks and biases read the query `row % S_q`."""
+        self.rows = self.s_q * prod(self.batch[a] for a in self.packed)
+        programs = prod(n for i, n in enumerate(self.batch) if i not in self.packed)
+        self.grid = (cdiv(self.rows, self.bm), max(1, programs), split.count if split else 1)
 
     # ---- addressing ---------------------------------------------------------------------------
     def _batch_coords(self) -> list[SSAValue]:
+        """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
         em, rest = self.em, self.em.emit(tt.ProgramIdOp(1))
-        coords: list[SSAValue] = []
-        for i in reversed(range(len(self.batch))):
-            n = self.batch[i]
-            coords.insert(0, rest if i == 0 else em.mod_int(rest, n))
-            if i:
-                rest = em.div_int(rest, n)
+        axes = [i for i in range(len(self.batch)) if i not in self.packed]
+        coords: list[SSAValue] = [em.i32(0)] * len(self.batch)
+        for n, i in enumerate(reversed(axes)):
+            last = n == len(axes) - 1
+            coords[i] = rest if last else em.mod_int(rest, self.batch[i])
+            if not last:
+                rest = em.div_int(rest, self.batch[i])
         return coords
 
     def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
@@ -134,7 +141,8 @@ class _Program:
         self.coords = self._batch_coords()
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
-        row_ok = em.cmp("lt", rows, em.i32(self.s_q))
+        row_ok = em.cmp("lt", rows, em.i32(self.rows))
+        queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
@@ -151,7 +159,7 @@ class _Program:
                 continue
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
-                return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values)
+                return self._kv_block(j, queries, row_ok, q, dv_cols, masked, *values)
 
             stages = self.blocks.masked_stages if masked else self.blocks.stages
             carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
@@ -188,7 +196,7 @@ class _Program:
         em = self.em
         assert self.partials is not None
         chunk_row = em.add(em.mul_int(em.emit(tt.ProgramIdOp(2)), self.grid[1]), em.emit(tt.ProgramIdOp(1)))
-        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(chunk_row, self.s_q), (1, 1)), rows)  # [BM, 1]
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(chunk_row, self.rows), (1, 1)), rows)  # [BM, 1]
         m_ptr, l_ptr, acc_ptr = self.partials
         for ptr, value in ((m_ptr, m), (l_ptr, total)):
             ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, (self.bm, 1)), row_index))
@@ -205,7 +213,7 @@ class _Program:
         em = self.em
         assert self.lse is not None
         lse = em.binary(tt.MulOp, em.binary(tt.AddOp, m, em.emit(tt.Log2Op(total))), em.const(LN2, f32))
-        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.s_q), (1, 1)), rows)
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.rows), (1, 1)), rows)
         em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index)), lse, row_ok))
 
     def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
@@ -217,6 +225,7 @@ class _Program:
         if c is None:
             return whole
         em = self.em
+        start = em.i32(0) if self.packed else start  # packed heads: every row's query may be the first
         first_row_sees = em.binary(tt.MaximumOp, em.add(start, em.i32(c + 1)), em.i32(0))  # keys j < i + c + 1
         blocks = em.mul_int(em.div_int(first_row_sees, self.bn), self.bn)
         return em.binary(tt.MinimumOp, blocks, em.i32(whole))
@@ -228,7 +237,7 @@ class _Program:
         if c is None:
             return self.s_kv
         em = self.em
-        end = em.add(start, em.i32(self.bm + c))
+        end = em.i32(self.s_q + c) if self.packed else em.add(start, em.i32(self.bm + c))
         end = em.binary(tt.MinimumOp, end, em.i32(self.s_kv))
         return em.binary(tt.MaximumOp, end, em.i32(0))
 

@@ -80,6 +80,7 @@ class _Backward(_Program):
         self.blocks, self.bm, self.bn = blocks, blocks.bm, blocks.bn
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
+        self.packed = ()
 
     # ---- addressing -------------------------------------------------------------------------------
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import prod
 
+from tinyton.analysis.attention import Attention, index_mask, is_constant
+from tinyton.dialects.tt import shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 
 SHARED_BUDGET = 40 * 1024
@@ -123,3 +126,34 @@ def kv_split(p: AttentionProblem, blocks: Blocks, sm_count: int) -> KVSplit | No
     chunk = cdiv(kv_blocks, wanted) * blocks.bn
     count = cdiv(p.s_kv, chunk)
     return KVSplit(count, chunk) if count > 1 else None
+
+
+PACK_MAX_QUERIES = 16
+"""Decoding (at most this many queries per head) packs grouped-query heads into one program."""
+
+
+def packed_group_axes(att: Attention) -> tuple[int, ...]:
+    """Grouped-query decoding: the batch axes of q over which k and v broadcast (the query heads sharing a
+    key/value head), packed as rows of one program's query block so that each K/V block is read once for
+    the whole group. Only when they are q's innermost batch axes with q contiguous across them (the rows
+    of the group are then rows of one matrix), S_q <= `PACK_MAX_QUERIES`, and no bias array varies along
+    them; () otherwise."""
+    out = shape_of(att.pv.result.type) if att.pv is not None else ()
+    batch, s_q = tuple(out[:-2]), att.q.shape[-2]
+    if s_q > PACK_MAX_QUERIES or tuple(att.q.shape[:-2]) != batch:
+        return ()
+    padded = lambda value: (1,) * (len(batch) - len(shape_of(value.type)[:-2])) + tuple(shape_of(value.type)[:-2])  # noqa: E731
+    k, v = padded(att.k), padded(att.v)
+    group = tuple(i for i, n in enumerate(batch) if n > 1 and k[i] == 1 and v[i] == 1)
+    if not group or group != tuple(range(len(batch) - len(group), len(batch))):
+        return ()
+    strides = att.q.strides
+    if any(strides[a] != prod(att.q.shape[a + 1 : -1]) * strides[-2] for a in group):
+        return ()
+    for step in att.steps:
+        for value in step.others:
+            if is_constant(value) or index_mask(value) is not None or len(shape_of(value.type)) < 2:
+                continue
+            if any(padded(value)[a] != 1 for a in group):
+                return ()
+    return group

@@ -51,6 +51,7 @@ from tinyton.lowering.fusion.attention_blocks import (
     Blocks,
     default_blocks,
     kv_split,
+    packed_group_axes,
 )
 from tinyton.lowering.fusion.attention_backward import (
     BackwardBuffers,
@@ -253,8 +254,9 @@ def _grid_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: 
 def attention_problem(att: Attention) -> AttentionProblem:
     """The sizes that choose an attention region's tiling."""
     out = shape_of(att.pv.result.type)
-    return AttentionProblem(prod(out[:-2]), out[-2], shape_of(att.v.type)[-2], att.q.shape[-1], out[-1],
-                            dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
+    group = prod(out[a] for a in packed_group_axes(att))  # decoding packs a group's query heads as rows
+    return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
+                            out[-1], dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
 
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
