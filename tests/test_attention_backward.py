@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 import tinyton as tt
+from tinyton.compiler import compile_module
 from tinyton.compiler.attention_backward import attention_backward, backward_program
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
 
 SCALE = 0.125
 BACKWARD = ["attention_delta", "attention_dkdv", "attention_dq"]
@@ -231,3 +234,19 @@ def test_attention_backward_on_the_gpu(dtype, b, h, h_kv, s, d, causal):
     got = attention_backward(q, k, v, out.detach().to(q.dtype), lse, do, d ** -0.5, causal=causal)
     for g, r in zip(got, ref, strict=True):
         torch.testing.assert_close(g.double(), r.grad, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_backward_kernels_assemble(arch):
+    """The forward (storing the logsumexp), delta, dk/dv and dq kernels of an fp16 causal training step
+    lower to PTX that ptxas accepts: wgmma on sm_90a, mma.sync on sm_80."""
+    q = np.zeros((2, 256, 64), np.float16)
+    program = causal_step.compile(q, q, q, q)
+    assert [step.launch.kind for step in program.steps] == ["attention", *BACKWARD]
+    for step in program.steps:
+        launch = step.launch
+        ptx = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch=arch).asm["ptx"]
+        assemble_ptx(ptx, arch)
+        if launch.kind in ("attention_dkdv", "attention_dq"):
+            assert ("wgmma" if arch == "sm_90a" else "mma.sync") in ptx
