@@ -92,15 +92,19 @@ class _Program:
     # ---- addressing ---------------------------------------------------------------------------
     def _batch_coords(self) -> list[SSAValue]:
         """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
-        em, rest = self.em, self.em.emit(tt.ProgramIdOp(1))
+        coords = [self.em.i32(0)] * len(self.batch)
         axes = [i for i in range(len(self.batch)) if i not in self.packed]
-        coords: list[SSAValue] = [em.i32(0)] * len(self.batch)
+        self._decompose(self.em.emit(tt.ProgramIdOp(1)), axes, coords)
+        return coords
+
+    def _decompose(self, flat: SSAValue, axes: list[int], coords: list[SSAValue]) -> None:
+        """Set `coords` along `axes` to the row-major coordinates of the index `flat` over their extents."""
+        em, rest = self.em, flat
         for n, i in enumerate(reversed(axes)):
             last = n == len(axes) - 1
             coords[i] = rest if last else em.mod_int(rest, self.batch[i])
             if not last:
                 rest = em.div_int(rest, self.batch[i])
-        return coords
 
     def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
         """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in

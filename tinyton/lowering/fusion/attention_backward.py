@@ -86,18 +86,10 @@ class _Backward(_Program):
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:
         """q's batch coordinates: the axes outside the group from `outer` (row-major), the group's from
         `inner` (None: no group)."""
-        em = self.em
-        coords: list[SSAValue] = [em.i32(0)] * len(self.batch)
-        rests = {False: outer, True: inner}
-        axes = [i for i in range(len(self.batch))]
-        for kind in (False, True):
-            mine = [i for i in axes if (i in self.group) == kind]
-            rest = rests[kind]
-            for n, i in enumerate(reversed(mine)):
-                last = n == len(mine) - 1
-                coords[i] = rest if last else em.mod_int(rest, self.batch[i])
-                if not last:
-                    rest = em.div_int(rest, self.batch[i])
+        coords = [self.em.i32(0)] * len(self.batch)
+        self._decompose(outer, [i for i in range(len(self.batch)) if i not in self.group], coords)
+        if inner is not None:
+            self._decompose(inner, list(self.group), coords)
         return coords
 
     def _flat_batch(self) -> SSAValue:
