@@ -1,7 +1,7 @@
 """Issue 7 benchmark: the naive attention array program, rewritten into one flash-attention kernel.
 
     python bench/bench_attention.py         # on a GPU host with torch and Triton; prints Markdown tables
-    python bench/bench_attention.py decode  # only some tables: any of fp16, bf16, decode
+    python bench/bench_attention.py decode  # only some tables: any of fp16, bf16, decode, backward, spellings
 
 TFLOPS (4·B·H·S_q·S_kv·D, halved when causal) of tinyton's rewritten program next to torch's
 scaled_dot_product_attention (flash and cuDNN backends where present), a Triton flash-attention kernel
@@ -10,6 +10,9 @@ scores), all on the same tensors; then decode steps (S_q = 1 against a KV cache)
 included (two launches: the KV loop split across programs, then the combine kernel). Kinds: full,
 causal (a mask from `tt.arange`), bias (an S x S array added to the scores) and gqa (grouped-query: each
 key/value head serves GQA_GROUP query heads, broadcast over a group axis; SDPA's `enable_gqa`).
+`backward` (attention_backward_table.py): the backward at six shapes against SDPA's flash and cuDNN
+backward, and the textbook training step as one program; `spellings` (attention_spellings_table.py): one
+shape under every spelling of the scale, softmax and mask, each the same kernel.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import tinyton as tt
 import triton_attention
+from attention_backward_table import backward_table, training_table
+from attention_spellings_table import spelling_table
 from common import DEVICE, ONESHOT, check_close, device_name, median_ms, peer, pick, print_table
 
 CASES = pick(
@@ -159,7 +164,13 @@ def main(tables: list[str]) -> None:
         print(f"# {rows[-1]}", flush=True)
     if rows:
         print_table("Decode step (S_q = 1, fp16), µs", ["(B, H, S_kv, D)", *decode, "tinyton / best SDPA", "launches"], rows)
+    if "backward" in tables:
+        backward_table(torch.float16)
+        backward_table(torch.bfloat16)
+        training_table(torch.float16)
+    if "spellings" in tables:
+        spelling_table(torch.float16)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["fp16", "bf16", "decode"])
+    main(sys.argv[1:] or ["fp16", "bf16", "decode", "backward", "spellings"])

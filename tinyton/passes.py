@@ -38,6 +38,12 @@ def _flash_attention() -> type[ModulePass]:
     return FlashAttentionPass
 
 
+def _canonicalize_attention() -> type[ModulePass]:
+    from tinyton.rewrites.attention_canonical import CanonicalizeAttentionPass
+
+    return CanonicalizeAttentionPass
+
+
 def _row_scale() -> type[ModulePass]:
     from tinyton.rewrites.row_scale import RowScalePass
 
@@ -62,6 +68,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-pipeline": _pipeline,
     "tinyton-fuse-patterns": _fuse_patterns,
     "tinyton-flash-attention": _flash_attention,
+    "tinyton-canonicalize-attention": _canonicalize_attention,
     "tinyton-row-scale": _row_scale,
     "tinyton-fuse": _fuse,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,

@@ -121,7 +121,8 @@ class Attention:
     steps: tuple[ScoreStep, ...]
     softmax: tuple[Operation, ...]
     """reduce_max, sub, exp, reduce_sum, div."""
-    pv: tta.MatmulOp
+    pv: tta.MatmulOp | None
+    """`p @ v`; None only in a backward that is given the logsumexp (analysis/attention_backward.py)."""
     k_select: Select | None = None
     v_select: Select | None = None
 
@@ -131,7 +132,7 @@ class Attention:
         selects = [op for sel in (self.k_select, self.v_select) if sel is not None for op in sel.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
-        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, self.pv]
+        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *([self.pv] if self.pv else [])]
 
     @property
     def causal_step(self) -> ScoreStep | None:

@@ -3,7 +3,9 @@ class, with the `Tuner` the matmul tiles use (tinyton/compiler/autotune.py).
 
 On a GPU, the first attention of a class times each of `attention_blocks.candidates` on a standalone
 attention of the problem's exact shape (the same launches the program makes: one kernel, or partials and
-combine when the KV loop is split) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), for 32-bit
+combine when the KV loop is split) and keeps the fastest in the disk cache. For decoding the candidates
+include the number of KV chunks (flash-decoding's split), so the split is measured too (the class then
+also counts batch x heads). Without a GPU (or with `TINYTON_TUNE=0`), for 32-bit
 inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is used.
 """
 
@@ -16,6 +18,7 @@ from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
 from tinyton.compiler.tuning_runs import Samples, program_timer
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
+from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import (
     AttentionProblem,
     Blocks,
@@ -34,11 +37,14 @@ microseconds of work, against seconds to compile and time the candidates. A deco
 def attention_blocks(problem: AttentionProblem) -> Blocks:
     """The blocks for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
-    options = candidates(p)
-    if not tuning_enabled() or len(options) == 1 or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
         return default_blocks(p)
     device = driver.device()
-    key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class())
+    options = candidates(p, device.sm_count)
+    if len(options) == 1:
+        return default_blocks(p)
+    decoding = any(b.splits for b in options)  # the split depends on how many programs batch x heads give
+    key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()))
     samples: Samples = {}
     timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
     return TUNER.choose(key, options, timer, default=default_blocks(p))

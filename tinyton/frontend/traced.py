@@ -188,6 +188,9 @@ class Traced:
         """The transpose of the last two axes (NumPy's `mT`): `q @ k.mT` in batched attention."""
         return ARRAY_IMPLS["swapaxes"](self, -1, -2)
 
+    def swapaxes(self, axis1: int, axis2: int) -> Traced:
+        return ARRAY_IMPLS["swapaxes"](self, axis1, axis2)
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
         return ARRAY_IMPLS["sum"](self, axis, keepdims)
 

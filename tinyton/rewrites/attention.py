@@ -41,7 +41,7 @@ def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValu
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
-    masks = [op for step in steps for value in step.others if index_mask(value) for op in _own_copy(step.op, value)]
+    masks = [op for step in steps for value in step.others if index_mask(value) for op in own_copy(step.op, value)]
     path = [*q_view(qk.lhs).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     k = transpose.input if transpose is not None else qk.rhs
     pv = next(op for op in matched if isinstance(op, tta.MatmulOp))
@@ -54,10 +54,10 @@ def _selected(operand: SSAValue) -> list[Operation]:
     select = select_of(operand)
     if select is None:
         return []
-    return [*_own_copy(select.where, select.where.condition), *select.true.ops, *select.false.ops, select.where]
+    return [*own_copy(select.where, select.where.condition), *select.true.ops, *select.false.ops, select.where]
 
 
-def _own_copy(user: Operation, value: SSAValue) -> list[Operation]:
+def own_copy(user: Operation, value: SSAValue) -> list[Operation]:
     """Clone the ops computing index mask `value` before `user`, point `user` at the clone, and erase the
     originals left without users. Returns the clones."""
     originals = mask_ops(value)

@@ -35,6 +35,8 @@ from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 from tinyton.rewrites.attention import attention_scores, last_axis, outline_attention
+from tinyton.rewrites.attention_backward import backward_groups
+from tinyton.rewrites.attention_canonical import canonicalize_attention
 from tinyton.rewrites.outline import Group, functions, order_groups, rebuild
 from tinyton.rewrites.pdl_matcher import PDLMatcher
 
@@ -206,9 +208,14 @@ class FusePatternsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        attention = "attention.pdl.mlir" in self.files
+        if attention:  # one form of attention for its pattern (every spelling)
+            canonicalize_attention(op)
         patterns = load_patterns(self.files, {o.name for o in op.walk()})
         for fn in functions(op):
-            seeds = match_patterns(fn, patterns)
+            backward = backward_groups(fn) if attention else []
+            claimed = {o for ops, _ in backward for o in ops}
+            seeds = [*backward, *(g for g in match_patterns(fn, patterns) if claimed.isdisjoint(g[0]))]
             if seeds:
                 rebuild(fn, plan_with_seeds(fn, seeds))
 

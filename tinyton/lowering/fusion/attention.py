@@ -44,10 +44,11 @@ from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
+from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
 
 _STEP_OPS: dict[type, type] = {
     tta.AddOp: tt.AddOp,
@@ -64,10 +65,13 @@ class _Program:
     chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
     def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
-                 split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None):
+                 split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+                 lse: SSAValue | None = None):
         out = att.pv.result
         self.em, self.att, self.pointers, self.out = em, att, pointers, out
-        self.split, self.partials = split, partials
+        self.split, self.partials, self.lse = split, partials, lse
+        self.scale: SSAValue | None = None
+        """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -78,18 +82,29 @@ class _Program:
         self.blocks = blocks
         self.bm, self.bn = self.blocks.bm, self.blocks.bn
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
-        self.grid = (cdiv(self.s_q, self.bm), max(1, prod(self.batch)), split.count if split else 1)
+        self.packed = packed_group_axes(att)
+        """Grouped-query heads packed as rows of one query block (decoding): their coordinates are 0, the
+        rows run over (head of the group, query) and masks and biases read the query `row % S_q`."""
+        self.rows = self.s_q * prod(self.batch[a] for a in self.packed)
+        programs = prod(n for i, n in enumerate(self.batch) if i not in self.packed)
+        self.grid = (cdiv(self.rows, self.bm), max(1, programs), split.count if split else 1)
 
     # ---- addressing ---------------------------------------------------------------------------
     def _batch_coords(self) -> list[SSAValue]:
-        em, rest = self.em, self.em.emit(tt.ProgramIdOp(1))
-        coords: list[SSAValue] = []
-        for i in reversed(range(len(self.batch))):
-            n = self.batch[i]
-            coords.insert(0, rest if i == 0 else em.mod_int(rest, n))
-            if i:
-                rest = em.div_int(rest, n)
+        """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
+        coords = [self.em.i32(0)] * len(self.batch)
+        axes = [i for i in range(len(self.batch)) if i not in self.packed]
+        self._decompose(self.em.emit(tt.ProgramIdOp(1)), axes, coords)
         return coords
+
+    def _decompose(self, flat: SSAValue, axes: list[int], coords: list[SSAValue]) -> None:
+        """Set `coords` along `axes` to the row-major coordinates of the index `flat` over their extents."""
+        em, rest = self.em, flat
+        for n, i in enumerate(reversed(axes)):
+            last = n == len(axes) - 1
+            coords[i] = rest if last else em.mod_int(rest, self.batch[i])
+            if not last:
+                rest = em.div_int(rest, self.batch[i])
 
     def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
         """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
@@ -130,11 +145,15 @@ class _Program:
         self.coords = self._batch_coords()
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
-        row_ok = em.cmp("lt", rows, em.i32(self.s_q))
+        row_ok = em.cmp("lt", rows, em.i32(self.rows))
+        queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
         q = self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], q_ok, view)
+        folded = self._log2e_step()
+        if folded is not None and not is_constant(folded.others[0]):
+            self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
@@ -144,14 +163,16 @@ class _Program:
                 continue
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
-                return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values)
+                return self._kv_block(j, queries, row_ok, q, dv_cols, masked, *values)
 
             stages = self.blocks.masked_stages if masked else self.blocks.stages
             carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
         if self.partials is not None:
             self._store_partials(rows, row_ok, dv_cols, *carried)
             return
-        _, total, acc = carried
+        m, total, acc = carried
+        if self.lse is not None:
+            self._store_lse(rows, row_ok, m, total)
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
         offsets = em.binary(tt.AddOp, offsets, dv_cols)
@@ -179,7 +200,7 @@ class _Program:
         em = self.em
         assert self.partials is not None
         chunk_row = em.add(em.mul_int(em.emit(tt.ProgramIdOp(2)), self.grid[1]), em.emit(tt.ProgramIdOp(1)))
-        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(chunk_row, self.s_q), (1, 1)), rows)  # [BM, 1]
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(chunk_row, self.rows), (1, 1)), rows)  # [BM, 1]
         m_ptr, l_ptr, acc_ptr = self.partials
         for ptr, value in ((m_ptr, m), (l_ptr, total)):
             ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, (self.bm, 1)), row_index))
@@ -188,6 +209,16 @@ class _Program:
         offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, self.d_v), dv_cols), shape)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets))
         em.emit(tt.StoreOp(ptrs, acc, em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)))
+
+    def _store_lse(self, rows: SSAValue, row_ok: SSAValue, m: SSAValue, total: SSAValue) -> None:
+        """Store each row's logsumexp of its (scaled, masked) scores, natural log, to `lse` (`[batch, S_q]`
+        f32): what the backward kernels (attention_backward.py) recompute the probabilities from. A row
+        without a key gives -inf."""
+        em = self.em
+        assert self.lse is not None
+        lse = em.binary(tt.MulOp, em.binary(tt.AddOp, m, em.emit(tt.Log2Op(total))), em.const(LN2, f32))
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.rows), (1, 1)), rows)
+        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index)), lse, row_ok))
 
     def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
         """Where the blocks that need no key mask end (a multiple of BN): the ragged last block of S_kv and,
@@ -198,6 +229,7 @@ class _Program:
         if c is None:
             return whole
         em = self.em
+        start = em.i32(0) if self.packed else start  # packed heads: every row's query may be the first
         first_row_sees = em.binary(tt.MaximumOp, em.add(start, em.i32(c + 1)), em.i32(0))  # keys j < i + c + 1
         blocks = em.mul_int(em.div_int(first_row_sees, self.bn), self.bn)
         return em.binary(tt.MinimumOp, blocks, em.i32(whole))
@@ -209,7 +241,7 @@ class _Program:
         if c is None:
             return self.s_kv
         em = self.em
-        end = em.add(start, em.i32(self.bm + c))
+        end = em.i32(self.s_q + c) if self.packed else em.add(start, em.i32(self.bm + c))
         end = em.binary(tt.MinimumOp, end, em.i32(self.s_kv))
         return em.binary(tt.MaximumOp, end, em.i32(0))
 
@@ -231,42 +263,67 @@ class _Program:
         """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
         return None if size <= bound else self.em.cmp("lt", index, self.em.i32(bound))
 
-    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
-                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
-        """One key block: scores on tensor cores, the score steps (the causal mask and the bounds of S_kv
-        only when `masked`), the online softmax in base 2 (`m`, `l` in log2 units), `acc += p @ v`."""
-        em, att = self.em, self.att
+    def _columns(self, j: SSAValue, masked: bool) -> tuple[SSAValue, SSAValue | None]:
+        """The key indices `[1, BN]` of the block at `j`, and (when `masked` and S_kv is ragged) which are < S_kv."""
+        em = self.em
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
-        col_ok = em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
-        if att.k_transposed:  # k stored (S_kv, D): load the [BN, D] block as stored, the dot reads it K-major
+        return cols, em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
+
+    def _key_block(self, j: SSAValue, cols: SSAValue, col_ok: SSAValue | None) -> SSAValue:
+        """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
+        reads it K-major); an already transposed k is loaded as it is."""
+        em, att = self.em, self.att
+        if att.k_transposed:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
             d_cols = em.arange(self.dp, 2, 1)
             row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
             k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), em.and_(row_in, self._below(d_cols, self.dp, self.d)))
-            kt = em.emit(tt.TransOp(k, (1, 0)))
-        else:  # already kᵀ, (D, S_kv)
-            d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-            kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
-        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+            return em.emit(tt.TransOp(k, (1, 0)))
+        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
+        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
+
+    def _value_block(self, j: SSAValue, col_ok: SSAValue | None, dv_cols: SSAValue) -> SSAValue:
+        """The value block at `j`, `[BN, D_v]` (rows past S_kv read 0 when `col_ok` says the block is ragged)."""
+        em = self.em
+        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
+        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
+        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
+        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
+
+    def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
+                     masked: bool) -> SSAValue:
+        """The score steps on a `[BM, BN]` block of `q @ kᵀ` (the causal mask and the bounds of S_kv only when
+        `masked`), in log2 units (log2(e) folded into a scale); keys past S_kv are -inf."""
+        em = self.em
         folded = self._log2e_step()
-        for step in att.steps:
-            if masked or not self._is_causal_step(step):
-                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), LOG2E if step is folded else 1.0)
+        for step in self.att.steps:
+            if step is folded:
+                s = em.binary(tt.MulOp, s, self._folded_scale(step))
+            elif masked or not self._is_causal_step(step):
+                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
         if folded is None:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
             s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
+        return s
+
+    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
+                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
+        """One key block: scores on tensor cores, the score steps, the online softmax in base 2 (`m`, `l` in
+        log2 units), `acc += p @ v`."""
+        em = self.em
+        cols, col_ok = self._columns(j, masked)
+        kt = self._key_block(j, cols, col_ok)
+        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
-        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
-        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
-        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
-        v = self._read(att.v, att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
+        v = self._value_block(j, col_ok, dv_cols)
         scaled = em.binary(tt.MulOp, acc, alpha)
-        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(att.v.type)), v, scaled))
+        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(self.att.v.type)), v, scaled))
         return [m_new, l_new, acc_new]
 
     def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
@@ -290,23 +347,35 @@ class _Program:
         return step is self.att.causal_step
 
     def _log2e_step(self) -> ScoreStep | None:
-        """The multiplication or division of the scores by a constant that log2(e) folds into (the exp2 of
-        the softmax then needs no extra multiply): the last such step, followed only by `where` masks whose
-        other value is a constant (-inf stays -inf)."""
+        """The multiplication or division of the scores by one value (a constant, or a one-element array
+        such as a runtime scale) that log2(e) folds into (the exp2 of the softmax then needs no extra
+        multiply, and a division becomes a multiplication): the last such step, followed only by `where`
+        masks whose other value is a constant (-inf stays -inf)."""
         for step in reversed(self.att.steps):
             op = step.op
-            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(is_constant(v) for v in step.others):
+            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(prod(shape_of(v.type)) == 1 for v in step.others):
                 return step if isinstance(op, tta.MulOp) or step.operand == 0 else None
             masked_value = op.operands[3 - step.operand] if isinstance(op, tta.WhereOp) and step.operand else None
             if masked_value is None or not is_minus_inf(masked_value):
                 return None
         return None
 
-    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None,
-               factor: float = 1.0) -> SSAValue:
+    def _folded_scale(self, step: ScoreStep) -> SSAValue:
+        """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
+        value read once (before the KV loop) and multiplied (divided into log2(e), for a divisor) there."""
+        em, (value,) = self.em, step.others
+        divides = isinstance(step.op, tta.DivOp)
+        if is_constant(value):
+            number = value.op.value.value.data
+            return em.const(LOG2E / number if divides else number * LOG2E, f32)
+        if self.scale is None:
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
+            self.scale = em.binary(tt.DivOp, em.const(LOG2E, f32), read) if divides else em.binary(tt.MulOp, read, em.const(LOG2E, f32))
+        return self.scale
+
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
         """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
-        the block's indices, or splatted; a scaling step's constant is multiplied (divided, for a divisor) by
-        `factor`."""
+        the block's indices, or splatted."""
         em = self.em
         operands = []
         for i, value in enumerate(step.op.operands):
@@ -318,8 +387,6 @@ class _Program:
                 attr = value.op.value
                 element = i1 if element_type(value.type) == i1 else f32
                 number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
-                if factor != 1.0:
-                    number = number * factor if isinstance(step.op, tta.MulOp) else number / factor
                 operands.append(em.const(number, element))
             else:
                 row_stride, col_stride = self._matrix_strides(value)
@@ -336,9 +403,11 @@ class _Program:
 
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
-                   partials: tuple[SSAValue, SSAValue, SSAValue] | None = None) -> tuple[int, int, int]:
+                   partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
+                   lse: SSAValue | None = None) -> tuple[int, int, int]:
     """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
-    `partials` of a `split` KV loop, to kernel arguments); returns the grid."""
-    program = _Program(em, att, pointers, blocks, split, partials)
+    `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp);
+    returns the grid."""
+    program = _Program(em, att, pointers, blocks, split, partials, lse)
     program.emit()
     return program.grid

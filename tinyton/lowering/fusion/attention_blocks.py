@@ -9,8 +9,11 @@ down (`NOMINAL_SM_COUNT`, an H100's, without a GPU), since the lowering knows no
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import prod
 
+from tinyton.analysis.attention import Attention, index_mask, is_constant
+from tinyton.dialects.tt import shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 
 SHARED_BUDGET = 40 * 1024
@@ -54,6 +57,9 @@ class Blocks:
     num_warps: int
     stages: int = 3
     masked_stages: int = 2
+    splits: int = 0
+    """Chunks of the KV loop (flash-decoding): 0 lets `kv_split` decide from the SM count; a measured choice
+    (`candidates` of a decoding problem) names the count, 1 for none."""
 
 
 BlockChooser = Callable[[AttentionProblem], Blocks]
@@ -83,10 +89,11 @@ def default_blocks(p: AttentionProblem) -> Blocks:
     return Blocks(16, 16, 4)
 
 
-def candidates(p: AttentionProblem) -> list[Blocks]:
+def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Blocks]:
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
-    two warpgroups). f32 (FMA) problems keep the default."""
+    two warpgroups); for decoding, each of those with the KV loop split in half, the heuristic's count,
+    twice it, or not at all (`split_counts`). f32 (FMA) problems keep the default."""
     default = default_blocks(p)
     if p.element_bytes != 2:
         return [default]
@@ -98,7 +105,20 @@ def candidates(p: AttentionProblem) -> list[Blocks]:
         for bn in key_blocks:
             for warps in (4, 8) if bm == 128 else (4,):
                 found.append(Blocks(bm, bn, warps))
+    found = [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
     return list(dict.fromkeys(found))
+
+
+def split_counts(p: AttentionProblem, blocks: Blocks, sm_count: int) -> tuple[int, ...]:
+    """The KV splits the tuner measures for a decoding problem tiled by `blocks`: none, half the
+    heuristic's count, its count and twice it (within one key block a chunk); () when the queries do not
+    fit one block (not decoding) or the keys span too few blocks to split."""
+    kv_blocks = cdiv(p.s_kv, blocks.bn)
+    if p.s_q > blocks.bm or kv_blocks < 2 * MIN_SPLIT_BLOCKS:
+        return ()
+    heuristic = kv_split(p, replace(blocks, splits=0), sm_count)
+    count = heuristic.count if heuristic else 1
+    return tuple(sorted({1, max(1, count // 2), count, min(2 * count, kv_blocks)}))
 
 
 @dataclass(frozen=True)
@@ -110,12 +130,16 @@ class KVSplit:
 
 
 def kv_split(p: AttentionProblem, blocks: Blocks, sm_count: int) -> KVSplit | None:
-    """The flash-decoding split when the queries fit one block (decoding: S_q = 1, or a few speculative
+    """The measured split of `blocks.splits` chunks, or else the flash-decoding split when the queries fit one block (decoding: S_q = 1, or a few speculative
     tokens), batch x heads alone launch fewer than `PROGRAMS_PER_SM` programs per SM and the keys span
     enough blocks to share out; None to keep one program per query block. (Prefill keeps one KV loop per
     program: its query blocks already give the GPU work, and it is the path measured against SDPA.)"""
     programs = max(1, p.batch)
     kv_blocks = cdiv(p.s_kv, blocks.bn)
+    if blocks.splits:  # measured
+        chunk = cdiv(kv_blocks, blocks.splits) * blocks.bn
+        count = cdiv(p.s_kv, chunk)
+        return KVSplit(count, chunk) if count > 1 and p.s_q <= blocks.bm else None
     target = PROGRAMS_PER_SM * sm_count
     if p.s_q > blocks.bm or programs >= target or kv_blocks < 2 * MIN_SPLIT_BLOCKS:
         return None
@@ -123,3 +147,34 @@ def kv_split(p: AttentionProblem, blocks: Blocks, sm_count: int) -> KVSplit | No
     chunk = cdiv(kv_blocks, wanted) * blocks.bn
     count = cdiv(p.s_kv, chunk)
     return KVSplit(count, chunk) if count > 1 else None
+
+
+PACK_MAX_QUERIES = 16
+"""Decoding (at most this many queries per head) packs grouped-query heads into one program."""
+
+
+def packed_group_axes(att: Attention) -> tuple[int, ...]:
+    """Grouped-query decoding: the batch axes of q over which k and v broadcast (the query heads sharing a
+    key/value head), packed as rows of one program's query block so that each K/V block is read once for
+    the whole group. Only when they are q's innermost batch axes with q contiguous across them (the rows
+    of the group are then rows of one matrix), S_q <= `PACK_MAX_QUERIES`, and no bias array varies along
+    them; () otherwise."""
+    out = shape_of(att.pv.result.type) if att.pv is not None else ()
+    batch, s_q = tuple(out[:-2]), att.q.shape[-2]
+    if s_q > PACK_MAX_QUERIES or tuple(att.q.shape[:-2]) != batch:
+        return ()
+    padded = lambda value: (1,) * (len(batch) - len(shape_of(value.type)[:-2])) + tuple(shape_of(value.type)[:-2])  # noqa: E731
+    k, v = padded(att.k), padded(att.v)
+    group = tuple(i for i, n in enumerate(batch) if n > 1 and k[i] == 1 and v[i] == 1)
+    if not group or group != tuple(range(len(batch) - len(group), len(batch))):
+        return ()
+    strides = att.q.strides
+    if any(strides[a] != prod(att.q.shape[a + 1 : -1]) * strides[-2] for a in group):
+        return ()
+    for step in att.steps:
+        for value in step.others:
+            if is_constant(value) or index_mask(value) is not None or len(shape_of(value.type)) < 2:
+                continue
+            if any(padded(value)[a] != 1 for a in group):
+                return ()
+    return group

@@ -36,6 +36,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tinyton.analysis.attention import Attention, find_attention
+from tinyton.analysis.attention_backward import AttentionBackward, backward_of
 from tinyton.analysis.domain import Domain, analyze
 from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
@@ -50,6 +51,14 @@ from tinyton.lowering.fusion.attention_blocks import (
     Blocks,
     default_blocks,
     kv_split,
+    packed_group_axes,
+)
+from tinyton.lowering.fusion.attention_backward import (
+    BackwardBuffers,
+    backward_blocks,
+    emit_delta,
+    emit_key_value_grads,
+    emit_query_grads,
 )
 from tinyton.lowering.fusion.attention_combine import emit_combine
 from tinyton.lowering.fusion.emitter import Emitter, f32
@@ -165,6 +174,9 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     attention = find_attention(ops, results) if fusion.kind.data == "attention" else None
     if attention is not None:
         return attention_kernels(fusion, attention, name, choose_blocks(attention_problem(attention)), sm_count)
+    backward = backward_of(ops, results) if fusion.kind.data == "attention_backward" else None
+    if backward is not None:
+        return attention_backward_kernels(fusion, backward, name, choose_blocks)
     kernel, params = _kernel(fusion, name)
     args = kernel.body.block.args
     em = Emitter(kernel.body.block)
@@ -242,8 +254,9 @@ def _grid_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: 
 def attention_problem(att: Attention) -> AttentionProblem:
     """The sizes that choose an attention region's tiling."""
     out = shape_of(att.pv.result.type)
-    return AttentionProblem(prod(out[:-2]), out[-2], shape_of(att.v.type)[-2], att.q.shape[-1], out[-1],
-                            dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
+    group = prod(out[a] for a in packed_group_axes(att))  # decoding packs a group's query heads as rows
+    return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
+                            out[-1], dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
 
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
@@ -279,6 +292,53 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     second = KernelSpec(f"{name}_combine", "attention_combine", _module(kernel, COMBINE_WARPS), grid,
                         COMBINE_WARPS, params, fusion, notes, scratch=scratch)
     return [first, second]
+
+
+def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,
+                               choose_blocks: BlockChooser) -> list[KernelSpec]:
+    """FlashAttention-2's backward (attention_backward.py): the forward kernel storing the rows' logsumexp
+    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for lse, delta and (when
+    the program does not return it) the forward output."""
+    att = bwd.scores
+    rows = (prod(att.q.shape[:-2]) * att.q.shape[-2],)
+    results = list(fusion.yield_op.values)
+    o_scratch = bwd.lse is None and att.pv is not None and att.pv.result not in results
+    if bwd.lse is None and bwd.o is None and att.pv is None:
+        raise AssertionError("backward_of gives a forward output or a logsumexp")
+    scratch = [Scratch(rows, f32)]  # delta
+    if bwd.lse is None:
+        scratch.append(Scratch(rows, f32))  # lse, from the forward kernel
+    if o_scratch:
+        scratch.append(Scratch((*att.q.shape[:-2], att.q.shape[-2], shape_of(att.v.type)[-1]), element_type(att.v.type)))
+    scratch_t = tuple(scratch)
+    blocks = backward_blocks(bwd)
+    specs: list[KernelSpec] = []
+
+    def kernel(stage: str, kind: str, warps: int, emit) -> None:
+        kernel, params = _kernel(fusion, f"{name}_{stage}", scratch_t)
+        args = list(kernel.body.block.args)
+        n = len(fusion.block.args) + len(results)
+        pointers = dict(zip([*fusion.block.args, *results], args))
+        extra = dict(zip(scratch_t, args[n:]))
+        lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[1]]
+        o_value = att.pv.result if bwd.lse is None else bwd.o
+        o = extra[scratch_t[-1]] if o_scratch else pointers[o_value] if o_value is not None else None
+        if o_scratch:
+            pointers[att.pv.result] = o
+        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[scratch_t[0]], o)
+        grid = emit(Emitter(kernel.body.block), pointers, buffers)
+        specs.append(KernelSpec(f"{name}_{stage}", kind, _module(kernel, warps), grid, warps, params, fusion,
+                                {}, scratch=scratch_t))
+
+    if bwd.lse is None:
+        forward = choose_blocks(attention_problem(att))
+        kernel("forward", "attention", forward.num_warps,
+               lambda em, ptrs, buf: emit_attention(em, att, ptrs, forward, lse=buf.lse))
+    kernel("delta", "attention_delta", 4, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
+    kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
+           lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
+    kernel("dq", "attention_dq", blocks.dq.num_warps, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
+    return specs
 
 
 def writes_nothing(fusion: tta.FusionOp) -> bool:

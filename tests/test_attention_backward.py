@@ -1,0 +1,252 @@
+"""The attention backward rewrite (issue 23): the textbook gradient math of an array program becomes
+FlashAttention-2's backward (tinyton/analysis/attention_backward.py, rewrites/attention_backward.py,
+lowering/fusion/attention_backward.py): a delta kernel, a dk/dv kernel and a dq kernel, after the forward
+kernel that saves the logsumexp when the program computes the softmax itself; no S x S buffer. Checked
+against the same math in NumPy float64 on the simulator: causal, bias, grouped-query, S not a multiple of
+the blocks, fully masked rows; and `tinyton.compiler.attention_backward`, the entry point of the torch
+backend."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.compiler import compile_module
+from tinyton.compiler.attention_backward import attention_backward, backward_program
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
+
+SCALE = 0.125
+BACKWARD = ["attention_delta", "attention_dkdv", "attention_dq"]
+
+
+def softmax(s):
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return e / tt.sum(e, axis=-1, keepdims=True)
+
+
+@tt.jit
+def training_step(q, k, v, do):
+    p = softmax(q @ k.mT * SCALE)
+    o = p @ v
+    dv = p.mT @ do
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    return o, ds @ k * SCALE, ds.mT @ q * SCALE, dv
+
+
+@tt.jit
+def training_step_delta_from_o(q, k, v, do, bias):
+    p = softmax(q @ k.mT * SCALE + bias)
+    o = p @ v
+    ds = p * (do @ v.mT - tt.sum(do * o, axis=-1, keepdims=True))
+    return o, ds @ k * SCALE, ds.mT @ q * SCALE, p.mT @ do
+
+
+@tt.jit
+def causal_step(q, k, v, do):
+    s_q, s_kv = q.shape[-2], k.shape[-2]
+    keep = tt.arange(s_q).reshape(s_q, 1) + (s_kv - s_q) >= tt.arange(s_kv)
+    p = softmax(tt.where(keep, q @ k.mT / 8.0, float("-inf")))
+    o = p @ v
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    return o, ds @ k / 8.0, ds.mT @ q / 8.0, p.mT @ do
+
+
+@tt.jit
+def grouped_query_step(q, k, v, do):  # q (B, H_kv, G, S, D), k and v (B, H_kv, 1, S, D)
+    p = softmax(q @ k.mT * SCALE)
+    o = p @ v
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    dk = tt.sum(ds.mT @ q, axis=2, keepdims=True) * SCALE
+    return o, ds @ k * SCALE, dk, tt.sum(p.mT @ do, axis=2, keepdims=True)
+
+
+@tt.jit
+def backward_from_lse(q, k, v, o, lse, do):
+    p = tt.exp(q @ k.mT * SCALE - lse)
+    ds = p * (do @ v.mT - tt.sum(do * o, axis=-1, keepdims=True))
+    return ds @ k * SCALE, ds.mT @ q * SCALE, p.mT @ do
+
+
+def reference(q, k, v, do, scale=SCALE, bias=None, keep=None, group_axis=None):
+    """o, dq, dk, dv of softmax(q kᵀ scale + bias, masked) v, in float64 (NaN where NumPy gives NaN)."""
+    q, k, v, do = (np.asarray(a, np.float64) for a in (q, k, v, do))
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if bias is not None:
+        s = s + bias
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+        o = p @ v
+        dp = do @ np.swapaxes(v, -1, -2)
+        ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+        dq = ds @ k * scale
+        dk = np.swapaxes(ds, -1, -2) @ q * scale
+        dv = np.swapaxes(p, -1, -2) @ do
+    if group_axis is not None:
+        dk, dv = dk.sum(group_axis, keepdims=True), dv.sum(group_axis, keepdims=True)
+    return o, dq, dk, dv
+
+
+def randn(rng, *shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def check(program, args, want, s_q, s_kv, kinds, rtol=1e-4, atol=1e-5):
+    compiled = program.compile(*args)
+    assert [step.launch.kind for step in compiled.steps] == kinds
+    allocated = compiled.buffer_specs[len(compiled.input_positions) :]
+    assert not any(shape[-2:] == (s_q, s_kv) for shape, _ in allocated), "an S x S buffer is allocated"
+    for got, expected in zip(compiled(*args), want, strict=True):
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("b, s, d", [(2, 64, 32), (1, 70, 16), (2, 33, 40), (1, 1, 16)])
+def test_training_step_is_forward_and_three_backward_kernels(b, s, d):
+    rng = np.random.default_rng(s)
+    q, k, v, do = (randn(rng, b, s, d) for _ in range(4))
+    check(training_step, (q, k, v, do), reference(q, k, v, do), s, s, ["attention", *BACKWARD])
+
+
+def test_delta_from_the_output_and_a_bias_with_a_fully_masked_row():
+    rng = np.random.default_rng(1)
+    q, k, v, do = randn(rng, 2, 40, 16), randn(rng, 2, 50, 16), randn(rng, 2, 50, 16), randn(rng, 2, 40, 16)
+    bias = randn(rng, 40, 50)
+    bias[:, 45:] = -np.inf
+    bias[5] = -np.inf  # row 5 sees no key: NaN, as NumPy's math gives (its dk and dv reach every key)
+    want = reference(q, k, v, do, bias=bias)
+    assert np.isnan(want[1][:, 5]).all() and np.isnan(want[2]).all()
+    check(training_step_delta_from_o, (q, k, v, do, bias), want, 40, 50, ["attention", *BACKWARD])
+
+
+@pytest.mark.parametrize("s_q, s_kv", [(64, 64), (70, 70), (37, 100), (1, 77)])
+def test_causal_backward_skips_blocks_and_matches(s_q, s_kv):
+    rng = np.random.default_rng(s_q + s_kv)
+    q, k, v, do = randn(rng, 2, s_q, 32), randn(rng, 2, s_kv, 32), randn(rng, 2, s_kv, 32), randn(rng, 2, s_q, 32)
+    keep = np.arange(s_q)[:, None] + (s_kv - s_q) >= np.arange(s_kv)[None, :]
+    check(causal_step, (q, k, v, do), reference(q, k, v, do, keep=keep), s_q, s_kv, ["attention", *BACKWARD])
+
+
+def test_grouped_query_gradients_sum_over_the_group():
+    rng = np.random.default_rng(3)
+    q, do = randn(rng, 2, 2, 3, 45, 16), randn(rng, 2, 2, 3, 45, 16)
+    k, v = randn(rng, 2, 2, 1, 45, 16), randn(rng, 2, 2, 1, 45, 16)
+    want = reference(q, k, v, do, group_axis=2)
+    check(grouped_query_step, (q, k, v, do), want, 45, 45, ["attention", *BACKWARD])
+    program = grouped_query_step.compile(q, k, v, do)
+    dkdv = next(step for step in program.steps if step.launch.kind == "attention_dkdv")
+    assert dkdv.grid[1] == 4, "one program per key block of each key/value head: K and V read once"
+
+
+def forward_lse(q, k, scale=SCALE, bias=None, keep=None):
+    s = np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2) * scale
+    if bias is not None:
+        s = s + bias
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return m + np.log(np.exp(s - np.where(np.isfinite(m), m, 0)).sum(-1, keepdims=True)) - np.where(np.isfinite(m), 0, m) * 0
+
+
+def test_backward_from_a_saved_logsumexp_is_three_launches():
+    rng = np.random.default_rng(4)
+    q, k, v, do = (randn(rng, 2, 50, 32) for _ in range(4))
+    o, dq, dk, dv = reference(q, k, v, do)
+    lse = forward_lse(q, k).astype(np.float32)
+    check(backward_from_lse, (q, k, v, o.astype(np.float32), lse, do), (dq, dk, dv), 50, 50, BACKWARD)
+
+
+# ---- the entry point of the torch backend ---------------------------------------------------------------
+
+
+def torch_layout_reference(q, k, v, do, scale, causal=False, bias=None):
+    """o, lse, dq, dk, dv over (B, H, S, D) with grouped-query heads (query head h reads kv head h // G)."""
+    g = q.shape[1] // k.shape[1]
+    kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    keep = np.tril(np.ones((q.shape[2], k.shape[2]), bool)) if causal else None
+    o, dq, dk, dv = reference(q, kk, vv, do, scale, bias, keep)
+    lse = forward_lse(q, kk, scale, bias, keep)[..., 0]
+    fold = lambda x: x.reshape(x.shape[0], k.shape[1], g, *x.shape[2:]).sum(2)  # noqa: E731
+    return o, lse, dq, fold(dk), fold(dv)
+
+
+@pytest.mark.parametrize("h, h_kv, s_q, s_kv, causal, with_bias", [
+    (4, 4, 64, 64, False, False), (4, 2, 70, 70, True, False), (6, 2, 33, 90, False, True), (2, 1, 96, 96, True, True),
+])
+def test_attention_backward_entry_point(h, h_kv, s_q, s_kv, causal, with_bias):
+    rng = np.random.default_rng(h * 100 + s_q)
+    q, do = randn(rng, 2, h, s_q, 32), randn(rng, 2, h, s_q, 32)
+    k, v = randn(rng, 2, h_kv, s_kv, 32), randn(rng, 2, h_kv, s_kv, 32)
+    bias = randn(rng, 1, h, s_q, s_kv) if with_bias else None
+    o, lse, *want = torch_layout_reference(q, k, v, do, 0.2, causal, bias)
+    got = attention_backward(q, k, v, o.astype(np.float32), lse.astype(np.float32), do, 0.2, causal=causal, bias=bias)
+    bias5 = None if bias is None else (1, h_kv, h // h_kv, s_q, s_kv)
+    program = backward_program((2, h_kv, h // h_kv, s_q, 32), (2, h_kv, 1, s_kv, 32), 32, "float32", 0.2,
+                               0 if causal else None, bias5, None if bias is None else "float32")
+    assert [step.launch.kind for step in program.steps] == BACKWARD
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.dtype(ml_dtypes.bfloat16)], ids=["fp16", "bf16"])
+def test_attention_backward_in_16_bits_computes_in_float32(dtype):
+    rng = np.random.default_rng(7)
+    q, k, v, do = (randn(rng, 1, 2, 48, 32).astype(dtype) for _ in range(4))
+    o, lse, *want = torch_layout_reference(*(a.astype(np.float64) for a in (q, k, v, do)), 0.125, True)
+    got = attention_backward(q, k, v, o.astype(dtype), lse.astype(np.float32), do, 0.125, causal=True)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g.astype(np.float64), w, rtol=5e-2, atol=5e-2)
+
+
+def test_attention_backward_names_bad_shapes():
+    q = np.zeros((1, 3, 8, 16), np.float32)
+    k = np.zeros((1, 2, 8, 16), np.float32)
+    with pytest.raises(tt.CompilationError, match="multiple of H_kv"):
+        attention_backward(q, k, k, q, np.zeros((1, 3, 8), np.float32), q, 0.25)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("b, h, h_kv, s, d, causal", [(2, 8, 8, 1024, 64, True), (1, 8, 2, 777, 128, False)])
+def test_attention_backward_on_the_gpu(dtype, b, h, h_kv, s, d, causal):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU for torch")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    make = lambda *shape: torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype), generator=gen)  # noqa: E731
+    q, k, v, do = make(b, h, s, d), make(b, h_kv, s, d), make(b, h_kv, s, d), make(b, h, s, d)
+    ref = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    out = torch.nn.functional.scaled_dot_product_attention(*ref, is_causal=causal, enable_gqa=h != h_kv)
+    out.backward(do.double())
+    scores = ref[0] @ ref[1].repeat_interleave(h // h_kv, 1).mT * d ** -0.5
+    if causal:
+        scores = scores.masked_fill(~torch.ones(s, s, dtype=torch.bool, device="cuda").tril(), float("-inf"))
+    lse = torch.logsumexp(scores, -1).float().detach()
+    got = attention_backward(q, k, v, out.detach().to(q.dtype), lse, do, d ** -0.5, causal=causal)
+    for g, r in zip(got, ref, strict=True):
+        torch.testing.assert_close(g.double(), r.grad, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_backward_kernels_assemble(arch):
+    """The forward (storing the logsumexp), delta, dk/dv and dq kernels of an fp16 causal training step
+    lower to PTX that ptxas accepts: wgmma on sm_90a, mma.sync on sm_80."""
+    q = np.zeros((2, 256, 64), np.float16)
+    program = causal_step.compile(q, q, q, q)
+    assert [step.launch.kind for step in program.steps] == ["attention", *BACKWARD]
+    for step in program.steps:
+        launch = step.launch
+        ptx = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch=arch).asm["ptx"]
+        assemble_ptx(ptx, arch)
+        if launch.kind in ("attention_dkdv", "attention_dq"):
+            assert ("wgmma" if arch == "sm_90a" else "mma.sync") in ptx

@@ -1,0 +1,65 @@
+"""Flash-decoding picks its KV split by measurement (issue 23): a decoding problem's tuning candidates
+(tinyton/lowering/fusion/attention_blocks.py `candidates`, `split_counts`) carry the number of KV chunks,
+timed with the other tilings by the attention tuner (tinyton/compiler/attention_tuning.py); the simulator
+and small problems keep the SM-count heuristic."""
+
+from __future__ import annotations
+
+import numpy as np
+from test_attention import batched_attention, randn, reference
+from test_attention_tuning import FakeDevice  # the stand-in GPU of the block tuning tests
+
+from tinyton.compiler import attention_tuning
+from tinyton.compiler import program as compiler_program
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    Blocks,
+    candidates,
+    default_blocks,
+    kv_split,
+    split_counts,
+)
+from tinyton.runtime.cache import KernelCache
+
+DECODE = AttentionProblem(16, 1, 8192, 128, 128, "float16", False)
+
+
+def test_decoding_candidates_carry_split_counts():
+    heuristic = kv_split(DECODE, default_blocks(DECODE), 132)
+    assert heuristic is not None
+    counts = split_counts(DECODE, default_blocks(DECODE), 132)
+    assert counts == tuple(sorted({1, heuristic.count // 2, heuristic.count, 2 * heuristic.count}))
+    assert {b.splits for b in candidates(DECODE, 132)} == set(counts)
+    prefill = AttentionProblem(16, 2048, 2048, 128, 128, "float16", False)
+    assert {b.splits for b in candidates(prefill)} == {0}, "prefill keeps one KV loop per program"
+
+
+def test_a_measured_split_count_is_what_the_kernel_runs(monkeypatch):
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(16, 32, 4, splits=3))
+    rng = np.random.default_rng(0)
+    q, k, v = randn(rng, 2, 1, 32), randn(rng, 2, 500, 32), randn(rng, 2, 500, 32)
+    program = batched_attention.compile(q, k, v, 0.2)
+    assert [s.launch.kind for s in program.steps] == ["attention", "attention_combine"]
+    assert program.steps[0].launch.tiles["kv_splits"] == 3 and program.steps[0].grid[2] == 3
+    np.testing.assert_allclose(program(q, k, v, 0.2), reference(q, k, v, 0.2), rtol=1e-4, atol=1e-5)
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(16, 32, 4, splits=1))
+    assert batched_attention.compile(q, k, v, 0.25).num_launches == 1, "a measured 1: no split"
+
+
+def test_the_tuner_times_the_splits_and_keeps_the_fastest(monkeypatch, tmp_path):
+    device = FakeDevice("Pretend H100")
+    monkeypatch.setattr(attention_tuning.driver, "is_available", lambda: True)
+    monkeypatch.setattr(attention_tuning.driver, "device", lambda: device)
+    monkeypatch.setattr(attention_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))
+    timed: list[Blocks] = []
+
+    def timer(p, blocks, sm_count, samples):
+        timed.append(blocks)
+        return lambda: 1.0 if blocks.splits == 1 else 2.0  # this pretend GPU prefers no split
+
+    monkeypatch.setattr(attention_tuning, "_timer", timer)
+    chosen = attention_tuning.attention_blocks(DECODE)
+    assert chosen.splits == 1 and {b.splits for b in timed} == set(split_counts(DECODE, default_blocks(DECODE), 132))
+    timed.clear()
+    attention_tuning.attention_blocks(AttentionProblem(64, 1, 8192, 128, 128, "float16", False))
+    assert timed, "batch x heads is part of a decoding problem's key"

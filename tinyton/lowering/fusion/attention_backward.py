@@ -1,0 +1,298 @@
+"""The kernels of an "attention_backward" region: FlashAttention-2's backward, as Triton's tutorial writes it.
+
+    [forward]  the flash-attention kernel (attention.py), also storing each row's logsumexp: only when the
+               program computes the probabilities by a softmax instead of giving `lse`
+    delta      per query row, `rowsum(do * o)` (= `rowsum(dp * p)`), f32 scratch
+    dk/dv      one program per key block (and key/value head): k and v loaded once, a loop over the query
+               heads of its group (grouped-query attention) and the query blocks that see it, recomputing
+               `p = exp2(s - lse)` block by block: `dv += pᵀ do`, `ds = p (do vᵀ - delta)`, `dk += dsᵀ q`
+    dq         one program per query block: a loop over the key blocks it sees, `dq += ds k`
+
+Scores are recomputed with the forward's own code (the score steps, masks, the scale folded with log2(e),
+causal loops stopping at the diagonal), so p matches the forward's. No S x S array is stored: three
+launches (four with the forward). Everything computes in float32; `p` and `ds` are cast to the operands'
+dtype for the products (tensor cores for fp16 and bf16). A row whose scores are all -inf has lse -inf and
+gives NaN gradients, as the textbook math in NumPy does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.attention import is_constant
+from tinyton.analysis.attention_backward import AttentionBackward, Gradient
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.attention import LOG2E, _Program
+from tinyton.lowering.fusion.attention_blocks import Blocks
+from tinyton.lowering.fusion.emitter import Emitter, f32
+
+
+@dataclass(frozen=True)
+class BackwardBlocks:
+    """Tilings of the backward kernels: the dk/dv kernel walks query blocks of `dkdv.bm` for a key block of
+    `dkdv.bn`; the dq kernel walks key blocks of `dq.bn` for a query block of `dq.bm` (Triton's tutorial:
+    32 x 128 and 128 x 32 for 16-bit operands)."""
+
+    dkdv: Blocks
+    dq: Blocks
+    delta_rows: int = 64
+
+
+def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
+    """16-bit operands as Triton's tutorial tiles them (halved for head dims over 128); f32 operands (FMAs)
+    in 32 x 32 blocks."""
+    att = bwd.scores
+    wide = max(att.q.shape[-1], shape_of(att.v.type)[-1]) > 128
+    if element_type(att.q.base.type).bitwidth == 16:
+        big = 64 if wide else 128
+        return BackwardBlocks(Blocks(32, big, 4), Blocks(big, 32, 4))
+    return BackwardBlocks(Blocks(32, 32, 4), Blocks(32, 32, 4))
+
+
+@dataclass(frozen=True)
+class BackwardBuffers:
+    """Pointers of one backward kernel: `lse` (given or the forward's scratch, f32 `[batch, S_q]` when
+    scratch), `delta` (f32 scratch `[batch, S_q]`) and `o`."""
+
+    lse: SSAValue
+    lse_given: bool
+    delta: SSAValue
+    o: SSAValue
+
+
+class _Backward(_Program):
+    """The forward's addressing and score code, over the backward's problem (no `p @ v` to read shapes from)."""
+
+    def __init__(self, em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
+                 buffers: BackwardBuffers):
+        att = bwd.scores
+        self.em, self.att, self.bwd, self.pointers, self.buffers = em, att, bwd, pointers, buffers
+        self.split = self.partials = self.lse = self.scale = None
+        self.batch = tuple(att.q.shape[:-2])
+        self.s_q, self.d = att.q.shape[-2:]
+        self.s_kv, self.d_v = shape_of(att.v.type)[-2:]
+        self.element = element_type(att.q.base.type)
+        self.blocks, self.bm, self.bn = blocks, blocks.bm, blocks.bn
+        self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
+        self.group = tuple(bwd.group_axes)
+        self.packed = ()
+
+    # ---- addressing -------------------------------------------------------------------------------
+    def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:
+        """q's batch coordinates: the axes outside the group from `outer` (row-major), the group's from
+        `inner` (None: no group)."""
+        coords = [self.em.i32(0)] * len(self.batch)
+        self._decompose(outer, [i for i in range(len(self.batch)) if i not in self.group], coords)
+        if inner is not None:
+            self._decompose(inner, list(self.group), coords)
+        return coords
+
+    def _flat_batch(self) -> SSAValue:
+        """This program's index among q's batch entries (row-major)."""
+        em, flat = self.em, self.em.i32(0)
+        for i, n in enumerate(self.batch):
+            flat = em.add(em.mul_int(flat, n), self.coords[i]) if i else self.coords[0]
+        return flat
+
+    def _row_values(self, ptr: SSAValue, offset: SSAValue, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        """`[BM, 1]` f32 of a per-row array at `offset + row` (masked rows read 0)."""
+        em = self.em
+        shape = (shape_of(rows.type)[0], 1)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, shape), em.binary(tt.AddOp, em.to_shape(offset, shape), rows)))
+        loaded = em.emit(tt.LoadOp(ptrs, row_ok, em.const(0, element_type(ptr.type.pointee), shape)))
+        return em.cast(loaded, f32)
+
+    def _lse(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        """The rows' logsumexp in log2 units."""
+        em, buffers = self.em, self.buffers
+        if buffers.lse_given:
+            offset = self.batch_offset(self.bwd.lse)
+        else:
+            offset = em.mul_int(self._flat_batch(), self.s_q)
+        return em.binary(tt.MulOp, self._row_values(buffers.lse, offset, rows, row_ok), em.const(LOG2E, f32))
+
+    def _delta(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        return self._row_values(self.buffers.delta, self.em.mul_int(self._flat_batch(), self.s_q), rows, row_ok)
+
+    def _rows(self, start: SSAValue, n: int) -> tuple[SSAValue, SSAValue]:
+        em = self.em
+        rows = em.binary(tt.AddOp, em.to_shape(start, (n, 1)), em.arange(n, 2, 0))
+        return rows, em.cmp("lt", rows, em.i32(self.s_q))
+
+    def _q_block(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        em, att = self.em, self.att
+        d_cols = em.arange(self.dp, 2, 1)
+        mask = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
+        return self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], mask, (att.q.shape, att.q.strides))
+
+    def _do_block(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        em = self.em
+        cols = em.arange(self.dvp, 2, 1)
+        return self.load(self.bwd.do, rows, cols, self.d_v, 1, em.and_(row_ok, self._below(cols, self.dvp, self.d_v)))
+
+    def _probabilities(self, q: SSAValue, kt: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue,
+                       col_ok: SSAValue | None, masked: bool, lse: SSAValue) -> SSAValue:
+        """`p = exp2(s - lse)` of a `[BM, BN]` block, recomputed as the forward computed it."""
+        em = self.em
+        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, lse)))
+
+    def _finish(self, grad: Gradient, acc: SSAValue) -> SSAValue:
+        """The gradient's own scale (constant or a one-element array) and dtype applied to its accumulator."""
+        em = self.em
+        if grad.scale is not None:
+            factor = grad.factor
+            if is_constant(factor):
+                value = em.const(factor.op.value.value.data, f32)
+            else:
+                value = em.cast(em.emit(tt.LoadOp(self.pointers[factor], None, None)), f32)
+            acc = em.binary(tt.DivOp if isinstance(grad.scale, tta.DivOp) else tt.MulOp, acc, value)
+        return em.cast(acc, element_type(grad.result.type))
+
+    def _store(self, ptr: SSAValue, offset: SSAValue, rows: SSAValue, row_ok: SSAValue, width: int, padded: int,
+               value: SSAValue) -> None:
+        """`value` (`[R, padded]`) to rows of `width` elements at `offset` of a contiguous array."""
+        em = self.em
+        cols = em.arange(padded, 2, 1)
+        shape = (shape_of(rows.type)[0], padded)
+        offsets = em.binary(tt.AddOp, em.to_shape(offset, (1, 1)), em.mul_int(rows, width))
+        offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
+        mask = em.to_shape(em.and_(row_ok, self._below(cols, padded, width)), shape)
+        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(ptr, shape), offsets)), value, mask))
+
+
+class _Delta(_Backward):
+    """`delta = rowsum(do * o)` per query row: grid (query blocks, batch)."""
+
+    def emit(self) -> tuple[int, int, int]:
+        em = self.em
+        self.coords = self._batch_coords()
+        rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
+        do = em.cast(self._do_block(rows, row_ok), f32)
+        cols = em.arange(self.dvp, 2, 1)
+        o_mask = em.and_(row_ok, self._below(cols, self.dvp, self.d_v))
+        flat = self._flat_batch()
+        offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q * self.d_v), (1, 1)),
+                            em.mul_int(rows, self.d_v))
+        shape = (self.bm, self.dvp)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.o, shape), em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)))
+        o = em.emit(tt.LoadOp(ptrs, em.to_shape(o_mask, shape), em.const(0, element_type(self.buffers.o.type.pointee), shape)))
+        delta = em.reduce("sum", em.binary(tt.MulOp, do, em.cast(o, f32)), 1)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.delta, (self.bm, 1)),
+                                   em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q), (self.bm, 1)), rows)))
+        em.emit(tt.StoreOp(ptrs, delta, row_ok))
+        return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
+
+
+class _KeyValueGrads(_Backward):
+    """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads)."""
+
+    def emit(self, dk_ptr: SSAValue, dv_ptr: SSAValue) -> tuple[int, int, int]:
+        em, bwd = self.em, self.bwd
+        outer = em.emit(tt.ProgramIdOp(1))
+        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bn)
+        self.coords = self._coords_of(outer, em.i32(0) if self.group else None)  # k and v: any head of the group
+        cols, col_ok = self._columns(start, True)
+        kt = self._key_block(start, cols, col_ok)
+        dv_cols = em.arange(self.dvp, 2, 1)
+        folded = self._log2e_step()
+        if folded is not None and not is_constant(folded.others[0]):
+            self._folded_scale(folded)
+        v = self._value_block(start, col_ok, dv_cols)
+        vt = em.emit(tt.TransOp(v, (1, 0)))
+        operand = self.element
+
+        def q_block(i: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            dk, dv = carried
+            rows, row_ok = self._rows(i, self.bm)
+            q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
+            p = self._probabilities(q, kt, rows, row_ok, cols, col_ok, True, self._lse(rows, row_ok))
+            if self.s_q % self.bm:  # rows past S_q: no contribution (their lse and do read 0)
+                p = em.select(em.to_shape(row_ok, (self.bm, self.bn)), p, em.const(0.0, f32))
+            dv = em.emit(tt.DotOp(em.emit(tt.TransOp(em.cast(p, operand), (1, 0))), em.cast(do, operand), dv))
+            dp = em.emit(tt.DotOp(do, vt, em.const(0.0, f32, (self.bm, self.bn))))
+            ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, self._delta(rows, row_ok)))
+            dk = em.emit(tt.DotOp(em.emit(tt.TransOp(em.cast(ds, operand), (1, 0))), q, dk))
+            return [dk, dv]
+
+        def head(g: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            if self.group:
+                self.coords = self._coords_of(outer, g)
+            return em.for_loop(self._first_query(start), self.s_q, self.bm, carried, q_block)
+
+        carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
+        group = prod(self.batch[i] for i in self.group)
+        dk, dv = em.for_loop(0, group, 1, carried, head) if self.group else head(em.i32(0), carried)
+        kv_rows = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))
+        kv_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv))
+        self._store(dk_ptr, em.mul_int(outer, self.s_kv * self.d), kv_rows, kv_ok, self.d, self.dp, self._finish(bwd.dk, dk))
+        self._store(dv_ptr, em.mul_int(outer, self.s_kv * self.d_v), kv_rows, kv_ok, self.d_v, self.dvp,
+                    self._finish(bwd.dv, dv))
+        programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
+        return cdiv(self.s_kv, self.bn), max(1, programs), 1
+
+    def _first_query(self, start: SSAValue) -> int | SSAValue:
+        """The first query block that sees key `start` (0 without a causal mask; queries i see keys j <= i + c)."""
+        c = self.att.causal_offset
+        if c is None:
+            return 0
+        em = self.em
+        first = em.binary(tt.MaximumOp, em.add(start, em.i32(-c)), em.i32(0))
+        return em.mul_int(em.div_int(first, self.bm), self.bm)
+
+
+class _QueryGrads(_Backward):
+    """dq of one query block: grid (query blocks, batch), the key loops as the forward splits them."""
+
+    def emit(self, dq_ptr: SSAValue) -> tuple[int, int, int]:
+        em = self.em
+        self.coords = self._batch_coords()
+        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
+        rows, row_ok = self._rows(start, self.bm)
+        q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
+        folded = self._log2e_step()
+        if folded is not None and not is_constant(folded.others[0]):
+            self._folded_scale(folded)
+        lse, delta = self._lse(rows, row_ok), self._delta(rows, row_ok)
+        dv_cols = em.arange(self.dvp, 2, 1)
+        carried = [em.const(0.0, f32, (self.bm, self.dp))]
+        first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
+        for lb, ub, masked in ((first, split, False), (split, end, True)):
+            if ub == 0 or lb == ub:
+                continue
+
+            def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
+                cols, col_ok = self._columns(j, masked)
+                kt = self._key_block(j, cols, col_ok)
+                p = self._probabilities(q, kt, rows, row_ok, cols, col_ok, masked, lse)
+                v = self._value_block(j, col_ok, dv_cols)
+                dp = em.emit(tt.DotOp(do, em.emit(tt.TransOp(v, (1, 0))), em.const(0.0, f32, (self.bm, self.bn))))
+                ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, delta))
+                k = em.emit(tt.TransOp(kt, (1, 0)))
+                return [em.emit(tt.DotOp(em.cast(ds, self.element), k, values[0]))]
+
+            carried = em.for_loop(lb, ub, self.bn, carried, body)
+        offset = em.mul_int(self._flat_batch(), self.s_q * self.d)
+        self._store(dq_ptr, offset, rows, row_ok, self.d, self.dp, self._finish(self.bwd.dq, carried[0]))
+        return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
+
+
+def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], buffers: BackwardBuffers,
+               blocks: BackwardBlocks) -> tuple[int, int, int]:
+    return _Delta(em, bwd, pointers, Blocks(blocks.delta_rows, 16, 4), buffers).emit()
+
+
+def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
+                         buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
+    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit(pointers[bwd.dk.result], pointers[bwd.dv.result])
+
+
+def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
+                     buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
+    return _QueryGrads(em, bwd, pointers, blocks.dq, buffers).emit(pointers[bwd.dq.result])
