@@ -26,8 +26,8 @@ from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
 from tinyton.runtime import driver
-from tinyton.runtime.arrays import as_kernel_argument
-from tinyton.runtime.spans import memory_span, overlap
+from tinyton.runtime.spans import memory_span
+from tinyton.runtime.staging import stage
 from tinyton.runtime.tensor_maps import device_tensor_map
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
@@ -258,10 +258,9 @@ class CompiledKernel:
         return 32 * self.num_warps
 
     def check_host_arrays(self, args: Sequence[Any]) -> None:
-        """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and those the
-        kernel may store through that cannot take it: a read-only array, or one whose memory overlaps another
-        argument's (the GPU stages each host array on its own, so writes through one would not reach the
-        other, and copying back would undo them)."""
+        """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and read-only
+        arrays the kernel may store through. Arrays that share memory are fine (an in-place kernel,
+        `add(x, y, x)`): the GPU stages them together (tinyton/runtime/staging.py)."""
         arrays = {i: a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
         for i, a in arrays.items():
             try:
@@ -269,31 +268,24 @@ class CompiledKernel:
             except ValueError as e:
                 raise ValueError(f"argument {i} ('{self.param_names[i]}'): {e}") from None
         for i in sorted(self.written_params & arrays.keys()):
-            name = f"argument {i} ('{self.param_names[i]}')"
             if not arrays[i].flags.writeable:
                 raise ValueError(
-                    f"{name} is a read-only array, and kernel {self.name} stores through it: pass a writable "
-                    "array (x.copy())"
+                    f"argument {i} ('{self.param_names[i]}') is a read-only array, and kernel {self.name} stores "
+                    "through it: pass a writable array (x.copy())"
                 )
-            for j, other in arrays.items():
-                if j != i and overlap(arrays[i], other):
-                    raise ValueError(
-                        f"{name} and argument {j} ('{self.param_names[j]}') share memory, and kernel {self.name} "
-                        "stores through the first: pass one array and offsets, or separate arrays"
-                    )
 
     def launch(self, grid: Sequence[int], args: Sequence[Any], stream: int = 0) -> None:
         """Run on the GPU. Host arrays are staged on the device (the memory span from each one's first element
-        to its last) and copied back when the kernel writes them."""
+        to its last; arrays sharing memory as one span) and copied back when the kernel writes them."""
         grid3 = normalize_grid(grid)
         if 0 in grid3:
             return
         self.check_host_arrays(args)
-        arguments = [as_kernel_argument(a) for a in args]
+        arguments, written = stage(args, self.written_params)
         values = tuple(int(a.value) if a.dtype.kind == "b" else a.value for a in arguments)
         self.launcher.launch(grid3, self.threads, 0, stream, values)
-        for i in self.written_params:
-            arguments[i].copy_back(stream)
+        for staged in written:
+            staged.copy_back(stream)
 
     def simulate(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run on the NumPy simulator: pointer arguments are NumPy arrays, updated in place."""

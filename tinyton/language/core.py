@@ -171,10 +171,11 @@ def load(
     giving `padding_option` ("zero", or "nan").
 
     `cache_modifier` (".ca", ".cg", ".cv") and `eviction_policy` ("evict_first", "evict_last") go to the
-    PTX load; `volatile` is accepted (loads are never merged)."""
+    PTX load; a `volatile` load (`ld.volatile`) reads memory every time it runs, for loops that wait on
+    a flag other programs write."""
     if isinstance(pointer, block_pointers.BlockPointer):
         return kernel().load_block(pointer, boundary_check, padding_option)
-    return kernel().load(pointer, mask, other, cache_modifier, eviction_policy)
+    return kernel().load(pointer, mask, other, cache_modifier, eviction_policy, volatile)
 
 
 @builtin
