@@ -27,7 +27,7 @@ from tinyton.dialects import tt
 from tinyton.profiling import stage
 from tinyton.runtime import driver
 from tinyton.runtime.spans import memory_span
-from tinyton.runtime.staging import stage
+from tinyton.runtime.staging import stage_arguments
 from tinyton.runtime.tensor_maps import device_tensor_map
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
@@ -281,7 +281,7 @@ class CompiledKernel:
         if 0 in grid3:
             return
         self.check_host_arrays(args)
-        arguments, written = stage(args, self.written_params)
+        arguments, written = stage_arguments(args, self.written_params)
         values = tuple(int(a.value) if a.dtype.kind == "b" else a.value for a in arguments)
         self.launcher.launch(grid3, self.threads, 0, stream, values)
         for staged in written:

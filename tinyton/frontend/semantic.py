@@ -347,7 +347,7 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, MathOps, Comb
         """Triton's rule: value, mask and other broadcast to the pointer's shape, never the pointer to theirs
         (a scalar pointer with a tile value would have every lane write one address)."""
         for name, x in operands.items():
-            if x is not None and shape(x) and ptr.shape and len(shape(x)) != len(ptr.shape):
+            if x is not None and shape(x) and len(shape(x)) < len(ptr.shape):
                 raise CompilationError(
                     f"{what}: the {name} has shape {list(shape(x))} but the pointer tile {list(ptr.shape)}; as in "
                     f"Triton a tile broadcasts to the pointer's shape only at the same rank: give it "

@@ -73,7 +73,7 @@ def alias_groups(arrays: dict[int, np.ndarray]) -> list[list[int]]:
     return [sorted(g) for g in groups]
 
 
-def stage(args: Sequence[Any], written: frozenset[int]) -> tuple[list[KernelArgument], list[Any]]:
+def stage_arguments(args: Sequence[Any], written: frozenset[int]) -> tuple[list[KernelArgument], list[Any]]:
     """The launch's arguments, host arrays staged on the device; and what to `copy_back()` after the launch."""
     hosts = {i: h for i, a in enumerate(args) if (h := host_memory(a)) is not None}
     arguments: list[KernelArgument | None] = [None] * len(args)
