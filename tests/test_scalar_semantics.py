@@ -11,6 +11,7 @@ import pytest
 import tinyton as triton
 import tinyton.language as tl
 from tinyton.errors import CompilationError
+from tinyton.lowering.ptx.toolchain import find_tool
 
 
 @triton.jit
@@ -82,7 +83,7 @@ def _python_range(start, end, step, size=16):
 def test_scalars_and_ranges(gpu):
     for value, dtype in ((2.5, np.float32), (7, np.int32), (1, np.int32), (2**40, np.int64)):
         out = np.zeros(8, dtype)
-        _launch(full_like_value, (1,), (out, value), dict(B=8), gpu)
+        _launch(full_like_value, (1,), (out, value), {"B": 8}, gpu)
         np.testing.assert_array_equal(out, np.full(8, value, dtype))
     out = np.zeros(1, np.int64)
     _launch(widened_sum, (1,), (out, 10), {}, gpu)
@@ -92,7 +93,7 @@ def test_scalars_and_ranges(gpu):
     np.testing.assert_array_equal(out, np.concatenate([2**35 + np.arange(20), 2**35 + 1 + np.arange(20)]))
     for start, end, step in RANGES:
         out = np.full(17, -99, np.int32)
-        _launch(python_range, (1,), (out, start, end, step), dict(SIZE=16), gpu)
+        _launch(python_range, (1,), (out, start, end, step), {"SIZE": 16}, gpu)
         np.testing.assert_array_equal(out, _python_range(start, end, step), err_msg=f"range({start}, {end}, {step})")
     out = np.zeros(1, np.int32)
     _launch(countdown, (1,), (out, 12), {}, gpu)
@@ -138,3 +139,16 @@ def test_pow_of_constexprs_folds_and_of_runtime_values_is_refused():
 
     with pytest.raises(CompilationError, match=r"`\*\*` of runtime values is not supported"):
         powers[(1,)](np.zeros(2, np.int32), 3)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_the_kernels_compile_to_ptx_that_ptxas_takes():
+    kernels = [
+        (full_like_value, (np.zeros(8, np.int64), 2**40), {"B": 8}),
+        (widened_sum, (np.zeros(1, np.int64), 10), {}),
+        (wide_induction, (np.zeros(40, np.int64), 20), {}),
+        (python_range, (np.zeros(17, np.int32), 0, 10, 3), {"SIZE": 16}),
+        (countdown, (np.zeros(1, np.int32), 12), {}),
+    ]
+    for kernel, args, meta in kernels:
+        assert kernel.compile(*args, **meta).n_regs > 0  # ptxas -v read the PTX

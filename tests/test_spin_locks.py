@@ -16,6 +16,7 @@ from sim_helpers import run_sim
 
 import tinyton as triton
 import tinyton.language as tl
+from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime import simulator
 from tinyton.runtime.simulator import schedule
 
@@ -141,7 +142,7 @@ def _layer_norm_case(m: int = 64, n: int = 200, group: int = 8):
     groups = np.arange(m) % group
     dw = np.stack([(dy * xhat)[groups == g].sum(0) for g in range(group)])
     db = np.stack([dy[groups == g].sum(0) for g in range(group)])
-    return args, (dx, dw, db), dict(GROUP_SIZE_M=group, BLOCK_SIZE_N=256)
+    return args, (dx, dw, db), {"GROUP_SIZE_M": group, "BLOCK_SIZE_N": 256}
 
 
 @pytest.mark.parametrize("sem", [None, "acquire", "release", "acq_rel", "relaxed"])
@@ -212,15 +213,15 @@ def test_only_loops_that_read_memory_in_a_kernel_that_writes_it_give_way():
 def test_spin_locks_gpu_matches_simulator(case):
     def make():
         if case == "serialized_add":
-            return serialized_add, (500,), [np.zeros(128, np.float32), np.zeros(1, np.int32)], dict(SEM="acq_rel")
+            return serialized_add, (500,), [np.zeros(128, np.float32), np.zeros(1, np.int32)], {"SEM": "acq_rel"}
         if case == "layer_norm":
             args, _, meta = _layer_norm_case()
             return layer_norm_bwd_dx_fused, (64,), args, meta
         if case == "barrier":
-            return arrive_and_wait, (64,), [np.zeros(1, np.int32), np.zeros(64, np.int32)], dict(N=64)
+            return arrive_and_wait, (64,), [np.zeros(1, np.int32), np.zeros(64, np.int32)], {"N": 64}
         if case == "reverse":
-            return in_reverse_order, (16,), [np.zeros(1, np.int32), np.full(16, -1, np.int32)], dict(N=16)
-        return ticket_lock, (10,), [np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(16, np.int32)], dict(BLOCK=16)
+            return in_reverse_order, (16,), [np.zeros(1, np.int32), np.full(16, -1, np.int32)], {"N": 16}
+        return ticket_lock, (10,), [np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(16, np.int32)], {"BLOCK": 16}
 
     kernel, grid, sim_args, meta = make()
     _, _, gpu_args, _ = make()
@@ -235,3 +236,17 @@ def test_a_volatile_load_stays_in_its_loop_and_is_ld_volatile_on_the_gpu():
     compiled = in_reverse_order.compile(np.zeros(1, np.int32), np.zeros(16, np.int32), N=16)
     assert "scf.while" in compiled.asm["tt"] and "volatile" in compiled.asm["tt"]
     assert "ld.volatile.global.b32" in compiled.asm["ptx"]
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_the_spin_lock_kernels_compile_to_ptx_that_ptxas_takes():
+    args, _, meta = _layer_norm_case()
+    kernels = [
+        (serialized_add, (np.zeros(128, np.float32), np.zeros(1, np.int32)), {"SEM": "acquire"}),
+        (layer_norm_bwd_dx_fused, tuple(args), meta),
+        (arrive_and_wait, (np.zeros(1, np.int32), np.zeros(64, np.int32)), {"N": 64}),
+        (in_reverse_order, (np.zeros(1, np.int32), np.zeros(16, np.int32)), {"N": 16}),
+        (ticket_lock, (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(16, np.int32)), {"BLOCK": 16}),
+    ]
+    for kernel, kernel_args, kernel_meta in kernels:
+        assert kernel.compile(*kernel_args, **kernel_meta).n_regs > 0

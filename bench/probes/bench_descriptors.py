@@ -16,7 +16,7 @@ import torch
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.tools.tensor_descriptor import TensorDescriptor
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from common import DEVICE, check_close, device_name, gbps, median_ms, peer, print_table
 
 

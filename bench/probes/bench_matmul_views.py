@@ -14,7 +14,7 @@ import time
 import torch
 
 import tinyton as tt
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from common import DEVICE, check_close, device_name, median_ms, peer, print_table
 
 

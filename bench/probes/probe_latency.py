@@ -14,7 +14,7 @@ import argparse
 import statistics
 
 import torch
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import print_table
 from torch.profiler import ProfilerActivity, profile

@@ -16,7 +16,7 @@ import statistics
 
 import torch
 import triton
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 import triton_reference
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import gbps, print_table

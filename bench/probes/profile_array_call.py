@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import torch
 
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import softmax
 
 

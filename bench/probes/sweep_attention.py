@@ -14,7 +14,7 @@ import torch
 import tinyton as tt
 import tinyton.compiler.program as compiler
 from tinyton.lowering.fusion.attention_blocks import Blocks
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_attention import CASES, DECODES, tflops
 from common import check_close, median_ms, print_table
 

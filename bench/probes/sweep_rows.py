@@ -14,7 +14,7 @@ import argparse
 
 import torch
 import triton
-import bench_path  # noqa: F401, I001 - bench/ on sys.path, for the imports below
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 import triton_reference
 from bench_fusion import DTYPES, LATENCY_BOUND, PROGRAMS, TOLERANCE, _inputs, _reference
 from common import check_close, gbps, host_us_per_call, median_ms, print_table

@@ -40,7 +40,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, MemoryReadEffect, MemoryWriteEffect, Pure
+from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, MemoryWriteEffect, Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
 from tinyton.dialects.tt_elementwise import (  # noqa: F401

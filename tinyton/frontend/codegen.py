@@ -56,8 +56,8 @@ from tinyton.frontend.values import (
     Tile,
     builtin_name,
     describe,
-    is_number,
     f32,
+    is_number,
 )
 from tinyton.intmath import cdiv, next_power_of_2
 

@@ -97,7 +97,7 @@ class Worker:
                 self.body(program)
             except _Cancelled:
                 return
-            except BaseException as error:  # handed to the scheduler's thread, which raises it
+            except BaseException as error:  # noqa: BLE001 - handed to the scheduler's thread, which raises it
                 program.error = error
             program.finished = True
             self._resume.clear()
