@@ -202,10 +202,47 @@ def test_an_error_in_one_program_stops_the_launch():
         guarded_out_of_bounds[(4,)](np.zeros(1, np.int32), np.zeros(8, np.int32))
 
 
-def test_only_loops_that_read_memory_in_a_kernel_that_writes_it_give_way():
-    compiled = serialized_add.compile(np.zeros(128, np.float32), np.zeros(1, np.int32), SEM=None)
-    kernel = simulator.driver.find_kernel(compiled.module, None)
-    assert len(schedule.spin_loops(kernel)) == 1
+@triton.jit
+def search(table, out, N: tl.constexpr):
+    """A while loop that reads memory the kernel never writes: no program waits for another."""
+    i = 0
+    while tl.load(table + i) < tl.program_id(0):
+        i += 1
+    tl.store(out + tl.program_id(0), i)
+
+
+@triton.jit
+def handoff(flag, signal, out):
+    """Program 0 waits for `flag`, which program 1 sets through `signal`: the same memory, another argument."""
+    if tl.program_id(0) == 0:
+        while tl.load(flag, volatile=True) == 0:
+            pass
+        tl.store(out, tl.load(out + 1) + 1)
+    else:
+        tl.store(out + 1, 41)
+        tl.store(signal, 1)
+
+
+def _spin_loops(kernel, args, meta, share_memory=lambda a, b: False):
+    compiled = kernel.compile(*args, **meta)
+    return schedule.spin_loops(simulator.driver.find_kernel(compiled.module, None), share_memory)
+
+
+def test_only_loops_that_read_memory_the_kernel_writes_give_way():
+    assert len(_spin_loops(serialized_add, (np.zeros(128, np.float32), np.zeros(1, np.int32)), {"SEM": None})) == 1
+    args = (np.arange(8, dtype=np.int32), np.zeros(8, np.int32))
+    assert not _spin_loops(search, args, {"N": 8})  # reads `table`, writes `out`: batched as before
+    search[(8,)](*args, N=8)
+    np.testing.assert_array_equal(args[1], np.arange(8))
+    flag_args = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(2, np.int32))
+    assert not _spin_loops(handoff, flag_args, {})  # `flag` is never written...
+    assert _spin_loops(handoff, flag_args, {}, lambda a, b: {a, b} == {0, 1})  # ...unless `signal` is it
+
+
+def test_a_flag_set_through_an_aliasing_argument_is_waited_for():
+    flag, out = np.zeros(1, np.int32), np.zeros(2, np.int32)
+    handoff[(2,)](flag, flag, out)
+    np.testing.assert_array_equal(out, [42, 41])
 
 
 @pytest.mark.gpu

@@ -18,10 +18,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, scf
+from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32, i64
-from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
+from xdsl.ir import Attribute
 
+from tinyton.analysis.pointers import written_params
 from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
@@ -35,9 +36,6 @@ TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
 """Triton's names of the stages in `kernel.asm` (tinyton has no separate GPU-layout IR text)."""
 NOMINAL_REGISTERS = 32
 """`n_regs` where neither a GPU nor ptxas can tell the real count."""
-WRITES = (tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
-"""Ops that write memory through their `ptr` operand (host arrays behind it are copied back)."""
-_POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 
 
 def kernel_function(module: ModuleOp) -> func.FuncOp:
@@ -59,43 +57,6 @@ def _param_kind(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float32"
     raise ValueError(f"kernel parameters are pointers, i32, i64 or f32, got {t}")
-
-
-def written_params(function: func.FuncOp) -> frozenset[int]:
-    """Indices of the pointer parameters that some `tt.store` or atomic may write through.
-
-    Follows each stored pointer back through addptr/splat/broadcast/expand_dims and loop-carried values;
-    anything else (e.g. a pointer chosen by tt.select) conservatively counts as every pointer."""
-    args = function.body.block.args
-    all_pointers = frozenset(i for i, a in enumerate(args) if tt.is_pointer(a.type))
-    written: set[int] = set()
-    seen: set[SSAValue] = set()
-    pending = [op.ptr for op in function.walk() if isinstance(op, WRITES)]
-    while pending:
-        value = pending.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if isinstance(value, BlockArgument) and value.owner is function.body.block:
-            written.add(value.index)
-        elif isinstance(value, OpResult) and isinstance(value.op, _POINTER_VIEWS):
-            pending.append(value.op.operands[0])
-        elif isinstance(value, (BlockArgument, OpResult)) and isinstance(_loop_of(value), scf.ForOp):
-            loop, index = _loop_of(value), _carried_index(value)
-            pending += [loop.iter_args[index], loop.body.block.last_op.operands[index]]
-        else:
-            return all_pointers
-    return frozenset(written)
-
-
-def _loop_of(value: SSAValue) -> Any:
-    if isinstance(value, BlockArgument):
-        return value.owner.parent_op() if value.index > 0 else None
-    return value.op
-
-
-def _carried_index(value: SSAValue) -> int:
-    return value.index - 1 if isinstance(value, BlockArgument) else value.index
 
 
 class _Asm(Mapping[str, str]):

@@ -87,7 +87,7 @@ def run(
         return
     chunk = min(total, max(1, batch_elements // max_tile))
     use_batches = (chunk > 1) if batched is None else batched
-    spin = spin_loops(kernel_op)
+    spin = spin_loops(kernel_op, launch.share_memory)
     if any(isinstance(op, tt.GridBarrierOp) for op in kernel_op.walk()):
         if batched is False and total > 1:
             raise SimulatorError("a kernel with tt.grid_barrier runs all its programs at once (batched)")

@@ -4,8 +4,8 @@ On the GPU the programs of a launch run at the same time, so a program spinning 
 `while tl.atomic_cas(lock, 0, 1) == 1: pass` waits for another one to release the lock, and one polling
 `while tl.atomic_add(count, 0) < n: pass` waits for the others to arrive. Run as one batch (every program
 steps together) the holder of the lock can never leave the loop the others spin in; run one by one, a program
-waiting for a later one never finishes. A kernel with a *spin loop* (an `scf.while` that reads memory, in a
-kernel that writes memory) therefore runs cooperatively: every program is a thread of its own, exactly one
+waiting for a later one never finishes. A kernel with a *spin loop* (an `scf.while` that reads memory the
+kernel may write, analysis/pointers.py) therefore runs cooperatively: every program is a thread of its own, exactly one
 runs at a time, and a program gives its turn away at each back-edge of a spin loop. The turn then goes to the
 next program not started yet, else back to the program that gave it away longest ago (round-robin). A program
 that never waits runs to its end before the next starts, as one by one; atomics stay sequential (one valid
@@ -24,24 +24,27 @@ from collections.abc import Callable
 from xdsl.dialects import func, scf
 from xdsl.ir import Operation
 
-from tinyton.dialects import tt
+from tinyton.analysis.pointers import READS, WRITES, pointer_params
 
 from .errors import SimulatorError
 
-MEMORY_READS: tuple[type[Operation], ...] = (tt.LoadOp, tt.DescriptorLoadOp, tt.AtomicRMWOp, tt.AtomicCASOp)
-MEMORY_WRITES: tuple[type[Operation], ...] = (tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
 STALL_ROUNDS = 200
 """Rounds over every waiting program, none of them making progress, before the schedule calls it a deadlock."""
 
 
-def spin_loops(kernel: func.FuncOp) -> frozenset[Operation]:
-    """The `scf.while` loops of `kernel` that read memory, if the kernel writes memory (else none: nothing
-    another program does can change what such a loop reads)."""
-    if not any(isinstance(op, MEMORY_WRITES) for op in kernel.walk()):
+def spin_loops(kernel: func.FuncOp, share_memory: Callable[[int, int], bool]) -> frozenset[Operation]:
+    """The `scf.while` loops of `kernel` that read memory the kernel may write: through a pointer parameter
+    it writes through, or one whose memory `share_memory(i, j)` with such a parameter (arguments that alias).
+    Nothing another program does can change what any other loop reads."""
+    written = pointer_params(kernel, [op.ptr for op in kernel.walk() if isinstance(op, WRITES)])
+    if not written:
         return frozenset()
-    return frozenset(
-        op for op in kernel.walk() if isinstance(op, scf.WhileOp) and any(isinstance(o, MEMORY_READS) for o in op.walk())
-    )
+    loops = []
+    for loop in (op for op in kernel.walk() if isinstance(op, scf.WhileOp)):
+        read = pointer_params(kernel, [op.ptr for op in loop.walk() if isinstance(op, READS)])
+        if any(r == w or share_memory(r, w) for r in read for w in written):
+            loops.append(loop)
+    return frozenset(loops)
 
 
 class _Cancelled(BaseException):

@@ -40,6 +40,12 @@ class Launch:
     turns: Turns | None = None
     """Set when programs run cooperatively (each program its own `Launch`): where a waiting loop gives way."""
 
+    def share_memory(self, a: int, b: int) -> bool:
+        """Whether pointer arguments number `a` and `b` (kernel parameter indices) reach common memory."""
+        buffers = {arg: buffer for (arg, _), buffer in zip(self.buffer_args, self.buffers)}
+        x, y = buffers[a], buffers[b]
+        return x.size > 0 and y.size > 0 and bool(np.may_share_memory(x, y))
+
     def restrict(self, mask: Any, r: int) -> Any:
         """`mask` (lanes of tile rank r, or None) limited to the programs executing now."""
         if self.active is None:
