@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sim_helpers import run_sim
 
 import tinyton as triton
 import tinyton.language as tl
@@ -65,10 +66,11 @@ RANGES = [(0, 10, 3), (10, 0, -3), (10, 0, 3), (0, 10, -1), (-5, 5, 2), (5, -5, 
 
 
 def _launch(kernel, grid, args, meta, gpu: bool):
+    """On the simulator whatever the machine, or through `kernel[grid]`, which a GPU host runs on the GPU."""
     if gpu:
-        kernel.compile(*args, **meta).launch(grid, [a for a in args])
-    else:
         kernel[grid](*args, **meta)
+    else:
+        run_sim(kernel, grid, *args, **meta)
 
 
 def _python_range(start, end, step, size=16):
