@@ -3,7 +3,8 @@
 On the simulator such kernels run cooperatively (runtime/simulator/schedule.py): a program spinning in a loop
 that reads memory gives way to the others, so locks are released and counters reached, as on the GPU. Each
 pattern's result does not depend on the order the programs take the lock in, so the simulator, NumPy and the
-GPU agree exactly.
+GPU agree exactly. The simulator tests run through `run_sim` (the simulator on any machine: a deadlock must
+not hang a GPU host's run); the `gpu` test compares the GPU with it.
 """
 
 from __future__ import annotations
@@ -148,13 +149,13 @@ def _layer_norm_case(m: int = 64, n: int = 200, group: int = 8):
 @pytest.mark.parametrize("sem", [None, "acquire", "release", "acq_rel", "relaxed"])
 def test_atomic_cas_lock_serialises_2000_programs_in_seconds(sem):
     lock = np.zeros(1, np.int32)
-    change_value[(1,)](lock)
+    run_sim(change_value, (1,), lock)
     assert lock[0] == 1
     lock, data = np.zeros(1, np.int32), np.zeros(128, np.float32)
-    serialized_add[(2000,)](data, lock, SEM=sem)  # compiles; the launch below is timed
+    run_sim(serialized_add, (2000,), data, lock, SEM=sem)  # compiles; the launch below is timed
     lock[:], data[:] = 0, 0
     start = time.perf_counter()
-    serialized_add[(2000,)](data, lock, SEM=sem)
+    run_sim(serialized_add, (2000,), data, lock, SEM=sem)
     assert time.perf_counter() - start < 20
     np.testing.assert_array_equal(data, np.full(128, 2000.0, np.float32))
     assert lock[0] == 0
@@ -162,7 +163,7 @@ def test_atomic_cas_lock_serialises_2000_programs_in_seconds(sem):
 
 def test_layer_norm_backward_lock_and_accumulate():
     args, (dx, dw, db), meta = _layer_norm_case()
-    layer_norm_bwd_dx_fused[(64,)](*args, **meta)
+    run_sim(layer_norm_bwd_dx_fused, (64,), *args, **meta)
     np.testing.assert_allclose(args[0], dx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(args[2], dw, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(args[3], db, rtol=1e-4, atol=1e-4)
@@ -171,19 +172,19 @@ def test_layer_norm_backward_lock_and_accumulate():
 
 def test_counter_polled_in_a_while_loop_is_a_barrier():
     counter, out = np.zeros(1, np.int32), np.zeros(64, np.int32)
-    arrive_and_wait[(64,)](counter, out, N=64)
+    run_sim(arrive_and_wait, (64,), counter, out, N=64)
     np.testing.assert_array_equal(out, np.full(64, 64))
 
 
 def test_a_program_waits_for_a_later_one():
     turn, out = np.zeros(1, np.int32), np.full(16, -1, np.int32)
-    in_reverse_order[(16,)](turn, out, N=16)
+    run_sim(in_reverse_order, (16,), turn, out, N=16)
     np.testing.assert_array_equal(out, np.arange(16)[::-1])
 
 
 def test_ticket_lock():
     tickets, serving, data = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(16, np.int32)
-    ticket_lock[(10,)](tickets, serving, data, BLOCK=16)
+    run_sim(ticket_lock, (10,), tickets, serving, data, BLOCK=16)
     expected = 0
     for t in range(10):
         expected = expected * 2 + t
@@ -194,12 +195,12 @@ def test_ticket_lock():
 def test_programs_that_wait_forever_raise_instead_of_hanging(monkeypatch):
     monkeypatch.setattr(schedule, "STALL_ROUNDS", 20)
     with pytest.raises(simulator.SimulatorError, match="wait on each other forever: programs 1"):
-        deadlock[(2,)](np.zeros(1, np.int32), np.zeros(2, np.int32))
+        run_sim(deadlock, (2,), np.zeros(1, np.int32), np.zeros(2, np.int32))
 
 
 def test_an_error_in_one_program_stops_the_launch():
     with pytest.raises(simulator.OutOfBoundsError, match="program \\(1, 0, 0\\)"):
-        guarded_out_of_bounds[(4,)](np.zeros(1, np.int32), np.zeros(8, np.int32))
+        run_sim(guarded_out_of_bounds, (4,), np.zeros(1, np.int32), np.zeros(8, np.int32))
 
 
 @triton.jit
@@ -232,7 +233,7 @@ def test_only_loops_that_read_memory_the_kernel_writes_give_way():
     assert len(_spin_loops(serialized_add, (np.zeros(128, np.float32), np.zeros(1, np.int32)), {"SEM": None})) == 1
     args = (np.arange(8, dtype=np.int32), np.zeros(8, np.int32))
     assert not _spin_loops(search, args, {"N": 8})  # reads `table`, writes `out`: batched as before
-    search[(8,)](*args, N=8)
+    run_sim(search, (8,), *args, N=8)
     np.testing.assert_array_equal(args[1], np.arange(8))
     flag_args = (np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(2, np.int32))
     assert not _spin_loops(handoff, flag_args, {})  # `flag` is never written...
@@ -241,7 +242,7 @@ def test_only_loops_that_read_memory_the_kernel_writes_give_way():
 
 def test_a_flag_set_through_an_aliasing_argument_is_waited_for():
     flag, out = np.zeros(1, np.int32), np.zeros(2, np.int32)
-    handoff[(2,)](flag, flag, out)
+    run_sim(handoff, (2,), flag, flag, out)
     np.testing.assert_array_equal(out, [42, 41])
 
 
