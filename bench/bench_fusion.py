@@ -132,7 +132,7 @@ COPY_SHAPES = ((2048, 4), (8192, 8), (16384, 16))
 program issued before its stores; on an H100 the best at 16x262144 was 2048/4 in fp32, 16384/16 in fp16."""
 COPY_POLICIES = ("", "evict_last")
 """Load policies of those copies: `evict_last` ran a 16x262144 copy 5 % (fp32) and 19 % (fp16) faster on an
-H100 under do_bench (docs/benchmarks.md, branch `split4`), within 2 % at 64x262144."""
+H100 under do_bench (docs/benchmarks-history.md, branch `split4`), within 2 % at 64x262144."""
 
 
 def same_size_copy_ms(x: torch.Tensor) -> float:

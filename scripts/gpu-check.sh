@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything tinyton checks on a GPU host, in one go: the test suite (GPU tests included), every example on
 # the GPU, and both benchmark scripts. Logs go to $OUT (or ./gpu-out). Used through the lent-GPU `device`
-# tool with the wheels of xDSL & co. carried in .whl (see docs/benchmarks.md).
+# tool with the wheels of xDSL & co. carried in .whl (see docs/benchmarks.md; session logs in docs/benchmarks-history.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh

@@ -23,9 +23,9 @@ compare)
     timeout 120 scripts/run-triton-tutorials.sh 06-fused-attention 2>&1 | tail -20 | tee "$out/tutorial06.log" ;;
 views)
     timeout 70 python3 -m pytest -q -m gpu tests/test_tma_views.py tests/test_tma.py 2>&1 | tail -12 | tee "$out/pytest.log"
-    TINYTON_TMA=1 timeout 70 python3 bench/bench_matmul_views.py 2>&1 | tee "$out/views_tma.log"
-    TINYTON_TMA=0 timeout 50 python3 bench/bench_matmul_views.py 2>&1 | tee "$out/views_cpasync.log"
-    timeout 30 python3 bench/bench_descriptors.py 2>&1 | tee "$out/descriptors.log"
+    TINYTON_TMA=1 timeout 70 python3 bench/probes/bench_matmul_views.py 2>&1 | tee "$out/views_tma.log"
+    TINYTON_TMA=0 timeout 50 python3 bench/probes/bench_matmul_views.py 2>&1 | tee "$out/views_cpasync.log"
+    timeout 30 python3 bench/probes/bench_descriptors.py 2>&1 | tee "$out/descriptors.log"
     left=${TUTORIAL_S:-180}
     TINYTON_TMA=1 timeout $left scripts/run-triton-tutorials.sh --timeout $((left - 5)) 06-fused-attention > "$out/t06_tma.log" 2>&1 &
     TINYTON_TMA=0 TINYTON_CACHE_DIR=/tmp/tt-cache-notma timeout $left scripts/run-triton-tutorials.sh --timeout $((left - 5)) \
@@ -34,6 +34,6 @@ views)
     tail -30 "$out/t06_tma.log" "$out/t06_cpasync.log" ;;
 descriptors)
     timeout 100 python3 -m pytest -q -m gpu tests/test_descriptor_access.py tests/test_tensor_descriptors.py 2>&1 | tail -12 | tee "$out/pytest.log"
-    timeout 150 python3 bench/bench_descriptors.py 2>&1 | tee "$out/descriptors.log" ;;
+    timeout 150 python3 bench/probes/bench_descriptors.py 2>&1 | tee "$out/descriptors.log" ;;
 *) echo "usage: scripts/gpu-tma.sh check|compare|views|descriptors" >&2; exit 2 ;;
 esac

@@ -18,17 +18,18 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func, scf
+from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, ModuleOp, i32, i64
-from xdsl.ir import Attribute, BlockArgument, OpResult, SSAValue
+from xdsl.ir import Attribute
 
+from tinyton.analysis.pointers import written_params
 from tinyton.compiler import target as targets
 from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
 from tinyton.runtime import driver
-from tinyton.runtime.arrays import as_kernel_argument
-from tinyton.runtime.spans import memory_span, overlap
+from tinyton.runtime.spans import memory_span
+from tinyton.runtime.staging import stage_arguments
 from tinyton.runtime.tensor_maps import device_tensor_map
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
@@ -36,9 +37,6 @@ TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
 """Triton's names of the stages in `kernel.asm` (tinyton has no separate GPU-layout IR text)."""
 NOMINAL_REGISTERS = 32
 """`n_regs` where neither a GPU nor ptxas can tell the real count."""
-WRITES = (tt.StoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
-"""Ops that write memory through their `ptr` operand (host arrays behind it are copied back)."""
-_POINTER_VIEWS = (tt.AddPtrOp, tt.SplatOp, tt.BroadcastOp, tt.ExpandDimsOp)
 
 
 def kernel_function(module: ModuleOp) -> func.FuncOp:
@@ -60,43 +58,6 @@ def _param_kind(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float32"
     raise ValueError(f"kernel parameters are pointers, i32, i64 or f32, got {t}")
-
-
-def written_params(function: func.FuncOp) -> frozenset[int]:
-    """Indices of the pointer parameters that some `tt.store` or atomic may write through.
-
-    Follows each stored pointer back through addptr/splat/broadcast/expand_dims and loop-carried values;
-    anything else (e.g. a pointer chosen by tt.select) conservatively counts as every pointer."""
-    args = function.body.block.args
-    all_pointers = frozenset(i for i, a in enumerate(args) if tt.is_pointer(a.type))
-    written: set[int] = set()
-    seen: set[SSAValue] = set()
-    pending = [op.ptr for op in function.walk() if isinstance(op, WRITES)]
-    while pending:
-        value = pending.pop()
-        if value in seen:
-            continue
-        seen.add(value)
-        if isinstance(value, BlockArgument) and value.owner is function.body.block:
-            written.add(value.index)
-        elif isinstance(value, OpResult) and isinstance(value.op, _POINTER_VIEWS):
-            pending.append(value.op.operands[0])
-        elif isinstance(value, (BlockArgument, OpResult)) and isinstance(_loop_of(value), scf.ForOp):
-            loop, index = _loop_of(value), _carried_index(value)
-            pending += [loop.iter_args[index], loop.body.block.last_op.operands[index]]
-        else:
-            return all_pointers
-    return frozenset(written)
-
-
-def _loop_of(value: SSAValue) -> Any:
-    if isinstance(value, BlockArgument):
-        return value.owner.parent_op() if value.index > 0 else None
-    return value.op
-
-
-def _carried_index(value: SSAValue) -> int:
-    return value.index - 1 if isinstance(value, BlockArgument) else value.index
 
 
 class _Asm(Mapping[str, str]):
@@ -275,10 +236,9 @@ class CompiledKernel:
         return 32 * self.num_warps
 
     def check_host_arrays(self, args: Sequence[Any]) -> None:
-        """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and those the
-        kernel may store through that cannot take it: a read-only array, or one whose memory overlaps another
-        argument's (the GPU stages each host array on its own, so writes through one would not reach the
-        other, and copying back would undo them)."""
+        """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and read-only
+        arrays the kernel may store through. Arrays that share memory are fine (an in-place kernel,
+        `add(x, y, x)`): the GPU stages them together (tinyton/runtime/staging.py)."""
         arrays = {i: a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
         for i, a in arrays.items():
             try:
@@ -286,31 +246,24 @@ class CompiledKernel:
             except ValueError as e:
                 raise ValueError(f"argument {i} ('{self.param_names[i]}'): {e}") from None
         for i in sorted(self.written_params & arrays.keys()):
-            name = f"argument {i} ('{self.param_names[i]}')"
             if not arrays[i].flags.writeable:
                 raise ValueError(
-                    f"{name} is a read-only array, and kernel {self.name} stores through it: pass a writable "
-                    "array (x.copy())"
+                    f"argument {i} ('{self.param_names[i]}') is a read-only array, and kernel {self.name} stores "
+                    "through it: pass a writable array (x.copy())"
                 )
-            for j, other in arrays.items():
-                if j != i and overlap(arrays[i], other):
-                    raise ValueError(
-                        f"{name} and argument {j} ('{self.param_names[j]}') share memory, and kernel {self.name} "
-                        "stores through the first: pass one array and offsets, or separate arrays"
-                    )
 
     def launch(self, grid: Sequence[int], args: Sequence[Any], stream: int = 0) -> None:
         """Run on the GPU. Host arrays are staged on the device (the memory span from each one's first element
-        to its last) and copied back when the kernel writes them."""
+        to its last; arrays sharing memory as one span) and copied back when the kernel writes them."""
         grid3 = normalize_grid(grid)
         if 0 in grid3:
             return
         self.check_host_arrays(args)
-        arguments = [as_kernel_argument(a) for a in args]
+        arguments, written = stage_arguments(args, self.written_params)
         values = tuple(int(a.value) if a.dtype.kind == "b" else a.value for a in arguments)
         self.launcher.launch(grid3, self.threads, 0, stream, values)
-        for i in self.written_params:
-            arguments[i].copy_back(stream)
+        for staged in written:
+            staged.copy_back(stream)
 
     def simulate(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         """Run on the NumPy simulator: pointer arguments are NumPy arrays, updated in place."""

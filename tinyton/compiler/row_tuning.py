@@ -27,7 +27,7 @@ from tinyton.runtime import driver
 TUNER: Tuner[RowShape] = Tuner("rows", decode=lambda d: RowShape(**d))
 TUNE_MIN_ELEMENTS = 1 << 17
 """Problems below this many elements take the default shape: a launch's latency, which the shape hardly
-changes (32x2048 on an H100, bench/sweep_rows.py: 5.0-5.5 µs on 4, 8 or 16 warps, the default 8 the
+changes (32x2048 on an H100, bench/probes/sweep_rows.py: 5.0-5.5 µs on 4, 8 or 16 warps, the default 8 the
 fastest), and a cold compile stays free of the ~0.5 s per candidate."""
 
 

@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr,
-    TensorType, i1, i32, i64,
+    TensorType, UnitAttr, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -40,7 +40,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
+from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, MemoryWriteEffect, Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
 from tinyton.dialects.tt_elementwise import (  # noqa: F401
@@ -257,6 +257,16 @@ def _verify_mask(op: Operation, ptr: SSAValue, mask: SSAValue | None) -> None:
         )
 
 
+class LoadEffects(MemoryEffect):
+    """A load reads memory; a volatile one also counts as a write (as Triton's), so that no pass removes,
+    merges or hoists it: a loop spinning on a volatile load must read memory on every iteration."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
+        kinds = (MemoryEffectKind.READ, MemoryEffectKind.WRITE) if op.properties.get("volatile") else (MemoryEffectKind.READ,)
+        return frozenset(EffectInstance(kind) for kind in kinds)
+
+
 @irdl_op_definition
 class LoadOp(IRDLOperation):
     """Read a tile through a tile of pointers; lanes where `mask` is false read nothing and give `other`."""
@@ -269,9 +279,11 @@ class LoadOp(IRDLOperation):
     """PTX cache operator (".ca", ".cg", ".cv"), from Triton's `cache_modifier`."""
     evict = opt_prop_def(StringAttr)
     """"evict_first" or "evict_last" (PTX L1 eviction priority), from Triton's `eviction_policy`."""
+    volatile = opt_prop_def(UnitAttr)
+    """Triton's `volatile=True`: `ld.volatile` on the GPU, never removed, merged or hoisted (LoadEffects)."""
     result = result_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    traits = traits_def(MemoryReadEffect())
+    traits = traits_def(LoadEffects())
     assembly_format = (
         "$ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) (`,` type($mask)^)? "
         "(`,` type($other)^)? `->` type($result)"
@@ -282,14 +294,18 @@ class LoadOp(IRDLOperation):
         ptr: SSAValue | Operation,
         mask: SSAValue | Operation | None = None,
         other: SSAValue | Operation | None = None,
+        volatile: bool = False,
         **hints: str,
     ):
         pt = SSAValue.get(ptr).type
         result = tile_type(element_type(pt).pointee, shape_of(pt)) if is_pointer(pt) else pt
+        properties: dict[str, Attribute] = {k: StringAttr(v) for k, v in hints.items()}
+        if volatile:
+            properties["volatile"] = UnitAttr()
         super().__init__(
             operands=[ptr, [mask] if mask else [], [other] if other else []],
             result_types=[result],
-            properties={k: StringAttr(v) for k, v in hints.items()},
+            properties=properties,
         )
 
     def verify_(self) -> None:

@@ -6,7 +6,7 @@ Python frame they check the types and compute the plan key (everything specialis
 parameter in order: dtypes, 16-byte alignment of addresses, ints mod 16 and whether they are 1, a host
 descriptor's `specialisation` of its sizes and strides, constexpr values and types) and the runtime
 parameter values for the driver's buffer (device addresses, numbers); `launch` also finds the plan and
-launches it (measured: docs/benchmarks.md, branch `host3`). Each argument kind is one row of `KINDS`; the
+launches it (measured: docs/benchmarks-history.md, branch `host3`). Each argument kind is one row of `KINDS`; the
 slow path (`argument_type`) derives the kernel parameter type.
 
 A host `TensorDescriptor` is one argument and several kernel parameters (`DescriptorArg`): its base
@@ -69,7 +69,7 @@ led by the call shape's own token. A None item (an int out of range) never match
 tensor's value is None, so its plan is never fast and its host address is never launched (the slow path
 stages it). A descriptor's value spreads into its parameters (`descriptor_values`), its key says whether
 its base is None there (host memory: never fast, as a CPU tensor). A torch tensor's device is read as
-`get_device()` (-1 on the CPU), its cheapest accessor (measured: docs/benchmarks.md, branch `host4`)."""
+`get_device()` (-1 on the CPU), its cheapest accessor (measured: docs/benchmarks-history.md, branch `host4`)."""
 
 
 def address(arg: Any) -> int:

@@ -57,6 +57,7 @@ from tinyton.frontend.values import (
     builtin_name,
     describe,
     f32,
+    is_number,
 )
 from tinyton.intmath import cdiv, next_power_of_2
 
@@ -77,7 +78,7 @@ UNSUPPORTED = {
     ast.Break: "`break` is not supported (as in Triton); loop with `while cond:` or guard the rest with `if`",
     ast.Continue: "`continue` is not supported (as in Triton); put the rest of the body under an `if`",
     ast.ListComp: "comprehensions are not supported in kernels",
-    ast.Pow: "`**` is not supported; multiply (x * x) or use tt.exp/tt.log",
+    ast.Pow: "`**` of runtime values is not supported (as in Triton); multiply (x * x) or use tt.exp/tt.log",
     ast.MatMult: "`@` is not supported in kernels; use tt.dot(a, b)",
 }
 COMPILE_TIME_FUNCTIONS = (float, int, bool, min, max, abs, len, cdiv, next_power_of_2)
@@ -208,6 +209,8 @@ class KernelCodegen(ControlFlow, Loops):
 
     def visit_Attribute(self, node: ast.Attribute) -> Any:
         value = self.visit(node.value)
+        if is_number(value) and node.attr in TILE_ATTRIBUTES:
+            value = self.b.tile(value, f".{node.attr}")  # a constexpr number as Triton's scalar tensor: `acc.to(...)`
         if isinstance(value, Tile):
             if node.attr not in TILE_ATTRIBUTES:
                 raise CompilationError(f"tiles have no attribute `{node.attr}` (they have .to(), .shape and .dtype)")
@@ -223,6 +226,10 @@ class KernelCodegen(ControlFlow, Loops):
         return BINOPS[type(op)]
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
+        if isinstance(node.op, ast.Pow):  # constexprs only (`2**35`), as Triton
+            base, exponent = self.visit(node.left), self.visit(node.right)
+            if is_number(base) and is_number(exponent):
+                return base**exponent
         op = self.binop(node.op)
         return self.b.binary(op, self.visit(node.left), self.visit(node.right))
 

@@ -2,8 +2,9 @@
 generator.
 
 `for` with constexpr bounds unrolls when it runs at most UNROLL_MAX_TRIPS times (always for
-`tt.static_range`); otherwise (and always for `tt.range`, as in Triton) it becomes `scf.for` over i32,
-carrying the variables the body reassigns. `tt.range(..., num_stages=, loop_unroll_factor=)` puts
+`tt.static_range`); otherwise (and always for `tt.range`, as in Triton) it becomes `scf.for` over i32 (i64
+when a bound needs it), carrying the variables the body reassigns; a negative or runtime step runs as
+Python's range does (`loop_space`). `tt.range(..., num_stages=, loop_unroll_factor=)` puts
 `tt.num_stages` / `tt.loop_unroll_factor` attributes on the `scf.for` for the lowering to read.
 `while` runs at compile time while its condition is a constexpr and becomes `scf.while` once it is a
 runtime scalar. A carried variable must keep its type, unless (in `for`) the body never reads its previous
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, i32, i64
 from xdsl.ir import Block, Region
 
 from tinyton.dialects.tt import element_type, is_float, shape_of
@@ -69,18 +71,42 @@ class Loops:
                     return
             elif kind == "static_range":
                 raise CompilationError("tt.static_range needs constexpr bounds; use tt.range() for runtime bounds")
-            if isinstance(bounds[2], int) and bounds[2] <= 0:
-                raise CompilationError(f"a runtime loop needs a positive step, got {bounds[2]}")
-            self.runtime_loop(node, [self.loop_bound(b) for b in bounds], hints)
+            if isinstance(bounds[2], int) and bounds[2] == 0:
+                raise CompilationError("range() step must not be zero")
+            self.runtime_loop(node, bounds, hints)
         finally:
             self.loop_depth -= 1
 
-    def loop_bound(self, bound: Any) -> Tile:
+    def loop_bound(self, bound: Any, iv: IntegerType) -> Tile:
         if isinstance(bound, Tile) and (bound.shape or is_float(bound.type) or bound.is_pointer):
             raise CompilationError(f"range bounds must be integer scalars, got {describe(bound)}")
         if not isinstance(bound, (Tile, int)):  # as Python's range, which takes no floats
             raise CompilationError(f"range bounds must be integers, got {describe(bound)}; use an int")
-        return self.b.cast(bound, i32)
+        return self.b.cast(bound, iv)
+
+    def loop_space(self, bounds: tuple[Any, Any, Any]) -> tuple[list[Tile], Callable[[Tile], Tile] | None]:
+        """The `scf.for` bounds of `range(start, end, step)`, and how the body gets the loop variable from the
+        `scf.for`'s counter (None: it is the counter). The counter is i64 when a bound needs it (an i64 value,
+        or a constant beyond int32), as Triton's. A positive constexpr step is the `scf.for`'s own; any other
+        step (negative, or a runtime value of either sign) counts the trips as Python's range does (a runtime
+        sign test picks the direction; a runtime step of 0 runs no trip) and the variable is
+        `start + k * step`."""
+        iv = i64 if any(_needs_64_bits(b) for b in bounds) else i32
+        start, end, step = (self.loop_bound(b, iv) for b in bounds)
+        if isinstance(bounds[2], int) and bounds[2] > 0:
+            return [start, end, step], None
+        b = self.b
+
+        def count(distance: Tile, stride: Tile) -> Tile:  # ceil(max(distance, 0) / stride), stride > 0
+            return b.binary("//", b.binary("+", b.binary("maximum", distance, 0), b.binary("-", stride, 1)), stride)
+
+        backward = count(b.binary("-", start, end), b.binary("maximum", b.unary("neg", step), 1))
+        if isinstance(bounds[2], int):
+            trips = backward
+        else:
+            forward = count(b.binary("-", end, start), b.binary("maximum", step, 1))
+            trips = b.where(b.binary(">", step, 0), forward, b.where(b.binary("<", step, 0), backward, 0))
+        return [b.cast(0, iv), trips, b.cast(1, iv)], lambda k: b.binary("+", start, b.binary("*", k, step))
 
     def carried_names(self, body: list[ast.stmt], exclude: set[str]) -> tuple[set[str], list[str]]:
         """(names the body assigns, those of them that hold numbers or tiles now: the loop carries them)."""
@@ -118,18 +144,21 @@ class Loops:
             for i in range(len(template.tiles())):
                 self.scope[f"{n}#{i}"] = new.tiles()[i] if same else new
 
-    def runtime_loop(self, node: ast.For, bounds: list[Tile], hints: dict[str, int]) -> None:
+    def runtime_loop(self, node: ast.For, bounds: tuple[Any, Any, Any], hints: dict[str, int]) -> None:
         """`scf.for` carrying the reassigned variables that hold numbers or tiles before the loop."""
         var = node.target.id
+        space, variable = self.loop_space(bounds)
         assigned, carried = self.carried_names(node.body, {var})
         carried, aggregates = self.split_aggregates(carried)
         inits = [self.b.tile(self.scope[n], n) for n in carried]
-        block = Block(arg_types=[i32, *(t.type for t in inits)])
+        block = Block(arg_types=[space[0].type, *(t.type for t in inits)])
         outer = self.scope
-        self.scope = {**outer, var: Tile(block.args[0]), **{n: Tile(a) for n, a in zip(carried, block.args[1:])}}
+        self.scope = {**outer, **{n: Tile(a) for n, a in zip(carried, block.args[1:])}}
         self.join_aggregates(aggregates)
         try:
             with self.b.at_end(block):
+                counter = Tile(block.args[0])
+                self.scope[var] = counter if variable is None else variable(counter)
                 self.visit_body(node.body)
                 self.spill_aggregates(aggregates)
                 kept = [self.carry_out(n, arg, strict=False) for n, arg in zip(carried, block.args[1:])]
@@ -140,7 +169,7 @@ class Loops:
         for arg, k in reversed(list(zip(block.args[1:], kept))):
             if k is None:
                 block.erase_arg(arg)
-        loop = scf.ForOp(*(b.value for b in bounds), [t.value for t, k in zip(inits, kept) if k], block)
+        loop = scf.ForOp(*(b.value for b in space), [t.value for t, k in zip(inits, kept) if k], block)
         for name, value in hints.items():
             loop.attributes[LOOP_HINTS[name]] = IntegerAttr(value, 32)
         self.b.insert(loop)
@@ -242,6 +271,12 @@ class Loops:
             self.scope[n] = Tile(r)
         self.join_aggregates(aggregates)
         self.forget_body_names(assigned - set(carried) - set(aggregates), outer, body_scope, self.line(node))
+
+
+def _needs_64_bits(bound: Any) -> bool:
+    if isinstance(bound, Tile):
+        return isinstance(bound.element, IntegerType) and bound.element.bitwidth == 64
+    return isinstance(bound, int) and not -(2**31) <= bound < 2**31
 
 
 def loop_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[tuple[Any, Any, Any], dict[str, int]]:

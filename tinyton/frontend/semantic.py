@@ -319,7 +319,7 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
             )
         return ptr
 
-    def load(self, ptr: Any, mask: Any, other: Any, cache: str = "", evict: str = "") -> Tile:
+    def load(self, ptr: Any, mask: Any, other: Any, cache: str = "", evict: str = "", volatile: bool = False) -> Tile:
         ptr = self._pointer(ptr, "tt.load")
         mask = None if mask is True else mask
         other = None if mask is None else other
@@ -328,7 +328,9 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
         mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
         other_value = None if other is None else self.operand(other, ptr.element.pointee, to).value
         hints = cache_hints(cache, evict, LOAD_CACHE, "tl.load")
-        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value, **hints))
+        if volatile not in (True, False):
+            raise CompilationError(f"tl.load: volatile must be a constexpr bool, got {describe(volatile)}")
+        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value, volatile, **hints))
 
     def store(self, ptr: Any, value: Any, mask: Any, cache: str = "", evict: str = "") -> None:
         ptr = self._pointer(ptr, "tt.store")
@@ -347,6 +349,12 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
         """Triton's rule: value, mask and other broadcast to the pointer's shape, never the pointer to theirs
         (a scalar pointer with a tile value would have every lane write one address)."""
         for name, x in operands.items():
+            if x is not None and shape(x) and len(shape(x)) < len(ptr.shape):
+                raise CompilationError(
+                    f"{what}: the {name} has shape {list(shape(x))} but the pointer tile {list(ptr.shape)}; as in "
+                    f"Triton a tile broadcasts to the pointer's shape only at the same rank: give it "
+                    f"{len(ptr.shape)} dimensions (x[None, :], x[:, None], tl.reshape)"
+                )
             if x is None or broadcast_shapes([ptr.shape, shape(x)], what) == ptr.shape:
                 continue
             pointer = f"a tile of pointers of shape {list(ptr.shape)}" if ptr.shape else "a scalar pointer"

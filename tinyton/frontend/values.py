@@ -142,13 +142,23 @@ def shape(x: Any) -> tuple[int, ...]:
 
 
 def element(x: Any) -> Any:
-    """The element type of a tile, or the Python type (`bool`, `int`, `float`) of a weak number."""
-    return x.element if isinstance(x, Tile) else type(x)
+    """The element type of a tile, or the Python type (`bool`, `int`, `float`) of a weak number; an int
+    beyond int32 is a concrete i64 (u64) as in Triton, so `2**35 + n` computes in 64 bits."""
+    if isinstance(x, Tile):
+        return x.element
+    if isinstance(x, int) and not isinstance(x, bool) and not -(2**31) <= x < 2**31:
+        return natural_element(x)
+    return type(x)
 
 
 def natural_element(x: bool | float) -> Attribute:
-    """The type of a Python number on its own: bool -> i1, int -> i32, float -> f32."""
-    return i1 if isinstance(x, bool) else i32 if isinstance(x, int) else f32
+    """The type of a Python number on its own (Triton's): bool -> i1, int -> i32 (i64 beyond int32, u64
+    beyond int64), float -> f32."""
+    if isinstance(x, bool):
+        return i1
+    if isinstance(x, int):
+        return i32 if -(2**31) <= x < 2**31 else IntegerType(64) if -(2**63) <= x < 2**63 else IntegerType(64, Signedness.UNSIGNED)
+    return f32
 
 
 def _floatish(e: Any) -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tinyton.dtypes import float32
-from tinyton.errors import CompilationError
+from tinyton.errors import CompilationError, error
 from tinyton.frontend.jit import JITFunction
 from tinyton.lazy import lazy_module
 
@@ -43,12 +43,32 @@ def builtin(fn: F) -> F:
         if traced or traced_values.is_tracing():
             impl = traced_values.ARRAY_IMPLS.get(name)
             if impl is None:
-                raise CompilationError(f"tt.{name} is not supported in array programs")
+                raise error(_not_in_array_programs(name))
             return impl(*args, **{_ARRAY_SPELLINGS.get(k, k): v for k, v in kwargs.items()})
         raise RuntimeError(f"tt.{name} must be called inside a @tt.jit function")
 
     dispatch.__tt_builtin__ = name  # type: ignore[attr-defined]
     return dispatch  # type: ignore[return-value]
+
+
+KERNEL_ONLY = frozenset({
+    "load", "store", "program_id", "num_programs", "make_block_ptr", "advance", "make_tensor_descriptor",
+    "debug_barrier", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or", "atomic_xor",
+    "atomic_xchg", "atomic_cas",
+})
+"""Builtins of pointers and programs: they exist in kernels only."""
+
+
+def _not_in_array_programs(name: str) -> str:
+    if name not in KERNEL_ONLY:
+        return f"tt.{name} is not supported in array programs"
+    return (
+        f"tt.{name} works on pointers and programs, so it runs in kernels only; but this @tt.jit function was "
+        "called directly, fn(x), which runs it as an array program (whole arrays, NumPy semantics, no pointers). "
+        "Launch it as a kernel instead: store the result (tl.store(out_ptr + offsets, value)) rather than "
+        "returning it, and call fn[grid](x, out, ...); or write the array program with array operations "
+        "(x * 2, tt.exp(x), x.sum(axis=-1))"
+    )
 
 
 def kernel() -> Any:
@@ -171,10 +191,11 @@ def load(
     giving `padding_option` ("zero", or "nan").
 
     `cache_modifier` (".ca", ".cg", ".cv") and `eviction_policy` ("evict_first", "evict_last") go to the
-    PTX load; `volatile` is accepted (loads are never merged)."""
+    PTX load; a `volatile` load (`ld.volatile`) reads memory every time it runs, for loops that wait on
+    a flag other programs write."""
     if isinstance(pointer, block_pointers.BlockPointer):
         return kernel().load_block(pointer, boundary_check, padding_option)
-    return kernel().load(pointer, mask, other, cache_modifier, eviction_policy)
+    return kernel().load(pointer, mask, other, cache_modifier, eviction_policy, volatile)
 
 
 @builtin

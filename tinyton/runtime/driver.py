@@ -417,7 +417,7 @@ class Launcher:
     calls `cuLaunchKernelEx` through ctypes without `argtypes` with four prebuilt arguments: the
     configuration (grid, block, shared memory, stream: one `CUlaunchConfig` per stream, made on its first
     launch), the function, the parameter array and a null `extra`. Four arguments convert in ~60 % of the
-    time of cuLaunchKernel's eleven (measured: docs/benchmarks.md, branch `host4`). `param_kinds` holds
+    time of cuLaunchKernel's eleven (measured: docs/benchmarks-history.md, branch `host4`). `param_kinds` holds
     `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
     """
 

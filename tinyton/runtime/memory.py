@@ -54,7 +54,7 @@ class DeviceMemory:
     expression of a new buffer of shape `{shape}` (a tuple display; `{dims}`: the same as call arguments) and
     dtype `{dtype}` (a name the namespace binds to `dtype_value(numpy dtype)`), on the device of buffer
     `{like}` (an input); `allocate_same`, where the memory has a cheaper form for it, the same with `{like}`'s
-    dtype (measured: docs/benchmarks.md, branch `host3`); `address` the address of `{x}`; `stream` binds
+    dtype (measured: docs/benchmarks-history.md, branch `host3`); `address` the address of `{x}`; `stream` binds
     `s`."""
 
     input: str

@@ -2,8 +2,9 @@
 
 A kernel given `x[:, ::2]` or `x.T` and its `x.strides` reaches the elements of the view through that memory,
 so both backends hand it every element from the view's first to its last in the base array's layout: the
-simulator indexes this span, the GPU stages it (and copies it back when the kernel writes it). Negative
-strides put elements before the first one: they are refused.
+simulator indexes this span, the GPU stages it (and copies it back when the kernel writes it; arrays whose
+spans overlap are staged together, tinyton/runtime/staging.py). Negative strides put elements before the
+first one: they are refused.
 """
 
 from __future__ import annotations
@@ -28,14 +29,7 @@ def memory_span(array: np.ndarray) -> np.ndarray:
     return span.view(array.dtype)
 
 
-def overlap(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether the memory spans of two arrays share a byte."""
-    if a.size == 0 or b.size == 0:
-        return False
-    (a0, a1), (b0, b1) = (_bounds(memory_span(x)) for x in (a, b))
-    return a0 < b1 and b0 < a1
-
-
-def _bounds(span: np.ndarray) -> tuple[int, int]:
+def span_bounds(span: np.ndarray) -> tuple[int, int]:
+    """The byte addresses `[start, end)` of a memory span."""
     start = span.__array_interface__["data"][0]
     return start, start + span.nbytes

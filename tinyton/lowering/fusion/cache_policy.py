@@ -8,7 +8,7 @@ the timer's step): the one-kernel split rows at 16x262144 spend their time on th
 loads (partials, grid barrier, combine), not on the flush's write-backs; the two-kernel split rows at
 64x262144 and the row kernels at 8192x1024, 4096x4096, 1024x32768 and 32x2048 neither. Nor did a softmax
 followed by an rmsnorm of its output lose with it. docs/design.md ("L2 eviction policies") has the reasoning,
-docs/benchmarks.md (branch `split4`) the tables; `bench/probe_cache_policy.py` measures them again.
+docs/benchmarks-history.md (branch `split4`) the tables; `bench/probes/probe_cache_policy.py` measures them again.
 """
 
 from __future__ import annotations

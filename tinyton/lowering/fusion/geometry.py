@@ -43,7 +43,7 @@ SPLIT_ROWS = 64
 rows are split when they are too long for registers (their walk reads them twice anyway). A split costs a
 second kernel and a second read of the slice: on an H100 a split 16x262144 softmax ran at ~70 % of a
 same-size elementwise kernel, so rows filling more than ~70 % of the SMs are better left whole (to be
-confirmed: bench/probe_reductions.py, "threshold" rows)."""
+confirmed: bench/probes/probe_reductions.py, "threshold" rows)."""
 SPLIT_SLICE_MIN = 2048
 """Shortest slice of a split row (elements)."""
 SPLIT_PROGRAMS = 1024

@@ -42,7 +42,7 @@ GRID_SLICES = (2048, 4096, 8192)
 GRID_ROWS = 2
 """Most rows one program takes in turn (a divisor of the rows: every program has as many). On an H100 at
 16x262144 two rows were level with one or up to 5 % ahead, except fp16 rmsnorm (-4 %); four no better
-(docs/benchmarks.md, branch `split3`)."""
+(docs/benchmarks-history.md, branch `split3`)."""
 BARRIER_PER_ROW = True
 """The programs of a row wait for each other only (a counter per row, 128 bytes apart), not for the grid."""
 COUNTER_STRIDE = 32

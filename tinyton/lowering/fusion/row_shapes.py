@@ -23,7 +23,7 @@ from tinyton.intmath import cdiv, next_power_of_2
 
 MAX_ROW_BLOCK = 32768
 """Longest row kept whole in registers (elements, 16 warps: 64 per thread); longer rows are reduced in a
-loop. On an H100 (docs/benchmarks.md) a looped 1024x32768 softmax reads its row twice and ran at 66 % of
+loop. On an H100 (docs/benchmarks-history.md) a looped 1024x32768 softmax reads its row twice and ran at 66 % of
 Triton's whole-row kernel; ptxas keeps 32768-element softmax/rmsnorm/layernorm rows without spilling
 (86-117 registers)."""
 LOOP_CHUNK = 4096
@@ -52,7 +52,7 @@ def warps_for(elements: int) -> int:
     """num_warps from the tile size: 8 elements per thread up to 8 warps (4 at 1024, 8 at 2048), then 16
     per thread (8 warps at 4096, 16 from 8192); fewer warps below 1024 elements.
 
-    Measured on an H200 (warp sweeps that bench/sweep_rows.py replaced; docs/benchmarks.md): rows of 2048
+    Measured on an H200 (warp sweeps that bench/probes/sweep_rows.py replaced; docs/benchmarks-history.md): rows of 2048
     gain from 8 warps when few rows make the kernel latency-bound and lose nothing when there are many;
     at 4096, 16 warps help softmax by ~2 % but cost rmsnorm 1-2 %, so 8 it is."""
     if elements >= 1024:
@@ -91,7 +91,7 @@ class RowProblem:
     def shape_class(self) -> tuple[int, int, int]:
         """Power-of-two buckets of (rows, length) and the row's fill of its block in quarters: problems of
         one class share a tuned shape. 768 and 1024 share a block but not a winner: with a quarter of the
-        lanes masked two rows per program pay (H100, fp16 softmax, bench/sweep_rows.py: 8192x768 r2 1779
+        lanes masked two rows per program pay (H100, fp16 softmax, bench/probes/sweep_rows.py: 8192x768 r2 1779
         against r1 1708 GB/s; 8192x1024 r1 2076 against r2 2048)."""
         block = k_block(self.length)
         return next_power_of_2(max(1, self.rows)), block, cdiv(4 * self.length, block)
@@ -118,7 +118,7 @@ def candidates(p: RowProblem) -> list[RowShape]:
     """The default and its neighbours: half and twice the warps (of whole rows and of the default); half and
     twice the rows per program of short rows, two rows per program of rows up to PAIRED_ROW (while
     MIN_PROGRAMS remain); 16-bit whole rows of CAPPED_TILE with two programs per SM; for long rows one looped walk (8192 elements, 16 warps) where whole rows fit, and
-    walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100 (bench/sweep_rows.py) no
+    walks of 2048-8192 elements on 8 or 16 warps where they do not. On an H100 (bench/probes/sweep_rows.py) no
     looped walk beat a whole 32768-element row, so that case measures one."""
     d, block = default_row_shape(p), k_block(p.length)
     shapes = [d]

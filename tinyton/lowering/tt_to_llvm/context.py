@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
-    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -334,8 +333,9 @@ class KernelContext(Emitter):
         body: Callable[[SSAValue, list[SSAValue]], Sequence[SSAValue]],
     ) -> list[SSAValue]:
         """`for (iv = lb; iv < ub; iv += step)` carrying `inits` through block arguments;
-        `body(iv, carried)` emits one iteration and returns the next carried values."""
-        header = self.new_block([i32, *(v.type for v in inits)])
+        `body(iv, carried)` emits one iteration and returns the next carried values. `iv` has `lb`'s type
+        (i32, or i64 where the bounds need it)."""
+        header = self.new_block([lb.type, *(v.type for v in inits)])
         self.insert(llvm.BrOp(header, lb, *inits))
         self.move_to(header)
         iv, *carried = header.args

@@ -172,8 +172,10 @@ def _load(
     a: _Access,
     qualifier: str = "",
     policy: SSAValue | None = None,
+    volatile: bool = False,
 ) -> list[SSAValue]:
-    """One predicated vector load; operands: words $0.., address, `other` words, L2 policy, predicate."""
+    """One predicated vector load; operands: words $0.., address, `other` words, L2 policy, predicate.
+    A volatile load is `ld.volatile.global` (PTX takes no cache qualifier with it)."""
     n = a.words
     inputs = [("l", ptr)]
     lines, guard, hint = [], "", ""
@@ -188,7 +190,8 @@ def _load(
     if pred is not None:
         inputs.append(("b", pred))
         guard = f"@${n + len(inputs) - 1} "
-    lines.append(f"{guard}ld.global{_hinted(qualifier, policy)}{a.suffix} {a.operands(0)}, [ ${n} + 0 ]{hint};")
+    space = "volatile.global" if volatile else f"global{_hinted(qualifier, policy)}"
+    lines.append(f"{guard}ld.{space}{a.suffix} {a.operands(0)}, [ ${n} + 0 ]{hint};")
     result = llvm.LLVMStructType.from_type_list([a.reg] * n) if n > 1 else a.reg
     asm = _inline_asm(ctx, lines, [f"={a.constraint}"] * n, inputs, result)
     assert asm is not None
@@ -232,11 +235,13 @@ def lower_load(ctx: KernelContext, op: tt.LoadOp, layout: Layout | None) -> list
     others = ctx.get(op.other, layout) if op.other is not None and masks is not None else None
     v = access_width(ctx, op.ptr, op.mask, layout)
     access = _Access(llvm_type(op.result.type), v)
-    qualifier, policy = cache_qualifier(op), l2_policy(ctx, op)
+    volatile = op.volatile is not None
+    qualifier, policy = ("", None) if volatile else (cache_qualifier(op), l2_policy(ctx, op))
     out: list[SSAValue] = []
     for g in range(0, len(ptrs), v):
         pred = masks[g] if masks is not None else None
-        out += _load(ctx, ptrs[g], pred, others[g : g + v] if others is not None else None, access, qualifier, policy)
+        others_g = others[g : g + v] if others is not None else None
+        out += _load(ctx, ptrs[g], pred, others_g, access, qualifier, policy, volatile)
     return out
 
 

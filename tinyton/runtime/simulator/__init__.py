@@ -9,7 +9,7 @@ gives the same results as one by one for every race-free kernel.
 Impls follow xDSL's interpreter conventions (`@register_impls` classes of `@impl(Op)` methods) and run on
 `xdsl.interpreter.Interpreter`; modules: `values` (representation), `state` (launch), `tiles`,
 `elementwise`, `memory`, `shapes`, `combine` (tt.reduce/tt.scan), `debug`, `control` (scf, predication),
-`driver` (`run`).
+`schedule` (programs that wait on each other run cooperatively), `driver` (`run`).
 """
 
 from .driver import run

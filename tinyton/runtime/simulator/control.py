@@ -91,8 +91,12 @@ class ControlFunctions(SimFunctions):
             cond, *forwarded = self._run_with(interpreter, launch, op.before_region, carried, outer if live is None else live)
             if live is None and np.ndim(cond) == 0:
                 if not cond:
+                    if launch.turns is not None:
+                        launch.turns.loop_done(op)
                     return tuple(forwarded)
                 carried = self._run_with(interpreter, launch, op.after_region, tuple(forwarded), outer)
+                if launch.turns is not None:
+                    launch.turns.back_edge(op)
                 continue
             if live is None:
                 live = np.ones(len(launch.programs), dtype=bool) if outer is None else outer.copy()

@@ -7,11 +7,14 @@ chunk in one NumPy call, and stores land in program order. Programs of one launc
 so a kernel whose outcome depends on that order (one program reading what another writes, or two writing
 one element) has a race; the batched path then matches one-by-one execution only where writes overlap
 (the last program wins), not where a program reads another's writes. A kernel with a grid barrier runs its
-whole grid as one batch, every program reaching the barrier before any goes on.
+whole grid as one batch, every program reaching the barrier before any goes on. A kernel whose programs may
+wait on each other (a spin lock, a polled counter) runs them cooperatively, one at a time, a waiting program
+giving way to the others (schedule.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 
@@ -35,6 +38,7 @@ from .errors import KernelArgumentError, SimulatorError
 from .indexing import IndexingFunctions, refuse_inline_asm
 from .memory import MemoryFunctions
 from .random import RandomFunctions
+from .schedule import Program, run_cooperatively, spin_loops
 from .shapes import ShapeFunctions
 from .state import Launch, SimFunctions
 from .tiles import TileFunctions
@@ -78,23 +82,23 @@ def run(
     max_tile = _check_ops(kernel_op)
     grid3 = normalize_grid(grid)
     launch, values = bind(kernel_op, args, grid3)
-    interpreter = Interpreter(module)
-    for functions in FUNCTIONS:
-        interpreter.register_implementations(functions())
-    interpreter.set_data(SimFunctions, "launch", launch)
+    interpreter = _interpreter(module, launch)
 
     total = math.prod(grid3)
     if total == 0:
         return
     chunk = min(total, max(1, batch_elements // max_tile))
     use_batches = (chunk > 1) if batched is None else batched
+    spin = spin_loops(kernel_op, launch.share_memory)
     if any(isinstance(op, tt.GridBarrierOp) for op in kernel_op.walk()):
         if batched is False and total > 1:
             raise SimulatorError("a kernel with tt.grid_barrier runs all its programs at once (batched)")
-        chunk, use_batches = total, True
+        chunk, use_batches, spin = total, True, frozenset()
     try:
         with np.errstate(all="ignore"):
-            if use_batches:
+            if spin and total > 1:
+                run_cooperatively(total, spin, lambda program: _run_program(module, kernel_op, launch, values, program))
+            elif use_batches:
                 for start in range(0, total, chunk):
                     _set_batch(launch, start, min(total, start + chunk))
                     interpreter.call_op(kernel_op, values)
@@ -106,6 +110,23 @@ def run(
         if hasattr(error, "__notes__"):
             del error.__notes__  # xDSL attaches the whole module once per enclosing op; the message says where
         raise
+
+
+def _interpreter(module: ModuleOp, launch: Launch) -> Interpreter:
+    interpreter = Interpreter(module)
+    for functions in FUNCTIONS:
+        interpreter.register_implementations(functions())
+    interpreter.set_data(SimFunctions, "launch", launch)
+    return interpreter
+
+
+def _run_program(module: ModuleOp, kernel: func.FuncOp, launch: Launch, values: tuple, program: Program) -> None:
+    """Run one program of a cooperative launch, on an interpreter and launch state of its own."""
+    gx, gy, _ = launch.grid
+    ids = (program.index % gx, program.index // gx % gy, program.index // (gx * gy))
+    own = dataclasses.replace(launch, pid=tuple(np.int32(i) for i in ids), turns=program)
+    with np.errstate(all="ignore"):
+        _interpreter(module, own).call_op(kernel, values)
 
 
 def find_kernel(module: ModuleOp, name: str | None) -> func.FuncOp:

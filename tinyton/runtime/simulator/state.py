@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.ir import Operation
 
 from .values import per_program
+
+
+class Turns(Protocol):
+    """The cooperative schedule's hooks, called by `scf.while` on the running program (schedule.py)."""
+
+    def back_edge(self, loop: Operation) -> None: ...
+
+    def loop_done(self, loop: Operation) -> None: ...
 
 
 @dataclass
@@ -29,6 +37,14 @@ class Launch:
     pid: tuple[Any, Any, Any] = (np.int32(0), np.int32(0), np.int32(0))
     programs: np.ndarray | None = None
     active: np.ndarray | None = field(default=None)
+    turns: Turns | None = None
+    """Set when programs run cooperatively (each program its own `Launch`): where a waiting loop gives way."""
+
+    def share_memory(self, a: int, b: int) -> bool:
+        """Whether pointer arguments number `a` and `b` (kernel parameter indices) reach common memory."""
+        buffers = {arg: buffer for (arg, _), buffer in zip(self.buffer_args, self.buffers)}
+        x, y = buffers[a], buffers[b]
+        return x.size > 0 and y.size > 0 and bool(np.may_share_memory(x, y))
 
     def restrict(self, mask: Any, r: int) -> Any:
         """`mask` (lanes of tile rank r, or None) limited to the programs executing now."""

@@ -9,7 +9,7 @@ moving the same bytes can reach.
 - the same few kernels timed three ways: do_bench (L2 flushed by writing 256 MB: the flush's dirty lines
   are written back while the kernel runs), a flush that only reads (clean lines), and back-to-back calls.
 
-    python bench/probe_grid.py [--sections anchors,kernel,variants]
+    python bench/probes/probe_grid.py [--sections anchors,kernel,variants]
 """
 
 # Every lambda below is timed at once, inside the loop that binds its variables:
@@ -22,6 +22,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, median_ms, run_sections
 from probe_reductions import TWO_KERNELS, launches, patched

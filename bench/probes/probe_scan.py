@@ -7,7 +7,7 @@ Triton's `tl.cumsum` compiling the same kernel.
 - tile: one `tl.cumsum` over a whole 65536-element tile (tinyton's largest), per num_warps: compile time, PTX
   lines and registers/spills beside the time, the cost of holding a row in registers.
 
-    python bench/probe_scan.py [--sections rows,tile]   # GB/s (read + write) per variant, do_bench medians
+    python bench/probes/probe_scan.py [--sections rows,tile]   # GB/s (read + write) per variant, do_bench medians
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 import torch
 import triton
 import triton.language as triton_tl
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from common import check_close, gbps, median_ms, peer, pick, print_table, run_sections
 
 import tinyton as tt

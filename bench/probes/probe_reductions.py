@@ -6,7 +6,7 @@
 - long rows (1024x32768): the whole row in registers (warps), or the looped walk (chunk, warps);
 - where splitting starts: few rows of 8192-65536, split or not.
 
-    python bench/probe_reductions.py [--sections grid,split,long,threshold]   # GB/s per variant, do_bench medians
+    python bench/probes/probe_reductions.py [--sections grid,split,long,threshold]   # GB/s per variant, do_bench medians
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, median_ms, run_sections
 

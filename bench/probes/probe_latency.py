@@ -5,7 +5,7 @@ kernel and the gaps around it between two events; medians over rounds taken in t
 own duration from the profiler's CUPTI records (the same calls, L2 flushed before each). The difference
 is what the kernel does not control.
 
-    python bench/probe_latency.py [--cases softmax:32x2048:fp32,silu_gate:32x2048:fp16]
+    python bench/probes/probe_latency.py [--cases softmax:32x2048:fp32,silu_gate:32x2048:fp16]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 import statistics
 
 import torch
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import print_table
 from torch.profiler import ProfilerActivity, profile

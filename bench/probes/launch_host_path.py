@@ -2,7 +2,7 @@
 The frontend's share of a cached launch: `kernel[grid](...)` on the fast path with the driver's launch
 replaced by a no-op, so it runs without a GPU. Scalar arguments stand for device arrays (both take the
 fast path; host NumPy arrays never do, they are staged).
-Usage: python bench/launch_host_path.py
+Usage: python bench/probes/launch_host_path.py
 """
 
 from __future__ import annotations

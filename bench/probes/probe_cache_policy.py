@@ -10,7 +10,7 @@
 
 Timings: do_bench (256 MB zero flush: dirty lines), after a read-only flush (clean lines), back-to-back.
 
-    python bench/probe_cache_policy.py [--sections ptx,copies,grid,rows,chain]
+    python bench/probes/probe_cache_policy.py [--sections ptx,copies,grid,rows,chain]
 """
 
 # Every lambda below is timed at once, inside the loop that binds its variables:
@@ -23,6 +23,7 @@ from contextlib import contextmanager
 import torch
 import triton
 import triton.language as tl
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, run_sections
 from probe_grid import three_ways

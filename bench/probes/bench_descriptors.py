@@ -4,7 +4,7 @@ compiled in as 1), on descriptors made in the kernel from a stride argument equa
 torch's `x * 2` the bandwidth roof. If the descriptor kernels are as fast as the pointer one, what a TMA copy
 of these blocks could still win is the pointer kernel's distance to torch.
 
-    python bench/bench_descriptors.py         # on a GPU host with torch; prints a Markdown table
+    python bench/probes/bench_descriptors.py         # on a GPU host with torch; prints a Markdown table
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import torch
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.tools.tensor_descriptor import TensorDescriptor
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from common import DEVICE, check_close, device_name, gbps, median_ms, peer, print_table
 
 

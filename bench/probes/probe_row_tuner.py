@@ -4,7 +4,7 @@ prepared kernels, each repetition's medians and choice; then every candidate thr
 next to Triton's row kernel in interleaved rounds (bench_fusion's figure); with `--dump DIR`, the PTX of each
 candidate and Triton's PTX and cubin with its configuration, for SASS counts.
 
-    python bench/probe_row_tuner.py [--cases rmsnorm:8192x768:fp32,layernorm:8192x1024:fp16] [--repeats 3]
+    python bench/probes/probe_row_tuner.py [--cases rmsnorm:8192x768:fp32,layernorm:8192x1024:fp16] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import statistics
 
 import torch
 import triton
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 import triton_reference
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import gbps, print_table

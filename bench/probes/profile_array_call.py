@@ -3,7 +3,7 @@
 Prints µs per call of the whole `softmax(x)`, of the compiled program alone, of `torch.empty` and of the bare
 driver launch, then a cProfile of `softmax(x)`.
 
-    python bench/profile_array_call.py
+    python bench/probes/profile_array_call.py
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import torch
 
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_fusion import softmax
 
 

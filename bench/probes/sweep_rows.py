@@ -5,7 +5,7 @@ default is from the best (to set the defaults from measurements; the tuner picks
 For latency-bound shapes it also prints the host time of one call: a call slower than the L2 flush between
 do_bench's repetitions shows up in the device figure.
 
-    python bench/sweep_rows.py [--cases softmax:1024x32768:fp16,log_softmax:32x2048:fp16]
+    python bench/probes/sweep_rows.py [--cases softmax:1024x32768:fp16,log_softmax:32x2048:fp16]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import argparse
 
 import torch
 import triton
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 import triton_reference
 from bench_fusion import DTYPES, LATENCY_BOUND, PROGRAMS, TOLERANCE, _inputs, _reference
 from common import check_close, gbps, host_us_per_call, median_ms, print_table

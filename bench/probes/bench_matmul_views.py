@@ -2,7 +2,7 @@
 and broadcast-batched operands. Run once with TMA (default on sm_90) and once with `TINYTON_TMA=0` to see
 what TMA gives these shapes.
 
-    python bench/bench_matmul_views.py        # on a GPU host with torch; prints a Markdown table
+    python bench/probes/bench_matmul_views.py        # on a GPU host with torch; prints a Markdown table
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 import torch
 
 import tinyton as tt
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from common import DEVICE, check_close, device_name, median_ms, peer, print_table
 
 

@@ -2,7 +2,7 @@
 per benchmark shape. Each candidate replaces the compiler's block chooser and compiles a fresh program.
 (Programs tune their blocks themselves on first use: tinyton/compiler/attention_tuning.py.)
 
-    python bench/sweep_attention.py        # prints one Markdown table
+    python bench/probes/sweep_attention.py        # prints one Markdown table
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import torch
 import tinyton as tt
 import tinyton.compiler.program as compiler
 from tinyton.lowering.fusion.attention_blocks import Blocks
+import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
 from bench_attention import CASES, DECODES, tflops
 from common import check_close, median_ms, print_table
 

@@ -4,7 +4,7 @@ Host-side launch overhead: N back-to-back launches of a cached tiny kernel, one 
 Compares cuda-python's `cuLaunchKernel` with a prebuilt argument buffer (the anchor),
 the same call through ctypes, and `tinyton.runtime.driver.Launcher`; then the ways of
 writing parameter slots and the classification of arguments (host CPU only).
-Usage: python bench/launch_overhead.py [N]
+Usage: python bench/probes/launch_overhead.py [N]
 """
 
 from __future__ import annotations
