@@ -50,6 +50,7 @@ from tinyton.rewrites.outline import (
     rebuild,
 )
 from tinyton.rewrites.patterns import FusePatternsPass
+from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
 
@@ -227,13 +228,16 @@ def _is_node(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Row scales behind matmuls (`tinyton-row-scale`), pattern fusion (`tinyton-fuse-patterns`), then the
+    """Slices of computed values onto the arrays read (`tinyton-push-slices`, concatenations first), row
+    scales behind matmuls (`tinyton-row-scale`), pattern fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
 
     name = "tinyton-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("slices pushed to the arrays read"):
+            PushSlicesPass().apply(ctx, op)
         with stage("row scales behind matmuls"):
             RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):
