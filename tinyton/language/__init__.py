@@ -133,6 +133,18 @@ from tinyton.language.reductions import (
     sum,
     xor_sum,
 )
+from tinyton.language.indexing import (
+    array_split,
+    concatenate,
+    flip,
+    moveaxis,
+    pad,
+    ravel,
+    repeat,
+    squeeze,
+    stack,
+    tile,
+)
 from tinyton.language.shapes import (
     broadcast,
     broadcast_to,
@@ -302,4 +314,14 @@ __all__ = [
     "xor_sum",
     "zeros",
     "zeros_like",
+    "array_split",
+    "concatenate",
+    "flip",
+    "moveaxis",
+    "pad",
+    "ravel",
+    "repeat",
+    "squeeze",
+    "stack",
+    "tile",
 ]

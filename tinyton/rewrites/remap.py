@@ -135,10 +135,9 @@ def push_slice(op: tta.SliceOp) -> bool:
     elif isinstance(producer, ELEMENTWISE):
         operands = [v if not shape_of(v.type) else b.slice(v, _operand_windows(windows, shape_of(v.type)))
                     for v in producer.operands]
-        clone = producer.clone()
-        clone.operands = operands
         shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
-        clone.results[0].type = tile_type(element_type(source.type), shape)
+        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
+                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
         value = b.broadcast(b.add(clone), out)
     elif isinstance(producer, tta.TransposeOp):
         inverse = [0] * len(out)
