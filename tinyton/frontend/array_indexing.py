@@ -178,10 +178,8 @@ def _expand_key(x: Traced, key: Any) -> list[Any]:
     if used > x.ndim:
         raise error(f"too many indices for array: array is {x.ndim}-dimensional, but {used} were indexed")
     rest = [slice(None)] * (x.ndim - used)
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        return items[:at] + rest + items[at + 1 :]
-    return items + rest
+    at = next((i for i, k in enumerate(items) if k is Ellipsis), None)  # `is`: `==` of an array is elementwise
+    return items + rest if at is None else items[:at] + rest + items[at + 1 :]
 
 
 def getitem(x: Traced, key: Any) -> Traced:
