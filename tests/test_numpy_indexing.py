@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tinyton as tt
@@ -17,7 +17,9 @@ from tinyton.runtime.simulator import DeviceAssertionError
 BACKENDS = [pytest.param("sim"), pytest.param("cuda", marks=pytest.mark.gpu)]
 DTYPES = [np.float32, np.float16, np.int32, np.bool_]
 SIZES = [0, 1, 2, 3, 5, 8]
-EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+NO_SHRINKING = (Phase.explicit, Phase.reuse, Phase.generate)
+"""Failures print their draws; shrinking them recompiles programs for minutes."""
+EXAMPLES = settings(max_examples=60, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def values(shape, dtype, seed: int = 0) -> np.ndarray:

@@ -42,6 +42,8 @@ from tinyton.dialects.tta_shapes import (
 def inside_range(start: int, step: int, count: int, extent: int) -> tuple[int, int]:
     """The result indices `[lo, hi)` of a window (`start + i * step`, `0 <= i < count`) that fall inside
     `[0, extent)`; `lo == hi` when none does."""
+    if step == 0:
+        return (0, count) if 0 <= start < extent and count else (0, 0)
     if step > 0:
         lo, hi = -(start // step), -((start - extent) // step)  # ceil(-start / step), ceil((extent - start) / step)
     else:
@@ -77,7 +79,8 @@ def concatenate_shape(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, 
 
 @irdl_op_definition
 class SliceOp(IRDLOperation):
-    """A strided window: result[i] = input[start + i * step] per dim (steps may be negative); indices
+    """A strided window: result[i] = input[start + i * step] per dim (steps may be negative, or 0: one
+    element repeated); indices
     outside the input read `fill` (`np.pad`), or are unspecified without one (`tta.concatenate`'s parts)."""
 
     name = "tta.slice"
@@ -129,7 +132,6 @@ class SliceOp(IRDLOperation):
         src, out = shape_of(self.input.type), shape_of(self.result.type)
         require(len(self.starts) == len(self.steps) == len(src) == len(out),
                 f"tta.slice takes one start and step per dim of its rank-{len(src)} input and result")
-        require(all(self.steps), "tta.slice steps must be nonzero")
         require(element_type(self.input.type) == element_type(self.result.type), "tta.slice keeps the element type")
         if self.fill is not None:
             require(self.fill.type == element_type(self.input.type),

@@ -28,6 +28,9 @@ Window = tuple[int, int, int]
 
 MAX_CONSTANT_RUNS = 256
 """Constant index arrays are built from this many arithmetic runs at most (each a select in the kernel)."""
+MAX_WINDOWS = 16
+"""A gather by a constant index of at most this many arithmetic runs is a concatenation of strided windows
+(views: no gather, fused like any slice); longer ones gather through a computed index array."""
 
 
 def _one(x: Any) -> Traced:
@@ -126,6 +129,21 @@ def _constant_indices(values: np.ndarray) -> Traced:
     return reshape(broadcast_to(result, (len(flat),)), values.shape)
 
 
+def take_constant(x: Traced, indices: Sequence[int], axis: int) -> Traced:
+    """`np.take(x, indices, axis)` for constant, non-negative in-range indices: one strided window per
+    arithmetic run of the indices, concatenated (a step-0 window repeats one element)."""
+    flat = [int(i) for i in indices]
+    runs = _runs(flat)
+    if not flat or len(runs) > MAX_WINDOWS:
+        return take(x, _constant_indices(np.asarray(flat, dtype=np.int64)), axis)
+    parts = []
+    for at, first, step in runs:
+        windows = [(0, 1, n) for n in x.shape]
+        windows[axis] = (first, step, _run_end(runs, at, flat))
+        parts.append(window_slice(x, windows))
+    return concatenate(parts, axis)
+
+
 def _run_end(runs: Sequence[tuple[int, int, int]], at: int, flat: Sequence[int]) -> int:
     """Length of the run starting at `at`."""
     starts = [r[0] for r in runs] + [len(flat)]
@@ -135,7 +153,7 @@ def _run_end(runs: Sequence[tuple[int, int, int]], at: int, flat: Sequence[int])
 # ---- indexing -------------------------------------------------------------------------------------
 
 
-def _index_array(k: Any, x: Traced) -> Traced | list[Traced]:
+def _index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
     """An advanced index as traced int32 arrays (a constant bool mask gives one per dim it covers)."""
     if isinstance(k, Traced):
         if k.element == i1:
@@ -152,10 +170,11 @@ def _index_array(k: Any, x: Traced) -> Traced | list[Traced]:
         return k.to(np.int32)
     array = np.asarray(k)
     if array.dtype == np.bool_:
+        if array.shape != x.shape[dim : dim + array.ndim]:
+            raise error(f"boolean index did not match indexed array along axis {dim}; size of axis is "
+                        f"{x.shape[dim]} but size of corresponding boolean axis is {array.shape[0]}")
         return [_constant_indices(i) for i in np.nonzero(array)]
-    if array.size and array.dtype.kind not in "iu":
-        raise error(f"arrays used as indices must be of integer (or boolean) type, got {array.dtype}")
-    return _constant_indices(array.astype(np.int64))
+    return _constant_indices(_checked_constant(array, x.shape[dim], dim))
 
 
 def _expand_key(x: Traced, key: Any) -> list[Any]:
@@ -197,6 +216,7 @@ def getitem(x: Traced, key: Any) -> Traced:
     windows: list[Window] = []
     shape: list[int] = []  # after the slice: None -> 1, ints dropped (unless advanced), arrays keep their dim
     arrays: list[tuple[int, Traced]] = []  # (dim of the reshaped value, index array)
+    constant = None  # (dim, indices): the one index is a 1-D constant
     dim = 0
     for k in items:
         if k is None:
@@ -216,7 +236,13 @@ def getitem(x: Traced, key: Any) -> Traced:
             else:
                 windows.append((int(k) % n, 1, 1))
         else:
-            index = _index_array(k, x)
+            if len(advanced) == 1 and not isinstance(k, Traced) and np.ndim(k) == 1 and np.asarray(k).dtype != np.bool_:
+                windows.append((0, 1, x.shape[dim]))
+                constant = (len(shape), _checked_constant(k, x.shape[dim], dim))
+                shape.append(x.shape[dim])
+                dim += 1
+                continue
+            index = _index_array(k, x, dim)
             for one in index if isinstance(index, list) else [index]:
                 windows.append((0, 1, x.shape[dim]))
                 arrays.append((len(shape), one))
@@ -225,7 +251,21 @@ def getitem(x: Traced, key: Any) -> Traced:
             continue
         dim += 1
     y = reshape(window_slice(x, windows), tuple(shape))
+    if constant is not None:
+        return take_constant(y, constant[1], constant[0])
     return _gather(y, arrays) if arrays else y
+
+
+def _checked_constant(k: Any, n: int, dim: int) -> np.ndarray:
+    """A constant int index array, bounds-checked (NumPy's IndexError) and with negative indices wrapped."""
+    array = np.asarray(k)
+    if array.size and array.dtype.kind not in "iu":
+        raise error(f"arrays used as indices must be of integer (or boolean) type, got {array.dtype}")
+    array = array.astype(np.int64)
+    bad = array[(array < -n) | (array >= n)]
+    if bad.size:
+        raise error(f"index {int(bad[0])} is out of bounds for axis {dim} with size {n}")
+    return array % builtins.max(n, 1)
 
 
 def _gather(y: Traced, arrays: list[tuple[int, Traced]]) -> Traced:
@@ -396,15 +436,17 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> Traced:
     if isinstance(repeats, Traced):
         raise error("repeat counts give a data-dependent shape unless they are constants: pass a Python int or list")
     counts = np.asarray(repeats)
-    if counts.dtype.kind not in "iub" or counts.ndim > 1:
+    if counts.dtype.kind not in "iub" and counts.size or counts.ndim > 1:
         raise error(f"repeats must be an int or a 1-D sequence of ints, got {repeats!r}")
     if counts.ndim == 1 and counts.size not in (1, n):
         raise error(f"operands could not be broadcast together with shape ({n},) ({counts.size},)")
     counts = np.broadcast_to(counts.reshape(-1), (n,)).astype(np.int64)
     if (counts < 0).any():
         raise error("repeats may not contain negative values.")
-    source = np.repeat(np.arange(n), counts)
-    return take(x, _constant_indices(source), axis)
+    if len(set(counts.tolist())) == 1 and n > MAX_WINDOWS:  # uniform: element i // k (no long constant)
+        k = int(counts[0])
+        return take(x, current_tracer().emit(tta.ArangeOp, 0, n * k) // k, axis) if k else take_constant(x, [], axis)
+    return take_constant(x, np.repeat(np.arange(n), counts), axis)
 
 
 def tile(x: Any, reps: Any) -> Traced:
@@ -417,9 +459,11 @@ def tile(x: Any, reps: Any) -> Traced:
         x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
     reps = (1,) * (x.ndim - len(reps)) + reps
     for axis, r in enumerate(reps):
-        if r != 1:
-            n = x.shape[axis]
-            x = take(x, _constant_indices(np.tile(np.arange(n), r)), axis)
+        n = x.shape[axis]
+        if r != 1 and (r <= MAX_WINDOWS or n <= 1):
+            x = take_constant(x, np.tile(np.arange(n), r), axis)
+        elif r != 1:  # element i % n
+            x = take(x, current_tracer().emit(tta.ArangeOp, 0, n * r) % n, axis)
     return x
 
 

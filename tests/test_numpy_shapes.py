@@ -1,0 +1,216 @@
+"""NumPy's joining, splitting and reshaping functions in array programs against NumPy (hypothesis):
+concatenate, stack, split / array_split, flip, squeeze, expand_dims, moveaxis, ravel / flatten, repeat,
+tile, pad, where with scalars; of inputs and of computed values, on the simulator and the GPU (`-m gpu`).
+A slice, flip, pad or concatenation of a computed value fuses with its producer and consumers (RoPE is
+one kernel). Shape mismatches are CompilationErrors at the user's line naming shapes and the fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tinyton as tt
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_numpy_indexing import BACKENDS, DTYPES, NO_SHRINKING, SIZES, arrays, computed, same, values  # noqa: E402
+
+EXAMPLES = settings(max_examples=12, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def run(monkeypatch, backend: str, fn, *args):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    return tt.jit(fn)(*args)
+
+
+def both(monkeypatch, backend: str, fn, x, *rest) -> None:
+    """`fn` of an input and of a computed value, against NumPy."""
+    got = run(monkeypatch, backend, lambda x, *r: (fn(x, *r), fn(computed(x), *r)), x, *rest)
+    same(got[0], fn(x, *rest))
+    same(got[1], fn(computed(x), *rest))
+
+
+axes_of = lambda ndim: st.integers(-ndim, ndim - 1)  # noqa: E731
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_concatenate_and_stack(monkeypatch, backend, data) -> None:
+    ndim = data.draw(st.integers(1, 3))
+    axis = data.draw(st.one_of(axes_of(ndim), st.none()))
+    shape = [data.draw(st.sampled_from(SIZES)) for _ in range(ndim)]
+    dtype = data.draw(st.sampled_from(DTYPES))
+    parts = []
+    for i in range(data.draw(st.integers(1, 3))):
+        if axis is not None:
+            shape[axis] = data.draw(st.sampled_from(SIZES))
+        parts.append(values(tuple(shape), dtype, i))
+    got = run(monkeypatch, backend, lambda *p: tt.concatenate([computed(v) if i % 2 else v for i, v in enumerate(p)],
+                                                              axis=axis), *parts)
+    same(got, np.concatenate([computed(v) if i % 2 else v for i, v in enumerate(parts)], axis=axis))
+    if axis is not None:
+        stacked = [values(parts[0].shape, dtype, i) for i in range(len(parts))]
+        at = data.draw(axes_of(ndim + 1))
+        same(run(monkeypatch, backend, lambda *p: tt.stack([computed(v) for v in p], at), *stacked),
+             np.stack([computed(v) for v in stacked], at))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_split_and_array_split(monkeypatch, backend, data) -> None:
+    x = data.draw(arrays())
+    axis = data.draw(axes_of(x.ndim))
+    n = x.shape[axis]
+    if data.draw(st.booleans()):
+        sections = data.draw(st.lists(st.integers(-n - 2, n + 2), max_size=4))
+        split = data.draw(st.sampled_from([np.split, np.array_split]))
+    else:
+        sections = data.draw(st.integers(1, 4))
+        split = np.array_split if n % sections else data.draw(st.sampled_from([np.split, np.array_split]))
+    want = split(computed(x), sections, axis)
+    builtin = tt.split if split is np.split else tt.array_split
+    got = run(monkeypatch, backend, lambda x: tuple(builtin(computed(x), sections, axis)), x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        same(g, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_reordering_and_reshaping(monkeypatch, backend, data) -> None:
+    x = data.draw(arrays())
+    flip_axis = data.draw(st.one_of(st.none(), axes_of(x.ndim), st.sets(st.integers(0, x.ndim - 1), min_size=1).map(tuple)))
+    both(monkeypatch, backend, lambda x: np.flip(x, flip_axis), x)
+    new = data.draw(st.sets(st.integers(-x.ndim - 1, x.ndim), min_size=1, max_size=2).map(tuple).filter(
+        lambda a: len({v % (x.ndim + len(a)) for v in a}) == len(a)))
+    both(monkeypatch, backend, lambda x: np.expand_dims(x, new), x)
+    ones = tuple(d for d, n in enumerate(x.shape) if n == 1)
+    squeeze_axis = data.draw(st.one_of(st.none(), st.sampled_from(ones or (None,))))
+    both(monkeypatch, backend, lambda x: np.squeeze(x, squeeze_axis), x)
+    source, destination = data.draw(axes_of(x.ndim)), data.draw(axes_of(x.ndim))
+    both(monkeypatch, backend, lambda x: np.moveaxis(x, source, destination), x)
+    both(monkeypatch, backend, lambda x: x.ravel(), x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_repeat_and_tile(monkeypatch, backend, data) -> None:
+    x = data.draw(arrays(max_rank=2))
+    axis = data.draw(st.one_of(st.none(), axes_of(x.ndim)))
+    n = x.size if axis is None else x.shape[axis]
+    repeats = data.draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    both(monkeypatch, backend, lambda x: np.repeat(x, repeats, axis), x)
+    reps = data.draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple)))
+    both(monkeypatch, backend, lambda x: np.tile(x, reps), x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_pad(monkeypatch, backend, data) -> None:
+    x = data.draw(arrays())
+    width = st.integers(0, 3)
+    pad_width = data.draw(st.one_of(width, st.tuples(width, width),
+                                    st.tuples(*[st.tuples(width, width) for _ in range(x.ndim)])))
+    value = st.integers(-3, 3) if x.dtype != np.bool_ else st.booleans()
+    constant = data.draw(st.one_of(value, st.tuples(value, value),
+                                   st.tuples(*[st.tuples(value, value) for _ in range(x.ndim)])))
+    both(monkeypatch, backend, lambda x: np.pad(x, pad_width, constant_values=constant), x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@EXAMPLES
+@given(data=st.data())
+def test_where_with_scalars(monkeypatch, backend, data) -> None:
+    x = data.draw(arrays(max_rank=2).filter(lambda a: a.dtype != np.bool_))
+    a, b = data.draw(st.sampled_from([(2, "x"), ("x", -1), (1.5, 0)]))
+
+    def program(x):
+        pick = lambda v: x if v == "x" else v  # noqa: E731
+        return np.where(x > 0, pick(a), pick(b))
+
+    same(run(monkeypatch, backend, program, x), program(x))
+
+
+def rope(x, sin, cos):
+    h = x.shape[-1] // 2
+    x1, x2 = x[..., :h], x[..., h:]
+    return tt.concatenate([-x2, x1], axis=-1) * sin + x * cos
+
+
+def rope_of_product(a, w, sin, cos):
+    return rope(a * w, sin, cos)
+
+
+def np_rope(x, sin, cos):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1) * sin + x * cos
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", [(2, 3, 5, 8), (1, 4, 33, 64), (2, 2, 7, 6)])
+def test_rope_is_one_kernel(monkeypatch, backend, shape) -> None:
+    """`x` an input and `x` computed in the program: one launch each, `sin`/`cos` broadcast over heads."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    rng = np.random.default_rng(0)
+    x, a = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    sin, cos = (rng.standard_normal(shape[-2:]).astype(np.float32) for _ in range(2))
+    for fn, args, want in ((rope, (x, sin, cos), np_rope(x, sin, cos)),
+                           (rope_of_product, (a, w, sin, cos), np_rope(a * w, sin, cos))):
+        program = tt.jit(fn)
+        assert program.compile(*args).num_launches == 1
+        np.testing.assert_allclose(program(*args), want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_slices_pads_and_flips_of_computed_values_fuse(monkeypatch, backend) -> None:
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    x = values((6, 10), np.float32)
+
+    def program(x):
+        y = tt.exp(x * 0.01)
+        return tt.pad(y[1:, ::-2], ((1, 0), (2, 1)), constant_values=3.0) + tt.flip(y[:, :8], 0)[:, None, :].sum(1)
+
+    compiled = tt.jit(program)
+    assert compiled.compile(x).num_launches == 1
+    y = np.exp(x * np.float32(0.01))
+    np.testing.assert_allclose(compiled(x), np.pad(y[1:, ::-2], ((1, 0), (2, 1)), constant_values=3.0)
+                               + np.flip(y[:, :8], 0), rtol=1e-6)
+
+
+def test_shape_errors_name_the_op_shapes_and_fix() -> None:
+    x, y = values((2, 3), np.float32), values((2, 4), np.float32)
+    cases = [
+        (lambda x, y: tt.concatenate([x, y], axis=0), r"concatenate: all the input array dimensions except for the "
+         r"concatenation axis must match exactly, but along dimension 1, the array at index 0 has size 3 and the array "
+         r"at index 1 has size 4 \(shapes \(2, 3\), \(2, 4\), axis 0\); .*reshape"),
+        (lambda x, y: tt.stack([x, y]), r"stack: all input arrays must have the same shape, got \(2, 3\), \(2, 4\)"),
+        (lambda x, y: tt.concatenate([x[0, 0], y[0, 0]]), r"zero-dimensional arrays cannot be concatenated"),
+        (lambda x, y: tt.split(x, 2, axis=1), r"array split does not result in an equal division"),
+        (lambda x, y: tt.squeeze(x, 0), r"cannot select an axis to squeeze out which has size not equal to one"),
+        (lambda x, y: tt.pad(x, 1, mode="reflect"), r"mode 'reflect' is not supported"),
+        (lambda x, y: tt.repeat(x, [1, 2]), r"could not be broadcast together with shape \(6,\) \(2,\)"),
+        (lambda x, y: tt.flip(x, 2), r"axis 2 is out of bounds for array of dimension 2"),
+    ]
+    for fn, message in cases:
+        with pytest.raises(tt.CompilationError, match=message) as info:
+            tt.jit(fn)(x, y)
+        assert "test_numpy_shapes.py" in str(info.value)
+
+
+def test_unfused_programs_agree(monkeypatch) -> None:
+    """With fusion off (`TINYTON_FUSION=0`) a concatenation is a select between padded windows of its parts."""
+    monkeypatch.setenv("TINYTON_FUSION", "0")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    sin, cos = (rng.standard_normal((5, 8)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(tt.jit(rope)(x, sin, cos), np_rope(x, sin, cos), rtol=1e-6)
