@@ -332,7 +332,8 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Traced:
     values = as_traced(list(arrays))
     shapes = {v.shape for v in values}
     if len(shapes) > 1:
-        raise error(f"stack: all input arrays must have the same shape, got {', '.join(str(v.shape) for v in values)}")
+        raise error(f"stack: all input arrays must have the same shape, got {', '.join(str(v.shape) for v in values)}; "
+                    "reshape or broadcast them to one shape")
     axis = _axis(axis, values[0].ndim + 1)
     return concatenate([expand_dims(v, axis) for v in values], axis)
 
