@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import tinyton as tt
 
 sys.path.insert(0, str(Path(__file__).parent))
+from fusion_helpers import run_program  # noqa: E402
 from test_numpy_indexing import BACKENDS, DTYPES, NO_SHRINKING, SIZES, arrays, computed, same, values  # noqa: E402
 
 EXAMPLES = settings(max_examples=30, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -216,3 +217,28 @@ def test_unfused_programs_agree(monkeypatch) -> None:
     x = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
     sin, cos = (rng.standard_normal((5, 8)).astype(np.float32) for _ in range(2))
     np.testing.assert_allclose(tt.jit(rope)(x, sin, cos), np_rope(x, sin, cos), rtol=1e-6)
+
+
+CHAINS = {  # program, kernels when fused
+    "pad of a pad": (lambda x: np.pad(np.pad(x * 2, 1, constant_values=2), 1, constant_values=3) * 2, 1),
+    "padded, transposed, flipped": (lambda x: np.pad(x, ((1, 0), (0, 2)), constant_values=2).T[::-1, ::-2] * 2, 1),
+    "concatenation of computed parts": (lambda x: np.concatenate([x * 2, (x * x)[:, :2], -x], 1) + 1, 1),
+    "rotation along axis 0": (lambda x: np.concatenate([x[1:], x[:1] * 3]) - x, 1),
+    "slice of a transpose": (lambda x: (x.T * 2)[1:4, ::-1], 1),
+    "slice of a broadcast": (lambda x: np.broadcast_to(x[:, :1] * 2, (5, 6))[::2, 1:], 1),
+    "reduction of a slice": (lambda x: (x * 2)[1:, 2:].sum(axis=1), 1),
+    "bool pad": (lambda x: np.pad(x > 3, 1, constant_values=True), 1),
+    "slice of a reduction": (lambda x: x.sum(axis=1)[1:3] * 2, 2),
+    "matmul of slices": (lambda x: x[:, :4] @ x[:4, 1:], 2),
+}
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_remapped_chains_fuse(name) -> None:
+    """Fused and unfused (one kernel per op) agree with NumPy; the fused program takes the kernels listed."""
+    fn, kernels = CHAINS[name]
+    x = np.arange(30, dtype=np.float32).reshape(5, 6)
+    for fuse in (True, False):
+        (got,), launches = run_program(fn, [x], fuse)
+        np.testing.assert_allclose(got, fn(x), rtol=1e-6)
+        assert not fuse or launches == kernels
