@@ -381,6 +381,21 @@ def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
     return fits[0] if len(fits) == 1 else aligned
 
 
+def _aligned_by_reshape(op: Operation, shape: Sequence[int]) -> list[int] | None:
+    """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users are reshapes
+    to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index along axis 0, each
+    consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned, NumPy's rule)."""
+    users = {u.operation for u in op.results[0].uses}
+    if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
+        return None
+    outs = {shape_of(u.results[0].type) for u in users}
+    out = outs.pop()
+    if outs or [d for d in shape if d != 1] != [d for d in out if d != 1]:
+        return None
+    at = iter(p - len(out) for p, d in enumerate(out) if d != 1)
+    return [next(at) if d != 1 else j - len(shape) for j, d in enumerate(shape)]
+
+
 def _infer(dom: Domain, op: Operation, external) -> Map:
     """Map of the result of register op `op` from its operands' maps (NumPy alignment)."""
     out_shape = shape_of(op.results[0].type)
@@ -417,6 +432,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
                 s = shape_of(v.type)
                 constraints.append((len(out_shape) - len(s), dom.maps[v], s))
     n, k = len(dom.shape), len(out_shape)
+    aligned = [n + o for o in _aligned_by_reshape(op, out_shape) or [j - k for j in range(k)]]
     out: list[int | None] = []
     for j, d in enumerate(out_shape):
         if d == 1:
@@ -425,7 +441,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         axes = {m[j - off] for off, m, s in constraints if 0 <= j - off < len(s) and s[j - off] != 1}
         if len(axes) > 1:
             raise NotFusable(f"{op.name} combines values laid out along different axes")
-        a = axes.pop() if axes else _free_axis(dom, n - k + j, d)
+        a = axes.pop() if axes else _free_axis(dom, aligned[j], d)
         if a is None or a < 0 or dom.shape[a] != d:
             raise NotFusable(f"{op.name} result {out_shape} does not fit the domain {dom.shape}")
         out.append(a)
