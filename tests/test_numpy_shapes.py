@@ -18,7 +18,16 @@ import tinyton as tt
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fusion_helpers import run_program  # noqa: E402
-from test_numpy_indexing import BACKENDS, DTYPES, NO_SHRINKING, SIZES, arrays, computed, same, values  # noqa: E402
+from test_numpy_indexing import (  # noqa: E402
+    BACKENDS,
+    DTYPES,
+    NO_SHRINKING,
+    SIZES,
+    arrays,
+    computed,
+    same,
+    values,
+)
 
 EXAMPLES = settings(max_examples=30, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -193,9 +202,10 @@ def test_slices_pads_and_flips_of_computed_values_fuse(monkeypatch, backend) -> 
 def test_shape_errors_name_the_op_shapes_and_fix() -> None:
     x, y = values((2, 3), np.float32), values((2, 4), np.float32)
     cases = [
-        (lambda x, y: tt.concatenate([x, y], axis=0), r"concatenate: all the input array dimensions except for the "
-         r"concatenation axis must match exactly, but along dimension 1, the array at index 0 has size 3 and the array "
-         r"at index 1 has size 4 \(shapes \(2, 3\), \(2, 4\), axis 0\); .*reshape"),
+        (lambda x, y: tt.concatenate([x, y], axis=0), (
+            r"concatenate: all the input array dimensions except for the concatenation axis must match exactly, but "
+            r"along dimension 1, the array at index 0 has size 3 and the array at index 1 has size 4 \(shapes "
+            r"\(2, 3\), \(2, 4\), axis 0\); .*reshape")),
         (lambda x, y: tt.stack([x, y]), r"stack: all input arrays must have the same shape, got \(2, 3\), \(2, 4\)"),
         (lambda x, y: tt.concatenate([x[0, 0], y[0, 0]]), r"zero-dimensional arrays cannot be concatenated"),
         (lambda x, y: tt.split(x, 2, axis=1), r"array split does not result in an equal division"),

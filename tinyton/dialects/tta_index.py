@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import I32, I64, DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    TensorType,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,

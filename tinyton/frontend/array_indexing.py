@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt import is_float, is_int
+from tinyton.dialects.tt import is_int
 from tinyton.errors import error
 from tinyton.frontend.array_ops import broadcast_to, reshape, take, transpose, where
 from tinyton.frontend.promotion import is_scalar
-from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced, as_traced, current_tracer
+from tinyton.frontend.traced import (
+    ARRAY_IMPLS,
+    NUMPY_FUNCTIONS,
+    Traced,
+    as_traced,
+    current_tracer,
+)
 
 Window = tuple[int, int, int]
 """(start, step, size) of one dim of a `tta.slice`."""
@@ -207,7 +214,7 @@ def getitem(x: Traced, key: Any) -> Traced:
     adjacent, else go first)."""
     items = _expand_key(x, key)
     for k in items:
-        if isinstance(k, (float, np.floating)) or isinstance(k, (bool, np.bool_)):
+        if isinstance(k, (float, np.floating, bool, np.bool_)):
             raise error(
                 "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
                 f"arrays are valid indices, got {type(k).__name__} {k!r}"
@@ -363,7 +370,7 @@ def _split(x: Any, sections: Any, axis: int, equal: bool) -> list[Traced]:
     n = x.shape[axis]
     bounds = [0, *_split_points(n, sections, equal), n]
     parts = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in pairwise(bounds):
         windows = [(0, 1, d) for d in x.shape]
         windows[axis] = _slice_window(slice(lo, hi), n)
         parts.append(window_slice(x, windows))

@@ -19,7 +19,7 @@ from xdsl.ir import Operation
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
-from tinyton.frontend.promotion import element_of, is_scalar
+from tinyton.frontend.promotion import element_of
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
