@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import tinyton as tt
+from tinyton.runtime import driver
 from tinyton.runtime.simulator import DeviceAssertionError
 
 BACKENDS = [pytest.param("sim"), pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -19,7 +20,17 @@ DTYPES = [np.float32, np.float16, np.int32, np.bool_]
 SIZES = [0, 1, 2, 3, 5, 8]
 NO_SHRINKING = (Phase.explicit, Phase.reuse, Phase.generate)
 """Failures print their draws; shrinking them recompiles programs for minutes."""
-EXAMPLES = settings(max_examples=60, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
+ON_GPU = driver.is_available()
+
+
+def examples(n: int) -> settings:
+    """`n` examples on the simulator; a quarter on a GPU host (each example compiles PTX: the GPU runs
+    are shared and short)."""
+    return settings(max_examples=max(n // 4, 8) if ON_GPU else n, deadline=None, phases=NO_SHRINKING,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+EXAMPLES = examples(60)
 
 
 def values(shape, dtype, seed: int = 0) -> np.ndarray:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyton as tt
@@ -21,15 +21,15 @@ from fusion_helpers import run_program  # noqa: E402
 from test_numpy_indexing import (  # noqa: E402
     BACKENDS,
     DTYPES,
-    NO_SHRINKING,
     SIZES,
     arrays,
     computed,
+    examples,
     same,
     values,
 )
 
-EXAMPLES = settings(max_examples=30, deadline=None, phases=NO_SHRINKING, suppress_health_check=[HealthCheck.function_scoped_fixture])
+EXAMPLES = examples(30)
 
 
 def run(monkeypatch, backend: str, fn, *args):
