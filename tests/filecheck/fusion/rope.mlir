@@ -1,3 +1,4 @@
+// RUN: tinyton-opt %s -p tinyton-concatenate-to-slices | filecheck %s --check-prefix=CONCAT
 // RUN: tinyton-opt %s -p tinyton-push-slices | filecheck %s --check-prefix=PUSH
 // RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s --check-prefix=FUSE
 
@@ -16,6 +17,14 @@ func.func @rope(%x: tensor<2x3x5x8xf32>, %sin: tensor<5x8xf32>, %cos: tensor<5x8
   %out = tta.add %a, %b : tensor<2x3x5x8xf32>, tensor<2x3x5x8xf32> -> tensor<2x3x5x8xf32>
   func.return %out : tensor<2x3x5x8xf32>
 }
+
+// The concatenation alone: each part shifted to its place (unspecified elsewhere), a select by position.
+// CONCAT-LABEL: func.func @rope
+// CONCAT:         %[[P0:.+]] = tta.slice %n start = [0, 0, 0, 0] step = [1, 1, 1, 1] : tensor<2x3x5x4xf32> -> tensor<2x3x5x8xf32>
+// CONCAT-NEXT:    %[[P1:.+]] = tta.slice %x1 start = [0, 0, 0, -4] step = [1, 1, 1, 1] : tensor<2x3x5x4xf32> -> tensor<2x3x5x8xf32>
+// CONCAT:         %[[FIRST:.+]] = tta.cmp "lt"
+// CONCAT-NEXT:    %r = tta.where %[[FIRST]], %[[P0]], %[[P1]]
+// CONCAT-NOT:     tta.concatenate
 
 // PUSH-LABEL: func.func @rope
 // PUSH-NEXT:    %[[HI:.+]] = tta.slice %x start = [0, 0, 0, 4] step = [1, 1, 1, 1] : tensor<2x3x5x8xf32> -> tensor<2x3x5x8xf32>
