@@ -305,6 +305,21 @@ def _gather(y: Traced, arrays: list[tuple[int, Traced]]) -> Traced:
     return take(table, broadcast_to(flat, index_shape), at)
 
 
+def take_any(x: Any, indices: Any, axis: int | None = None) -> Traced:
+    """`np.take`: gather along `axis` (None: of the flattened array) by an int array, or by constant indices
+    (a list or NumPy array: strided windows, bounds checked while compiling)."""
+    x = _one(x)
+    if axis is None:
+        x, axis = ravel(x), 0
+    axis = _axis(axis, x.ndim)
+    if isinstance(indices, Traced) or is_scalar(indices):
+        return take(x, indices, axis)
+    constant = _checked_constant(indices, x.shape[axis], axis)
+    if constant.ndim == 1:
+        return take_constant(x, constant, axis)
+    return take(x, _constant_indices(constant), axis)
+
+
 # ---- joining and splitting ------------------------------------------------------------------------
 
 
@@ -509,6 +524,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
 
 FUNCTIONS = {
     "getitem": getitem,
+    "take": take_any,
     "concatenate": concatenate,
     "stack": stack,
     "split": split,
@@ -525,4 +541,4 @@ FUNCTIONS = {
 }
 ARRAY_IMPLS.update(FUNCTIONS)
 NUMPY_FUNCTIONS.update(name for name in FUNCTIONS if name not in ("getitem", "flatten"))
-NUMPY_FUNCTIONS.update(("where", "take", "reshape", "transpose", "swapaxes", "broadcast_to"))
+NUMPY_FUNCTIONS.update(("where", "reshape", "transpose", "swapaxes", "broadcast_to"))

@@ -233,7 +233,7 @@ def _array_only(name: str, doc: str) -> Callable[..., Any]:
 
 ones = _array_only("ones", "An array of ones: `tt.ones(shape, dtype)`.")
 matmul = _array_only("matmul", "NumPy's matmul (`a @ b`).")
-take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
+take = _array_only("take", "NumPy's take: gather along axis (`tt.take(table, ids, axis=0)` is an embedding lookup).")
 tril = _array_only("tril", "NumPy's tril: zero above the k-th diagonal (`tt.tril(x, k=0)`).")
 triu = _array_only("triu", "NumPy's triu: zero below the k-th diagonal (`tt.triu(x, k=0)`).")
 swapaxes = _array_only("swapaxes", "NumPy's swapaxes: `tt.swapaxes(k, -1, -2)` transposes the last two axes.")
