@@ -6,6 +6,7 @@ one kernel). Shape mismatches are CompilationErrors at the user's line naming sh
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tinyton as tt
+from tinyton.compiler import compile_module
+from tinyton.lowering.ptx import assemble_ptx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fusion_helpers import run_program  # noqa: E402
+from fusion_helpers import compile_program, run_program  # noqa: E402
 from test_numpy_indexing import (  # noqa: E402
     BACKENDS,
     DTYPES,
@@ -252,3 +255,22 @@ def test_remapped_chains_fuse(name) -> None:
         (got,), launches = run_program(fn, [x], fuse)
         np.testing.assert_allclose(got, fn(x), rtol=1e-6)
         assert not fuse or launches == kernels
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
+def test_kernels_assemble_for_sm_90() -> None:
+    """Masked loads at offsets with fills, negative strides and bounds-checked gathers lower to PTX that
+    ptxas accepts (what the GPU tests then run)."""
+    x = np.arange(30, dtype=np.float32).reshape(5, 6)
+    r, sc = np.zeros((2, 4, 33, 64), np.float32), np.zeros((33, 64), np.float32)
+    programs = [(fn, [x]) for fn, _ in CHAINS.values()] + [
+        (rope, [r, sc, sc]),
+        (rope_of_product, [r, np.zeros(64, np.float32), sc, sc]),
+        (lambda t, i: t[i, ::-1], [x, np.array([1, 2], np.int32)]),
+        (lambda x: np.flip(np.pad(x.astype(np.float16), 2), 1), [x]),
+    ]
+    for fn, args in programs:
+        _, specs = compile_program(fn, args, fuse=True)
+        for spec in specs:
+            kernel = compile_module(spec.module.clone(), num_warps=spec.num_warps, arch="sm_90", toolchain="llvmlite")
+            assert assemble_ptx(kernel.asm["ptx"], "sm_90")
