@@ -17,7 +17,10 @@ from hypothesis import strategies as st
 
 import tinyton as tt
 from tinyton.compiler import compile_module
+from tinyton.frontend.reference import evaluate
+from tinyton.frontend.tracing import trace
 from tinyton.lowering.ptx import assemble_ptx
+from tinyton.rewrites.pipeline import fuse_module
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fusion_helpers import compile_program, run_program  # noqa: E402
@@ -274,3 +277,13 @@ def test_kernels_assemble_for_sm_90() -> None:
         for spec in specs:
             kernel = compile_module(spec.module.clone(), num_warps=spec.num_warps, arch="sm_90", toolchain="llvmlite")
             assert assemble_ptx(kernel.asm["ptx"], "sm_90")
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_reference_interpreter(name) -> None:
+    """The NumPy reference of tta (frontend/reference.py) runs slices and concatenations, before and after fusion."""
+    fn, _ = CHAINS[name]
+    x = np.arange(30, dtype=np.float32).reshape(5, 6)
+    module = trace(fn, [x])
+    np.testing.assert_allclose(evaluate(module, x)[0], fn(x), rtol=1e-6)
+    np.testing.assert_allclose(evaluate(fuse_module(module), x)[0], fn(x), rtol=1e-6)
