@@ -204,7 +204,8 @@ def test_numpy_functions_on_traced_arrays() -> None:
 
     def program(x):
         return (np.concatenate([x, -x], axis=1), np.flip(x, 0), np.pad(x, 1), np.where(x > 0, x, 0.5),
-                np.moveaxis(x[None], 0, -1), np.squeeze(x[None]), np.ravel(x), x.flatten(), np.stack([x, x], 1))
+                np.moveaxis(x[None], 0, -1), np.squeeze(x[None]), np.ravel(x), x.flatten(), np.stack([x, x], 1),
+                x.take([1, 0], axis=1), x.swapaxes(0, 1)[::2], np.take(x, [5, -1]), x[None].squeeze(0).repeat(2, 1))
 
     want = program(x)
     for got, expected in zip(tt.jit(program)(x), want):

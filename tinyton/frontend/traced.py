@@ -216,6 +216,12 @@ class Traced:
     def repeat(self, repeats: Any, axis: Any = None) -> Traced:
         return ARRAY_IMPLS["repeat"](self, repeats, axis)
 
+    def take(self, indices: Any, axis: Any = None) -> Traced:
+        return ARRAY_IMPLS["take"](self, indices, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Traced:
+        return ARRAY_IMPLS["swapaxes"](self, axis1, axis2)
+
     def __getitem__(self, key: Any) -> Traced:
         return ARRAY_IMPLS["getitem"](self, key)
 
