@@ -56,6 +56,18 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _concatenate_to_slices() -> type[ModulePass]:
+    from tinyton.rewrites.remap import ConcatenateToSlicesPass
+
+    return ConcatenateToSlicesPass
+
+
+def _push_slices() -> type[ModulePass]:
+    from tinyton.rewrites.remap import PushSlicesPass
+
+    return PushSlicesPass
+
+
 def _fusion_to_kernels() -> type[ModulePass]:
     from tinyton.lowering.fusion import FusionToKernelsPass
 
@@ -71,5 +83,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-canonicalize-attention": _canonicalize_attention,
     "tinyton-row-scale": _row_scale,
     "tinyton-fuse": _fuse,
+    "tinyton-concatenate-to-slices": _concatenate_to_slices,
+    "tinyton-push-slices": _push_slices,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

@@ -13,7 +13,7 @@ broadcast_to and contiguous reshapes of inputs cost nothing but index arithmetic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from math import prod
 
@@ -25,7 +25,7 @@ from tinyton.dialects.tt import shape_of
 Map = tuple[int | None, ...]
 
 ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
-VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp)
+VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp, tta.SliceOp)
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
 
@@ -44,11 +44,16 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class View:
-    """Elements of `base` (a value from outside the group) read at `sum(index[i] * strides[i])`."""
+    """Elements of `base` (a value from outside the group) read at `offset + sum(index[i] * strides[i])`;
+    where an index leaves `bounds` (per dim `[lo, hi)`; None: nowhere) the view reads `fill` instead (a
+    slice past the input's end: `np.pad`, the parts of a concatenation)."""
 
     base: SSAValue
     shape: tuple[int, ...]
     strides: tuple[int, ...]
+    offset: int = 0
+    bounds: tuple[tuple[int, int], ...] | None = None
+    fill: bool | int | float | None = None
 
     @staticmethod
     def of(value: SSAValue) -> View:
@@ -57,24 +62,55 @@ class View:
 
     @property
     def is_contiguous(self) -> bool:
-        return all(s == c for s, c, d in zip(self.strides, contiguous_strides(self.shape), self.shape) if d != 1)
+        """Row-major and unmasked (a contiguous reshape is free), maybe at an offset."""
+        dense = all(s == c for s, c, d in zip(self.strides, contiguous_strides(self.shape), self.shape) if d != 1)
+        return dense and self.bounds is None
+
+    @property
+    def is_plain(self) -> bool:
+        """No offset and no bounds: what a matmul operand's descriptors and tiles read."""
+        return self.offset == 0 and self.bounds is None
 
     def apply(self, op: Operation) -> View | None:
-        """The view after a transpose / broadcast_to / reshape; None if a reshape needs a copy."""
+        """The view after a transpose / broadcast_to / reshape / slice; None if it needs a copy."""
         out = shape_of(op.results[0].type)
+        if isinstance(op, tta.SliceOp):
+            return self._slice(op, out)
+        bounds = self.bounds
         if isinstance(op, tta.TransposeOp):
-            return View(self.base, out, tuple(self.strides[p] for p in op.perm))
+            bounds = None if bounds is None else tuple(bounds[p] for p in op.perm)
+            return replace(self, shape=out, strides=tuple(self.strides[p] for p in op.perm), bounds=bounds)
         if isinstance(op, tta.BroadcastToOp):
             lead = len(out) - len(self.shape)
             src = [(1, 0)] * lead + list(zip(self.shape, self.strides))
-            return View(self.base, out, tuple(0 if d == 1 else s for (d, s) in src))
+            if bounds is not None:
+                bounds = tuple((0, n) if b == (0, 1) else b for b, n in zip([(0, 1)] * lead + list(bounds), out))
+            return replace(self, shape=out, strides=tuple(0 if d == 1 else s for (d, s) in src), bounds=bounds)
         if self.is_contiguous:
-            return View(self.base, out, contiguous_strides(out))
-        kept = [(d, s) for d, s in zip(self.shape, self.strides) if d != 1]
-        if [d for d, _ in kept] == [d for d in out if d != 1]:  # only size-1 dims added or removed
-            it = iter(s for _, s in kept)
-            return View(self.base, out, tuple(next(it) if d != 1 else 0 for d in out))
+            return replace(self, shape=out, strides=contiguous_strides(out))
+        kept = [(d, s, b) for d, s, b in zip(self.shape, self.strides, bounds or [None] * len(self.shape)) if d != 1]
+        if bounds is not None and any(b != (0, 1) for d, b in zip(self.shape, bounds) if d == 1):
+            return None  # a removed size-1 dim that reads the fill
+        if [d for d, _, _ in kept] == [d for d in out if d != 1]:  # only size-1 dims added or removed
+            it = iter(kept)
+            dims = [next(it) if d != 1 else (1, 0, (0, 1)) for d in out]
+            return replace(self, shape=out, strides=tuple(s for _, s, _ in dims),
+                           bounds=None if bounds is None else tuple(b for _, _, b in dims))
         return None
+
+    def _slice(self, op: tta.SliceOp, out: tuple[int, ...]) -> View | None:
+        """A window of this view: the offset moves to the start, strides scale by the steps, and the
+        indices inside both the window and the old bounds stay readable."""
+        fill = op.fill_value
+        if self.bounds is not None and fill is not None and self.fill is not None and fill != self.fill:
+            return None  # two paddings with different values
+        old = self.bounds or tuple((0, n) for n in self.shape)
+        offset = self.offset + sum(st * s for st, s in zip(op.starts, self.strides))
+        bounds = tuple(tta.inside_range(st - lo, step, n, hi - lo) for st, step, n, (lo, hi) in
+                       zip(op.starts, op.steps, out, old))
+        full = all(b == (0, n) for b, n in zip(bounds, out))
+        return View(self.base, out, tuple(s * step for s, step in zip(self.strides, op.steps)), offset,
+                    None if full else bounds, None if full else (self.fill if fill is None else fill))
 
 
 @dataclass
@@ -345,10 +381,30 @@ def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
     return fits[0] if len(fits) == 1 else aligned
 
 
+def _aligned_by_reshape(op: Operation, shape: Sequence[int]) -> list[int] | None:
+    """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users are reshapes
+    to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index along axis 0, each
+    consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned, NumPy's rule)."""
+    users = {u.operation for u in op.results[0].uses}
+    if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
+        return None
+    outs = {shape_of(u.results[0].type) for u in users}
+    out = outs.pop()
+    if outs or [d for d in shape if d != 1] != [d for d in out if d != 1]:
+        return None
+    at = iter(p - len(out) for p, d in enumerate(out) if d != 1)
+    return [next(at) if d != 1 else j - len(shape) for j, d in enumerate(shape)]
+
+
 def _infer(dom: Domain, op: Operation, external) -> Map:
     """Map of the result of register op `op` from its operands' maps (NumPy alignment)."""
     out_shape = shape_of(op.results[0].type)
+    if isinstance(op, tta.SliceOp):
+        raise NotFusable("a slice of a value computed in registers needs memory (tinyton-push-slices moves "
+                         "slices of elementwise values to their inputs)")
     if isinstance(op, tta.MatmulOp):
+        if not all(dom.view(v).is_plain for v in op.operands if v in dom.views):
+            raise NotFusable("a matmul reads its operands whole (a sliced or padded operand needs its own kernel)")
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp) and dom.matmul is not None and not is_trivial(op):
         return row_prologue_map(dom, op)
@@ -366,6 +422,8 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         return tuple(None if d == 1 else next(it) for d in out_shape)
     constraints: list[tuple[int, Map, tuple[int, ...]]] = []  # (offset into out dims, map, shape)
     if isinstance(op, tta.TakeOp):
+        if dom.view(op.table).bounds is not None:
+            raise NotFusable("take reads an unpadded table (a padded one needs its own kernel)")
         if not external(op.indices):
             constraints.append((op.axis.value.data, dom.maps[op.indices], shape_of(op.indices.type)))
     else:
@@ -374,6 +432,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
                 s = shape_of(v.type)
                 constraints.append((len(out_shape) - len(s), dom.maps[v], s))
     n, k = len(dom.shape), len(out_shape)
+    aligned = [n + o for o in _aligned_by_reshape(op, out_shape) or [j - k for j in range(k)]]
     out: list[int | None] = []
     for j, d in enumerate(out_shape):
         if d == 1:
@@ -382,7 +441,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         axes = {m[j - off] for off, m, s in constraints if 0 <= j - off < len(s) and s[j - off] != 1}
         if len(axes) > 1:
             raise NotFusable(f"{op.name} combines values laid out along different axes")
-        a = axes.pop() if axes else _free_axis(dom, n - k + j, d)
+        a = axes.pop() if axes else _free_axis(dom, aligned[j], d)
         if a is None or a < 0 or dom.shape[a] != d:
             raise NotFusable(f"{op.name} result {out_shape} does not fit the domain {dom.shape}")
         out.append(a)

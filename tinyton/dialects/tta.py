@@ -14,7 +14,7 @@ Design rules:
 
 This module holds the reduction, matmul, data-movement and fusion ops and the dialect itself; the shape
 rules (`broadcast_shapes`, `reduced_shape`, ..., raising `ShapeError`) are in `tta_shapes`, the
-elementwise ops in `tta_elementwise` (both re-exported here).
+elementwise ops in `tta_elementwise`, slices and concatenation in `tta_index` (all re-exported here).
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from tinyton.dialects.tta_elementwise import (  # noqa: F401
     AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, ConstantOp, DivOp, ExpOp, FloorDivOp, LogOp, MaximumOp,
     MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
+from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range  # noqa: F401
 from tinyton.dialects.tta_shapes import (  # noqa: F401
     ShapeError, array_type, broadcast_shapes, check_broadcast_to, check_reshape, checked, dtype_name,
     expect_result, format_shape, matmul_shape, normalize_axis, reduced_shape, take_shape, transposed_shape,
@@ -429,6 +430,8 @@ Tta = Dialect(
         BroadcastToOp,
         TakeOp,
         ArangeOp,
+        SliceOp,
+        ConcatenateOp,
         FusionOp,
         YieldOp,
     ],

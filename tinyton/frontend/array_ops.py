@@ -19,7 +19,7 @@ from xdsl.ir import Operation
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
-from tinyton.frontend.promotion import FLOAT8, element_of, is_scalar
+from tinyton.frontend.promotion import FLOAT8, element_of
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None
@@ -83,8 +83,16 @@ def relu(x: Any) -> Traced:
     return maximum(x, 0)
 
 
-def where(condition: Any, a: Any, b: Any) -> Traced:
-    """`np.where`: a non-bool condition means `condition != 0`."""
+def where(condition: Any, a: Any = None, b: Any = None) -> Traced:
+    """`np.where`: a non-bool condition means `condition != 0`; the one-argument form (`np.nonzero`) has a
+    data-dependent shape, which array programs cannot have."""
+    if a is None and b is None:
+        raise error(
+            "where(condition) with one argument is np.nonzero: its shape depends on the data, which an array "
+            "program cannot have; use tt.where(condition, x, y), or pass the indices as an int32 array argument"
+        )
+    if a is None or b is None:
+        raise error("either both or neither of x and y should be given")
     cond = _one(condition)
     if cond.element != i1:
         cond = cond != 0
@@ -278,36 +286,6 @@ def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
     return table.tracer.emit(tta.TakeOp, table.value, idx.value, _normalize_axis(axis, table.ndim))
 
 
-def getitem(x: Traced, key: Any) -> Traced:
-    """`x[...]` for the forms that only add or keep axes (`x[:, None]`, `x[None]`, `x[...]`) and
-    gathers by an index array (`table[ids]`); anything else is a CompilationError."""
-    if isinstance(key, Traced):
-        return take(x, key, 0)
-    items = list(key) if isinstance(key, tuple) else [key]
-    supported = "supported: x[:, None], x[None, :], x[...], table[index_array]"
-    if items.count(Ellipsis) > 1:
-        raise error("an index can only have a single ellipsis ('...')")
-    indexed = [k for k in items if k is not None and k is not Ellipsis]
-    if len(indexed) > x.ndim:
-        raise error(
-            f"too many indices for array: array is {x.ndim}-dimensional, but {len(indexed)} were indexed"
-        )
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items[at : at + 1] = [slice(None)] * (x.ndim - len(indexed))
-    items += [slice(None)] * (x.ndim - len([k for k in items if k is not None]))
-    shape, dims = [], iter(x.shape)
-    for k in items:
-        if k is None:
-            shape.append(1)
-        elif k == slice(None):
-            shape.append(next(dims))
-        else:
-            what = "a Python int" if is_scalar(k) else type(k).__name__ if not isinstance(k, slice) else f"slice {k}"
-            raise error(f"indexing an array with {what} is not supported in array programs ({supported})")
-    return reshape(x, tuple(shape))
-
-
 ARRAY_IMPLS.update(
     {
         "exp": exp,
@@ -340,6 +318,5 @@ ARRAY_IMPLS.update(
         "tril": tril,
         "triu": triu,
         "take": take,
-        "getitem": getitem,
     }
 )

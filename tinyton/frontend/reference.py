@@ -74,11 +74,30 @@ def _op(op: Operation, args: list[Any]) -> list[Any]:
         out = np.transpose(args[0], op.perm)
     elif isinstance(op, tta.TakeOp):
         out = np.take(args[0], args[1], axis=op.axis.value.data)
+    elif isinstance(op, tta.SliceOp):
+        out = _window(args[0], op)
+    elif isinstance(op, tta.ConcatenateOp):
+        out = np.concatenate(args, axis=op.axis.value.data)
+    elif isinstance(op, tta.ArangeOp):
+        out = np.arange(op.start.value.data, op.end.value.data)
     elif isinstance(op, tta.FusionOp):
         return run_block(op.block, args)
     else:
         raise NotImplementedError(f"reference interpreter: no implementation of {op.name}")
     return [np.asarray(out).astype(ELEMENT_TO_NUMPY[element_type(op.results[0].type)], copy=False)]
+
+
+def _window(x: np.ndarray, op: tta.SliceOp) -> np.ndarray:
+    """`tta.slice`: element i reads x[start + i * step] per dim, the fill (0 when unspecified) outside x."""
+    out = np.full(shape_of(op.result.type), op.fill_value or 0, dtype=x.dtype)
+    where, read = [], []
+    for start, step, n, extent in zip(op.starts, op.steps, out.shape, x.shape):
+        index = start + np.arange(n) * step
+        inside = (index >= 0) & (index < extent)
+        where.append(np.nonzero(inside)[0])
+        read.append(index[inside])
+    out[np.ix_(*where)] = x[np.ix_(*read)]
+    return out
 
 
 def run_block(block: Block, args: Sequence[Any]) -> list[Any]:

@@ -35,6 +35,10 @@ ARRAY_IMPLS: dict[str, Callable[..., Any]] = {}
 """The array-program implementation of each `tt.*` builtin and `Traced` method, by name; filled by
 tinyton/frontend/array_ops.py, which builds on this module."""
 
+NUMPY_FUNCTIONS: set[str] = set()
+"""NumPy functions that run on traced arrays (`np.concatenate([x, y])` calls `ARRAY_IMPLS["concatenate"]`);
+any other is an error naming the builtin to use."""
+
 _TRACER: ContextVar[Tracer | None] = ContextVar("tinyton_tracer", default=None)
 
 
@@ -203,6 +207,24 @@ class Traced:
     def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
         return ARRAY_IMPLS["mean"](self, axis, keepdims)
 
+    def flatten(self) -> Traced:
+        return ARRAY_IMPLS["flatten"](self)
+
+    def ravel(self) -> Traced:
+        return ARRAY_IMPLS["ravel"](self)
+
+    def squeeze(self, axis: Any = None) -> Traced:
+        return ARRAY_IMPLS["squeeze"](self, axis)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Traced:
+        return ARRAY_IMPLS["repeat"](self, repeats, axis)
+
+    def take(self, indices: Any, axis: Any = None) -> Traced:
+        return ARRAY_IMPLS["take"](self, indices, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Traced:
+        return ARRAY_IMPLS["swapaxes"](self, axis1, axis2)
+
     def __getitem__(self, key: Any) -> Traced:
         return ARRAY_IMPLS["getitem"](self, key)
 
@@ -256,7 +278,10 @@ class Traced:
         raise _numpy_error(name, _REDUCE_BUILTINS.get(ufunc.__name__) if method == "reduce" else ufunc.__name__)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """`np.sum(x)`, `np.where(...)`, ...: an error naming the builtin or method to use."""
+        """`np.concatenate`, `np.where`, ... (`NUMPY_FUNCTIONS`) run as their builtins; any other NumPy function
+        is an error naming the builtin or method to use."""
+        if func.__name__ in NUMPY_FUNCTIONS:
+            return ARRAY_IMPLS[func.__name__](*args, **kwargs)
         raise _numpy_error(f"np.{func.__name__}", func.__name__)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:

@@ -261,7 +261,7 @@ scaled_matmul = _array_only(
     "(a float or one-element float32 array) or per row [M, 1] / column [1, N], cast to `out_dtype` (float32, "
     "float16, bfloat16), all in the matmul kernel's epilogue.",
 )
-take = _array_only("take", "Gather rows: `tt.take(table, indices, axis=0)` (embedding lookup).")
+take = _array_only("take", "NumPy's take: gather along axis (`tt.take(table, ids, axis=0)` is an embedding lookup).")
 tril = _array_only("tril", "NumPy's tril: zero above the k-th diagonal (`tt.tril(x, k=0)`).")
 triu = _array_only("triu", "NumPy's triu: zero below the k-th diagonal (`tt.triu(x, k=0)`).")
 swapaxes = _array_only("swapaxes", "NumPy's swapaxes: `tt.swapaxes(k, -1, -2)` transposes the last two axes.")

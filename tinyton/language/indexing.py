@@ -1,12 +1,15 @@
 """Builtins that order, move or count elements by value: `sort`, `topk`, `flip`, `gather`, `histogram`, and
-`inline_asm_elementwise` (PTX run on every element; the GPU only: the simulator refuses it).
+`inline_asm_elementwise` (PTX run on every element; the GPU only: the simulator refuses it); and the
+array-program builtins for NumPy's indexing, joining and reshaping functions that have no tile-level
+equivalent: `tt.concatenate`, `tt.stack`, `tt.pad`, ... (tinyton/frontend/array_indexing.py). `flip` is both:
+Triton's in kernels, NumPy's (`axis=`) on arrays.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tinyton.language.core import builtin, kernel
+from tinyton.language.core import _array_only, builtin, kernel
 
 
 @builtin
@@ -51,3 +54,14 @@ def inline_asm_elementwise(
     `$0...` the results then the arguments, elements narrower than 32 bits packed into 32-bit registers
     (as Triton); a tuple of dtypes gives a tuple of tiles. The simulator cannot run PTX and refuses."""
     return kernel().inline_asm(asm, constraints, args, dtype, is_pure, pack)
+
+
+concatenate = _array_only("concatenate", "NumPy's concatenate: join arrays along an axis (`axis=None` flattens).")
+stack = _array_only("stack", "NumPy's stack: join arrays of one shape along a new axis.")
+array_split = _array_only("array_split", "NumPy's array_split: like split, sections need not divide the axis.")
+squeeze = _array_only("squeeze", "NumPy's squeeze: remove size-1 dims (all, or those of axis).")
+moveaxis = _array_only("moveaxis", "NumPy's moveaxis: move axes to new positions.")
+ravel = _array_only("ravel", "NumPy's ravel: the elements as a 1-D array.")
+repeat = _array_only("repeat", "NumPy's repeat: repeat elements (int or constant per-element counts) along axis.")
+tile = _array_only("tile", "NumPy's tile: repeat the whole array along each axis.")
+pad = _array_only("pad", "NumPy's pad with mode='constant' (pad_width and constant_values in NumPy's forms).")

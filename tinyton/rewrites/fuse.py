@@ -51,6 +51,7 @@ from tinyton.rewrites.outline import (
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
 from tinyton.rewrites.patterns import FusePatternsPass
+from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
 
@@ -228,14 +229,17 @@ def _is_node(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Attention in one form (`tinyton-canonicalize-attention`), row scales behind matmuls
-    (`tinyton-row-scale`), pattern fusion (`tinyton-fuse-patterns`), then the
+    """Slices of computed values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
+    in one form (`tinyton-canonicalize-attention`), row scales behind matmuls (`tinyton-row-scale`), pattern
+    fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
 
     name = "tinyton-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("slices pushed to the arrays read"):
+            PushSlicesPass().apply(ctx, op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale
             canonicalize_attention(op)
         with stage("row scales behind matmuls"):

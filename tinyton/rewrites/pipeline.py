@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 from tinyton.rewrites.fuse import FusePass
 from tinyton.rewrites.outline import outline_each_op
 from tinyton.rewrites.patterns import default_context
+from tinyton.rewrites.remap import ConcatenateToSlicesPass
 
 
 def fuse_module(module: ModuleOp, fuse: bool = True) -> ModuleOp:
@@ -20,6 +21,7 @@ def fuse_module(module: ModuleOp, fuse: bool = True) -> ModuleOp:
     if fuse:
         FusePass().apply(default_context(), module)
     else:
+        ConcatenateToSlicesPass().apply(default_context(), module)
         outline_each_op(module)
     return module
 

@@ -144,3 +144,19 @@ func.func @yield_outside(%x: tensor<4x8xf32>) {
   tta.yield %x : tensor<4x8xf32>
 }
 // ERR: 'tta.yield' expects parent op 'tta.fusion'
+
+// -----
+
+func.func @concatenate_mismatch(%x: tensor<2x3xf32>, %y: tensor<2x4xf32>) -> tensor<4x3xf32> {
+  %z = tta.concatenate %x, %y axis = 0 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  func.return %z : tensor<4x3xf32>
+}
+// ERR: all the input array dimensions except for the concatenation axis must match exactly, but along dimension 1, the array at index 0 has size 3 and the array at index 1 has size 4
+
+// -----
+
+func.func @slice_rank(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
+  %z = tta.slice %x start = [0] step = [1] : tensor<4x6xf32> -> tensor<2x3xf32>
+  func.return %z : tensor<2x3xf32>
+}
+// ERR: tta.slice takes one start and step per dim of its rank-2 input and result

@@ -197,7 +197,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     Scheduler(rg, ops, outputs).run()
     alias = None
     if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
-        alias = 0 if dom.views[results[0]].is_contiguous else None
+        alias = 0 if dom.views[results[0]].is_contiguous and dom.views[results[0]].is_plain else None
     module = _module(kernel, geom.num_warps)
     if geom.per_sm:
         module.attributes["tt.min_programs_per_sm"] = IntegerAttr(geom.per_sm, i32)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from xdsl.dialects.builtin import i1
 from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.analysis.domain import (
@@ -192,18 +193,60 @@ class RegionEmitter:
         """(memo key, tile shape) of the load of input `value` through map `m`: equal keys are one load."""
         view = self.dom.view(value)
         strides = self.load_strides(view, m)
-        return _load_key(view, strides), self.geom.tile_shape(set(strides))
+        return _load_key(view, strides), self.geom.tile_shape({*strides, *self.bounded_axes(view, m)})
 
     def load(self, view: View, m: Map, scope: Scope) -> SSAValue:
-        """Load a view of an input, indexed through map `m`; hoisted when it does not vary per chunk."""
+        """Load a view of an input, indexed through map `m`; hoisted when it does not vary per chunk.
+        A view with bounds (a padded or concatenated slice) masks the lanes outside them, which read its fill."""
         strides = self.load_strides(view, m)
-        target = scope if self.kvar(strides) else self.root
+        bounded = self.bounded_axes(view, m)
+        target = scope if self.kvar([*strides, *bounded]) else self.root
         key = _load_key(view, strides)
         if target.get(key) is None:
             with self.em.inside(target.block):
-                ptr, shape = self._pointers(self.ptrs[view.base], strides, target)
-                target.memo[key] = self.em.emit(tt.LoadOp(ptr, self.mask(shape, target), **self.load_hints))
+                target.memo[key] = self._load(view, m, strides, target)
         return target.get(key)
+
+    def _load(self, view: View, m: Map, strides: dict[int, int], scope: Scope) -> SSAValue:
+        em = self.em
+        element = element_type(view.base.type)
+        inside = self._inside(view, m, scope)
+        if inside is False:  # the view reads nothing but its fill
+            return em.const(view.fill or 0, element)
+        offset = em.i32(view.offset) if view.offset else None
+        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, offset)
+        if inside is None:
+            return em.emit(tt.LoadOp(ptr, self.mask(shape, scope), **self.load_hints))
+        shape = broadcast_shape(shape, shape_of(inside.type))
+        mask = em.and_(self.mask(shape, scope), em.to_shape(inside, shape))
+        other = em.const(view.fill or 0, element, shape)
+        return em.emit(tt.LoadOp(em.to_shape(ptr, shape), mask, other, **self.load_hints))
+
+    @staticmethod
+    def bounded_axes(view: View, m: Map) -> list[int]:
+        """The domain axes along which `view` leaves its bounds (the load's mask varies along them)."""
+        if view.bounds is None:
+            return []
+        return [a for a, b, n in zip(m, view.bounds, view.shape) if a is not None and b != (0, n)]
+
+    def _inside(self, view: View, m: Map, scope: Scope) -> SSAValue | bool | None:
+        """The lanes of a load of `view` inside its bounds: an i1 tile, None (all), False (none)."""
+        if view.bounds is None:
+            return None
+        em, inside = self.em, None
+        for a, (lo, hi), n in zip(m, view.bounds, view.shape):
+            if (lo, hi) == (0, n):
+                continue
+            if a is None:  # a size-1 dim: index 0
+                if not lo <= 0 < hi:
+                    return False
+                continue
+            index = self.offsets({a: 1}, scope)
+            if lo > 0:
+                inside = em.and_(inside, em.cmp("ge", index, em.i32(lo)))
+            if hi < n:
+                inside = em.and_(inside, em.cmp("lt", index, em.i32(hi)))
+        return inside
 
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
         """Write region value `value` to its (contiguous) output buffer `ptr`."""
@@ -317,16 +360,22 @@ class RegionEmitter:
         return em.cast(em.select(one, c(1.0), out), el)
 
     def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
-        """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets."""
+        """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets. An index
+        outside `[-n, n)` stops the kernel (`tt.assert`: NumPy's IndexError) and is never read."""
         em, dom = self.em, self.dom
         view = dom.view(op.table)
         tmap, axis = dom.take_table_axes(op)
         idx = self.operand(op, 1, scope)
         n = view.shape[axis]
+        inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
+        lanes = self.mask(shape_of(inside.type), scope)
+        checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
+        em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
         idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
         strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
-        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, em.mul_int(idx, view.strides[axis]))
-        return em.emit(tt.LoadOp(ptr, self.mask(shape, scope)))
+        extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)
+        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, extra)
+        return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
 
 
 COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
@@ -344,4 +393,4 @@ def accumulator_element(element: Any) -> Any:
 
 def _load_key(view: View, strides: dict[int, int]) -> tuple:
     """The memo key of a load: one view base read with the same strides is one load."""
-    return ("load", view.base, tuple(sorted(strides.items())))
+    return ("load", view.base, tuple(sorted(strides.items())), view.offset, view.bounds, view.fill)
