@@ -63,7 +63,8 @@ def basic_keys(draw, shape):
     """A basic index of `shape`: slices, in-range ints, None and at most one `...`."""
     items, dim = [], 0
     ellipsis = draw(st.booleans())
-    while dim < len(shape) and draw(st.integers(0, 3)):
+    after_ellipsis = False  # the items after `...` index the trailing dims, every one of them
+    while dim < len(shape) and (after_ellipsis or draw(st.integers(0, 3))):
         n = shape[dim]
         kind = draw(st.sampled_from(["slice", "int", "none", "ellipsis"] if n else ["slice", "none", "ellipsis"]))
         if kind == "none":
@@ -72,7 +73,7 @@ def basic_keys(draw, shape):
         if kind == "ellipsis":
             if ellipsis:
                 items.append(Ellipsis)
-                ellipsis = False
+                ellipsis, after_ellipsis = False, True
                 dim = len(shape) - draw(st.integers(0, len(shape) - dim))
             continue
         items.append(draw(slices(n)) if kind == "slice" else draw(st.integers(-n, n - 1)))
