@@ -68,11 +68,18 @@ class DeviceMemory:
     """The intermediates' blocks, kept per thread and stream (tinyton/runtime/scratch.py)."""
     allocate_same: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
+    follows_inputs: bool = False
+    """Buffers are made on the inputs' device (torch's `new_empty`), not on the current device."""
 
 
 def memory_key(inputs: Sequence[Any]) -> tuple[Any, ...]:
     """What decides the memory of a call: each input's type and device."""
     return tuple((type(x), getattr(x, "device", None)) for x in inputs)
+
+
+def memory_on_inputs_device(memory: HostMemory | DeviceMemory) -> bool:
+    """Whether `memory` allocates on its inputs' own device (torch's), whatever device is current."""
+    return isinstance(memory, DeviceMemory) and memory.follows_inputs
 
 
 def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory:
@@ -140,7 +147,8 @@ def _torch_memory(device: Any) -> DeviceMemory:
         dtype_value=torch_dtype,
         counter=lambda shape: torch.zeros(shape, dtype=torch.int32, device=device),
         scratch=Scratch(block, torch.Tensor.data_ptr),
-        namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader()},
+        namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader(device.index)},
+        follows_inputs=True,
     )
 
 
