@@ -117,6 +117,7 @@ class _Driver:
         # `argtypes`): see `Launcher`.
         self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
+        self.set_current = libcuda.cuCtxSetCurrent
 
 
 _driver_state: _Driver | None = None
@@ -127,10 +128,21 @@ _unavailable: str | None = None
 
 class _ThreadDevice(threading.local):
     ordinal = -1
-    """The device whose context is current on this thread (-1: none made current yet)."""
+    """The device whose context tinyton made current on this thread last (-1: none yet)."""
 
 
 _thread = _ThreadDevice()
+
+
+class _Devices:
+    multi = False
+    """More than one device's context is in use: torch (the runtime API) switches the current context when it
+    works on another device, so tinyton sets its own before each launch instead of trusting `_thread`."""
+    raw: dict[int, ctypes.c_void_p] = {}
+    """Each used device's primary context as a ctypes handle (what `cuCtxSetCurrent` takes directly)."""
+
+
+_devices = _Devices()
 
 
 def _driver() -> _Driver:
@@ -162,17 +174,25 @@ def device_count() -> int:
 
 def use_device(ordinal: int) -> None:
     """Make device `ordinal`'s primary context current on the calling thread (retained on first use)."""
-    if _thread.ordinal == ordinal:
+    if _thread.ordinal == ordinal and not _devices.multi:
         return
+    handle = _devices.raw.get(ordinal)
+    if handle is None:
+        handle = _retain(ordinal)
+    err = _driver_state.set_current(handle)  # type: ignore[union-attr]
+    if err:
+        raise CudaError("cuCtxSetCurrent", err)
+    _thread.ordinal = ordinal
+
+
+def _retain(ordinal: int) -> ctypes.c_void_p:
     state = _driver()
     if not 0 <= ordinal < state.count:
         raise ValueError(f"no CUDA device {ordinal}: this host has {state.count} (0..{state.count - 1})")
-    drv = driver_api()
-    context = _contexts.get(ordinal)
-    if context is None:
-        context = _contexts[ordinal] = call(drv.cuDevicePrimaryCtxRetain, state.handles[ordinal])
-    call(drv.cuCtxSetCurrent, context)
-    _thread.ordinal = ordinal
+    context = _contexts[ordinal] = call(driver_api().cuDevicePrimaryCtxRetain, state.handles[ordinal])
+    handle = _devices.raw[ordinal] = ctypes.c_void_p(int(context))
+    _devices.multi = len(_contexts) > 1
+    return handle
 
 
 def active_ordinal() -> int:
@@ -528,7 +548,7 @@ class Launcher:
     def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int) -> Launch:
         configs: dict[int, Any] = {}
         record, params, call, func, appended = self._values, self._params, self._launch, self._func, self._appended
-        ordinal, thread, switch = self.ordinal, _thread, self.ordinal is not None
+        ordinal, thread, devices, switch = self.ordinal, _thread, _devices, self.ordinal is not None
 
         def config(stream: int) -> Any:
             if len(configs) >= MAX_BOUND:
@@ -540,7 +560,7 @@ class Launcher:
             return configs[stream]
 
         def launch(stream: int, values: tuple[Any, ...]) -> None:
-            if switch and thread.ordinal != ordinal:
+            if switch and (devices.multi or thread.ordinal != ordinal):
                 use_device(ordinal)
             if appended:
                 values = (*values, *(pointer(values) for pointer in appended))

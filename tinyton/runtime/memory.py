@@ -26,6 +26,7 @@ import numpy as np
 
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.scratch import Scratch
+from tinyton.runtime.devices import device_of_call
 from tinyton.runtime.streams import explicit_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
 
@@ -95,7 +96,7 @@ def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory
             )
         return _torch_memory(sample.device)
     if on_gpu and inputs and all(hasattr(x, "__cuda_array_interface__") for x in inputs):
-        return _device_array_memory()
+        return _device_array_memory(device_of_call(inputs, "an array program call"))
     to_caller = from_host if torch_input else _identity
     if not on_gpu:
         return HostMemory(host_array, np.empty, to_caller)
@@ -153,7 +154,9 @@ def _torch_memory(device: Any) -> DeviceMemory:
 
 
 @cache
-def _device_array_memory() -> DeviceMemory:
+def _device_array_memory(ordinal: int) -> DeviceMemory:
+    """Device arrays of device `ordinal` (its own scratch blocks: stream 0 means each device's default
+    stream)."""
     return DeviceMemory(
         input="{x}, {p} = DEVICE_INPUT({arg})",
         allocate="EMPTY({shape}, {dtype})",
