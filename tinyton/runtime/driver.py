@@ -357,6 +357,15 @@ def alloc(nbytes: int) -> int:
     return int(call(driver_api().cuMemAlloc, max(nbytes, 1)))
 
 
+def pinned(count: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """`count` elements of page-locked host memory as a NumPy array, which asynchronous copies (and CUDA-graph
+    copy nodes) may read at any later time; kept for the life of the process."""
+    use_device(current_device())
+    nbytes = count * np.dtype(dtype).itemsize
+    address = int(call(driver_api().cuMemAllocHost, nbytes))
+    return np.frombuffer((ctypes.c_byte * nbytes).from_address(address), dtype=dtype, count=count)
+
+
 def free(ptr: int) -> None:
     call(driver_api().cuMemFree, ptr)
 
@@ -501,14 +510,14 @@ class Launcher:
         function: Function,
         param_kinds: Sequence[str | npt.DTypeLike],
         dynamic_shared: int = 0,
-        appended: Sequence[Callable[[tuple[Any, ...]], int]] = (),
+        appended: Sequence[Callable[[tuple[Any, ...], int], int]] = (),
         launch_kernel: Callable[..., int] | None = None,
         *,
         cooperative: bool = False,
     ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
         every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
-        computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
+        computed from a launch's values and stream (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
         C function called with cuLaunchKernelEx's arguments (default: the driver's; a stand-in measures the
         host path without a GPU); `cooperative`: launch with the cooperative attribute, which runs every
         program at once or refuses (a kernel with a grid barrier)."""
@@ -563,7 +572,7 @@ class Launcher:
             if switch and (devices.multi or thread.ordinal != ordinal):
                 use_device(ordinal)
             if appended:
-                values = (*values, *(pointer(values) for pointer in appended))
+                values = (*values, *(pointer(values, stream) for pointer in appended))
             if params is not None:
                 record[0] = values
             err = call(configs.get(stream) or config(stream), func, params, None)
