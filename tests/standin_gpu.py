@@ -50,7 +50,7 @@ def device_array(shape: tuple[int, ...], dtype: Any = np.float32, ptr: int = 1 <
     """A `DeviceArray` at a made-up address (nothing is allocated; freeing it fails quietly)."""
     array = arrays.DeviceArray.__new__(arrays.DeviceArray)
     array.shape, array.dtype = tuple(shape), np.dtype(dtype)
-    array.nbytes, array.ptr = int(np.prod(shape)) * array.dtype.itemsize, ptr
+    array.nbytes, array.ptr, array.device_ordinal = int(np.prod(shape)) * array.dtype.itemsize, ptr, 0
     array._argument = arrays.KernelArgument(ptr, array.dtype, True)
     return array
 
@@ -81,13 +81,13 @@ def standin_gpu(*functions: Any, record: bool = False) -> Iterator[list]:
     launches: list = []
 
     def launcher(kernel: compiler_kernel.CompiledKernel) -> driver.Launcher:
-        if kernel._launcher is None:
-            kernel._launcher = (
+        if 0 not in kernel._launchers:
+            kernel._launchers[0] = (
                 RecordingLauncher(kernel.name, kernel.param_kinds, launches)
                 if record
                 else driver.Launcher(SimpleNamespace(address=0), kernel.param_kinds, 0, launch_kernel=NO_LAUNCH)
             )
-        return kernel._launcher
+        return kernel._launchers[0]
 
     real_memory_for = memory.memory_for
     scratch = Scratch(lambda nbytes, stream: _cpu_block(nbytes), lambda block: block.data_ptr())

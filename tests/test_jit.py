@@ -189,6 +189,7 @@ class FakeLauncher:
 def fake_device_array(address: int, n: int = 1024) -> DeviceArray:
     array = DeviceArray.__new__(DeviceArray)  # no allocation: the launch path only reads ptr and dtype
     array.ptr, array.shape, array.dtype, array.nbytes = address, (n,), np.dtype(np.float32), 4 * n
+    array.device_ordinal = 0
     array._argument = KernelArgument(address, array.dtype, True)
     return array
 

@@ -73,7 +73,7 @@ def test_launch_reuses_one_bound_launch_per_grid_block_and_shared_size():
 
 def test_appended_pointers_follow_the_values():
     fake = FakeDriver(["i4", driver.POINTER])
-    bound = driver.Launcher(SimpleNamespace(address=0), ["i4"], 0, [lambda values: 0x1000 + values[0]], fake.entry)
+    bound = driver.Launcher(SimpleNamespace(address=0), ["i4"], 0, [lambda values, stream: 0x1000 + values[0]], fake.entry)
     bound.bind((1, 1, 1), 32)(0, (5,))
     assert fake.seen[0][5] == [5, 0x1005]
 

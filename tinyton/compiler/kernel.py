@@ -28,6 +28,7 @@ from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
 from tinyton.profiling import stage
 from tinyton.runtime import driver
+from tinyton.runtime.devices import current_device
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.staging import stage_arguments
 from tinyton.runtime.tensor_maps import device_tensor_map
@@ -99,7 +100,8 @@ class CompiledKernel:
         self.options: dict[str, Any] = {"num_warps": num_warps}
         """The launch options it was compiled for (the frontend fills in num_stages, num_ctas, maxnreg)."""
         self._texts: dict[str, str] = {"tt": str(module)}
-        self._launcher: Any = None
+        self._launchers: dict[int, Any] = {}
+        """Per device: the kernel's `Launcher` there."""
         self.tensor_maps: tuple[dict[str, Any], ...] = ()
         """Specs of the TMA maps the kernel takes after its parameters (tinyton/runtime/tensor_maps.py)."""
         self.run_with_all_arguments: Callable[..., None] | None = None
@@ -166,15 +168,19 @@ class CompiledKernel:
 
     @property
     def launcher(self) -> Any:
-        """The driver's `Launcher` of this kernel (compiles and loads the PTX on first use)."""
-        if self._launcher is None:
+        """The driver's `Launcher` of this kernel on the current device (compiles the PTX on first use and
+        loads it once per device: one compile serves every device of the host)."""
+        ordinal = current_device()
+        launcher = self._launchers.get(ordinal)
+        if launcher is None:
             ptx = self.stage("ptx")
             self._check_loadable()
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
-            function = driver.Module.from_ptx(ptx).function(self.name, dynamic_shared_bytes=dynamic)
+            function = driver.Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
-            self._launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
-        return self._launcher
+            launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
+            self._launchers[ordinal] = launcher
+        return launcher
 
     def _check_loadable(self) -> None:
         """Refuse PTX the GPU cannot load (compiled for another `TINYTON_ARCH`): sm_NN PTX runs on compute
@@ -192,8 +198,9 @@ class CompiledKernel:
         """Programs the GPU holds at once (occupancy x SMs), queried once: a grid-barrier kernel's grid must
         not exceed it."""
         if self._resident is None:
-            per_sm = self.launcher.function.max_active_blocks(self.threads, self.launcher.dynamic_shared)
-            self._resident = per_sm * driver.device().sm_count
+            launcher = self.launcher
+            per_sm = launcher.function.max_active_blocks(self.threads, launcher.dynamic_shared)
+            self._resident = per_sm * driver.device(launcher.ordinal).sm_count
         return self._resident
 
     @property

@@ -39,7 +39,8 @@ from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT
 from tinyton.profiling import stage
 from tinyton.runtime import driver
-from tinyton.runtime.memory import HostMemory, memory_for, memory_key
+from tinyton.runtime.devices import device_of_call, running_on
+from tinyton.runtime.memory import HostMemory, memory_for, memory_key, memory_on_inputs_device
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -127,15 +128,22 @@ class ArrayProgram:
         """The call path for arguments like `args` (cached per input types and devices): `runner(args)`
         gives the program's result."""
         inputs = [args[i] for i in self.input_positions]
-        key = memory_key(inputs)
+        gpu = driver.backend() == "cuda"
+        ordinal = device_of_call(inputs, f"array program {self.name}") if gpu else None
+        key = (memory_key(inputs), ordinal)
         run = self._runners.get(key)
         if run is None:
-            memory = memory_for(inputs, driver.backend() == "cuda")
+            memory = memory_for(inputs, gpu)
             on_gpu = not (isinstance(memory, HostMemory) and memory.address is None)
-            kernels = [(self._kernel(s), s.grid, s.slots) for step in self.steps for s in self._launched(step, on_gpu)]
-            plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple,
-                            self.counters)
-            run = self._runners[key] = runner(plan, memory)
+            with running_on(ordinal or 0):  # the kernels' launches bind to the call's device
+                kernels = [(self._kernel(s), s.grid, s.slots) for step in self.steps
+                           for s in self._launched(step, on_gpu)]  # fmt: skip
+                plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple,
+                                self.counters)
+                run = runner(plan, memory)
+            if on_gpu and not memory_on_inputs_device(memory):
+                run = on_device(run, ordinal or 0)
+            self._runners[key] = run
         return run
 
     def _launched(self, step: _Step, on_gpu: bool) -> list[_Step]:
@@ -229,3 +237,13 @@ def build_program(
     makers["ptx"] = lambda: "\n".join(k.asm["ptx"] for k in program.kernels())
     program.asm = _LazyAsm(makers)
     return program
+
+
+def on_device(run: Runner, ordinal: int) -> Runner:
+    """`run` with device `ordinal` current, where its buffers are allocated on the current device."""
+
+    def run_there(args: Sequence[Any]) -> Any:
+        with running_on(ordinal):
+            return run(args)
+
+    return run_there

@@ -35,7 +35,7 @@ from tinyton.frontend.source import Param
 from tinyton.frontend.values import f32
 from tinyton.runtime.arrays import DeviceArray
 from tinyton.runtime.descriptors import TensorDescriptor
-from tinyton.runtime.streams import explicit_stream, torch_stream, torch_stream_reader
+from tinyton.runtime.streams import explicit_stream, torch_raw_stream, torch_stream
 from tinyton.runtime.torch_interop import host_view, is_torch
 
 KINDS: dict[str, tuple[str, str]] = {
@@ -49,7 +49,7 @@ KINDS: dict[str, tuple[str, str]] = {
         "{a}",
     ),
     "float": ("'f32'", "{a}"),
-    "device": ("{a}.dtype, ({a}_p := {a}.ptr) & 15", "{a}_p"),
+    "device": ("{a}.dtype, {a}.device_ordinal, ({a}_p := {a}.ptr) & 15", "{a}_p"),
     "torch": ("{a}.dtype, ({a}_d := {a}.get_device()), ({a}_p := {a}.data_ptr()) & 15", "{a}_p if {a}_d >= 0 else None"),
     "cuda": ("{a}.__cuda_array_interface__['typestr'], address({a}) & 15", "address({a})"),
     "host": ("'host', str(getattr({a}, 'dtype', None)), address({a}) & 15", "None"),
@@ -69,7 +69,8 @@ led by the call shape's own token. A None item (an int out of range) never match
 tensor's value is None, so its plan is never fast and its host address is never launched (the slow path
 stages it). A descriptor's value spreads into its parameters (`descriptor_values`), its key says whether
 its base is None there (host memory: never fast, as a CPU tensor). A torch tensor's device is read as
-`get_device()` (-1 on the CPU), its cheapest accessor (measured: docs/benchmarks-history.md, branch `host4`)."""
+`get_device()` (-1 on the CPU), its cheapest accessor (measured: docs/benchmarks-history.md, branch `host4`); with a
+DeviceArray's `device_ordinal` it keys the plan, whose launch belongs to that device."""
 
 
 def address(arg: Any) -> int:
@@ -195,9 +196,11 @@ def classifier(
             kinds.add(kind)
     keys += [KINDS["constexpr"][0].format(a=sources[name][0]) for name in options if name in sources]
     key, value = f"({', '.join(keys)},)", f"({''.join(f'{v}, ' for v in values)})"
-    if "torch" in kinds:  # torch tensors: launches follow torch's current stream unless the caller chose one
-        namespace["TORCH_STREAM"] = torch_stream_reader()
-    default_stream = "TORCH_STREAM()" if "torch" in kinds else "0"
+    first_torch = next((sources[p.name][0] for p in params if p.name in sources and not p.constexpr
+                        and kind_of(sources[p.name][1]) == "torch"), None)  # fmt: skip
+    if first_torch is not None:  # torch tensors: launches follow torch's current stream of their device
+        namespace["TORCH_STREAM"] = torch_raw_stream()
+    default_stream = f"TORCH_STREAM({first_torch}_d)" if first_torch is not None else "0"
     if "descriptor" in kinds and "torch" not in kinds:  # a descriptor's base may be a torch tensor (in its plan's key)
         namespace["CURRENT_TORCH_STREAM"] = torch_stream
         default_stream = "(CURRENT_TORCH_STREAM() if plan.torch_inputs else 0)"

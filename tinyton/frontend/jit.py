@@ -28,6 +28,7 @@ from tinyton.frontend.options import DEFAULT_NUM_STAGES, LAUNCH_OPTIONS, launch_
 from tinyton.frontend.source import KernelSource, Param, constexpr_value, returns_values
 from tinyton.lazy import lazy_module
 from tinyton.profiling import stage
+from tinyton.runtime.devices import device_of_call, running_on
 from tinyton.runtime.streams import current_stream
 
 if TYPE_CHECKING:
@@ -187,8 +188,9 @@ class JITFunction:
             grid = self._grid(grid, args, kwargs)
             if 0 in grid:
                 return plan.kernel
-        if plan.fast:
-            (plan.bound.get(grid) or plan.bind(grid))(current_stream(plan.torch_inputs), values)
+        if plan.fast:  # device arguments only: they decide the device (the plan's key holds it)
+            with running_on(device_of_call((*args, *kwargs.values()), f"{self.__name__}[grid]")):
+                (plan.bound.get(grid) or plan.bind(grid))(current_stream(plan.torch_inputs), values)
         else:
             _launch(plan.kernel, grid, self._runtime_args(args, kwargs), plan.torch_inputs)
         return plan.kernel
@@ -330,7 +332,8 @@ class JITFunction:
 def _launch(kernel: CompiledKernel, grid: Any, args: Sequence[Any], torch_inputs: bool) -> None:
     """Run the kernel on this machine's backend with its runtime arguments."""
     if driver.backend() == "cuda":
-        kernel.launch(grid, args, current_stream(torch_inputs))
+        with running_on(device_of_call(args, f"{kernel.name}[grid]")):
+            kernel.launch(grid, args, current_stream(torch_inputs))
     else:
         kernel.simulate(grid, [arguments.simulator_argument(a) for a in args])
 

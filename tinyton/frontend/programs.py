@@ -28,6 +28,7 @@ from tinyton.compiler.target import requested_arch
 from tinyton.frontend.names import globals_guard, globals_key
 from tinyton.frontend.tracing import is_array, trace
 from tinyton.profiling import stage
+from tinyton.runtime.devices import current_device, device_of
 from tinyton.runtime.torch_interop import is_torch
 
 
@@ -120,9 +121,10 @@ def _no_key(args: tuple) -> None:
 def _key_function(sample: Sequence[Any]) -> Callable[[tuple], Any]:
     """`key(args)`: for arguments of the types of `sample`, what decides the compiled program and its memory
     (None for other types): torch tensors give shape, dtype and device index (`get_device()`, -1 on the CPU:
-    an int, cheaper to read and hash than a torch.device); other arrays shape, dtype (and a device if they
-    have one); other arguments their value (the types are checked, so 1, 1.0 and True differ)."""
-    namespace: dict[str, Any] = {}
+    an int, cheaper to read and hash than a torch.device); DeviceArrays shape, dtype and device; other arrays
+    shape and dtype, and the call's current device (host data runs there); other arguments their value (the
+    types are checked, so 1, 1.0 and True differ)."""
+    namespace: dict[str, Any] = {"CURRENT": current_device}
     names = [f"a{i}" for i in range(len(sample))]
     checks, parts = [], []
     for a, value in zip(names, sample):
@@ -132,10 +134,12 @@ def _key_function(sample: Sequence[Any]) -> Callable[[tuple], Any]:
             parts.append(a)
         elif is_torch(value):
             parts.append(f"{a}.shape, {a}.dtype, {a}.get_device()")
-        elif hasattr(value, "device"):
-            parts.append(f"{a}.shape, {a}.dtype, {a}.device")
+        elif hasattr(value, "device_ordinal"):
+            parts.append(f"{a}.shape, {a}.dtype, {a}.device_ordinal")
         else:
             parts.append(f"{a}.shape, {a}.dtype")
+    if any(is_array(v) and device_of(v) is None for v in sample):
+        parts.append("CURRENT()")  # host arrays run on the current device: its runner
     source = (
         f"def key(args):\n    ({''.join(f'{a}, ' for a in names)}) = args\n"
         f"    if {' and '.join(checks) or 'True'}:\n        return ({''.join(f'{p}, ' for p in parts)})"

@@ -163,6 +163,7 @@ from tinyton.language.shapes import (
     transpose,
     view,
 )
+from tinyton.runtime.devices import device
 from tinyton.runtime.streams import stream
 
 # The runtime's arrays, streams and graphs load NumPy (a quarter of a second): on first use.
@@ -176,6 +177,7 @@ LAZY: dict[str, tuple[Any, str]] = {
     "CudaGraph": (_graphs, "CudaGraph"),
     "DeviceArray": (_arrays, "DeviceArray"),
     "Stream": (_driver, "Stream"),
+    "device_count": (_driver, "device_count"),
     "set_allocator": (_descriptors, "set_allocator"),
     "to_device": (_arrays, "to_device"),
 }
@@ -230,6 +232,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "debug_barrier",
+    "device",
     "device_assert",
     "device_print",
     "div_rn",

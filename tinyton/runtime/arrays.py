@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from tinyton.dtypes import BF16
 from tinyton.runtime import driver
+from tinyton.runtime.devices import current_device, index_of, running_on
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.torch_interop import host_view, numpy_dtype
 
@@ -43,18 +44,25 @@ def keep_allocations(into: list[DeviceArray]) -> Iterator[None]:
 
 
 class DeviceArray:
-    """A C-contiguous array in device memory, freed when the object goes away."""
+    """A C-contiguous array in device memory, freed when the object goes away. It lives on the device
+    current when it was made (`tt.device(n)`, else torch's current device, else 0): `device` says which."""
 
-    __slots__ = ("ptr", "shape", "dtype", "nbytes", "_argument")
+    __slots__ = ("ptr", "shape", "dtype", "nbytes", "device_ordinal", "_argument")
 
     def __init__(self, shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32):
         self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.dtype = np.dtype(dtype)
         self.nbytes = prod(self.shape) * self.dtype.itemsize
+        self.device_ordinal = current_device()
         self.ptr = driver.alloc(self.nbytes)
         self._argument = KernelArgument(self.ptr, self.dtype, True)
         for keeper in _KEEPERS:
             keeper.append(self)
+
+    @property
+    def device(self) -> str:
+        """`"cuda:N"`, as torch names devices."""
+        return f"cuda:{self.device_ordinal}"
 
     @property
     def size(self) -> int:
@@ -71,11 +79,13 @@ class DeviceArray:
 
     def copy_from_host(self, src: np.ndarray, stream: int | None = None) -> None:
         self._check_host(src)
+        driver.use_device(self.device_ordinal)
         driver.memcpy_htod(self.ptr, np.ascontiguousarray(src), stream)
 
     def to_host(self, out: np.ndarray, stream: int | None = None) -> np.ndarray:
         """Copy into the existing C-contiguous host array `out` and return it."""
         self._check_host(out)
+        driver.use_device(self.device_ordinal)
         driver.memcpy_dtoh(out, self.ptr, stream)
         return out
 
@@ -104,7 +114,7 @@ class DeviceArray:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, ptr={self.ptr:#x})"
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device!r}, ptr={self.ptr:#x})"
 
     def __del__(self):
         ptr = getattr(self, "ptr", None)
@@ -134,11 +144,15 @@ def zeros(shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32) -> De
     return array
 
 
-def to_device(array: npt.ArrayLike, stream: int | None = None) -> DeviceArray:
+def to_device(array: npt.ArrayLike, stream: int | None = None, device: Any = None) -> DeviceArray:
+    """A device copy of a host array, on `device` (an index or `"cuda:N"`; default: the current device)."""
     host = np.asarray(array)
-    device = DeviceArray(host.shape, host.dtype)
-    device.copy_from_host(host, stream)
-    return device
+    if device is not None:
+        with running_on(index_of(device)):
+            return to_device(host, stream)
+    result = DeviceArray(host.shape, host.dtype)
+    result.copy_from_host(host, stream)
+    return result
 
 
 @dataclass(slots=True)

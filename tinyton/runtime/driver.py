@@ -3,8 +3,14 @@ A thin layer over the CUDA driver API (cuda-python's `cuda.bindings.driver`).
 
 Importing this module touches no driver: the first call that needs the GPU runs `cuInit`
 (reading the device's attributes needs no more), the first allocation, module load or launch
-makes device 0's primary context current on the calling thread. Every driver failure is
+makes the current device's primary context current on the calling thread. Every driver failure is
 raised as a `CudaError` naming the call and the CUDA error.
+
+Every device of the host can be used, one primary context each (CUDA's runtime-API model):
+`use_device(n)` makes device n's context current on the calling thread, and allocations, module
+loads and streams belong to the device current when they are made. A `Launcher` belongs to the device
+its function was loaded on and makes that device current before it launches, so a launch never goes to
+another device's context.
 
 Kernel launches go through `Launcher`, which prepares the parameter buffer and the launch
 configuration once so that a launch only writes the values and calls `cuLaunchKernelEx`
@@ -25,7 +31,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tinyton.runtime.streams import explicit_stream, torch_stream
+from tinyton.runtime.devices import current_device, set_device
+from tinyton.runtime.streams import explicit_stream, torch_stream, torch_stream_reader
 
 STATIC_SHARED_LIMIT = 48 * 1024
 POINTER = "ptr"
@@ -91,10 +98,10 @@ class Device:
 
 
 class _Driver:
-    """The driver initialised and device 0 found: enough to read its attributes (the compile's target and SM
-    count). Its primary context, which allocations and launches need, is made on first use (`_ctx`): on an
-    H100 host `cuInit` took 104-224 ms and the primary context 125-156 ms more, which a compile to PTX need
-    not pay."""
+    """The driver initialised and its devices counted: enough to read their attributes (the compile's
+    target and SM count). A device's primary context, which allocations and launches need, is made on first
+    use (`use_device`): on an H100 host `cuInit` took 104-224 ms and the primary context 125-156 ms more,
+    which a compile to PTX need not pay."""
 
     def __init__(self):
         # First: where no driver library is installed this fails in microseconds, before cuda-python's
@@ -102,17 +109,40 @@ class _Driver:
         libcuda = ctypes.CDLL("libcuda.so.1")
         drv = driver_api()
         call(drv.cuInit, 0)
-        self.device = call(drv.cuDeviceGet, 0)
+        self.count = call(drv.cuDeviceGetCount)
+        if self.count < 1:
+            raise RuntimeError("the CUDA driver reports no device")
+        self.handles = [call(drv.cuDeviceGet, i) for i in range(self.count)]
         # Launches bypass cuda-python's argument conversion, and ctypes' too (no
         # `argtypes`): see `Launcher`.
         self.launch_kernel_ex = libcuda.cuLaunchKernelEx
         self.is_capturing = libcuda.cuStreamIsCapturing
+        self.set_current = libcuda.cuCtxSetCurrent
 
 
 _driver_state: _Driver | None = None
-_context: Any = None
-"""Device 0's primary context, current on the thread that made it."""
+_contexts: dict[int, Any] = {}
+"""Each used device's primary context (retained once per process)."""
 _unavailable: str | None = None
+
+
+class _ThreadDevice(threading.local):
+    ordinal = -1
+    """The device whose context tinyton made current on this thread last (-1: none yet)."""
+
+
+_thread = _ThreadDevice()
+
+
+class _Devices:
+    multi = False
+    """More than one device's context is in use: torch (the runtime API) switches the current context when it
+    works on another device, so tinyton sets its own before each launch instead of trusting `_thread`."""
+    raw: dict[int, ctypes.c_void_p] = {}
+    """Each used device's primary context as a ctypes handle (what `cuCtxSetCurrent` takes directly)."""
+
+
+_devices = _Devices()
 
 
 def _driver() -> _Driver:
@@ -129,15 +159,46 @@ def _driver() -> _Driver:
 
 
 def _ctx() -> _Driver:
-    """The driver, with device 0's primary context made current (once, on the calling thread)."""
-    global _context
+    """The driver, with a device's context current on the calling thread (the device chosen last on this
+    thread, else `current_device()`)."""
     state = _driver()
-    if _context is None:
-        drv = driver_api()
-        context = call(drv.cuDevicePrimaryCtxRetain, state.device)
-        call(drv.cuCtxSetCurrent, context)
-        _context = context
+    if _thread.ordinal < 0:
+        use_device(current_device())
     return state
+
+
+def device_count() -> int:
+    """How many GPUs the driver sees (0 without a usable driver)."""
+    return _driver().count if is_available() else 0
+
+
+def use_device(ordinal: int) -> None:
+    """Make device `ordinal`'s primary context current on the calling thread (retained on first use)."""
+    if _thread.ordinal == ordinal and not _devices.multi:
+        return
+    handle = _devices.raw.get(ordinal)
+    if handle is None:
+        handle = _retain(ordinal)
+    err = _driver_state.set_current(handle)  # type: ignore[union-attr]
+    if err:
+        raise CudaError("cuCtxSetCurrent", err)
+    _thread.ordinal = ordinal
+
+
+def _retain(ordinal: int) -> ctypes.c_void_p:
+    state = _driver()
+    if not 0 <= ordinal < state.count:
+        raise ValueError(f"no CUDA device {ordinal}: this host has {state.count} (0..{state.count - 1})")
+    context = _contexts[ordinal] = call(driver_api().cuDevicePrimaryCtxRetain, state.handles[ordinal])
+    handle = _devices.raw[ordinal] = ctypes.c_void_p(int(context))
+    _devices.multi = len(_contexts) > 1
+    return handle
+
+
+def active_ordinal() -> int:
+    """The device whose context is current on this thread (made current if none is yet)."""
+    _ctx()
+    return _thread.ordinal
 
 
 _initialising: threading.Thread | None = None
@@ -191,17 +252,26 @@ def unavailable_reason() -> str | None:
     return None if is_available() else _unavailable
 
 
+def device(ordinal: int | None = None) -> Device:
+    """Properties of device `ordinal` (default: the device current on this thread)."""
+    if ordinal is None:
+        ordinal = _thread.ordinal if _thread.ordinal >= 0 else current_device()
+    return _device(ordinal)
+
+
 @cache
-def device() -> Device:
-    """Properties of the current device (device 0)."""
-    drv, dev = driver_api(), _driver().device
+def _device(ordinal: int) -> Device:
+    state = _driver()
+    if not 0 <= ordinal < state.count:
+        raise ValueError(f"no CUDA device {ordinal}: this host has {state.count} (0..{state.count - 1})")
+    drv, dev = driver_api(), state.handles[ordinal]
     attr = drv.CUdevice_attribute
 
     def get(name: str) -> int:
         return call(drv.cuDeviceGetAttribute, getattr(attr, f"CU_DEVICE_ATTRIBUTE_{name}"), dev)
 
     return Device(
-        ordinal=0,
+        ordinal=ordinal,
         name=call(drv.cuDeviceGetName, 256, dev).split(b"\0")[0].decode(),
         compute_capability=(get("COMPUTE_CAPABILITY_MAJOR"), get("COMPUTE_CAPABILITY_MINOR")),
         sm_count=get("MULTIPROCESSOR_COUNT"),
@@ -219,16 +289,17 @@ def device() -> Device:
 
 @cache
 def default_arch() -> str:
-    """The `sm_NN` to compile for: device 0's when a GPU is usable, else `sm_90`."""
+    """The `sm_NN` to compile for: device 0's when a GPU is usable, else `sm_90` (one compile serves every
+    device of the host's kind)."""
     if is_available():
-        major, minor = device().compute_capability
+        major, minor = device(0).compute_capability
         return f"sm_{major}{minor}"
     return "sm_90"
 
 
-def synchronize() -> None:
-    """Wait for all work on the context."""
-    _ctx()
+def synchronize(ordinal: int | None = None) -> None:
+    """Wait for all work on a device (default: the current device)."""
+    use_device(current_device() if ordinal is None else ordinal)
     call(driver_api().cuCtxSynchronize)
 
 
@@ -250,7 +321,7 @@ def stream_capturing(handle: int) -> bool:
 
 def release(destroy: str, handle: Any) -> None:
     """Destroy a handle from `__del__`, where raising is useless (e.g. at exit)."""
-    if handle is not None and _context is not None:
+    if handle is not None and _contexts:
         try:
             getattr(driver_api(), destroy)(handle)
         except Exception:
@@ -262,7 +333,8 @@ class Stream:
 
     def __init__(self, *, non_blocking: bool = True):
         drv = driver_api()
-        _ctx()
+        use_device(current_device())
+        self.ordinal = _thread.ordinal
         flags = drv.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else 0
         self._stream = call(drv.cuStreamCreate, flags)
         self.handle = int(self._stream)
@@ -280,8 +352,18 @@ class Stream:
 
 
 def alloc(nbytes: int) -> int:
-    _ctx()
+    """Device memory on the current device (`current_device()`)."""
+    use_device(current_device())
     return int(call(driver_api().cuMemAlloc, max(nbytes, 1)))
+
+
+def pinned(count: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """`count` elements of page-locked host memory as a NumPy array, which asynchronous copies (and CUDA-graph
+    copy nodes) may read at any later time; kept for the life of the process."""
+    use_device(current_device())
+    nbytes = count * np.dtype(dtype).itemsize
+    address = int(call(driver_api().cuMemAllocHost, nbytes))
+    return np.frombuffer((ctypes.c_byte * nbytes).from_address(address), dtype=dtype, count=count)
 
 
 def free(ptr: int) -> None:
@@ -327,13 +409,15 @@ def _host_address(array: np.ndarray) -> int:
 class Module:
     """A loaded PTX/cubin image; it stays loaded while any of its functions is alive."""
 
-    def __init__(self, image: bytes):
-        _ctx()
+    def __init__(self, image: bytes, ordinal: int | None = None):
+        """Load `image` on device `ordinal` (default: the current device)."""
+        self.ordinal = current_device() if ordinal is None else ordinal
+        use_device(self.ordinal)
         self._module = call(driver_api().cuModuleLoadData, image)
 
     @classmethod
-    def from_ptx(cls, ptx: str) -> Module:
-        return cls(ptx.encode() + b"\0")
+    def from_ptx(cls, ptx: str, ordinal: int | None = None) -> Module:
+        return cls(ptx.encode() + b"\0", ordinal)
 
     def function(self, name: str, *, dynamic_shared_bytes: int = 0) -> Function:
         """The kernel `name`, allowed `dynamic_shared_bytes` of dynamic shared memory."""
@@ -426,18 +510,21 @@ class Launcher:
         function: Function,
         param_kinds: Sequence[str | npt.DTypeLike],
         dynamic_shared: int = 0,
-        appended: Sequence[Callable[[tuple[Any, ...]], int]] = (),
+        appended: Sequence[Callable[[tuple[Any, ...], int], int]] = (),
         launch_kernel: Callable[..., int] | None = None,
         *,
         cooperative: bool = False,
     ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
         every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
-        computed from a launch's values (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
+        computed from a launch's values and stream (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
         C function called with cuLaunchKernelEx's arguments (default: the driver's; a stand-in measures the
         host path without a GPU); `cooperative`: launch with the cooperative attribute, which runs every
         program at once or refuses (a kernel with a grid barrier)."""
         self.function = function
+        self.ordinal: int | None = function.module.ordinal if launch_kernel is None else None
+        """The device the function was loaded on: each launch makes its context current first (None: a
+        stand-in `launch_kernel`, no device)."""
         self.dynamic_shared = dynamic_shared
         self._appended = tuple(appended)
         kinds = [*param_kinds, *[POINTER] * len(self._appended)]
@@ -470,6 +557,7 @@ class Launcher:
     def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int) -> Launch:
         configs: dict[int, Any] = {}
         record, params, call, func, appended = self._values, self._params, self._launch, self._func, self._appended
+        ordinal, thread, devices, switch = self.ordinal, _thread, _devices, self.ordinal is not None
 
         def config(stream: int) -> Any:
             if len(configs) >= MAX_BOUND:
@@ -481,8 +569,10 @@ class Launcher:
             return configs[stream]
 
         def launch(stream: int, values: tuple[Any, ...]) -> None:
+            if switch and (devices.multi or thread.ordinal != ordinal):
+                use_device(ordinal)
             if appended:
-                values = (*values, *(pointer(values) for pointer in appended))
+                values = (*values, *(pointer(values, stream) for pointer in appended))
             if params is not None:
                 record[0] = values
             err = call(configs.get(stream) or config(stream), func, params, None)
@@ -529,11 +619,11 @@ class GPUTarget:
 class _Utils:
     @staticmethod
     def get_device_properties(index: int = 0) -> dict[str, int]:
-        """Triton's property dict: SM count, opt-in shared memory per block, registers per block, ...
-        (tinyton runs on device 0, whatever the index)."""
+        """Triton's property dict of device `index`: SM count, opt-in shared memory per block, registers per
+        block, ..."""
         if not is_available():
             return dict(NOMINAL_PROPERTIES)
-        d = device()
+        d = device(index)
         return {
             "multiprocessor_count": d.sm_count,
             "max_shared_mem": d.max_shared_per_block_optin,
@@ -546,36 +636,40 @@ class _Utils:
 
 
 class ActiveDriver:
-    """`tinyton.runtime.driver.active`: device 0 (tinyton drives one GPU), its current stream and
-    properties, and the torch device that tensors for it live on (the CPU without a GPU, where the
+    """`tinyton.runtime.driver.active`: the current device (tinyton/runtime/devices.py), its current stream
+    and properties, and the torch device that tensors for it live on (the CPU without a GPU, where the
     simulator runs)."""
 
     utils = _Utils()
 
     @staticmethod
     def get_current_device() -> int:
-        return 0
+        return current_device()
 
     @staticmethod
     def set_current_device(device: int) -> None:
-        if device != 0:
-            raise ValueError(f"tinyton drives device 0 only, got {device}")
+        """Make `device` current for this thread's later calls (as `torch.cuda.set_device`)."""
+        if is_available() and not 0 <= device < device_count():
+            raise ValueError(f"no CUDA device {device}: this host has {device_count()}")
+        set_device(device)
 
     @staticmethod
     def get_current_stream(device: int | None = None) -> int:
-        """The stream launches go to now: `tt.stream(...)`'s, else torch's current one when torch has
-        initialised CUDA, else the default stream (0)."""
+        """The stream launches go to now: `tt.stream(...)`'s, else torch's current one (of `device`, default
+        the current device) when torch has initialised CUDA, else the default stream (0)."""
         explicit = explicit_stream()
         if explicit is not None:
             return explicit
         torch = sys.modules.get("torch")
-        return torch_stream() if torch is not None and torch.cuda.is_initialized() else 0
+        if torch is None or not torch.cuda.is_initialized():
+            return 0
+        return torch_stream() if device is None else torch_stream_reader(device)()
 
     @staticmethod
     def get_active_torch_device() -> Any:
         import torch  # asked for a torch device: the caller uses torch
 
-        return torch.device("cuda", 0) if is_available() else torch.device("cpu")
+        return torch.device("cuda", current_device()) if is_available() else torch.device("cpu")
 
     @staticmethod
     def get_current_target() -> GPUTarget:

@@ -17,7 +17,8 @@ from tinyton.runtime import arrays, driver, streams
 
 
 class CudaGraph:
-    """One captured graph, its executable instance and the device memory it uses."""
+    """One captured graph, its executable instance and the device memory it uses, on the device current
+    when it is made."""
 
     def __init__(self) -> None:
         self.stream = driver.Stream()
@@ -34,6 +35,7 @@ class CudaGraph:
         if self._exec is not None:
             raise RuntimeError("this CudaGraph is already captured; make a new one to capture again")
         drv = driver.driver_api()
+        driver.use_device(self.stream.ordinal)
         mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
         driver.call(drv.cuStreamBeginCapture, self.stream.raw, mode)
         try:
@@ -48,6 +50,7 @@ class CudaGraph:
         """Launch the captured work on this graph's stream (asynchronously)."""
         if self._exec is None:
             raise RuntimeError("replay() needs a captured graph: record one with `with graph.capture(): ...`")
+        driver.use_device(self.stream.ordinal)
         driver.call(driver.driver_api().cuGraphLaunch, self._exec, self.stream.raw)
 
     def synchronize(self) -> None:

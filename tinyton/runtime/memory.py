@@ -26,6 +26,7 @@ import numpy as np
 
 from tinyton.runtime import arrays, driver
 from tinyton.runtime.scratch import Scratch
+from tinyton.runtime.devices import device_of_call
 from tinyton.runtime.streams import explicit_stream, torch_stream_reader
 from tinyton.runtime.torch_interop import from_host, host_view, is_torch, torch_dtype
 
@@ -68,11 +69,18 @@ class DeviceMemory:
     """The intermediates' blocks, kept per thread and stream (tinyton/runtime/scratch.py)."""
     allocate_same: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
+    follows_inputs: bool = False
+    """Buffers are made on the inputs' device (torch's `new_empty`), not on the current device."""
 
 
 def memory_key(inputs: Sequence[Any]) -> tuple[Any, ...]:
     """What decides the memory of a call: each input's type and device."""
     return tuple((type(x), getattr(x, "device", None)) for x in inputs)
+
+
+def memory_on_inputs_device(memory: HostMemory | DeviceMemory) -> bool:
+    """Whether `memory` allocates on its inputs' own device (torch's), whatever device is current."""
+    return isinstance(memory, DeviceMemory) and memory.follows_inputs
 
 
 def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory:
@@ -88,7 +96,7 @@ def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory
             )
         return _torch_memory(sample.device)
     if on_gpu and inputs and all(hasattr(x, "__cuda_array_interface__") for x in inputs):
-        return _device_array_memory()
+        return _device_array_memory(device_of_call(inputs, "an array program call"))
     to_caller = from_host if torch_input else _identity
     if not on_gpu:
         return HostMemory(host_array, np.empty, to_caller)
@@ -140,12 +148,15 @@ def _torch_memory(device: Any) -> DeviceMemory:
         dtype_value=torch_dtype,
         counter=lambda shape: torch.zeros(shape, dtype=torch.int32, device=device),
         scratch=Scratch(block, torch.Tensor.data_ptr),
-        namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader()},
+        namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader(device.index)},
+        follows_inputs=True,
     )
 
 
 @cache
-def _device_array_memory() -> DeviceMemory:
+def _device_array_memory(ordinal: int) -> DeviceMemory:
+    """Device arrays of device `ordinal` (its own scratch blocks: stream 0 means each device's default
+    stream)."""
     return DeviceMemory(
         input="{x}, {p} = DEVICE_INPUT({arg})",
         allocate="EMPTY({shape}, {dtype})",

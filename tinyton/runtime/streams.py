@@ -15,6 +15,8 @@ from contextvars import ContextVar
 from functools import cache, partial
 from typing import Any
 
+from tinyton.runtime.devices import current_device
+
 _CURRENT: ContextVar[int | None] = ContextVar("tinyton_stream", default=None)
 
 
@@ -44,26 +46,33 @@ getter, so the launch paths read it without a Python frame."""
 
 
 @cache
-def torch_stream_reader() -> Callable[[], int]:
-    """A function reading torch's current raw stream of device 0 (the device tinyton drives). The cheapest
-    way: torch's C entry point (what Triton uses) bound to the device, a single C call (~0.1 µs) against
-    several µs for `torch.cuda.current_stream()`, which builds a Stream object per call."""
+def torch_raw_stream() -> Callable[[int], int]:
+    """`read(device)`: torch's current raw stream of a device. The cheapest way: torch's C entry point (what
+    Triton uses), a single C call (~0.1 µs) against several µs for `torch.cuda.current_stream()`, which
+    builds a Stream object per call."""
     import torch  # only reached with torch tensors in hand: torch is already imported
 
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is None:
-        return lambda: int(torch.cuda.current_stream(0).cuda_stream)
-    return partial(raw, 0)
+        return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
+    return raw
+
+
+@cache
+def torch_stream_reader(device: int = 0) -> Callable[[], int]:
+    """A function reading torch's current raw stream of `device` (bound once per device)."""
+    return partial(torch_raw_stream(), device)
 
 
 def torch_stream() -> int:
-    """torch's current CUDA stream on device 0 (only called when torch CUDA tensors came in)."""
-    return torch_stream_reader()()
+    """torch's current CUDA stream on the current device (only called when torch CUDA tensors came in)."""
+    return torch_raw_stream()(current_device())
 
 
 def current_stream(torch_inputs: bool = False) -> int:
-    """The stream a launch goes to: the explicit one, else torch's (with torch inputs), else 0."""
+    """The stream a launch goes to: the explicit one, else torch's on the current device (with torch inputs),
+    else 0."""
     chosen = _CURRENT.get()
     if chosen is not None:
         return chosen
-    return torch_stream_reader()() if torch_inputs else 0
+    return torch_stream() if torch_inputs else 0

@@ -8,6 +8,11 @@ with the PTX): which parameter is the base pointer, and the sizes and element st
 with `cuTensorMapEncodeTiled` and uploaded to 128 bytes of global memory once per (address, sizes, strides,
 box, dtype, padding, swizzle); a cached launch only looks the key up.
 
+The upload is an asynchronous copy on the launch's own stream, from a pinned host slot that stays put, into a
+slot of a per-device slab allocated once: ordered before the kernel that reads it, and legal inside a CUDA
+graph capture (torch's `torch.cuda.graph` forbids allocations and synchronous copies there), where it becomes
+a copy node of the graph.
+
 Global memory rather than a `__grid_constant__` by-value parameter: the kernel parameter stays a plain
 pointer on both PTX paths (xDSL's `llvm.func` carries no `byval`/`nvvm.grid_constant` parameter
 attributes), the launcher's fixed parameter record is unchanged, and a cached map costs no copy per launch.
@@ -37,6 +42,27 @@ _DATA_TYPES = {
 _SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
 
 _cache: dict[tuple, int] = {}
+MAP_BYTES = 128
+
+
+class _Slab:
+    """`MAX_CACHED` map slots of one device, and their pinned host twins (written once, never moved)."""
+
+    def __init__(self) -> None:
+        self.device = driver.alloc(MAX_CACHED * MAP_BYTES)
+        self.host = driver.pinned(MAX_CACHED * MAP_BYTES // 8, np.uint64)
+        self.used = 0
+
+    def upload(self, words: np.ndarray, stream: int) -> int:
+        slot = self.used
+        self.used += 1
+        self.host[slot * 16 : (slot + 1) * 16] = words
+        address = self.device + slot * MAP_BYTES
+        driver.memcpy_htod(address, self.host[slot * 16 : (slot + 1) * 16], stream)
+        return address
+
+
+_slabs: dict[int, _Slab] = {}
 
 
 def _resolve(entry: int | str, values: Sequence[Any]) -> int:
@@ -95,24 +121,26 @@ def encode(key: tuple) -> np.ndarray:
     return np.array([int(w) for w in tensor_map.opaque], dtype=np.uint64)
 
 
-def device_tensor_map(spec: Mapping[str, Any], values: Sequence[Any]) -> int:
-    """The device address of the map of `spec` for a launch with parameter `values` (encoded on first use)."""
+def device_tensor_map(spec: Mapping[str, Any], values: Sequence[Any], stream: int = 0) -> int:
+    """The device address of the map of `spec` for a launch with parameter `values` on `stream` (encoded and
+    uploaded on that stream on first use)."""
     key = tensor_map_key(spec, values)
     found = _cache.get(key)
     if found is None:
-        if len(_cache) >= MAX_CACHED:
+        ordinal = driver.active_ordinal()
+        slab = _slabs.get(ordinal)
+        if slab is None:
+            slab = _slabs[ordinal] = _Slab()
+        if slab.used == MAX_CACHED:
             clear()
-        words = encode(key)
-        found = driver.alloc(words.nbytes)
-        driver.memcpy_htod(found, words)
-        _cache[key] = found
+        found = _cache[key] = slab.upload(encode(key), stream)
     return found
 
 
 def clear() -> None:
-    """Free every cached map (after the launches that may read them are done)."""
-    if _cache:
-        driver.synchronize()
-    for address in _cache.values():
-        driver.free(address)
+    """Forget every cached map (after the launches that may read them are done): their slots are reused."""
+    for ordinal, slab in _slabs.items():
+        if slab.used:
+            driver.synchronize(ordinal)
+        slab.used = 0
     _cache.clear()
