@@ -20,7 +20,7 @@ from generate import NumpyEngine, Sampling, TinytonEngine, main, random_prompt
 from model import NumpyOps, decode, prefill, rope_frequencies, rope_tables
 from safetensors.numpy import save_file
 from sampler import sample_kernel, sample_numpy
-from weights import CheckpointError, load_checkpoint, random_weights, save_checkpoint
+from weights import BF16, CheckpointError, load_checkpoint, random_weights, save_checkpoint
 
 TINY = CONFIGS["tiny"]
 
@@ -96,12 +96,12 @@ def test_numpy_decode_continues_prefill():
     full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights)
     head = prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights)
     shape = (2, cfg.num_key_value_heads, 16, cfg.head_dim)
-    caches = [np.zeros(shape, np.float32) for _ in range(2 * cfg.num_hidden_layers)]
+    caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
     for cache, rows in zip(caches, head[1:]):
         cache[:, :, :8] = rows
     step = decode(NumpyOps, cfg, prompt[:, 8], np.array([8], np.int32), cos, sin, *weights, *caches)
-    np.testing.assert_allclose(step[0], full[0], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(step[1], full[1][:, :, 8:9], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(step[0], full[0], rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
+    np.testing.assert_array_equal(step[1].astype(np.float32), full[1][:, :, 8:9].astype(np.float32))
 
 
 def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):

@@ -20,7 +20,7 @@ import numpy as np
 from config import CONFIGS, Config
 from model import NumpyOps, decode, decode_program, prefill, prefill_program, rope_tables
 from sampler import advance_kernel, sample_kernel, sample_numpy, write_cache_kernel
-from weights import Weights, load_checkpoint, random_weights
+from weights import BF16, Weights, load_checkpoint, random_weights
 
 import tinyton as tt
 from tinyton.runtime import driver
@@ -28,7 +28,11 @@ from tinyton.runtime import driver
 SAMPLE_BLOCK = 1024
 
 
-def _on_device(x: np.ndarray):
+def _on_device(x):
+    """A NumPy array moved to the GPU (kept on the host for the simulator); device arrays and torch tensors
+    as they are."""
+    if not isinstance(x, np.ndarray):
+        return x
     return tt.to_device(x) if driver.is_available() else np.ascontiguousarray(x)
 
 
@@ -53,8 +57,8 @@ class TinytonEngine:
         cos, sin = rope_tables(cfg, context)
         self.cos, self.sin = _on_device(cos), _on_device(sin)
         shape = (batch, cfg.num_key_value_heads, context, cfg.head_dim)
-        self.kcache = [_on_device(np.zeros(shape, np.float32)) for _ in range(cfg.num_hidden_layers)]
-        self.vcache = [_on_device(np.zeros(shape, np.float32)) for _ in range(cfg.num_hidden_layers)]
+        self.kcache = [_on_device(np.zeros(shape, BF16)) for _ in range(cfg.num_hidden_layers)]
+        self.vcache = [_on_device(np.zeros(shape, BF16)) for _ in range(cfg.num_hidden_layers)]
         self.token = _on_device(np.zeros(batch, np.int32))
         self.pos = _on_device(np.zeros(1, np.int32))
         self.out = _on_device(np.zeros((batch, context), np.int32))
@@ -119,7 +123,7 @@ class NumpyEngine:
         cos, sin = rope_tables(cfg, self.context)
         logits, *rows = prefill(NumpyOps, cfg, prompt, cos[:p], sin[:p], *self.weights)
         shape = (self.batch, cfg.num_key_value_heads, self.context, cfg.head_dim)
-        kcache, vcache = [np.zeros(shape, np.float32) for _ in range(n)], [np.zeros(shape, np.float32) for _ in range(n)]
+        kcache, vcache = [np.zeros(shape, BF16) for _ in range(n)], [np.zeros(shape, BF16) for _ in range(n)]
         for cache, new in zip(kcache + vcache, rows):
             cache[:, :, :p] = new
         token = self._choose(logits)

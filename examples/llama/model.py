@@ -6,14 +6,15 @@ tinyton spell differently; the rest is operators, slicing and array methods both
 A layer: RMSNorm, q/k/v projections (grouped-query heads), RoPE (Llama 3's frequencies and scaling), causal
 attention over the KV cache, o-projection + residual, RMSNorm, SwiGLU MLP (`silu(x @ gate.T) * (x @ up.T)`,
 then `@ down.T`) + residual. Then the final norm and `lm_head`. Weights are bf16 as Hugging Face stores them
-(`(out, in)`); activations are float32.
+(`(out, in)`); activations are float32, rounded to bf16 where they enter a matmul (as tensor cores take
+them) and where they are stored in the bf16 KV cache.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from config import Config
-from weights import LAYER_WEIGHTS
+from weights import BF16, LAYER_WEIGHTS
 
 import tinyton as tt
 
@@ -35,6 +36,15 @@ class NumpyOps:
     def f32(x: np.ndarray) -> np.ndarray:
         return x.astype(np.float32)
 
+    @staticmethod
+    def bf16(x: np.ndarray) -> np.ndarray:
+        return x.astype(BF16)
+
+    @staticmethod
+    def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """What a tensor core computes: bf16 operands, exact products, float32 sums, one bf16 rounding."""
+        return (x.astype(BF16).astype(np.float32) @ w.astype(np.float32).T).astype(BF16).astype(np.float32)
+
 
 class TinytonOps:
     """The same functions on traced arrays (inside `@tt.jit` array programs)."""
@@ -48,6 +58,15 @@ class TinytonOps:
     @staticmethod
     def f32(x):
         return x.to(tt.float32)
+
+    @staticmethod
+    def bf16(x):
+        return x.to(tt.bfloat16)
+
+    @staticmethod
+    def linear(x, w):
+        """`x @ w.T` on bf16 operands (a bf16 result, float32 inside the matmul), widened to float32."""
+        return (x.to(tt.bfloat16) @ w.T).to(tt.float32)
 
 
 # ---- host-side tables -----------------------------------------------------------------------------
@@ -85,11 +104,6 @@ def rmsnorm(ops, cfg: Config, x, w):
     return x * ops.rsqrt((x * x).mean(axis=-1, keepdims=True) + cfg.rms_norm_eps) * ops.f32(w)
 
 
-def linear(ops, x, w):
-    """`x @ w.T` with a bf16 weight `(out, in)`."""
-    return x @ ops.f32(w).T
-
-
 def rope(ops, x, cos, sin):
     """Rotate `(..., T, D)` by position: `x * cos + rotate_half(x) * sin`."""
     h = x.shape[-1] // 2
@@ -124,7 +138,7 @@ def attention(ops, cfg: Config, q, k, v, keep):
 
 
 def mlp(ops, x, layer):
-    return linear(ops, silu(ops, linear(ops, x, layer["gate_proj"])) * linear(ops, x, layer["up_proj"]),
+    return ops.linear(silu(ops, ops.linear(x, layer["gate_proj"])) * ops.linear(x, layer["up_proj"]),
                   layer["down_proj"])  # fmt: skip
 
 
@@ -149,15 +163,15 @@ def prefill(ops, cfg: Config, tokens, cos, sin, *weights):
     keys, values = [], []
     for layer in layers:
         h = rmsnorm(ops, cfg, x, layer["input_layernorm"])
-        q = rope(ops, heads(ops, linear(ops, h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
-        k = rope(ops, heads(ops, linear(ops, h, layer["k_proj"]), kvh, d), cos, sin)
-        v = heads(ops, linear(ops, h, layer["v_proj"]), kvh, d)
-        x = x + linear(ops, attention(ops, cfg, q, k, v, keep), layer["o_proj"])
+        q = rope(ops, heads(ops, ops.linear(h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
+        k = rope(ops, heads(ops, ops.linear(h, layer["k_proj"]), kvh, d), cos, sin)
+        v = heads(ops, ops.linear(h, layer["v_proj"]), kvh, d)
+        x = x + ops.linear(attention(ops, cfg, q, k, v, keep), layer["o_proj"])
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
-        keys.append(k)
-        values.append(v)
+        keys.append(ops.bf16(k))
+        values.append(ops.bf16(v))
     last = rmsnorm(ops, cfg, x[:, -1, :], norm)
-    return (linear(ops, last, lm_head), *keys, *values)
+    return (ops.linear(last, lm_head), *keys, *values)
 
 
 def decode(ops, cfg: Config, token, pos, cos_table, sin_table, *arrays):
@@ -177,15 +191,15 @@ def decode(ops, cfg: Config, token, pos, cos_table, sin_table, *arrays):
     keys, values = [], []
     for layer, kc, vc in zip(layers, kcache, vcache):
         h = rmsnorm(ops, cfg, x, layer["input_layernorm"])
-        q = rope(ops, heads(ops, linear(ops, h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
-        k_row = rope(ops, heads(ops, linear(ops, h, layer["k_proj"]), kvh, d), cos, sin)
-        v_row = heads(ops, linear(ops, h, layer["v_proj"]), kvh, d)
+        q = rope(ops, heads(ops, ops.linear(h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
+        k_row = rope(ops, heads(ops, ops.linear(h, layer["k_proj"]), kvh, d), cos, sin)
+        v_row = heads(ops, ops.linear(h, layer["v_proj"]), kvh, d)
         k, v = ops.where(here, k_row, kc), ops.where(here, v_row, vc)
-        x = x + linear(ops, attention(ops, cfg, q, k, v, visible), layer["o_proj"])
+        x = x + ops.linear(attention(ops, cfg, q, k, v, visible), layer["o_proj"])
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
-        keys.append(k_row)
-        values.append(v_row)
-    logits = linear(ops, rmsnorm(ops, cfg, x, norm), lm_head).reshape(b, cfg.vocab_size)
+        keys.append(ops.bf16(k_row))
+        values.append(ops.bf16(v_row))
+    logits = ops.linear(rmsnorm(ops, cfg, x, norm), lm_head).reshape(b, cfg.vocab_size)
     return (logits, *keys, *values)
 
 
