@@ -29,10 +29,10 @@ import torch.nn.functional as F
 from common import device_name, median_ms, print_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "llama"))
-from config import CONFIGS, Config  # noqa: E402
-from generate import Sampling, TinytonEngine  # noqa: E402
-from model import prefill_program, rope_tables  # noqa: E402
-from weights import LAYER_WEIGHTS, Weights, weight_shapes  # noqa: E402
+from config import CONFIGS, Config
+from generate import Sampling, TinytonEngine
+from model import prefill_program, rope_tables
+from weights import Weights, weight_shapes
 
 
 def torch_weights(cfg: Config, seed: int = 0) -> Weights:

@@ -15,12 +15,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "llama"))
 pytest.importorskip("safetensors", reason="the `safetensors` package (llama checkpoints) is not installed")
 
-from config import CONFIGS, Config
+from config import CONFIGS
 from generate import NumpyEngine, Sampling, TinytonEngine, main, random_prompt
 from model import NumpyOps, decode, prefill, rope_frequencies, rope_tables
 from safetensors.numpy import save_file
 from sampler import sample_kernel, sample_numpy
-from weights import BF16, CheckpointError, load_checkpoint, random_weights, save_checkpoint
+from weights import (
+    BF16,
+    CheckpointError,
+    load_checkpoint,
+    random_weights,
+    save_checkpoint,
+)
 
 TINY = CONFIGS["tiny"]
 

@@ -18,7 +18,14 @@ from collections.abc import Sequence
 
 import numpy as np
 from config import CONFIGS, Config
-from model import NumpyOps, decode, decode_program, prefill, prefill_program, rope_tables
+from model import (
+    NumpyOps,
+    decode,
+    decode_program,
+    prefill,
+    prefill_program,
+    rope_tables,
+)
 from sampler import advance_kernel, sample_kernel, sample_numpy, write_cache_kernel
 from weights import BF16, Weights, load_checkpoint, random_weights
 

@@ -125,16 +125,35 @@ def heads(ops, x, n: int, d: int):
     return ops.swapaxes(x.reshape(b, t, n, d), 1, 2)
 
 
-def attention(ops, cfg: Config, q, k, v, keep):
-    """Grouped-query attention: q `(B, H, T, D)`, k and v `(B, KV, S, D)`, `keep` broadcasting to
-    `(T, S)`; returns `(B, T, H * D)`."""
-    b, _, t, d = q.shape
-    kv, g = cfg.num_key_value_heads, cfg.group
-    q = q.reshape(b, kv, g, t, d)
+def attention(ops, q, k, v, keep):
+    """Grouped-query attention: q `(B, H, T, D)`, k and v `(B, KV, S, D)` (H a multiple of KV), `keep`
+    broadcasting to `(T, S)`; returns `(B, T, H * D)`."""
+    b, h, t, d = q.shape
+    kv = k.shape[1]
+    q = q.reshape(b, kv, h // kv, t, d)
     k, v = k.reshape(b, kv, 1, -1, d), v.reshape(b, kv, 1, -1, d)
     p = softmax(ops, ops.where(keep, q @ k.mT * (1.0 / float(np.sqrt(d))), float("-inf")))
-    o = (p @ v).reshape(b, kv * g, t, d)
-    return ops.swapaxes(o, 1, 2).reshape(b, t, kv * g * d)
+    o = (p @ v).reshape(b, h, t, d)
+    return ops.swapaxes(o, 1, 2).reshape(b, t, h * d)
+
+
+def qkv(ops, cfg: Config, x, layer, cos, sin):
+    """The layer's normed input projected to rotated queries and keys and values `(B, heads, T, D)`. The head
+    counts come from the weights, so a tensor-parallel shard (some of the heads) runs the same code."""
+    d = cfg.head_dim
+    h = rmsnorm(ops, cfg, x, layer["input_layernorm"])
+    q = rope(ops, heads(ops, ops.linear(h, layer["q_proj"]), layer["q_proj"].shape[0] // d, d), cos, sin)
+    k = rope(ops, heads(ops, ops.linear(h, layer["k_proj"]), layer["k_proj"].shape[0] // d, d), cos, sin)
+    v = heads(ops, ops.linear(h, layer["v_proj"]), layer["v_proj"].shape[0] // d, d)
+    return q, k, v
+
+
+def decode_attention(ops, cfg: Config, x, layer, cos, sin, kc, vc, here, visible):
+    """One decode step's attention with the output projection (the residual is the caller's), over the cache
+    `kc`, `vc` with the new row at `here`. Returns `(out, k_row, v_row)`."""
+    q, k_row, v_row = qkv(ops, cfg, x, layer, cos, sin)
+    k, v = ops.where(here, k_row, kc), ops.where(here, v_row, vc)
+    return ops.linear(attention(ops, q, k, v, visible), layer["o_proj"]), k_row, v_row
 
 
 def mlp(ops, x, layer):
@@ -156,17 +175,13 @@ def prefill(ops, cfg: Config, tokens, cos, sin, *weights):
     """The prompt `tokens (B, P)` at positions `0..P-1` (`cos`, `sin`: `(P, D)`). Returns the logits of the
     last position `(B, vocab)`, then every layer's keys, then every layer's values `(B, KV, P, D)`."""
     embed, norm, lm_head, layers = unflatten(cfg, weights)
-    d, kvh = cfg.head_dim, cfg.num_key_value_heads
     x = ops.f32(ops.take(embed, tokens, 0))
     p = tokens.shape[1]
     keep = ops.arange(p)[:, None] >= ops.arange(p)[None, :]
     keys, values = [], []
     for layer in layers:
-        h = rmsnorm(ops, cfg, x, layer["input_layernorm"])
-        q = rope(ops, heads(ops, ops.linear(h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
-        k = rope(ops, heads(ops, ops.linear(h, layer["k_proj"]), kvh, d), cos, sin)
-        v = heads(ops, ops.linear(h, layer["v_proj"]), kvh, d)
-        x = x + ops.linear(attention(ops, cfg, q, k, v, keep), layer["o_proj"])
+        q, k, v = qkv(ops, cfg, x, layer, cos, sin)
+        x = x + ops.linear(attention(ops, q, k, v, keep), layer["o_proj"])
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
         keys.append(ops.bf16(k))
         values.append(ops.bf16(v))
@@ -182,7 +197,6 @@ def decode(ops, cfg: Config, token, pos, cos_table, sin_table, *arrays):
     embed, norm, lm_head, layers = unflatten(cfg, arrays[:n])
     kcache = arrays[n : n + cfg.num_hidden_layers]
     vcache = arrays[n + cfg.num_hidden_layers :]
-    d, kvh = cfg.head_dim, cfg.num_key_value_heads
     b = token.shape[0]
     x = ops.f32(ops.take(embed, token, 0)).reshape(b, 1, cfg.hidden_size)
     cos, sin = ops.take(cos_table, pos, 0), ops.take(sin_table, pos, 0)
@@ -190,12 +204,8 @@ def decode(ops, cfg: Config, token, pos, cos_table, sin_table, *arrays):
     here, visible = (t == pos)[:, None], t <= pos
     keys, values = [], []
     for layer, kc, vc in zip(layers, kcache, vcache):
-        h = rmsnorm(ops, cfg, x, layer["input_layernorm"])
-        q = rope(ops, heads(ops, ops.linear(h, layer["q_proj"]), cfg.num_attention_heads, d), cos, sin)
-        k_row = rope(ops, heads(ops, ops.linear(h, layer["k_proj"]), kvh, d), cos, sin)
-        v_row = heads(ops, ops.linear(h, layer["v_proj"]), kvh, d)
-        k, v = ops.where(here, k_row, kc), ops.where(here, v_row, vc)
-        x = x + ops.linear(attention(ops, cfg, q, k, v, visible), layer["o_proj"])
+        out, k_row, v_row = decode_attention(ops, cfg, x, layer, cos, sin, kc, vc, here, visible)
+        x = x + out
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
         keys.append(ops.bf16(k_row))
         values.append(ops.bf16(v_row))
