@@ -92,6 +92,22 @@ def attention_program(cfg, x, delta, pos, cos_table, sin_table, kc, vc, *weights
 
 
 @tt.jit
+def prefill_attention_program(cfg, x, delta, cos, sin, *weights):
+    """The prompt's version: causal attention over its own keys and values, which it returns for the caches."""
+    ops, layer = TinytonOps, dict(zip(ATTENTION, weights))
+    x = x + delta
+    q, k, v = qkv(ops, cfg, x, layer, cos, sin)
+    p = x.shape[1]
+    keep = ops.arange(p)[:, None] >= ops.arange(p)[None, :]
+    return x, ops.linear(attention(ops, q, k, v, keep), layer["o_proj"]), ops.bf16(k), ops.bf16(v)
+
+
+@tt.jit
+def prefill_embed_program(cfg, tokens, embed):
+    return TinytonOps.f32(TinytonOps.take(embed, tokens, 0))
+
+
+@tt.jit
 def mlp_program(cfg, x, delta, *weights):
     """`x + delta` (the all-reduced attention output), then this rank's MLP partial."""
     ops, layer = TinytonOps, dict(zip(MLP, weights))
@@ -116,40 +132,71 @@ def keep_logits_kernel(logits_ptr, history_ptr, pos_ptr, N, BLOCK: tt.constexpr)
     tt.store(pos_ptr, pos + 1)
 
 
-class Rank:
-    """One rank's shard on its device, and its decode step."""
+def to_torch(a, device: str) -> torch.Tensor:
+    """A NumPy array (bf16 included) or a tensor, on `device`."""
+    if isinstance(a, torch.Tensor):
+        return a.to(device)
+    a = np.ascontiguousarray(a)
+    if a.dtype == BF16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).to(device)
+    return torch.from_numpy(a).to(device)
 
-    def __init__(self, cfg: Config, weights: Weights, tokens: np.ndarray, rank: int, world: int, device: str):
+
+class Rank:
+    """One rank's shard on its device: the prompt's prefill and the decode step (teacher-forced: the token
+    at each position comes from `tokens`)."""
+
+    def __init__(self, cfg: Config, weights: Weights, tokens: np.ndarray, rank: int, world: int, device: str,
+                 context: int | None = None):  # fmt: skip
         self.cfg, self.device = cfg, device
-        t = lambda a: torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16).to(device) \
-            if a.dtype == BF16 else torch.from_numpy(np.ascontiguousarray(a)).to(device)
-        self.layers = [{k: t(v) for k, v in layer.items()} for layer in shard(cfg, weights, rank, world)]
-        self.embed, self.norm, self.lm_head = t(weights.embed), t(weights.norm), t(weights.lm_head)
+        self.layers = [{k: to_torch(v, device) for k, v in layer.items()} for layer in shard(cfg, weights, rank, world)]
+        self.embed, self.norm, self.lm_head = (to_torch(w, device) for w in (weights.embed, weights.norm, weights.lm_head))
         b, steps = tokens.shape
-        cos, sin = rope_tables(cfg, steps)
-        self.cos, self.sin, self.tokens = t(cos), t(sin), t(tokens)
+        context = context or steps
+        cos, sin = rope_tables(cfg, context)
+        self.cos, self.sin, self.tokens = to_torch(cos, device), to_torch(sin, device), to_torch(tokens, device)
         kv = self.layers[0]["k_proj"].shape[0] // cfg.head_dim
-        self.kcache = [torch.zeros((b, kv, steps, cfg.head_dim), dtype=torch.bfloat16, device=device)
+        self.kcache = [torch.zeros((b, kv, context, cfg.head_dim), dtype=torch.bfloat16, device=device)
                        for _ in self.layers]  # fmt: skip
         self.vcache = [torch.zeros_like(c) for c in self.kcache]
         self.pos = torch.zeros(1, dtype=torch.int32, device=device)
-        self.history = torch.zeros((steps, b, cfg.vocab_size), device=device)
+        self.history = torch.zeros((context, b, cfg.vocab_size), device=device)
         self.zero = torch.zeros((b, 1, cfg.hidden_size), device=device)
         self.d_block = tt.next_power_of_2(cfg.head_dim)
 
-    def step(self) -> None:
-        cfg = self.cfg
-        x, delta = embed_program(cfg, self.tokens, self.pos, self.embed), self.zero
+    def _write(self, cache: torch.Tensor, rows: torch.Tensor) -> None:
+        """`rows (B, KV, n, D)` into `cache` from the current position."""
+        write_cache_kernel[(rows.shape[0] * rows.shape[1], rows.shape[2])](
+            cache, rows, self.pos, rows.shape[2], cache.shape[2], D=self.cfg.head_dim, BLOCK=self.d_block)
+
+    def _layers(self, x: torch.Tensor, attend) -> torch.Tensor:
+        """Every layer: attention partial, all-reduce, cache writes, MLP partial, all-reduce; the logits of
+        the last position."""
+        cfg, delta = self.cfg, torch.zeros_like(x)
         for layer, kc, vc in zip(self.layers, self.kcache, self.vcache):
-            x, out, k_row, v_row = attention_program(cfg, x, delta, self.pos, self.cos, self.sin, kc, vc,
-                                                     *(layer[k] for k in ATTENTION))  # fmt: skip
+            x, out, k, v = attend(x, delta, layer, kc, vc)
             dist.all_reduce(out)
-            for cache, row in ((kc, k_row), (vc, v_row)):
-                write_cache_kernel[(row.shape[0] * row.shape[1], 1)](cache, row, self.pos, 1, cache.shape[2],
-                                                                     D=cfg.head_dim, BLOCK=self.d_block)  # fmt: skip
+            self._write(kc, k)
+            self._write(vc, v)
             x, delta = mlp_program(cfg, x, out, *(layer[k] for k in MLP))
             dist.all_reduce(delta)
-        logits = head_program(cfg, x, delta, self.norm, self.lm_head)
+        return head_program(cfg, x[:, -1:], delta[:, -1:], self.norm, self.lm_head)
+
+    def prefill(self, length: int) -> torch.Tensor:
+        """The first `length` tokens at positions 0.. (the caches filled); the logits of the last one."""
+        cfg = self.cfg
+        self.pos.zero_()
+        x = prefill_embed_program(cfg, self.tokens[:, :length].contiguous(), self.embed)
+        cos, sin = self.cos[:length].contiguous(), self.sin[:length].contiguous()
+        return self._layers(x, lambda x, delta, layer, kc, vc: prefill_attention_program(
+            cfg, x, delta, cos, sin, *(layer[k] for k in ATTENTION)))
+
+    def step(self) -> None:
+        """The token at `pos`: its logits into `history[pos]`, then `pos + 1`."""
+        cfg = self.cfg
+        x = embed_program(cfg, self.tokens, self.pos, self.embed)
+        logits = self._layers(x, lambda x, delta, layer, kc, vc: attention_program(
+            cfg, x, delta, self.pos, self.cos, self.sin, kc, vc, *(layer[k] for k in ATTENTION)))
         keep_logits_kernel[(1,)](logits, self.history, self.pos, logits.numel(), BLOCK=1024)
 
 
