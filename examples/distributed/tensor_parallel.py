@@ -42,8 +42,10 @@ from weights import BF16, Weights, random_weights
 
 import tinyton as tt
 
-TOLERANCE = 2e-2
-"""Largest logit difference accepted: the shards round their partial products to bf16 before the sum."""
+TOLERANCE = 1e-2
+"""Largest logit difference accepted, relative to the largest logit: each shard rounds its partial product
+to bf16 before the sum (as Megatron's bf16 all-reduce does), where one process rounds the whole product once,
+so the two differ by a few bf16 steps (2**-8 = 3.9e-3 relative)."""
 
 
 def shard(cfg: Config, weights: Weights, rank: int, world: int) -> list[dict[str, np.ndarray]]:
@@ -247,11 +249,13 @@ def main() -> None:
                 model.step()
         got = model.history.float().cpu().numpy()
         if rank == 0:
-            diff = float(np.abs(got - reference_logits(cfg, weights, tokens)).max())
-            print(f"tensor parallel over {world} rank(s) ({'NCCL' if gpu else 'gloo, simulator'}): "
-                  f"max abs difference of the logits against one process {diff:.2e}")  # fmt: skip
-            if not diff <= TOLERANCE:
-                raise SystemExit(f"FAILED: difference above {TOLERANCE}")
+            want = reference_logits(cfg, weights, tokens)
+            diff = float(np.abs(got - want).max())
+            relative = diff / float(np.abs(want).max())
+            print(f"tensor parallel over {world} rank(s) ({'NCCL' if gpu else 'gloo, simulator'}): max abs "
+                  f"difference of the logits against one process {diff:.2e} ({relative:.2e} of the largest)")  # fmt: skip
+            if not relative <= TOLERANCE:
+                raise SystemExit(f"FAILED: difference above {TOLERANCE} of the largest logit")
             print("OK")
     finally:
         dist.destroy_process_group()
