@@ -46,16 +46,27 @@ def _time_ms(fn, repeats: int) -> float:
 
 
 def rank_main(args: argparse.Namespace) -> None:
-    import numpy as np
     import torch
     import torch.distributed as dist
-    from config import CONFIGS
-    from llama_torch import TorchLlama, torch_weights
-    from tensor_parallel import Rank, shard
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", str(rank))))
     dist.init_process_group("nccl")
+    result = measure(args, rank, world)  # its CUDA graphs (NCCL calls inside) are freed before the group
+    torch.cuda.synchronize()
+    if rank == 0:
+        print("RESULT " + json.dumps(result), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def measure(args: argparse.Namespace, rank: int, world: int) -> dict[str, float]:
+    import numpy as np
+    import torch
+    from config import CONFIGS
+    from llama_torch import TorchLlama, torch_weights
+    from tensor_parallel import Rank, shard
+
     cfg = CONFIGS[args.config]
     if args.layers:
         cfg = replace(cfg, num_hidden_layers=args.layers)
@@ -85,11 +96,8 @@ def rank_main(args: argparse.Namespace) -> None:
     with torch.cuda.graph(peer_graph):
         step()
     torch_graph_ms = _time_ms(peer_graph.replay, args.steps)
-    if rank == 0:
-        print("RESULT " + json.dumps({"tp": world, "tinyton": tinyton_ms, "torch eager": torch_eager_ms,
-                                      "torch graph": torch_graph_ms, "prefill tinyton": prefill_ms,
-                                      "prefill torch": torch_prefill_ms}), flush=True)  # fmt: skip
-    dist.destroy_process_group()
+    return {"tp": world, "tinyton": tinyton_ms, "torch eager": torch_eager_ms, "torch graph": torch_graph_ms,
+            "prefill tinyton": prefill_ms, "prefill torch": torch_prefill_ms}
 
 
 def driver_main(args: argparse.Namespace, argv: list[str]) -> None:

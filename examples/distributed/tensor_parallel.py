@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -224,29 +225,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--graph", action="store_true", help="replay each step as one CUDA graph (GPUs only)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds a collective may wait for the others")
     args = parser.parse_args()
     gpu = torch.cuda.is_available() and os.environ.get("TINYTON_BACKEND", "auto") != "sim"
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     if gpu:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", str(rank))))
-    dist.init_process_group("nccl" if gpu else "gloo")
+    # A rank whose peers died or skipped a collective fails after the time-out, naming it, instead of hanging.
+    dist.init_process_group("nccl" if gpu else "gloo", timeout=timedelta(seconds=args.timeout))
     try:
         cfg = CONFIGS[args.config]
         weights = random_weights(cfg, seed=0)
         tokens = np.random.default_rng(1).integers(0, cfg.vocab_size, (args.batch, args.steps)).astype(np.int32)
         model = Rank(cfg, weights, tokens, rank, world, f"cuda:{rank}" if gpu else "cpu")
-        if args.graph and gpu:
-            model.step()  # compile and load everything outside the capture
-            model.pos.zero_()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                model.step()
-            model.pos.zero_()
-            for _ in range(args.steps):
-                graph.replay()
-        else:
-            for _ in range(args.steps):
-                model.step()
+        run(model, args.steps, graph=args.graph and gpu)
         got = model.history.float().cpu().numpy()
         if rank == 0:
             want = reference_logits(cfg, weights, tokens)
@@ -257,8 +249,27 @@ def main() -> None:
             if not relative <= TOLERANCE:
                 raise SystemExit(f"FAILED: difference above {TOLERANCE} of the largest logit")
             print("OK")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
+
+
+def run(model: Rank, steps: int, graph: bool) -> None:
+    """`steps` decode steps, each one CUDA-graph replay with `graph` (the graph is freed on return, before
+    the process group that its NCCL calls belong to)."""
+    if not graph:
+        for _ in range(steps):
+            model.step()
+        return
+    model.step()  # compile and load everything outside the capture
+    model.pos.zero_()
+    captured = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(captured):
+        model.step()
+    model.pos.zero_()
+    for _ in range(steps):
+        captured.replay()
+    torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
