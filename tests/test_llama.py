@@ -1,0 +1,147 @@
+"""examples/llama: checkpoints round-trip through safetensors and refuse mismatches, the NumPy reference's
+decode step continues its prefill, the device sampler follows greedy / top-k / top-p, and tinyton's greedy
+tokens equal the NumPy reference's."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "llama"))
+pytest.importorskip("safetensors", reason="the `safetensors` package (llama checkpoints) is not installed")
+
+from config import CONFIGS
+from generate import NumpyEngine, Sampling, TinytonEngine, main, random_prompt
+from model import NumpyOps, decode, prefill, rope_frequencies, rope_tables
+from safetensors.numpy import save_file
+from sampler import sample_kernel, sample_numpy
+from weights import (
+    BF16,
+    CheckpointError,
+    load_checkpoint,
+    random_weights,
+    save_checkpoint,
+)
+
+TINY = CONFIGS["tiny"]
+
+
+def test_checkpoint_round_trip(tmp_path):
+    weights = random_weights(TINY, seed=1)
+    save_checkpoint(tmp_path, weights, shard_size=20_000)  # several shards
+    assert len(list(tmp_path.glob("*.safetensors"))) > 1
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.cfg == TINY
+    for a, b in zip(weights.flat(), loaded.flat()):
+        assert a.dtype == b.dtype and np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+def test_hf_config_fields_and_tied_embeddings(tmp_path):
+    cfg = replace(TINY, tie_word_embeddings=True)
+    save_checkpoint(tmp_path, random_weights(cfg))
+    raw = json.loads((tmp_path / "config.json").read_text())
+    assert raw["rope_scaling"]["rope_type"] == "llama3" and raw["num_key_value_heads"] == 2
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.lm_head is loaded.embed
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("shape", "tensor model.layers.0.self_attn.k_proj.weight has shape (64, 64), the config asks for (32, 64)"),
+    ("extra", "tensor model.layers.9.mlp.up_proj.weight is not part of"),
+    ("missing", "missing tensor model.norm.weight"),
+])  # fmt: skip
+def test_mismatched_checkpoint_names_file_and_tensor(tmp_path, damage, message):
+    named = random_weights(TINY).named()
+    if damage == "shape":
+        named["model.layers.0.self_attn.k_proj.weight"] = named["model.layers.0.self_attn.q_proj.weight"]
+    elif damage == "extra":
+        named["model.layers.9.mlp.up_proj.weight"] = named["model.layers.0.mlp.up_proj.weight"]
+    else:
+        del named["model.norm.weight"]
+    (tmp_path / "config.json").write_text(json.dumps(TINY.to_hf()))
+    save_file(named, str(tmp_path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="model.safetensors|missing") as info:
+        load_checkpoint(tmp_path)
+    assert message in str(info.value)
+
+
+def test_missing_files_are_named(tmp_path):
+    with pytest.raises(CheckpointError, match="config.json: no such file"):
+        load_checkpoint(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": 64}))
+    with pytest.raises(ValueError, match="config.json lacks .*vocab_size"):
+        load_checkpoint(tmp_path)
+
+
+def test_prompt_longer_than_context_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["--config", "tiny", "--prompt-tokens", "60", "--tokens", "8", "--device", "cpu"])
+    assert "exceed the model's context of 64 positions" in capsys.readouterr().err
+
+
+def test_rope_frequencies_follow_llama3_scaling():
+    plain = rope_frequencies(replace(TINY, rope_scaling=None))
+    scaled = rope_frequencies(TINY)
+    s = TINY.rope_scaling
+    wavelen = 2 * np.pi / plain
+    assert np.allclose(scaled[wavelen < s.original_max_position_embeddings / s.high_freq_factor],
+                       plain[wavelen < s.original_max_position_embeddings / s.high_freq_factor])  # fmt: skip
+    long = wavelen > s.original_max_position_embeddings / s.low_freq_factor
+    assert long.any() and np.allclose(scaled[long], plain[long] / s.factor)
+
+
+def test_numpy_decode_continues_prefill():
+    weights, cfg = random_weights(TINY).flat(), TINY
+    prompt = random_prompt(cfg, 2, 9, seed=3)
+    cos, sin = rope_tables(cfg, 16)
+    full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights)
+    head = prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights)
+    shape = (2, cfg.num_key_value_heads, 16, cfg.head_dim)
+    caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
+    for cache, rows in zip(caches, head[1:]):
+        cache[:, :, :8] = rows
+    step = decode(NumpyOps, cfg, prompt[:, 8], np.array([8], np.int32), cos, sin, *weights, *caches)
+    np.testing.assert_allclose(step[0], full[0], rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
+    np.testing.assert_array_equal(step[1].astype(np.float32), full[1][:, :, 8:9].astype(np.float32))
+
+
+def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):
+    b, v = logits.shape
+    token, out = np.zeros(b, np.int32), np.zeros((b, pos + 2), np.int32)
+    sample_kernel[(b,)](logits, token, out, np.array([pos], np.int32), 7, 1.0 / max(temperature, 1e-6), top_k,
+                        top_p, v, pos + 2, GREEDY=temperature == 0, BLOCK=1024)  # fmt: skip
+    assert np.array_equal(out[:, pos + 1], token)
+    return token
+
+
+def test_greedy_sampler_is_first_argmax_over_chunks():
+    logits = np.random.default_rng(0).standard_normal((3, 2500)).astype(np.float32)
+    logits[1, 2100] = logits[1, 1500] = 9.0  # a tie across chunks: the first wins
+    np.testing.assert_array_equal(_draw(logits), logits.argmax(-1))
+
+
+def test_top_k_top_p_draws_stay_in_the_nucleus():
+    rng = np.random.default_rng(1)
+    row = (rng.standard_normal(1500) * 2).astype(np.float32)
+    logits = np.repeat(row[None], 64, axis=0)  # 64 draws of one distribution (one per program)
+    got = _draw(logits, temperature=0.8, top_k=6, top_p=0.7)
+    order = np.argsort(-row)
+    p = np.exp((row[order] - row[order[0]]) / 0.8)
+    p /= p.sum()
+    keep = min(6, int(np.searchsorted(np.cumsum(p), 0.7)) + 1)
+    assert set(got) <= set(order[:keep]) and len(set(got)) > 1
+    reference = sample_numpy(logits[:1], 0.8, 6, 0.7, np.random.default_rng(0))
+    assert reference[0] in order[:keep]
+
+
+def test_greedy_tokens_match_numpy_reference():
+    weights = random_weights(TINY)
+    prompt = random_prompt(TINY, 2, 8, seed=0)
+    want = NumpyEngine(weights, 2, 16, Sampling()).generate(prompt, 8)
+    got = TinytonEngine(weights, 2, 16, Sampling(), graph=False).generate(prompt, 8)
+    np.testing.assert_array_equal(got, want)
