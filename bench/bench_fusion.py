@@ -5,9 +5,12 @@ the latency-bound 32x2048, GB/s elsewhere: one read + one write of x, two reads 
 the percent of the best peer (the faster of torch.compile and Triton) and of the device copy bandwidth (a 1 GiB
 copy, and in parentheses the best copy of x's own size, torch's or a tinyton vectorized kernel with plain or
 `evict_last` loads: small tensors do not reach the big copy's figure);
-then cold compile, import, cache hits and call overhead. One run takes ~5 minutes on an H100.
+then the model blocks of bench/model_blocks.py (GELU-tanh MLP epilogue, SwiGLU, RoPE, cross-entropy, top-p
+sampling scan; fp32 and bf16, µs); then cold compile, import, cache hits and call overhead. One run takes
+~6 minutes on an H100.
 
     python bench/bench_fusion.py [--quick] [--only softmax,rmsnorm] [--shapes 16x262144,1024x32768]
+    python bench/bench_fusion.py --blocks      # only the model blocks
     python bench/bench_fusion.py --overhead    # only the compile and call-overhead figures (~1 minute)
 """
 
@@ -21,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import host_overhead
+import model_blocks
 import torch
 import torch.nn.functional as F
 import triton
@@ -234,6 +238,13 @@ def compile_and_overhead() -> list[list[object]]:
     return rows
 
 
+def print_blocks() -> None:
+    for dname, dtype in model_blocks.DTYPES.items():
+        rows = [model_blocks.bench_block(name, dtype) for name in model_blocks.BLOCKS]
+        print_table(f"Model blocks, {dname} (µs; of best peer: the faster of torch eager and torch.compile)",
+                    model_blocks.BLOCK_HEADER, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timing windows")
@@ -242,6 +253,7 @@ def main() -> None:
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--no-compile", action="store_true", help="skip the compile and overhead figures")
     parser.add_argument("--overhead", action="store_true", help="only the compile and overhead figures")
+    parser.add_argument("--blocks", action="store_true", help="only the model blocks")
     args = parser.parse_args()
     if args.overhead:
         print(f"device: {device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
@@ -255,6 +267,9 @@ def main() -> None:
         torch._dynamo.config.accumulated_cache_size_limit = 4096
     print(f"device: {device_name()}; torch {torch.__version__}; triton {triton.__version__}; "
           f"date {time.strftime('%Y-%m-%d')}\n")
+    if args.blocks:
+        print_blocks()
+        return
     copy = copy_gbps()
     print(f"device copy: {copy:.0f} GB/s\n")
     header = ["program", "shape", "unit", "tinyton", "torch eager", "torch.compile", "Triton", "of best peer",
@@ -266,6 +281,7 @@ def main() -> None:
         print_table(f"Fused array programs, {dname} (GB/s, one read + one write; µs for the latency-bound shape)",
                     header, rows)
     print(f"(programs x shapes took {time.perf_counter() - start:.0f} s)\n", flush=True)
+    print_blocks()
     if not (args.no_compile or ONESHOT):
         print_table("Compile time and call overhead", ["what", "figure", "unit"], compile_and_overhead())
 

@@ -23,7 +23,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
-from tinyton.frontend import array_indexing, array_ops, scaled_matmul  # noqa: F401 - register what traced values do
+from tinyton.frontend import array_indexing, array_ops, refused, scaled_matmul  # noqa: F401 - register what traced values do
 from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
 
