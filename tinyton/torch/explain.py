@@ -35,6 +35,9 @@ def fused_kernels(fused: ModuleOp) -> list[str]:
 @dataclass
 class Explanation:
     report: Report
+    """Live: a backward pass or further calls of `compiled` add to it."""
+    compiled: Callable[..., Any]
+    """`fn` compiled with the backend writing into `report`."""
     output: Any
     """What the compiled call returned."""
 
@@ -71,4 +74,4 @@ def explain(fn: Callable[..., Any] | torch.nn.Module, *inputs: Any) -> Explanati
     report = Report()
     compiled = torch.compile(fn, backend=reported_backend(report))
     output = compiled(*inputs)
-    return Explanation(report, output)
+    return Explanation(report, compiled, output)
