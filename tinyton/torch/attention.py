@@ -20,10 +20,17 @@ SDPA = torch._C._nn.scaled_dot_product_attention
 def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
               dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
               enable_gqa: bool = False) -> torch.Tensor:
-    """torch's SDPA reference semantics (torch.nn.functional's documentation), written out."""
-    if enable_gqa and k.size(-3) != q.size(-3):
-        k = k.repeat_interleave(q.size(-3) // k.size(-3), -3)
-        v = v.repeat_interleave(q.size(-3) // v.size(-3), -3)
+    """torch's SDPA reference semantics (torch.nn.functional's documentation), written out. Grouped-query
+    heads are computed as groups over one k/v head (q as (kv heads, group), k and v broadcast over the group),
+    the form tinyton's flash attention reads k and v once per kv head in."""
+    heads, kv_heads = q.size(-3), k.size(-3)
+    if enable_gqa and kv_heads != heads:
+        group = heads // kv_heads
+        if attn_mask is not None and attn_mask.dim() >= 3:
+            attn_mask = attn_mask.unsqueeze(-3) if attn_mask.size(-3) == 1 else attn_mask.unflatten(-3, (kv_heads, group))
+        out = sdpa_math(q.unflatten(-3, (kv_heads, group)), k.unsqueeze(-3), v.unsqueeze(-3), attn_mask, dropout_p,
+                        is_causal, scale)
+        return out.flatten(-4, -3)
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     scores = q @ k.transpose(-2, -1) * scale
     if is_causal:

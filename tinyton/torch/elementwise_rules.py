@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from xdsl.ir import OpResult
 
 import tinyton.language as tt
+from tinyton.dialects import tta
 from tinyton.frontend.traced import Traced
 from tinyton.torch.common import Unsupported, array_dtype, prefer
 
@@ -143,20 +145,44 @@ def masked_fill(x: Traced, mask: Traced, value: Any) -> Traced:
     return tt.where(mask, value, x)
 
 
+def _truth(x: Any) -> Any:
+    """`x != 0`, or `x` itself when it is already bool."""
+    return x if isinstance(x, bool) or (isinstance(x, Traced) and x.dtype == np.bool_) else x != 0
+
+
 def logical_not(x: Traced) -> Traced:
-    return x == 0
+    return ~_truth(x)
 
 
 def bitwise_not(x: Traced) -> Traced:
     return ~x
 
 
+def _constant(x: Any) -> Any:
+    """The value of a Python scalar or of a traced array that is one constant everywhere (`tt.full`), else None."""
+    if not isinstance(x, Traced):
+        return x
+    value = x.value
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.BroadcastToOp, tta.ReshapeOp)):
+        value = value.op.input
+    return value.op.value.value.data if isinstance(value, OpResult) and isinstance(value.op, tta.ConstantOp) else None
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.shape if isinstance(x, Traced) else ()
+
+
 def logical_and(a: Any, b: Any) -> Any:
-    return (a != 0) & (b != 0)
+    """`a and b`; `and True` is dropped, so that masks made with `torch.ones(..., dtype=bool)` stay index masks."""
+    shape = np.broadcast_shapes(_shape(a), _shape(b))
+    for x, y in ((a, b), (b, a)):
+        if _constant(x) is not None and isinstance(y, Traced) and bool(_constant(x)):
+            return tt.broadcast_to(_truth(y), shape)
+    return _truth(a) & _truth(b)
 
 
 def logical_or(a: Any, b: Any) -> Any:
-    return (a != 0) | (b != 0)
+    return _truth(a) | _truth(b)
 
 
 def isnan(x: Traced) -> Traced:

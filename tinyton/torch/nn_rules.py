@@ -101,6 +101,14 @@ def argmin(x: Traced, dim: int | None = None, keepdim: bool = False) -> Traced:
     return tt.argmin(x, axis=dim, keepdims=keepdim)
 
 
+def max_all(x: Traced) -> Traced:
+    return tt.max(x)
+
+
+def min_all(x: Traced) -> Traced:
+    return tt.min(x)
+
+
 def max_dim(x: Traced, dim: int, keepdim: bool = False) -> tuple[Traced, Traced]:
     return tt.max(x, axis=dim, keepdims=keepdim), argmax(x, dim, keepdim)
 
@@ -196,6 +204,8 @@ RULES = {
     aten.var.correction: var,
     aten.argmax.default: argmax,
     aten.argmin.default: argmin,
+    aten.max.default: max_all,
+    aten.min.default: min_all,
     aten.max.dim: max_dim,
     aten.min.dim: min_dim,
     aten.cumsum.default: cumsum,

@@ -14,6 +14,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from tinyton.torch.compiled_partition import CompiledPartition
+from tinyton.torch.graph_rewrites import batched_matmuls
 from tinyton.torch.interpret import op_name
 from tinyton.torch.report import Group, Report
 from tinyton.torch.rules import RULES, VIEWS
@@ -30,6 +31,7 @@ class _Supported(OperatorSupportBase):
 
 def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
     """`gm` with its supported parts replaced by `CompiledPartition`s (in place); fallbacks go to `report`."""
+    batched_matmuls(gm)
     supported = set()
     for node in gm.graph.nodes:
         if node.op != "call_function" or is_host_value(node):
