@@ -40,6 +40,8 @@ class Explanation:
     """`fn` compiled with the backend writing into `report`."""
     output: Any
     """What the compiled call returned."""
+    called: int = 0
+    """Groups compiled by the explained call (later calls, in other graphs, add more)."""
 
     @property
     def fallbacks(self) -> list[str]:
@@ -53,8 +55,9 @@ class Explanation:
 
     @property
     def num_launches(self) -> int:
-        """tinyton kernels launched by one forward call (its groups' programs for the last call's shapes)."""
-        return sum(g.last.num_launches for g in self.report.groups if g.graph in FORWARD_GRAPHS and g.last)
+        """tinyton kernels one forward call of the explained call launches (for its groups' last shapes)."""
+        groups = self.report.groups[: self.called]
+        return sum(g.last.num_launches for g in groups if g.graph in FORWARD_GRAPHS and g.last)
 
     def __str__(self) -> str:
         lines = [f"tinyton: {self.num_launches} kernel launches per forward call, "
@@ -74,4 +77,4 @@ def explain(fn: Callable[..., Any] | torch.nn.Module, *inputs: Any) -> Explanati
     report = Report()
     compiled = torch.compile(fn, backend=reported_backend(report))
     output = compiled(*inputs)
-    return Explanation(report, compiled, output)
+    return Explanation(report, compiled, output, len(report.groups))
