@@ -13,8 +13,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from xdsl.ir import OpResult
 
 import tinyton.language as tt
+from tinyton.dialects import tta
+from tinyton.dialects.tt_types import shape_of
 from tinyton.frontend.traced import Traced
 from tinyton.torch.common import Unsupported, array_dtype, has_builtin, prefer, supports_slicing
 
@@ -80,10 +83,31 @@ def repeat(x: Traced, repeats: Sequence[int]) -> Traced:
 # ---- slices and concatenation --------------------------------------------------------------------
 
 
+def _take(x: Traced, index: Traced, axis: int) -> Traced:
+    """`tt.take(x, index, axis)` for a 1-D index, moved before the unary op or the gather along `axis` that
+    computed `x`: the gather then reads its source where it is stored, instead of ending the kernel (a gather
+    of a computed value needs memory), so RoPE's `cat([-x2, x1])` of slices is one elementwise kernel."""
+    op = x.value.op if isinstance(x.value, OpResult) else None
+    if isinstance(op, tta.UnaryOp):
+        return x.tracer.emit(type(op), _take(Traced(x.tracer, op.input), index, axis).value)
+    if isinstance(op, tta.TakeOp) and op.axis.value.data == axis and len(shape_of(op.indices.type)) == 1:
+        return _take(Traced(x.tracer, op.table), _composed(Traced(x.tracer, op.indices), index), axis)
+    return tt.take(x, index, axis=axis)
+
+
+def _composed(inner: Traced, index: Traced) -> Traced:
+    """`inner[index]` for 1-D index arrays: index arithmetic where `inner` is an arange (a slice's), which
+    stays inside the kernel, else a gather."""
+    op = inner.value.op if isinstance(inner.value, OpResult) else None
+    if isinstance(op, tta.ArangeOp):
+        return index + op.start.value.data
+    return tt.take(inner, index)
+
+
 def _gather_range(x: Traced, axis: int, start: int, count: int, step: int) -> Traced:
     """`x` at indices start, start + step, ... along `axis` (count of them), as a gather."""
     index = tt.arange(start, start + count) if step == 1 else tt.arange(0, count) * step + start
-    return tt.take(x, index, axis=axis)
+    return _take(x, index, axis)
 
 
 def slice_(x: Traced, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> Traced:
@@ -120,7 +144,7 @@ def _concatenate(arrays: Sequence[Traced], axis: int = 0) -> Traced:
     for a in arrays:
         n = a.shape[axis]
         if n:
-            part = tt.take(a, tt.minimum(tt.maximum(tt.arange(0, total) - offset, 0), n - 1), axis=axis)
+            part = _take(a, tt.minimum(tt.maximum(tt.arange(0, total) - offset, 0), n - 1), axis)
             result = part if result is None else tt.where(index >= offset, part, result)
         offset += n
     return result
@@ -144,7 +168,7 @@ def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = N
         return base
     i = tt.arange(0, base.shape[axis])
     inside = (i >= start) & (i < end) & ((i - start) % step == 0)
-    part = tt.take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis=axis)
+    part = _take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis)
     return tt.where(_along(inside, axis, base.ndim), part, base)
 
 
