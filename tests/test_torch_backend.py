@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 F = torch.nn.functional
 
 import tinyton.torch as ttt  # noqa: E402
-from tinyton.torch.common import has_builtin  # noqa: E402
+from tinyton.torch.common import Unsupported, array_dtype  # noqa: E402
 from tinyton.torch.support import device_reason  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,8 +103,45 @@ def test_a_dtype_tinyton_lacks_falls_back_with_the_reason() -> None:
     torch.testing.assert_close(e.output, torch.exp(x) * 2)  # float64 precision: exactly torch's numbers
     for op in e.fallbacks:
         assert "float64" in e.reasons[op]
-    if not has_builtin("float64"):
+    if not _holds(torch.float64):
         assert e.fallbacks == ["aten.exp.default", "aten.mul.Tensor"]
+
+
+def _holds(dtype: torch.dtype) -> bool:
+    try:
+        return array_dtype(dtype) is not None
+    except Unsupported:
+        return False
+
+
+def test_int64_arithmetic_runs_in_torch_but_int64_indices_run_in_tinyton() -> None:
+    table, ids = torch.randn(10, 4), torch.tensor([[1, 2**33 % 10, 9]])
+    e = check(lambda t, i: t[(i + 2**40) - 2**40] * 2 + t[i].sum(-1, keepdim=True), table, ids,
+              fallbacks={"aten.add.Tensor", "aten.sub.Tensor"} if array_dtype(torch.int64).itemsize == 4 else set())
+    for op in e.fallbacks:
+        assert "int64" in e.reasons[op]
+    assert e.num_launches >= 1
+
+
+def test_reduce_overhead_mode_runs_without_a_gpu() -> None:
+    compiled = torch.compile(lambda x: torch.softmax(x, -1) * 3, backend=ttt.backend, mode="reduce-overhead")
+    for _ in range(3):
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(compiled(x), torch.softmax(x, -1) * 3, **TOL)
+
+
+def test_a_group_tinyton_fails_to_compile_runs_in_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyton.errors import CompilationError
+    from tinyton.torch import compiled_partition
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise CompilationError("no kernel for this (simulated)")
+
+    monkeypatch.setattr(compiled_partition, "build_program", refuse)
+    x = torch.randn(4, 8)
+    e = check(lambda x: torch.softmax(x, -1) * 3, x, fallbacks={"aten._softmax.default", "aten.mul.Tensor"})
+    assert "did not compile" in e.reasons["aten.mul.Tensor"] and "simulated" in e.reasons["aten.mul.Tensor"]
+    assert e.num_launches == 0
 
 
 def test_unsupported_devices_are_named() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch.fx import Node
 from torch.fx.experimental.symbolic_shapes import optimization_hint
@@ -60,16 +61,60 @@ def _stand_in(tracer: Tracer, value: Any) -> Any:
     return value
 
 
+aten = torch.ops.aten
+
+INT64_SAFE = frozenset({
+    aten.embedding.default, aten.embedding_dense_backward.default, aten.gather.default, aten.scatter.value,
+    aten.scatter.src, aten.index.Tensor, aten.index_put.default, aten.where.self, aten.arange.default,
+    aten.arange.start, aten.arange.start_step, aten._to_copy.default, aten.view.default, aten._unsafe_view.default,
+    aten.reshape.default, aten.permute.default, aten.t.default, aten.transpose.int, aten.expand.default,
+    aten.unsqueeze.default, aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.clone.default,
+    aten.alias.default, aten.slice.Tensor, aten.select.int, aten.cat.default, aten.full.default,
+    aten.full_like.default, aten.scalar_tensor.default, aten.empty.memory_format, aten.clamp.default,
+    *(getattr(getattr(aten, c), k) for c in ("eq", "ne", "lt", "le", "gt", "ge") for k in ("Tensor", "Scalar")),
+})
+"""Ops that only move, select or compare int64 values (indices, positions, targets): exact on int64 held as
+int32 (array programs without int64). Arithmetic on int64 could overflow int32, so it runs in torch."""
+
+
+ARANGES = frozenset({aten.arange.default, aten.arange.start, aten.arange.start_step})
+
+
+def _from_aranges(node: Node, depth: int = 8) -> bool:
+    """Whether `node` is an arange, or moves or adds aranges (masks' index arithmetic): bounded by sizes."""
+    if node.target in ARANGES:
+        return True
+    if depth == 0 or node.op != "call_function" or not node.all_input_nodes:
+        return False
+    return node.target in RULES and all(_from_aranges(n, depth - 1) for n in node.all_input_nodes)
+
+
+def _int64_reason(node: Node, tensors: list[torch.Tensor]) -> str | None:
+    """Why int64 tensors keep this node in torch (None: they do not, or there are none)."""
+    if array_dtype(torch.int64) != np.int32 or not any(t.dtype == torch.int64 for t in tensors):
+        return None
+    if node.target in INT64_SAFE or all(_from_aranges(n) for n in node.all_input_nodes):
+        return None
+    inputs = [t for n in node.all_input_nodes for t in _tensors(n.meta.get("val"))]
+    if node.target in (aten.sum.dim_IntList, aten.sum.default) and all(t.dtype == torch.bool for t in inputs):
+        return None  # a count of bools: exact in int32
+    return "int64 arithmetic (array programs hold int64 as int32)"
+
+
 def unsupported_reason(node: Node) -> str | None:
     """Why tinyton cannot run this node (None: it can)."""
     if node.target not in RULES:
         return "no tinyton rule"
     try:
-        for t in _tensors(node.meta.get("val")) + [t for n in node.all_input_nodes for t in _tensors(n.meta.get("val"))]:
+        tensors = _tensors(node.meta.get("val")) + [t for n in node.all_input_nodes for t in _tensors(n.meta.get("val"))]
+        for t in tensors:
             reason = device_reason(t.device)
             if reason:
                 return reason
             array_dtype(t.dtype)
+        reason = _int64_reason(node, tensors)
+        if reason:
+            return reason
         tracer = Tracer()
         with tracer.active():
             env = {n: _stand_in(tracer, n.meta.get("val")) for n in node.all_input_nodes}
