@@ -26,9 +26,19 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import tinyton.torch  # noqa: E402
-from common import DEVICE, ONESHOT, check_close, device_name, median_ms, peer, pick, print_table  # noqa: E402
-from torch_models import LlamaBlock, rope_tables  # noqa: E402
+from common import (
+    DEVICE,
+    ONESHOT,
+    check_close,
+    device_name,
+    median_ms,
+    peer,
+    pick,
+    print_table,
+)
+from torch_models import LlamaBlock, rope_tables
+
+import tinyton.torch
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,10 @@ def compiled(fn: Callable, contestant: str) -> Callable:
     return torch.compile(fn, mode=None if contestant == "inductor" else "max-autotune", dynamic=False)
 
 
+def timed(fn: Callable, inputs: tuple) -> float:
+    return median_ms(lambda: fn(*inputs))
+
+
 @torch.no_grad()
 def run(args: argparse.Namespace) -> None:
     contestants = ["eager", "inductor"] + ([] if args.no_max_autotune else ["max-autotune"])
@@ -117,8 +131,8 @@ def run(args: argparse.Namespace) -> None:
                     explanation = tinyton.torch.explain(fn, *inputs)  # compiles as backend="tinyton" does
                     ours = explanation.compiled
                     check_close(f"{model} {seq} {dtype_name} {name}", ours(*inputs), fn(*inputs), TOLERANCE[dtype])
-                    tinyton_ms = median_ms(lambda ours=ours: ours(*inputs))
-                    theirs = [peer(median_ms, lambda f=compiled(fn, c): f(*inputs)) for c in contestants]
+                    tinyton_ms = timed(ours, inputs)
+                    theirs = [peer(timed, compiled(fn, c), inputs) for c in contestants]
                     for c, ms in zip(contestants, theirs):
                         ratios[c].append(ms / tinyton_ms)
                     rows.append([model, seq, dtype_name, name, *theirs, tinyton_ms,

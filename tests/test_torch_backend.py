@@ -15,15 +15,15 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 F = torch.nn.functional
 
-import tinyton.torch as ttt  # noqa: E402
-from tinyton.torch.common import Unsupported, array_dtype  # noqa: E402
-from tinyton.torch.support import device_reason  # noqa: E402
+import tinyton.torch as ttt
+from tinyton.torch.common import Unsupported, array_dtype
+from tinyton.torch.support import device_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 TOL = {"atol": 1e-4, "rtol": 1e-4}
 
 
-def check(fn, *args, fallbacks=frozenset()) -> ttt.Explanation:  # noqa: ANN001
+def check(fn, *args, fallbacks=frozenset()) -> ttt.Explanation:
     e = ttt.explain(fn, *args)
     torch.testing.assert_close(e.output, fn(*args), **TOL)
     assert set(e.fallbacks) == set(fallbacks), e.reasons
@@ -201,7 +201,7 @@ def test_backend_is_found_by_name_through_its_entry_point(tmp_path: Path) -> Non
         print("ok")
     """)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 

@@ -8,9 +8,10 @@ import pytest
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch")
 
-import tinyton.torch as ttt  # noqa: E402
-from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks  # noqa: E402
-from torch_models import GPTBlock, LayerNorm, LlamaBlock, NanoGPT, rope_tables  # noqa: E402
+from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks
+from torch_models import GPTBlock, LayerNorm, LlamaBlock, NanoGPT, rope_tables
+
+import tinyton.torch as ttt
 
 CUDA = "cuda"
 

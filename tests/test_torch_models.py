@@ -8,8 +8,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 
-from torch_checks import check_forward_backward, check_training, expected_fallbacks  # noqa: E402
-from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables  # noqa: E402
+from torch_checks import check_forward_backward, check_training, expected_fallbacks
+from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
 
 
 def test_llama_block_forward_backward() -> None:

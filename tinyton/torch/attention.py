@@ -11,6 +11,7 @@ backward from the same math.
 from __future__ import annotations
 
 import math
+
 import torch
 from torch.fx import GraphModule
 

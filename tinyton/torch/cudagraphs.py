@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 
-class graphed:  # noqa: N801 - used like a decorator
+class graphed:
     """`fn` replayed as a CUDA graph from its third call on (see the module docstring)."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:

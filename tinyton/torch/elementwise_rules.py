@@ -186,7 +186,7 @@ def logical_or(a: Any, b: Any) -> Any:
 
 
 def isnan(x: Traced) -> Traced:
-    return x != x
+    return x != x  # noqa: PLR0124 - NaN is the one value unequal to itself
 
 
 def to_copy(x: Traced, dtype: Any = None, layout: Any = None, device: Any = None, **_: Any) -> Traced:

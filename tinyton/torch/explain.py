@@ -60,8 +60,8 @@ class Explanation:
         return sum(g.last.num_launches for g in groups if g.graph in FORWARD_GRAPHS and g.last)
 
     def __str__(self) -> str:
-        lines = [f"tinyton: {self.num_launches} kernel launches per forward call, "
-                 f"{len(self.fallbacks)} ATen ops ran in torch"]
+        head = f"tinyton: {self.num_launches} kernel launches per forward call, {len(self.fallbacks)} ATen ops ran in torch"
+        lines = [head]
         lines += [f"  fallback {op}: {reason}" for op, reason in sorted(self.report.fallbacks.items())]
         for i, group in enumerate(self.report.groups):
             lines.append(f"group {i} ({group.graph}, {len(group.ops)} ATen ops: {' '.join(sorted(set(group.ops)))})")

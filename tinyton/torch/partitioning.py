@@ -25,7 +25,7 @@ class _Supported(OperatorSupportBase):
     def __init__(self, supported: set) -> None:
         self.supported = supported
 
-    def is_node_supported(self, submodules: dict, node) -> bool:  # noqa: ANN001 - torch's signature
+    def is_node_supported(self, submodules: dict, node) -> bool:
         return node in self.supported
 
 

@@ -8,6 +8,7 @@ so that the models' ops run in tinyton today and take the direct builtins as the
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,13 @@ import tinyton.language as tt
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
 from tinyton.frontend.traced import Traced
-from tinyton.torch.common import Unsupported, array_dtype, has_builtin, prefer, supports_slicing
+from tinyton.torch.common import (
+    Unsupported,
+    array_dtype,
+    has_builtin,
+    prefer,
+    supports_slicing,
+)
 
 aten = torch.ops.aten
 
@@ -127,7 +134,7 @@ def select(x: Traced, dim: int, index: int) -> Traced:
 
 def split_with_sizes(x: Traced, sizes: Sequence[int], dim: int = 0) -> list[Traced]:
     offsets = np.cumsum([0, *sizes])
-    return [slice_(x, dim, int(a), int(b)) for a, b in zip(offsets[:-1], offsets[1:])]
+    return [slice_(x, dim, int(a), int(b)) for a, b in itertools.pairwise(offsets)]
 
 
 def split(x: Traced, size: int, dim: int = 0) -> list[Traced]:
