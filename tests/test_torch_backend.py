@@ -208,3 +208,16 @@ def test_backend_is_found_by_name_through_its_entry_point(tmp_path: Path) -> Non
 def test_unknown_mode_is_a_clear_error() -> None:
     with pytest.raises(Exception, match="unknown mode"):
         torch.compile(lambda x: x * 2, backend=ttt.backend, mode="fastest")(torch.ones(2))
+
+
+def test_outputs_never_share_an_inputs_memory() -> None:
+    x = torch.randn(4, 8)
+
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.clone(), x.reshape(2, 16).clone(), x * 2
+
+    e = ttt.explain(fn, x)
+    for out in e.output:
+        out.add_(1)  # writing a result must not change the input
+    torch.testing.assert_close(e.output[2], x * 2 + 1)
+    torch.testing.assert_close(e.output[0], x + 1)

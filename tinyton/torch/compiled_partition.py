@@ -79,8 +79,15 @@ class CompiledPartition(torch.nn.Module):
     def _run(self, program: Any, args: Sequence[Any]) -> Any:
         self.group.last = program
         results = program(*self._narrowed(args))
-        results = [_as_expected(r, e) for r, e in zip(results, self.expected)]
+        inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        results = [_fresh(_as_expected(r, e), inputs) for r, e in zip(results, self.expected)]
         return tuple(results) if self.returns_tuple else results[0]
+
+
+def _fresh(result: torch.Tensor, inputs: set[int]) -> torch.Tensor:
+    """`result`, copied if it is an input's memory: a program may return an input (`clone` is the identity in
+    array programs, a contiguous reshape shares its buffer), but the graph's outputs are new tensors."""
+    return result.clone() if result.untyped_storage().data_ptr() in inputs else result
 
 
 def _as_expected(result: Any, expected: Any) -> Any:
