@@ -71,10 +71,12 @@ class CompiledPartition(torch.nn.Module):
 
     @staticmethod
     def _narrowed(args: Sequence[Any]) -> list[Any]:
-        """int64 tensors as int32 where array programs have no int64 (indices, positions, token ids)."""
-        if array_dtype(torch.int64) == np.int64:
-            return list(args)
-        return [a.to(torch.int32) if isinstance(a, torch.Tensor) and a.dtype == torch.int64 else a for a in args]
+        """int64 tensors as int32 where array programs have no int64 (indices, positions, token ids); CPU
+        tensors (scalars torch keeps on the host) on the GPU with CUDA ones, since a program runs on one device."""
+        narrow = array_dtype(torch.int64) != np.int64
+        device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+        return [a.to(device=device or a.device, dtype=torch.int32 if narrow and a.dtype == torch.int64 else a.dtype)
+                if isinstance(a, torch.Tensor) else a for a in args]
 
     def _run(self, program: Any, args: Sequence[Any]) -> Any:
         self.group.last = program
