@@ -1,5 +1,6 @@
 """Rewrites of the ATen graph before it is partitioned: undo what torch's matmul decomposition does to
-batched products, so that tinyton sees the product the user wrote.
+batched products, so that tinyton sees the product the user wrote, and transpose products' operands rather
+than their results.
 
 torch lowers `a @ b` on 4-D (or broadcast) operands to `expand`, `clone` where the expansion is not a view,
 a reshape to 3-D, `bmm`, and a reshape back. In tinyton that would be copies, a batched product over merged
@@ -62,6 +63,35 @@ def batched_matmuls(gm: GraphModule) -> None:
             continue
         with gm.graph.inserting_before(node):
             product = gm.graph.call_function(aten.matmul.default, (a, b))
+        product.meta = dict(node.meta)
+        node.replace_all_uses_with(product)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+
+
+def _is_transpose_2d(node: Node) -> bool:
+    return node.op == "call_function" and (
+        node.target is aten.t.default
+        or (node.target is aten.permute.default and list(node.args[1]) == [1, 0])
+        or (node.target is aten.transpose.int and sorted(d % 2 for d in node.args[1:3]) == [0, 1])
+    )
+
+
+def transposed_products(gm: GraphModule) -> None:
+    """`(a @ b)ᵀ` -> `bᵀ @ aᵀ` for 2-D products used only transposed (a Linear's weight gradient): the
+    operands' transposes are views the product's loads read, the result's would be a copy kernel (in place)."""
+    for node in list(gm.graph.nodes):
+        if not _is_transpose_2d(node) or not isinstance(node.args[0], Node):
+            continue
+        mm = node.args[0]
+        if mm.target is not aten.mm.default or len(mm.users) != 1 or _shape(node) is None:
+            continue
+        a, b = mm.args
+        with gm.graph.inserting_before(node):
+            bt, at = (gm.graph.call_function(aten.t.default, (x,)) for x in (b, a))
+            product = gm.graph.call_function(aten.mm.default, (bt, at))
+        for x, t in ((b, bt), (a, at)):
+            t.meta["val"] = x.meta["val"].t()
         product.meta = dict(node.meta)
         node.replace_all_uses_with(product)
     gm.graph.eliminate_dead_code()

@@ -9,12 +9,14 @@ there costs nothing, a kernel would copy).
 
 from __future__ import annotations
 
+import operator
+
 from torch.fx import GraphModule
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from tinyton.torch.compiled_partition import CompiledPartition
-from tinyton.torch.graph_rewrites import batched_matmuls
+from tinyton.torch.graph_rewrites import batched_matmuls, transposed_products
 from tinyton.torch.interpret import op_name
 from tinyton.torch.report import Group, Report
 from tinyton.torch.rules import RULES, VIEWS
@@ -32,9 +34,14 @@ class _Supported(OperatorSupportBase):
 def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
     """`gm` with its supported parts replaced by `CompiledPartition`s (in place); fallbacks go to `report`."""
     batched_matmuls(gm)
+    transposed_products(gm)
     supported = set()
     for node in gm.graph.nodes:
         if node.op != "call_function" or is_host_value(node):
+            continue
+        if node.target is operator.getitem:  # one result of a multi-result op: goes where the op goes
+            if node.args[0] in supported:
+                supported.add(node)
             continue
         reason = unsupported_reason(node)
         if reason is None:
