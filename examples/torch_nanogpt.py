@@ -91,7 +91,7 @@ def sample(step: torch.nn.Module, prompt: torch.Tensor, tokens: int, generator: 
     return idx
 
 
-def main() -> None:
+def main() -> tinyton.torch.Explanation:
     torch.manual_seed(0)
     chars = sorted(set(TEXT))
     data = torch.tensor([chars.index(c) for c in TEXT])
@@ -125,7 +125,8 @@ def main() -> None:
 
     print(f"{explanation.num_launches} tinyton kernels per training forward; ops run in torch: "
           f"{explanation.fallbacks or 'none'}")
+    return explanation
 
 
 if __name__ == "__main__":
-    main()
+    explanation = main()
