@@ -71,10 +71,11 @@ INT64_SAFE = frozenset({
     aten.unsqueeze.default, aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.clone.default,
     aten.alias.default, aten.slice.Tensor, aten.select.int, aten.cat.default, aten.full.default,
     aten.full_like.default, aten.scalar_tensor.default, aten.empty.memory_format, aten.clamp.default,
+    aten.lift_fresh_copy.default, aten.argmax.default, aten.argmin.default, aten.max.dim, aten.min.dim,
     *(getattr(getattr(aten, c), k) for c in ("eq", "ne", "lt", "le", "gt", "ge") for k in ("Tensor", "Scalar")),
 })
-"""Ops that only move, select or compare int64 values (indices, positions, targets): exact on int64 held as
-int32 (array programs without int64). Arithmetic on int64 could overflow int32, so it runs in torch."""
+"""Ops that only move, select or compare int64 values (indices, positions, targets) or make indices (argmax):
+exact on int64 held as int32 (array programs without int64). Arithmetic on int64 could overflow int32, so it runs in torch."""
 
 
 ARANGES = frozenset({aten.arange.default, aten.arange.start, aten.arange.start_step})
