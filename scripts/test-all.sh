@@ -16,7 +16,7 @@ fi
 python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test]'
+python -m pip install -q -e '.[test]'  # torch among them: the torch backend's CPU tests and examples/torch_nanogpt.py
 
 # ptxas checks every generated kernel; take it from the CUDA toolkit, else from NVIDIA's pip package.
 if ! command -v ptxas >/dev/null; then

@@ -1,7 +1,8 @@
 """Every kernel of every example goes through both PTX paths and assembles with ptxas -arch=sm_90.
 
 Each example runs (on the simulator here, or the GPU) so that the kernels it really compiles — hand-written
-variants and the tile kernels of its array programs — are collected, then each is compiled afresh through
+variants, the tile kernels of its array programs and of the torch backend's programs (an example's
+`tinyton.torch.explain` result) — are collected, then each is compiled afresh through
 `mlir-translate` + `llc` and through llvmlite.
 """
 
@@ -30,6 +31,9 @@ def compiled_kernels(example: Path) -> list:
         if isinstance(value, JITFunction):
             kernels += value._variants.values()
             for program in _PROGRAMS.get(value.fn, {}).values():
+                kernels += program.kernels()
+        for group in getattr(getattr(value, "report", None), "groups", ()):  # a tinyton.torch explanation
+            for program in group.programs.values():
                 kernels += program.kernels()
     return kernels
 

@@ -27,7 +27,7 @@ LAYERS: list[list[str]] = [
     ["tinyton.compiler"],
     ["tinyton.frontend"],
     ["tinyton.language"],
-    ["tinyton.cli", "tinyton.tools", "tinyton.universe", "tinyton"],
+    ["tinyton.cli", "tinyton.tools", "tinyton.torch", "tinyton.universe", "tinyton"],
 ]
 """Bottom to top. A module belongs to the longest prefix listed; `tinyton` itself is the package face."""
 

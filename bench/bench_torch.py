@@ -1,0 +1,161 @@
+"""Issue 20: `torch.compile(backend="tinyton")` against torch eager and inductor (default and max-autotune).
+
+deplodock's suite on TinyLlama-1.1B and Qwen2.5-7B shapes (batch 1, seq 32/128/512; fp32 and bf16): a
+projection matmul, RMSNorm, softmax over attention scores, SiLU-and-multiply, SDPA (causal, GQA), attention
+written out as Hugging Face's eager path does it (repeat_kv, additive causal mask, float32 softmax) and a whole
+Llama decoder block (tests/torch_models.py). Every contestant compiles the same torch function, is checked
+against eager before timing, and is timed with common.median_ms in the same run; the table gives each row's
+milliseconds, tinyton's speed-up over each (>1: tinyton faster), its kernel launches and the ops that ran in
+torch, then the geomean per contestant.
+
+    python bench/bench_torch.py                                   # everything (max-autotune compiles for minutes)
+    python bench/bench_torch.py --no-max-autotune --seqs 128 --dtypes fp32
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from common import (
+    DEVICE,
+    ONESHOT,
+    check_close,
+    device_name,
+    median_ms,
+    peer,
+    pick,
+    print_table,
+)
+from torch_models import LlamaBlock, rope_tables
+
+import tinyton.torch
+
+
+@dataclass(frozen=True)
+class Config:
+    dim: int
+    heads: int
+    kv_heads: int
+    hidden: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.heads
+
+
+CONFIGS = {
+    "TinyLlama-1.1B": Config(2048, 32, 4, 5632),
+    "Qwen2.5-7B": Config(3584, 28, 4, 18944),
+}
+SMALL = Config(64, 4, 2, 96)
+"""One-shot mode's stand-in (TINYTON_BENCH_ONESHOT=1: the simulator runs every case once)."""
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCE = {torch.float32: 2e-3, torch.bfloat16: 3e-2}
+"""Relative L2 error allowed against eager (fp32 matmuls may use TF32 in either)."""
+
+
+def hf_rmsnorm(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's LlamaRMSNorm: statistics in float32, weight applied in the input's dtype."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return w * h.to(x.dtype)
+
+
+def hf_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Hugging Face's eager attention: repeat_kv, scaled scores plus an additive causal mask, float32 softmax."""
+    group = q.size(1) // k.size(1)
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(2, 3) * (1.0 / math.sqrt(q.size(-1))) + mask
+    return F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype) @ v
+
+
+def cases(cfg: Config, seq: int, dtype: torch.dtype) -> dict[str, tuple[Callable, tuple]]:
+    """Case name -> (torch function, its arguments), fresh random inputs on the benchmark's device."""
+    def rand(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+    hd = cfg.head_dim
+    q, k, v = rand(1, cfg.heads, seq, hd), rand(1, cfg.kv_heads, seq, hd), rand(1, cfg.kv_heads, seq, hd)
+    mask = torch.full((seq, seq), float("-inf"), device=DEVICE, dtype=dtype).triu(1)[None, None]
+    block = LlamaBlock(cfg.dim, cfg.heads, cfg.kv_heads, cfg.hidden).to(DEVICE, dtype).eval()
+    cos, sin = (t.to(DEVICE, dtype) for t in rope_tables(seq, hd))
+    return {
+        "matmul (q_proj)": (lambda x, w: x @ w.T, (rand(1, seq, cfg.dim), rand(cfg.dim, cfg.dim) * 0.02)),
+        "matmul (kv_proj)": (lambda x, w: x @ w.T, (rand(1, seq, cfg.dim), rand(2 * cfg.kv_heads * hd, cfg.dim) * 0.02)),
+        "rmsnorm": (hf_rmsnorm, (rand(1, seq, cfg.dim), rand(cfg.dim))),
+        "softmax": (lambda s: torch.softmax(s, dim=-1), (rand(1, cfg.heads, seq, seq),)),
+        "silu_mul": (lambda g, u: F.silu(g) * u, (rand(1, seq, cfg.hidden), rand(1, seq, cfg.hidden))),
+        "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), (q, k, v)),
+        "naive attention": (hf_attention, (q, k, v, mask)),
+        "decoder block": (block, (rand(1, seq, cfg.dim) * 0.5, cos, sin)),
+    }
+
+
+def compiled(fn: Callable, contestant: str) -> Callable:
+    """`fn` as the contestant runs it (dynamo's caches reset, so that earlier rows never count)."""
+    torch._dynamo.reset()
+    if contestant == "eager":
+        return fn
+    return torch.compile(fn, mode=None if contestant == "inductor" else "max-autotune", dynamic=False)
+
+
+def timed(fn: Callable, inputs: tuple) -> float:
+    return median_ms(lambda: fn(*inputs))
+
+
+@torch.no_grad()
+def run(args: argparse.Namespace) -> None:
+    contestants = ["eager", "inductor"] + ([] if args.no_max_autotune else ["max-autotune"])
+    header = ["model", "seq", "dtype", "case", *(f"{c} ms" for c in contestants), "tinyton ms",
+              *(f"x {c}" for c in contestants), "launches", "ran in torch"]
+    rows, ratios = [], {c: [] for c in contestants}
+    for model in args.configs.split(","):
+        cfg = pick(CONFIGS[model], SMALL)
+        for seq in (int(s) for s in pick(args.seqs, "8").split(",")):
+            for dtype_name in args.dtypes.split(","):
+                dtype = DTYPES[dtype_name]
+                for name, (fn, inputs) in cases(cfg, seq, dtype).items():
+                    if args.cases and name not in args.cases.split(","):
+                        continue
+                    torch._dynamo.reset()
+                    explanation = tinyton.torch.explain(fn, *inputs)  # compiles as backend="tinyton" does
+                    ours = explanation.compiled
+                    check_close(f"{model} {seq} {dtype_name} {name}", ours(*inputs), fn(*inputs), TOLERANCE[dtype])
+                    tinyton_ms = timed(ours, inputs)
+                    theirs = [peer(timed, compiled(fn, c), inputs) for c in contestants]
+                    for c, ms in zip(contestants, theirs):
+                        ratios[c].append(ms / tinyton_ms)
+                    rows.append([model, seq, dtype_name, name, *theirs, tinyton_ms,
+                                 *(f"{ms / tinyton_ms:.2f}" for ms in theirs), explanation.num_launches,
+                                 ", ".join(explanation.fallbacks) or "-"])
+    print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {device_name()}", header, rows)
+    if not ONESHOT:
+        for c, values in ratios.items():
+            geomean = math.exp(sum(map(math.log, values)) / len(values))
+            print(f"geomean speed-up of tinyton over {c}: {geomean:.2f}x (min {min(values):.2f}x, {len(values)} rows)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--seqs", default="32,128,512")
+    parser.add_argument("--dtypes", default="fp32,bf16")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
+    parser.add_argument("--no-max-autotune", action="store_true", help="skip inductor's max-autotune (slow to compile)")
+    args = parser.parse_args()
+    torch._dynamo.config.cache_size_limit = 64
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The torch backend op by op and its contracts: attention forms, fallbacks with reasons, shapes, graph breaks,
+the entry point and explain (CPU tensors on the simulator)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
+F = torch.nn.functional
+
+import tinyton.torch as ttt
+from tinyton.torch.common import Unsupported, array_dtype
+from tinyton.torch.support import device_reason
+
+ROOT = Path(__file__).resolve().parent.parent
+TOL = {"atol": 1e-4, "rtol": 1e-4}
+
+
+def check(fn, *args, fallbacks=frozenset()) -> ttt.Explanation:
+    e = ttt.explain(fn, *args)
+    torch.testing.assert_close(e.output, fn(*args), **TOL)
+    assert set(e.fallbacks) == set(fallbacks), e.reasons
+    return e
+
+
+def _qkv(b: int = 1, h: int = 2, kv: int = 2, t: int = 8, d: int = 16) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(0)
+    return torch.randn(b, h, t, d), torch.randn(b, kv, t, d), torch.randn(b, kv, t, d)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}], ids=["plain", "causal", "scale"])
+def test_sdpa_is_one_flash_attention_kernel(kwargs: dict) -> None:
+    e = check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs), *_qkv())
+    assert e.num_launches == 1, str(e)
+    assert "attention" in str(e)
+
+
+def test_sdpa_masks_and_gqa() -> None:
+    q, k, v = _qkv(h=4, kv=2)
+    keep = torch.rand(8, 8) > 0.3
+    keep[:, 0] = True
+    bias = torch.randn(8, 8)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True), q, k, v, keep)
+    check(lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True), q, k, v, bias)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
+                                                         is_causal=True), q, k, v)
+
+
+def test_attention_written_out_is_flash_attention() -> None:
+    def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        t = q.size(-2)
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))
+        s = s.masked_fill(torch.triu(torch.ones(t, t, dtype=torch.bool), 1), float("-inf"))
+        return torch.softmax(s, dim=-1) @ v
+
+    e = check(attention, *_qkv())
+    assert e.num_launches == 1, str(e)
+
+
+def test_norms_activations_losses() -> None:
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4, 32), torch.randn(32), torch.randn(32)
+    check(lambda x, w, b: F.layer_norm(x, (32,), w, b), x, w, b)
+    check(lambda x, w: F.rms_norm(x, (32,), w, eps=1e-6), x, w)
+    check(lambda x: F.silu(x) * F.gelu(x, approximate="tanh") + torch.sigmoid(x) + torch.tanh(x) + F.relu(x), x)
+    check(lambda x: F.log_softmax(x, -1) + F.softmax(x, 0), x)
+    targets = torch.randint(0, 32, (4,))
+    check(lambda x, t: F.cross_entropy(x, t), x, targets)
+    check(lambda x: F.dropout(x, 0.5, training=False) * 2, x)
+
+
+def test_views_splits_and_rope() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 8)
+
+    def shapes(x: torch.Tensor) -> torch.Tensor:
+        a, b, c = x.split([2, 2, 4], dim=-1)
+        y = torch.cat([-c[..., 2:], c[..., :2], a * b], dim=-1).permute(1, 0, 2).contiguous()
+        return y.view(6, -1).t().unsqueeze(0).squeeze(0)[::2] + x[:, 1].flatten()[:6, None]
+
+    check(shapes, x)
+
+
+def test_unsupported_op_runs_in_torch_with_the_rest_in_tinyton() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(4, 16)
+    e = check(lambda x: torch.sort(torch.softmax(x, -1), dim=-1).values * 2 + 1, x, fallbacks={"aten.sort.default"})
+    assert e.reasons["aten.sort.default"] == "no tinyton rule"
+    assert e.num_launches == 2  # softmax before the sort, the epilogue after it
+    assert "fallback aten.sort.default" in str(e)
+
+
+def test_a_dtype_tinyton_lacks_falls_back_with_the_reason() -> None:
+    x = torch.randn(4, 8, dtype=torch.float64)
+    e = ttt.explain(lambda x: torch.exp(x) * 2, x)
+    torch.testing.assert_close(e.output, torch.exp(x) * 2)  # float64 precision: exactly torch's numbers
+    for op in e.fallbacks:
+        assert "float64" in e.reasons[op]
+    if not _holds(torch.float64):
+        assert e.fallbacks == ["aten.exp.default", "aten.mul.Tensor"]
+
+
+def _holds(dtype: torch.dtype) -> bool:
+    try:
+        return array_dtype(dtype) is not None
+    except Unsupported:
+        return False
+
+
+def test_int64_arithmetic_runs_in_torch_but_int64_indices_run_in_tinyton() -> None:
+    table, ids = torch.randn(10, 4), torch.tensor([[1, 2**33 % 10, 9]])
+    e = check(lambda t, i: t[(i + 2**40) - 2**40] * 2 + t[i].sum(-1, keepdim=True), table, ids,
+              fallbacks={"aten.add.Tensor", "aten.sub.Tensor"} if array_dtype(torch.int64).itemsize == 4 else set())
+    for op in e.fallbacks:
+        assert "int64" in e.reasons[op]
+    assert e.num_launches >= 1
+
+
+def test_reduce_overhead_mode_runs_without_a_gpu() -> None:
+    compiled = torch.compile(lambda x: torch.softmax(x, -1) * 3, backend=ttt.backend, mode="reduce-overhead")
+    for _ in range(3):
+        x = torch.randn(4, 8)
+        torch.testing.assert_close(compiled(x), torch.softmax(x, -1) * 3, **TOL)
+
+
+def test_a_group_tinyton_fails_to_compile_runs_in_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tinyton.errors import CompilationError
+    from tinyton.torch import compiled_partition
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise CompilationError("no kernel for this (simulated)")
+
+    monkeypatch.setattr(compiled_partition, "build_program", refuse)
+    x = torch.randn(4, 8)
+    e = check(lambda x: torch.softmax(x, -1) * 3, x, fallbacks={"aten._softmax.default", "aten.mul.Tensor"})
+    assert "did not compile" in e.reasons["aten.mul.Tensor"] and "simulated" in e.reasons["aten.mul.Tensor"]
+    assert e.num_launches == 0
+
+
+def test_unsupported_devices_are_named() -> None:
+    assert "meta" in device_reason(torch.device("meta"))
+    assert "device 0" in device_reason(torch.device("cuda", 1))
+    assert device_reason(torch.device("cpu")) is None
+
+
+def test_new_shapes_compile_new_variants() -> None:
+    torch.manual_seed(0)
+    w = torch.randn(16, 16)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        return torch.softmax(x @ w, -1)
+
+    e = ttt.explain(fn, torch.randn(2, 3, 16))
+    for shape in [(2, 3, 16), (4, 3, 16), (4, 5, 16), (1, 7, 16)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(e.compiled(x), fn(x), **TOL)
+    programs = {key for g in e.report.groups for key in g.programs}
+    assert len(programs) >= 3  # one per distinct shape, whether dynamo recompiled or passed sizes in
+    assert not e.fallbacks
+
+
+def test_data_dependent_control_flow_breaks_the_graph() -> None:
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        y = torch.softmax(x, -1)
+        if y.max() > 0.5:  # data-dependent: dynamo breaks the graph here
+            return y * 2
+        return y - 1
+
+    for x in (torch.zeros(2, 8), torch.tensor([[10.0] + [0.0] * 7] * 2)):
+        e = check(fn, x)
+        assert e.num_launches >= 1
+
+
+def test_explain_summary_lists_groups_and_kernels() -> None:
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    text = str(ttt.explain(lambda x, w: torch.softmax(x @ w, -1), x, w))
+    assert "1 kernel launches" not in text and "2 kernel launches per forward call" in text
+    assert "kernel 0: matmul" in text and "softmax" in text
+
+
+def test_backend_is_found_by_name_through_its_entry_point(tmp_path: Path) -> None:
+    """What `pip install` writes (an entry_points.txt in a dist-info) is what torch.compile(backend="tinyton") reads."""
+    entry = [line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("tinyton = \"tinyton.torch")]
+    assert entry == ['tinyton = "tinyton.torch:backend"']
+    info = tmp_path / "tinyton_entry-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinyton-entry\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[torch_dynamo_backends]\ntinyton = tinyton.torch:backend\n")
+    script = textwrap.dedent("""
+        import torch
+        f = torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="tinyton")
+        x = torch.randn(3, 5)
+        torch.testing.assert_close(f(x), torch.softmax(x, -1) * 2)
+        print("ok")
+    """)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_unknown_mode_is_a_clear_error() -> None:
+    with pytest.raises(Exception, match="unknown mode"):
+        torch.compile(lambda x: x * 2, backend=ttt.backend, mode="fastest")(torch.ones(2))
+
+
+def test_outputs_never_share_an_inputs_memory() -> None:
+    x = torch.randn(4, 8)
+
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.clone(), x.reshape(2, 16).clone(), x * 2
+
+    e = ttt.explain(fn, x)
+    for out in e.output:
+        out.add_(1)  # writing a result must not change the input
+    torch.testing.assert_close(e.output[2], x * 2 + 1)
+    torch.testing.assert_close(e.output[0], x + 1)

@@ -1,0 +1,43 @@
+"""torch.compile(backend=tinyton) on whole models: forward and backward match eager (fp32, 1e-4) on the simulator
+(CPU tensors), with the ATen ops that ran in torch checked: none, except the ops whose `tt.` builtin array
+programs do not have yet (`expected_fallbacks`), which disappear when the builtin lands."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
+
+from torch_checks import check_forward_backward, check_training, expected_fallbacks
+from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
+
+
+def test_llama_block_forward_backward() -> None:
+    torch.manual_seed(0)
+    cos, sin = rope_tables(8, 8)
+    e = check_forward_backward(LlamaBlock(), torch.randn(2, 8, 32, requires_grad=True), cos, sin)
+    assert {g.graph for g in e.report.groups} == {"forward", "backward"}
+
+
+@pytest.mark.parametrize("gqa", ["repeat", "enable_gqa"])
+def test_qwen_block_with_qkv_bias(gqa: str) -> None:
+    torch.manual_seed(1)
+    cos, sin = rope_tables(8, 8)
+    check_forward_backward(LlamaBlock(qkv_bias=True, gqa=gqa), torch.randn(1, 8, 32, requires_grad=True), cos, sin)
+
+
+def test_nanogpt_block_forward_backward() -> None:
+    torch.manual_seed(0)
+    check_forward_backward(GPTBlock().eval(), torch.randn(2, 8, 32, requires_grad=True))
+
+
+def test_gpt_block_with_erf_gelu_and_handwritten_layernorm() -> None:
+    torch.manual_seed(2)
+    check_forward_backward(GPTBlock(gelu="none", norm=LayerNorm).eval(), torch.randn(2, 8, 32, requires_grad=True),
+                           fallbacks=expected_fallbacks(("erf", "aten.gelu.default"), ("erf", "aten.erf.default")))
+
+
+@pytest.mark.parametrize("model_class", [NanoGPT, MicroGPT])
+def test_small_lm_training_steps_match_eager(model_class: type) -> None:
+    torch.manual_seed(0)
+    check_training(model_class(), torch.randint(0, 32, (2, 16)), torch.randint(0, 32, (2, 16)))

@@ -1,0 +1,154 @@
+"""Small PyTorch models written the ways real ones are (Llama/Qwen, nanoGPT, microgpt) for the torch backend's tests.
+
+Sizes are tiny so that the simulator runs them in seconds; the GPU tests and bench/bench_torch.py use the
+same classes at real sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm written by hand."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(dim)), eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm written by hand (mean and biased variance)."""
+
+    def __init__(self, dim: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.weight, self.bias, self.eps = nn.Parameter(torch.ones(dim)), nn.Parameter(torch.zeros(dim)), eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mu = x.mean(-1, keepdim=True)
+        return (x - mu) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + self.eps) * self.weight + self.bias
+
+
+def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embeddings, HF style: halves sliced and concatenated."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+def rope_tables(seq: int, head_dim: int, base: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    inv = 1.0 / base ** (torch.arange(0, head_dim, 2).float() / head_dim)
+    angles = torch.outer(torch.arange(seq).float(), inv)
+    emb = torch.cat([angles, angles], dim=-1)
+    return emb.cos(), emb.sin()
+
+
+class LlamaBlock(nn.Module):
+    """A Llama/Qwen decoder block: RMSNorm, GQA attention with RoPE through SDPA, SwiGLU MLP.
+    `qkv_bias` (Qwen2) adds biases to q, k, v; `gqa="repeat"` repeats k, v by hand instead of `enable_gqa`."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, kv_heads: int = 2, hidden: int = 64, qkv_bias: bool = False,
+                 gqa: str = "enable_gqa") -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim, self.gqa = heads, kv_heads, dim // heads, gqa
+        self.attn_norm, self.mlp_norm = RMSNorm(dim), nn.RMSNorm(dim, eps=1e-6)
+        self.q = nn.Linear(dim, dim, bias=qkv_bias)
+        self.k = nn.Linear(dim, kv_heads * self.head_dim, bias=qkv_bias)
+        self.v = nn.Linear(dim, kv_heads * self.head_dim, bias=qkv_bias)
+        self.o = nn.Linear(dim, dim, bias=False)
+        self.gate, self.up = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        h = self.attn_norm(x)
+        q = self.q(h).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
+        if self.gqa == "repeat":
+            k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(a.transpose(1, 2).contiguous().view(b, t, d))
+        h = self.mlp_norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class GPTBlock(nn.Module):
+    """A nanoGPT block: LayerNorm, fused qkv split, attention written out with a causal masked_fill,
+    GELU (tanh) MLP, dropout."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, dropout: float = 0.1, gelu: str = "tanh",
+                 norm: type[nn.Module] = nn.LayerNorm) -> None:
+        super().__init__()
+        self.heads, self.gelu = heads, gelu
+        self.ln_1, self.ln_2 = norm(dim), norm(dim)
+        self.c_attn, self.c_proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.c_fc, self.mlp_proj = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
+        att = self.drop(F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.drop(self.c_proj(y))
+        return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate=self.gelu)))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT: token + position embeddings, blocks, final LayerNorm, tied lm_head, cross-entropy loss."""
+
+    def __init__(self, vocab: int = 64, block_size: int = 16, dim: int = 32, heads: int = 4, layers: int = 1,
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, dim), nn.Embedding(block_size, dim)
+        self.blocks = nn.ModuleList(GPTBlock(dim, heads, dropout) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class MicroGPT(nn.Module):
+    """Karpathy's microgpt in torch: embeddings, RMSNorm, causal attention through SDPA, ReLU MLP, lm_head."""
+
+    def __init__(self, vocab: int = 32, block_size: int = 16, dim: int = 16, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.wte, self.wpe = nn.Embedding(vocab, dim), nn.Embedding(block_size, dim)
+        self.norm1, self.norm2, self.norm3 = RMSNorm(dim, 1e-5), RMSNorm(dim, 1e-5), RMSNorm(dim, 1e-5)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim, bias=False)
+        self.fc1, self.fc2 = nn.Linear(dim, 4 * dim, bias=False), nn.Linear(4 * dim, dim, bias=False)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        b, t = idx.shape
+        x = self.norm1(self.wte(idx) + self.wpe(torch.arange(t, device=idx.device)))
+        q, k, v = self.qkv(self.norm2(x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, -1))
+        x = x + self.fc2(F.relu(self.fc1(self.norm3(x))))
+        logits = self.lm_head(x)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))

@@ -1,0 +1,55 @@
+"""`F.scaled_dot_product_attention` as the math tinyton's flash-attention rewrite recognises.
+
+torch dispatches SDPA to a kernel chosen per device (`_scaled_dot_product_flash_attention_for_cpu`,
+`_efficient_attention`, cuDNN's, ...), each with its own results and backward op. Before AOTAutograd traces
+the model, the backend replaces the call in dynamo's graph by `sdpa_math`: `softmax(q @ kᵀ * scale + mask) @ v`,
+the causal mask from `arange`s, GQA by repeating k and v per group. Its ATen ops translate one by one
+(tinyton/torch/rules.py), tinyton fuses the forward into one flash-attention kernel, and autograd derives the
+backward from the same math.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.fx import GraphModule
+
+SDPA = torch._C._nn.scaled_dot_product_attention
+
+
+def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Tensor | None = None,
+              dropout_p: float = 0.0, is_causal: bool = False, scale: float | None = None,
+              enable_gqa: bool = False) -> torch.Tensor:
+    """torch's SDPA reference semantics (torch.nn.functional's documentation), written out. Grouped-query
+    heads are computed as groups over one k/v head (q as (kv heads, group), k and v broadcast over the group),
+    the form tinyton's flash attention reads k and v once per kv head in."""
+    heads, kv_heads = q.size(-3), k.size(-3)
+    if enable_gqa and kv_heads != heads:
+        group = heads // kv_heads
+        if attn_mask is not None and attn_mask.dim() >= 3:
+            attn_mask = attn_mask.unsqueeze(-3) if attn_mask.size(-3) == 1 else attn_mask.unflatten(-3, (kv_heads, group))
+        out = sdpa_math(q.unflatten(-3, (kv_heads, group)), k.unsqueeze(-3), v.unsqueeze(-3), attn_mask, dropout_p,
+                        is_causal, scale)
+        return out.flatten(-4, -3)
+    scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale
+    if is_causal:
+        rows = torch.arange(q.size(-2), device=q.device).unsqueeze(-1)
+        scores = scores.masked_fill(torch.arange(k.size(-2), device=q.device) > rows, float("-inf"))
+    if attn_mask is not None:
+        scores = scores.masked_fill(attn_mask.logical_not(), float("-inf")) if attn_mask.dtype == torch.bool \
+            else scores + attn_mask
+    p = torch.softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        p = torch.nn.functional.dropout(p, dropout_p)
+    return p @ v
+
+
+def rewrite_sdpa(gm: GraphModule) -> None:
+    """Replace every SDPA call of a dynamo graph by `sdpa_math` (in place)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is SDPA:
+            node.target = sdpa_math
+    gm.recompile()
+

@@ -1,0 +1,224 @@
+"""ATen's reductions, matrix products and the composite NN ops core ATen keeps (softmax, layer norm,
+dropout) as array-program builtins, one short rule per op.
+
+Softmax is written in the canonical form the fusion patterns and the flash-attention rewrite recognise
+(`e = exp(x - max x); e / sum e`), so a model's attention written out, or `F.scaled_dot_product_attention`
+(rewritten to the same math, tinyton/torch/attention.py), becomes one flash-attention kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+import tinyton.language as tt
+from tinyton.frontend.traced import Traced
+from tinyton.torch.common import Unsupported, array_dtype, prefer
+
+aten = torch.ops.aten
+
+
+def _axes(dims: int | Sequence[int] | None) -> int | tuple[int, ...] | None:
+    """torch's `dim` argument as NumPy's `axis` (an empty list means every axis, as None does)."""
+    if dims is None or isinstance(dims, int):
+        return dims
+    return tuple(dims) or None
+
+
+def _typed(x: Traced, dtype: torch.dtype | None) -> Traced:
+    return x if dtype is None else x.astype(array_dtype(dtype))
+
+
+def _sum_operand(x: Traced) -> Traced:
+    """torch sums ints in int64, array programs refuse int32 sums: exact in float32 up to 2**24, counts of
+    bools stay exact int32."""
+    if x.dtype.kind in "iu":
+        raise Unsupported("sum of an integer tensor (torch accumulates in int64)")
+    return x
+
+
+def sum_(x: Traced, dims: Any = None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Traced:
+    return tt.sum(_sum_operand(_typed(x, dtype)), axis=_axes(dims), keepdims=keepdim)
+
+
+def sum_all(x: Traced, dtype: torch.dtype | None = None) -> Traced:
+    return sum_(x, None, False, dtype)
+
+
+def mean(x: Traced, dims: Any = None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Traced:
+    return tt.mean(_typed(x, dtype), axis=_axes(dims), keepdims=keepdim)
+
+
+def mean_all(x: Traced, dtype: torch.dtype | None = None) -> Traced:
+    return mean(x, None, False, dtype)
+
+
+def amax(x: Traced, dims: Any = (), keepdim: bool = False) -> Traced:
+    return tt.max(x, axis=_axes(dims), keepdims=keepdim)
+
+
+def amin(x: Traced, dims: Any = (), keepdim: bool = False) -> Traced:
+    return tt.min(x, axis=_axes(dims), keepdims=keepdim)
+
+
+def _any(x: Traced, axis: Any = None, keepdims: bool = False) -> Traced:
+    """Any nonzero: the maximum of `x != 0` (bools reduce as ints)."""
+    return tt.max(x != 0, axis=axis, keepdims=keepdims)
+
+
+def _all(x: Traced, axis: Any = None, keepdims: bool = False) -> Traced:
+    return tt.min(x != 0, axis=axis, keepdims=keepdims)
+
+
+any_, all_ = prefer("any", _any), prefer("all", _all)
+
+
+def any_dims(x: Traced, dims: Any = None, keepdim: bool = False) -> Traced:
+    return any_(x, axis=_axes(dims), keepdims=keepdim)
+
+
+def all_dims(x: Traced, dims: Any = None, keepdim: bool = False) -> Traced:
+    return all_(x, axis=_axes(dims), keepdims=keepdim)
+
+
+def var(x: Traced, dims: Any = None, correction: float | None = None, keepdim: bool = False) -> Traced:
+    """The mean squared deviation, rescaled by n / (n - correction) (torch's default correction is 1)."""
+    axes = _axes(dims)
+    count = x.size if axes is None else math.prod(x.shape[a] for a in ((axes,) if isinstance(axes, int) else axes))
+    centred = x - tt.mean(x, axis=axes, keepdims=True)
+    correction = 1 if correction is None else correction
+    return tt.mean(centred * centred, axis=axes, keepdims=keepdim) * (count / max(count - correction, 0))
+
+
+def argmax(x: Traced, dim: int | None = None, keepdim: bool = False) -> Traced:
+    return tt.argmax(x, axis=dim, keepdims=keepdim)
+
+
+def argmin(x: Traced, dim: int | None = None, keepdim: bool = False) -> Traced:
+    return tt.argmin(x, axis=dim, keepdims=keepdim)
+
+
+def max_all(x: Traced) -> Traced:
+    return tt.max(x)
+
+
+def min_all(x: Traced) -> Traced:
+    return tt.min(x)
+
+
+def max_dim(x: Traced, dim: int, keepdim: bool = False) -> tuple[Traced, Traced]:
+    return tt.max(x, axis=dim, keepdims=keepdim), argmax(x, dim, keepdim)
+
+
+def min_dim(x: Traced, dim: int, keepdim: bool = False) -> tuple[Traced, Traced]:
+    return tt.min(x, axis=dim, keepdims=keepdim), argmin(x, dim, keepdim)
+
+
+def cumsum(x: Traced, dim: int, dtype: torch.dtype | None = None) -> Traced:
+    return tt.cumsum(_typed(x, dtype), axis=dim)
+
+
+def prod(x: Traced, dim: int | None = None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Traced:
+    return tt.prod(_typed(x, dtype), axis=dim, keepdims=keepdim)
+
+
+# ---- matrix products -----------------------------------------------------------------------------
+
+
+def matmul(a: Traced, b: Traced) -> Traced:
+    return tt.matmul(a, b)
+
+
+def addmm(bias: Traced, a: Traced, b: Traced, beta: Any = 1, alpha: Any = 1) -> Traced:
+    product = tt.matmul(a, b) if alpha == 1 else tt.matmul(a, b) * alpha
+    return product + (bias if beta == 1 else bias * beta)
+
+
+def baddbmm(bias: Traced, a: Traced, b: Traced, beta: Any = 1, alpha: Any = 1) -> Traced:
+    return addmm(bias, a, b, beta, alpha)
+
+
+# ---- softmax, normalisation, dropout -------------------------------------------------------------
+
+
+def softmax(x: Traced, dim: int, half_to_float: bool = False) -> Traced:
+    e = tt.exp(x - tt.max(x, axis=dim, keepdims=True))
+    return e / tt.sum(e, axis=dim, keepdims=True)
+
+
+def log_softmax(x: Traced, dim: int, half_to_float: bool = False) -> Traced:
+    shifted = x - tt.max(x, axis=dim, keepdims=True)
+    return shifted - tt.log(tt.sum(tt.exp(shifted), axis=dim, keepdims=True))
+
+
+def softmax_backward(grad: Traced, out: Traced, dim: int, input_dtype: Any = None) -> Traced:
+    return out * (grad - tt.sum(grad * out, axis=dim, keepdims=True))
+
+
+def log_softmax_backward(grad: Traced, out: Traced, dim: int, input_dtype: Any = None) -> Traced:
+    return grad - tt.exp(out) * tt.sum(grad, axis=dim, keepdims=True)
+
+
+def logsumexp(x: Traced, dims: Any, keepdim: bool = False) -> Traced:
+    axes = _axes(dims)
+    top = tt.max(x, axis=axes, keepdims=True)
+    top = tt.where(top == float("-inf"), 0, top)  # all -inf rows give -inf, not nan
+    total = tt.sum(tt.exp(x - top), axis=axes, keepdims=keepdim)
+    return tt.log(total) + (top if keepdim else tt.max(top, axis=axes))
+
+
+def native_layer_norm(x: Traced, shape: Sequence[int], weight: Traced | None, bias: Traced | None,
+                      eps: float) -> tuple[Traced, Traced, Traced]:
+    """(normalised, mean, 1 / std): the statistics keep the normalised dims as 1s, as torch's."""
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    xf = x.astype("float32")
+    mu = tt.mean(xf, axis=axes, keepdims=True)
+    centred = xf - mu
+    rstd = tt.rsqrt(tt.mean(centred * centred, axis=axes, keepdims=True) + eps)
+    out = centred * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mu, rstd
+
+
+def native_dropout(x: Traced, p: float, train: bool | None) -> tuple[Traced, Traced]:
+    if train and p > 0:
+        raise Unsupported("dropout in training draws torch's random numbers")
+    return x, tt.full(x.shape, True, "bool")
+
+
+RULES = {
+    aten.sum.dim_IntList: sum_,
+    aten.sum.default: sum_all,
+    aten.mean.dim: mean,
+    aten.mean.default: mean_all,
+    aten.amax.default: amax,
+    aten.amin.default: amin,
+    **{op: any_dims for op in (aten.any.dim, aten.any.dims, aten.any.default)},
+    **{op: all_dims for op in (aten.all.dim, aten.all.dims, aten.all.default)},
+    aten.var.correction: var,
+    aten.argmax.default: argmax,
+    aten.argmin.default: argmin,
+    aten.max.default: max_all,
+    aten.min.default: min_all,
+    aten.max.dim: max_dim,
+    aten.min.dim: min_dim,
+    aten.cumsum.default: cumsum,
+    **{op: prod for op in (aten.prod.default, aten.prod.dim_int)},
+    **{op: matmul for op in (aten.mm.default, aten.bmm.default, aten.matmul.default)},
+    aten.addmm.default: addmm,
+    aten.baddbmm.default: baddbmm,
+    aten._softmax.default: softmax,
+    aten._log_softmax.default: log_softmax,
+    aten._softmax_backward_data.default: softmax_backward,
+    aten._log_softmax_backward_data.default: log_softmax_backward,
+    aten.logsumexp.default: logsumexp,
+    aten.native_layer_norm.default: native_layer_norm,
+    aten.native_dropout.default: native_dropout,
+}  # fmt: skip
+"""ATen overload -> rule, for reductions, matrix products and the NN composites."""
