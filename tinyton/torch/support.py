@@ -2,8 +2,8 @@
 
 A node is supported when its rule traces, on arrays of the shapes and dtypes torch's trace gave its inputs,
 to a result of torch's shape (tinyton/torch/interpret.py), and every tensor it touches is on a device
-tinyton drives (the CPU: the simulator, or copies to the GPU; CUDA device 0 when tinyton's driver has a
-GPU) in a dtype array programs hold. The trial trace is thrown away; it only answers "would it work".
+tinyton drives (the CPU: the simulator, or copies to the GPU; any CUDA device of the host when tinyton's
+driver has a GPU) in a dtype array programs hold. The trial trace is thrown away; it only answers "would it work".
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ def device_reason(device: torch.device) -> str | None:
     if device.type == "cpu":
         return None
     if device.type == "cuda":
-        if device.index not in (None, 0):
-            return f"tensors on {device}: tinyton drives CUDA device 0"
-        return None if driver.is_available() else f"tensors on {device} but tinyton's driver sees no GPU"
+        if not driver.is_available():
+            return f"tensors on {device} but tinyton's driver sees no GPU"
+        if device.index is not None and device.index >= driver.device_count():
+            return f"tensors on {device}: tinyton's driver sees {driver.device_count()} GPU(s)"
+        return None
     return f"tensors on {device}: tinyton runs CPU (simulator) and CUDA tensors"
 
 
