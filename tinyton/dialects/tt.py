@@ -62,6 +62,9 @@ from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
 from tinyton.dialects.tt_math import (  # noqa: F401
     MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
 )
+from tinyton.dialects.tt_libm import (  # noqa: F401
+    LIBM_OPS, Atan2Op, CopysignOp, Expm1Op, FmaxOp, FminOp, HypotOp, Log1pOp, Log10Op, RintOp, TanhOp, TanOp, TruncOp,
+)
 from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
     FLOAT, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
@@ -505,6 +508,7 @@ Tt = Dialect(
         *ATOMIC_OPS,
         *RANDOM_OPS,
         *MATH_OPS,
+        *LIBM_OPS,
         *SHAPE_OPS,
         *COMBINE_OPS,
         *DEBUG_OPS,

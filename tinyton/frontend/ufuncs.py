@@ -1,0 +1,299 @@
+"""NumPy's elementwise functions (ufuncs) on traced arrays: type resolution and the arithmetic, comparison,
+logical and bitwise ufuncs; the math functions are in tinyton/frontend/ufunc_math.py.
+
+Every ufunc resolves its operands' types exactly as NumPy does, by asking NumPy (`ufunc.resolve_dtypes`, with
+Python ints and floats as weak scalars, NEP 50): the operands are cast to the loop's input types and the
+result has its output type (`int32 / int32` is float64, `bool + bool` bool, `np.exp(bool)` float16). A type
+NumPy has no loop for is a CompilationError worded like NumPy's, with the cast that fixes it. Each function
+is registered in `ARRAY_IMPLS` under its NumPy name (`tt.<name>`, `np.<name>(traced)`, and the operators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import BFloat16Type, IntegerType, Signedness, i1
+from xdsl.ir import Attribute, Operation
+
+from tinyton.dialects import tta
+from tinyton.dialects.tt import is_float
+from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.errors import error
+from tinyton.frontend.promotion import common_dtype, element_of, is_scalar, numpy_key
+from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
+
+Operand = Any
+"""A traced array or a scalar (Python's are weak, NumPy's typed)."""
+
+_INT_ONLY = "it takes integer and bool arrays; cast floats first, e.g. x.astype(tt.int32)"
+_FIXES = {
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "left_shift",
+                     "right_shift", "gcd", "lcm"), _INT_ONLY),
+    "negative": "use `~` or tt.logical_not for bools",
+    "subtract": "use `^` or tt.logical_xor for bools",
+}
+"""The fix each refusal suggests beyond casting."""
+
+
+def _dtype_names(keys: Sequence[Any]) -> str:
+    return ", ".join(k.__name__ if isinstance(k, type) else str(k) for k in keys)
+
+
+def _no_loop(name: str, keys: Sequence[Any], reason: str) -> Exception:
+    fix = _FIXES.get(name, "cast the operands with x.astype(...) to a type it accepts (e.g. tt.float32)")
+    return error(f"ufunc '{name}' not supported for the input types ({_dtype_names(keys)}): {reason}; {fix}")
+
+
+def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = None) -> tuple[list[Traced], Attribute]:
+    """NumPy's loop of ufunc `name` (or `ufunc`) for these operands: the operands converted to its input
+    types, and its output element type. bfloat16, which NumPy knows through ml_dtypes, uses its loops where
+    ml_dtypes has them and float16's otherwise (the result then bfloat16 again)."""
+    ufunc = ufunc or getattr(np, name)
+    traced = [o for o in operands if isinstance(o, Traced)]
+    tracer = traced[0].tracer if traced else current_tracer()
+    for o in operands:
+        if not isinstance(o, Traced) and not is_scalar(o):
+            raise error(f"cannot mix a {type(o).__name__} with traced arrays; pass arrays as arguments of the program")
+    keys = [numpy_key(o.element) if isinstance(o, Traced) else numpy_key(o) for o in operands]
+    try:
+        dtypes = _resolve_dtypes(ufunc, keys)
+    except TypeError as e:
+        raise _no_loop(name, keys, str(e).split(",")[0].split(" for the input types")[0]) from None
+    elements = [element_of(d) for d in dtypes]
+    inputs = [
+        o.to(el) if isinstance(o, Traced) else tracer.constant(o, el) for o, el in zip(operands, elements)
+    ]
+    return inputs, elements[-1]
+
+
+def _resolve_dtypes(ufunc: np.ufunc, keys: list[Any]) -> tuple[np.dtype, ...]:
+    try:
+        return ufunc.resolve_dtypes((*keys, None))
+    except TypeError:
+        bf16 = ELEMENT_TO_NUMPY[BFloat16Type()]
+        if bf16 not in keys:
+            raise
+    common = common_dtype(keys)
+    if common != bf16:  # bfloat16 with float16 or a wide int: their common type's loop
+        return ufunc.resolve_dtypes((*(common if isinstance(k, np.dtype) else k for k in keys), None))
+    as_half = [np.dtype(np.float16) if k == bf16 else k for k in keys]
+    return tuple(bf16 if d == np.float16 else d for d in ufunc.resolve_dtypes((*as_half, None)))
+
+
+def emit(op: type[Operation], *operands: Traced) -> Traced:
+    return operands[0].tracer.emit(op, *(o.value for o in operands))
+
+
+def constant_like(x: Traced, value: bool | int | float, element: Attribute | None = None) -> Traced:
+    """A constant broadcast to `x`'s shape (of `x`'s element type unless given)."""
+    c = x.tracer.constant(value, element or x.element)
+    return c if not x.shape else x.tracer.emit(tta.BroadcastToOp, c.value, x.shape)
+
+
+def where(cond: Traced, a: Traced, b: Traced) -> Traced:
+    return emit(tta.WhereOp, cond, a, b)
+
+
+def cmp(predicate: str, a: Traced, b: Traced) -> Traced:
+    return a.tracer.emit(tta.CmpOp, predicate, a.value, b.value)
+
+
+def register(name: str, doc: str, *aliases: str) -> Callable[[Callable[..., Traced]], Callable[..., Traced]]:
+    """Register `fn` as `ARRAY_IMPLS[name]` (and its NumPy aliases) with a one-line docstring."""
+
+    def add(fn: Callable[..., Traced]) -> Callable[..., Traced]:
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = doc
+        for key in (name, *aliases):
+            ARRAY_IMPLS[key] = fn
+        return fn
+
+    return add
+
+
+def binary_ufunc(name: str, op: type[Operation], doc: str, *aliases: str,
+                 on_bool: type[Operation] | None = None) -> None:
+    """A ufunc that is one tta op on the resolved operands (`on_bool` for bool operands)."""
+
+    def impl(a: Operand, b: Operand) -> Traced:
+        (x, y), _ = resolve(name, [a, b])
+        return emit(on_bool if on_bool is not None and x.element == i1 else op, x, y)
+
+    register(name, doc, *aliases)(impl)
+
+
+binary_ufunc("add", tta.AddOp, "`a + b` (of bools: or).", on_bool=tta.OrOp)
+binary_ufunc("subtract", tta.SubOp, "`a - b`.")
+binary_ufunc("multiply", tta.MulOp, "`a * b` (of bools: and).", on_bool=tta.AndOp)
+binary_ufunc("true_divide", tta.DivOp, "`a / b`; ints divide as float64.", "divide")
+binary_ufunc("floor_divide", tta.FloorDivOp, "`a // b`, rounding toward minus infinity; an int divided by 0 is 0.")
+binary_ufunc("remainder", tta.ModOp, "`a % b`, with the sign of b; an int remainder by 0 is 0.", "mod")
+binary_ufunc("maximum", tta.MaximumOp, "Elementwise maximum; NaN propagates.", on_bool=tta.OrOp)
+binary_ufunc("minimum", tta.MinimumOp, "Elementwise minimum; NaN propagates.", on_bool=tta.AndOp)
+binary_ufunc("bitwise_and", tta.AndOp, "`a & b` of ints and bools.")
+binary_ufunc("bitwise_or", tta.OrOp, "`a | b` of ints and bools.")
+binary_ufunc("bitwise_xor", tta.XorOp, "`a ^ b` of ints and bools.")
+
+for _name, _predicate, _symbol in (
+    ("less", "lt", "<"), ("less_equal", "le", "<="), ("greater", "gt", ">"), ("greater_equal", "ge", ">="),
+    ("equal", "eq", "=="), ("not_equal", "ne", "!="),
+):  # fmt: skip
+
+    def _compare(a: Operand, b: Operand, _name: str = _name, _predicate: str = _predicate) -> Traced:
+        (x, y), _ = resolve(_name, [a, b])
+        return cmp(_predicate, x, y)
+
+    register(_name, f"`a {_symbol} b` elementwise (bool array); NaN compares unequal.")(_compare)
+
+
+def _all_ones(element: Attribute) -> int:
+    """The int whose bits are all set (-1, or the largest unsigned value)."""
+    assert isinstance(element, IntegerType)
+    unsigned = element.signedness.data == Signedness.UNSIGNED
+    return True if element == i1 else (2**element.bitwidth - 1 if unsigned else -1)
+
+
+@register("invert", "`~x`: bitwise not of ints, logical not of bools.", "bitwise_not")
+def invert(x: Operand) -> Traced:
+    (x,), _ = resolve("invert", [x])
+    return emit(tta.XorOp, x, constant_like(x, _all_ones(x.element)))
+
+
+def _shift_in_range(x: Traced, y: Traced) -> Traced:
+    """0 <= y < bits: the shifts C defines (NumPy gives 0, or -1 for a negative x shifted right, beyond)."""
+    inside = cmp("lt", y, constant_like(y, x.element.bitwidth))
+    return emit(tta.AndOp, inside, cmp("ge", y, constant_like(y, 0))) if _signed(x) else inside
+
+
+def _signed(x: Traced) -> bool:
+    return isinstance(x.element, IntegerType) and x.element.signedness.data != Signedness.UNSIGNED
+
+
+@register("left_shift", "`a << b` of ints; shifting by the width or more (or a negative amount) gives 0.")
+def left_shift(a: Operand, b: Operand) -> Traced:
+    (x, y), _ = resolve("left_shift", [a, b])
+    return where(_shift_in_range(x, y), emit(tta.ShlOp, x, y), constant_like(x, 0))
+
+
+@register("right_shift", "`a >> b` of ints (arithmetic for signed); beyond the width: 0, or -1 for negative a.")
+def right_shift(a: Operand, b: Operand) -> Traced:
+    (x, y), _ = resolve("right_shift", [a, b])
+    beyond = constant_like(x, 0)
+    if _signed(x):
+        beyond = where(cmp("lt", x, constant_like(x, 0)), constant_like(x, -1), beyond)
+    return where(_shift_in_range(x, y), emit(tta.ShrOp, x, y), beyond)
+
+
+def _logical(name: str, op: type[Operation], doc: str) -> None:
+    def impl(a: Operand, b: Operand) -> Traced:
+        (x, y), _ = resolve(name, [a, b])  # NumPy's loop takes bools: nonzero is True
+        return emit(op, x, y)
+
+    register(name, doc)(impl)
+
+
+_logical("logical_and", tta.AndOp, "Truth of `a and b` elementwise (nonzero is True).")
+_logical("logical_or", tta.OrOp, "Truth of `a or b` elementwise (nonzero is True).")
+_logical("logical_xor", tta.XorOp, "Truth of `a != b` taken as bools (nonzero is True).")
+
+
+@register("logical_not", "Truth of `not x` elementwise (nonzero is True).")
+def logical_not(x: Operand) -> Traced:
+    (x,), _ = resolve("logical_not", [x])
+    return emit(tta.XorOp, x, constant_like(x, True))
+
+
+@register("negative", "`-x` (NumPy refuses bools: use `~`).")
+def negative(x: Operand) -> Traced:
+    (x,), _ = resolve("negative", [x])
+    return emit(tta.NegOp, x)
+
+
+@register("positive", "`+x`: a copy (NumPy refuses bools).")
+def positive(x: Operand) -> Traced:
+    (x,), _ = resolve("positive", [x])
+    return x
+
+
+@register("absolute", "`abs(x)`; of the most negative int it wraps, as NumPy's.", "abs")
+def absolute(x: Operand) -> Traced:
+    (x,), _ = resolve("absolute", [x])
+    return x if x.element == i1 else emit(tta.AbsOp, x)
+
+
+@register("square", "`x * x`.")
+def square(x: Operand) -> Traced:
+    (x,), _ = resolve("square", [x])
+    return emit(tta.MulOp, x, x)
+
+
+@register("reciprocal", "`1 / x`; of ints C's truncated quotient (1 for 1, -1 for -1, else 0; 0 for 0).")
+def reciprocal(x: Operand) -> Traced:
+    (x,), _ = resolve("reciprocal", [x])
+    if is_float(x.element):
+        return emit(tta.DivOp, constant_like(x, 1.0), x)
+    unit = cmp("eq", emit(tta.MulOp, x, x), constant_like(x, 1)) if _signed(x) else cmp("eq", x, constant_like(x, 1))
+    return where(unit, x, constant_like(x, 0))
+
+
+@register("sign", "-1, 0 or 1 by the sign of x (NaN stays NaN, -0.0 gives 0.0).")
+def sign(x: Operand) -> Traced:
+    (x,), _ = resolve("sign", [x])
+    zero = constant_like(x, 0)
+    result = where(cmp("lt", x, zero), constant_like(x, -1), zero if not is_float(x.element) else
+                   where(cmp("eq", x, zero), zero, x))
+    return where(cmp("gt", x, zero), constant_like(x, 1), result)
+
+
+def _integer_power(x: Traced, n: int) -> Traced:
+    """x ** n for a non-negative int n by square-and-multiply (NumPy's wrapping products)."""
+    result, base = None, x
+    while n:
+        if n & 1:
+            result = base if result is None else emit(tta.MulOp, result, base)
+        n >>= 1
+        if n:
+            base = emit(tta.MulOp, base, base)
+    return result if result is not None else constant_like(x, 1)
+
+
+@register("power", "`a ** b`; integer exponents multiply (x**3 is x*x*x), ints to negative int powers are an error.",
+          "pow")
+def power(a: Operand, b: Operand) -> Traced:
+    (x, y), out = resolve("power", [a, b])
+    if isinstance(b, Traced) or not isinstance(x, Traced):
+        return emit(tta.PowOp, x, y)
+    exponent = float(b)
+    if not is_float(out):
+        if exponent < 0:
+            raise error("Integers to negative integer powers are not allowed.")
+        return _integer_power(x, int(b))
+    if exponent in (0.0, 1.0, 2.0, 3.0, 4.0):  # NumPy's fast paths (and cheap products); x**0 is 1, NaN too
+        return _integer_power(x, int(exponent))
+    if exponent == 0.5:
+        return emit(tta.SqrtOp, x)
+    if exponent == -1.0:
+        return emit(tta.DivOp, constant_like(x, 1.0), x)
+    return emit(tta.PowOp, x, y)
+
+
+@register("clip", "`np.clip(x, a_min, a_max)`: minimum(maximum(x, a_min), a_max); None leaves a side open.")
+def clip(x: Operand, a_min: Operand = None, a_max: Operand = None) -> Traced:
+    values = as_traced([x, *(v for v in (a_min, a_max) if v is not None)])
+    x, bounds = values[0], iter(values[1:])
+    if a_min is not None:
+        x = ARRAY_IMPLS["maximum"](x, next(bounds))
+    if a_max is not None:
+        x = ARRAY_IMPLS["minimum"](x, next(bounds))
+    return x
+
+
+@register("where", "`np.where(condition, a, b)`: a where condition (nonzero) holds, else b.")
+def where_(condition: Operand, a: Operand, b: Operand) -> Traced:
+    a, b = as_traced([a, b])
+    cond = condition if isinstance(condition, Traced) else a.tracer.constant(bool(condition), i1)
+    if cond.element != i1:
+        cond = cmp("ne", cond, constant_like(cond, 0))
+    return emit(tta.WhereOp, cond, a, b)
