@@ -44,6 +44,11 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 
 # ---- elementwise: NumPy's ufuncs (tinyton/frontend/ufuncs.py, ufunc_math.py) -----------------------
 
+# The most used of them by name here too: code tracing with this module as `tt` (the tests) calls them.
+exp, log, sqrt, rsqrt, abs, maximum, minimum, relu, where = (
+    ARRAY_IMPLS[name] for name in ("exp", "log", "sqrt", "rsqrt", "abs", "maximum", "minimum", "relu", "where")
+)
+
 
 # ---- reductions ---------------------------------------------------------------------------------
 
@@ -193,7 +198,7 @@ def _triangle(x: Any, k: int, lower: bool) -> Traced:
     rows, cols = x.shape[-2:]
     i, j = reshape(arange(rows), (rows, 1)), reshape(arange(cols), (1, cols))
     keep = (j - i <= k) if lower else (j - i >= k)
-    return ARRAY_IMPLS["where"](keep, x, x.tracer.constant(False if x.element == i1 else 0, x.element))  # keeps x's dtype
+    return where(keep, x, x.tracer.constant(False if x.element == i1 else 0, x.element))  # keeps x's dtype
 
 
 def tril(x: Any, k: int = 0) -> Traced:
