@@ -16,7 +16,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float
 from tinyton.errors import error
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced
-from tinyton.frontend.ufuncs import Operand, cmp, constant_like, emit, register, resolve, where
+from tinyton.frontend.ufuncs import Operand, cmp, emit, full_like, register, resolve, scalar, where
 
 
 def _float_unary(name: str, op: type[Operation], doc: str, *aliases: str, loop: str | None = None) -> None:
@@ -71,7 +71,7 @@ def round_(x: Operand, decimals: int = 0) -> Traced:
         (x,), _ = resolve("rint", [x])  # bools round as float16, as NumPy's
         if decimals == 0:
             return emit(tta.RintOp, x)
-        scale = constant_like(x, 10.0 ** abs(decimals))
+        scale = scalar(x, 10.0 ** abs(decimals))
         scaled = emit(tta.MulOp if decimals > 0 else tta.DivOp, x, scale)
         return emit(tta.DivOp if decimals > 0 else tta.MulOp, emit(tta.RintOp, scaled), scale)
     if decimals >= 0:
@@ -82,14 +82,14 @@ def round_(x: Operand, decimals: int = 0) -> Traced:
 def _round_int(x: Traced, step: int) -> Traced:
     """An int to the nearest multiple of `step`, ties to the even multiple (NumPy's ints with decimals < 0)."""
     if step > np.iinfo(x.dtype).max:
-        return constant_like(x, 0)
-    s = constant_like(x, step)
+        return full_like(x, 0)
+    s = scalar(x, step)
     q = emit(tta.FloorDivOp, x, s)
     r = emit(tta.SubOp, x, emit(tta.MulOp, q, s))
     twice = emit(tta.AddOp, r, r)
-    odd = cmp("ne", emit(tta.AndOp, q, constant_like(x, 1)), constant_like(x, 0))
+    odd = cmp("ne", emit(tta.AndOp, q, scalar(x, 1)), scalar(x, 0))
     up = emit(tta.OrOp, cmp("gt", twice, s), emit(tta.AndOp, cmp("eq", twice, s), odd))
-    return emit(tta.MulOp, where(up, emit(tta.AddOp, q, constant_like(x, 1)), q), s)
+    return emit(tta.MulOp, where(up, emit(tta.AddOp, q, scalar(x, 1)), q), s)
 
 
 def _nan_test(name: str, doc: str, on_float: str, on_int: bool) -> None:
@@ -98,10 +98,10 @@ def _nan_test(name: str, doc: str, on_float: str, on_int: bool) -> None:
     def impl(x: Operand) -> Traced:
         (x,), _ = resolve(name, [x])
         if not is_float(x.element):
-            return constant_like(x, on_int, i1)
+            return full_like(x, on_int, i1)
         if on_float == "isnan":
             return cmp("ne", x, x)
-        inf = constant_like(x, float("inf"))
+        inf = scalar(x, float("inf"))
         return cmp("eq", emit(tta.AbsOp, x), inf) if on_float == "isinf" else cmp("lt", emit(tta.AbsOp, x), inf)
 
     register(name, doc)(impl)
@@ -138,13 +138,13 @@ def logaddexp(a: Operand, b: Operand) -> Traced:
     larger = emit(tta.MaximumOp, x, y)
     gap = emit(tta.NegOp, emit(tta.AbsOp, emit(tta.SubOp, x, y)))
     result = emit(tta.AddOp, larger, emit(tta.Log1pOp, emit(tta.ExpOp, gap)))
-    return where(cmp("eq", x, y), emit(tta.AddOp, x, constant_like(x, log(2.0))), result)  # also inf == inf
+    return where(cmp("eq", x, y), emit(tta.AddOp, x, scalar(x, log(2.0))), result)  # also inf == inf
 
 
 @register("sigmoid", "1 / (1 + exp(-x)) (scipy.special.expit; types as np.exp's).")
 def sigmoid(x: Operand) -> Traced:
     (x,), _ = resolve("exp", [x])
-    one = constant_like(x, 1.0)
+    one = scalar(x, 1.0)
     return emit(tta.DivOp, one, emit(tta.AddOp, one, emit(tta.ExpOp, emit(tta.NegOp, x))))
 
 

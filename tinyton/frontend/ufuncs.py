@@ -86,8 +86,13 @@ def emit(op: type[Operation], *operands: Traced) -> Traced:
     return operands[0].tracer.emit(op, *(o.value for o in operands))
 
 
-def constant_like(x: Traced, value: bool | int | float, element: Attribute | None = None) -> Traced:
-    """A constant broadcast to `x`'s shape (of `x`'s element type unless given)."""
+def scalar(x: Traced, value: bool | int | float) -> Traced:
+    """A scalar constant of `x`'s element type (elementwise ops broadcast it)."""
+    return x.tracer.constant(value, x.element)
+
+
+def full_like(x: Traced, value: bool | int | float, element: Attribute | None = None) -> Traced:
+    """A constant of `x`'s shape (of `x`'s element type unless given): a result that does not depend on x."""
     c = x.tracer.constant(value, element or x.element)
     return c if not x.shape else x.tracer.emit(tta.BroadcastToOp, c.value, x.shape)
 
@@ -158,13 +163,13 @@ def _all_ones(element: Attribute) -> int:
 @register("invert", "`~x`: bitwise not of ints, logical not of bools.", "bitwise_not")
 def invert(x: Operand) -> Traced:
     (x,), _ = resolve("invert", [x])
-    return emit(tta.XorOp, x, constant_like(x, _all_ones(x.element)))
+    return emit(tta.XorOp, x, scalar(x, _all_ones(x.element)))
 
 
 def _shift_in_range(x: Traced, y: Traced) -> Traced:
     """0 <= y < bits: the shifts C defines (NumPy gives 0, or -1 for a negative x shifted right, beyond)."""
-    inside = cmp("lt", y, constant_like(y, x.element.bitwidth))
-    return emit(tta.AndOp, inside, cmp("ge", y, constant_like(y, 0))) if _signed(x) else inside
+    inside = cmp("lt", y, scalar(y, x.element.bitwidth))
+    return emit(tta.AndOp, inside, cmp("ge", y, scalar(y, 0))) if _signed(x) else inside
 
 
 def _signed(x: Traced) -> bool:
@@ -174,15 +179,15 @@ def _signed(x: Traced) -> bool:
 @register("left_shift", "`a << b` of ints; shifting by the width or more (or a negative amount) gives 0.")
 def left_shift(a: Operand, b: Operand) -> Traced:
     (x, y), _ = resolve("left_shift", [a, b])
-    return where(_shift_in_range(x, y), emit(tta.ShlOp, x, y), constant_like(x, 0))
+    return where(_shift_in_range(x, y), emit(tta.ShlOp, x, y), scalar(x, 0))
 
 
 @register("right_shift", "`a >> b` of ints (arithmetic for signed); beyond the width: 0, or -1 for negative a.")
 def right_shift(a: Operand, b: Operand) -> Traced:
     (x, y), _ = resolve("right_shift", [a, b])
-    beyond = constant_like(x, 0)
+    beyond = scalar(x, 0)
     if _signed(x):
-        beyond = where(cmp("lt", x, constant_like(x, 0)), constant_like(x, -1), beyond)
+        beyond = where(cmp("lt", x, scalar(x, 0)), scalar(x, -1), beyond)
     return where(_shift_in_range(x, y), emit(tta.ShrOp, x, y), beyond)
 
 
@@ -202,7 +207,7 @@ _logical("logical_xor", tta.XorOp, "Truth of `a != b` taken as bools (nonzero is
 @register("logical_not", "Truth of `not x` elementwise (nonzero is True).")
 def logical_not(x: Operand) -> Traced:
     (x,), _ = resolve("logical_not", [x])
-    return emit(tta.XorOp, x, constant_like(x, True))
+    return emit(tta.XorOp, x, scalar(x, True))
 
 
 @register("negative", "`-x` (NumPy refuses bools: use `~`).")
@@ -233,18 +238,18 @@ def square(x: Operand) -> Traced:
 def reciprocal(x: Operand) -> Traced:
     (x,), _ = resolve("reciprocal", [x])
     if is_float(x.element):
-        return emit(tta.DivOp, constant_like(x, 1.0), x)
-    unit = cmp("eq", emit(tta.MulOp, x, x), constant_like(x, 1)) if _signed(x) else cmp("eq", x, constant_like(x, 1))
-    return where(unit, x, constant_like(x, 0))
+        return emit(tta.DivOp, scalar(x, 1.0), x)
+    unit = cmp("eq", emit(tta.MulOp, x, x), scalar(x, 1)) if _signed(x) else cmp("eq", x, scalar(x, 1))
+    return where(unit, x, scalar(x, 0))
 
 
 @register("sign", "-1, 0 or 1 by the sign of x (NaN stays NaN, -0.0 gives 0.0).")
 def sign(x: Operand) -> Traced:
     (x,), _ = resolve("sign", [x])
-    zero = constant_like(x, 0)
-    result = where(cmp("lt", x, zero), constant_like(x, -1), zero if not is_float(x.element) else
+    zero = scalar(x, 0)
+    result = where(cmp("lt", x, zero), scalar(x, -1), zero if not is_float(x.element) else
                    where(cmp("eq", x, zero), zero, x))
-    return where(cmp("gt", x, zero), constant_like(x, 1), result)
+    return where(cmp("gt", x, zero), scalar(x, 1), result)
 
 
 def _integer_power(x: Traced, n: int) -> Traced:
@@ -256,7 +261,7 @@ def _integer_power(x: Traced, n: int) -> Traced:
         n >>= 1
         if n:
             base = emit(tta.MulOp, base, base)
-    return result if result is not None else constant_like(x, 1)
+    return result if result is not None else full_like(x, 1)
 
 
 @register("power", "`a ** b`; integer exponents multiply (x**3 is x*x*x), ints to negative int powers are an error.",
@@ -275,7 +280,7 @@ def power(a: Operand, b: Operand) -> Traced:
     if exponent == 0.5:
         return emit(tta.SqrtOp, x)
     if exponent == -1.0:
-        return emit(tta.DivOp, constant_like(x, 1.0), x)
+        return emit(tta.DivOp, scalar(x, 1.0), x)
     return emit(tta.PowOp, x, y)
 
 
@@ -295,5 +300,5 @@ def where_(condition: Operand, a: Operand, b: Operand) -> Traced:
     a, b = as_traced([a, b])
     cond = condition if isinstance(condition, Traced) else a.tracer.constant(bool(condition), i1)
     if cond.element != i1:
-        cond = cmp("ne", cond, constant_like(cond, 0))
+        cond = cmp("ne", cond, scalar(cond, 0))
     return emit(tta.WhereOp, cond, a, b)
