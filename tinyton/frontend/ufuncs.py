@@ -191,10 +191,15 @@ def right_shift(a: Operand, b: Operand) -> Traced:
     return where(_shift_in_range(x, y), emit(tta.ShrOp, x, y), beyond)
 
 
+def truth(x: Traced) -> Traced:
+    """`x != 0` as bools (NaN is True), as NumPy's logical loops read their operands."""
+    return x if x.element == i1 else cmp("ne", x, scalar(x, 0))
+
+
 def _logical(name: str, op: type[Operation], doc: str) -> None:
     def impl(a: Operand, b: Operand) -> Traced:
-        (x, y), _ = resolve(name, [a, b])  # NumPy's loop takes bools: nonzero is True
-        return emit(op, x, y)
+        (x, y), _ = resolve(name, [a, b])
+        return emit(op, truth(x), truth(y))
 
     register(name, doc)(impl)
 
@@ -207,7 +212,7 @@ _logical("logical_xor", tta.XorOp, "Truth of `a != b` taken as bools (nonzero is
 @register("logical_not", "Truth of `not x` elementwise (nonzero is True).")
 def logical_not(x: Operand) -> Traced:
     (x,), _ = resolve("logical_not", [x])
-    return emit(tta.XorOp, x, scalar(x, True))
+    return emit(tta.XorOp, truth(x), x.tracer.constant(True, i1))
 
 
 @register("negative", "`-x` (NumPy refuses bools: use `~`).")
@@ -286,13 +291,14 @@ def power(a: Operand, b: Operand) -> Traced:
 
 @register("clip", "`np.clip(x, a_min, a_max)`: minimum(maximum(x, a_min), a_max); None leaves a side open.")
 def clip(x: Operand, a_min: Operand = None, a_max: Operand = None) -> Traced:
-    values = as_traced([x, *(v for v in (a_min, a_max) if v is not None)])
-    x, bounds = values[0], iter(values[1:])
-    if a_min is not None:
-        x = ARRAY_IMPLS["maximum"](x, next(bounds))
-    if a_max is not None:
-        x = ARRAY_IMPLS["minimum"](x, next(bounds))
-    return x
+    if a_min is None and a_max is None:
+        return ARRAY_IMPLS["positive"](x) if isinstance(x, Traced) and x.element != i1 else as_traced([x])[0]
+    if a_max is None:
+        return ARRAY_IMPLS["maximum"](x, a_min)
+    if a_min is None:
+        return ARRAY_IMPLS["minimum"](x, a_max)
+    (x, lo, hi), _ = resolve("clip", [x, a_min, a_max], ufunc=np._core.umath.clip)  # NumPy's clip loop's types
+    return ARRAY_IMPLS["minimum"](ARRAY_IMPLS["maximum"](x, lo), hi)
 
 
 @register("where", "`np.where(condition, a, b)`: a where condition (nonzero) holds, else b.")

@@ -106,7 +106,7 @@ UNARY: dict[type[Operation], Fn] = {
     tt.Log2Op: _in_f32(np.log2),
     tt.FloorOp: np.floor,
     tt.CeilOp: np.ceil,
-    tt.ErfOp: _in_f32(lambda x: scalar(_erf(x).astype(np.float32))),
+    tt.ErfOp: _in_f32(lambda x: scalar(_erf(x).astype(x.dtype))),
     tt.SqrtRnOp: _in_f32(np.sqrt),
     tt.TanhOp: _in_f32(np.tanh),
     tt.TanOp: _in_f32(np.tan),
