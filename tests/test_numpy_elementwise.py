@@ -1,6 +1,6 @@
 """NumPy's elementwise functions in array programs, property-tested against NumPy itself (hypothesis): every
 ufunc as `tt.<name>`, as `np.<name>(traced)` and through its operator, on every dtype of array programs
-(bool, int8, uint8, int16, int32, int64, float16, bfloat16, float32, float64), with broadcasting, size-0 and
+(bool, int8, uint8, int16, int32, int64, uint64, float16, bfloat16, float32, float64), with broadcasting, size-0 and
 size-1 arrays and NaN/inf. The result dtype must be NumPy's exactly, ints and bools bit-exact, floats within a
 tolerance of the dtype; a dtype NumPy refuses must be a CompilationError naming the ufunc.
 
@@ -26,8 +26,8 @@ from tinyton.frontend.tracing import trace
 from tinyton.runtime import driver
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-DTYPES = [np.dtype(n) for n in ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32",
-                                "float64")] + [BF16]  # fmt: skip
+DTYPES = [np.dtype(n) for n in ("bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float16",
+                                "float32", "float64")] + [BF16]  # fmt: skip
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 1, 5)]
 """Few shapes, so that compiled programs are reused across examples (each new signature compiles)."""
 PAIRED = {(): [(), (7,)], (0,): [(0,), (1,), ()], (1,): [(1,), (7,)], (7,): [(7,), (1,), ()],
@@ -353,7 +353,8 @@ def sums(i, f):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtypes", [(np.int32, np.float64), (np.int8, np.float32), (np.int64, np.float16)])
+@pytest.mark.parametrize("dtypes", [(np.int32, np.float64), (np.int8, np.float32), (np.int64, np.float16),
+                                    (np.uint8, np.float32)])
 def test_sums_have_numpys_dtypes(device: str, dtypes: tuple[type, type]) -> None:
     on_gpu(device)
     rng = np.random.default_rng(1)
@@ -365,7 +366,7 @@ def test_sums_have_numpys_dtypes(device: str, dtypes: tuple[type, type]) -> None
     for got, want, scale in zip(sums(i, f), (i.sum(), i.sum(axis=-1), f.sum(axis=0), f.mean(), i.mean(axis=0)), scales):
         got = np.asarray(got)
         assert got.dtype == want.dtype
-        if want.dtype.kind == "i":
+        if want.dtype.kind in "iu":
             np.testing.assert_array_equal(got, want)
         else:  # NumPy's and tinyton's summation orders differ: a few ulps of the sum of magnitudes
             bound = 1e-12 if scale is None else 8 * np.finfo(want.dtype).eps * scale

@@ -37,7 +37,7 @@ array_type = tile_type
 _DTYPE_NAMES = {
     Float64Type(): "float64", Float32Type(): "float32", Float16Type(): "float16", BFloat16Type(): "bfloat16",
     i64: "int64", i32: "int32", IntegerType(16): "int16", IntegerType(8): "int8",
-    IntegerType(8, Signedness.UNSIGNED): "uint8", i1: "bool",
+    IntegerType(64, Signedness.UNSIGNED): "uint64", IntegerType(8, Signedness.UNSIGNED): "uint8", i1: "bool",
 }
 ELEMENT_TYPES: tuple[Attribute, ...] = tuple(_DTYPE_NAMES)
 """The element types of array programs (NumPy's dtypes of `tinyton.frontend.promotion.ARRAY_DTYPES`)."""

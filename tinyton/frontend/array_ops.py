@@ -62,12 +62,7 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     elif op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.element == i1:  # False < True: as unsigned ints
         return _reduce(op, x.to(np.int32), axis, keepdims).to(np.bool_)
     elif op is tta.ReduceSumOp and is_int(x.element) and x.element.bitwidth < 64:
-        if x.dtype == np.uint8:
-            raise error(
-                "sum of a uint8 array: NumPy's result is uint64, which array programs do not have; "
-                "cast first, x.astype(tt.int64).sum()"
-            )
-        x = x.to(np.int64)  # NumPy sums bools and narrower ints in int64
+        x = x.to(np.uint64 if x.dtype.kind == "u" else np.int64)  # NumPy sums narrower ints in (u)int64
     if x.ndim == 0:
         return x
     if axis is None and op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.size == 0:

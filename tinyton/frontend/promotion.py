@@ -1,6 +1,6 @@
 """The element types of array programs and NumPy's promotion rules between them (NEP 50, as NumPy 2).
 
-Array programs support float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8 and bool. Python
+Array programs support float64, float32, float16, bfloat16, int64, int32, int16, int8, uint64, uint8 and bool. Python
 scalars are "weak": they take the array's type when of the same kind (`x * 2` keeps `x`'s dtype, `f16 + 1.0`
 is float16) and the default type of their kind otherwise (`i32 * 0.5` is float64); NumPy scalars
 (`np.float32(2)`) are typed. The answers are NumPy's own (`np.result_type`, and each ufunc's loop,
@@ -20,7 +20,9 @@ from xdsl.ir import Attribute
 
 from tinyton.dtypes import ELEMENT_TO_NUMPY, NUMPY_TO_ELEMENT, bfloat16
 
-ARRAY_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+ARRAY_DTYPES = (
+    "bool", "int8", "uint8", "int16", "int32", "int64", "uint64", "float16", "bfloat16", "float32", "float64",
+)  # fmt: skip
 """The dtypes of array programs (names as `tt.<name>` spells them, bool being `tt.int1`)."""
 _NAMES = ", ".join(ARRAY_DTYPES)
 

@@ -148,9 +148,22 @@ for _name, _predicate, _symbol in (
 
     def _compare(a: Operand, b: Operand, _name: str = _name, _predicate: str = _predicate) -> Traced:
         (x, y), _ = resolve(_name, [a, b])
-        return cmp(_predicate, x, y)
+        return cmp(_predicate, x, y) if x.element == y.element else _mixed_compare(_predicate, x, y)
 
     register(_name, f"`a {_symbol} b` elementwise (bool array); NaN compares unequal.")(_compare)
+
+
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _mixed_compare(predicate: str, x: Traced, y: Traced) -> Traced:
+    """NumPy's exact comparison of int64 with uint64 (its loop takes both as they are): a negative int64
+    is below every uint64, the others compare as uint64."""
+    if _signed(y):
+        return _mixed_compare(_SWAPPED[predicate], y, x)
+    negative = cmp("lt", x, scalar(x, 0))
+    as_unsigned = cmp(predicate, x.to(y.element), y)
+    return where(negative, x.tracer.constant(predicate in ("lt", "le", "ne"), i1), as_unsigned)
 
 
 def _all_ones(element: Attribute) -> int:
@@ -252,8 +265,9 @@ def reciprocal(x: Operand) -> Traced:
 def sign(x: Operand) -> Traced:
     (x,), _ = resolve("sign", [x])
     zero = scalar(x, 0)
-    result = where(cmp("lt", x, zero), scalar(x, -1), zero if not is_float(x.element) else
-                   where(cmp("eq", x, zero), zero, x))
+    result = where(cmp("eq", x, zero), zero, x) if is_float(x.element) else zero  # NaN stays NaN
+    if is_float(x.element) or _signed(x):
+        result = where(cmp("lt", x, zero), scalar(x, -1), result)
     return where(cmp("gt", x, zero), scalar(x, 1), result)
 
 
