@@ -161,7 +161,7 @@ def run_case(name: str, kind: str, args: list[np.ndarray], gpu: bool) -> None:
     compare(got, want, name, gpu, undefined(name, args))
 
 
-FAST = settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+FAST = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -31,8 +31,11 @@ _INT_ONLY = "it takes integer and bool arrays; cast floats first, e.g. x.astype(
 _FIXES = {
     **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "bitwise_not", "left_shift",
                      "right_shift", "gcd", "lcm"), _INT_ONLY),
-    "negative": "use `~` or tt.logical_not for bools",
-    "subtract": "use `^` or tt.logical_xor for bools",
+    "negative": "the numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the "
+    "logical_not function instead",
+    "subtract": "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` operator, "
+    "or the logical_xor function instead",
+    "sign": "cast bools first, e.g. x.astype(tt.int8)",
 }
 """The fix each refusal suggests beyond casting."""
 
@@ -41,9 +44,10 @@ def _dtype_names(keys: Sequence[Any]) -> str:
     return ", ".join(k.__name__ if isinstance(k, type) else str(k) for k in keys)
 
 
-def _no_loop(name: str, keys: Sequence[Any], reason: str) -> Exception:
+def _no_loop(name: str, keys: Sequence[Any]) -> Exception:
+    """NumPy's refusal (`ufunc 'x' not supported for the input types`), with the fix."""
     fix = _FIXES.get(name, "cast the operands with x.astype(...) to a type it accepts (e.g. tt.float32)")
-    return error(f"ufunc '{name}' not supported for the input types ({_dtype_names(keys)}): {reason}; {fix}")
+    return error(f"ufunc '{name}' not supported for the input types ({_dtype_names(keys)}); {fix}")
 
 
 def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = None) -> tuple[list[Traced], Attribute]:
@@ -59,8 +63,8 @@ def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = Non
     keys = [numpy_key(o.element) if isinstance(o, Traced) else numpy_key(o) for o in operands]
     try:
         dtypes = _resolve_dtypes(ufunc, keys)
-    except TypeError as e:
-        raise _no_loop(name, keys, str(e).split(",")[0].split(" for the input types")[0]) from None
+    except TypeError:
+        raise _no_loop(name, keys) from None
     elements = [element_of(d) for d in dtypes]
     inputs = [
         o.to(el) if isinstance(o, Traced) else tracer.constant(o, el) for o, el in zip(operands, elements)
