@@ -18,7 +18,9 @@ from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.ptx import compile_llvm_module, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
-from tinyton.lowering.tt_to_llvm import LoweringError, lower_to_llvm
+from tinyton.lowering.ptx.libdevice import libdevice_path
+from tinyton.lowering.ptx.toolchain import ToolchainError
+from tinyton.lowering.tt_to_llvm import lower_to_llvm
 from tinyton.rewrites.pipeline import fuse_module
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
@@ -84,10 +86,36 @@ def test_numpy_functions_lower_to_ptx_that_ptxas_takes(fn, dtype, toolchain) -> 
         assert "div.s" in joined or "div.u" in joined or "shr" in joined
 
 
-def test_f64_transcendentals_are_a_clear_lowering_error() -> None:
+def f64_math(x, y):
+    return (tt.exp(x), tt.log(x), tt.tanh(x), tt.sin(x), tt.cos(x), tt.tan(x), tt.log1p(x), tt.expm1(x),
+            tt.erf(x), tt.arctan2(x, y), x**y, tt.logaddexp(x, y), tt.sigmoid(x), np.log10(x))  # fmt: skip
+
+
+def has_libdevice() -> bool:
+    try:
+        libdevice_path()
+    except ToolchainError:
+        return False
+    return True
+
+
+@needs_ptxas
+@pytest.mark.skipif(not has_libdevice(), reason="CUDA's libdevice.10.bc not found")
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+def test_f64_transcendentals_call_libdevice(toolchain) -> None:
+    """f64 exp, log, sin, tanh, atan2, ...: libdevice's functions, linked in (nothing left external)."""
+    ptx = kernels_ptx(f64_math, np.dtype(np.float64), toolchain)
+    for text in ptx:
+        ptxas(text)
+        assert ".extern .func" not in text
+    assert any("fma.rn.f64" in text for text in ptx)
+
+
+def test_libdevice_calls_are_declared_once() -> None:
     x = np.zeros((4, 96), np.float64)
-    module = trace(lambda v: tt.tanh(v), [x])
+    module = trace(lambda v: tt.exp(v) + tt.exp(v * 2), [x])
     fuse_module(module, True)
     (spec,) = fusion_to_kernels(module)
-    with pytest.raises(LoweringError, match="tt.tanh on f64 needs libdevice"):
-        lower_to_llvm(spec.module, None)
+    lower_to_llvm(spec.module, None)
+    text = str(spec.module)
+    assert text.count("llvm.func @__nv_exp(f64) -> f64") == 1 and text.count("llvm.call @__nv_exp") >= 2

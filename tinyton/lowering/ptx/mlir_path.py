@@ -1,8 +1,8 @@
 """
 PTX through the upstream LLVM tools, as subprocesses.
 
-xDSL prints the module; `mlir-translate` turns it into LLVM IR, `opt -O3` runs the same
-mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up
+xDSL prints the module; `mlir-translate` turns it into LLVM IR, `llvm-link` adds the libdevice functions it
+calls (if any: f64 math), `opt -O3` runs the same mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up
 in the `ToolchainError` when it fails.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tinyton.lowering.ptx.libdevice import calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.toolchain import (
     TRIPLE,
     ToolchainError,
@@ -20,6 +21,13 @@ from tinyton.lowering.ptx.toolchain import (
 from tinyton.profiling import stage
 
 TOOLS = ("mlir-translate", "opt", "llc")
+
+
+def _llvm_link() -> str:
+    tool = find_tool("llvm-link")
+    if tool is None:
+        raise ToolchainError("linking libdevice (f64 math) on the mlir toolchain needs llvm-link on PATH")
+    return tool
 
 
 def available() -> bool:
@@ -36,6 +44,10 @@ def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
         mlir_text = str(module)
     with stage("mlir-translate"):
         llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], mlir_text)
+    if calls_libdevice(module):
+        with stage("llvm-link libdevice"):
+            llvm_ir = run_tool([_llvm_link(), "-S", "--only-needed", "--internalize", "-", str(libdevice_path())],
+                               llvm_ir)
     with stage("opt -O3"):
         optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
     with stage("llc"):

@@ -7,8 +7,8 @@ formula loses accuracy: `log1p` and `expm1` use series near 0 (where `log(1 + x)
 `tanh` a polynomial below 0.625. `hypot` scales by the larger magnitude (no overflow; f64 too), `atan2`
 reduces to [0, tan(pi/8)] and restores the octant from the signs (IEEE's zeros and infinities), `trunc`,
 `rint`, `copysign`, `fmax`, `fmin` are LLVM intrinsics (`cvt.rzi`, `cvt.rni`, `copysign`, `max`/`min`, which
-ignore NaN as C's `fmax` does), native for f64. f16 and bf16 compute in f32 and round back; the f32 formulas
-refuse f64 (libdevice is not linked), as `tt_math`'s do.
+ignore NaN as C's `fmax` does), native for f64. f16 and bf16 compute in f32 and round back; f64 calls
+libdevice where the formula is f32's (`libdevice`).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float64Type, Intege
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, LoweringError, lowers_tile
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.elementwise import (
     BINARY,
+    F64_CALLS,
     F64_NATIVE,
     UNARY,
     _frem,
@@ -206,7 +207,7 @@ LIBM_BINARY = {
     tt.FminOp: _intrinsic("llvm.minnum"),
 }
 F64_BINARY = {tt.CopysignOp, tt.HypotOp, tt.FmaxOp, tt.FminOp}
-"""The binaries whose formula is exact enough in f64 (the others' polynomials are f32's)."""
+"""The binaries whose formula is exact enough in f64 (atan2's polynomial is f32's: f64 calls libdevice)."""
 
 
 @lowers_tile(*LIBM_BINARY)
@@ -214,7 +215,7 @@ def lower_libm_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None
     elem = tt.element_type(op.result.type)
     fn = LIBM_BINARY[type(op)]
     if isinstance(elem, Float64Type) and type(op) not in F64_BINARY:
-        raise LoweringError(f"{op.name} on f64 needs libdevice, which tinyton does not link yet; compute in f32")
-    if isinstance(elem, Float16Type | BFloat16Type):
+        fn = F64_CALLS[type(op)]  # a libdevice call
+    elif isinstance(elem, Float16Type | BFloat16Type):
         fn = _in_f32(fn)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))

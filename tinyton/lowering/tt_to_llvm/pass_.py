@@ -36,6 +36,7 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     debug,
     dot,
     elementwise,
+    libdevice,
     libm,
     math,
     memory,
