@@ -371,3 +371,16 @@ def test_sums_have_numpys_dtypes(device: str, dtypes: tuple[type, type]) -> None
         else:  # NumPy's and tinyton's summation orders differ: a few ulps of the sum of magnitudes
             bound = 1e-12 if scale is None else 8 * np.finfo(want.dtype).eps * scale
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=np.max(bound))
+
+
+def test_every_numpy_name_is_a_documented_builtin() -> None:
+    """One `ARRAY_IMPLS` entry per NumPy name (the README's NumPy table is generated from it), each a `tt.`
+    builtin with a one-line docstring."""
+    from tinyton.frontend.traced import ARRAY_IMPLS
+
+    names = [*UNARY, *BINARY, "clip", "round", "around", "where", "astype", "sigmoid", "erf", "rsqrt", "abs",
+             "pow", "atan2", "relu"]  # fmt: skip
+    for name in names:
+        assert name in ARRAY_IMPLS and hasattr(tt, name), name
+        doc = ARRAY_IMPLS[name].__doc__
+        assert doc and "\n" not in doc.strip(), name

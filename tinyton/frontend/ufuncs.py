@@ -326,3 +326,9 @@ def where_(condition: Operand, a: Operand, b: Operand) -> Traced:
     if cond.element != i1:
         cond = cmp("ne", cond, scalar(cond, 0))
     return emit(tta.WhereOp, cond, a, b)
+
+
+@register("astype", "`x.astype(dtype)`: NumPy's cast (float to int truncates; NaN, inf and out of range saturate).")
+def astype(x: Operand, dtype: Any) -> Traced:
+    (x,) = as_traced([x])
+    return x.to(dtype)
