@@ -384,3 +384,32 @@ def test_every_numpy_name_is_a_documented_builtin() -> None:
         assert name in ARRAY_IMPLS and hasattr(tt, name), name
         doc = ARRAY_IMPLS[name].__doc__
         assert doc and "\n" not in doc.strip(), name
+
+
+# ---- the libm functions in kernels (Triton's libdevice names, also tl.math.*) ------------------------
+
+
+@tt.jit
+def libm_kernel(x_ptr, out_ptr, n, BLOCK: tt.constexpr):
+    offsets = tt.arange(0, BLOCK)
+    mask = offsets < n
+    x = tt.load(x_ptr + offsets, mask=mask)
+    tt.store(out_ptr + offsets, tt.tanh(x), mask=mask)
+    tt.store(out_ptr + BLOCK + offsets, tt.math.tan(x), mask=mask)
+    tt.store(out_ptr + 2 * BLOCK + offsets, tt.log10(x), mask=mask)
+    tt.store(out_ptr + 3 * BLOCK + offsets, tt.log1p(x), mask=mask)
+    tt.store(out_ptr + 4 * BLOCK + offsets, tt.expm1(x), mask=mask)
+    tt.store(out_ptr + 5 * BLOCK + offsets, tt.trunc(x), mask=mask)
+    tt.store(out_ptr + 6 * BLOCK + offsets, tt.rint(x), mask=mask)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_libm_functions_in_kernels(device: str) -> None:
+    gpu = on_gpu(device)
+    x = np.array([-3.7, -1.5, -0.5, -1e-4, 0.0, 2.5e-5, 0.3, 0.5, 1.5, 2.5, 9.0, np.nan, np.inf], np.float32)
+    out = np.zeros((7, 16), np.float32)
+    libm_kernel[(1,)](x, out, len(x), BLOCK=16)
+    with np.errstate(all="ignore"):
+        expected = [np.tanh(x), np.tan(x), np.log10(x), np.log1p(x), np.expm1(x), np.trunc(x), np.rint(x)]
+    for got, want in zip(out, expected):
+        np.testing.assert_allclose(got[: len(x)], want, rtol=4e-6 if gpu else 1e-6, atol=1e-7, equal_nan=True)
