@@ -4,9 +4,11 @@ Array programs support float64, float32, float16, bfloat16, int64, int32, int16,
 scalars are "weak": they take the array's type when of the same kind (`x * 2` keeps `x`'s dtype, `f16 + 1.0`
 is float16) and the default type of their kind otherwise (`i32 * 0.5` is float64); NumPy scalars
 (`np.float32(2)`) are typed. The answers are NumPy's own (`np.result_type`, and each ufunc's loop,
-tinyton/frontend/ufuncs.py). bfloat16 is ml_dtypes' as NumPy sees it (`bf16 + 1.0` is float32, with bool,
-int8 or uint8 it stays bfloat16); where NumPy finds no common type (bfloat16 with float16 or a wider int)
-tinyton takes what ml_dtypes' arithmetic gives: float32 with float16, float64 with int16 and wider ints.
+tinyton/frontend/ufuncs.py). bfloat16 is ml_dtypes' as NumPy sees it (with bool, int8 or uint8 it stays
+bfloat16, with float32 it is float32), except that Python scalars are weak to it as to float16 (`bf16 + 1.0`
+is bfloat16, as in JAX; NumPy with ml_dtypes gives float32); where NumPy finds no common type (bfloat16 with
+float16 or a wider int) tinyton takes what ml_dtypes' arithmetic gives: float32 with float16, float64 with
+int16 and wider ints.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ def element_of(dtype: Any) -> Attribute:
     if dtype in supported.values():
         return dtype
     for candidate in (dtype, getattr(dtype, "name", None), str(dtype).rsplit(".", 1)[-1]):
+        if candidate is None:  # np.dtype(None) is float64
+            continue
         try:
             np_dtype = np.dtype(candidate)
         except TypeError:
@@ -74,11 +78,23 @@ def _combine_bf16(keys: Sequence[Any]) -> np.dtype:
 
 
 def common_dtype(keys: Sequence[Any]) -> np.dtype:
-    """`np.result_type` of NumPy keys (`numpy_key`), with bfloat16's gaps filled by `_combine_bf16`."""
+    """`np.result_type` of NumPy keys (`numpy_key`), with bfloat16 promoted as NEP 50 promotes float16
+    (`bfloat16_keys`)."""
+    keys = bfloat16_keys(keys)
     try:
         return np.result_type(*(k(0) if isinstance(k, type) else k for k in keys))  # weak: values, not types
     except TypeError:
         return _combine_bf16(keys)
+
+
+def bfloat16_keys(keys: Sequence[Any]) -> list[Any]:
+    """Keys with the weak Python scalars dropped where a bfloat16 array is among them: ml_dtypes has no
+    weak-scalar rule (NumPy makes `bf16 + 1.0` float32), so tinyton applies NEP 50's, as JAX does: a Python
+    int or float takes the bfloat16 array's type."""
+    bf16 = bfloat16.np
+    if bf16 not in keys:
+        return list(keys)
+    return [k for k in keys if isinstance(k, np.dtype)]
 
 
 def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attribute:

@@ -52,8 +52,8 @@ def _no_loop(name: str, keys: Sequence[Any]) -> Exception:
 
 def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = None) -> tuple[list[Traced], Attribute]:
     """NumPy's loop of ufunc `name` (or `ufunc`) for these operands: the operands converted to its input
-    types, and its output element type. bfloat16, which NumPy knows through ml_dtypes, uses its loops where
-    ml_dtypes has them and float16's otherwise (the result then bfloat16 again)."""
+    types, and its output element type. bfloat16 (NumPy knows it through ml_dtypes, without NEP 50's weak
+    scalars) takes float16's loop, the results bfloat16 again."""
     ufunc = ufunc or getattr(np, name)
     traced = [o for o in operands if isinstance(o, Traced)]
     tracer = traced[0].tracer if traced else current_tracer()
@@ -73,16 +73,14 @@ def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = Non
 
 
 def _resolve_dtypes(ufunc: np.ufunc, keys: list[Any]) -> tuple[np.dtype, ...]:
-    try:
+    bf16 = ELEMENT_TO_NUMPY[BFloat16Type()]
+    if bf16 not in keys:
         return ufunc.resolve_dtypes((*keys, None))
-    except TypeError:
-        bf16 = ELEMENT_TO_NUMPY[BFloat16Type()]
-        if bf16 not in keys:
-            raise
-    common = common_dtype(keys)
-    if common != bf16:  # bfloat16 with float16 or a wide int: their common type's loop
-        return ufunc.resolve_dtypes((*(common if isinstance(k, np.dtype) else k for k in keys), None))
-    as_half = [np.dtype(np.float16) if k == bf16 else k for k in keys]
+    common = common_dtype(keys)  # NEP 50 for bfloat16 too (`promotion.bfloat16_keys`)
+    arrays = [common if isinstance(k, np.dtype) else k for k in keys]
+    if common != bf16:  # bfloat16 with float32, float16 or a wide int: their common type's loop
+        return ufunc.resolve_dtypes((*arrays, None))
+    as_half = [np.dtype(np.float16) if k == bf16 else k for k in arrays]  # float16's loop, in bfloat16
     return tuple(bf16 if d == np.float16 else d for d in ufunc.resolve_dtypes((*as_half, None)))
 
 
