@@ -83,7 +83,7 @@ class Ref:
         return elementwise("neg", self)
 
     def __pos__(self) -> Ref:
-        return self
+        return elementwise("pos", self)  # NumPy refuses bools
 
     def __abs__(self) -> Ref:
         return elementwise("abs", self)
@@ -116,7 +116,7 @@ Ref.__hash__ = object.__hash__  # type: ignore[method-assign]
 _UFUNCS: dict[str, Callable[..., Any]] = {
     **_OPERATORS,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-    "ne": np.not_equal, "neg": np.negative, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
+    "ne": np.not_equal, "neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
     "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "maximum": np.maximum,
     "minimum": np.minimum, "where": np.where,
 }  # fmt: skip
@@ -142,7 +142,7 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
     if name == "truediv":
         near_zero = (eb > 0) & (np.abs(b) <= eb)
         return _guard((ea + np.abs(r) * eb) / (np.abs(b) - eb), near_zero)
-    if name in ("neg", "abs", "maximum", "minimum"):
+    if name in ("neg", "pos", "abs", "maximum", "minimum"):
         return np.maximum(ea, eb) if b is not None else ea
     if name == "exp":
         return np.abs(r) * (np.expm1(ea) + 2 * f32 * np.abs(a))
@@ -328,7 +328,8 @@ SHIM = SimpleNamespace(
     min=lambda x, axis=None, keepdims=False: reduce_("min", x, axis, keepdims),
     mean=lambda x, axis=None, keepdims=False: reduce_("mean", x, axis, keepdims),
     matmul=matmul, transpose=lambda x, axes=None: x.transpose(axes),
-    float16=np.float16, float32=np.float32, int32=np.int32, int1=np.bool_,
+    float16=np.float16, float32=np.float32, float64=np.float64, int8=np.int8, int32=np.int32, int64=np.int64,
+    int1=np.bool_,
 )  # fmt: skip
 """What a generated program's `tt.` names mean in the reference run."""
 
