@@ -206,7 +206,7 @@ def test_python_scalars_are_weak(device: str, data: st.DataObject) -> None:
     try:
         with np.errstate(all="ignore"):
             if dtype == BF16:  # NEP 50 as for float16 (ml_dtypes itself makes `bf16 + 1.0` float32)
-                as_bf16 = lambda r: r.astype(BF16) if r.dtype.kind == "f" else r  # noqa: E731
+                as_bf16 = lambda r: r.astype(BF16) if r.dtype.kind == "f" else r
                 want = as_bf16(np.asarray(getattr(np, name)(x.astype(np.float32), scalar)))
             else:
                 want = np.asarray(getattr(np, name)(x, scalar))

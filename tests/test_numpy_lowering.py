@@ -17,9 +17,8 @@ import tinyton as tt
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.ptx import compile_llvm_module, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.libdevice import libdevice_path
-from tinyton.lowering.ptx.toolchain import ToolchainError
+from tinyton.lowering.ptx.toolchain import ToolchainError, find_tool
 from tinyton.lowering.tt_to_llvm import lower_to_llvm
 from tinyton.rewrites.pipeline import fuse_module
 

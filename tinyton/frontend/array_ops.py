@@ -17,8 +17,8 @@ from xdsl.dialects.builtin import Float16Type, i1, i32
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
-from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend import ufunc_math, ufuncs  # noqa: F401 - registers NumPy's elementwise functions
+from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Axis = int | Sequence[int] | None

@@ -20,13 +20,12 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     i1,
-    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt_types import element_type, is_float, is_int, shape_of
+from tinyton.dialects.tt_types import element_type, is_int, shape_of
 from tinyton.dtypes import ELEMENT_TO_NUMPY, constant_key
 from tinyton.errors import error, user_location
 from tinyton.frontend.promotion import element_of, is_scalar, result_element

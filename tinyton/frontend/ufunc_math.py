@@ -16,7 +16,16 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float
 from tinyton.errors import error
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced
-from tinyton.frontend.ufuncs import Operand, cmp, emit, full_like, register, resolve, scalar, where
+from tinyton.frontend.ufuncs import (
+    Operand,
+    cmp,
+    emit,
+    full_like,
+    register,
+    resolve,
+    scalar,
+    where,
+)
 
 
 def _float_unary(name: str, op: type[Operation], doc: str, *aliases: str, loop: str | None = None) -> None:

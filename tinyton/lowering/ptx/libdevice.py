@@ -30,8 +30,8 @@ def calls_libdevice(module: ModuleOp) -> bool:
 
 @cache
 def libdevice_path() -> Path:
-    """`$TINYTON_LIBDEVICE`, else `$CUDA_HOME`/`$CUDA_PATH`'s, else a CUDA install under /usr/local or /opt,
-    else the one cuda-pathfinder finds (pip's nvidia-cuda-nvcc)."""
+    """`$TINYTON_LIBDEVICE`, else `$CUDA_HOME`'s or `$CUDA_PATH`'s, else the newest CUDA install under
+    /usr/local or /opt."""
     candidates = [os.environ.get("TINYTON_LIBDEVICE")]
     candidates += [os.path.join(os.environ[v], "nvvm", "libdevice", NAME) for v in ("CUDA_HOME", "CUDA_PATH")
                    if v in os.environ]  # fmt: skip
@@ -40,12 +40,6 @@ def libdevice_path() -> Path:
     for c in candidates:
         if c and os.path.isfile(c):
             return Path(c)
-    try:
-        from cuda.pathfinder import find_bitcode_lib  # optional: installed with cuda-python
-
-        return Path(find_bitcode_lib("device"))
-    except Exception:  # noqa: BLE001 - any failure there means "not found"
-        pass
     raise ToolchainError(
         "this kernel computes an f64 math function (exp, log, sin, tanh, ...), which PTX has no instruction "
         f"for: it needs CUDA's {NAME} (nvvm/libdevice in a CUDA toolkit); set TINYTON_LIBDEVICE to its path "
