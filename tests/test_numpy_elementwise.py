@@ -351,6 +351,21 @@ def test_activations_fuse_into_matmul_epilogues(device: str) -> None:
     np.testing.assert_allclose(glu(x, w, w3), a / (1 + np.exp(-a)) * (x @ w3.T), rtol=1e-4, atol=1e-5)
 
 
+@tt.jit
+def f64_linear(x, w):
+    return tt.exp(x) @ w.T * 2.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f64_matmul_accumulates_in_f64(device: str) -> None:
+    on_gpu(device)
+    x = np.random.default_rng(3).integers(-120, -100, size=(9, 40)).astype(np.int32)  # exp: ~1e-50, below f32
+    w = np.random.default_rng(4).standard_normal((7, 40))
+    got = f64_linear(x, w)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, np.exp(x) @ w.T * 2.0, rtol=1e-12, atol=1e-300)
+
+
 # ---- int64 sums, f64 reductions --------------------------------------------------------------------
 
 

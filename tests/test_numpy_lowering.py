@@ -38,7 +38,7 @@ def float_math(x, y):
 
 def native_f64(x, y):
     return (tt.trunc(x), tt.rint(x), tt.floor(x), tt.copysign(x, y), tt.hypot(x, y), tt.fmax(x, y), x // y,
-            x % y, x.sum(axis=-1), x.mean(), x * y + 1.5)  # fmt: skip
+            x % y, x.sum(axis=-1), x.mean(), x * y + 1.5, x @ y.T)  # fmt: skip
 
 
 def int_math(x, y):

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32, BFloat16Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32, i64,
+    I32, BFloat16Type, Float16Type, Float32Type, Float64Type, FloatAttr, IntegerAttr, StringAttr, TensorType, i1, i32,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -458,6 +459,7 @@ DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
     Float16Type(): (Float32Type(), Float16Type()),
     BFloat16Type(): (Float32Type(),),
     Float32Type(): (Float32Type(),),
+    Float64Type(): (Float64Type(),),
 }
 """Accumulator (= result) element types of `tt.dot` per operand element type (Triton's `out_dtype`)."""
 

@@ -71,6 +71,8 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
 
 def dot(a: Any, b: Any, acc: Any, input_precision: str = "ieee") -> Any:
     """`acc + a @ b` (see the module docstring); values may carry a leading program dimension."""
+    if acc.dtype == np.float64:  # f64 operands: f64 products and sums
+        return acc + np.matmul(a.astype(np.float64), b.astype(np.float64))
     a, b = a.astype(np.float32), b.astype(np.float32)
     if input_precision == "tf32":
         a, b = round_tf32(a), round_tf32(b)
