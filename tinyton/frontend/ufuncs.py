@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import BFloat16Type, IntegerType, Signedness, i1
 from xdsl.ir import Attribute, Operation
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt import is_float
+from tinyton.dialects.tt import is_float, is_int
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.errors import error
 from tinyton.frontend.promotion import common_dtype, element_of, is_scalar, numpy_key
@@ -149,10 +149,29 @@ for _name, _predicate, _symbol in (
 ):  # fmt: skip
 
     def _compare(a: Operand, b: Operand, _name: str = _name, _predicate: str = _predicate) -> Traced:
+        decided = _beyond_range(_predicate, a, b)
+        if decided is not None:
+            return decided
         (x, y), _ = resolve(_name, [a, b])
         return cmp(_predicate, x, y) if x.element == y.element else _mixed_compare(_predicate, x, y)
 
     register(_name, f"`a {_symbol} b` elementwise (bool array); NaN compares unequal.")(_compare)
+
+
+def _beyond_range(predicate: str, a: Operand, b: Operand) -> Traced | None:
+    """NumPy 2 compares an int array with a Python int outside its dtype's range exactly (`int8 != 1000` is
+    all True) rather than refusing the int as other ufuncs do: the answer is a constant."""
+    if isinstance(b, Traced) and not isinstance(a, Traced):
+        return _beyond_range(_SWAPPED[predicate], b, a)
+    if not (isinstance(a, Traced) and isinstance(b, int) and not isinstance(b, bool)) or not is_int(a.element) \
+            or a.element == i1:
+        return None
+    info = np.iinfo(a.dtype)
+    if info.min <= b <= info.max:
+        return None
+    above = b > info.max  # then every element is below b
+    truth = {"lt": above, "le": above, "gt": not above, "ge": not above, "eq": False, "ne": True}[predicate]
+    return full_like(a, truth, i1)
 
 
 _SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
