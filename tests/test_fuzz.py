@@ -41,6 +41,6 @@ def test_generator_is_deterministic_and_covers_the_brief() -> None:
         assert feature in text, feature
     dtypes = {str(x.dtype) for c in cases for x in c.inputs}
     ranks = {x.ndim for c in cases for x in c.inputs}
-    assert dtypes == {"float32", "float16", "int32", "bool"} and ranks == {0, 1, 2, 3, 4}
+    assert dtypes == {"float32", "float16", "float64", "int8", "int32", "int64", "bool"} and ranks == {0, 1, 2, 3, 4}
     assert {c.kind for c in cases} == {"small", "scalar", "empty", "row"}
     assert max(x.shape[-1] for c in cases for x in c.inputs if c.kind == "row") >= 16385

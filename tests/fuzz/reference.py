@@ -2,8 +2,7 @@
 
 The generated program's own source runs a third time with `tt` bound to `SHIM`: every value is a `Ref`
 holding (a) the element values, computed in float64 and rounded to the dtype NumPy gives the operation on
-the program's dtypes (narrowed the way array programs narrow them: float64 -> float32, int64/int8 ->
-int32), and (b) `err`, a bound on how far a correct float32/float16 implementation may be from those
+the program's dtypes (array programs give NumPy's dtypes), and (b) `err`, a bound on how far a correct float32/float16 implementation may be from those
 values, propagated op by op (first-order error analysis plus a few ulps of each op's own rounding).
 `err` is inf where the result is not determined (a comparison or a cast within `err` of its threshold,
 a value within `err` of overflowing, implementation-defined NumPy cases); those elements are not checked.
@@ -25,15 +24,6 @@ OWN_ULPS = 4.0
 """Ulps of its own result dtype that one op may be off by (approximate GPU exp/log/rsqrt/division)."""
 ACC_EPS = float(np.finfo(np.float32).eps)
 """Reductions and matmuls accumulate in float32 whatever the element type."""
-
-
-def narrow(dtype: np.dtype) -> np.dtype:
-    """The dtype an array program gives where NumPy gives `dtype` (no 64-bit or 8/16-bit types)."""
-    if dtype.kind == "f":
-        return np.dtype(np.float32) if dtype.itemsize > 4 else dtype
-    if dtype.kind in "iu":
-        return np.dtype(np.int32)
-    return dtype
 
 
 def _eps(dtype: np.dtype) -> float:
@@ -93,7 +83,7 @@ class Ref:
         return elementwise("neg", self)
 
     def __pos__(self) -> Ref:
-        return self
+        return elementwise("pos", self)  # NumPy refuses bools
 
     def __abs__(self) -> Ref:
         return elementwise("abs", self)
@@ -126,7 +116,7 @@ Ref.__hash__ = object.__hash__  # type: ignore[method-assign]
 _UFUNCS: dict[str, Callable[..., Any]] = {
     **_OPERATORS,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-    "ne": np.not_equal, "neg": np.negative, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
+    "ne": np.not_equal, "neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
     "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "maximum": np.maximum,
     "minimum": np.minimum, "where": np.where,
 }  # fmt: skip
@@ -152,7 +142,7 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
     if name == "truediv":
         near_zero = (eb > 0) & (np.abs(b) <= eb)
         return _guard((ea + np.abs(r) * eb) / (np.abs(b) - eb), near_zero)
-    if name in ("neg", "abs", "maximum", "minimum"):
+    if name in ("neg", "pos", "abs", "maximum", "minimum"):
         return np.maximum(ea, eb) if b is not None else ea
     if name == "exp":
         return np.abs(r) * (np.expm1(ea) + 2 * f32 * np.abs(a))
@@ -217,7 +207,7 @@ def elementwise(name: str, *args: Any) -> Ref:
         return elementwise("where", cond, *args[1:])
     with np.errstate(all="ignore"):
         raw = np.asarray(fn(*typed))
-        dtype = narrow(raw.dtype)
+        dtype = raw.dtype
         shape = raw.shape
         errs = [np.broadcast_to(e, shape) for e in errs]
         if dtype.kind != "f":
@@ -284,7 +274,7 @@ def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
     axes = _axes(axis, v.ndim) if v.ndim else None
     with np.errstate(all="ignore"):
         raw = np.asarray(fn(v, axis=axes, keepdims=keepdims))
-        dtype = narrow(raw.dtype)
+        dtype = raw.dtype
         errs_inf = np.any(~np.isfinite(e), axis=axes, keepdims=keepdims)
         if dtype.kind != "f":
             return Ref(raw.astype(dtype), np.where(np.any(e > 0, axis=axes, keepdims=keepdims), INF, 0.0))
@@ -307,7 +297,7 @@ def matmul(a: Any, b: Any) -> Ref:
     (va, vb), (ea, eb) = _parts([a, b])
     with np.errstate(all="ignore"):
         raw = np.matmul(va, vb)
-        dtype = narrow(raw.dtype)
+        dtype = raw.dtype
         A, B = va.astype(F64), vb.astype(F64)
         r = np.asarray(np.matmul(A, B), F64)
         k = va.shape[-1]
@@ -338,7 +328,8 @@ SHIM = SimpleNamespace(
     min=lambda x, axis=None, keepdims=False: reduce_("min", x, axis, keepdims),
     mean=lambda x, axis=None, keepdims=False: reduce_("mean", x, axis, keepdims),
     matmul=matmul, transpose=lambda x, axes=None: x.transpose(axes),
-    float16=np.float16, float32=np.float32, int32=np.int32, int1=np.bool_,
+    float16=np.float16, float32=np.float32, float64=np.float64, int8=np.int8, int32=np.int32, int64=np.int64,
+    int1=np.bool_,
 )  # fmt: skip
 """What a generated program's `tt.` names mean in the reference run."""
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, FloatAttr, IntegerAttr, StringAttr,
-    TensorType, UnitAttr, i1, i32, i64,
+    I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, Float64Type, FloatAttr, IntegerAttr,
+    StringAttr, TensorType, UnitAttr, i1, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -63,6 +63,9 @@ from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
 from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp  # noqa: F401
 from tinyton.dialects.tt_math import (  # noqa: F401
     MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
+)
+from tinyton.dialects.tt_libm import (  # noqa: F401
+    LIBM_OPS, Atan2Op, CopysignOp, Expm1Op, FmaxOp, FminOp, HypotOp, Log1pOp, Log10Op, RintOp, TanhOp, TanOp, TruncOp,
 )
 from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
 from tinyton.dialects.tt_types import (  # noqa: F401
@@ -479,6 +482,7 @@ DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {
     Float16Type(): (Float32Type(), Float16Type()),
     BFloat16Type(): (Float32Type(),),
     Float32Type(): (Float32Type(),),
+    Float64Type(): (Float64Type(),),
 }
 """Accumulator (= result) element types of `tt.dot` per operand element type (Triton's `out_dtype`)."""
 
@@ -529,6 +533,7 @@ Tt = Dialect(
         *ATOMIC_OPS,
         *RANDOM_OPS,
         *MATH_OPS,
+        *LIBM_OPS,
         *SHAPE_OPS,
         *COMBINE_OPS,
         *DEBUG_OPS,

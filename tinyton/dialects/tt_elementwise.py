@@ -96,11 +96,10 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class FloorDivOp(BinaryOp):
-    """Integer division rounding toward minus infinity: NumPy's `//` of array programs (a kernel's `//`
-    is `tt.div`). Division by zero gives 0, as NumPy's."""
+    """Division rounding toward minus infinity: NumPy's `//` of array programs (a kernel's `//` is
+    `tt.div`). An int division by zero gives 0, as NumPy's; floats follow NumPy's `divmod`."""
 
     name = "tt.floordiv"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
 
 
 @irdl_op_definition

@@ -62,6 +62,10 @@ from tinyton.dialects.tta_elementwise import (  # noqa: F401
     MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
 from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range  # noqa: F401
+from tinyton.dialects.tta_math import (  # noqa: F401
+    MATH_BINARY, MATH_OPS, MATH_UNARY, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op, FloatBinaryOp,
+    FloorOp, FmaxOp, FminOp, HypotOp, Log1pOp, Log2Op, Log10Op, RintOp, SinOp, TanhOp, TanOp, TruncOp,
+)
 from tinyton.dialects.tta_shapes import (  # noqa: F401
     ShapeError, array_type, broadcast_shapes, check_broadcast_to, check_reshape, checked, dtype_name,
     expect_result, format_shape, matmul_shape, normalize_axis, reduced_shape, take_shape, transposed_shape,
@@ -417,6 +421,7 @@ Tta = Dialect(
         LogOp,
         SqrtOp,
         RsqrtOp,
+        *MATH_OPS,
         WhereOp,
         CastOp,
         ConstantOp,

@@ -105,10 +105,9 @@ class DivOp(BinaryOp):
 
 @irdl_op_definition
 class FloorDivOp(BinaryOp):
-    """Integer division rounding toward minus infinity (`//`)."""
+    """Division rounding toward minus infinity (`//`)."""
 
     name = "tta.floordiv"
-    KINDS: ClassVar[tuple[str, ...]] = (INT,)
 
 
 @irdl_op_definition
@@ -162,10 +161,9 @@ class ShrOp(BinaryOp):
 
 @irdl_op_definition
 class PowOp(BinaryOp):
-    """`lhs ** rhs` on floats (the tracer turns small integer powers into multiplications)."""
+    """`lhs ** rhs` (the tracer turns integer scalar exponents into multiplications)."""
 
     name = "tta.pow"
-    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
 
 
 @irdl_op_definition

@@ -11,7 +11,18 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, TensorType, i1, i32
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    Signedness,
+    TensorType,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
@@ -23,10 +34,13 @@ R = TypeVar("R")
 array_type = tile_type
 """`array_type(f32, (4, 8))` is `tensor<4x8xf32>`; `array_type(f32, ())` is `f32`."""
 
-ELEMENT_TYPES: tuple[Attribute, ...] = (Float32Type(), Float16Type(), BFloat16Type(), i32, i1)
 _DTYPE_NAMES = {
-    Float32Type(): "float32", Float16Type(): "float16", BFloat16Type(): "bfloat16", i32: "int32", i1: "bool"
+    Float64Type(): "float64", Float32Type(): "float32", Float16Type(): "float16", BFloat16Type(): "bfloat16",
+    i64: "int64", i32: "int32", IntegerType(16): "int16", IntegerType(8): "int8",
+    IntegerType(64, Signedness.UNSIGNED): "uint64", IntegerType(8, Signedness.UNSIGNED): "uint8", i1: "bool",
 }
+ELEMENT_TYPES: tuple[Attribute, ...] = tuple(_DTYPE_NAMES)
+"""The element types of array programs (NumPy's dtypes of `tinyton.frontend.promotion.ARRAY_DTYPES`)."""
 
 
 class ShapeError(ValueError):
@@ -147,10 +161,8 @@ def expect_result(op: IRDLOperation, expected: Attribute) -> None:
 
 
 def verify_value(what: str, t: Attribute) -> None:
-    """Values are scalars or static tensors of f32/f16/bf16/i32/i1."""
+    """Values are scalars or static tensors of the `ELEMENT_TYPES`."""
     if element_type(t) not in ELEMENT_TYPES:  # the message prints the type: built on failure only
-        raise VerifyException(
-            f"{what} has unsupported type {type_str(t)}; use float32, float16, bfloat16, int32 or bool"
-        )
+        raise VerifyException(f"{what} has unsupported type {type_str(t)}; use {', '.join(_DTYPE_NAMES.values())}")
     if isinstance(t, TensorType):
         require(all(d >= 0 for d in t.get_shape()), f"{what} must have a static shape")

@@ -8,17 +8,16 @@ emits the few canonical `tta` ops the fusion passes know about.
 
 from __future__ import annotations
 
-import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, i1, i32
-from xdsl.ir import Operation
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
+from tinyton.frontend import ufunc_math, ufuncs  # noqa: F401 - registers NumPy's elementwise functions
 from tinyton.frontend.promotion import FLOAT8, element_of
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
@@ -44,60 +43,12 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
 
 
-# ---- elementwise --------------------------------------------------------------------------------
+# ---- elementwise: NumPy's ufuncs (tinyton/frontend/ufuncs.py, ufunc_math.py) -----------------------
 
-
-def _float_unary(op: type[Operation]) -> Callable[[Any], Traced]:
-    def impl(x: Any) -> Traced:
-        x = _one(x)
-        if not is_float(x.element):  # NumPy: np.exp(bool array) is float16, of an int32 array float64 (float32 here)
-            x = x.to(np.float16 if x.element == i1 else np.float32)
-        return x.tracer.emit(op, x.value)
-
-    impl.__name__ = op.name.removeprefix("tta.")
-    impl.__doc__ = f"NumPy's {impl.__name__} (bool inputs become float16, int32 inputs float32)."
-    return impl
-
-
-exp, log, sqrt, rsqrt = (_float_unary(op) for op in (tta.ExpOp, tta.LogOp, tta.SqrtOp, tta.RsqrtOp))
-
-
-def abs(x: Any) -> Traced:
-    return builtins.abs(_one(x))
-
-
-def _binary(op: type[Operation], on_bool: type[Operation]) -> Callable[[Any, Any], Traced]:
-    def impl(a: Any, b: Any) -> Traced:
-        a, b = as_traced([a, b])
-        return a.tracer.emit(on_bool if a.element == i1 else op, a.value, b.value)
-
-    impl.__name__ = op.name.removeprefix("tta.")
-    return impl
-
-
-# Of bools, maximum is `or` and minimum `and` (False < True; signed i1 arithmetic would have True = -1).
-maximum, minimum = _binary(tta.MaximumOp, tta.OrOp), _binary(tta.MinimumOp, tta.AndOp)
-
-
-def relu(x: Any) -> Traced:
-    return maximum(x, 0)
-
-
-def where(condition: Any, a: Any = None, b: Any = None) -> Traced:
-    """`np.where`: a non-bool condition means `condition != 0`; the one-argument form (`np.nonzero`) has a
-    data-dependent shape, which array programs cannot have."""
-    if a is None and b is None:
-        raise error(
-            "where(condition) with one argument is np.nonzero: its shape depends on the data, which an array "
-            "program cannot have; use tt.where(condition, x, y), or pass the indices as an int32 array argument"
-        )
-    if a is None or b is None:
-        raise error("either both or neither of x and y should be given")
-    cond = _one(condition)
-    if cond.element != i1:
-        cond = cond != 0
-    a, b = as_traced([a, b], cond.tracer)
-    return cond.tracer.emit(tta.WhereOp, cond.value, a.value, b.value)
+# The most used of them by name here too: code tracing with this module as `tt` (the tests) calls them.
+exp, log, sqrt, rsqrt, abs, maximum, minimum, relu, where = (
+    ARRAY_IMPLS[name] for name in ("exp", "log", "sqrt", "rsqrt", "abs", "maximum", "minimum", "relu", "where")
+)
 
 
 # ---- reductions ---------------------------------------------------------------------------------
@@ -108,17 +59,11 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
     flattened array for `axis=None` (the shape the row-reduction templates expect)."""
     x = _one(x)
     if op is tta.ReduceMeanOp and not is_float(x.element):
-        x = x.to(np.float32)
+        x = x.to(np.float64)  # NumPy's mean of ints and bools
     elif op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.element == i1:  # False < True: as unsigned ints
         return _reduce(op, x.to(np.int32), axis, keepdims).to(np.bool_)
-    elif op is tta.ReduceSumOp and x.element == i1:
-        x = x.to(np.int32)  # NumPy counts in int64; a count of an i32-indexed array fits int32 exactly
-    elif op is tta.ReduceSumOp and x.element == i32:
-        raise error(
-            "sum of an int32 array: NumPy accumulates it in int64, which array programs do not have, so the "
-            "sum could overflow where NumPy's does not; cast first, x.astype(tt.float32).sum() "
-            "(exact up to 2**24), or sum a bool array (exact counts)"
-        )
+    elif op is tta.ReduceSumOp and is_int(x.element) and x.element.bitwidth < 64:
+        x = x.to(np.uint64 if x.dtype.kind == "u" else np.int64)  # NumPy sums narrower ints in (u)int64
     if x.ndim == 0:
         return x
     if axis is None and op in (tta.ReduceMaxOp, tta.ReduceMinOp) and x.size == 0:
@@ -288,15 +233,6 @@ def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
 
 ARRAY_IMPLS.update(
     {
-        "exp": exp,
-        "log": log,
-        "sqrt": sqrt,
-        "rsqrt": rsqrt,
-        "abs": abs,
-        "maximum": maximum,
-        "minimum": minimum,
-        "relu": relu,
-        "where": where,
         "sum": sum,
         "reduce_sum": sum,
         "max": max,

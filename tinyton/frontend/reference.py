@@ -7,6 +7,7 @@ after fusion, which is itself a check on the fusion passes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +36,11 @@ _BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
     tta.ShlOp: np.left_shift,
     tta.ShrOp: np.right_shift,
     tta.PowOp: np.power,
+    tta.CopysignOp: np.copysign,
+    tta.Atan2Op: np.arctan2,
+    tta.HypotOp: np.hypot,
+    tta.FmaxOp: np.fmax,
+    tta.FminOp: np.fmin,
 }
 _UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     tta.NegOp: np.negative,
@@ -43,6 +49,20 @@ _UNARY: dict[type[Operation], Callable[[Any], Any]] = {
     tta.LogOp: np.log,
     tta.SqrtOp: np.sqrt,
     tta.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    tta.TanhOp: np.tanh,
+    tta.SinOp: np.sin,
+    tta.CosOp: np.cos,
+    tta.TanOp: np.tan,
+    tta.Exp2Op: np.exp2,
+    tta.Log2Op: np.log2,
+    tta.Log10Op: np.log10,
+    tta.Log1pOp: np.log1p,
+    tta.Expm1Op: np.expm1,
+    tta.ErfOp: np.vectorize(math.erf, otypes=[np.float64]),
+    tta.FloorOp: np.floor,
+    tta.CeilOp: np.ceil,
+    tta.TruncOp: np.trunc,
+    tta.RintOp: np.rint,
 }
 _CMP = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal

@@ -96,6 +96,13 @@ UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
     "ceil": (tt.CeilOp, True, math.ceil),
     "erf": (tt.ErfOp, True, math.erf),
     "sqrt_rn": (tt.SqrtRnOp, True, math.sqrt),
+    "tanh": (tt.TanhOp, True, math.tanh),
+    "tan": (tt.TanOp, True, math.tan),
+    "log10": (tt.Log10Op, True, math.log10),
+    "log1p": (tt.Log1pOp, True, math.log1p),
+    "expm1": (tt.Expm1Op, True, math.expm1),
+    "trunc": (tt.TruncOp, True, math.trunc),
+    "rint": (tt.RintOp, True, round),
 }
 """Unary op -> (op class, floats only (ints become f32), compile-time fold)."""
 

@@ -20,13 +20,12 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
     i1,
-    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt_types import element_type, is_float, is_int, shape_of
+from tinyton.dialects.tt_types import element_type, is_int, shape_of
 from tinyton.dtypes import ELEMENT_TO_NUMPY, constant_key
 from tinyton.errors import error, user_location
 from tinyton.frontend.promotion import element_of, is_scalar, result_element
@@ -101,8 +100,8 @@ class Tracer:
 
 
 def as_traced(values: Sequence[Any], tracer: Tracer | None = None) -> list[Traced]:
-    """Operands of one elementwise op, converted to a common element type with NumPy's rules
-    (`dtypes.result_element`: arrays decide the type, Python scalars only widen it by kind)."""
+    """Values converted to their common element type by NumPy's rules (`promotion.result_element`: NEP 50,
+    Python scalars weak)."""
     traced = [v for v in values if isinstance(v, Traced)]
     tracer = tracer or (traced[0].tracer if traced else current_tracer())
     for v in values:
@@ -110,27 +109,13 @@ def as_traced(values: Sequence[Any], tracer: Tracer | None = None) -> list[Trace
             raise error(
                 f"cannot mix a {type(v).__name__} with traced arrays; pass arrays as arguments of the program"
             )
-    element = result_element([v.element for v in traced], [v for v in values if not isinstance(v, Traced)])
+    try:
+        element = result_element([v.element for v in traced], [v for v in values if not isinstance(v, Traced)])
+    except TypeError as e:
+        raise error(str(e)) from None
     return [
         (v.to(element) if isinstance(v, Traced) else tracer.constant(v, element)) for v in values
     ]
-
-
-_BOOL_OPS: dict[type[Operation], type[Operation]] = {tta.AddOp: tta.OrOp, tta.MulOp: tta.AndOp}
-"""NumPy's bool arithmetic: `+` is logical or, `*` logical and (i1 addition would be xor)."""
-
-
-def _bool_arithmetic(op: type[Operation], a: Traced, b: Traced) -> tuple[type[Operation], Traced, Traced]:
-    """`op` on two bool arrays as NumPy computes it: `+`/`*` stay bool, `-` is refused, and the
-    arithmetic NumPy does in int8 (`//`, `%`, shifts) is done in int32 (the same values)."""
-    if op is tta.SubOp:
-        raise error(
-            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` operator, "
-            "or the logical_xor function instead"
-        )
-    if op in (tta.FloorDivOp, tta.ModOp, tta.ShlOp, tta.ShrOp):
-        return op, a.to(i32), b.to(i32)
-    return _BOOL_OPS.get(op, op), a, b
 
 
 class Traced:
@@ -260,21 +245,20 @@ class Traced:
 
     # ---- NumPy's protocols: NumPy itself never sees a traced array's values ---------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        """An operator with a NumPy scalar (`np.float32(2) * x`) is the operator; any other ufunc is an
-        error naming the builtin to use (`np.exp(x)`: use tt.exp)."""
+        """`np.exp(x)`, `np.float32(2) * x`: the ufunc's array-program implementation (tinyton/frontend/
+        ufuncs.py); its methods (`np.add.reduce`) and keywords (`out=`) are errors naming what to use."""
         # NumPy passes a scalar on the left of a comparison as a 0-d array
         inputs = tuple(v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in inputs)
-        dunders = _UFUNC_DUNDERS.get(ufunc.__name__)
-        if method == "__call__" and dunders and not kwargs and all(isinstance(v, Traced) or is_scalar(v) for v in inputs):
-            if isinstance(inputs[0], Traced):
-                return getattr(inputs[0], dunders[0])(*inputs[1:])
-            return getattr(inputs[1], dunders[1])(inputs[0])  # the scalar is on the left: the reflected operator
         arrays = [v for v in inputs if not isinstance(v, Traced) and not is_scalar(v)]
         if arrays:
             raise error(
                 f"cannot mix a {type(arrays[0]).__name__} with traced arrays; pass arrays as arguments of the program"
             )
+        if method == "__call__" and not kwargs and ufunc.__name__ in ARRAY_IMPLS:
+            return ARRAY_IMPLS[ufunc.__name__](*inputs)
         name = f"np.{ufunc.__name__}" + (f".{method}" if method != "__call__" else "")
+        if method == "__call__" and kwargs:
+            raise error(f"{name}: keyword arguments ({', '.join(kwargs)}) are not supported in array programs")
         raise _numpy_error(name, _REDUCE_BUILTINS.get(ufunc.__name__) if method == "reduce" else ufunc.__name__)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -287,85 +271,44 @@ class Traced:
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no_value("converting to a NumPy array (np.asarray, np.array)")
 
-    # ---- operators ---------------------------------------------------------------------------
-    def _binary(self, other: Any, op: type[Operation], reverse: bool = False) -> Traced:
-        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
-        if a.element == i1:
-            op, a, b = _bool_arithmetic(op, a, b)
-        return self.tracer.emit(op, a.value, b.value)
+    # ---- operators: NumPy's ufuncs (tinyton/frontend/ufuncs.py) -------------------------------------
+    def _ufunc(self, name: str, other: Any, reverse: bool = False) -> Traced:
+        return ARRAY_IMPLS[name](other, self) if reverse else ARRAY_IMPLS[name](self, other)
 
-    def _int_binary(self, other: Any, op: type[Operation], symbol: str, reverse: bool = False) -> Traced:
-        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
-        if not is_int(a.element):
-            raise error(f"ufunc '{symbol}' not supported for the input types ({a.dtype}); it needs int32 or bool")
-        if a.element == i1:
-            op, a, b = _bool_arithmetic(op, a, b)
-        return self.tracer.emit(op, a.value, b.value)
-
-    def _cmp(self, other: Any, predicate: str) -> Traced:
-        a, b = as_traced([self, other], self.tracer)
-        return self.tracer.emit(tta.CmpOp, predicate, a.value, b.value)
-
-    def __add__(self, o: Any) -> Traced: return self._binary(o, tta.AddOp)  # noqa: E704
-    def __radd__(self, o: Any) -> Traced: return self._binary(o, tta.AddOp, True)  # noqa: E704
-    def __sub__(self, o: Any) -> Traced: return self._binary(o, tta.SubOp)  # noqa: E704
-    def __rsub__(self, o: Any) -> Traced: return self._binary(o, tta.SubOp, True)  # noqa: E704
-    def __mul__(self, o: Any) -> Traced: return self._binary(o, tta.MulOp)  # noqa: E704
-    def __rmul__(self, o: Any) -> Traced: return self._binary(o, tta.MulOp, True)  # noqa: E704
-    def __mod__(self, o: Any) -> Traced: return self._binary(o, tta.ModOp)  # noqa: E704
-    def __rmod__(self, o: Any) -> Traced: return self._binary(o, tta.ModOp, True)  # noqa: E704
-    def __and__(self, o: Any) -> Traced: return self._int_binary(o, tta.AndOp, "&")  # noqa: E704
-    def __rand__(self, o: Any) -> Traced: return self._int_binary(o, tta.AndOp, "&", True)  # noqa: E704
-    def __or__(self, o: Any) -> Traced: return self._int_binary(o, tta.OrOp, "|")  # noqa: E704
-    def __ror__(self, o: Any) -> Traced: return self._int_binary(o, tta.OrOp, "|", True)  # noqa: E704
-    def __xor__(self, o: Any) -> Traced: return self._int_binary(o, tta.XorOp, "^")  # noqa: E704
-    def __rxor__(self, o: Any) -> Traced: return self._int_binary(o, tta.XorOp, "^", True)  # noqa: E704
-    def __lshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShlOp, "<<")  # noqa: E704
-    def __rlshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShlOp, "<<", True)  # noqa: E704
-    def __rshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShrOp, ">>")  # noqa: E704
-    def __rrshift__(self, o: Any) -> Traced: return self._int_binary(o, tta.ShrOp, ">>", True)  # noqa: E704
-    def __floordiv__(self, o: Any) -> Traced: return self._int_binary(o, tta.FloorDivOp, "//")  # noqa: E704
-    def __rfloordiv__(self, o: Any) -> Traced: return self._int_binary(o, tta.FloorDivOp, "//", True)  # noqa: E704
-    def __lt__(self, o: Any) -> Traced: return self._cmp(o, "lt")  # noqa: E704
-    def __le__(self, o: Any) -> Traced: return self._cmp(o, "le")  # noqa: E704
-    def __gt__(self, o: Any) -> Traced: return self._cmp(o, "gt")  # noqa: E704
-    def __ge__(self, o: Any) -> Traced: return self._cmp(o, "ge")  # noqa: E704
-    def __eq__(self, o: Any) -> Traced: return self._cmp(o, "eq")  # type: ignore[override]  # noqa: E704
-    def __ne__(self, o: Any) -> Traced: return self._cmp(o, "ne")  # type: ignore[override]  # noqa: E704
-
-    def _true_div(self, other: Any, reverse: bool) -> Traced:
-        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
-        if not is_float(a.element):  # NumPy's true division of ints gives floats
-            a, b = a.to(np.float32), b.to(np.float32)
-        return self.tracer.emit(tta.DivOp, a.value, b.value)
-
-    def __truediv__(self, o: Any) -> Traced: return self._true_div(o, False)  # noqa: E704
-    def __rtruediv__(self, o: Any) -> Traced: return self._true_div(o, True)  # noqa: E704
-
-    def __pow__(self, exponent: Any) -> Traced:
-        """Small integer powers multiply (as NumPy's fast paths do); others need floats. The base takes
-        NumPy's result type first (an int array to a float power is float, bool powers are ints)."""
-        if not is_scalar(exponent):
-            return self._float_binary(exponent, tta.PowOp, "**")
-        element = result_element([self.element], [exponent])
-        base = self.to(i32 if element == i1 else element)
-        if float(exponent) in (1.0, 2.0, 3.0, 4.0):
-            result = base
-            for _ in range(int(exponent) - 1):
-                result = result * base
-            return result
-        if float(exponent) == 0.5 and is_float(base.element):
-            return self.tracer.emit(tta.SqrtOp, base.value)
-        return base._float_binary(exponent, tta.PowOp, "**")
-
-    def __rpow__(self, base: Any) -> Traced:
-        return self._float_binary(base, tta.PowOp, "**", reverse=True)
-
-    def _float_binary(self, other: Any, op: type[Operation], symbol: str, reverse: bool = False) -> Traced:
-        a, b = as_traced([other, self] if reverse else [self, other], self.tracer)
-        if not is_float(a.element):
-            raise error(f"'{symbol}' on {a.dtype} arrays is only supported with exponents 1 to 4; cast to float32")
-        return self.tracer.emit(op, a.value, b.value)
+    def __add__(self, o: Any) -> Traced: return self._ufunc("add", o)  # noqa: E704
+    def __radd__(self, o: Any) -> Traced: return self._ufunc("add", o, True)  # noqa: E704
+    def __sub__(self, o: Any) -> Traced: return self._ufunc("subtract", o)  # noqa: E704
+    def __rsub__(self, o: Any) -> Traced: return self._ufunc("subtract", o, True)  # noqa: E704
+    def __mul__(self, o: Any) -> Traced: return self._ufunc("multiply", o)  # noqa: E704
+    def __rmul__(self, o: Any) -> Traced: return self._ufunc("multiply", o, True)  # noqa: E704
+    def __truediv__(self, o: Any) -> Traced: return self._ufunc("true_divide", o)  # noqa: E704
+    def __rtruediv__(self, o: Any) -> Traced: return self._ufunc("true_divide", o, True)  # noqa: E704
+    def __floordiv__(self, o: Any) -> Traced: return self._ufunc("floor_divide", o)  # noqa: E704
+    def __rfloordiv__(self, o: Any) -> Traced: return self._ufunc("floor_divide", o, True)  # noqa: E704
+    def __mod__(self, o: Any) -> Traced: return self._ufunc("remainder", o)  # noqa: E704
+    def __rmod__(self, o: Any) -> Traced: return self._ufunc("remainder", o, True)  # noqa: E704
+    def __pow__(self, o: Any) -> Traced: return self._ufunc("power", o)  # noqa: E704
+    def __rpow__(self, o: Any) -> Traced: return self._ufunc("power", o, True)  # noqa: E704
+    def __and__(self, o: Any) -> Traced: return self._ufunc("bitwise_and", o)  # noqa: E704
+    def __rand__(self, o: Any) -> Traced: return self._ufunc("bitwise_and", o, True)  # noqa: E704
+    def __or__(self, o: Any) -> Traced: return self._ufunc("bitwise_or", o)  # noqa: E704
+    def __ror__(self, o: Any) -> Traced: return self._ufunc("bitwise_or", o, True)  # noqa: E704
+    def __xor__(self, o: Any) -> Traced: return self._ufunc("bitwise_xor", o)  # noqa: E704
+    def __rxor__(self, o: Any) -> Traced: return self._ufunc("bitwise_xor", o, True)  # noqa: E704
+    def __lshift__(self, o: Any) -> Traced: return self._ufunc("left_shift", o)  # noqa: E704
+    def __rlshift__(self, o: Any) -> Traced: return self._ufunc("left_shift", o, True)  # noqa: E704
+    def __rshift__(self, o: Any) -> Traced: return self._ufunc("right_shift", o)  # noqa: E704
+    def __rrshift__(self, o: Any) -> Traced: return self._ufunc("right_shift", o, True)  # noqa: E704
+    def __lt__(self, o: Any) -> Traced: return self._ufunc("less", o)  # noqa: E704
+    def __le__(self, o: Any) -> Traced: return self._ufunc("less_equal", o)  # noqa: E704
+    def __gt__(self, o: Any) -> Traced: return self._ufunc("greater", o)  # noqa: E704
+    def __ge__(self, o: Any) -> Traced: return self._ufunc("greater_equal", o)  # noqa: E704
+    def __eq__(self, o: Any) -> Traced: return self._ufunc("equal", o)  # type: ignore[override]  # noqa: E704
+    def __ne__(self, o: Any) -> Traced: return self._ufunc("not_equal", o)  # type: ignore[override]  # noqa: E704
+    def __neg__(self) -> Traced: return ARRAY_IMPLS["negative"](self)  # noqa: E704
+    def __pos__(self) -> Traced: return ARRAY_IMPLS["positive"](self)  # noqa: E704
+    def __abs__(self) -> Traced: return ARRAY_IMPLS["absolute"](self)  # noqa: E704
+    def __invert__(self) -> Traced: return ARRAY_IMPLS["invert"](self)  # noqa: E704
 
     def __matmul__(self, o: Any) -> Traced:
         return ARRAY_IMPLS["matmul"](self, o)
@@ -373,38 +316,18 @@ class Traced:
     def __rmatmul__(self, o: Any) -> Traced:
         return ARRAY_IMPLS["matmul"](o, self)
 
-    def __neg__(self) -> Traced:
-        if self.element == i1:
-            raise error("the numpy boolean negative, the `-` operator, is not supported, use the `~` operator")
-        return self.tracer.emit(tta.NegOp, self.value)
+    # ---- NumPy's array methods over the ufuncs ----------------------------------------------------
+    def clip(self, min: Any = None, max: Any = None) -> Traced:
+        return ARRAY_IMPLS["clip"](self, min, max)
 
-    def __pos__(self) -> Traced:
-        return self
+    def round(self, decimals: int = 0) -> Traced:
+        return ARRAY_IMPLS["round"](self, decimals)
 
-    def __abs__(self) -> Traced:
-        return self if self.element == i1 else self.tracer.emit(tta.AbsOp, self.value)
-
-    def __invert__(self) -> Traced:
-        if not is_int(self.element):
-            raise error(f"ufunc 'invert' not supported for the input types ({self.dtype})")
-        return self ^ (True if self.element == i1 else -1)
+    def __round__(self, ndigits: int | None = None) -> Traced:
+        return ARRAY_IMPLS["round"](self, ndigits or 0)
 
 
-_UFUNC_DUNDERS: dict[str, tuple[str, str]] = {
-    name: (f"__{op}__", f"__{reflected or 'r' + op}__")
-    for name, op, reflected in (
-        ("add", "add", None), ("subtract", "sub", None), ("multiply", "mul", None), ("true_divide", "truediv", None),
-        ("divide", "truediv", None), ("floor_divide", "floordiv", None), ("remainder", "mod", None),
-        ("power", "pow", None), ("matmul", "matmul", None), ("bitwise_and", "and", None), ("bitwise_or", "or", None),
-        ("bitwise_xor", "xor", None), ("left_shift", "lshift", None), ("right_shift", "rshift", None),
-        ("less", "lt", "gt"), ("less_equal", "le", "ge"), ("greater", "gt", "lt"), ("greater_equal", "ge", "le"),
-        ("equal", "eq", "eq"), ("not_equal", "ne", "ne"), ("negative", "neg", "neg"), ("positive", "pos", "pos"),
-        ("absolute", "abs", "abs"), ("invert", "invert", "invert"),
-    )
-}  # fmt: skip
-"""NumPy ufuncs that are Python operators (forward and reflected method): `np.float32(2) * x` reaches
-`__array_ufunc__` with the NumPy scalar on the left."""
-
+NUMPY_FUNCTIONS.update(("clip", "round", "around", "where"))
 _REDUCE_BUILTINS = {"add": "sum", "maximum": "max", "minimum": "min"}
 _NUMPY_NAMES = {"absolute": "abs", "amax": "max", "amin": "min", "dot": "matmul"}
 """NumPy spellings whose tinyton builtin has another name."""

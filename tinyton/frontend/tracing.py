@@ -5,8 +5,8 @@ compile-time constants); every operator or `tt.*` builtin applied to a `Traced` 
 one `func.func` (tinyton/frontend/traced.py). Python control flow therefore runs at trace time, like
 jax.jit: the IR is the straight-line dataflow graph that the fusion passes want.
 
-NumPy semantics: implicit broadcasting, weak Python scalars (`x * 2` keeps `x`'s dtype, `i32 * 0.5`
-is float32), promotion to the wider of two array dtypes, true division giving floats. Errors are
+NumPy semantics: implicit broadcasting, NumPy 2's promotion (NEP 50: weak Python scalars, `x * 2` keeps
+`x`'s dtype, `i32 * 0.5` is float64), true division giving floats. Errors are
 `CompilationError`s naming the user's `file:line` and worded like NumPy's.
 """
 
@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
 from tinyton.frontend import array_indexing, array_ops, refused, scaled_matmul  # noqa: F401 - register what traced values do
-from tinyton.frontend.promotion import element_of, is_scalar
+from tinyton.frontend.promotion import ARRAY_DTYPES, element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
 
 
@@ -34,7 +34,7 @@ def _argument_type(name: str, value: Any) -> Attribute:
         element = element_of(dtype)
     except TypeError:
         raise error(
-            f"argument '{name}' has dtype {dtype}; array programs support float32, float16, bfloat16, int32 and bool "
+            f"argument '{name}' has dtype {dtype}; array programs support {', '.join(ARRAY_DTYPES)} "
             f"(and float8 matmul operands; convert with {name}.astype(np.float32))"
         ) from None
     return tta.array_type(element, shape)

@@ -96,18 +96,25 @@ from tinyton.language.math import (
     erf,
     exp,
     exp2,
+    expm1,
     floor,
     fma,
     log,
+    log1p,
     log2,
+    log10,
     maximum,
     minimum,
     relu,
+    rint,
     rsqrt,
     sigmoid,
     sin,
     sqrt,
     sqrt_rn,
+    tan,
+    tanh,
+    trunc,
     umulhi,
 )
 from tinyton.language.memory import (
@@ -163,6 +170,8 @@ from tinyton.language.shapes import (
     transpose,
     view,
 )
+from tinyton.language.ufuncs import *  # noqa: F403 - NumPy's elementwise functions
+from tinyton.language.ufuncs import __all__ as _ufuncs
 from tinyton.runtime.devices import device
 from tinyton.runtime.streams import stream
 
@@ -339,4 +348,12 @@ __all__ = [
     "xor_sum",
     "zeros",
     "zeros_like",
+    "trunc",
+    "tanh",
+    "tan",
+    "rint",
+    "log10",
+    "log1p",
+    "expm1",
+    *_ufuncs,
 ]

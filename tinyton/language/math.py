@@ -40,6 +40,13 @@ floor = _unary("floor", "Round toward minus infinity.")
 ceil = _unary("ceil", "Round toward plus infinity.")
 erf = _unary("erf", "The error function.")
 abs = _unary("abs", "Absolute value (ints too).")
+tanh = _unary("tanh", "Hyperbolic tangent.")
+tan = _unary("tan", "Tangent (radians).")
+log10 = _unary("log10", "Base-10 logarithm.")
+log1p = _unary("log1p", "log(1 + x), accurate near 0.")
+expm1 = _unary("expm1", "exp(x) - 1, accurate near 0.")
+trunc = _unary("trunc", "Round toward zero.")
+rint = _unary("rint", "Round to the nearest integer, ties to even.")
 
 
 @builtin

@@ -23,7 +23,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, is_float, shape_of, tile_type
-from tinyton.dtypes import constant_key
+from tinyton.dtypes import ELEMENT_TO_NUMPY, constant_key
 
 Shape = tuple[int, ...]
 f32 = Float32Type()
@@ -42,7 +42,8 @@ def identity(kind: str, element: Attribute) -> float | int:
         return float("-inf") if kind == "max" else float("inf")
     if element == i1:
         return 0 if kind == "max" else 1
-    return -(2**31) if kind == "max" else 2**31 - 1
+    info = np.iinfo(ELEMENT_TO_NUMPY[element])
+    return int(info.min) if kind == "max" else int(info.max)
 
 
 class Emitter:

@@ -1,7 +1,7 @@
 """The main loop of a matmul kernel: `[BM, BK] x [BK, BN]` tiles accumulated with `tt.dot` over K.
 
 Operands are read through their views, so `x @ w.T` or a broadcast batch costs no copy. The f32
-accumulator then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
+accumulator (f64 for f64 operands) then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
 Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
 in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
 """
@@ -83,7 +83,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     b_base = em.to_shape(rg.ptrs[b_view.base], (bk, bn))
     ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, (bk, bn))
-    acc0 = em.const(0.0, f32, (bm, bn))
+    acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     a_desc = None if stats else _descriptor(rg, a_view, n - 2, n - 2, False)  # a tile the stats read stays in registers
     b_desc = _descriptor(rg, b_view, n - 2, n - 1, True)

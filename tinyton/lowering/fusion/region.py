@@ -26,16 +26,21 @@ from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
+from tinyton.lowering.fusion.powers import int_power
 
 BINARY: dict[type[Operation], type[Operation]] = {
     tta.AddOp: tt.AddOp, tta.SubOp: tt.SubOp, tta.MulOp: tt.MulOp, tta.DivOp: tt.DivOp,
     tta.FloorDivOp: tt.FloorDivOp, tta.ModOp: tt.ModOp, tta.MaximumOp: tt.MaximumOp,
     tta.MinimumOp: tt.MinimumOp, tta.AndOp: tt.AndOp, tta.OrOp: tt.OrOp, tta.XorOp: tt.XorOp,
-    tta.ShlOp: tt.ShlOp, tta.ShrOp: tt.ShrOp,
+    tta.ShlOp: tt.ShlOp, tta.ShrOp: tt.ShrOp, tta.CopysignOp: tt.CopysignOp, tta.Atan2Op: tt.Atan2Op,
+    tta.HypotOp: tt.HypotOp, tta.FmaxOp: tt.FmaxOp, tta.FminOp: tt.FminOp,
 }
 UNARY: dict[type[Operation], type[Operation]] = {
     tta.NegOp: tt.NegOp, tta.AbsOp: tt.AbsOp, tta.ExpOp: tt.ExpOp, tta.LogOp: tt.LogOp,
-    tta.SqrtOp: tt.SqrtOp, tta.RsqrtOp: tt.RsqrtOp,
+    tta.SqrtOp: tt.SqrtOp, tta.RsqrtOp: tt.RsqrtOp, tta.TanhOp: tt.TanhOp, tta.SinOp: tt.SinOp,
+    tta.CosOp: tt.CosOp, tta.TanOp: tt.TanOp, tta.Exp2Op: tt.Exp2Op, tta.Log2Op: tt.Log2Op,
+    tta.Log10Op: tt.Log10Op, tta.Log1pOp: tt.Log1pOp, tta.Expm1Op: tt.Expm1Op, tta.ErfOp: tt.ErfOp,
+    tta.FloorOp: tt.FloorOp, tta.CeilOp: tt.CeilOp, tta.TruncOp: tt.TruncOp, tta.RintOp: tt.RintOp,
 }
 IN_REGISTERS = (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
 """Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
@@ -339,12 +344,16 @@ class RegionEmitter:
 
 
     def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """`a ** b` with C's (NumPy's) results: exp(b log|a|) in f32; a negative base (or -0.0) keeps its sign
-        for odd integral exponents and gives NaN for finite non-integral ones (but not for an infinite base
-        or exponent, or -0.0); pow(x, 0), pow(1, y) and pow(-1, +-inf) are 1."""
+        """`a ** b` with C's (NumPy's) results (integers: `int_power`): exp(b log|a|) in f32 (f64 in f64);
+        a negative base (or -0.0) keeps its sign for odd integral exponents and gives NaN for finite
+        non-integral ones (but not for an infinite base or exponent, or -0.0); pow(x, 0), pow(1, y) and
+        pow(-1, +-inf) are 1."""
         em, el = self.em, element_type(a.type)
-        a, b = em.cast(a, f32), em.cast(b, f32)
-        c = lambda v: em.const(v, f32)  # noqa: E731
+        if not is_float(el):
+            return int_power(em, a, b)
+        wide = el if el.bitwidth > 32 else f32  # f64 stays f64
+        a, b = em.cast(a, wide), em.cast(b, wide)
+        c = lambda v: em.const(v, wide)  # noqa: E731
         or_ = lambda x, y: em.binary(tt.OrOp, x, y)  # noqa: E731
         mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
         b_inf = em.cmp("eq", em.emit(tt.AbsOp(b)), c(float("inf")))
@@ -387,8 +396,8 @@ def reduction_kind(op: tta.ReduceOp) -> str:
 
 
 def accumulator_element(element: Any) -> Any:
-    """Reductions accumulate in f32 (floats); ints and bools in their own type."""
-    return f32 if is_float(element) else element
+    """Reductions accumulate in f32 (16- and 32-bit floats), f64 in f64; ints and bools in their own type."""
+    return f32 if is_float(element) and element.bitwidth <= 32 else element
 
 
 def _load_key(view: View, strides: dict[int, int]) -> tuple:

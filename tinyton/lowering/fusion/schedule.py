@@ -102,7 +102,8 @@ class Scheduler:
         em = self.rg.em
         if isinstance(op, tta.ReduceMeanOp):
             n = self.rg.dom.shape[self.rg.dom.red]
-            r = em.binary(tt.MulOp, r, em.const(1.0 / n if n else float("nan"), f32))  # mean = sum * (1/n)
+            scale = em.const(1.0 / n if n else float("nan"), element_type(r.type))
+            r = em.binary(tt.MulOp, r, scale)  # mean = sum * (1/n), in the accumulator's type
         return em.cast(r, element_type(op.result.type))
 
     def pair_result(self, p: Pair, run: list[SSAValue]) -> None:

@@ -12,6 +12,7 @@ from functools import cache
 import llvmlite.binding as llb
 from xdsl.dialects.builtin import ModuleOp
 
+from tinyton.lowering.ptx.libdevice import PREFIX, calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.llvmlite_ir import to_llvmlite
 from tinyton.lowering.ptx.toolchain import TRIPLE, ToolchainError, ptx_features
 from tinyton.profiling import stage
@@ -23,6 +24,19 @@ def _target_machine(arch: str) -> llb.TargetMachine:
     llb.initialize_all_asmprinters()
     target = llb.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch, features=ptx_features(arch), opt=3)
+
+
+@cache
+def _libdevice_bitcode() -> bytes:
+    return libdevice_path().read_bytes()
+
+
+def link_libdevice(parsed: llb.ModuleRef) -> None:
+    """Link libdevice in, its functions made internal so that O3 drops the ones nothing calls."""
+    parsed.link_in(llb.parse_bitcode(_libdevice_bitcode()))
+    for fn in parsed.functions:
+        if fn.name.startswith(PREFIX) and not fn.is_declaration:
+            fn.linkage = "internal"
 
 
 def compile_with_llvmlite(module: ModuleOp, arch: str, print_input: bool = True) -> dict[str, str]:
@@ -37,6 +51,9 @@ def compile_with_llvmlite(module: ModuleOp, arch: str, print_input: bool = True)
             parsed.verify()
     except RuntimeError as e:
         raise ToolchainError(f"llvmlite rejected the converted module: {e}") from e
+    if calls_libdevice(module):
+        with stage("LLVM link libdevice"):
+            link_libdevice(parsed)
     with stage("LLVM O3"):
         builder = llb.create_pass_builder(tm, llb.create_pipeline_tuning_options(speed_level=3))
         builder.getModulePassManager().run(parsed, builder)

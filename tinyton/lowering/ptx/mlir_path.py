@@ -4,14 +4,16 @@ PTX through the upstream LLVM tools, as subprocesses.
 xDSL prints the module; upstream `mlir-opt` verifies it and runs `--convert-nvvm-to-llvm` (which expands the
 `nvvm` ops that have no intrinsic into the PTX upstream writes for them; those mlir-translate knows pass
 through), so a module that upstream MLIR rejects is caught as the compiler bug it is; `mlir-translate` turns it
-into LLVM IR, `opt -O3` runs the same mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's
-stderr ends up in the `ToolchainError` when it fails.
+into LLVM IR, `llvm-link` adds the libdevice functions it calls (if any: f64 math), `opt -O3` runs the same
+mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up in the `ToolchainError`
+when it fails.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 
+from tinyton.lowering.ptx.libdevice import calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.toolchain import (
     TRIPLE,
     ToolchainError,
@@ -23,6 +25,13 @@ from tinyton.profiling import stage
 
 TOOLS = ("mlir-opt", "mlir-translate", "opt", "llc")
 MLIR_OPT_PASSES = ("--convert-nvvm-to-llvm",)
+
+
+def _llvm_link() -> str:
+    tool = find_tool("llvm-link")
+    if tool is None:
+        raise ToolchainError("linking libdevice (f64 math) on the mlir toolchain needs llvm-link on PATH")
+    return tool
 
 
 def available() -> bool:
@@ -44,6 +53,10 @@ def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
             raise ToolchainError(f"upstream MLIR rejects the llvm + nvvm module tinyton emitted (a compiler bug): {e}") from None
     with stage("mlir-translate"):
         llvm_ir = run_tool([translate, "--mlir-to-llvmir", "-"], upstream)
+    if calls_libdevice(module):
+        with stage("llvm-link libdevice"):
+            llvm_ir = run_tool([_llvm_link(), "-S", "--only-needed", "--internalize", "-", str(libdevice_path())],
+                               llvm_ir)
     with stage("opt -O3"):
         optimized = run_tool([opt, "-O3", "-S", *target, "-"], llvm_ir)
     with stage("llc"):

@@ -224,6 +224,8 @@ UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
 
 F64_NATIVE = {tt.NegOp, tt.AbsOp, tt.SqrtOp}
 """Unary ops with an f64 PTX instruction (the others are rows added by `math`, which names its own)."""
+F64_CALLS: dict[type[Operation], Callable[..., SSAValue]] = {}
+"""The f64 implementation of the other float ops: a libdevice call (filled by `libdevice`)."""
 
 _ICMP = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
 _BOOL_ICMP = {**_ICMP, "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
@@ -269,8 +271,10 @@ def lower_unary(ctx: KernelContext, op: tt.UnaryOp, layout: Layout | None) -> li
     int_fn, float_fn = UNARY[type(op)]
     elem = tt.element_type(op.result.type)
     if isinstance(elem, Float64Type) and type(op) not in F64_NATIVE:
-        raise LoweringError(f"{op.name} on f64 needs libdevice, which tinyton does not link yet; compute in f32")
-    if tt.is_float(op.result.type):
+        if type(op) not in F64_CALLS:
+            raise LoweringError(f"{op.name} has no f64 implementation; compute in f32")
+        fn = F64_CALLS[type(op)]
+    elif tt.is_float(op.result.type):
         half = isinstance(elem, Float16Type | BFloat16Type)
         fn = _in_f32(float_fn) if half else float_fn
     else:

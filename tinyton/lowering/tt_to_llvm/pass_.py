@@ -37,6 +37,8 @@ from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modul
     dot,
     elementwise,
     indexing,
+    libdevice,
+    libm,
     math,
     memory,
     random,

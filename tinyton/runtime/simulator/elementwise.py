@@ -88,6 +88,11 @@ BINARY: dict[type[Operation], Binary] = {
     tt.ShlOp: Binary(None, np.left_shift),
     tt.ShrOp: Binary(None, np.right_shift),
     tt.DivRnOp: Binary(np.true_divide, None),
+    tt.CopysignOp: Binary(np.copysign, None),
+    tt.Atan2Op: Binary(np.arctan2, None),
+    tt.HypotOp: Binary(np.hypot, None),
+    tt.FmaxOp: Binary(np.fmax, None),
+    tt.FminOp: Binary(np.fmin, None),
 }
 
 UNARY: dict[type[Operation], Fn] = {
@@ -101,8 +106,15 @@ UNARY: dict[type[Operation], Fn] = {
     tt.Log2Op: _in_f32(np.log2),
     tt.FloorOp: np.floor,
     tt.CeilOp: np.ceil,
-    tt.ErfOp: _in_f32(lambda x: scalar(_erf(x).astype(np.float32))),
+    tt.ErfOp: _in_f32(lambda x: scalar(_erf(x).astype(x.dtype))),
     tt.SqrtRnOp: _in_f32(np.sqrt),
+    tt.TanhOp: _in_f32(np.tanh),
+    tt.TanOp: _in_f32(np.tan),
+    tt.Log10Op: _in_f32(np.log10),
+    tt.Log1pOp: _in_f32(np.log1p),
+    tt.Expm1Op: _in_f32(np.expm1),
+    tt.TruncOp: np.trunc,
+    tt.RintOp: np.rint,
 }
 
 COMPARE: dict[str, Fn] = {

@@ -26,7 +26,8 @@ def umulhi(a: Any, b: Any) -> Any:
 
 
 def _in_f32(fn: Any, x: Any) -> Any:
-    return fn(x.astype(np.float32)).astype(x.dtype)
+    """`fn` in float32 (float64 in float64), rounded back to x's dtype."""
+    return fn(x) if x.dtype == np.float64 else fn(x.astype(np.float32)).astype(x.dtype)
 
 
 @register_impls

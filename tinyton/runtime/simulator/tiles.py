@@ -49,11 +49,12 @@ def _sum(x: Any, axis: int) -> Any:
         return np.bitwise_xor.reduce(x, axis=axis)
     if kind(x) != "f":
         return np.sum(x, axis=axis, dtype=x.dtype)
-    # A butterfly tree over the power-of-two axis, in float32: the same rounding whatever the batch shape
-    # (NumPy's own order depends on the memory layout), and the shape of the GPU's shuffle reduction.
-    acc = np.moveaxis(x, axis, -1).astype(np.float32)
+    # A butterfly tree over the power-of-two axis, in float32 (float64 in float64): the same rounding whatever
+    # the batch shape (NumPy's own order depends on the memory layout), and the shape of the GPU's shuffle reduction.
+    wide = np.float64 if x.dtype == np.float64 else np.float32
+    acc = np.moveaxis(x, axis, -1).astype(wide)
     if acc.shape[-1] & (acc.shape[-1] - 1):  # not a power of two (tiles always are)
-        return scalar(np.sum(acc, axis=-1, dtype=np.float32).astype(x.dtype))
+        return scalar(np.sum(acc, axis=-1, dtype=wide).astype(x.dtype))
     while acc.shape[-1] > 1:
         half = acc.shape[-1] // 2
         acc = acc[..., :half] + acc[..., half:]
@@ -70,6 +71,8 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
 
 def dot(a: Any, b: Any, acc: Any, input_precision: str = "ieee") -> Any:
     """`acc + a @ b` (see the module docstring); values may carry a leading program dimension."""
+    if acc.dtype == np.float64:  # f64 operands: f64 products and sums
+        return acc + np.matmul(a.astype(np.float64), b.astype(np.float64))
     a, b = a.astype(np.float32), b.astype(np.float32)
     if input_precision == "tf32":
         a, b = round_tf32(a), round_tf32(b)

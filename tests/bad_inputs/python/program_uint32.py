@@ -1,4 +1,4 @@
-"""A float64 array passed to an array program."""
+"""A uint32 array passed to an array program (of the unsigned ints, only uint8 and uint64 are supported)."""
 
 import numpy as np
 
@@ -15,4 +15,4 @@ def program(x):
 
 
 def trigger() -> None:
-    program(np.ones((4, 8)))  # error
+    program(np.arange(8, dtype=np.uint32))  # error

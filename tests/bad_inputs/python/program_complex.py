@@ -1,4 +1,4 @@
-"""An int64 array passed to an array program."""
+"""A complex array passed to an array program (NumPy dtype without an array-program type)."""
 
 import numpy as np
 
@@ -15,4 +15,4 @@ def program(x):
 
 
 def trigger() -> None:
-    program(np.arange(8))  # error
+    program(np.ones((4, 8), np.complex64))  # error
