@@ -14,7 +14,7 @@ int16 and wider ints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
@@ -104,13 +104,18 @@ def bfloat16_keys(keys: Sequence[Any]) -> list[Any]:
     return [k for k in keys if isinstance(k, np.dtype)]
 
 
-def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attribute:
-    """The common element type of arrays and scalars mixed in one operation (NumPy's rules, NEP 50)."""
-    if FLOAT8.intersection(arrays):
+def refuse_float8(elements: Iterable[Attribute]) -> None:
+    """float8 arrays take part in matmuls and casts only: anything else is this error."""
+    if FLOAT8.intersection(elements):
         raise CompilationError(
             "float8 arrays are matmul operands only (`a @ b`, tt.scaled_matmul) in array programs; convert them "
             "first with x.astype(np.float32)"
         )
+
+
+def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attribute:
+    """The common element type of arrays and scalars mixed in one operation (NumPy's rules, NEP 50)."""
+    refuse_float8(arrays)
     keys = [numpy_key(a) for a in arrays] + [numpy_key(v) for v in scalars]
     try:
         return element_of(common_dtype(keys))

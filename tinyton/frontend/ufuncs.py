@@ -21,7 +21,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.errors import error
-from tinyton.frontend.promotion import common_dtype, element_of, is_scalar, numpy_key
+from tinyton.frontend.promotion import common_dtype, element_of, is_scalar, numpy_key, refuse_float8
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
 Operand = Any
@@ -60,6 +60,7 @@ def resolve(name: str, operands: Sequence[Operand], ufunc: np.ufunc | None = Non
     for o in operands:
         if not isinstance(o, Traced) and not is_scalar(o):
             raise error(f"cannot mix a {type(o).__name__} with traced arrays; pass arrays as arguments of the program")
+    refuse_float8(o.element for o in traced)
     keys = [numpy_key(o.element) if isinstance(o, Traced) else numpy_key(o) for o in operands]
     try:
         dtypes = _resolve_dtypes(ufunc, keys)
