@@ -7,6 +7,7 @@ common element type. The entry point, `trace`, is in tinyton/frontend/tracing.py
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -200,6 +201,17 @@ class Traced:
     def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
         return ARRAY_IMPLS["mean"](self, axis, keepdims)
 
+    # NumPy's other reduction and scan methods take NumPy's arguments (tinyton/frontend/array_reductions.py)
+    def prod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["prod"](self, *args, **kwargs)  # noqa: E704
+    def argmax(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmax"](self, *args, **kwargs)  # noqa: E704
+    def argmin(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmin"](self, *args, **kwargs)  # noqa: E704
+    def var(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["var"](self, *args, **kwargs)  # noqa: E704
+    def std(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["std"](self, *args, **kwargs)  # noqa: E704
+    def any(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["any"](self, *args, **kwargs)  # noqa: E704
+    def all(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["all"](self, *args, **kwargs)  # noqa: E704
+    def cumsum(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumsum"](self, *args, **kwargs)  # noqa: E704
+    def cumprod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumprod"](self, *args, **kwargs)  # noqa: E704
+
     def __getitem__(self, key: Any) -> Traced:
         return ARRAY_IMPLS["getitem"](self, key)
 
@@ -253,8 +265,22 @@ class Traced:
         raise _numpy_error(name, _REDUCE_BUILTINS.get(ufunc.__name__) if method == "reduce" else ufunc.__name__)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """`np.sum(x)`, `np.where(...)`, ...: an error naming the builtin or method to use."""
-        raise _numpy_error(f"np.{func.__name__}", func.__name__)
+        """`np.sum(x, axis=1)`, `np.argmax(...)`, ...: NumPy's reductions and scans run as the builtins of
+        the same meaning, with the arguments as NumPy binds them; other functions are an error naming the
+        builtin or method to use."""
+        name = _NUMPY_NAMES.get(func.__name__, func.__name__)
+        if func.__name__ not in _NUMPY_FUNCTIONS:
+            raise _numpy_error(f"np.{func.__name__}", func.__name__)
+        try:
+            bound = inspect.signature(func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise error(f"np.{func.__name__}: {e}") from None
+        (_, array), *rest = bound.arguments.items()
+        impl = ARRAY_IMPLS[name]
+        unsupported = [k for k, _ in rest if k not in inspect.signature(impl).parameters]
+        if unsupported:
+            raise error(f"np.{func.__name__}: {', '.join(unsupported)}= is not supported in array programs; drop it")
+        return impl(array, **dict(rest))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no_value("converting to a NumPy array (np.asarray, np.array)")
@@ -380,6 +406,11 @@ _UFUNC_DUNDERS: dict[str, tuple[str, str]] = {
 _REDUCE_BUILTINS = {"add": "sum", "maximum": "max", "minimum": "min"}
 _NUMPY_NAMES = {"absolute": "abs", "amax": "max", "amin": "min", "dot": "matmul"}
 """NumPy spellings whose tinyton builtin has another name."""
+_NUMPY_FUNCTIONS = frozenset((
+    "sum", "max", "amax", "min", "amin", "mean", "prod", "argmax", "argmin", "var", "std", "any", "all", "cumsum",
+    "cumprod", "take_along_axis",
+))
+"""NumPy functions a traced array runs (`__array_function__`), as the builtin of that name."""
 
 
 def _numpy_error(what: str, name: str | None) -> Exception:

@@ -24,6 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
 from tinyton.frontend import array_ops  # noqa: F401 - registers what traced values do
+from tinyton.frontend import array_reductions  # noqa: F401 - registers NumPy's other reductions and scans
 from tinyton.frontend.promotion import element_of, is_scalar
 from tinyton.frontend.traced import Traced, Tracer
 

@@ -145,6 +145,15 @@ from tinyton.language.shapes import (
     transpose,
     view,
 )
+from tinyton.language.statistics import (
+    all,
+    any,
+    logsumexp,
+    prod,
+    std,
+    take_along_axis,
+    var,
+)
 from tinyton.runtime.streams import stream
 
 # The runtime's arrays, streams and graphs load NumPy (a quarter of a second): on first use.
@@ -183,6 +192,8 @@ __all__ = [
     "PropagateNan",
     "abs",
     "advance",
+    "all",
+    "any",
     "arange",
     "argmax",
     "argmin",
@@ -240,6 +251,7 @@ __all__ = [
     "load",
     "log",
     "log2",
+    "logsumexp",
     "make_block_ptr",
     "make_tensor_descriptor",
     "math",
@@ -259,6 +271,7 @@ __all__ = [
     "permute",
     "philox",
     "pointer_type",
+    "prod",
     "program_id",
     "rand",
     "rand4x",
@@ -282,11 +295,13 @@ __all__ = [
     "static_assert",
     "static_print",
     "static_range",
+    "std",
     "store",
     "stream",
     "sum",
     "swapaxes",
     "take",
+    "take_along_axis",
     "trans",
     "transpose",
     "tril",
@@ -297,6 +312,7 @@ __all__ = [
     "uint64",
     "uint_to_uniform_float",
     "umulhi",
+    "var",
     "view",
     "where",
     "xor_sum",
