@@ -57,6 +57,9 @@ class Tracer:
     def __init__(self) -> None:
         self.block = Block()
         self.constants: dict[tuple[Attribute, Any], Traced] = {}
+        self.emitted: dict[tuple, Traced] = {}
+        """Each op by its name, operands, properties and result types: the same computation spelled twice
+        (`x.mean(-1)` in a layer norm and inside `x.var(-1)`) is one value, so fusion sees it once."""
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -74,10 +77,15 @@ class Tracer:
             op.verify()
         except (tta.ShapeError, VerifyException) as e:
             raise error(str(e)) from None
+        key = (op.name, tuple(op.operands), tuple(op.properties.items()), tuple(r.type for r in op.results))
+        if key in self.emitted:
+            op.erase()
+            return self.emitted[key]
         filename, line, col = user_location()
         op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
         self.block.add_op(op)
-        return Traced(self, op.results[0])
+        self.emitted[key] = Traced(self, op.results[0])
+        return self.emitted[key]
 
     def constant(self, value: bool | int | float, element: Attribute) -> Traced:
         """A scalar `tta.constant`, one per distinct (type, value) in the program."""
