@@ -104,7 +104,7 @@ def _arg(op: type[tta.ArgReduceOp], a: Any, axis: int | None, out: Any, keepdims
         raise error(f"{name}: axis must be one int or None (NumPy's {name} takes no tuple of axes), got {axis!r}")
     if x.element == i1:
         x = x.to(np.int32)  # False < True
-    if x.size == 0 or (axis is not None and x.shape[_normalize_axis(axis, x.ndim)] == 0):
+    if (x.size == 0 and axis is None) or (axis is not None and x.ndim and x.shape[_normalize_axis(axis, x.ndim)] == 0):
         raise error(
             f"{name}: attempt to get {name} of an empty sequence ({x.dtype} array of shape {x.shape}, "
             f"axis {axis}); reduce an axis of nonzero length"
@@ -164,6 +164,8 @@ def _logical(name: str, a: Any, axis: Axis, out: Any, keepdims: bool) -> Traced:
     _no_out(name, out)
     x = _one(a)
     b = x if x.element == i1 else x != 0  # NaN counts as true, as in NumPy
+    if b.ndim == 0:
+        return b
     axes = _axes(b, axis)
     if builtins.any(b.shape[i] == 0 for i in axes):  # the identity: any() of nothing is False, all() True
         return full(_kept_shape(b, axes, keepdims), name == "all", np.bool_)
@@ -254,10 +256,13 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             f"take_along_axis: shape mismatch: `arr` {x.shape} and `indices` {idx.shape} do not broadcast "
             f"together outside axis {axis}"
         )
-    shape = tuple(idx.shape[i] if i == axis else builtins.max(x.shape[i], idx.shape[i]) for i in range(x.ndim))
+    shape = tuple(idx.shape[i] if i == axis or x.shape[i] == 1 else x.shape[i] for i in range(x.ndim))
     n = x.shape[axis]
+    if n == 0 and 0 not in shape:
+        raise error(f"take_along_axis: cannot take from an empty axis: axis {axis} of `arr` {x.shape} has no elements")
     strides = [int(np.prod(x.shape[i + 1 :], dtype=np.int64)) for i in range(x.ndim)]
-    flat = where(idx < 0, idx + n, idx) * strides[axis]
+    flat = where(idx < 0, idx + n, idx)
+    flat = flat * strides[axis] if strides[axis] != 1 else flat
     for i in range(x.ndim):
         if i != axis and x.shape[i] != 1 and shape[i] != 1:
             coord = reshape(arange(shape[i]), tuple(shape[i] if j == i else 1 for j in range(x.ndim)))

@@ -253,6 +253,8 @@ class RegionEmitter:
             (axis,) = self.dom.map_of(op.result)
             index = self.offsets({axis: 1}, scope) if axis is not None else None
             return em.add(index if index is not None else em.i32(0), em.i32(op.start.value.data))
+        if isinstance(op, tta.ArgReduceOp) and is_trivial(op):  # the one element's index
+            return em.const(0, element_type(op.result.type))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
         if isinstance(op, tta.TakeOp):
