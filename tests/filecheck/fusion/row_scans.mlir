@@ -3,7 +3,8 @@
 
 // Sampling (top-p style): softmax, its running sum along the row, a compare and a count are one kernel.
 // A 40000-element row is walked twice: the online max and sum, then the chunks of the scan, each
-// continuing the running total carried from the chunks before it.
+// continuing the running total carried from the chunks before it. A chunk of 4096 is scanned as 64 runs of
+// 64 (`tt.scan` holds its axis in each thread's registers), each run then adding the runs before it.
 
 func.func @sample(%logits: tensor<4x40000xf32>, %u: tensor<4x1xf32>) -> tensor<4xi32> {
   %0 = tta.reduce_max %logits axis = 1 keepdims : tensor<4x40000xf32> -> tensor<4x1xf32>
@@ -29,10 +30,17 @@ func.func @sample(%logits: tensor<4x40000xf32>, %u: tensor<4x1xf32>) -> tensor<4
 // KERNEL-LABEL: builtin.module @sample_0_softmax
 // KERNEL:         scf.for {{.*}} iter_args({{.*}}) -> (f32, f32)
 // KERNEL:         scf.for {{.*}} iter_args(%[[COUNT:.*]] = %{{.*}}, %[[TOTAL:.*]] = %{{.*}}) -> (tensor<4096xi32>, f32)
-// KERNEL:           %[[SCAN:.*]] = "tt.scan"(%[[P:.*]]) <{axis = 0 : i32, reverse = false}>
+// KERNEL:           %[[RUNS:.*]] = tt.reshape %[[P:.*]] : tensor<4096xf32> -> tensor<64x64xf32>
+// KERNEL-NEXT:      %[[SCAN:.*]] = "tt.scan"(%[[RUNS]]) <{axis = 1 : i32, reverse = false}>
 // KERNEL:             tt.add
-// KERNEL:           %[[CARRY:.*]] = tt.splat %[[TOTAL]]
-// KERNEL-NEXT:      %[[C:.*]] = tt.add %[[SCAN]], %[[CARRY]]
+// KERNEL:           tt.reduce_sum %[[RUNS]] axis = 1 : tensor<64x64xf32> -> tensor<64xf32>
+// KERNEL:           %[[EARLIER:.*]] = tt.cmp "lt", %{{.*}}, %{{.*}} : tensor<64x64xi32>
+// KERNEL:           tt.select %[[EARLIER]]
+// KERNEL-NEXT:      %[[BEFORE:.*]] = tt.reduce_sum %{{.*}} axis = 1 : tensor<64x64xf32> -> tensor<64xf32>
+// KERNEL:           %[[ROW:.*]] = tt.add %[[SCAN]], %{{.*}} : tensor<64x64xf32>
+// KERNEL-NEXT:      %[[FLAT:.*]] = tt.reshape %[[ROW]] : tensor<64x64xf32> -> tensor<4096xf32>
+// KERNEL-NEXT:      %[[CARRY:.*]] = tt.splat %[[TOTAL]]
+// KERNEL-NEXT:      %[[C:.*]] = tt.add %[[FLAT]], %[[CARRY]]
 // KERNEL-NEXT:      %[[CHUNK:.*]] = tt.reduce_sum %[[P]]
 // KERNEL-NEXT:      %[[NEXT:.*]] = tt.add %[[TOTAL]], %[[CHUNK]]
 // KERNEL:           tt.cmp "lt", %[[C]]

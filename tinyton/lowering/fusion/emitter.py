@@ -48,6 +48,13 @@ def identity(kind: str, element: Attribute) -> float | int:
     return -(2**31) if kind == "max" else 2**31 - 1
 
 
+SCAN_RUN = 32
+"""Elements of a `tt.scan` axis (held whole in each thread's registers) that `Emitter.scan` emits at least
+per run; rows of up to SCAN_RUN * SCAN_RUNS elements take runs of SCAN_RUN."""
+SCAN_RUNS = 64
+"""Runs a row is cut into at most (their [runs, runs] combination is spread over the threads)."""
+
+
 class Emitter:
     """Appends tt ops at an insertion point; `at(block)` switches blocks (loop bodies)."""
 
@@ -174,9 +181,31 @@ class Emitter:
         return out[0], out[1]
 
     def scan(self, kind: str, value: SSAValue, axis: int) -> SSAValue:
-        """Inclusive running "sum" or "prod" of a tile along `axis`."""
-        if not shape_of(value.type):
+        """Inclusive running "sum" or "prod" of a tile along `axis`.
+
+        `tt.scan` holds the whole axis in each thread's registers, so a row of more than `SCAN_RUN`
+        elements is cut into runs: each run scanned in registers, then combined with what the runs before
+        it total (a masked [runs, runs] reduction, whose work is spread over the threads)."""
+        shape = shape_of(value.type)
+        if not shape:
             return value
+        n = shape[axis]
+        if len(shape) != 1 or n <= SCAN_RUN:
+            return self._register_scan(kind, value, axis)
+        width = max(SCAN_RUN, n // SCAN_RUNS)
+        runs = n // width
+        grid = self.emit(tt.ReshapeOp(value, (runs, width)))
+        local, totals = self._register_scan(kind, grid, 1), self.reduce(kind, grid, 1)  # [runs, width], [runs, 1]
+        el = element_type(value.type)
+        row, col = self.arange(runs, 2, 0), self.arange(runs, 2, 1)  # [runs, 1], [1, runs]
+        earlier = self.cmp("lt", col, row)
+        square = (runs, runs)
+        each = self.to_shape(self.emit(tt.ReshapeOp(totals, (1, runs))), square)
+        before = self.reduce(kind, self.select(earlier, each, self.const(identity(kind, el), el, square)), 1)
+        out = self.binary(tt.AddOp if kind == "sum" else tt.MulOp, local, before)
+        return self.emit(tt.ReshapeOp(out, (n,)))
+
+    def _register_scan(self, kind: str, value: SSAValue, axis: int) -> SSAValue:
         op = tt.AddOp if kind == "sum" else tt.MulOp
         block = tt.ScanOp.block_for([value])
         with self.inside(block):
