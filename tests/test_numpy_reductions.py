@@ -22,7 +22,8 @@ from tinyton.errors import CompilationError
 from tinyton.runtime import driver
 
 DTYPES = (np.float32, np.float16, np.int32, np.bool_)
-DIMS = (0, 1, 2, 3, 5, 8, 17)
+DIMS = (0, 1, 2, 3, 5, 8, 17, 40, 100)
+MAX_SIZE = 4000
 EXAMPLES = 12
 
 
@@ -69,7 +70,7 @@ def ours(dtype: np.dtype) -> np.dtype:
 
 @st.composite
 def arrays(draw: st.DrawFn, dtype: Any, positive: bool = False) -> np.ndarray:
-    shape = tuple(draw(st.lists(st.sampled_from(DIMS), min_size=0, max_size=3)))
+    shape = tuple(draw(st.lists(st.sampled_from(DIMS), min_size=0, max_size=3).filter(lambda s: np.prod(s) <= MAX_SIZE)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < draw(st.sampled_from((0.1, 0.5, 0.9))))
