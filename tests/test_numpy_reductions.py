@@ -43,6 +43,8 @@ def scipy_logsumexp(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> 
 # name: (tinyton spelling, NumPy reference, dtypes, takes a tuple of axes, takes keepdims)
 OPS: dict[str, tuple[Any, Any, tuple, bool, bool]] = {
     "sum": (lambda x, **kw: tt.sum(x, **kw), np.sum, (np.float32, np.float16, np.bool_), True, True),
+    "sum_dtype": (lambda x, **kw: x.sum(dtype=np.float32, **kw), lambda x, **kw: np.sum(x, dtype=np.float32, **kw),
+                  DTYPES, True, True),
     "mean": (lambda x, **kw: x.mean(**kw), np.mean, DTYPES, True, True),
     "max": (lambda x, **kw: np.max(x, **kw), np.max, DTYPES, True, True),
     "min": (lambda x, **kw: x.min(**kw), np.min, DTYPES, True, True),

@@ -197,17 +197,18 @@ class Traced:
         """The transpose of the last two axes (NumPy's `mT`): `q @ k.mT` in batched attention."""
         return ARRAY_IMPLS["swapaxes"](self, -1, -2)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["sum"](self, axis, keepdims)
+    # NumPy's signatures (`x.sum(axis, dtype, out, keepdims)`); `out=` has no place in a traced program
+    def sum(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["sum"](self, axis, _no_out("sum", out, keepdims), dtype)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["max"](self, axis, keepdims)
+    def max(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["max"](self, axis, _no_out("max", out, keepdims))
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["min"](self, axis, keepdims)
+    def min(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["min"](self, axis, _no_out("min", out, keepdims))
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["mean"](self, axis, keepdims)
+    def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["mean"](self, axis, _no_out("mean", out, keepdims), dtype)
 
     # NumPy's other reduction and scan methods take NumPy's arguments (tinyton/frontend/array_reductions.py)
     def prod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["prod"](self, *args, **kwargs)  # noqa: E704
@@ -394,6 +395,13 @@ class Traced:
         if not is_int(self.element):
             raise error(f"ufunc 'invert' not supported for the input types ({self.dtype})")
         return self ^ (True if self.element == i1 else -1)
+
+
+def _no_out(name: str, out: Any, keepdims: bool) -> bool:
+    """`keepdims`, after refusing NumPy's `out=` (array programs return new arrays)."""
+    if out is not None:
+        raise error(f"{name}: `out=` is not supported in array programs (they return new arrays); drop it")
+    return keepdims
 
 
 _UFUNC_DUNDERS: dict[str, tuple[str, str]] = {
