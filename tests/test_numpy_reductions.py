@@ -120,7 +120,10 @@ def check(name: str, x: np.ndarray, kwargs: dict[str, Any]) -> None:
     impl, reference, *_ = OPS[name]
     try:
         with np.errstate(all="ignore"):
-            expected = np.asarray(reference(x, **kwargs))
+            if name.startswith("cum") and x.dtype == np.float16:  # ours accumulate in float32, NumPy's drift
+                expected = np.asarray(reference(x.astype(np.float32), **kwargs)).astype(np.float16)
+            else:
+                expected = np.asarray(reference(x, **kwargs))
     except (ValueError, TypeError, IndexError) as e:  # NumPy's error: a CompilationError at the user's line
         with pytest.raises(CompilationError):
             tt.jit(lambda a: impl(a, **kwargs))(x)
