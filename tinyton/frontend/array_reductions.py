@@ -91,8 +91,8 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     if x.ndim == 0:
         return x
     element = x.element
-    if element != np.float32 and is_float(element) and len(_axes(x, axis)) > 1:
-        x = x.to(np.float32)  # float16: one rounding at the end, as NumPy's pairwise float16 product nearly does
+    if x.dtype == np.float16 and len(_axes(x, axis)) > 1:
+        x = x.to(np.float32)  # one rounding at the end, not one per reduced axis
     return _reduce(tta.ReduceProdOp, x, axis, keepdims).to(element)
 
 
@@ -102,13 +102,13 @@ def _arg(op: type[tta.ArgReduceOp], a: Any, axis: int | None, out: Any, keepdims
     x = _one(a)
     if isinstance(axis, (tuple, list)):
         raise error(f"{name}: axis must be one int or None (NumPy's {name} takes no tuple of axes), got {axis!r}")
-    if x.element == i1:
-        x = x.to(np.int32)  # False < True
     if (x.size == 0 and axis is None) or (axis is not None and x.ndim and x.shape[_normalize_axis(axis, x.ndim)] == 0):
         raise error(
             f"{name}: attempt to get {name} of an empty sequence ({x.dtype} array of shape {x.shape}, "
             f"axis {axis}); reduce an axis of nonzero length"
         )
+    if x.element == i1:
+        x = x.to(np.int32)  # False < True
     if x.ndim == 0:
         return x.tracer.constant(0, tta.INDEX_ELEMENT)
     if axis is None:
