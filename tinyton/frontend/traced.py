@@ -57,9 +57,11 @@ class Tracer:
     def __init__(self) -> None:
         self.block = Block()
         self.constants: dict[tuple[Attribute, Any], Traced] = {}
-        self.emitted: dict[tuple, Traced] = {}
-        """Each op by its name, operands, properties and result types: the same computation spelled twice
-        (`x.mean(-1)` in a layer norm and inside `x.var(-1)`) is one value, so fusion sees it once."""
+        self.reductions: dict[tuple, Traced] = {}
+        """Each reduction and scan by its name, operand and properties: the same one spelled twice
+        (`x.mean(-1)` in a layer norm and inside `x.var(-1)`) is one value, so it costs no second pass. Other
+        ops stay as written (views and elementwise ops are free to repeat, and the patterns match them
+        per use: a `k.T` per attention)."""
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -77,15 +79,17 @@ class Tracer:
             op.verify()
         except (tta.ShapeError, VerifyException) as e:
             raise error(str(e)) from None
-        key = (op.name, tuple(op.operands), tuple(op.properties.items()), tuple(r.type for r in op.results))
-        if key in self.emitted:
+        key = (op.name, tuple(op.operands), tuple(op.properties.items()))
+        if isinstance(op, (tta.ReduceOp, tta.ScanOp)) and key in self.reductions:
             op.erase()
-            return self.emitted[key]
+            return self.reductions[key]
         filename, line, col = user_location()
         op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
         self.block.add_op(op)
-        self.emitted[key] = Traced(self, op.results[0])
-        return self.emitted[key]
+        traced = Traced(self, op.results[0])
+        if isinstance(op, (tta.ReduceOp, tta.ScanOp)):
+            self.reductions[key] = traced
+        return traced
 
     def constant(self, value: bool | int | float, element: Attribute) -> Traced:
         """A scalar `tta.constant`, one per distinct (type, value) in the program."""
