@@ -49,7 +49,7 @@ func.func @sample(%logits: tensor<4x40000xf32>, %u: tensor<4x1xf32>) -> tensor<4
 // KERNEL:         tt.store
 
 // Layer norm written through var: the user's mean and var's are one reduction (the tracer emits
-// each op once), the variance pairs with it (Chan's merge): 8 rows of 40000 are split over programs
+// each reduction once), the variance pairs with it (Chan's merge): 8 rows of 40000 are split over programs
 // meeting at grid barriers, one launch.
 
 func.func @layernorm(%x: tensor<8x40000xf32>, %w: tensor<40000xf32>, %b: tensor<40000xf32>) -> tensor<8x40000xf32> {
