@@ -18,8 +18,8 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tta import INDEX_ELEMENT
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tta import INDEX_ELEMENT
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.pairs import Pair, find_pair
