@@ -269,7 +269,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             flat = flat + coord * strides[i]
     # An index outside [-n, n) reads past the flattened array (x.size), never another row's element.
     flat = where((idx < -n) | (idx >= n), x.size, flat)
-    return take(reshape(x, (x.size,)), flat, 0)
+    return take(reshape(x, (x.size,)), flat.to(np.int32), 0)  # in range: x.size < 2**31 (i32 kernels)
 
 
 ARRAY_IMPLS.update(

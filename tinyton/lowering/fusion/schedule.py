@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
+from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.dialects.tta import INDEX_ELEMENT
 from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.pairs import Pair, find_pair
@@ -275,10 +275,10 @@ class Scheduler:
         for r in plain:
             el = accumulator_element(element_type(r.input.type))
             init.append(em.const(identity(reduction_kind(r), el), el, self._acc_shape(r)))
-        for r in args:  # the best value and its index so far
+        for r in args:  # the best value and its (i32) index so far; `result` casts it to the op's index type
             el = accumulator_element(element_type(r.input.type))
             init += [em.const(identity(reduction_kind(r), el), el, self._row_shape(r)),
-                     em.const(0, INDEX_ELEMENT, self._row_shape(r))]
+                     em.const(0, i32, self._row_shape(r))]
         for p in pairs:
             init += p.init(em, self._row_shape(p.first))
         scans = self._scans([r.input for r in reds])
