@@ -26,6 +26,9 @@ Map = tuple[int | None, ...]
 
 ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
 VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp, tta.SliceOp)
+AXIS_OPS = (tta.ReduceOp, tta.ScanOp)
+"""Ops that walk one axis (reductions, and scans whose every element depends on those before it): the
+domain's reduced axis, unless it has size 1 (`is_trivial`)."""
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
 
@@ -181,8 +184,8 @@ class Domain:
 
 
 def is_trivial(op: Operation) -> bool:
-    """A reduction over a size-1 axis: the identity (in registers, like a reshape)."""
-    return isinstance(op, tta.ReduceOp) and shape_of(op.input.type)[op.axis.value.data] == 1
+    """A reduction or scan over a size-1 axis: the identity (in registers, like a reshape)."""
+    return isinstance(op, AXIS_OPS) and shape_of(op.input.type)[op.axis.value.data] == 1
 
 
 def _inside(value: SSAValue, members: set[Operation]) -> bool:
@@ -197,7 +200,7 @@ def _check_map(m: Map, what: Operation) -> Map:
 
 
 def has_template(op: Operation) -> bool:
-    return isinstance(op, (*ELEMENTWISE, *VIEWS, tta.ReduceOp, tta.MatmulOp, tta.TakeOp))
+    return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp))
 
 
 def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
@@ -233,7 +236,7 @@ def candidate_domains(
     return candidates + [Domain(shape, None) for shape in trivial]
 
 
-def reduction_order(op: tta.ReduceOp) -> tuple[int, int]:
+def reduction_order(op: tta.ReduceOp | tta.ScanOp) -> tuple[int, int]:
     """Sort key of reduction candidates: higher rank, then more elements, first."""
     shape = shape_of(op.input.type)
     return -len(shape), -prod(shape)
@@ -263,7 +266,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
             raise NotFusable("arrays of 2**31 elements or more need 64-bit indexing")
 
     matmuls = [op for op in register if isinstance(op, tta.MatmulOp)]
-    reductions = [op for op in register if isinstance(op, tta.ReduceOp) and not is_trivial(op)]
+    reductions = [op for op in register if isinstance(op, AXIS_OPS) and not is_trivial(op)]
     for op in register:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
@@ -303,6 +306,8 @@ def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation
     lhs = {op.lhs for op in matmuls}
     chains: set[Operation] = set()
     for red in reductions:
+        if isinstance(red, (tta.ArgReduceOp, tta.ScanOp)):
+            raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
         source, chain = row_prologue(red, inside)
         if source not in lhs:
             raise NotFusable("a matmul kernel takes elementwise epilogues and reductions of its rows' K only")
@@ -408,10 +413,12 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp) and dom.matmul is not None and not is_trivial(op):
         return row_prologue_map(dom, op)
-    if isinstance(op, tta.ReduceOp):
+    if isinstance(op, AXIS_OPS):
         m, axis = dom.map_of(op.input), op.axis.value.data
         if not is_trivial(op) and m[axis] != dom.red:
             raise NotFusable("reductions in one kernel must reduce the same axis of the same domain")
+        if isinstance(op, tta.ScanOp):
+            return m
         return tuple(None if j == axis else a for j, a in enumerate(m) if j != axis or op.keeps_dims)
     if isinstance(op, (tta.ReshapeOp, tta.TransposeOp)):  # in registers: only size-1 dims may move
         m, in_shape = dom.map_of(op.input), shape_of(op.input.type)

@@ -20,6 +20,7 @@ from typing import Any
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import (
+    AXIS_OPS,
     INDEX_LIMIT,
     Domain,
     Map,
@@ -114,7 +115,7 @@ class GroupDomain:
 
     def add_register(self, op: Operation) -> None:
         """Record what the candidate domains need of register op `op`."""
-        if isinstance(op, tta.ReduceOp):
+        if isinstance(op, AXIS_OPS):
             trivial = is_trivial(op)
             table: dict[Any, int] = self.trivial if trivial else self.reductions
             key = shape_of(op.input.type) if trivial else (shape_of(op.input.type), op.axis.value.data)
@@ -323,7 +324,7 @@ class Union:
             done.add(op)
             m = infer_map(dom, op, external)
             mine = op in big.ops
-            rederived += mine and isinstance(op, tta.ReduceOp) and not is_trivial(op)
+            rederived += mine and isinstance(op, AXIS_OPS) and not is_trivial(op)
             if mine and m == big.dom.maps.get(result):
                 continue
             maps[result] = m

@@ -12,15 +12,15 @@ Design rules:
 - `tta.fusion` groups a subgraph that becomes exactly one kernel; it is isolated from above (its
   body sees its inputs only as block arguments), so codegen can treat it as a function.
 
-This module holds the reduction, matmul, data-movement and fusion ops and the dialect itself; the shape
+This module holds the matmul, data-movement and fusion ops and the dialect itself; the shape
 rules (`broadcast_shapes`, `reduced_shape`, ..., raising `ShapeError`) are in `tta_shapes`, the
-elementwise ops in `tta_elementwise`, slices and concatenation in `tta_index` (all re-exported here).
+elementwise ops in `tta_elementwise`, slices and concatenation in `tta_index`, reductions and scans in
+`tta_reductions` (all re-exported here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -32,7 +32,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    UnitAttr,
     i32,
     i64,
 )
@@ -41,7 +40,6 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -52,9 +50,7 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton.dialects.tt_types import (
-    FLOAT, FLOAT8_TYPES, INT, element_kind, element_type, is_float, require, shape_of,
-)
+from tinyton.dialects.tt_types import FLOAT8_TYPES, element_type, is_float, require, shape_of
 
 # The shape rules and the elementwise ops live in their own modules; `tta.<name>` reaches all of them.
 from tinyton.dialects.tta_elementwise import (  # noqa: F401
@@ -66,6 +62,10 @@ from tinyton.dialects.tta_math import (  # noqa: F401
     MATH_BINARY, MATH_OPS, MATH_UNARY, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op, FloatBinaryOp,
     FloorOp, FmaxOp, FminOp, HypotOp, Log1pOp, Log2Op, Log10Op, RintOp, SinOp, TanhOp, TanOp, TruncOp,
 )
+from tinyton.dialects.tta_reductions import (  # noqa: F401
+    INDEX_ELEMENT, ArgMaxOp, ArgMinOp, ArgReduceOp, CumProdOp, CumSumOp, ReduceMaxOp, ReduceMeanOp, ReduceMinOp,
+    ReduceOp, ReduceProdOp, ReduceSumOp, ScanOp,
+)
 from tinyton.dialects.tta_shapes import (  # noqa: F401
     ShapeError, array_type, broadcast_shapes, check_broadcast_to, check_reshape, checked, dtype_name,
     expect_result, format_shape, matmul_shape, normalize_axis, reduced_shape, take_shape, transposed_shape,
@@ -73,69 +73,8 @@ from tinyton.dialects.tta_shapes import (  # noqa: F401
 )
 
 # ---------------------------------------------------------------------------------------------
-# Reductions and matmul
+# Matmul
 # ---------------------------------------------------------------------------------------------
-
-
-class ReduceOp(IRDLOperation):
-    """Reduce `axis` (non-negative); `keepdims` keeps it with size 1. Rank 0 results are scalars."""
-
-    KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
-    input = operand_def(TensorType)
-    axis = prop_def(IntegerAttr[I32])
-    keepdims = opt_prop_def(UnitAttr)
-    result = result_def()
-    traits = traits_def(Pure())
-    assembly_format = "$input `axis` `=` $axis (`keepdims` $keepdims^)? attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, axis: int, keepdims: bool = False):
-        t = SSAValue.get(input).type
-        props: dict[str, Attribute] = {"axis": IntegerAttr(axis, 32)}
-        if keepdims:
-            props["keepdims"] = UnitAttr()
-        super().__init__(
-            operands=[input],
-            properties=props,
-            result_types=[array_type(t.element_type, reduced_shape(shape_of(t), axis, keepdims))],
-        )
-
-    @property
-    def keeps_dims(self) -> bool:
-        return self.keepdims is not None
-
-    def verify_(self) -> None:
-        verify_value("reduction input", self.input.type)
-        shape, axis = shape_of(self.input.type), self.axis.value.data
-        verify_axis(axis, len(shape))
-        expected = array_type(element_type(self.input.type), reduced_shape(shape, axis, self.keeps_dims))
-        expect_result(self, expected)
-        require(
-            element_kind(self.input.type) in self.KINDS,
-            f"{self.name} needs float input, got {dtype_name(self.input.type)}",
-        )
-
-
-@irdl_op_definition
-class ReduceSumOp(ReduceOp):
-    name = "tta.reduce_sum"
-
-
-@irdl_op_definition
-class ReduceMaxOp(ReduceOp):
-    name = "tta.reduce_max"
-
-
-@irdl_op_definition
-class ReduceMinOp(ReduceOp):
-    name = "tta.reduce_min"
-
-
-@irdl_op_definition
-class ReduceMeanOp(ReduceOp):
-    """Arithmetic mean (the tracer casts integer inputs to float32)."""
-
-    name = "tta.reduce_mean"
-    KINDS: ClassVar[tuple[str, ...]] = (FLOAT,)
 
 
 def matmul_element(lhs: Attribute, rhs: Attribute) -> Attribute:
@@ -429,6 +368,11 @@ Tta = Dialect(
         ReduceMaxOp,
         ReduceMinOp,
         ReduceMeanOp,
+        ReduceProdOp,
+        ArgMaxOp,
+        ArgMinOp,
+        CumSumOp,
+        CumProdOp,
         MatmulOp,
         TransposeOp,
         ReshapeOp,

@@ -93,20 +93,24 @@ _NO_IDENTITY = {tta.ReduceMaxOp: "maximum", tta.ReduceMinOp: "minimum"}
 """Reductions NumPy refuses over zero elements (its message names the ufunc)."""
 
 
-def sum(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
-    return _reduce(tta.ReduceSumOp, x, axis, keepdims)
+def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Traced:
+    """NumPy's sum over `axis` (an int, a tuple or None: all); bools count in int32; `dtype` casts first."""
+    return _reduce(tta.ReduceSumOp, x if dtype is None else _one(x).to(dtype), axis, keepdims)
 
 
 def max(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    """NumPy's max over `axis` (NaN propagates; an empty axis is NumPy's error)."""
     return _reduce(tta.ReduceMaxOp, x, axis, keepdims)
 
 
 def min(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
+    """NumPy's min over `axis` (NaN propagates; an empty axis is NumPy's error)."""
     return _reduce(tta.ReduceMinOp, x, axis, keepdims)
 
 
-def mean(x: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
-    return _reduce(tta.ReduceMeanOp, x, axis, keepdims)
+def mean(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Traced:
+    """NumPy's mean over `axis` (ints and bools in float32); `dtype` casts first."""
+    return _reduce(tta.ReduceMeanOp, x if dtype is None else _one(x).to(dtype), axis, keepdims)
 
 
 # ---- matmul -------------------------------------------------------------------------------------

@@ -67,7 +67,12 @@ _UNARY: dict[type[Operation], Callable[[Any], Any]] = {
 _CMP = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal
 }
-_REDUCE = {tta.ReduceSumOp: np.sum, tta.ReduceMaxOp: np.max, tta.ReduceMinOp: np.min, tta.ReduceMeanOp: np.mean}
+_REDUCE = {
+    tta.ReduceSumOp: np.sum, tta.ReduceMaxOp: np.max, tta.ReduceMinOp: np.min, tta.ReduceMeanOp: np.mean,
+    tta.ReduceProdOp: np.prod, tta.ArgMaxOp: np.argmax, tta.ArgMinOp: np.argmin,
+}
+_SCAN = {tta.CumSumOp: np.cumsum, tta.CumProdOp: np.cumprod}
+"""Scans run in float32 for floats (as the kernels accumulate)."""
 
 
 def _op(op: Operation, args: list[Any]) -> list[Any]:
@@ -88,6 +93,9 @@ def _op(op: Operation, args: list[Any]) -> list[Any]:
         out = op.value.value.data
     elif isinstance(op, tta.ReduceOp):
         out = _REDUCE[kind](args[0], axis=op.axis.value.data, keepdims=op.keeps_dims)
+    elif isinstance(op, tta.ScanOp):
+        x = args[0]
+        out = _SCAN[kind](x, axis=op.axis.value.data, dtype=np.float32 if x.dtype.kind == "f" else None)
     elif isinstance(op, tta.MatmulOp):
         out = np.matmul(*args)
     elif isinstance(op, tta.TransposeOp):

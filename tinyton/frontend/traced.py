@@ -7,6 +7,7 @@ common element type. The entry point, `trace`, is in tinyton/frontend/tracing.py
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -59,6 +60,11 @@ class Tracer:
     def __init__(self) -> None:
         self.block = Block()
         self.constants: dict[tuple[Attribute, Any], Traced] = {}
+        self.reductions: dict[tuple, Traced] = {}
+        """Each reduction and scan by its name, operand and properties: the same one spelled twice
+        (`x.mean(-1)` in a layer norm and inside `x.var(-1)`) is one value, so it costs no second pass. Other
+        ops stay as written (views and elementwise ops are free to repeat, and the patterns match them
+        per use: a `k.T` per attention)."""
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -76,10 +82,17 @@ class Tracer:
             op.verify()
         except (tta.ShapeError, VerifyException) as e:
             raise error(str(e)) from None
+        key = (op.name, tuple(op.operands), tuple(op.properties.items()))
+        if isinstance(op, (tta.ReduceOp, tta.ScanOp)) and key in self.reductions:
+            op.erase()
+            return self.reductions[key]
         filename, line, col = user_location()
         op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
         self.block.add_op(op)
-        return Traced(self, op.results[0])
+        traced = Traced(self, op.results[0])
+        if isinstance(op, (tta.ReduceOp, tta.ScanOp)):
+            self.reductions[key] = traced
+        return traced
 
     def constant(self, value: bool | int | float, element: Attribute) -> Traced:
         """A scalar `tta.constant`, one per distinct (type, value) in the program."""
@@ -177,20 +190,29 @@ class Traced:
         """The transpose of the last two axes (NumPy's `mT`): `q @ k.mT` in batched attention."""
         return ARRAY_IMPLS["swapaxes"](self, -1, -2)
 
-    def swapaxes(self, axis1: int, axis2: int) -> Traced:
-        return ARRAY_IMPLS["swapaxes"](self, axis1, axis2)
+    # NumPy's signatures (`x.sum(axis, dtype, out, keepdims)`); `out=` has no place in a traced program
+    def sum(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["sum"](self, axis, _no_out("sum", out, keepdims), dtype)
 
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["sum"](self, axis, keepdims)
+    def max(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["max"](self, axis, _no_out("max", out, keepdims))
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["max"](self, axis, keepdims)
+    def min(self, axis: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["min"](self, axis, _no_out("min", out, keepdims))
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["min"](self, axis, keepdims)
+    def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Traced:
+        return ARRAY_IMPLS["mean"](self, axis, _no_out("mean", out, keepdims), dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Traced:
-        return ARRAY_IMPLS["mean"](self, axis, keepdims)
+    # NumPy's other reduction and scan methods take NumPy's arguments (tinyton/frontend/array_reductions.py)
+    def prod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["prod"](self, *args, **kwargs)  # noqa: E704
+    def argmax(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmax"](self, *args, **kwargs)  # noqa: E704
+    def argmin(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmin"](self, *args, **kwargs)  # noqa: E704
+    def var(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["var"](self, *args, **kwargs)  # noqa: E704
+    def std(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["std"](self, *args, **kwargs)  # noqa: E704
+    def any(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["any"](self, *args, **kwargs)  # noqa: E704
+    def all(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["all"](self, *args, **kwargs)  # noqa: E704
+    def cumsum(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumsum"](self, *args, **kwargs)  # noqa: E704
+    def cumprod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumprod"](self, *args, **kwargs)  # noqa: E704
 
     def flatten(self) -> Traced:
         return ARRAY_IMPLS["flatten"](self)
@@ -262,11 +284,26 @@ class Traced:
         raise _numpy_error(name, _REDUCE_BUILTINS.get(ufunc.__name__) if method == "reduce" else ufunc.__name__)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """`np.concatenate`, `np.where`, ... (`NUMPY_FUNCTIONS`) run as their builtins; any other NumPy function
-        is an error naming the builtin or method to use."""
-        if func.__name__ in NUMPY_FUNCTIONS:
-            return ARRAY_IMPLS[func.__name__](*args, **kwargs)
-        raise _numpy_error(f"np.{func.__name__}", func.__name__)
+        """`np.concatenate`, `np.sum(x, axis=1)`, `np.where`, ... (`NUMPY_FUNCTIONS`) run as the builtins of
+        the same meaning, with the arguments as NumPy binds them; any other NumPy function is an error naming
+        the builtin or method to use."""
+        name = _NUMPY_NAMES.get(func.__name__, func.__name__)
+        if func.__name__ not in NUMPY_FUNCTIONS:
+            raise _numpy_error(f"np.{func.__name__}", func.__name__)
+        impl = ARRAY_IMPLS[name]
+        try:
+            signature = inspect.signature(func)
+        except ValueError:  # a C function without a signature: its arguments as given
+            return impl(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise error(f"np.{func.__name__}: {e}") from None
+        (_, array), *rest = bound.arguments.items()
+        unsupported = [k for k, _ in rest if k not in inspect.signature(impl).parameters]
+        if unsupported:
+            raise error(f"np.{func.__name__}: {', '.join(unsupported)}= is not supported in array programs; drop it")
+        return impl(array, **dict(rest))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no_value("converting to a NumPy array (np.asarray, np.array)")
@@ -327,7 +364,19 @@ class Traced:
         return ARRAY_IMPLS["round"](self, ndigits or 0)
 
 
-NUMPY_FUNCTIONS.update(("clip", "round", "around", "where"))
+NUMPY_FUNCTIONS.update((
+    "clip", "round", "around", "where", "sum", "max", "amax", "min", "amin", "mean", "prod", "argmax", "argmin",
+    "var", "std", "any", "all", "cumsum", "cumprod", "take_along_axis",
+))  # fmt: skip
+
+
+def _no_out(name: str, out: Any, keepdims: bool) -> bool:
+    """`keepdims`, after refusing NumPy's `out=` (array programs return new arrays)."""
+    if out is not None:
+        raise error(f"{name}: `out=` is not supported in array programs (they return new arrays); drop it")
+    return keepdims
+
+
 _REDUCE_BUILTINS = {"add": "sum", "maximum": "max", "minimum": "min"}
 _NUMPY_NAMES = {"absolute": "abs", "amax": "max", "amin": "min", "dot": "matmul"}
 """NumPy spellings whose tinyton builtin has another name."""

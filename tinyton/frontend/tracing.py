@@ -25,6 +25,7 @@ from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
 from tinyton.frontend import array_indexing, array_ops, refused, scaled_matmul  # noqa: F401 - register what traced values do
 from tinyton.frontend.promotion import ARRAY_DTYPES, element_of, is_scalar
+from tinyton.frontend import array_reductions  # noqa: F401 - registers NumPy's other reductions and scans
 from tinyton.frontend.traced import Traced, Tracer
 
 

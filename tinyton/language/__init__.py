@@ -173,6 +173,15 @@ from tinyton.language.shapes import (
 from tinyton.language.ufuncs import *  # noqa: F403 - NumPy's elementwise functions
 from tinyton.language.ufuncs import __all__ as _ufuncs
 from tinyton.runtime.devices import device
+from tinyton.language.statistics import (
+    all,
+    any,
+    logsumexp,
+    prod,
+    std,
+    take_along_axis,
+    var,
+)
 from tinyton.runtime.streams import stream
 
 # The runtime's arrays, streams and graphs load NumPy (a quarter of a second): on first use.
@@ -212,6 +221,8 @@ __all__ = [
     "PropagateNan",
     "abs",
     "advance",
+    "all",
+    "any",
     "arange",
     "argmax",
     "argmin",
@@ -276,6 +287,7 @@ __all__ = [
     "load",
     "log",
     "log2",
+    "logsumexp",
     "make_block_ptr",
     "make_tensor_descriptor",
     "math",
@@ -297,6 +309,7 @@ __all__ = [
     "permute",
     "philox",
     "pointer_type",
+    "prod",
     "program_id",
     "rand",
     "rand4x",
@@ -326,6 +339,7 @@ __all__ = [
     "static_assert",
     "static_print",
     "static_range",
+    "std",
     "store",
     "stream",
     "sum",
@@ -333,6 +347,7 @@ __all__ = [
     "take",
     "tile",
     "topk",
+    "take_along_axis",
     "trans",
     "transpose",
     "tril",
@@ -343,6 +358,7 @@ __all__ = [
     "uint64",
     "uint_to_uniform_float",
     "umulhi",
+    "var",
     "view",
     "where",
     "xor_sum",

@@ -160,3 +160,27 @@ func.func @slice_rank(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
   func.return %z : tensor<2x3xf32>
 }
 // ERR: tta.slice takes one start and step per dim of its rank-2 input and result
+
+// -----
+
+func.func @argmax_empty(%x: tensor<4x0xf32>) -> tensor<4xi32> {
+  %z = tta.argmax %x axis = 1 : tensor<4x0xf32> -> tensor<4xi32>
+  func.return %z : tensor<4xi32>
+}
+// ERR: tta.argmax: attempt to get argmax of an empty sequence
+
+// -----
+
+func.func @argmax_type(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %z = tta.argmax %x axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %z : tensor<4xf32>
+}
+// ERR: tta.argmax result must be tensor<4xi32>, got tensor<4xf32>
+
+// -----
+
+func.func @cumsum_bool(%x: tensor<8xi1>) -> tensor<8xi1> {
+  %z = tta.cumsum %x axis = 0 : tensor<8xi1> -> tensor<8xi1>
+  func.return %z : tensor<8xi1>
+}
+// ERR: tta.cumsum takes numbers (the tracer counts bools in int32)

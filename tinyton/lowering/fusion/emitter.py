@@ -35,15 +35,25 @@ def broadcast_shape(*shapes: Shape) -> Shape:
 
 
 def identity(kind: str, element: Attribute) -> float | int:
-    """Neutral element of a reduction `kind` ("sum", "max", "min") for `element`."""
-    if kind == "sum":
-        return 0.0 if is_float(element) else 0
+    """Neutral element of a reduction `kind` ("sum", "prod", "max", "min"; "argmax"/"argmin" as max/min)
+    for `element`."""
+    kind = kind.removeprefix("arg")
+    if kind in ("sum", "prod"):
+        one = kind == "prod"
+        return float(one) if is_float(element) else int(one)
     if is_float(element):
         return float("-inf") if kind == "max" else float("inf")
     if element == i1:
         return 0 if kind == "max" else 1
     info = np.iinfo(ELEMENT_TO_NUMPY[element])
     return int(info.min) if kind == "max" else int(info.max)
+
+
+SCAN_RUN = 32
+"""Elements of a `tt.scan` axis (held whole in each thread's registers) that `Emitter.scan` emits at least
+per run; rows of up to SCAN_RUN * SCAN_RUNS elements take runs of SCAN_RUN."""
+SCAN_RUNS = 64
+"""Runs a row is cut into at most (their [runs, runs] combination is spread over the threads)."""
 
 
 class Emitter:
@@ -138,9 +148,81 @@ class Emitter:
         """Reduce a tile along `axis`, keeping the rank (a rank-1 tile reduces to a scalar)."""
         if not shape_of(value.type):  # a one-element row
             return value
-        cls = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}[kind]
-        out = self.emit(cls(value, axis))
+        if kind == "prod":
+            out = self._combine_reduce([value], axis, lambda a, b: [self.binary(tt.MulOp, a[0], b[0])])[0]
+        else:
+            cls = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}[kind]
+            out = self.emit(cls(value, axis))
         return self.expand(out, axis) if len(shape_of(value.type)) == 2 else out
+
+    def better(self, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """Whether `a` beats `b` for "argmax" (larger) or "argmin" (smaller); a NaN beats any number (NumPy)."""
+        wins = self.cmp("gt" if kind == "argmax" else "lt", a, b)
+        if is_float(element_type(a.type)):
+            wins = self.binary(tt.OrOp, wins, self.and_(self.cmp("ne", a, a), self.cmp("eq", b, b)))
+        return wins
+
+    def arg_reduce(self, kind: str, value: SSAValue, index: SSAValue, axis: int) -> tuple[SSAValue, SSAValue]:
+        """(best value, its index) along `axis` for "argmax"/"argmin", keeping the rank: ties and NaNs go to
+        the lowest index, so the result does not depend on the order the lanes combine in."""
+        if not shape_of(value.type):
+            return value, index
+
+        def combine(lhs: list[SSAValue], rhs: list[SSAValue]) -> list[SSAValue]:
+            (a, ia), (b, ib) = lhs, rhs
+            same = self.cmp("eq", a, b)
+            if is_float(element_type(a.type)):
+                same = self.binary(tt.OrOp, same, self.and_(self.cmp("ne", a, a), self.cmp("ne", b, b)))
+            take = self.binary(tt.OrOp, self.better(kind, a, b), self.and_(same, self.cmp("lt", ia, ib)))
+            return [self.select(take, a, b), self.select(take, ia, ib)]
+
+        out = self._combine_reduce([value, index], axis, combine)
+        if len(shape_of(value.type)) == 2:
+            out = [self.expand(v, axis) for v in out]
+        return out[0], out[1]
+
+    def scan(self, kind: str, value: SSAValue, axis: int) -> SSAValue:
+        """Inclusive running "sum" or "prod" of a tile along `axis`.
+
+        `tt.scan` holds the whole axis in each thread's registers, so a row of more than `SCAN_RUN`
+        elements is cut into runs: each run scanned in registers, then combined with what the runs before
+        it total (a masked [runs, runs] reduction, whose work is spread over the threads)."""
+        shape = shape_of(value.type)
+        if not shape:
+            return value
+        n = shape[axis]
+        if len(shape) != 1 or n <= SCAN_RUN:
+            return self._register_scan(kind, value, axis)
+        width = max(SCAN_RUN, n // SCAN_RUNS)
+        runs = n // width
+        grid = self.emit(tt.ReshapeOp(value, (runs, width)))
+        local, totals = self._register_scan(kind, grid, 1), self.reduce(kind, grid, 1)  # [runs, width], [runs, 1]
+        el = element_type(value.type)
+        row, col = self.arange(runs, 2, 0), self.arange(runs, 2, 1)  # [runs, 1], [1, runs]
+        earlier = self.cmp("lt", col, row)
+        square = (runs, runs)
+        each = self.to_shape(self.emit(tt.ReshapeOp(totals, (1, runs))), square)
+        before = self.reduce(kind, self.select(earlier, each, self.const(identity(kind, el), el, square)), 1)
+        out = self.binary(tt.AddOp if kind == "sum" else tt.MulOp, local, before)
+        return self.emit(tt.ReshapeOp(out, (n,)))
+
+    def _register_scan(self, kind: str, value: SSAValue, axis: int) -> SSAValue:
+        op = tt.AddOp if kind == "sum" else tt.MulOp
+        block = tt.ScanOp.block_for([value])
+        with self.inside(block):
+            self.emit(tt.CombineYieldOp(self.binary(op, block.args[0], block.args[1])))
+        return self.emit(tt.ScanOp([value], axis, block))
+
+    def _combine_reduce(self, values: list[SSAValue], axis: int,
+                        combine: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]]) -> list[SSAValue]:
+        """`tt.reduce` of `values` along `axis` with the scalar combine `combine(lhs, rhs)`."""
+        block = tt.CombineReduceOp.block_for(values)
+        n = len(values)
+        with self.inside(block):
+            self.emit(tt.CombineYieldOp(*combine(list(block.args[:n]), list(block.args[n:]))))
+        op = tt.CombineReduceOp(values, axis, block)
+        self.emit(op)
+        return list(op.results)
 
     def for_loop(
         self, lb: int | SSAValue, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],

@@ -20,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
 
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 
 from tinyton.analysis.domain import Domain
+from tinyton.dialects import tta
 from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.lowering.fusion.emitter import SCAN_RUN
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
 from tinyton.lowering.fusion.row_shapes import (
     LOOP_CHUNK,
@@ -123,9 +125,12 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
         rows = tuple(a for a in range(len(shape)) if a != red)
         R = prod(shape[a] for a in rows)
         looped = k_block(K) > MAX_ROW_BLOCK
-        if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)):
+        if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)) and splittable(dom):
             return _split_rows(shape, rows, R, red, K)
         choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
+        if has_scan(dom):  # one row per program, chunks `Emitter.scan` cuts into runs of registers
+            chunk = LOOP_CHUNK if k_block(K) > LOOP_CHUNK else 0
+            choice = RowShape(warps_for(min(k_block(K), LOOP_CHUNK)), 1, chunk)
         per, block = choice.rows, choice.chunk or k_block(K)
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
@@ -136,11 +141,22 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
     outer = tuple(range(red))
     I = prod(shape[red + 1 :])
     bi = min(next_power_of_2(I), 128)
-    bk = min(k_block(K), max(2, 4096 // bi))
+    bk = min(k_block(K), max(2, 4096 // bi), SCAN_RUN if has_scan(dom) else k_block(K))
     o = Source(outer, prod(shape[:red]))
     k = Source((red,), K, bk, 0)
     i = Source(inner, I, bi, 1)
     return Geometry(shape, 2, [o, i, k], warps_for(bk * bi), k, bk < K, {"BLOCK_K": bk, "BLOCK_I": bi})
+
+
+def has_scan(dom: Domain) -> bool:
+    return any(isinstance(v.op, tta.ScanOp) for v in dom.maps if isinstance(v, OpResult))
+
+
+def splittable(dom: Domain) -> bool:
+    """Whether the region's rows may be split across programs: not with a scan (each slice would need the
+    totals of the slices before it) or an argmax/argmin (no partials of theirs are combined across slices);
+    those rows are walked by one program each, in chunks."""
+    return not any(isinstance(v.op, (tta.ScanOp, tta.ArgReduceOp)) for v in dom.maps if isinstance(v, OpResult))
 
 
 def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int, K: int) -> Geometry:

@@ -24,7 +24,7 @@ from tinyton.analysis.domain import (
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
-from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
+from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry, Source
 from tinyton.lowering.fusion.powers import int_power
 
@@ -70,6 +70,10 @@ class RegionEmitter:
         self.root = Scope(em.block)
         self.load_hints = hints(evict)
         """Properties of the loads of the region's inputs (`cache_policy.py`)."""
+        self.scan_carry: dict[Operation, SSAValue] = {}
+        """Per scan of a looped row: its running total before the current chunk (the walk's carried value)."""
+        self.scan_next: dict[Operation, SSAValue] = {}
+        """Per scan of a looped row: its running total after the current chunk."""
 
     # ---- programs and chunks -------------------------------------------------------------
     def setup_programs(self, reverse: bool = False) -> None:
@@ -297,10 +301,14 @@ class RegionEmitter:
             (axis,) = self.dom.map_of(op.result)
             index = self.offsets({axis: 1}, scope) if axis is not None else None
             return em.add(index if index is not None else em.i32(0), em.i32(op.start.value.data))
+        if isinstance(op, tta.ArgReduceOp) and is_trivial(op):  # the one element's index
+            return em.const(0, element_type(op.result.type))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
         if isinstance(op, tta.TakeOp):
             return self._gather(op, scope)
+        if isinstance(op, tta.ScanOp):
+            return self._scan(op, scope)
         if isinstance(op, tta.CmpOp):
             return em.cmp(op.predicate.data, *args())
         if isinstance(op, tta.WhereOp):
@@ -314,6 +322,22 @@ class RegionEmitter:
         if isinstance(op, tta.DivOp) and self._row_divisor(op):
             return self._divide_by_row(op, scope)
         return em.binary(BINARY[type(op)], *args())
+
+    def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
+        """A running sum or product along the reduced axis, in f32 for floats (as reductions accumulate).
+        In a looped row the chunk's scan continues the total carried from the chunks before it
+        (`scan_carry`), and the chunk's total (lanes past the row neutral) gives the next one."""
+        em, kind, el = self.em, scan_kind(op), element_type(op.result.type)
+        k = self.geom.k
+        x = em.cast(self.operand(op, 0, scope), accumulator_element(el))
+        carry = self.scan_carry.get(op)
+        if carry is not None and k.mask is not None:
+            x = em.select(k.mask, x, em.const(identity(kind, element_type(x.type)), element_type(x.type)))
+        out = em.scan(kind, x, k.dim)
+        if carry is not None:
+            out = em.binary(COMBINE[kind], out, carry)
+            self.scan_next[op] = em.binary(COMBINE[kind], carry, em.reduce(kind, x, k.dim))
+        return em.cast(out, el)
 
     def _row_divisor(self, op: tta.DivOp) -> bool:
         """A float division of row elements by one value per row (softmax's `e / sum(e)`)."""
@@ -387,12 +411,25 @@ class RegionEmitter:
         return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
 
 
-COMBINE = {"sum": tt.AddOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
+COMBINE = {"sum": tt.AddOp, "prod": tt.MulOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
 """The tt op folding one more element into a reduction's accumulator, by `reduction_kind`."""
+
+_KINDS = {
+    tta.ReduceMaxOp: "max", tta.ReduceMinOp: "min", tta.ReduceProdOp: "prod", tta.ArgMaxOp: "argmax",
+    tta.ArgMinOp: "argmin",
+}
 
 
 def reduction_kind(op: tta.ReduceOp) -> str:
-    return {tta.ReduceMaxOp: "max", tta.ReduceMinOp: "min"}.get(type(op), "sum")
+    """"sum" (sums and means), "prod", "max", "min", "argmax" or "argmin"."""
+    return _KINDS.get(type(op), "sum")
+
+
+ARG_KINDS = ("argmax", "argmin")
+
+
+def scan_kind(op: tta.ScanOp) -> str:
+    return "prod" if isinstance(op, tta.CumProdOp) else "sum"
 
 
 def accumulator_element(element: Any) -> Any:

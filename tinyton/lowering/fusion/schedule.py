@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import prod
 
+from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
@@ -23,11 +24,13 @@ from tinyton.lowering.fusion.emitter import f32, identity
 from tinyton.lowering.fusion.matmul import emit_matmul
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.region import (
+    ARG_KINDS,
     COMBINE,
     RegionEmitter,
     Scope,
     accumulator_element,
     reduction_kind,
+    scan_kind,
 )
 
 PRELOAD_ELEMENTS = 32
@@ -41,6 +44,8 @@ class Scheduler:
         self.reductions = dict.fromkeys(op for op in self.ops if isinstance(op, tta.ReduceOp) and not is_trivial(op))
         """In program order; a dict, so that `op in self.reductions` costs O(1) in long regions."""
         self._needs: dict[Operation, frozenset[Operation]] = {}
+        self._args = {op for op in self.reductions if reduction_kind(op) in ARG_KINDS}
+        """The argmax/argmin reductions: a looped walk carries their best value and index per row."""
 
     # ---- dependencies ------------------------------------------------------------------------
     def _owner(self, v: SSAValue) -> Operation | None:
@@ -94,8 +99,15 @@ class Scheduler:
         return v if k.mask is None else em.select(k.mask, v, em.const(identity(kind, element), element))
 
     def _finish(self, op: tta.ReduceOp, acc: SSAValue) -> SSAValue:
-        """Cross-lane reduction of the accumulator, then the result (`result`)."""
-        return self.result(op, self.rg.em.reduce(reduction_kind(op), acc, self.rg.geom.k.dim))
+        """Cross-lane reduction of the accumulator, then the result (`result`); an argmax's is the index."""
+        em, kind, dim = self.rg.em, reduction_kind(op), self.rg.geom.k.dim
+        if kind in ARG_KINDS:
+            return self.result(op, em.arg_reduce(kind, acc, self._k_index(acc), dim)[1])
+        return self.result(op, em.reduce(kind, acc, dim))
+
+    def _k_index(self, like: SSAValue) -> SSAValue:
+        """The index along the reduced axis of each lane of tile `like`."""
+        return self.rg.em.to_shape(self.rg.geom.k.index, shape_of(like.type))
 
     def result(self, op: tta.ReduceOp, r: SSAValue) -> SSAValue:
         """The reduction's value from its reduced accumulator: mean scaling, cast to the result type."""
@@ -193,8 +205,8 @@ class Scheduler:
     def _looped(self) -> None:
         for reds, pairs in self.passes():
             plain, paired = self.accumulate(reds, pairs, self.rg.geom.k.extent)
-            for r, acc in plain:
-                self.rg.root.memo[r.result] = self._finish(r, acc)
+            for r, acc in plain:  # an argmax's walk gives its index
+                self.rg.root.memo[r.result] = self.result(r, acc) if r in self._args else self._finish(r, acc)
             for p, run in paired:
                 self.pair_result(p, run)
         self.write_outputs(self.rg.geom.k.extent)
@@ -209,15 +221,46 @@ class Scheduler:
             rg.store(value, ptr, rg.root)
         chunked = [(v, p) for v, p in self.outputs if (v, p) not in row]
         if chunked:
+            scans = self._scans([v for v, _ in chunked])
+
             def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
                 scope = Scope(em.block, rg.root)
                 rg.set_k(em.add(base, k0))
+                rg.scan_carry, rg.scan_next = dict(zip(scans, carried)), {}
                 for value, ptr in chunked:
                     self.ensure(value, scope)
                     rg.store(value, ptr, scope)
-                return []
+                return self._next_scans(scans)
 
-            em.for_loop(0, length, rg.geom.k.block, [], body)
+            em.for_loop(0, length, rg.geom.k.block, self._scan_init(scans), body)
+
+    # ---- scans of looped rows: each walk carries their running totals from chunk to chunk ------------
+    def _scans(self, values: list[SSAValue]) -> list[tta.ScanOp]:
+        """The scans a walk computing `values` evaluates (reductions are done before it)."""
+        stack, seen, out = list(values), set(), []
+        while stack:
+            op = self._owner(stack.pop())
+            if op is None or op in seen or op in self.reductions:
+                continue
+            seen.add(op)
+            if isinstance(op, tta.ScanOp) and not is_trivial(op):
+                out.append(op)
+            stack += op.operands
+        return out
+
+    def _scan_init(self, scans: list[tta.ScanOp]) -> list[SSAValue]:
+        em, dom, init = self.rg.em, self.rg.dom, []
+        for s in scans:
+            el = accumulator_element(element_type(s.result.type))
+            rows = {a for a in dom.map_of(s.result) if a is not None and a != dom.red}
+            init.append(em.const(identity(scan_kind(s), el), el, self.rg.geom.tile_shape(rows)))
+        return init
+
+    def _next_scans(self, scans: list[tta.ScanOp]) -> list[SSAValue]:
+        rg = self.rg
+        out = [rg.scan_next[s] for s in scans]
+        rg.scan_carry, rg.scan_next = {}, {}
+        return out
 
     def accumulate(
         self, reds: list[tta.ReduceOp], pairs: list[Pair], length: int, base: SSAValue | None = None
@@ -227,35 +270,52 @@ class Scheduler:
         each pair."""
         rg, em = self.rg, self.rg.em
         firsts = {p.first for p in pairs}
-        plain = [r for r in reds if r not in firsts]
+        args = [r for r in reds if r in self._args]
+        plain = [r for r in reds if r not in firsts and r not in args]
         init: list[SSAValue] = []
         for r in plain:
             el = accumulator_element(element_type(r.input.type))
             init.append(em.const(identity(reduction_kind(r), el), el, self._acc_shape(r)))
+        for r in args:  # the best value and its (i32) index so far; `result` casts it to the op's index type
+            el = accumulator_element(element_type(r.input.type))
+            init += [em.const(identity(reduction_kind(r), el), el, self._row_shape(r)),
+                     em.const(0, i32, self._row_shape(r))]
         for p in pairs:
             init += p.init(em, self._row_shape(p.first))
+        scans = self._scans([r.input for r in reds])
+        init += self._scan_init(scans)
 
         def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             scope = Scope(em.block, rg.root)
             rg.set_k(em.add(base, k0))
+            rg.scan_carry, rg.scan_next = dict(zip(scans, carried[len(carried) - len(scans) :])), {}
             out = []
             for r, acc in zip(plain, carried):
                 el = element_type(acc.type)
                 v = self._masked(self._operand(r, scope), reduction_kind(r), shape_of(acc.type), el)
                 out.append(em.binary(COMBINE[reduction_kind(r)], acc, v))
             at = len(plain)
+            for r in args:  # a later chunk wins only when strictly better: ties keep the first index
+                best, index = carried[at : at + 2]
+                kind = reduction_kind(r)
+                v = self._masked(self._operand(r, scope), kind, self._acc_shape(r), element_type(best.type))
+                value, where = em.arg_reduce(kind, v, self._k_index(v), rg.geom.k.dim)
+                take = em.better(kind, value, best)
+                out += [em.select(take, value, best), em.select(take, where, index)]
+                at += 2
             for p in pairs:
                 a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), f32)
                 out += p.step(em, carried[at : at + len(p.parts)], a, rg.geom.k.mask, rg.geom.k.dim)
                 at += len(p.parts)
-            return out
+            return out + self._next_scans(scans)
 
         results = em.for_loop(0, length, rg.geom.k.block, init, body)
-        paired, at = [], len(plain)
+        paired, at = [], len(plain) + 2 * len(args)
         for p in pairs:
             paired.append((p, results[at : at + len(p.parts)]))
             at += len(p.parts)
-        return list(zip(plain, results)), paired
+        indices = results[len(plain) + 1 : len(plain) + 2 * len(args) : 2]
+        return list(zip(plain, results)) + list(zip(args, indices)), paired
 
     def _row_shape(self, r: tta.ReduceOp) -> tuple[int, ...]:
         shape = list(self._acc_shape(r))

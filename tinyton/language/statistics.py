@@ -1,0 +1,17 @@
+"""Array-program-only reductions with NumPy's (and scipy's) names: `prod`, `var`, `std`, `any`, `all`,
+`logsumexp`, `take_along_axis` (implemented by the tracer, tinyton/frontend/array_reductions.py; kernels
+write them with `tt.reduce` or `tt.sum` of a tile)."""
+
+from __future__ import annotations
+
+from tinyton.language.core import _array_only
+
+prod = _array_only("prod", "NumPy's prod: `tt.prod(x, axis=None, dtype=None, keepdims=False)`.")
+var = _array_only("var", "NumPy's var: `tt.var(x, axis=None, dtype=None, ddof=0, keepdims=False)`.")
+std = _array_only("std", "NumPy's std: `tt.std(x, axis=None, dtype=None, ddof=0, keepdims=False)`.")
+any = _array_only("any", "NumPy's any: `tt.any(x, axis=None, keepdims=False)` (nonzero counts as true).")
+all = _array_only("all", "NumPy's all: `tt.all(x, axis=None, keepdims=False)` (nonzero counts as true).")
+logsumexp = _array_only("logsumexp", "scipy's logsumexp: `tt.logsumexp(x, axis=None, keepdims=False)`, max-shifted.")
+take_along_axis = _array_only(
+    "take_along_axis", "NumPy's take_along_axis: `tt.take_along_axis(arr, indices, axis=-1)`."
+)
