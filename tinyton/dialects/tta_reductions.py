@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I32, IntegerAttr, TensorType, UnitAttr, i1, i32
+from xdsl.dialects.builtin import I32, IntegerAttr, TensorType, UnitAttr, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
@@ -24,9 +24,8 @@ from tinyton.dialects.tta_shapes import (
     verify_value,
 )
 
-INDEX_ELEMENT: Attribute = i32
-"""Element type of `argmax`/`argmin` results (NumPy's is int64): the one switch to flip once array programs
-have int64."""
+INDEX_ELEMENT: Attribute = i64
+"""Element type of `argmax`/`argmin` results: int64, NumPy's."""
 
 
 class ReduceOp(IRDLOperation):

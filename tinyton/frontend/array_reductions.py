@@ -59,25 +59,19 @@ def _no_out(what: str, out: Any) -> None:
 
 
 def _float(x: Traced, dtype: Any = None) -> Traced:
-    """`x` in the float type NumPy computes a statistic in (`dtype`, else float32 for ints and bools)."""
+    """`x` in the float type NumPy computes a statistic in (`dtype`, else float64 for ints and bools)."""
     if dtype is not None:
         return x.to(dtype)
-    return x if is_float(x.element) else x.to(np.float32)
+    return x if is_float(x.element) else x.to(np.float64)
 
 
 def _exact_ints(x: Traced, what: str, dtype: Any) -> Traced:
-    """Bools count (multiply) in int32, exactly; int32 arrays only with an explicit `dtype` (NumPy
-    accumulates them in int64, which array programs do not have)."""
+    """`x` in the type NumPy accumulates `what` in: `dtype` if given, else bools and ints narrower than 64
+    bits in int64 (uint64 for unsigned ones), as NumPy does."""
     if dtype is not None:
         return x.to(dtype)
-    if x.element == i1:
-        return x.to(np.int32)
-    if x.element == i32:
-        raise error(
-            f"{what} of an int32 array: NumPy accumulates it in int64, which array programs do not have, so the "
-            f"result could overflow where NumPy's does not; pass dtype=np.int32 (wraps around as int32 does) "
-            f"or cast first, x.astype(tt.float32)"
-        )
+    if is_int(x.element) and x.element.bitwidth < 64:
+        return x.to(np.uint64 if x.dtype.kind == "u" else np.int64)
     return x
 
 
