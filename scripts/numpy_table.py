@@ -22,7 +22,7 @@ import numpy as np
 
 import tinyton as tt
 from tinyton.frontend import tracing  # noqa: F401 - registers the array-program implementations
-from tinyton.frontend.traced import ARRAY_IMPLS, Traced
+from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- numpy-table:begin (scripts/numpy_table.py) -->", "<!-- numpy-table:end -->"
@@ -36,10 +36,12 @@ def _summary(fn) -> str:
 
 
 def _spellings(name: str) -> str:
+    """How a program reaches `name`: the builtin, NumPy's own function on a traced array (a ufunc, or a function
+    `__array_function__` routes), the array method."""
     ways = []
     if hasattr(tt, name):
         ways.append(f"`tt.{name}`")
-    if isinstance(getattr(np, name, None), (np.ufunc,)) or callable(getattr(np, name, None)):
+    if isinstance(getattr(np, name, None), np.ufunc) or name in NUMPY_FUNCTIONS:
         ways.append(f"`np.{name}`")
     if hasattr(Traced, name):
         ways.append(f"`x.{name}`")
@@ -47,7 +49,7 @@ def _spellings(name: str) -> str:
 
 
 def table() -> str:
-    supported, refused = [], []
+    numpy, beyond, refused = [], [], []
     for name in sorted(ARRAY_IMPLS):
         impl = ARRAY_IMPLS[name]
         if name in INTERNAL or not hasattr(np, name) and not hasattr(tt, name):
@@ -56,9 +58,11 @@ def table() -> str:
         if why is not None:
             refused.append(f"| `{name}` | {why} |")
         else:
-            supported.append(f"| `{name}` | {_spellings(name)} | {_summary(impl)} |")
-    lines = [BEGIN, "", "| NumPy | in array programs | notes |", "|---|---|---|", *supported,
-             f"| `x[...]` | indexing | {_summary(ARRAY_IMPLS['getitem'])} |"]  # fmt: skip
+            (numpy if hasattr(np, name) else beyond).append(f"| `{name}` | {_spellings(name)} | {_summary(impl)} |")
+    lines = [BEGIN, "", "| NumPy | in array programs | notes |", "|---|---|---|", *numpy,
+             f"| `x[...]` | indexing | {_summary(ARRAY_IMPLS['getitem'])} |", "",
+             "Beyond NumPy (Triton's and tinyton's names for array programs):", "",
+             "| name | in array programs | notes |", "|---|---|---|", *beyond]  # fmt: skip
     if refused:
         lines += ["", "Refused (a `CompilationError` at the user's line says why and what to use instead):", "",
                   "| NumPy | why |", "|---|---|", *refused]  # fmt: skip

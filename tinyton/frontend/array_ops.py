@@ -94,7 +94,7 @@ _NO_IDENTITY = {tta.ReduceMaxOp: "maximum", tta.ReduceMinOp: "minimum"}
 
 
 def sum(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -> Traced:
-    """NumPy's sum over `axis` (an int, a tuple or None: all); bools count in int32; `dtype` casts first."""
+    """NumPy's sum over `axis` (an int, a tuple or None: all); bools and narrower ints accumulate in int64; `dtype` casts first."""
     return _reduce(tta.ReduceSumOp, x if dtype is None else _one(x).to(dtype), axis, keepdims)
 
 
@@ -146,20 +146,24 @@ def dot(a: Any, b: Any, acc: Any = None) -> Traced:
 
 
 def full(shape: int | Sequence[int], fill_value: bool | int | float, dtype: Any = None) -> Traced:
+    """`np.full`: `fill_value` broadcast to `shape` (a constant, never stored)."""
     tracer = current_tracer()
     value = tracer.constant(fill_value, element_of(dtype)) if dtype is not None else as_traced([fill_value], tracer)[0]
     return broadcast_to(value, _shape(shape))
 
 
 def zeros(shape: int | Sequence[int], dtype: Any = np.float32) -> Traced:
+    """`np.zeros`, float32 by default (NumPy's default is float64)."""
     return full(shape, 0, dtype)
 
 
 def ones(shape: int | Sequence[int], dtype: Any = np.float32) -> Traced:
+    """`np.ones`, float32 by default (NumPy's default is float64)."""
     return full(shape, 1, dtype)
 
 
 def broadcast_to(x: Any, shape: int | Sequence[int]) -> Traced:
+    """`np.broadcast_to`: a view, read with stride 0 along the broadcast axes."""
     x, shape = _one(x), _shape(shape)
     return x if x.shape == shape else x.tracer.emit(tta.BroadcastToOp, x.value, shape)
 
@@ -178,6 +182,7 @@ def reshape(x: Any, shape: int | Sequence[int]) -> Traced:
 
 
 def transpose(x: Any, axes: Sequence[int] | None = None) -> Traced:
+    """`np.transpose` (`x.T`): a view of an input, a copy of a computed value."""
     x = _one(x)
     perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(_normalize_axis(a, x.ndim) for a in axes)
     if perm == tuple(range(x.ndim)) and len(perm) == x.ndim:

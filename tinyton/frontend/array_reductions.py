@@ -210,7 +210,7 @@ def _scan(op: type[tta.ScanOp], a: Any, axis: int | None, dtype: Any, out: Any) 
 
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Traced:
-    """NumPy's cumsum: running sums along `axis` (None: of the flattened array); bools count in int32."""
+    """NumPy's cumsum: running sums along `axis` (None: of the flattened array); bools and narrower ints accumulate in int64."""
     return _scan(tta.CumSumOp, a, axis, dtype, out)
 
 
