@@ -5,28 +5,25 @@ tokens equal the NumPy reference's."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "llama"))
 pytest.importorskip("safetensors", reason="the `safetensors` package (llama checkpoints) is not installed")
 
-from config import CONFIGS
-from generate import NumpyEngine, Sampling, TinytonEngine, main, random_prompt
-from model import NumpyOps, decode, prefill, rope_frequencies, rope_tables
-from safetensors.numpy import save_file
-from sampler import sample_kernel, sample_numpy
-from weights import (
-    BF16,
-    CheckpointError,
-    load_checkpoint,
-    random_weights,
-    save_checkpoint,
-)
+from example_modules import import_example  # noqa: E402
+from safetensors.numpy import save_file  # noqa: E402
+
+config, generate, model, sampler, weights = import_example("llama", "config", "generate", "model", "sampler", "weights")
+CONFIGS = config.CONFIGS
+NumpyEngine, Sampling, TinytonEngine, main, random_prompt = (
+    generate.NumpyEngine, generate.Sampling, generate.TinytonEngine, generate.main, generate.random_prompt)
+NumpyOps, decode, prefill, rope_frequencies, rope_tables = (
+    model.NumpyOps, model.decode, model.prefill, model.rope_frequencies, model.rope_tables)
+sample_kernel, sample_numpy = sampler.sample_kernel, sampler.sample_numpy
+BF16, CheckpointError, load_checkpoint, random_weights, save_checkpoint = (
+    weights.BF16, weights.CheckpointError, weights.load_checkpoint, weights.random_weights, weights.save_checkpoint)
 
 TINY = CONFIGS["tiny"]
 

@@ -12,13 +12,12 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch (torch.distributed) is not installed")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "examples" / "distributed"))
 
-from tensor_parallel import shard  # noqa: E402
+from example_modules import import_example  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "examples" / "llama"))
-from config import CONFIGS  # noqa: E402
-from weights import random_weights  # noqa: E402
+(tensor_parallel,) = import_example("distributed", "tensor_parallel", also=("llama",))
+config, weights = import_example("llama", "config", "weights")
+shard, CONFIGS, random_weights = tensor_parallel.shard, config.CONFIGS, weights.random_weights
 
 
 def test_two_ranks_match_one_process():
