@@ -22,6 +22,15 @@ from tinyton.frontend.promotion import element_of
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, Tracer
 from tinyton.runtime.torch_interop import numpy_dtype
 
+try:  # torch >= 2.12
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+except ImportError:  # older torch (2.11 on the GPU hosts)
+
+    def optimization_hint(value: Any) -> int:
+        """A size's concrete value: a symbolic size's hint, an int itself."""
+        node = getattr(value, "node", None)
+        return int(node.hint) if node is not None else int(value)
+
 
 class Unsupported(Exception):
     """A rule's refusal: this use of the op (its arguments, device or dtype) runs in torch; the message says why."""

@@ -13,11 +13,10 @@ from typing import Any
 
 import torch
 from torch.fx import GraphModule, Node
-from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
-from tinyton.torch.common import Unsupported, array_dtype
+from tinyton.torch.common import Unsupported, array_dtype, optimization_hint
 from tinyton.torch.rules import RULES
 
 

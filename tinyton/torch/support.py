@@ -13,13 +13,12 @@ from typing import Any
 import numpy as np
 import torch
 from torch.fx import Node
-from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 from tinyton.dialects import tta
 from tinyton.frontend.promotion import element_of
 from tinyton.frontend.traced import Traced, Tracer
 from tinyton.runtime import driver
-from tinyton.torch.common import Unsupported, array_dtype
+from tinyton.torch.common import Unsupported, array_dtype, optimization_hint
 from tinyton.torch.interpret import run_node, static_shape
 from tinyton.torch.rules import RULES
 
