@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "examples" / "distributed"))
+sys.path[:0] = [str(HERE.parent / "examples" / "distributed"), str(HERE.parent / "examples" / "llama")]
 
 
 def _time_ms(fn, repeats: int) -> float:

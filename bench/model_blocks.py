@@ -105,8 +105,12 @@ def bench_block(name: str, dtype: torch.dtype) -> list[object]:
     program, eager = BLOCKS[name]
     args = _inputs(name, dtype)
     got, want = program(*args), eager(*[a.double() if a.is_floating_point() else a for a in args])
-    if name == "top_p_count":  # a count moves by one where a cumsum lands on u within rounding
-        assert (got.long() - want.long()).abs().max() <= 1, (got, want)
+    if name == "top_p_count":  # float32 sums of 128k tiny probabilities: the count is right if the exact CDF
+        p = torch.softmax(args[0].double(), -1)  # crosses u within float32 rounding of it at that count
+        c = torch.cumsum(p, -1)
+        n = got.long().clamp(1, c.shape[-1] - 1)[:, None]
+        u = args[1].double()
+        assert (c.gather(1, n - 1) <= u + 1e-4).all() and (c.gather(1, n) >= u - 1e-4).all(), (got, want)
     else:
         check_close(f"tinyton {name} {dtype}", got, want.to(got.dtype), TOLERANCE[dtype])
     compiled = torch.compile(eager, dynamic=False)
