@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from tinyton.errors import error
-from tinyton.frontend.traced import ARRAY_IMPLS
+from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS
 
 DATA_DEPENDENT = "the result's shape depends on the values, and array programs have static shapes"
 
@@ -24,6 +24,7 @@ def refuse(name: str, why: str) -> Callable[..., NoReturn]:
     impl.__name__ = name
     impl.refused = why  # type: ignore[attr-defined]
     ARRAY_IMPLS[name] = impl
+    NUMPY_FUNCTIONS.add(name)  # `np.nonzero(x)` on a traced array reaches it
     return impl
 
 

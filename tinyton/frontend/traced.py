@@ -300,10 +300,14 @@ class Traced:
         except TypeError as e:
             raise error(f"np.{func.__name__}: {e}") from None
         (_, array), *rest = bound.arguments.items()
-        unsupported = [k for k, _ in rest if k not in inspect.signature(impl).parameters]
+        passed: dict[str, Any] = {}
+        for key, value in rest:  # a `**kwargs` parameter of NumPy's (np.pad's) spreads into its keywords
+            kind = signature.parameters[key].kind
+            passed.update(value if kind is inspect.Parameter.VAR_KEYWORD else {key: value})
+        unsupported = [k for k in passed if k not in inspect.signature(impl).parameters]
         if unsupported:
             raise error(f"np.{func.__name__}: {', '.join(unsupported)}= is not supported in array programs; drop it")
-        return impl(array, **dict(rest))
+        return impl(array, **passed)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._no_value("converting to a NumPy array (np.asarray, np.array)")
