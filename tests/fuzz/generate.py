@@ -4,7 +4,7 @@
 every elementwise builtin and operator the `tt` namespace offers for arrays, casts, `where`, reductions
 over any axis (negative, tuples, None, keepdims), transposes, `None`-indexing, matmuls of intermediates,
 and the softmax / logsumexp / log-softmax idioms; inputs of ranks 0-4 that broadcast against each
-other, float32/float16/float64/int32/int8/int64/bool, with special values (+-inf, NaN, -0.0, huge and tiny magnitudes) and
+other, float32/float16/int32/bool, with special values (+-inf, NaN, -0.0, huge and tiny magnitudes) and
 a few long rows (up to 70,000 elements, sometimes starting with 4096 -inf). Each candidate statement is
 evaluated on the NumPy reference (fuzz/reference.py) while drawing, so the program is valid NumPy and the
 generator knows every value's shape and dtype; forms that array programs refuse on purpose (int matmuls)
@@ -19,14 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from fuzz.reference import SHIM, Ref
+from fuzz.draw_numpy import NumPySteps
+from fuzz.reference import Ref
+from fuzz.reference_ops import SHIM
 
 FLOATS = ("float32", "float16")
-DTYPE_WEIGHTS = {"float32": 0.42, "float16": 0.13, "int32": 0.17, "bool": 0.13, "float64": 0.06, "int8": 0.04,
-                 "int64": 0.05}  # fmt: skip
+DTYPE_WEIGHTS = {"float32": 0.36, "float16": 0.11, "float64": 0.1, "int32": 0.12, "int64": 0.06, "int8": 0.05,
+                 "uint8": 0.05, "bool": 0.15}  # fmt: skip
 SMALL_DIMS = (1, 2, 3, 4, 5, 7, 8, 16, 17, 32)
 LONG_ROWS = (4097, 8192, 16385, 20000, 32768, 70000)
 MAX_SMALL_SIZE = 2048
+ARRAY_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64")
+"""Array programs' types: a result NumPy gives in another (uint64 sums of uint8) is refused on purpose."""
 
 
 @dataclass
@@ -34,6 +38,8 @@ class Value:
     name: str
     ref: Ref
     uses: int = 0
+    bound: int | None = None
+    """Set on int values whose entries are known to lie in [0, bound) (index arrays)."""
 
     shape = property(lambda self: self.ref.shape)
     dtype = property(lambda self: self.ref.dtype)
@@ -65,20 +71,20 @@ def _special_values(dtype: np.dtype) -> list[float]:
         info = np.finfo(dtype)
         return [np.inf, -np.inf, np.nan, -0.0, 0.0, float(info.max) / 2, -float(info.max) / 4, float(info.tiny) / 4, 1.0]
     info = np.iinfo(dtype)
-    return [int(info.max), int(info.min), -1, 0, int(info.max) // 2 + 1, -(int(info.max) // 2 + 1)]
+    return [info.max, info.min, -1, 0, info.max // 2 + 1, info.min // 2]
 
 
 def make_input(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, specials: float, neg_inf_prefix: bool) -> np.ndarray:
     if dtype == np.bool_:
         return np.asarray(rng.random(shape) < 0.5)
-    if dtype.kind == "i":
-        x = np.asarray(rng.integers(-100, 101, size=shape), dtype)
+    if dtype.kind in "iu":
+        x = np.asarray(rng.integers(0 if dtype.kind == "u" else -100, 201 if dtype.kind == "u" else 101, size=shape), dtype)
     else:
         scale = float(rng.choice([1.0, 1.0, 4.0, 0.01]))
         x = np.asarray(rng.standard_normal(shape) * scale, dtype)
     if specials and x.size:
         mask = np.asarray(rng.random(shape) < specials)
-        choices = np.array(_special_values(dtype)).astype(dtype)
+        choices = np.array(_special_values(dtype), dtype=np.float64 if dtype.kind == "f" else np.int64).astype(dtype)
         x[mask] = rng.choice(choices, size=int(mask.sum()))
     if neg_inf_prefix and x.ndim and dtype.kind == "f":
         x[..., : min(4096, x.shape[-1] - 1)] = -np.inf
@@ -97,7 +103,7 @@ def _input_shape(rng: np.random.Generator, base: tuple[int, ...]) -> tuple[int, 
 # ---- the program --------------------------------------------------------------------------------
 
 
-class Builder:
+class Builder(NumPySteps):
     def __init__(self, rng: np.random.Generator, kind: str):
         self.rng, self.kind = rng, kind
         self.pool: list[Value] = []
@@ -111,20 +117,20 @@ class Builder:
         weights = np.array([1.0 + i for i in range(len(options))])  # prefer recent values: deeper DAGs
         return options[int(self.rng.choice(len(options), p=weights / weights.sum()))]
 
-    def emit(self, expr: str, statement: bool = True) -> Value | None:
+    def emit(self, expr: str, bound: int | None = None) -> Value | None:
         """Evaluate `expr` on the reference; keep it as a new value when NumPy accepts it."""
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's warnings of the values it means
                 result = eval(expr, {"tt": SHIM}, self.env)  # the generated text
-        except (TypeError, ValueError, IndexError, np.exceptions.AxisError):
+        except (TypeError, ValueError, IndexError, OverflowError, np.exceptions.AxisError):
             return None
-        if not isinstance(result, Ref) or result.ndim > 4 or (self.kind != "row" and result.size > 4 * MAX_SMALL_SIZE):
+        if not isinstance(result, Ref) or result.dtype.name not in ARRAY_DTYPES or result.ndim > 4 or (self.kind != "row" and result.size > 4 * MAX_SMALL_SIZE):
             return None
         name = f"v{len(self.pool)}"
         self.env[name] = result
         self.lines.append(f"{name} = {expr}")
-        value = Value(name, result)
+        value = Value(name, result, bound=bound)
         self.pool.append(value)
         for other in self.pool[:-1]:
             if other.name in expr.replace("(", " ").replace(")", " ").replace(",", " ").split():
@@ -151,9 +157,10 @@ class Builder:
 
     # ---- steps ----------------------------------------------------------------------------------
     def step(self) -> None:
-        kinds = ["unary", "binary", "binary", "compare", "where", "reduce", "reduce", "cast", "idiom"]
+        kinds = ["unary", "binary", "binary", "compare", "where", "reduce", "cast", "idiom", "ufunc", "ufunc",
+                 "ufunc2", "astype", "reduce2", "reduce2", "scan", "gather", "block", "block"]  # fmt: skip
         if self.kind != "row":
-            kinds += ["transpose", "matmul", "index"]
+            kinds += ["transpose", "matmul", "index", "slice", "slice", "advanced", "shape_op", "shape_op"]
         getattr(self, "_" + str(self.rng.choice(kinds)))()
 
     def _unary(self) -> None:
@@ -242,7 +249,7 @@ class Builder:
 
     def _cast(self) -> None:
         v = self.pick()
-        dtype = str(self.rng.choice(["float32", "float16", "int32", "int1", "float64", "int8", "int64"]))
+        dtype = str(self.rng.choice(["float32", "float16", "int32", "int1"]))
         self.emit(f"{v.name}.astype(tt.{dtype})")
 
     def _transpose(self) -> None:
@@ -339,8 +346,14 @@ def generate(seed: int, index: int) -> Case:
         builder.env[name] = ref
         builder.pool.append(Value(name, ref))
     builder.lines = []
+    if kind != "scalar" and base[-1] > 0 and rng.random() < 0.25:  # class targets in range: cross-entropy
+        targets = rng.integers(0, base[-1], size=base[:-1] + (1,)).astype(str(rng.choice(["int32", "int64"])))
+        inputs.append(targets)
+        builder.env[f"x{len(inputs) - 1}"] = ref = Ref(targets, 0.0)
+        builder.pool.append(Value(f"x{len(inputs) - 1}", ref, bound=base[-1]))
     if kind == "row" and rng.random() < 0.6:
-        builder._idiom()  # softmax / logsumexp / log-softmax over a long row, maybe -inf padded
+        # softmax / logsumexp / log-softmax, or a model block, over a long row, maybe -inf padded
+        builder._idiom() if rng.random() < 0.5 else builder._block()
     for _ in range(int(rng.integers(1, 9))):
         builder.step()
     if not builder.lines:

@@ -13,8 +13,9 @@ included.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 from typing import Any
+
+import math
 
 import numpy as np
 
@@ -23,7 +24,13 @@ INF = np.inf
 OWN_ULPS = 4.0
 """Ulps of its own result dtype that one op may be off by (approximate GPU exp/log/rsqrt/division)."""
 ACC_EPS = float(np.finfo(np.float32).eps)
-"""Reductions and matmuls accumulate in float32 whatever the element type."""
+"""Reductions and matmuls accumulate in float32 for float16/float32 elements (float64 in float64)."""
+
+
+def compute_eps(dtype: np.dtype) -> float:
+    """Unit roundoff of the type an op of `dtype` computes in: float32 for float16/float32, float64's (4x:
+    libdevice's float64 transcendentals are within a few ulps) for float64."""
+    return 4 * float(np.finfo(np.float64).eps) if dtype == np.float64 else ACC_EPS
 
 
 def _eps(dtype: np.dtype) -> float:
@@ -62,7 +69,13 @@ class Ref:
         return Ref(self.val.reshape(shape), self.err.reshape(shape))
 
     def __getitem__(self, key: Any) -> Ref:
-        return Ref(self.val[key], self.err[key])
+        """Basic and advanced indexing; an index array that is not exact makes the whole result unchecked."""
+        items = key if isinstance(key, tuple) else (key,)
+        plain = tuple(k.val if isinstance(k, Ref) else k for k in items)
+        plain_key = plain if isinstance(key, tuple) else plain[0]
+        unsure = any(isinstance(k, Ref) and bool((k.err > 0).any()) for k in items)
+        val = self.val[plain_key]
+        return Ref(val, INF if unsure else self.err[plain_key])
 
     def sum(self, axis: Any = None, keepdims: bool = False) -> Ref:
         return reduce_("sum", self, axis, keepdims)
@@ -83,7 +96,7 @@ class Ref:
         return elementwise("neg", self)
 
     def __pos__(self) -> Ref:
-        return elementwise("pos", self)  # NumPy refuses bools
+        return self
 
     def __abs__(self) -> Ref:
         return elementwise("abs", self)
@@ -113,13 +126,33 @@ for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
     setattr(Ref, f"__{_name}__", _binary_method(_name))
 Ref.__hash__ = object.__hash__  # type: ignore[method-assign]
 
+MONOTONE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp2": np.exp2, "expm1": np.expm1, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "tanh": np.tanh,
+    "erf": np.vectorize(math.erf, otypes=[F64]), "sigmoid": lambda x: 0.5 * (1 + np.tanh(x / 2)), "tan": np.tan,
+    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "sign": np.sign, "square": np.square,
+}  # fmt: skip
+"""Float functions bounded by their values at the ends of the argument's interval: monotone ones, and tan and
+square piecewise (an interval across a pole of tan or across 0 for square is handled below)."""
 _UFUNCS: dict[str, Callable[..., Any]] = {
     **_OPERATORS,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
-    "ne": np.not_equal, "neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
+    "ne": np.not_equal, "neg": np.negative, "abs": np.absolute, "invert": np.invert, "exp": np.exp,
     "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "maximum": np.maximum,
-    "minimum": np.minimum, "where": np.where,
+    "minimum": np.minimum, "where": np.where, "sin": np.sin, "cos": np.cos, "reciprocal": np.reciprocal,
+    "fmax": np.fmax, "fmin": np.fmin, "hypot": np.hypot, "logaddexp": np.logaddexp, "copysign": np.copysign,
+    "arctan2": np.arctan2, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
+    "logical_not": np.logical_not,
 }  # fmt: skip
+
+
+def _typed_as_exp(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[Any], np.ndarray]:
+    """A function NumPy lacks (erf, sigmoid), typed as np.exp types its argument."""
+    return lambda x: np.asarray(fn(np.asarray(x, F64))).astype(np.exp(x).dtype)
+
+
+_UFUNCS.update({name: fn for name, fn in MONOTONE.items() if name not in ("erf", "sigmoid")})
+_UFUNCS.update(erf=_typed_as_exp(MONOTONE["erf"]), sigmoid=_typed_as_exp(MONOTONE["sigmoid"]))
 
 
 # ---- error propagation of float results ---------------------------------------------------------
@@ -129,12 +162,14 @@ def _guard(bound: np.ndarray, unsafe: np.ndarray) -> np.ndarray:
     return np.where(unsafe, INF, bound)
 
 
-def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarray]) -> np.ndarray:
+def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """First-order bound of |f(x + dx) - f(x)| for |dx| <= e, plus the op's own approximation error
     beyond rounding (float32 ulps of the arguments of exp/pow, absolute error of log)."""
     a, ea = x[0], e[0]
     b, eb = (x[1], e[1]) if len(x) > 1 else (None, None)
-    f32 = ACC_EPS
+    f32 = compute_eps(dtype)
+    if name in MONOTONE:
+        return _monotone_error(name, r, a, ea, f32)
     if name in ("add", "sub"):
         return ea + eb
     if name == "mul":
@@ -142,7 +177,7 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
     if name == "truediv":
         near_zero = (eb > 0) & (np.abs(b) <= eb)
         return _guard((ea + np.abs(r) * eb) / (np.abs(b) - eb), near_zero)
-    if name in ("neg", "pos", "abs", "maximum", "minimum"):
+    if name in ("neg", "abs", "maximum", "minimum"):
         return np.maximum(ea, eb) if b is not None else ea
     if name == "exp":
         return np.abs(r) * (np.expm1(ea) + 2 * f32 * np.abs(a))
@@ -168,15 +203,50 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
         return _guard(ea + (np.abs(q) + 1) * eb + 8 * f32 * (np.abs(a) + np.abs(b)), risky & np.isfinite(a))
     if name == "where":
         return np.where(x[0] != 0, e[1], e[2])
+    if name in ("sin", "cos"):
+        return np.minimum(ea + 2 * f32 * (1 + np.abs(a)), 2.0)  # 1-Lipschitz; the argument's reduction
+    if name == "reciprocal":
+        return _guard(np.abs(r) * eb / (np.abs(b) - eb) if b is not None else np.abs(r) * ea / (np.abs(a) - ea), (ea > 0) & (np.abs(a) <= ea))
+    if name in ("fmax", "fmin"):
+        return np.maximum(ea, eb)
+    if name == "hypot":
+        return ea + eb + 2 * f32 * r
+    if name == "logaddexp":
+        return np.maximum(ea, eb) + 4 * f32 * (1 + np.where(np.isfinite(r), np.abs(r), 0))
+    if name == "copysign":
+        return _guard(ea, ~is_robust(b, eb) & (np.abs(a) + ea > 0))
+    if name == "arctan2":  # |grad| = 1 / hypot(a, b); the branch cut on the negative b axis
+        radius = np.hypot(a, b)
+        cut = ~is_robust(a, ea) & (b - eb < 0)
+        return _guard((ea + eb) / (radius - ea - eb) + 4 * f32, (radius <= ea + eb) | cut)
     raise KeyError(name)
 
 
-def _robust(v: np.ndarray, e: np.ndarray) -> np.ndarray:
+_EXACT = ("floor", "ceil", "trunc", "rint", "sign", "square")
+
+
+def _monotone_error(name: str, r: np.ndarray, a: np.ndarray, ea: np.ndarray, f32: float) -> np.ndarray:
+    """max |f(y) - f(a)| over |y - a| <= ea widened by 2 compute ulps of a (a transcendental's argument
+    rounding), plus 2 compute ulps absolute (approximations near a zero of f)."""
+    fn = MONOTONE[name]
+    exact = name in _EXACT
+    wide = ea if exact else ea + 2 * f32 * np.abs(a)
+    lo, hi = fn(a - wide), fn(a + wide)
+    err = np.maximum(np.abs(lo - r), np.abs(hi - r))
+    if name == "square":
+        err = np.where(np.abs(a) <= wide, np.maximum(err, np.abs(r)), err)
+    if name == "tan":
+        err = _guard(err, np.floor((a - wide) / np.pi + 0.5) != np.floor((a + wide) / np.pi + 0.5))
+    err = np.where((ea == 0) & ~np.isfinite(a), 0.0, err)  # an exact special argument
+    return err if exact else err + 2 * f32
+
+
+def is_robust(v: np.ndarray, e: np.ndarray) -> np.ndarray:
     """Operand elements that cannot change sign, or exact ones: a special result built from them is certain."""
     return (e == 0) | (np.isfinite(v) & (np.abs(v) > e))
 
 
-def _finish_float(r: np.ndarray, err: np.ndarray, dtype: np.dtype, robust: np.ndarray) -> Ref:
+def finish_float(r: np.ndarray, err: np.ndarray, dtype: np.dtype, robust: np.ndarray) -> Ref:
     """Round `r` to `dtype` and add the op's own rounding; settle specials and overflow."""
     with np.errstate(all="ignore"):
         err = np.where(np.isnan(err), INF, err)
@@ -215,18 +285,20 @@ def elementwise(name: str, *args: Any) -> Ref:
         # A Python scalar is converted to the result type first, as NumPy does (1e6 in float16 is inf).
         hi = [np.broadcast_to(np.asarray(t if isinstance(t, np.ndarray) else np.asarray(t, raw.dtype), F64), shape) for t in typed]
         r = np.asarray(fn(*hi), F64)
-        err = _float_error(name, r, hi, errs)
+        err = _float_error(name, r, hi, errs, dtype)
         if name == "where":
             err = np.where(errs[0] > 0, INF, err)
-            robust = np.where(hi[0] != 0, _robust(hi[1], errs[1]), _robust(hi[2], errs[2])) & (errs[0] == 0)
+            robust = np.where(hi[0] != 0, is_robust(hi[1], errs[1]), is_robust(hi[2], errs[2])) & (errs[0] == 0)
         else:
-            robust = np.logical_and.reduce([_robust(v, e) for v, e in zip(hi, errs)])
-        return _finish_float(r, err, dtype, robust)
+            robust = np.logical_and.reduce([is_robust(v, e) for v, e in zip(hi, errs)])
+        return finish_float(r, err, dtype, robust)
 
 
 def _int_uncertain(name: str, typed: list[Any], errs: list[np.ndarray]) -> np.ndarray:
     """Elements of a bool/int result that are not determined by the bounded operands."""
     unc = np.logical_or.reduce([e > 0 for e in errs]) if name not in _COMPARISONS else None
+    if name in ("isnan", "isinf", "isfinite"):
+        unc = ~np.isfinite(errs[0])  # a bounded value's NaN/inf-ness is determined (overflow has err inf)
     if name in _COMPARISONS:
         a, b = (np.asarray(t, F64) for t in typed)
         slack = errs[0] + errs[1]
@@ -246,7 +318,7 @@ def _cast(x: Ref, dtype: np.dtype) -> Ref:
     with np.errstate(all="ignore"):
         if dtype.kind == "f":
             r = v.astype(F64)
-            return _finish_float(r, e if v.dtype.kind == "f" else np.where(e > 0, INF, 0.0), dtype, _robust(r, e))
+            return finish_float(r, e if v.dtype.kind == "f" else np.where(e > 0, INF, 0.0), dtype, is_robust(r, e))
         out = v.astype(dtype)
         if v.dtype.kind != "f":
             return Ref(out, e)
@@ -255,23 +327,34 @@ def _cast(x: Ref, dtype: np.dtype) -> Ref:
         limit = float(np.iinfo(dtype).max)
         lo, hi = np.trunc(v.astype(F64) - e), np.trunc(v.astype(F64) + e)
         unc = ~np.isfinite(v) | (np.abs(v) >= limit) | (lo != hi) | ~np.isfinite(e)
+        if dtype.kind == "u":
+            unc |= v.astype(F64) <= -1  # C leaves a negative float's conversion to unsigned undefined
         return Ref(out, np.where(unc, INF, 0.0))
 
 
 # ---- reductions and matmul ------------------------------------------------------------------------
 
 
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     return tuple(a % ndim for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+
+
+def acc_eps(dtype: np.dtype) -> float:
+    return float(np.finfo(np.float64).eps) if dtype == np.float64 else ACC_EPS
+
+
+def accumulation_steps(n: int) -> float:
+    """Roundings one accumulated element may see: a tree within a chunk, chunks one after another."""
+    return float(np.log2(max(n, 1)) + n / 1024 + 4)
 
 
 def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
     x = x if isinstance(x, Ref) else Ref(np.asarray(x), 0.0)
     v, e = x.val, x.err
     fn = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}[kind]
-    axes = _axes(axis, v.ndim) if v.ndim else None
+    axes = normalize_axes(axis, v.ndim) if v.ndim else None
     with np.errstate(all="ignore"):
         raw = np.asarray(fn(v, axis=axes, keepdims=keepdims))
         dtype = raw.dtype
@@ -285,12 +368,12 @@ def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
             err = np.max(e, axis=axes, keepdims=keepdims, initial=0.0)
         else:
             magnitude = np.sum(np.where(np.isfinite(hi), np.abs(hi), 0), axis=axes, keepdims=keepdims)
-            steps = np.log2(n) + n / 1024 + 4  # a tree within a chunk, chunks one after another
-            err = np.sum(e, axis=axes, keepdims=keepdims) + steps * ACC_EPS * magnitude
+            steps = accumulation_steps(n)
+            err = np.sum(e, axis=axes, keepdims=keepdims) + steps * acc_eps(dtype) * magnitude
             overflow = magnitude + err >= np.finfo(np.float32).max  # the accumulator may overflow (inf - inf)
             err = np.where(overflow, INF, err / n if kind == "mean" else err)
             errs_inf |= overflow
-        return _finish_float(r, err, dtype, ~errs_inf)
+        return finish_float(r, err, dtype, ~errs_inf)
 
 
 def matmul(a: Any, b: Any) -> Ref:
@@ -308,30 +391,8 @@ def matmul(a: Any, b: Any) -> Ref:
         overflow = magnitude >= np.finfo(np.float32).max  # a product or partial sum may overflow (inf - inf)
         spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0
         unsure = spread(np.isinf(ea), np.isinf(eb))
-        robust = ~spread(~_robust(A, ea), ~_robust(B, eb))  # a special row or column times a sign-certain one
-        return _finish_float(r, np.where(unsure | overflow, INF, err), dtype, robust & ~overflow)
-
-
-# ---- the `tt` namespace of the reference run ------------------------------------------------------
-
-
-def _unary(name: str) -> Callable[[Any], Ref]:
-    return lambda x: elementwise(name, x)
-
-
-SHIM = SimpleNamespace(
-    exp=_unary("exp"), log=_unary("log"), sqrt=_unary("sqrt"), rsqrt=_unary("rsqrt"), abs=_unary("abs"),
-    maximum=lambda a, b: elementwise("maximum", a, b), minimum=lambda a, b: elementwise("minimum", a, b),
-    relu=lambda x: elementwise("maximum", x, 0), where=lambda c, a, b: elementwise("where", c, a, b),
-    sum=lambda x, axis=None, keepdims=False: reduce_("sum", x, axis, keepdims),
-    max=lambda x, axis=None, keepdims=False: reduce_("max", x, axis, keepdims),
-    min=lambda x, axis=None, keepdims=False: reduce_("min", x, axis, keepdims),
-    mean=lambda x, axis=None, keepdims=False: reduce_("mean", x, axis, keepdims),
-    matmul=matmul, transpose=lambda x, axes=None: x.transpose(axes),
-    float16=np.float16, float32=np.float32, float64=np.float64, int8=np.int8, int32=np.int32, int64=np.int64,
-    int1=np.bool_,
-)  # fmt: skip
-"""What a generated program's `tt.` names mean in the reference run."""
+        robust = ~spread(~is_robust(A, ea), ~is_robust(B, eb))  # a special row or column times a sign-certain one
+        return finish_float(r, np.where(unsure | overflow, INF, err), dtype, robust & ~overflow)
 
 
 def compare(got: Any, ref: Ref) -> str | None:

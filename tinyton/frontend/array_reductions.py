@@ -13,7 +13,7 @@ import builtins
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import i1, i32
+from xdsl.dialects.builtin import i1
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
@@ -66,13 +66,18 @@ def _float(x: Traced, dtype: Any = None) -> Traced:
 
 
 def _exact_ints(x: Traced, what: str, dtype: Any) -> Traced:
-    """`x` in the type NumPy accumulates `what` in: `dtype` if given, else bools and ints narrower than 64
-    bits in int64 (uint64 for unsigned ones), as NumPy does."""
+    """Bools and ints narrower than 64 bits count (multiply) in int64, as NumPy's do; uint8 (NumPy: uint64,
+    which array programs do not have) only with an explicit `dtype`."""
     if dtype is not None:
         return x.to(dtype)
-    if is_int(x.element) and x.element.bitwidth < 64:
-        return x.to(np.uint64 if x.dtype.kind == "u" else np.int64)
-    return x
+    if x.dtype == np.uint8:
+        raise error(
+            f"{what} of a uint8 array: NumPy's result is uint64, which array programs do not have; pass "
+            f"dtype=np.int64 or cast first, x.astype(tt.int64)"
+        )
+    if is_float(x.element):
+        return x
+    return x.to(np.int64) if x.element.bitwidth < 64 else x
 
 
 # ---- reductions ---------------------------------------------------------------------------------
@@ -85,8 +90,8 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     if x.ndim == 0:
         return x
     element = x.element
-    if x.dtype == np.float16 and len(_axes(x, axis)) > 1:
-        x = x.to(np.float32)  # one rounding at the end, not one per reduced axis
+    if element != np.float32 and is_float(element) and len(_axes(x, axis)) > 1:
+        x = x.to(np.float32)  # float16: one rounding at the end, as NumPy's pairwise float16 product nearly does
     return _reduce(tta.ReduceProdOp, x, axis, keepdims).to(element)
 
 
@@ -96,20 +101,20 @@ def _arg(op: type[tta.ArgReduceOp], a: Any, axis: int | None, out: Any, keepdims
     x = _one(a)
     if isinstance(axis, (tuple, list)):
         raise error(f"{name}: axis must be one int or None (NumPy's {name} takes no tuple of axes), got {axis!r}")
+    if x.element == i1:
+        x = x.to(np.int32)  # False < True
     if (x.size == 0 and axis is None) or (axis is not None and x.ndim and x.shape[_normalize_axis(axis, x.ndim)] == 0):
         raise error(
             f"{name}: attempt to get {name} of an empty sequence ({x.dtype} array of shape {x.shape}, "
             f"axis {axis}); reduce an axis of nonzero length"
         )
-    if x.element == i1:
-        x = x.to(np.int32)  # False < True
     if x.ndim == 0:
-        return x.tracer.constant(0, tta.INDEX_ELEMENT)
+        return x.tracer.constant(0, tta.INDEX_ELEMENT).to(np.int64)
     if axis is None:
         flat = reshape(x, (x.size,))
-        result = flat.tracer.emit(op, flat.value, 0, False)
+        result = flat.tracer.emit(op, flat.value, 0, False).to(np.int64)  # NumPy's intp
         return reshape(result, (1,) * x.ndim) if keepdims else result
-    return x.tracer.emit(op, x.value, _normalize_axis(axis, x.ndim), keepdims)
+    return x.tracer.emit(op, x.value, _normalize_axis(axis, x.ndim), keepdims).to(np.int64)
 
 
 def argmax(a: Any, axis: int | None = None, out: Any = None, keepdims: bool = False) -> Traced:
@@ -210,7 +215,7 @@ def _scan(op: type[tta.ScanOp], a: Any, axis: int | None, dtype: Any, out: Any) 
 
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Traced:
-    """NumPy's cumsum: running sums along `axis` (None: of the flattened array); bools and narrower ints accumulate in int64."""
+    """NumPy's cumsum: running sums along `axis` (None: of the flattened array); bools count in int32."""
     return _scan(tta.CumSumOp, a, axis, dtype, out)
 
 
@@ -263,7 +268,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             flat = flat + coord * strides[i]
     # An index outside [-n, n) reads past the flattened array (x.size), never another row's element.
     flat = where((idx < -n) | (idx >= n), x.size, flat)
-    return take(reshape(x, (x.size,)), flat.to(np.int32), 0)  # in range: x.size < 2**31 (i32 kernels)
+    return take(reshape(x, (x.size,)), flat.to(np.int32), 0)  # < 2**31: arrays are i32-indexed
 
 
 ARRAY_IMPLS.update(
