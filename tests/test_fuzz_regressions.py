@@ -353,3 +353,37 @@ def test_select_on_a_size_one_mask_fuses_with_its_transpose(fuse: bool) -> None:
     np.testing.assert_array_equal(got[1], picked.T)
     np.testing.assert_array_equal(got[2], picked.T.min(axis=0))
     np.testing.assert_array_equal(got[3], x1.astype(bool))
+
+
+# ---- NumPy's op set (issue 25): result types and index arrays of the reductions ------------------
+
+
+@BOTH
+@pytest.mark.parametrize(
+    "program, reference, arg",
+    [
+        (tt.jit(lambda x: tt.argmax(x, axis=-1)), lambda x: np.argmax(x, axis=-1), np.float32([[1, 3, 2]])),
+        (tt.jit(lambda x: tt.cumsum(x, axis=-1)), lambda x: np.cumsum(x, axis=-1), np.array([[True, False, True]])),
+        (tt.jit(lambda x: tt.cumsum(x)), np.cumsum, np.int8([3, -1, 127])),
+        (tt.jit(lambda x: tt.prod(x)), np.prod, np.int32([3, -1, 2])),
+        (tt.jit(lambda x: tt.var(x)), np.var, np.int8([3, -1, 2])),
+        (tt.jit(lambda x: tt.logsumexp(x)), lambda x: np.log(np.sum(np.exp(x.astype(np.float64)))), np.array([True, False])),
+    ],
+    ids=["argmax-int64", "cumsum-bool-int64", "cumsum-int8-int64", "prod-int32-int64", "var-int-float64", "logsumexp-bool-float64"],
+)
+def test_reductions_give_numpys_int64_and_float64(program, reference, arg, fuse: bool) -> None:
+    """Seed 1 cases 6, 25 and others: argmax, cumsum/prod of bools and narrow ints and var/logsumexp of ints
+    gave int32/float32 (written before array programs had int64 and float64); NumPy gives int64/float64."""
+    got, expected = run(program, arg, fuse=fuse), np.asarray(reference(arg))
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@BOTH
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int64])
+def test_take_along_axis_takes_narrow_and_unsigned_indices(dtype, fuse: bool) -> None:
+    """Seed 2 cases 78, 136: uint8 indices raised "Python integer -1 out of bounds for uint8" (the wrap of
+    negative indices computed `idx < -n` in the index type) and int64 indices "take indices must be int32"."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[3], [0], [2]], dtype)
+    np.testing.assert_array_equal(run(tt.jit(lambda a, i: tt.take_along_axis(a, i, axis=-1)), x, idx, fuse=fuse), np.take_along_axis(x, idx, -1))

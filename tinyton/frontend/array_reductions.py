@@ -239,6 +239,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             f"take_along_axis: `indices` must be an integer array, got {idx.dtype} of shape {idx.shape}; "
             "cast it, indices.astype(np.int32)"
         )
+    idx = idx if idx.dtype == np.int64 else idx.to(np.int32)  # uint8/int8 indices: `idx + n` must not wrap
     if axis is None:
         if idx.ndim != 1:
             raise error(f"take_along_axis: when axis=None, `indices` must have a single dimension, got shape {idx.shape}")
@@ -268,7 +269,8 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             flat = flat + coord * strides[i]
     # An index outside [-n, n) reads past the flattened array (x.size), never another row's element.
     flat = where((idx < -n) | (idx >= n), x.size, flat)
-    return take(reshape(x, (x.size,)), flat.to(np.int32), 0)  # < 2**31: arrays are i32-indexed
+    flat = flat if flat.dtype == np.int32 else flat.to(np.int32)  # < 2**31: arrays are i32-indexed
+    return take(reshape(x, (x.size,)), flat, 0)
 
 
 ARRAY_IMPLS.update(
