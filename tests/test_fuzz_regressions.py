@@ -387,3 +387,12 @@ def test_take_along_axis_takes_narrow_and_unsigned_indices(dtype, fuse: bool) ->
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx = np.array([[3], [0], [2]], dtype)
     np.testing.assert_array_equal(run(tt.jit(lambda a, i: tt.take_along_axis(a, i, axis=-1)), x, idx, fuse=fuse), np.take_along_axis(x, idx, -1))
+
+
+@BOTH
+def test_sign_of_unsigned_ints(fuse: bool) -> None:
+    """Seed 3 case 185: `tt.sign` of uint8 raised "Python integer -1 out of bounds for uint8"."""
+    x = np.array([0, 1, 200], np.uint8)
+    got = run(tt.jit(lambda a: tt.sign(a)), x, fuse=fuse)
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, np.sign(x))

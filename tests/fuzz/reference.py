@@ -142,7 +142,7 @@ _UFUNCS: dict[str, Callable[..., Any]] = {
     "fmax": np.fmax, "fmin": np.fmin, "hypot": np.hypot, "logaddexp": np.logaddexp, "copysign": np.copysign,
     "arctan2": np.arctan2, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
     "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-    "logical_not": np.logical_not,
+    "logical_not": np.logical_not, "positive": np.positive,
 }  # fmt: skip
 
 
@@ -177,7 +177,7 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
     if name == "truediv":
         near_zero = (eb > 0) & (np.abs(b) <= eb)
         return _guard((ea + np.abs(r) * eb) / (np.abs(b) - eb), near_zero)
-    if name in ("neg", "abs", "maximum", "minimum"):
+    if name in ("neg", "abs", "maximum", "minimum", "positive"):
         return np.maximum(ea, eb) if b is not None else ea
     if name == "exp":
         return np.abs(r) * (np.expm1(ea) + 2 * f32 * np.abs(a))

@@ -237,7 +237,7 @@ def _reduction(kind: str) -> Callable[..., Ref]:
 SHIM = SimpleNamespace(
     **{name: _unary(name) for name in UNARY}, **{name: _binary(name) for name in BINARY},
     **{name: getattr(np, name) for name in DTYPES}, int1=np.bool_,
-    negative=_unary("neg"), positive=lambda x: x, absolute=_unary("abs"), relu=lambda x: elementwise("maximum", x, 0),
+    negative=_unary("neg"), positive=_unary("positive"), absolute=_unary("abs"), relu=lambda x: elementwise("maximum", x, 0),
     where=lambda condition, x, y: elementwise("where", condition, x, y), clip=clip,
     sum=_reduction("sum"), max=_reduction("max"), min=_reduction("min"), mean=_reduction("mean"),
     prod=prod, argmax=lambda x, axis=None, keepdims=False: _arg("argmax", x, axis, keepdims),
