@@ -370,7 +370,7 @@ def reduce_(kind: str, x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
             magnitude = np.sum(np.where(np.isfinite(hi), np.abs(hi), 0), axis=axes, keepdims=keepdims)
             steps = accumulation_steps(n)
             err = np.sum(e, axis=axes, keepdims=keepdims) + steps * acc_eps(dtype) * magnitude
-            overflow = magnitude + err >= np.finfo(np.float32).max  # the accumulator may overflow (inf - inf)
+            overflow = magnitude + err >= np.finfo(np.float64 if dtype == np.float64 else np.float32).max  # inf - inf
             err = np.where(overflow, INF, err / n if kind == "mean" else err)
             errs_inf |= overflow
         return finish_float(r, err, dtype, ~errs_inf)

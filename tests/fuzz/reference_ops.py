@@ -32,16 +32,17 @@ def _limits(dtype: np.dtype) -> tuple[float, float]:
 
 
 def _product_error(a: np.ndarray, e: np.ndarray, r: np.ndarray, dtype: np.dtype, n: int,
-                   product: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """Bound of a (cumulative) product of |a| +- e with n roundings; inf where a partial product may
-    overflow or underflow the accumulator (the order of the products is the implementation's)."""
+                   product: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Bound of a (cumulative) product of |a| +- e with n roundings, and where a partial product may
+    overflow or underflow the accumulator (the order of the products is the implementation's: even an
+    infinite float64 result is then not certain)."""
     finite = np.isfinite(a)
     a0, e0 = np.where(finite, np.abs(a), 0.0), np.where(finite, e, 0.0)
     growth = (1 + acc_eps(dtype)) ** (n + 4)
     err = product(a0 + e0) * growth - product(a0)
     big, tiny = _limits(dtype)
     risky = (product(np.maximum(a0 + e0, 1.0)) >= big) | ((product(np.minimum(np.maximum(a0 - e0, 0), 1.0)) < tiny) & (r != 0))
-    return np.where(risky, INF, err)
+    return np.where(risky, INF, err), risky
 
 
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
@@ -55,9 +56,9 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
             return Ref(raw, np.where(unsure, INF, 0.0))
         r = np.asarray(np.prod(v.astype(F64), axis=axes, keepdims=keepdims))
         n = v.size // max(r.size, 1) if v.size else 1
-        err = _product_error(v.astype(F64), e, r, raw.dtype, n, lambda m: np.prod(m, axis=axes, keepdims=keepdims))
+        err, risky = _product_error(v.astype(F64), e, r, raw.dtype, n, lambda m: np.prod(m, axis=axes, keepdims=keepdims))
         robust = np.all(is_robust(v.astype(F64), e), axis=axes, keepdims=keepdims)
-        return finish_float(r, err, raw.dtype, robust)
+        return finish_float(r, err, raw.dtype, robust & ~risky)
 
 
 def _flat(x: Ref, axis: int | None) -> tuple[np.ndarray, np.ndarray, int]:
@@ -162,8 +163,8 @@ def _scan(kind: str, x: Any, axis: int | None = None) -> Ref:
         n = v.shape[ax]
         robust = np.logical_and.accumulate(is_robust(hi, e), axis=ax)
         if kind == "cumprod":
-            err = _product_error(hi, e, r, raw.dtype, n, lambda m: np.cumprod(m, axis=ax))
-            return finish_float(r, err, raw.dtype, robust)
+            err, risky = _product_error(hi, e, r, raw.dtype, n, lambda m: np.cumprod(m, axis=ax))
+            return finish_float(r, err, raw.dtype, robust & ~risky)
         magnitude = np.cumsum(np.where(np.isfinite(hi), np.abs(hi), 0), axis=ax)
         err = np.cumsum(e, axis=ax) + accumulation_steps(n) * acc_eps(raw.dtype) * magnitude
         overflow = magnitude + err >= _limits(raw.dtype)[0]
