@@ -96,7 +96,7 @@ class Ref:
         return elementwise("neg", self)
 
     def __pos__(self) -> Ref:
-        return self
+        return elementwise("positive", self)
 
     def __abs__(self) -> Ref:
         return elementwise("abs", self)
@@ -387,7 +387,7 @@ def matmul(a: Any, b: Any) -> Ref:
         finite = lambda m: np.where(np.isfinite(m), m, 0)
         err = np.abs(finite(A)) @ eb + ea @ np.abs(finite(B)) + ea @ eb
         magnitude = np.abs(finite(A)) @ np.abs(finite(B))
-        err = err + (np.log2(max(k, 1)) + k / 16 + 4) * ACC_EPS * magnitude
+        err = err + (np.log2(max(k, 1)) + k / 16 + 4) * acc_eps(dtype) * magnitude
         overflow = magnitude >= np.finfo(np.float32).max  # a product or partial sum may overflow (inf - inf)
         spread = lambda ma, mb: (ma.astype(F64) @ np.ones_like(B) + np.ones_like(A) @ mb.astype(F64)) > 0
         unsure = spread(np.isinf(ea), np.isinf(eb))
