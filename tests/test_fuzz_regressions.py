@@ -408,3 +408,12 @@ def test_float64_matmul_computes_in_float64(fuse: bool) -> None:
     program = tt.jit(lambda x, y: x @ y)
     np.testing.assert_array_equal(run(program, a, b, fuse=fuse), a @ b)
     assert run(program, a, np.array([[1.0], [0.0]]), fuse=fuse)[0, 0] - 1 == pytest.approx(1e-12, rel=1e-3)
+
+
+@BOTH
+def test_float64_prod_over_several_axes_stays_float64(fuse: bool) -> None:
+    """Seed 6 case 180: `tt.prod` of a float64 array over several axes computed in float32 (meant for
+    float16's single rounding) and was off by 1e-6 relative."""
+    x = np.full((2, 3), 1 + 1e-9)
+    got = run(tt.jit(lambda a: tt.prod(a, axis=None)), x, fuse=fuse)
+    assert got.dtype == np.float64 and got == pytest.approx(np.prod(x), rel=1e-14)

@@ -90,8 +90,8 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims
     if x.ndim == 0:
         return x
     element = x.element
-    if element != np.float32 and is_float(element) and len(_axes(x, axis)) > 1:
-        x = x.to(np.float32)  # float16: one rounding at the end, as NumPy's pairwise float16 product nearly does
+    if is_float(element) and x.dtype.itemsize == 2 and len(_axes(x, axis)) > 1:
+        x = x.to(np.float32)  # float16/bfloat16: one rounding at the end, as NumPy's pairwise product nearly does
     return _reduce(tta.ReduceProdOp, x, axis, keepdims).to(element)
 
 
