@@ -307,6 +307,8 @@ def _int_uncertain(name: str, typed: list[Any], errs: list[np.ndarray]) -> np.nd
     if name in ("floordiv", "mod") and np.asarray(typed[0]).dtype.kind in "iub":
         a, b = (np.asarray(t, np.int64) for t in typed)
         unc = unc | (b == 0) | ((a == np.iinfo(np.int32).min) & (b == -1))  # NumPy warns; backends differ
+    if name == "reciprocal" and np.asarray(typed[0]).dtype.kind in "iu":
+        unc = unc | (np.asarray(typed[0]) == 0)  # NumPy's 1 // 0 is the platform's (INT_MIN on x86); tinyton's 0
     return unc
 
 
