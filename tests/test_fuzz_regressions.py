@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tinyton as tt
+from tinyton.analysis.domain import NotFusable
 from tinyton.errors import CompilationError
 
 BOTH = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
@@ -417,3 +418,31 @@ def test_float64_prod_over_several_axes_stays_float64(fuse: bool) -> None:
     x = np.full((2, 3), 1 + 1e-9)
     got = run(tt.jit(lambda a: tt.prod(a, axis=None)), x, fuse=fuse)
     assert got.dtype == np.float64 and got == pytest.approx(np.prod(x), rel=1e-14)
+
+
+@BOTH
+def test_pad_of_a_0d_array_is_the_array(fuse: bool) -> None:
+    """Seed 8 case 53: `tt.pad` of a 0-d array failed in the IR verifier ("f16 should be of base attribute
+    tensor"); NumPy returns the 0-d array."""
+    x = np.float16(2.5)
+    got = run(tt.jit(lambda a: tt.pad(a, 1)), x, fuse=fuse)
+    assert got.shape == () and got.dtype == np.float16 and got == np.pad(x, 1)
+
+
+@pytest.mark.xfail(strict=True, raises=NotFusable, reason="fusion planner: NotFusable reaches the user when a "
+                   "constant-valued array (isfinite of ints) is transposed or gathered from; unfused works")
+@pytest.mark.parametrize(
+    "program, args",
+    [
+        (lambda a, b: tt.isfinite(a).T > b, (np.ones((5, 5), bool), np.ones((5, 5), np.float32))),
+        (lambda a, j: tt.take_along_axis(tt.isfinite(a), j, axis=0), (np.ones(1, np.int64), np.zeros(1, np.int64))),
+    ],
+    ids=["transpose", "take_along_axis"],
+)
+def test_constant_arrays_transposed_or_gathered_fuse(program, args) -> None:
+    """Seed 8 cases 88 and 121 (fused only): `isfinite` of an int or bool array is a constant, and the
+    planner raised NotFusable ("tta.transpose of a computed value changes the layout", "take reads its table
+    from memory; a computed table needs its own kernel") instead of giving the constant its own kernel."""
+    fn = tt.jit(program)
+    unfused = fn.compile(*args, fuse=False)(*args)
+    np.testing.assert_array_equal(fn(*args), unfused)

@@ -509,6 +509,8 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
                     f"or one pair per axis of the {x.ndim}-d array") from None
     if (widths < 0).any():
         raise error("index can't contain negative values")
+    if x.ndim == 0:
+        return x  # a 0-d array has no axis to pad (NumPy returns it)
     if len({v.item() for v in values.reshape(-1)}) <= 1:  # one value: one padded window
         windows = [(-int(lo), 1, int(lo) + n + int(hi)) for (lo, hi), n in zip(widths, x.shape)]
         return window_slice(x, windows, values.reshape(-1)[0].item() if values.size else 0)
