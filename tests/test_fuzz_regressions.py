@@ -446,3 +446,14 @@ def test_constant_arrays_transposed_or_gathered_fuse(program, args) -> None:
     fn = tt.jit(program)
     unfused = fn.compile(*args, fuse=False)(*args)
     np.testing.assert_array_equal(fn(*args), unfused)
+
+
+@BOTH
+def test_float16_logaddexp_rounds_once(fuse: bool) -> None:
+    """Seed 9 cases 47 and 166: float16 `logaddexp(x, x)` near x = -log 2 was off by 1% (`x + log 2` with log 2
+    rounded to float16 and every step rounded); NumPy's half loop computes in float32 and rounds once."""
+    x = np.float16([-0.6753, -0.7, 1.5, -np.inf])
+    y = np.float16([-0.6753, -0.6, 1.5, -np.inf])
+    got = run(tt.jit(lambda a, b: tt.logaddexp(a, b)), x, y, fuse=fuse)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, np.logaddexp(x, y))

@@ -144,10 +144,14 @@ _float_binary("hypot", tta.HypotOp, "sqrt(a**2 + b**2) without overflow; inf if 
 @register("logaddexp", "log(exp(a) + exp(b)) without overflow.")
 def logaddexp(a: Operand, b: Operand) -> Traced:
     (x, y), _ = resolve("logaddexp", [a, b])
+    element = x.element
+    if x.dtype.itemsize == 2:  # float16/bfloat16: in float32, rounded once (NumPy's half loops do)
+        x, y = x.to(np.float32), y.to(np.float32)
     larger = emit(tta.MaximumOp, x, y)
     gap = emit(tta.NegOp, emit(tta.AbsOp, emit(tta.SubOp, x, y)))
     result = emit(tta.AddOp, larger, emit(tta.Log1pOp, emit(tta.ExpOp, gap)))
-    return where(cmp("eq", x, y), emit(tta.AddOp, x, scalar(x, log(2.0))), result)  # also inf == inf
+    result = where(cmp("eq", x, y), emit(tta.AddOp, x, scalar(x, log(2.0))), result)  # also inf == inf
+    return result.to(element) if result.element != element else result
 
 
 @register("sigmoid", "1 / (1 + exp(-x)) (scipy.special.expit; types as np.exp's).")
