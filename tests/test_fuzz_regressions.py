@@ -468,3 +468,14 @@ def test_fused_float64_long_row_softmax_is_float64_accurate() -> None:
     got = softmax(x)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-12)
+
+
+@BOTH
+def test_int_arrays_compare_with_out_of_range_python_ints(fuse: bool) -> None:
+    """Seed 11 case 247: `uint8_array <= -1` raised "Python integer -1 out of bounds for uint8"; NumPy 2
+    compares out-of-range Python ints by value (all False here)."""
+    x = np.array([0, 5, 255], np.uint8)
+    program = tt.jit(lambda a: (a <= -1, a > 300, a != 300, -1 < a, tt.equal(a, 1000)))
+    for got, want in zip(run(program, x, fuse=fuse), (x <= -1, x > 300, x != 300, -1 < x, np.equal(x, 1000))):
+        assert got.dtype == np.bool_
+        np.testing.assert_array_equal(got, want)

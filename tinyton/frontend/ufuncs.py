@@ -144,15 +144,28 @@ binary_ufunc("bitwise_and", tta.AndOp, "`a & b` of ints and bools.")
 binary_ufunc("bitwise_or", tta.OrOp, "`a | b` of ints and bools.")
 binary_ufunc("bitwise_xor", tta.XorOp, "`a ^ b` of ints and bools.")
 
+def _compare_out_of_range(name: str, a: Operand, b: Operand) -> Traced | None:
+    """An int array compared with a Python int outside its type's range: NumPy 2 compares by value, so the
+    result is the same for every element (`uint8 <= -1` is all False)."""
+    for array, value, flipped in ((a, b, False), (b, a, True)):
+        if isinstance(array, Traced) and type(value) is int and isinstance(array.element, IntegerType) and array.element != i1:
+            info = np.iinfo(array.dtype)
+            if not info.min <= value <= info.max:
+                sample = np.array([info.min], array.dtype)
+                result = getattr(np, name)(value, sample) if flipped else getattr(np, name)(sample, value)
+                return full_like(array, bool(result[0]), i1)
+    return None
+
+
 for _name, _predicate, _symbol in (
     ("less", "lt", "<"), ("less_equal", "le", "<="), ("greater", "gt", ">"), ("greater_equal", "ge", ">="),
     ("equal", "eq", "=="), ("not_equal", "ne", "!="),
 ):  # fmt: skip
 
     def _compare(a: Operand, b: Operand, _name: str = _name, _predicate: str = _predicate) -> Traced:
-        decided = _beyond_range(_predicate, a, b)
-        if decided is not None:
-            return decided
+        constant = _compare_out_of_range(_name, a, b)
+        if constant is not None:
+            return constant
         (x, y), _ = resolve(_name, [a, b])
         return cmp(_predicate, x, y) if x.element == y.element else _mixed_compare(_predicate, x, y)
 
