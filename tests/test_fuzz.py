@@ -1,8 +1,8 @@
 """The differential fuzzer as a standing check: seeded random array programs (tests/fuzz/generate.py) must
 give the NumPy reference's result (tests/fuzz/reference.py) both fused and unfused.
 
-`TINYTON_FUZZ_CASES` (default 150, under a minute on the simulator) and `TINYTON_FUZZ_SEED` choose the cases; a failure names its seed and
-index, and `python tests/fuzz/run.py --seed S --index I --show` reproduces it with its source.
+`TINYTON_FUZZ_CASES` (default 250: about 30 s on the simulator, new kernels compiled) and `TINYTON_FUZZ_SEED`
+choose the cases; a failure names its seed and index, and `python tests/fuzz/run.py --seed S --index I --show` reproduces it with its source.
 scripts/fuzz-gpu.sh runs the larger GPU campaign.
 """
 
@@ -18,7 +18,7 @@ from fuzz.generate import generate
 from fuzz.run import DEFAULT_SEED, check
 
 SEED = int(os.environ.get("TINYTON_FUZZ_SEED", DEFAULT_SEED))
-CASES = int(os.environ.get("TINYTON_FUZZ_CASES", 150))
+CASES = int(os.environ.get("TINYTON_FUZZ_CASES", 250))
 
 
 @pytest.fixture(scope="module")
