@@ -18,7 +18,7 @@ from fuzz.generate import generate
 from fuzz.run import DEFAULT_SEED, check
 
 SEED = int(os.environ.get("TINYTON_FUZZ_SEED", DEFAULT_SEED))
-CASES = int(os.environ.get("TINYTON_FUZZ_CASES", 250))
+CASES = int(os.environ.get("TINYTON_FUZZ_CASES", "250"))
 
 
 @pytest.fixture(scope="module")

@@ -161,24 +161,29 @@ class NumPySteps:
         if op in ("concatenate", "stack"):
             if op == "concatenate" and nd == 0:
                 return
-            mate = self.pick(lambda w: w.ndim == nd and all(a == b for i, (a, b) in enumerate(zip(w.shape, v.shape)) if i != axis % nd or op == "stack"))
-            other = mate.name if mate is not None and rng.random() < 0.7 else f"-{v.name}" if v.dtype != np.bool_ else f"~{v.name}"
-            self.emit(f"tt.{op}([{v.name}, {other}], axis={axis if op == 'concatenate' else int(rng.integers(-nd - 1, nd + 1))})")
+            free = axis % nd if op == "concatenate" else None  # the axis whose lengths may differ
+            mate = self.pick(lambda w: w.ndim == nd and all(a == b for i, (a, b) in enumerate(zip(w.shape, v.shape)) if i != free))
+            other = mate.name if mate is not None and rng.random() < 0.7 else f"~{v.name}" if v.dtype == np.bool_ else f"-{v.name}"
+            at = axis if op == "concatenate" else int(rng.integers(-nd - 1, nd + 1))
+            self.emit(f"tt.{op}([{v.name}, {other}], axis={at})")
         elif op == "split" and nd:
             n = v.shape[axis]
-            sections = self._choice([k for k in (1, 2, 3, 4) if n % k == 0]) if rng.random() < 0.6 else sorted(rng.integers(0, n + 1, size=2).tolist())
+            equal = [k for k in (1, 2, 3, 4) if n % k == 0]
+            sections = self._choice(equal) if rng.random() < 0.6 else sorted(rng.integers(0, n + 1, size=2).tolist())
             pieces = sections if isinstance(sections, int) else 3
             self.emit(f"tt.split({v.name}, {sections}, axis={axis})[{int(rng.integers(0, pieces))}]")
         elif op == "flip":
             self.emit(f"tt.flip({v.name}{'' if nd == 0 or rng.random() < 0.3 else f', axis={self._axis(v)}'})")
         elif op == "pad":
-            width = int(rng.integers(0, 3)) if rng.random() < 0.4 else tuple((int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in range(nd))
+            pair = lambda: (int(rng.integers(0, 3)), int(rng.integers(0, 3)))  # noqa: E731
+            width = int(rng.integers(0, 3)) if rng.random() < 0.4 else tuple(pair() for _ in range(nd))
             value = f", constant_values={self._choice(SCALARS[:5])}" if rng.random() < 0.5 else ""
             self.emit(f"tt.pad({v.name}, {width!r}{value})")
         elif op == "repeat":
             self.emit(f"tt.repeat({v.name}, {int(rng.integers(1, 4))}{f', axis={axis}' if nd and rng.random() < 0.8 else ''})")
         elif op == "tile":
-            reps = int(rng.integers(1, 3)) if rng.random() < 0.5 else tuple(int(rng.integers(1, 3)) for _ in range(int(rng.integers(1, nd + 2))))
+            count = int(rng.integers(1, nd + 2))
+            reps = int(rng.integers(1, 3)) if rng.random() < 0.5 else tuple(int(rng.integers(1, 3)) for _ in range(count))
             self.emit(f"tt.tile({v.name}, {reps!r})")
         elif op == "squeeze":
             ones = [i for i, d in enumerate(v.shape) if d == 1]

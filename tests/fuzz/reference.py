@@ -12,10 +12,9 @@ included.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import math
 
 import numpy as np
 

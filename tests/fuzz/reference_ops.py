@@ -16,8 +16,18 @@ from typing import Any
 
 import numpy as np
 from fuzz.reference import (
-    F64, INF, Ref, acc_eps, accumulation_steps, compute_eps, elementwise, finish_float, is_robust, matmul,
-    normalize_axes, reduce_,
+    F64,
+    INF,
+    Ref,
+    acc_eps,
+    accumulation_steps,
+    compute_eps,
+    elementwise,
+    finish_float,
+    is_robust,
+    matmul,
+    normalize_axes,
+    reduce_,
 )  # fmt: skip
 
 

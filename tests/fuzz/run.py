@@ -32,10 +32,11 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import tinyton as tt
 from fuzz.generate import Case, generate
 from fuzz.reference import Ref, compare
 from fuzz.reference_ops import SHIM
+
+import tinyton as tt
 
 DEFAULT_SEED = 20261123
 DEFAULT_CASES = 2000
