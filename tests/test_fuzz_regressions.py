@@ -479,3 +479,12 @@ def test_int_arrays_compare_with_out_of_range_python_ints(fuse: bool) -> None:
     for got, want in zip(run(program, x, fuse=fuse), (x <= -1, x > 300, x != 300, -1 < x, np.equal(x, 1000))):
         assert got.dtype == np.bool_
         np.testing.assert_array_equal(got, want)
+
+
+def test_pad_constant_out_of_the_int_range_is_numpys_error() -> None:
+    """CI seed case 356 (found through test_fusion_scale): `tt.pad(uint8, 0, constant_values=-3)` failed in
+    the IR verifier; NumPy pads nothing for width 0 and refuses -3 otherwise ("out of bounds for uint8")."""
+    x = np.array([1, 2], np.uint8)
+    np.testing.assert_array_equal(tt.jit(lambda a: tt.pad(a, 0, constant_values=-3))(x), np.pad(x, 0, constant_values=-3))
+    with pytest.raises(CompilationError, match="Python integer -3 out of bounds for uint8"):
+        tt.jit(lambda a: tt.pad(a, 1, constant_values=-3))(x)

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_int
+from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.errors import error
 from tinyton.frontend.array_ops import broadcast_to, reshape, take, transpose, where
 from tinyton.frontend.promotion import is_scalar
@@ -70,6 +71,9 @@ def _fill(value: Any, element: Any) -> IntegerAttr | FloatAttr:
     if element == i1:
         return IntegerAttr(int(bool(value)), i1)
     if is_int(element):
+        info = np.iinfo(ELEMENT_TO_NUMPY[element]) if element in ELEMENT_TO_NUMPY else None
+        if info is not None and isinstance(value, (int, np.integer)) and not info.min <= int(value) <= info.max:
+            raise error(f"Python integer {int(value)} out of bounds for {np.dtype(info.dtype)}")
         return IntegerAttr(int(value), element)
     with np.errstate(over="ignore"):
         return FloatAttr(float(np.asarray(value, dtype=np.float64)), element)
@@ -509,8 +513,8 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
                     f"or one pair per axis of the {x.ndim}-d array") from None
     if (widths < 0).any():
         raise error("index can't contain negative values")
-    if x.ndim == 0:
-        return x  # a 0-d array has no axis to pad (NumPy returns it)
+    if x.ndim == 0 or not widths.any():
+        return x  # nothing to pad: NumPy returns the array (and never converts the constant)
     if len({v.item() for v in values.reshape(-1)}) <= 1:  # one value: one padded window
         windows = [(-int(lo), 1, int(lo) + n + int(hi)) for (lo, hi), n in zip(widths, x.shape)]
         return window_slice(x, windows, values.reshape(-1)[0].item() if values.size else 0)
