@@ -400,8 +400,6 @@ def test_sign_of_unsigned_ints(fuse: bool) -> None:
 
 
 @BOTH
-@pytest.mark.xfail(strict=True, reason="float64 matmuls compute in float32 (the simulator's dot and the matmul "
-                   "kernels' f32 accumulator); not drawn by the fuzzer until fixed")
 def test_float64_matmul_computes_in_float64(fuse: bool) -> None:
     """Seed 4 case 123: `x @ y` of float64 gave NaN for `subnormal * inf` (the subnormal flushed to 0 in
     float32) where NumPy gives inf; `(1 + 1e-12) * 1 - 1` gives 0 instead of 1e-12."""

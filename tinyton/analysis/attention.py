@@ -343,6 +343,8 @@ def affine_index(value: SSAValue) -> Affine | None:
         if inner is None or moves is None or any(p not in moves for p, _ in inner.coef):
             return None  # (a coefficient sits on a dim of extent > 1, which every reshape here keeps)
         return Affine(tuple(sorted((moves[p], c) for p, c in inner.coef)), inner.const)
+    if isinstance(op, tta.CastOp) and _widens_int(op):  # an int32 arange as int64 (torch's indices)
+        return affine_index(op.input)
     if isinstance(op, (tta.AddOp, tta.SubOp)):
         a, b = affine_index(op.lhs), affine_index(op.rhs)
         if a is None or b is None:
@@ -358,6 +360,13 @@ def affine_index(value: SSAValue) -> Affine | None:
 
 
 _AFFINE_OPS = (tta.ArangeOp, tta.ConstantOp, tta.ReshapeOp, tta.BroadcastToOp, tta.AddOp, tta.SubOp, tta.MulOp)
+
+
+def _widens_int(op: tta.CastOp) -> bool:
+    """A cast between signed ints that keeps every value (its result as wide or wider)."""
+    src, dst = element_type(op.input.type), element_type(op.result.type)
+    return (isinstance(src, IntegerType) and isinstance(dst, IntegerType) and src != i1
+            and dst.width.data >= src.width.data)  # fmt: skip
 
 
 def index_mask(value: SSAValue) -> Mask | None:

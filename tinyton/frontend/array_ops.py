@@ -228,7 +228,8 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Traced:
 
 
 def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
-    """`np.take`: gather along `axis` with int32 indices (an embedding lookup for axis 0)."""
+    """`np.take`: gather along `axis` (an embedding lookup for axis 0); indices of any integer type, read as
+    int32 (kernels index with i32: every array has fewer than 2**31 elements)."""
     table = _one(table)
     if axis is None:
         table, axis = reshape(table, (table.size,)), 0
@@ -237,6 +238,7 @@ def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
     idx = indices if isinstance(indices, Traced) else table.tracer.constant(indices, i32)
     if not is_int(idx.element) or idx.element == i1:
         raise error("arrays used as indices must be of integer type")
+    idx = idx.to(np.int32)
     return table.tracer.emit(tta.TakeOp, table.value, idx.value, _normalize_axis(axis, table.ndim))
 
 

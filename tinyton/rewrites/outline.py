@@ -114,8 +114,8 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
     fusions: list[tta.FusionOp] = []
     old: list[Operation] = []
     for ops, kind in groups:
-        if kind is not None:
-            ops = [op for op in ops if not isinstance(op, tta.ConstantOp)] or list(ops)
+        if kind is not None:  # constants are cloned into the regions reading them, unless the program returns them
+            ops = [op for op in ops if not isinstance(op, tta.ConstantOp) or _returned(op)] or list(ops)
         if kind is None:
             for op in ops:
                 op.detach()
@@ -133,6 +133,10 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
         if isinstance(op, tta.ConstantOp) and not op.result.uses:
             Rewriter.erase_op(op)
     return fusions
+
+
+def _returned(op: Operation) -> bool:
+    return any(isinstance(u.operation, func.ReturnOp) for u in op.results[0].uses)
 
 
 def _positions(groups: Sequence[Group]) -> dict[Operation, int]:
