@@ -80,9 +80,9 @@ func.func @layernorm(%x: tensor<8x40000xf32>, %w: tensor<40000xf32>, %b: tensor<
 // Argmax of a looped row: each chunk's best value and index (one tt.reduce of both, ties and NaN to
 // the lowest index), kept across chunks only when strictly better.
 
-func.func @argmax(%x: tensor<8x40000xf16>) -> tensor<8xi32> {
-  %0 = tta.argmax %x axis = 1 : tensor<8x40000xf16> -> tensor<8xi32>
-  func.return %0 : tensor<8xi32>
+func.func @argmax(%x: tensor<8x40000xf16>) -> tensor<8xi64> {
+  %0 = tta.argmax %x axis = 1 : tensor<8x40000xf16> -> tensor<8xi64>
+  func.return %0 : tensor<8xi64>
 }
 
 // KERNEL-LABEL: builtin.module @argmax_2_row_reduction
@@ -91,4 +91,5 @@ func.func @argmax(%x: tensor<8x40000xf16>) -> tensor<8xi32> {
 // KERNEL:             tt.combine_yield %{{.*}}, %{{.*}} : f32, i32
 // KERNEL:           %[[GT:.*]] = tt.cmp "gt", %[[CV]], %[[BEST]]
 // KERNEL:           scf.yield
-// KERNEL:         tt.store %{{.*}}, %[[I]] : !tt.ptr<i32>, i32
+// KERNEL:         %[[I64:.*]] = tt.cast %[[I]] : i32 -> i64
+// KERNEL:         tt.store %{{.*}}, %[[I64]] : !tt.ptr<i64>, i64

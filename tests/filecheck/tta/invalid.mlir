@@ -163,9 +163,9 @@ func.func @slice_rank(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
 
 // -----
 
-func.func @argmax_empty(%x: tensor<4x0xf32>) -> tensor<4xi32> {
-  %z = tta.argmax %x axis = 1 : tensor<4x0xf32> -> tensor<4xi32>
-  func.return %z : tensor<4xi32>
+func.func @argmax_empty(%x: tensor<4x0xf32>) -> tensor<4xi64> {
+  %z = tta.argmax %x axis = 1 : tensor<4x0xf32> -> tensor<4xi64>
+  func.return %z : tensor<4xi64>
 }
 // ERR: tta.argmax: attempt to get argmax of an empty sequence
 
@@ -175,7 +175,7 @@ func.func @argmax_type(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %z = tta.argmax %x axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
   func.return %z : tensor<4xf32>
 }
-// ERR: tta.argmax result must be tensor<4xi32>, got tensor<4xf32>
+// ERR: tta.argmax result must be tensor<4xi64>, got tensor<4xf32>
 
 // -----
 

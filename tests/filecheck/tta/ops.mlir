@@ -40,8 +40,8 @@ func.func @ops(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %i: tensor<3xi32>, %t: te
   %bc = tta.broadcast_to %w : tensor<8xf32> -> tensor<4x8xf32>
   %tk = tta.take %t, %i axis = 0 : tensor<10x8xf32>, tensor<3xi32> -> tensor<3x8xf32>
   %rprod = tta.reduce_prod %x axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
-  %amax = tta.argmax %x axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xi32>
-  %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i32
+  %amax = tta.argmax %x axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xi64>
+  %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i64
   %csum = tta.cumsum %x axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
   %cprod = tta.cumprod %n axis = 0 : tensor<8xi32> -> tensor<8xi32>
   func.return %add : tensor<4x8xf32>
@@ -83,7 +83,7 @@ func.func @ops(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %i: tensor<3xi32>, %t: te
 // CHECK-NEXT: %bc = tta.broadcast_to %w : tensor<8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: %tk = tta.take %t, %i axis = 0 : tensor<10x8xf32>, tensor<3xi32> -> tensor<3x8xf32>
 // CHECK-NEXT: %rprod = tta.reduce_prod %x axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
-// CHECK-NEXT: %amax = tta.argmax %x axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xi32>
-// CHECK-NEXT: %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i32
+// CHECK-NEXT: %amax = tta.argmax %x axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xi64>
+// CHECK-NEXT: %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i64
 // CHECK-NEXT: %csum = tta.cumsum %x axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: %cprod = tta.cumprod %n axis = 0 : tensor<8xi32> -> tensor<8xi32>
