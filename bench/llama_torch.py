@@ -73,7 +73,7 @@ class TorchLlama:
             kc.index_copy_(2, pos, k)
             vc.index_copy_(2, pos, v)
             end = int(pos[-1]) + 1 if t > 1 else kc.shape[2]
-            mask = None if t > 1 else (torch.arange(kc.shape[2], device="cuda") <= pos[0])
+            mask = None if t > 1 else (torch.arange(kc.shape[2], device="cuda") <= pos[0])[None, :]
             o = F.scaled_dot_product_attention(q, kc[:, :, :end], vc[:, :, :end], attn_mask=mask,
                                                is_causal=t > 1, enable_gqa=True)  # fmt: skip
             x = x + self._reduce(o.transpose(1, 2).reshape(b, t, h * d) @ layer["o_proj"].T)

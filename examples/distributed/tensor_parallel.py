@@ -64,12 +64,17 @@ def shard(cfg: Config, weights: Weights, rank: int, world: int) -> list[dict[str
         {
             "input_layernorm": layer["input_layernorm"], "post_attention_layernorm": layer["post_attention_layernorm"],
             "q_proj": layer["q_proj"][q], "k_proj": layer["k_proj"][kv], "v_proj": layer["v_proj"][kv],
-            "o_proj": np.ascontiguousarray(layer["o_proj"][:, q]),
+            "o_proj": _contiguous(layer["o_proj"][:, q]),
             "gate_proj": layer["gate_proj"][f], "up_proj": layer["up_proj"][f],
-            "down_proj": np.ascontiguousarray(layer["down_proj"][:, f]),
+            "down_proj": _contiguous(layer["down_proj"][:, f]),
         }
         for layer in weights.layers
     ]  # fmt: skip
+
+
+def _contiguous(a):
+    """A column slice, contiguous (NumPy arrays and torch tensors alike)."""
+    return a.contiguous() if isinstance(a, torch.Tensor) else np.ascontiguousarray(a)
 
 
 ATTENTION = ("input_layernorm", "q_proj", "k_proj", "v_proj", "o_proj")
