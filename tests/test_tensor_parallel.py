@@ -38,3 +38,22 @@ def test_shards_split_heads_and_mlp():
     assert (a[0]["k_proj"] != b[0]["k_proj"]).any()
     with pytest.raises(ValueError, match="world of 4 ranks does not divide 2 key/value heads"):
         shard(cfg, weights, 0, 4)
+
+
+def test_one_rank_prefill_gives_the_reference_logits(tmp_path):
+    """The prompt's programs (causal attention over its own rows) on one gloo rank: the last position's logits
+    are the one-process model's."""
+    import numpy as np
+    import torch.distributed as dist
+
+    cfg = CONFIGS["tiny"]
+    weights = random_weights(cfg, seed=0)
+    tokens = np.random.default_rng(1).integers(0, cfg.vocab_size, (2, 6)).astype(np.int32)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        model = tensor_parallel.Rank(cfg, weights, tokens, 0, 1, "cpu")
+        got = model.prefill(6).float().numpy()
+    finally:
+        dist.destroy_process_group()
+    want = tensor_parallel.reference_logits(cfg, weights, tokens)[-1]
+    assert np.abs(got - want).max() <= tensor_parallel.TOLERANCE * np.abs(want).max()

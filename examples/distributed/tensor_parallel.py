@@ -32,9 +32,11 @@ from config import CONFIGS, Config
 from model import (
     NumpyOps,
     TinytonOps,
+    attention,
     decode,
     decode_attention,
     mlp,
+    qkv,
     rmsnorm,
     rope_tables,
 )
