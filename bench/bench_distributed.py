@@ -31,20 +31,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "examples" / "distributed"), str(HERE.parent / "examples" / "llama")]
 
 
-def _time_ms(fn, repeats: int) -> float:
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / repeats
-
-
 def rank_main(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
@@ -63,6 +49,7 @@ def rank_main(args: argparse.Namespace) -> None:
 def measure(args: argparse.Namespace, rank: int, world: int) -> dict[str, float]:
     import numpy as np
     import torch
+    from common import back_to_back_ms
     from config import CONFIGS
     from llama_torch import TorchLlama, torch_weights
     from tensor_parallel import Rank, shard
@@ -74,7 +61,7 @@ def measure(args: argparse.Namespace, rank: int, world: int) -> dict[str, float]
     weights = torch_weights(cfg, seed=0)  # the same on every rank (one seed), then each keeps its shard
     tokens = np.random.default_rng(1).integers(0, cfg.vocab_size, (args.batch, context)).astype(np.int32)
     model = Rank(cfg, weights, tokens, rank, world, f"cuda:{rank}", context)
-    prefill_ms = _time_ms(lambda: model.prefill(args.prompt), 3)
+    prefill_ms = back_to_back_ms(lambda: model.prefill(args.prompt), 3)
     model.prefill(args.prompt)
     model.pos.fill_(args.prompt)
     model.step()  # compile and load outside the capture
@@ -82,20 +69,20 @@ def measure(args: argparse.Namespace, rank: int, world: int) -> dict[str, float]
     with torch.cuda.graph(graph):
         model.step()
     model.pos.fill_(args.prompt)
-    tinyton_ms = _time_ms(graph.replay, args.steps)
+    tinyton_ms = back_to_back_ms(graph.replay, args.steps)
 
     layers = [{k: v.contiguous() for k, v in layer.items()} for layer in shard(cfg, weights, rank, world)]
     peer = TorchLlama(weights, args.batch, context, layers, parallel=world > 1)
     prompt = torch.from_numpy(tokens[:, : args.prompt]).cuda()
-    torch_prefill_ms = _time_ms(lambda: peer.forward(prompt, torch.arange(args.prompt, device="cuda")), 3)
+    torch_prefill_ms = back_to_back_ms(lambda: peer.forward(prompt, torch.arange(args.prompt, device="cuda")), 3)
     token = torch.zeros((args.batch, 1), dtype=torch.int32, device="cuda")
     pos = torch.tensor([args.prompt], device="cuda")
     step = lambda: peer.forward(token, pos)  # noqa: E731
-    torch_eager_ms = _time_ms(step, 20)
+    torch_eager_ms = back_to_back_ms(step, 20)
     peer_graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(peer_graph):
         step()
-    torch_graph_ms = _time_ms(peer_graph.replay, args.steps)
+    torch_graph_ms = back_to_back_ms(peer_graph.replay, args.steps)
     return {"tp": world, "tinyton": tinyton_ms, "torch eager": torch_eager_ms, "torch graph": torch_graph_ms,
             "prefill tinyton": prefill_ms, "prefill torch": torch_prefill_ms}
 

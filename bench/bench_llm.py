@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import device_name, median_ms, print_table
+from common import back_to_back_ms, device_name, median_ms, print_table
 from llama_torch import TorchLlama, torch_weights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "llama"))
@@ -56,16 +56,6 @@ STEPS = 200
 """Decode steps timed back to back (CUDA events around them): the position moves on by one each, as in use."""
 
 
-def _steps_ms(step, steps: int = STEPS) -> float:
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        step()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / steps
-
-
 def bench_decode(name: str, cfg: Config, weights: Weights, batches: list[int], context: int, peers: list[str],
                  bandwidth: float) -> list[list[object]]:  # fmt: skip
     """Step time at positions `context // 2` onwards (the cache holds `context // 2 + STEPS + 2` positions)."""
@@ -79,7 +69,7 @@ def bench_decode(name: str, cfg: Config, weights: Weights, batches: list[int], c
         engine.step()  # the capture
         torch.cuda.synchronize()
         _set_position(engine, position)
-        tinyton_ms = _steps_ms(engine.step)
+        tinyton_ms = back_to_back_ms(engine.step, STEPS, warmup=False)  # warmed up above
         model = TorchLlama(weights, batch, length)
         tokens = torch.zeros((batch, 1), dtype=torch.int32, device="cuda")
         pos = torch.tensor([position], device="cuda")

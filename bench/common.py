@@ -57,6 +57,21 @@ def median_ms(fn: Callable[[], object], *, warmup_ms: int = 50, rep_ms: int = 30
     return triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
+def back_to_back_ms(fn: Callable[[], object], repeats: int, *, warmup: bool = True) -> float:
+    """Mean device time of `repeats` calls of `fn` in a row (CUDA events around them, no L2 flush between): for
+    steps that must run in order, such as decode steps moving their position on, or CUDA-graph replays."""
+    if warmup:
+        fn()
+        torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(repeats):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / repeats
+
+
 def host_us_per_call(fn: Callable[[], object], calls: int = 10_000, rounds: int = 5) -> float:
     """Median over `rounds` of wall time per call for `calls` back-to-back calls, synchronising once;
     one-shot: one call, NaN."""
