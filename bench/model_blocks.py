@@ -74,6 +74,7 @@ def torch_top_p_count(logits, u):
 
 
 def _inputs(name: str, dtype: torch.dtype) -> list[torch.Tensor]:
+    torch.manual_seed(0)  # the same inputs in every run and on every backend
     r = lambda *s: torch.randn(*s, device=DEVICE, dtype=dtype)
     m, k, n = pick((4096, 4096, 4096), (33, 64, 48))
     if name == "gelu_mlp":
@@ -99,18 +100,19 @@ BLOCKS: dict[str, tuple[Callable, Callable]] = {
 }
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCE = {torch.float32: 2e-3, torch.bfloat16: 5e-2}
+CDF_TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 1e-2}  # bf16: the scan's outputs round to 8 bits (NumPy's)
 
 
 def bench_block(name: str, dtype: torch.dtype) -> list[object]:
     program, eager = BLOCKS[name]
     args = _inputs(name, dtype)
     got, want = program(*args), eager(*[a.double() if a.is_floating_point() else a for a in args])
-    if name == "top_p_count":  # float32 sums of 128k tiny probabilities: the count is right if the exact CDF
-        p = torch.softmax(args[0].double(), -1)  # crosses u within float32 rounding of it at that count
+    if name == "top_p_count":  # rounded sums of 128k tiny probabilities: the count is right if the exact CDF
+        p = torch.softmax(args[0].double(), -1)  # crosses u within the dtype's rounding of it at that count
         c = torch.cumsum(p, -1)
         n = got.long().clamp(1, c.shape[-1] - 1)[:, None]
-        u = args[1].double()
-        assert (c.gather(1, n - 1) <= u + 1e-4).all() and (c.gather(1, n) >= u - 1e-4).all(), (got, want)
+        u, tol = args[1].double(), CDF_TOLERANCE[dtype]
+        assert (c.gather(1, n - 1) <= u + tol).all() and (c.gather(1, n) >= u - tol).all(), (dtype, got, want)
     else:
         check_close(f"tinyton {name} {dtype}", got, want.to(got.dtype), TOLERANCE[dtype])
     compiled = torch.compile(eager, dynamic=False)
