@@ -7,8 +7,6 @@ GPU: results against torch on a side stream, launched twice (the second by the f
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 from standin_gpu import device_array, standin_gpu
@@ -54,14 +52,9 @@ def test_device_descriptors_launch_on_the_fast_path():
         for _ in range(2):
             desc_matmul[grid](ad, bd, c, size, size, size, *BLOCK, num_warps=4)
         (plan,) = desc_matmul._plans.values()
-        assert plan.fast
-        start = time.perf_counter()
-        for _ in range(100):
-            desc_matmul[grid](ad, bd, c, size, size, size, *BLOCK, num_warps=4)
-        per_launch_us = (time.perf_counter() - start) * 1e4
+        assert plan.fast  # its speed is measured by bench/host_overhead.py, not timed here
     (_, _, first), (_, _, second) = launches[:2]
     assert first == second == (1 << 32, size, size, size, 1, 2 << 32, size, size, size, 1, 3 << 32, size, size, size)
-    assert per_launch_us < 50, f"{per_launch_us:.1f} µs per descriptor launch (the slow path took ~100)"
 
 
 def test_host_base_is_never_fast():
