@@ -76,3 +76,22 @@ def dot_bad_precision(a_ptr, BLOCK: tt.constexpr):
     r = tt.arange(0, BLOCK)
     a = tt.load(a_ptr + r[:, None] * BLOCK + r[None, :])
     tt.store(a_ptr + r[:, None] * BLOCK + r[None, :], tt.dot(a, a, input_precision="tf16"))
+
+
+@tt.jit
+def matmul_nt_kernel(
+    a_ptr, w_ptr, c_ptr, M, N, K,
+    BLOCK_M: tt.constexpr, BLOCK_N: tt.constexpr, BLOCK_K: tt.constexpr, PRECISION: tt.constexpr,
+):
+    """C = A @ W.T for a row-major W [N, K] (a linear layer's weight): B is read K-major, W's blocks as stored."""
+    pid_m, pid_n = tt.program_id(0), tt.program_id(1)
+    rm = pid_m * BLOCK_M + tt.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tt.arange(0, BLOCK_N)
+    rk = tt.arange(0, BLOCK_K)
+    acc = tt.zeros((BLOCK_M, BLOCK_N), tt.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk[None, :]
+        a = tt.load(a_ptr + rm[:, None] * K + kk, mask=(rm[:, None] < M) & (kk < K), other=0.0)
+        w = tt.load(w_ptr + rn[:, None] * K + kk, mask=(rn[:, None] < N) & (kk < K), other=0.0)
+        acc = tt.dot(a, tt.trans(w), acc, input_precision=PRECISION)
+    tt.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))

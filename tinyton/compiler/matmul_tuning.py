@@ -23,6 +23,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     candidates,
     default_tiles,
 )
+from tinyton.lowering.matmul_precision import fp32_matmul_precision
 from tinyton.runtime import driver
 
 TUNER: Tuner[MatmulTiles] = Tuner("matmul", decode=lambda d: MatmulTiles(**d))
@@ -38,7 +39,8 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     p = problem
     if not tuning_enabled() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
         return default_tiles(problem)
-    key = (driver.device().name, problem.dtype, problem.shape_class())
+    dtype = f"{p.dtype}:{fp32_matmul_precision()}" if p.dtype == "float32" else p.dtype  # tf32x3 and ieee tile differently
+    key = (driver.device().name, dtype, problem.shape_class())
     samples: Samples = {}
     return TUNER.choose(key, candidates(problem), lambda tiles: _timer(problem, tiles, samples), default=default_tiles(problem))
 

@@ -410,7 +410,7 @@ class ReduceMinOp(ReduceOp):
 
 INPUT_PRECISIONS = ("ieee", "tf32", "tf32x3")
 """Triton's `input_precision` of f32 operands: exact FMA, TF32 tensor cores (10-bit mantissas), or three
-TF32 products that recover f32 accuracy (tinyton computes it as `ieee`)."""
+TF32 products of hi and lo parts that keep f32 accuracy on the tensor cores (lowering/tt_to_llvm/tf32.py)."""
 
 DOT_MIN = 16
 """Smallest tile side of a dot (the MMA instruction shape m16n8k16, as in Triton)."""

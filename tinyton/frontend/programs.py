@@ -27,6 +27,7 @@ from tinyton.compiler.launch_plan import Runner
 from tinyton.compiler.target import requested_arch
 from tinyton.frontend.names import globals_guard, globals_key
 from tinyton.frontend.tracing import is_array, trace
+from tinyton.lowering.matmul_precision import fp32_matmul_precision
 from tinyton.profiling import stage
 from tinyton.runtime.devices import current_device, device_of
 from tinyton.runtime.torch_interop import is_torch
@@ -51,13 +52,14 @@ _PROGRAMS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], ArrayProgram]] =
 
 
 def compile_array_program(fn: Callable[..., Any], args: Sequence[Any], *, fuse: bool | None = None) -> ArrayProgram:
-    """The compiled program of `fn` for `args` (cached per signature, fusion setting and `TINYTON_ARCH`)."""
+    """The compiled program of `fn` for `args` (cached per signature, fusion setting, `TINYTON_ARCH` and
+    `TINYTON_FP32_MATMUL`)."""
     fn = getattr(fn, "fn", fn)
     fuse = fusion_enabled(fuse)
     programs = _PROGRAMS.get(fn)
     if programs is None:
         programs = _PROGRAMS[fn] = {}
-    key = (_signature_key(args), globals_key(fn), fuse, requested_arch())
+    key = (_signature_key(args), globals_key(fn), fuse, requested_arch(), fp32_matmul_precision())
     program = programs.get(key)
     if program is None:
         inputs = [i for i, a in enumerate(args) if is_array(a)]

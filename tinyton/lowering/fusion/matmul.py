@@ -1,6 +1,7 @@
 """The main loop of a matmul kernel: `[BM, BK] x [BK, BN]` tiles accumulated with `tt.dot` over K.
 
-Operands are read through their views, so `x @ w.T` or a broadcast batch costs no copy. The f32
+Operands are read through their views, so `x @ w.T` or a broadcast batch costs no copy. float32 operands
+multiply as `TINYTON_FP32_MATMUL` says (`tf32x3` by default: float32 accuracy on tensor cores). The f32
 accumulator (f64 for f64 operands) then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
 Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
 in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
@@ -19,6 +20,7 @@ from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.region import BINARY, COMBINE, UNARY, accumulator_element, reduction_kind
+from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
 """A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
@@ -84,6 +86,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, (bk, bn))
     acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
+    precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     a_desc = None if stats else _descriptor(rg, a_view, n - 2, n - 2, False)  # a tile the stats read stays in registers
     b_desc = _descriptor(rg, b_view, n - 2, n - 1, True)
@@ -102,7 +105,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
             b = _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), masks[1], zero_b)
         else:
             b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
-        out = [em.emit(tt.DotOp(a, b, carried[0]))]
+        out = [em.emit(tt.DotOp(a, b, carried[0], precision))]
         for (red, chain), part in zip(stats, carried[1:]):
             kind, el = reduction_kind(red), _acc(red)
             v = em.cast(_chain(em, a, op.lhs, chain), el)

@@ -12,14 +12,19 @@ f16 -> f32 instruction; an f16 one the f16 -> f16 instruction, which rounds afte
 16-deep step (as Triton's `out_dtype=float16` does). bf16 operands use the bf16 instruction (f32
 accumulator only).
 
-f32 operands with `input_precision="tf32"` use `mma.m16n8k8.tf32`, 8 deep: `ldmatrix` still loads A
-(a 16x8 block of 32-bit elements is a 16x16 block of 16-bit halves, and the halves land exactly where the
-tf32 A fragment wants them), B's fragment (b0 = (k t, n g), b1 = (k t+4, n g)) is loaded element by
-element, as `ldmatrix.trans` cannot transpose 32-bit elements. Every operand is rounded with
-`cvt.rna.tf32.f32` (to nearest, ties away from zero), as the simulator rounds, so both agree.
+f32 operands with `input_precision` "tf32" or "tf32x3" use `mma.m16n8k8.tf32`, 8 deep: `ldmatrix` still
+loads A (a 16x8 block of 32-bit elements is a 16x16 block of 16-bit halves, and the halves land exactly where
+the tf32 A fragment wants them), and B read K-major (`x @ w.T`: the N x K tile as stored) the same way; a
+K x N B's fragment (b0 = (k t, n g), b1 = (k t+4, n g)) is loaded element by element, as `ldmatrix.trans`
+cannot transpose 32-bit elements. "tf32" rounds every fragment word with `cvt.rna.tf32.f32` (to nearest,
+ties away from zero), as the simulator rounds; "tf32x3" splits each word into three (`tf32`) and issues
+three mmas per piece, lo_a hi_b, hi_a lo_b, then hi_a hi_b, into the same f32 accumulators.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -37,11 +42,21 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.async_copy import BUFFER_ALIGN, fence_async_proxy, slot_base
+from tinyton.lowering.tt_to_llvm.async_copy import (
+    BUFFER_ALIGN,
+    fence_async_proxy,
+    slot_base,
+)
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.mma_layout import BLOCK, MmaTiling, k_major_b, mma_tiling
+from tinyton.lowering.tt_to_llvm.mma_layout import (
+    BLOCK,
+    MmaTiling,
+    k_major_b,
+    mma_tiling,
+)
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle, store_swizzled
+from tinyton.lowering.tt_to_llvm.tf32 import Tf32Parts, round_tf32, tf32x3_step
 
 HALF2 = VectorType(f16, [2])
 I16 = IntegerType(16)
@@ -73,13 +88,6 @@ def _ldmatrix(ctx: KernelContext, ptr: SSAValue, trans: bool) -> list[SSAValue]:
     words = [i32] * FRAGMENT_REGS
     result = llvm.LLVMStructType.from_type_list(words)
     return _fields(ctx, ctx.value(llvm.CallIntrinsicOp(name, [ptr], [result])), words)
-
-
-def _tf32(ctx: KernelContext, value: SSAValue) -> SSAValue:
-    """An f32 (or its i32 bits) rounded to tf32 with `cvt.rna.tf32.f32`, as the i32 the mma takes."""
-    if value.type != f32:
-        value = ctx.value(llvm.BitcastOp(value, f32))
-    return ctx.value(llvm.CallIntrinsicOp("llvm.nvvm.f2tf32.rna", [value], [i32]))
 
 
 def _mma(
@@ -193,15 +201,55 @@ def shared_operands(
     return bases
 
 
+Parts = tuple[list[SSAValue], ...]
+"""The words of one fragment as the mmas read them: one list, or hi, lo and cross for "tf32x3"."""
+
+
+def _pairs(a: Parts, b: Parts) -> list[tuple[list[SSAValue], list[SSAValue]]]:
+    """The (A, B) fragments whose products one piece accumulates, in order: the small ones first."""
+    if len(a) == 1:
+        return [(a[0], b[0])]
+    (a_hi, a_lo, a_cross), (b_hi, b_lo, b_cross) = a, b
+    return [(a_lo, b_cross), (a_cross, b_lo), (a_hi, b_hi)]
+
+
+def _issue(
+    ctx: KernelContext, operand: Attribute, tiling: MmaTiling, a_frags: list[Parts], b_frags: list[Parts],
+    acc: list[SSAValue],
+) -> list[SSAValue]:
+    """One K step's mmas over every piece of this warp's accumulator (B fragments: both n8 halves)."""
+    acc = list(acc)
+    for j, b in enumerate(b_frags):
+        for half in range(2):
+            b_half = tuple(words[2 * half : 2 * half + 2] for words in b)
+            for i, a in enumerate(a_frags):
+                base = 8 * (i * tiling.reps_n + j) + 4 * half
+                for a_words, b_words in _pairs(a, b_half):
+                    acc[base : base + 4] = _mma(ctx, operand, a_words, b_words, acc[base : base + 4])
+    return acc
+
+
+def _issue_split(
+    ctx: KernelContext, operand: Attribute, tiling: MmaTiling, a_frags: list[list[SSAValue]],
+    b_frags: list[list[SSAValue]], acc: list[SSAValue], split: Callable[[SSAValue], Tf32Parts],
+) -> list[SSAValue]:
+    """`_issue` of "tf32x3" fragments, each word's parts given by `split`."""
+
+    def parts(frags: list[list[SSAValue]]) -> list[Parts]:
+        return [tuple([getattr(split(w), part) for w in frag] for part in ("hi", "lo", "cross")) for frag in frags]
+
+    return _issue(ctx, operand, tiling, parts(a_frags), parts(b_frags), acc)
+
+
 def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = mma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot with mma operands must have the mma layout"
     m, k = tt.shape_of(op.a.type)
     operand = tt.element_type(op.a.type)
     tf32 = isinstance(operand, Float32Type)
-    size = 4 if tf32 else 2
-    k_major = None if tf32 else k_major_b(op)
-    a_tile, bt = Swizzle(m, k, size), b_tile(op)
+    precision = op.input_precision.data if tf32 else None
+    k_major = k_major_b(op)
+    a_tile, bt = Swizzle(m, k, 4 if tf32 else 2), b_tile(op)
     acc = list(ctx.get(op.acc, layout))
     a_base, b_base = shared_operands(ctx, op, (op.a, k_major or op.b), (a_tile, bt))
     assert a_base is not None and b_base is not None
@@ -215,17 +263,18 @@ def lower_mma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAV
             for i in range(tiling.reps_m)
         ]
         cols = [ctx.int_op("add", col0, ctx.const(j * step_n)) for j in range(tiling.reps_n)]
-        if tf32:
-            b_frags = [_tf32_b_fragments(ctx, bt, b_base, kc, c) for c in cols]
-            a_frags = [[_tf32(ctx, w) for w in a] for a in a_frags]
-            b_frags = [[_tf32(ctx, w) for w in b] for b in b_frags]
-        elif k_major is not None:  # matrices (n, k) 0-7/0-7, 8-15/0-7, 0-7/8-15, 8-15/8-15: b0 b0' b1 b1'
+        if k_major is not None:  # matrices (n, k) 0-7/0-7, 8-15/0-7, 0-7/8-15, 8-15/8-15: b0 b0' b1 b1'
+            # (tf32: k 0-3 and 4-7 of 32-bit elements, the same order)
             b_frags = [[w[0], w[2], w[1], w[3]] for w in (_fragments(ctx, bt, b_base, c, kc, trans=False) for c in cols)]
+        elif tf32:
+            b_frags = [_tf32_b_fragments(ctx, bt, b_base, kc, c) for c in cols]
         else:
             b_frags = [_fragments(ctx, bt, b_base, kc, c, trans=True) for c in cols]
-        for i, a in enumerate(a_frags):
-            for j, b in enumerate(b_frags):
-                for half in range(2):
-                    base = 8 * (i * tiling.reps_n + j) + 4 * half
-                    acc[base : base + 4] = _mma(ctx, operand, a, b[2 * half : 2 * half + 2], acc[base : base + 4])
+        if precision == "tf32x3":
+            words = [w for frag in (*a_frags, *b_frags) for w in frag]
+            acc = tf32x3_step(ctx, words, partial(_issue_split, ctx, operand, tiling, a_frags, b_frags, acc))
+        else:
+            if precision == "tf32":
+                a_frags, b_frags = ([[round_tf32(ctx, w) for w in f] for f in frags] for frags in (a_frags, b_frags))
+            acc = _issue(ctx, operand, tiling, [(a,) for a in a_frags], [(b,) for b in b_frags], acc)
     return acc

@@ -30,7 +30,9 @@ BLOCK = 16
 
 MMA_ELEMENT_TYPES = (Float16Type, BFloat16Type)
 """16-bit operand element types that run on tensor cores (`mma.m16n8k16`); f32 operands do too with
-`input_precision="tf32"` (`mma.m16n8k8.tf32`)."""
+`input_precision="tf32"` or `"tf32x3"` (`mma.m16n8k8.tf32`)."""
+TF32_PRECISIONS = ("tf32", "tf32x3")
+"""The `input_precision`s that put f32 operands on the tensor cores."""
 
 
 def _log2(n: int) -> int:
@@ -39,14 +41,14 @@ def _log2(n: int) -> int:
 
 def uses_mma(op: tt.DotOp) -> bool:
     """Whether `op` runs on tensor cores: f16 operands with an f16 or f32 accumulator, bf16 ones with an
-    f32 accumulator (the only one the instruction has), f32 ones with `input_precision="tf32"`, or float8
+    f32 accumulator (the only one the instruction has), f32 ones with `input_precision` "tf32" or "tf32x3", or float8
     ones with an f32 accumulator (wgmma's); tiles of at least 16."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
     operands, acc = tt.element_type(op.a.type), tt.element_type(op.acc.type)
     if min(m, n, k) < BLOCK:
         return False
     if isinstance(operands, Float32Type):
-        return op.input_precision.data == "tf32" and isinstance(acc, Float32Type)
+        return op.input_precision.data in TF32_PRECISIONS and isinstance(acc, Float32Type)
     if isinstance(operands, tt.FLOAT8_TYPES):  # on wgmma: the lowering widened the others (`float8_dot`)
         return isinstance(acc, Float32Type)
     return isinstance(operands, MMA_ELEMENT_TYPES) and (
@@ -55,13 +57,14 @@ def uses_mma(op: tt.DotOp) -> bool:
 
 
 def k_major_b(op: tt.DotOp) -> SSAValue | None:
-    """The N x K tile whose transpose is B (`tt.trans` of a key block as stored) when the dot can read it
-    K-major (16-bit elements: `ldmatrix` without `.trans`, wgmma's K-major B; float8: wgmma's only B); None
-    otherwise."""
+    """The N x K tile whose transpose is B (`tt.trans` of a key block as stored, `w` of `x @ w.T`) when the
+    dot can read it K-major (16-bit elements and tf32: `ldmatrix` without `.trans`, wgmma's K-major B;
+    float8: wgmma's only B); None otherwise."""
     b = op.b.owner
     transposed = isinstance(b, tt.TransOp) and tuple(b.order.get_values()) == (1, 0)
-    kinds = (*MMA_ELEMENT_TYPES, *tt.FLOAT8_TYPES)
-    return b.input if transposed and isinstance(tt.element_type(op.b.type), kinds) else None
+    element = tt.element_type(op.b.type)
+    tf32 = isinstance(element, Float32Type) and op.input_precision.data in TF32_PRECISIONS
+    return b.input if transposed and (tf32 or isinstance(element, (*MMA_ELEMENT_TYPES, *tt.FLOAT8_TYPES))) else None
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ the GPU first sums each thread's registers in sequence, so low bits may differ),
 type; int sums wrap; max/min propagate NaN.
 `tt.dot` computes `acc + a @ b` as the tensor cores do: f16/bf16 operands widen exactly, products and sums in
 float32; with `input_precision="tf32"` f32 operands first round to TF32 (10-bit mantissa, to nearest, ties
-away from zero: `cvt.rna.tf32.f32`); an f16 accumulator rounds to f16 after each 16-deep step of K (one
-`mma.m16n8k16` with f16 C/D).
+away from zero: `cvt.rna.tf32.f32`); with `"tf32x3"` each f32 operand is split into TF32 parts exactly as the
+lowering splits it (`split_tf32x3`) and the three exact products of parts are summed in float32; an f16
+accumulator rounds to f16 after each 16-deep step of K (one `mma.m16n8k16` with f16 C/D).
 """
 
 from __future__ import annotations
@@ -69,6 +70,30 @@ def round_tf32(x: np.ndarray) -> np.ndarray:
     return rounded.astype(np.uint32).view(np.float32)
 
 
+TF32_MASK = np.uint32(0xFFFFE000)
+"""The bits a TF32 value keeps of a float32: sign, exponent and the top 10 mantissa bits."""
+
+
+def split_tf32x3(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hi, lo, hi_cross) of float32 `x` for `input_precision="tf32x3"`, as the lowering computes them
+    (lowering/tt_to_llvm/tf32.py): `hi` is `x` rounded to TF32 to nearest, ties away, except where that
+    overflows (within 2^-12 of float32's largest value: truncated instead), with infinities kept and NaNs
+    made the canonical NaN; `lo` is `x - hi` (exact in float32) rounded to TF32; for a non-finite `x`, `lo`
+    and `hi_cross` are 0, else `hi_cross` is `hi`. `hi*hi` carries infinities and NaN, and the cross
+    products `hi_cross*lo` never make a NaN out of an infinity (`inf * 0`). Every part has 13 zero low bits."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    magnitude = bits & np.uint32(0x7FFFFFFF)
+    finite = magnitude < 0x7F800000
+    nearest = (bits + np.uint32(0x1000)) & TF32_MASK
+    hi_finite = np.where((nearest & np.uint32(0x7FFFFFFF)) < 0x7F800000, nearest, bits & TF32_MASK).astype(np.uint32)
+    hi = np.where(magnitude > 0x7F800000, np.uint32(0x7FC00000), hi_finite).astype(np.uint32)
+    with np.errstate(invalid="ignore"):
+        rest = (bits.view(np.float32) - hi_finite.view(np.float32)).view(np.uint32)
+    lo = np.where(finite, (rest + np.uint32(0x1000)) & TF32_MASK, np.uint32(0)).astype(np.uint32)
+    cross = np.where(finite, hi_finite, np.uint32(0)).astype(np.uint32)
+    return hi.view(np.float32), lo.view(np.float32), cross.view(np.float32)
+
+
 def dot(a: Any, b: Any, acc: Any, input_precision: str = "ieee") -> Any:
     """`acc + a @ b` (see the module docstring); values may carry a leading program dimension."""
     if acc.dtype == np.float64:  # f64 operands: f64 products and sums
@@ -76,6 +101,10 @@ def dot(a: Any, b: Any, acc: Any, input_precision: str = "ieee") -> Any:
     a, b = a.astype(np.float32), b.astype(np.float32)
     if input_precision == "tf32":
         a, b = round_tf32(a), round_tf32(b)
+    elif input_precision == "tf32x3":  # f32 operands, f32 accumulator (the frontend's)
+        (a_hi, a_lo, a_cross), (b_hi, b_lo, b_cross) = split_tf32x3(a), split_tf32x3(b)
+        small = np.matmul(a_lo, b_cross) + np.matmul(a_cross, b_lo)  # as the mmas run: small parts first
+        return acc + small + np.matmul(a_hi, b_hi)
     if acc.dtype != np.float16:
         return (acc.astype(np.float32) + np.matmul(a, b)).astype(acc.dtype)
     for k in range(0, a.shape[-1], 16):
