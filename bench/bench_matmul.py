@@ -15,6 +15,8 @@ the array program's fp32 `@` is exact (NumPy's semantics), so the tf32 row leave
 fp8 rows (`fp8:4096`): e4m3 `x @ w.T` with per-tensor scales and a bf16 result, as `torch._scaled_mm` takes
 it (w [N, K] row-major: B column-major); the kernel is `fp8_kernel` (wgmma e4m3 on Hopper, scales in the
 epilogue), the array program `tt.scaled_matmul`, and the cuBLAS column is `torch._scaled_mm` (Triton: none).
+The kernel's `tl.dot` keeps Triton's default, the whole K in one wgmma chain (~13-bit sums); the array program
+and `torch._scaled_mm` (without `use_fast_accum`) add partial sums in f32, the array program after every wgmma.
 """
 
 from __future__ import annotations

@@ -423,6 +423,11 @@ class DotOp(IRDLOperation):
     Operands f16 or bf16 accumulate in f32 (an f16 accumulator is Triton's `out_dtype=float16` for f16
     operands), float8 ones (e4m3fn, e5m2, which may mix) in f32; f32 operands accumulate in f32 with `input_precision` "ieee" (exact) or "tf32"/"tf32x3"
     (an attribute that matters only for f32 operands, as in Triton).
+
+    `max_num_imprecise_acc` (Triton's, float8 dots only): Hopper's float8 wgmma keeps about 13 fraction bits of
+    its running sum, so at most this many products of K are summed inside one chain of wgmmas before the chain's
+    partial sum is added to the f32 accumulator on the CUDA cores (rounded up to whole k32 instructions; 0 or 32:
+    after every instruction). Absent: the whole K is accumulated in the chain (Triton's default on sm_90, fast).
     """
 
     name = "tt.dot"
@@ -431,11 +436,12 @@ class DotOp(IRDLOperation):
     b = operand_def(TensorType)
     acc = operand_def(T)
     input_precision = prop_def(StringAttr, default_value=StringAttr("ieee"))
+    max_num_imprecise_acc = opt_prop_def(IntegerAttr[I32])
     result = result_def(T)
     traits = traits_def(Pure())
     assembly_format = (
-        "$a `,` $b `,` $acc (`input_precision` `=` $input_precision^)? attr-dict `:` type($a) `,` type($b) "
-        "`->` type($result)"
+        "$a `,` $b `,` $acc (`input_precision` `=` $input_precision^)? "
+        "(`max_num_imprecise_acc` `=` $max_num_imprecise_acc^)? attr-dict `:` type($a) `,` type($b) `->` type($result)"
     )
 
     def __init__(
@@ -444,12 +450,12 @@ class DotOp(IRDLOperation):
         b: SSAValue | Operation,
         acc: SSAValue | Operation,
         input_precision: str = "ieee",
+        max_num_imprecise_acc: int | None = None,
     ):
-        super().__init__(
-            operands=[a, b, acc],
-            properties={"input_precision": StringAttr(input_precision)},
-            result_types=[SSAValue.get(acc).type],
-        )
+        properties: dict[str, Attribute] = {"input_precision": StringAttr(input_precision)}
+        if max_num_imprecise_acc is not None:
+            properties["max_num_imprecise_acc"] = IntegerAttr(max_num_imprecise_acc, 32)
+        super().__init__(operands=[a, b, acc], properties=properties, result_types=[SSAValue.get(acc).type])
 
     def verify_(self) -> None:
         sa, sb, sc = shape_of(self.a.type), shape_of(self.b.type), shape_of(self.acc.type)
@@ -474,6 +480,9 @@ class DotOp(IRDLOperation):
         require(precision in INPUT_PRECISIONS, f"input_precision must be one of {', '.join(INPUT_PRECISIONS)}")
         for d in (*sa, *sb):
             require(d >= DOT_MIN, f"dot tiles must be at least {DOT_MIN} in every dimension")
+        if self.max_num_imprecise_acc is not None:
+            limit = self.max_num_imprecise_acc.value.data
+            require(0 <= limit <= sa[1], f"max_num_imprecise_acc must be between 0 and K ({sa[1]}), got {limit}")
 
 
 DOT_ACCUMULATORS: dict[Attribute, tuple[Attribute, ...]] = {

@@ -164,7 +164,7 @@ class KernelCodegen(ControlFlow, Loops):
         if op == "+" and builtin_name(fn) == "dot":
             args, kwargs = self.arguments(call)
             fits = isinstance(current, Tile) and current.element == f32 and len(args) == 2
-            fits = fits and set(kwargs) <= {"input_precision"}
+            fits = fits and set(kwargs) <= {"input_precision", "max_num_imprecise_acc"}
             if fits and all(isinstance(x, Tile) and len(x.shape) == 2 for x in args):
                 fits = current.shape == (args[0].shape[0], args[1].shape[1])
             if fits:  # acc += tt.dot(a, b) accumulates in place: one tt.dot

@@ -1,7 +1,8 @@
 """`tt.scaled_matmul` in array programs: `torch._scaled_mm`'s float8 matmul with scales, NumPy-style.
 
 `(a @ b) * scale_a * scale_b` in float32, then cast to `out_dtype`: float8 operands multiply with float32
-accumulation (wgmma's e4m3/e5m2 on sm_90a), and the scales and the cast are ordinary elementwise ops on the
+accumulation (wgmma's e4m3/e5m2 on sm_90a, each instruction's ~13-bit partial sum added in f32, as cuBLAS
+without `use_fast_accum`: `lowering/fusion/matmul.py`), and the scales and the cast are ordinary elementwise ops on the
 product, so the fusion runs them in the matmul kernel's epilogue (one kernel, one write of the result).
 """
 

@@ -408,13 +408,14 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
         x = x if tt.is_float(x.type) else self.cast(x, f32)
         return self.binary("/", self.reduce("sum", x, axis, keepdims), count)
 
-    def dot(self, a: Any, b: Any, acc: Any, input_precision: Any, out_dtype: Any) -> Tile:
+    def dot(self, a: Any, b: Any, acc: Any, input_precision: Any, out_dtype: Any, max_num_imprecise_acc: Any = None) -> Tile:
         """Triton's `tt.dot`: f16/bf16 operands accumulate in f32 (or f16 for f16 operands), f32 operands
         with `input_precision` "ieee" (the default, exact), "tf32" or "tf32x3". An accumulator of another
         float type accumulates in f32 and rounds back (a correct fallback, never a silent wrong type).
         Two float8 operands (e4m3 and e5m2 may mix) accumulate in f32 (wgmma's e4m3/e5m2 on sm_90a; the
-        lowering widens them to f16 elsewhere, exactly: every float8 value is an f16); a float8 operand with
-        another float type is widened to f16 first."""
+        lowering widens them to f16 elsewhere, exactly: every float8 value is an f16), at most
+        `max_num_imprecise_acc` products at a time in wgmma's narrower accumulator (`tt.DotOp`; None: all of
+        K, Triton's sm_90 default); a float8 operand with another float type is widened to f16 first."""
         if not all(isinstance(x, Tile) and len(x.shape) == 2 for x in (a, b)):
             raise CompilationError(f"tt.dot multiplies 2-D tiles, got {describe(a)} and {describe(b)}")
         float8 = a.element in FLOAT8 and b.element in FLOAT8
@@ -442,13 +443,25 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
             if not tt.is_float(acc.type):
                 raise CompilationError(f"tt.dot accumulates in floats, got an accumulator of {acc.type}")
             out = acc.element
+        imprecise = _imprecise_acc_limit(max_num_imprecise_acc, k) if float8 else None
         if out not in tt.DOT_ACCUMULATORS[elem]:
             if not tt.is_float(out):
                 raise CompilationError(f"tt.dot out_dtype must be a float type, got {dtype_of(out_dtype)}")
-            wide = self.dot(a, b, None if acc is None else self.cast(acc, f32), input_precision, f32)
+            wide = self.dot(a, b, None if acc is None else self.cast(acc, f32), input_precision, f32, imprecise)
             return self.cast(wide, out)
         acc = self.operand(0 if acc is None else acc, out, (m, n))
         if not float8:
             a, b = self.cast(a, elem), self.cast(b, elem)
-        op = tt.DotOp(a.value, b.value, acc.value, precision if elem == f32 else "ieee")
+        op = tt.DotOp(a.value, b.value, acc.value, precision if elem == f32 else "ieee", imprecise)
         return self.emit(op)
+
+
+def _imprecise_acc_limit(limit: Any, k: int) -> int | None:
+    """Triton's `max_num_imprecise_acc` of a float8 dot with K = `k`: None or a constexpr int in [0, k]."""
+    if limit is None:
+        return None
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 0 <= limit <= k:
+        raise CompilationError(
+            f"tt.dot max_num_imprecise_acc must be a constexpr int between 0 and K ({k}), got {describe(limit)}"
+        )
+    return limit

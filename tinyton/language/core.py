@@ -233,11 +233,16 @@ def cast(input: Any, dtype: Any, fp_downcast_rounding: str | None = None, bitcas
 
 
 @builtin
-def dot(a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out_dtype: Any = float32) -> Any:
+def dot(
+    a: Any, b: Any, acc: Any = None, input_precision: str | None = None, out_dtype: Any = float32,
+    max_num_imprecise_acc: int | None = None,
+) -> Any:
     """`acc + a @ b` for 2-D float tiles (MxK @ KxN, dims >= 16), as Triton's: f16/bf16 operands accumulate
     in `out_dtype` (float32, or float16 for f16 operands); f32 operands take `input_precision` "ieee"
-    (default, exact), "tf32" (tensor cores, 10-bit mantissas) or "tf32x3". `acc` defaults to zeros."""
-    return kernel().dot(a, b, acc, input_precision, out_dtype)
+    (default, exact), "tf32" (tensor cores, 10-bit mantissas) or "tf32x3". `acc` defaults to zeros. float8
+    operands on sm_90a: `max_num_imprecise_acc` products at most are summed in wgmma's ~13-bit accumulator
+    before an f32 add (None, Triton's default: all of K, fast; 32: after every wgmma)."""
+    return kernel().dot(a, b, acc, input_precision, out_dtype, max_num_imprecise_acc)
 
 
 # ---- array-program-only builtins (implemented by the tracer; no tile-level equivalent) ----------

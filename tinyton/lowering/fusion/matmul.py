@@ -22,6 +22,11 @@ from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.region import BINARY, COMBINE, UNARY, accumulator_element, reduction_kind
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
+FLOAT8_IMPRECISE_ACC = 32
+"""`max_num_imprecise_acc` of an array program's float8 dot: one k32 wgmma's products at a time in Hopper's
+~13-bit float8 accumulator, each partial added in f32 (NumPy's f32 accumulation, as cuBLAS's
+`torch._scaled_mm` without `use_fast_accum`), not Triton's kernel default of the whole K."""
+
 RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
 """A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
 
@@ -78,6 +83,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
     m_src, n_src = rg.geom.source_of(n - 2), rg.geom.source_of(n - 1)
     bm, bn = m_src.block, n_src.block
     el, el_b = element_type(op.lhs.type), element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
+    imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
     a_off, b_off = (rg.offsets(st, rg.root) for st in (a_strides, b_strides))
     a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
     b_off = em.to_shape(b_off if b_off is not None else em.i32(0), (bk, bn))
@@ -105,7 +111,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
             b = _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), masks[1], zero_b)
         else:
             b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
-        out = [em.emit(tt.DotOp(a, b, carried[0], precision))]
+        out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
         for (red, chain), part in zip(stats, carried[1:]):
             kind, el = reduction_kind(red), _acc(red)
             v = em.cast(_chain(em, a, op.lhs, chain), el)

@@ -13,7 +13,7 @@ from math import prod
 
 from tinyton.analysis.domain import Domain
 from tinyton.dialects.tt import DOT_MIN, element_type, shape_of
-from tinyton.dtypes import dtype_of
+from tinyton.dtypes import FLOAT8, dtype_of
 from tinyton.intmath import next_power_of_2
 
 
@@ -60,6 +60,7 @@ class MatmulTiles:
 
 
 TileChooser = Callable[[MatmulProblem], MatmulTiles]
+FLOAT8_NAMES = frozenset(d.name for d in FLOAT8)
 
 CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(16, 64, 64, 4),
@@ -78,8 +79,18 @@ decode-like shapes, square ones, and the large tiles that tensor cores want (64-
 warpgroups for wgmma on Hopper)."""
 
 
+FLOAT8_ACC_REGISTERS = 64
+"""Most f32 accumulator registers per thread of a float8 matmul's tile: its wgmmas sum into partial
+accumulators that are then added to it (`matmul.FLOAT8_IMPRECISE_ACC`), registers beside it. ptxas -v (CUDA
+13.0, sm_90a): at 128 (128 x 256 on 8 warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills;
+at 64, 70 to 227 registers and none (tests/test_fp8_matmul.py checks the candidates)."""
+
+
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
-    return list(dict.fromkeys(t.fit(p) for t in CANDIDATES))
+    tiles = dict.fromkeys(t.fit(p) for t in CANDIDATES)
+    if p.dtype in FLOAT8_NAMES:
+        return [t for t in tiles if t.block_m * t.block_n <= FLOAT8_ACC_REGISTERS * 32 * t.num_warps]
+    return list(tiles)
 
 
 def default_tiles(p: MatmulProblem) -> MatmulTiles:

@@ -7,6 +7,11 @@ read as it is; any other B is transposed through registers (`tt.trans` twice: th
 stored to shared memory). Everywhere else (sm_80-sm_89: mma.sync has no float8 at the shapes tinyton uses, and
 tiles that do not fit wgmma) both operands are widened to f16, exactly (every float8 value is an f16), and
 the dot runs as an f16 one: the same result.
+
+Hopper's float8 wgmma does not accumulate in f32: its sum keeps about 13 fraction bits (DeepSeek-V3's report;
+no result of the 2026-11-28 H200 run of a 256-deep chain has more than 13). A dot with
+`max_num_imprecise_acc` (Triton's) therefore sums at most that many products per chain of wgmmas into a
+fresh partial accumulator, which the CUDA cores add to the f32 one (`promotion_steps`; `wgmma.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,17 @@ from xdsl.dialects.builtin import ModuleOp, f16
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b
-from tinyton.lowering.tt_to_llvm.wgmma_layout import runs_on_wgmma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import k_step, runs_on_wgmma
+
+
+def promotion_steps(op: tt.DotOp) -> int | None:
+    """The wgmma instructions (K steps) of `op` summed into one partial accumulator before it is added to the
+    f32 one, as Triton's WGMMA lowering counts them (at least one, a partial also ends with the dot's K);
+    None when the dot accumulates in its wgmma chain (not float8, or no `max_num_imprecise_acc`)."""
+    limit = op.max_num_imprecise_acc
+    if limit is None or not isinstance(tt.element_type(op.a.type), tt.FLOAT8_TYPES):
+        return None
+    return max(1, -(-limit.value.data // k_step(op)))
 
 
 def prepare_float8_dots(module: ModuleOp, num_warps: int, arch: str) -> None:

@@ -23,7 +23,8 @@ flight for one more iteration (Triton's `warp_group_dot_wait {pendings = 1}`): i
 `tt.async_dot`, followed by `tt.dot_wait 1` (the previous iteration's dot is done) and, after the loop,
 by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so the copy of iteration `i+S-1`
 overwrites the slot iteration `i-2` read, whose dot every warp finished before the barrier of
-`tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone.
+`tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone. A float8 dot that
+promotes its partial sums (`max_num_imprecise_acc`) waits for its wgmmas itself and is not left in flight.
 
 On sm_90, when every such load is a `tt.descriptor_load` that TMA can read, the copies are TMA copies
 completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipeline_tma.py).
@@ -51,6 +52,7 @@ from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
+from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
 from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
 from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, issue_tma, uses_tma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
@@ -176,10 +178,11 @@ def _plan(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> _Plan | None
 
 
 def _async_dot(block: Block, loads: list[Load], num_warps: int, arch: str) -> tt.DotOp | None:
-    """The body's dot that may stay in flight: the only dot, on wgmma, both operands pipelined loads, its
-    accumulator a carried value used by nothing else and its result only yielded in that value's place."""
+    """The body's dot that may stay in flight: the only dot, on wgmma, not promoting float8 partial sums (their
+    adds need the wgmmas done), both operands pipelined loads, its accumulator a carried value used by nothing
+    else and its result only yielded in that value's place."""
     dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
-    if len(dots) != 1 or not uses_wgmma(dot := dots[0], num_warps, arch):
+    if len(dots) != 1 or not uses_wgmma(dot := dots[0], num_warps, arch) or promotion_steps(dot) is not None:
         return None
     acc, yield_op = dot.acc, block.last_op
     if not {dot.a, dot.b} <= {ld.result for ld in loads} or dot.a is dot.b:

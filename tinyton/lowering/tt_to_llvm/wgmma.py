@@ -19,7 +19,11 @@ Per dot: `wgmma.fence`, one `wgmma.mma_async` per 64 x N block and K step of 16,
 `wait_group 0`, whose inline asm takes and returns the accumulators so that no use of them can move
 above it. A dot the pipeliner left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait`
 is that `wait_group N` (wgmma orders the accumulator registers between consecutive instructions of one
-shape, so the next iteration's dot may take them before they are final). Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
+shape, so the next iteration's dot may take them before they are final). A float8 dot with
+`max_num_imprecise_acc` (`float8_dot.promotion_steps`) goes block by block as Triton's does: per chain of
+that many K steps a fence, the wgmmas into a fresh partial (the first with scale-d false), commit,
+`wait_group 0`, and one `add.f32` per accumulator register (at least N / 2 registers more than the
+accumulator's; ptxas -v counts up to twice that); such a dot is never left in flight. Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
 proxy) with `fence.proxy.async` before the barrier that precedes the dot (`tt.async_wait` emits it when
 the kernel uses wgmma). There is no LLVM intrinsic for `wgmma.mma_async`, so it is inline asm on both
 PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLIR's `nvvm.wgmma`).
@@ -35,6 +39,7 @@ from xdsl.ir import SSAValue
 
 from tinyton.dialects import nvvm, tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
+from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
@@ -72,18 +77,19 @@ PTX_TYPES = {Float16Type(): "f16", BFloat16Type(): "bf16", Float8E4M3FNType(): "
 
 def _wgmma(
     ctx: KernelContext, shape: tuple[int, int], types: tuple[str, str], a: SSAValue | list[SSAValue], b: SSAValue,
-    trans_b: int | None, acc: list[SSAValue],
+    trans_b: int | None, acc: list[SSAValue] | None,
 ) -> list[SSAValue]:
-    """`acc += A @ B` for one 64 x N x K block (`shape` (N, K); `acc`: this thread's N / 2 registers); A a
-    descriptor, or the four i32 registers of its fragment. `trans_b` is None for 8-bit types, which have no
-    transpose operands (both operands K-major)."""
-    r = len(acc)
+    """`acc += A @ B` for one 64 x N x K block (`shape` (N, K); `acc`: this thread's N / 2 registers, None:
+    a fresh accumulator, `A @ B` with scale-d false); A a descriptor, or the four i32 registers of its
+    fragment. `trans_b` is None for 8-bit types, which have no transpose operands (both operands K-major)."""
+    r = shape[0] // 2
     regs = ", ".join(f"${i}" for i in range(r))
+    scale_d = ("r", ctx.const(0 if acc is None else 1))
     if isinstance(a, list):
-        inputs = [*(("r", w) for w in a), ("l", b), ("r", ctx.const(1))]
+        inputs = [*(("r", w) for w in a), ("l", b), scale_d]
         a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", ["1", "1"]
     else:
-        inputs = [("l", a), ("l", b), ("r", ctx.const(1))]
+        inputs = [("l", a), ("l", b), scale_d]
         a_text, scales = f"${r}", ["1", "1"] if trans_b is None else ["1", "1", "0"]
     if trans_b is not None:
         scales.append(str(trans_b))
@@ -93,7 +99,7 @@ def _wgmma(
         f"wgmma.mma_async.sync.aligned.m64n{shape[0]}k{shape[1]}.f32.{types[0]}.{types[1]} {{{regs}}}, {a_text}, "
         f"${r + n_in - 2}, p, {', '.join(scales)};\n}}"
     )
-    return _asm(ctx, text, r, inputs, acc)
+    return _asm(ctx, text, r, inputs, acc or [])
 
 
 def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
@@ -162,7 +168,6 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     step = k_step(op)
     k_major = k_major_b(op)
     a_tile, bt = Swizzle(m, k, tt.element_type(op.a.type).bitwidth // 8), b_tile(op)
-    float8 = a_tile.elem_bytes == 1
     from_registers = register_a(op, ctx.layout_of(op.a), ctx.num_warps)
     a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
     acc = list(ctx.get(op.acc, layout))
@@ -171,24 +176,39 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
     per = tiling.instr_n // 2
+    trans_b = None if a_tile.elem_bytes == 1 else 0 if k_major is not None else 1
+
+    def issue(kk: int, i: int, j: int, block: list[SSAValue] | None) -> list[SSAValue]:
+        """The wgmma of K step `kk` for the instruction block (i, j) of this warpgroup, into `block`."""
+        if a_words is not None:
+            a: SSAValue | list[SSAValue] = a_words[i][kk // step]
+        else:
+            row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
+            a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(_along_k(a_tile, kk)))
+            a = _descriptor(ctx, a_base, a_offset, a_bits)
+        col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
+        b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
+        return _wgmma(ctx, (tiling.instr_n, step), types, a, b_desc, trans_b, block)
+
+    blocks = [(i, j, (i * tiling.reps_n + j) * per) for i in range(tiling.reps_m) for j in range(tiling.reps_n)]
+    steps = promotion_steps(op)
+    if steps is not None:
+        assert tt.ASYNC_DOT_ATTR not in op.attributes, "a promoted float8 dot is not left in flight"
+        for i, j, base in blocks:
+            for first in range(0, k, steps * step):
+                ctx.insert(nvvm.WgmmaFenceOp())
+                partial = None
+                for kk in range(first, min(k, first + steps * step), step):
+                    partial = issue(kk, i, j, partial)
+                assert partial is not None
+                ctx.insert(nvvm.WgmmaCommitGroupOp())
+                partial = _wait(ctx, 0, partial)
+                acc[base : base + per] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc[base : base + per], partial)]
+        return acc
     ctx.insert(nvvm.WgmmaFenceOp())
     for kk in range(0, k, step):
-        a_k = _along_k(a_tile, kk)
-        for i in range(tiling.reps_m):
-            if a_words is not None:
-                a: SSAValue | list[SSAValue] = a_words[i][kk // step]
-            else:
-                row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
-                a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(a_k))
-                a = _descriptor(ctx, a_base, a_offset, a_bits)
-            for j in range(tiling.reps_n):
-                col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
-                b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
-                base = (i * tiling.reps_n + j) * per
-                trans_b = None if float8 else 0 if k_major is not None else 1
-                acc[base : base + per] = _wgmma(
-                    ctx, (tiling.instr_n, step), types, a, b_desc, trans_b, acc[base : base + per]
-                )
+        for i, j, base in blocks:
+            acc[base : base + per] = issue(kk, i, j, acc[base : base + per])
     ctx.insert(nvvm.WgmmaCommitGroupOp())
     if tt.ASYNC_DOT_ATTR in op.attributes:
         return acc
