@@ -10,8 +10,8 @@ in array programs and kernels on the simulator and, marked `gpu`, on the GPU.
 
 from __future__ import annotations
 
-import ctypes
 import copy
+import ctypes
 
 import numpy as np
 import pytest
