@@ -3,9 +3,9 @@
 
 The lowering's fmod (tinyton/lowering/tt_to_llvm/fmod.py) is checked here without a GPU: its LLVM IR, the
 function every kernel that computes a float remainder carries, is JIT-compiled for this host and compared
-with np.fmod bit for bit (subnormals, exponent gaps of 2,000 bits, NaN and infinities). NumPy's remainder
-and floor_divide cases (the sign of a zero remainder, quotients past 2**24, float16 through float32) run
-in array programs and kernels on the simulator and, marked `gpu`, on the GPU.
+with np.fmod bit for bit (subnormals, exponent gaps of 2,000 bits, NaN and infinities). NumPy's remainder,
+floor_divide and divmod cases (the sign of a zero remainder, quotients past 2**24, float16 through
+float32) run in array programs and kernels on the simulator and, marked `gpu`, on the GPU.
 """
 
 from __future__ import annotations
@@ -103,10 +103,12 @@ def _assert_numpy_bits(got: np.ndarray, want: np.ndarray) -> None:
 def test_remainder_and_floor_divide_are_numpys(backend: str, dtype: type, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     a, b = _numpy_cases(dtype)
-    got_mod, got_div = tt.jit(lambda x, y: (x % y, x // y))(a, b)
+    got_mod, got_div, np_div, np_mod, py_div, py_mod = tt.jit(lambda x, y: (x % y, x // y, *np.divmod(x, y),
+                                                                            *divmod(x, y)))(a, b)
     with np.errstate(all="ignore"):
-        _assert_numpy_bits(got_mod, np.remainder(a, b))
-        _assert_numpy_bits(got_div, np.floor_divide(a, b))
+        for mod, div in ((got_mod, got_div), (np_mod, np_div), (py_mod, py_div)):
+            _assert_numpy_bits(mod, np.remainder(a, b))
+            _assert_numpy_bits(div, np.floor_divide(a, b))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
