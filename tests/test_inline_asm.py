@@ -29,8 +29,22 @@ def funnel_shift_kernel(x_ptr, y_ptr, s_ptr, o_ptr, N: tl.constexpr):
 
 
 def funnel_shift(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> np.ndarray:
-    hi, lo, n = (a.astype(np.uint64) for a in (x.view(np.uint32), y.view(np.uint32), s.view(np.uint32) & 31))
+    """`shf.l.wrap.b32 d, a, b, c` (PTX ISA): the 64-bit [b, a] (b the high word) shifted left by c & 31, its
+    high word; here a = $1 = x, b = $2 = y, so y << n | x >> (32 - n), as Triton's test_inline_asm expects.
+    (The H200 run gave exactly this; the reference had taken x for the high word.)"""
+    lo, hi, n = (a.astype(np.uint64) for a in (x.view(np.uint32), y.view(np.uint32), s.view(np.uint32) & 31))
     return (((hi << 32 | lo) << n) >> 32 & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def test_funnel_shift_reference_is_ptxs_shf():
+    """The PTX ISA's examples of shf.l.wrap: d = (b << n) | (a >> (32 - n)), a rotate when a == b, and
+    b itself for a shift of 0 (or 32: wrap takes the count mod 32)."""
+    a = np.array([0x80000001, 0x12345678, 7], np.uint32).view(np.int32)
+    b = np.array([1, 0x9ABCDEF0, 9], np.uint32).view(np.int32)
+    got = funnel_shift(a, b, np.array([1, 8, 32], np.int32)).view(np.uint32)
+    assert got.tolist() == [(1 << 1) | (0x80000001 >> 31), (0x9ABCDEF0 << 8 | 0x12345678 >> 24) & 0xFFFFFFFF, 9]
+    rotated = funnel_shift(a, a, np.array([4, 4, 4], np.int32)).view(np.uint32)
+    assert rotated.tolist() == [((v << 4) | (v >> 28)) & 0xFFFFFFFF for v in a.view(np.uint32).tolist()]
 
 
 @triton.jit

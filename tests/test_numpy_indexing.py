@@ -190,6 +190,30 @@ def test_out_of_range_index_array_stops_the_kernel() -> None:
             run_sim(fn, table, ids)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.int8, np.uint8, np.int16])
+def test_indices_of_every_int_type_gather_as_numpy(dtype) -> None:
+    """np.take, x[i] and x[i, j] with the index types NumPy takes (int64 is torch's and NumPy's default; NumPy
+    casts uint64 to intp, so 2**64 - 1 is -1, the last row)."""
+    table = values((5, 4), np.float32)
+    ids = np.array([[4, 0], [2, 3]], dtype) if dtype != np.uint64 else np.array([[4, 0], [2**64 - 1, 3]], dtype)
+    for fn in (lambda t, i: np.take(t, i, axis=0), lambda t, i: t[i], lambda t, i: t[:, i % 4], lambda t, i: t[i, i % 4]):
+        np.testing.assert_array_equal(run_sim(fn, table, ids), fn(table, ids))
+
+
+@pytest.mark.parametrize("ids", [np.array([1, 2**32 + 1], np.int64), np.array([-(2**32) + 1], np.int64),
+                                 np.array([2**63], np.uint64)],
+                         ids=["int64-past-2**32", "int64-below--2**32", "uint64-2**63"])
+def test_wide_index_out_of_range_is_not_wrapped_into_range(ids) -> None:
+    """2**32 + 1 narrowed to int32 is 1, a valid row: the bounds are checked before the narrowing, so these
+    are NumPy's IndexError (the gather's assertion), never a read of another row."""
+    table = values((3, 4), np.float32)
+    for fn in (lambda t, i: np.take(t, i, axis=0), lambda t, i: t[i], lambda t, i: t[i, 0 * i]):
+        with pytest.raises(IndexError):
+            fn(table, ids)
+        with pytest.raises(DeviceAssertionError, match="out of bounds"):
+            run_sim(fn, table, ids)
+
+
 def run_sim(fn, *args):
     mp = pytest.MonkeyPatch()
     try:

@@ -124,6 +124,20 @@ def test_int64_arithmetic_runs_in_torch_but_int64_indices_run_in_tinyton() -> No
     assert e.num_launches >= 1
 
 
+def test_embedding_takes_int64_token_ids_forward_and_backward() -> None:
+    """torch's token ids are int64: the gather takes them as they are (the H200 run refused them with "take
+    indices must be int32"), forward and backward, with nothing in torch."""
+    torch.manual_seed(0)
+    table = torch.randn(96, 16, requires_grad=True)
+    ids = torch.randint(0, 96, (4, 8))
+    assert ids.dtype == torch.int64
+    e = check(lambda t, i: F.embedding(i, t) * 2, table, ids)
+    e.output.sum().backward()
+    expected = torch.zeros_like(table).index_add_(0, ids.flatten(), torch.full((32, 16), 2.0))
+    torch.testing.assert_close(table.grad, expected, **TOL)
+    assert not e.fallbacks, e.reasons
+
+
 def test_reduce_overhead_mode_runs_without_a_gpu() -> None:
     compiled = torch.compile(lambda x: torch.softmax(x, -1) * 3, backend=ttt.backend, mode="reduce-overhead")
     for _ in range(3):

@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     Float32Type,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -211,7 +212,9 @@ class ArangeOp(IRDLOperation):
 
 @irdl_op_definition
 class TakeOp(IRDLOperation):
-    """`np.take(table, indices, axis)`: gather rows (an embedding lookup for axis 0); indices are int32."""
+    """`np.take(table, indices, axis)`: gather rows (an embedding lookup for axis 0); indices of any integer
+    type (int64 ones are torch's and NumPy's default), checked against the axis before kernels narrow them to
+    the i32 they index with."""
 
     name = "tta.take"
     table = operand_def(TensorType)
@@ -235,7 +238,9 @@ class TakeOp(IRDLOperation):
     def verify_(self) -> None:
         verify_value("table", self.table.type)
         indices = self.indices.type
-        require(element_type(indices) == i32, f"take indices must be int32, got {dtype_name(indices)}")
+        index = element_type(indices)
+        require(isinstance(index, IntegerType) and index.bitwidth > 1,
+                f"take indices must be integers, got {dtype_name(indices)}")
         table, axis = shape_of(self.table.type), self.axis.value.data
         verify_axis(axis, len(table))
         expected = array_type(element_type(self.table.type), take_shape(table, shape_of(self.indices.type), axis))

@@ -21,7 +21,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import is_int
 from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.errors import error
-from tinyton.frontend.array_ops import broadcast_to, reshape, take, transpose, where
+from tinyton.frontend.array_ops import broadcast_to, index_array, reshape, take, transpose, where
 from tinyton.frontend.promotion import is_scalar
 from tinyton.frontend.traced import (
     ARRAY_IMPLS,
@@ -165,7 +165,7 @@ def _run_end(runs: Sequence[tuple[int, int, int]], at: int, flat: Sequence[int])
 
 
 def _index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
-    """An advanced index as traced int32 arrays (a constant bool mask gives one per dim it covers)."""
+    """An advanced index as traced int arrays (`index_array`; a constant bool mask gives one per dim it covers)."""
     if isinstance(k, Traced):
         if k.element == i1:
             raise error(
@@ -178,7 +178,7 @@ def _index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
                 f"arrays used as indices must be of integer (or boolean) type, got {k.dtype} (shape {k.shape}); "
                 "cast the index array with .astype(tt.int32)"
             )
-        return k.to(np.int32)
+        return index_array(k)
     array = np.asarray(k)
     if array.dtype == np.bool_:
         if array.shape != x.shape[dim : dim + array.ndim]:

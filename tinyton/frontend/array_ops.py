@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import Float16Type, i1, i32
+from xdsl.dialects.builtin import Float16Type, Signedness, i1, i32
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
@@ -227,9 +227,19 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Traced:
     return transpose(x, perm)
 
 
+def index_array(idx: Traced) -> Traced:
+    """Integer indices in a signed type that their arithmetic (`idx + n`, `idx < 0`) keeps exact: ints narrower
+    than 32 bits widen to int32, int32 and int64 stay (`tta.take` checks int64 ones before narrowing), wider
+    unsigned ones become int64 as NumPy casts them to intp (uint64 2**64 - 1 is -1, the last element)."""
+    if idx.element.bitwidth < 32:
+        return idx.to(np.int32)
+    return idx.to(np.int64) if idx.element.signedness.data == Signedness.UNSIGNED else idx
+
+
 def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
-    """`np.take`: gather along `axis` (an embedding lookup for axis 0); indices of any integer type, read as
-    int32 (kernels index with i32: every array has fewer than 2**31 elements)."""
+    """`np.take`: gather along `axis` (an embedding lookup for axis 0); indices of any integer type
+    (`index_array`): int64 ones are bounds-checked before the kernel narrows them to the i32 it indexes with,
+    so an index past 2**31 is NumPy's IndexError, never a wrapped row."""
     table = _one(table)
     if axis is None:
         table, axis = reshape(table, (table.size,)), 0
@@ -238,7 +248,7 @@ def take(table: Any, indices: Any, axis: int | None = 0) -> Traced:
     idx = indices if isinstance(indices, Traced) else table.tracer.constant(indices, i32)
     if not is_int(idx.element) or idx.element == i1:
         raise error("arrays used as indices must be of integer type")
-    idx = idx.to(np.int32)
+    idx = index_array(idx)
     return table.tracer.emit(tta.TakeOp, table.value, idx.value, _normalize_axis(axis, table.ndim))
 
 

@@ -26,6 +26,7 @@ from tinyton.frontend.array_ops import (
     arange,
     exp,
     full,
+    index_array,
     log,
     max,
     mean,
@@ -239,7 +240,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None = -1) -> Traced:
             f"take_along_axis: `indices` must be an integer array, got {idx.dtype} of shape {idx.shape}; "
             "cast it, indices.astype(np.int32)"
         )
-    idx = idx if idx.dtype == np.int64 else idx.to(np.int32)  # uint8/int8 indices: `idx + n` must not wrap
+    idx = index_array(idx)  # uint8/int8 indices: `idx + n` must not wrap
     if axis is None:
         if idx.ndim != 1:
             raise error(f"take_along_axis: when axis=None, `indices` must have a single dimension, got shape {idx.shape}")

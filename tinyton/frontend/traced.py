@@ -328,6 +328,8 @@ class Traced:
     def __rfloordiv__(self, o: Any) -> Traced: return self._ufunc("floor_divide", o, True)  # noqa: E704
     def __mod__(self, o: Any) -> Traced: return self._ufunc("remainder", o)  # noqa: E704
     def __rmod__(self, o: Any) -> Traced: return self._ufunc("remainder", o, True)  # noqa: E704
+    def __divmod__(self, o: Any) -> Traced: return self._ufunc("divmod", o)  # noqa: E704
+    def __rdivmod__(self, o: Any) -> Traced: return self._ufunc("divmod", o, True)  # noqa: E704
     def __pow__(self, o: Any) -> Traced: return self._ufunc("power", o)  # noqa: E704
     def __rpow__(self, o: Any) -> Traced: return self._ufunc("power", o, True)  # noqa: E704
     def __and__(self, o: Any) -> Traced: return self._ufunc("bitwise_and", o)  # noqa: E704

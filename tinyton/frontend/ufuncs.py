@@ -138,6 +138,13 @@ binary_ufunc("multiply", tta.MulOp, "`a * b` (of bools: and).", on_bool=tta.AndO
 binary_ufunc("true_divide", tta.DivOp, "`a / b`; ints divide as float64.", "divide")
 binary_ufunc("floor_divide", tta.FloorDivOp, "`a // b`, rounding toward minus infinity; an int divided by 0 is 0.")
 binary_ufunc("remainder", tta.ModOp, "`a % b`, with the sign of b; an int remainder by 0 is 0.", "mod")
+
+
+@register("divmod", "`(a // b, a % b)`: NumPy's floor_divide and remainder (of one exact fmod) in one call.")
+def divmod_(a: Operand, b: Operand) -> tuple[Traced, Traced]:
+    return ARRAY_IMPLS["floor_divide"](a, b), ARRAY_IMPLS["remainder"](a, b)
+
+
 binary_ufunc("maximum", tta.MaximumOp, "Elementwise maximum; NaN propagates.", on_bool=tta.OrOp)
 binary_ufunc("minimum", tta.MinimumOp, "Elementwise minimum; NaN propagates.", on_bool=tta.AndOp)
 binary_ufunc("bitwise_and", tta.AndOp, "`a & b` of ints and bools.")

@@ -1,11 +1,12 @@
-// A kernel's // and % (Triton's, C's): tt.div truncates, tt.rem takes the dividend's sign (frem for
-// floats). A runtime int divisor is guarded (LLVM's sdiv/srem by zero is undefined): where it is 0, the
+// A kernel's // and % (Triton's, C's): tt.div truncates, tt.rem takes the dividend's sign (for floats the
+// exact fmod helper, never LLVM's frem: NVPTX expands that as a - b * trunc(a / b), off by ulps of a). A runtime int divisor is guarded (LLVM's sdiv/srem by zero is undefined): where it is 0, the
 // divisor becomes 1 and the result -1 (tt.div) or the dividend (tt.rem). A known non-zero divisor needs
 // no guard.
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p tinyton-to-llvm | filecheck %s --check-prefix=LLVM
 // RUN: %if ptxas %{ tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 
+// LLVM-LABEL: llvm.func @cdiv
 // LLVM-DAG:  %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
 // LLVM-DAG:  %[[MINUS_ONE:.*]] = llvm.mlir.constant(-1 : i32) : i32
 // LLVM-DAG:  %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
@@ -20,7 +21,8 @@
 // LLVM:      llvm.select %[[IS0B]], %[[X]], %[[R]] : i1, i32
 // LLVM:      llvm.sdiv %{{.*}}, %[[SEVEN]] : i32
 // LLVM-NOT:  llvm.select
-// LLVM:      llvm.frem
+// LLVM-NOT:  llvm.frem
+// LLVM:      llvm.call @__tinyton_fmod_f64(%{{.*}}, %{{.*}}) : (f64, f64) -> f64
 
 builtin.module attributes {tt.num_warps = 4 : i32} {
   func.func @cdiv(%x_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %d: i32, %q_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %f_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {

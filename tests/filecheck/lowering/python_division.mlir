@@ -6,6 +6,7 @@
 // RUN: tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 | filecheck %s --check-prefix=PTX
 // RUN: %if ptxas %{ tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 
+// LLVM-LABEL: llvm.func @pymath
 // LLVM:      llvm.icmp "eq"
 // LLVM:      llvm.select
 // LLVM:      llvm.sdiv
@@ -13,10 +14,20 @@
 // LLVM:      llvm.xor
 // LLVM:      llvm.icmp "slt"
 // LLVM:      llvm.select
-// LLVM:      llvm.frem
+// LLVM-NOT:  llvm.frem
+// LLVM:      %[[R:.*]] = llvm.call @__tinyton_fmod_f64(%{{.*}}, %{{.*}}) : (f64, f64) -> f64
+// LLVM:      llvm.fptrunc %[[R]] : f64 to f32
 
+// The float % is exact: the helper's loop reduces by t = |b| * 2**k with an fma, no frem's approximation
+// (llc alone calls it; tinyton's O3 pipeline inlines it).
+// PTX:       .func (.param .b64 func_retval0) __tinyton_fmod_f64(
+// PTX:       div.rn.f64
+// PTX:       cvt.rzi.f64.f64
+// PTX:       fma.rn.f64
+// PTX:       copysign.f64
+// PTX-LABEL: .entry pymath(
 // PTX:       div.s32
-// PTX:       div.rn.f32
+// PTX:       call.uni (retval0), __tinyton_fmod_f64
 
 builtin.module attributes {tt.num_warps = 4 : i32} {
   func.func @pymath(%x_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %d: i32, %q_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %m_ptr: !tt.ptr<i32> {tt.divisibility = 16 : i32}, %f_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %fm_ptr: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {

@@ -86,7 +86,7 @@ func.func @take(%t: tensor<10x8xf32>, %i: tensor<3xf32>) -> tensor<3x8xf32> {
   %z = tta.take %t, %i axis = 0 : tensor<10x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
   func.return %z : tensor<3x8xf32>
 }
-// ERR: take indices must be int32, got float32
+// ERR: take indices must be integers, got float32
 
 // -----
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import Signedness, i1, i32
 from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.analysis.domain import (
@@ -394,16 +394,22 @@ class RegionEmitter:
 
     def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
         """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets. An index
-        outside `[-n, n)` stops the kernel (`tt.assert`: NumPy's IndexError) and is never read."""
+        outside `[-n, n)` stops the kernel (`tt.assert`: NumPy's IndexError) and is never read. The check is
+        in the index's own type (int64, uint64, ...); only then is it narrowed to i32, exactly."""
         em, dom = self.em, self.dom
         view = dom.view(op.table)
         tmap, axis = dom.take_table_axes(op)
         idx = self.operand(op, 1, scope)
-        n = view.shape[axis]
-        inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
+        n, index = view.shape[axis], element_type(idx.type)
+        if index.bitwidth < 32:  # widens exactly (an i8 cannot hold the bounds)
+            idx, index = em.cast(idx, i32), i32
+        inside = em.cmp("lt", idx, em.const(n, index))
+        if index.signedness.data != Signedness.UNSIGNED:
+            inside = em.and_(em.cmp("ge", idx, em.const(-n, index)), inside)
         lanes = self.mask(shape_of(inside.type), scope)
         checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
         em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
+        idx = em.cast(idx, i32)
         idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
         strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
         extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)

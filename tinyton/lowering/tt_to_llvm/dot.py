@@ -1,8 +1,10 @@
 """
 `tt.dot`: on tensor cores when its operands are 16-bit floats (or f32 with `input_precision="tf32"`):
-`wgmma` on sm_90a (`wgmma`), else `mma.sync` (`mma`); else with f32 FMAs.
+`wgmma` on sm_90a (`wgmma`), else `mma.sync` (`mma`); else with FMAs: f32 ones, f64 ones for f64
+operands (NumPy's float64 matmul multiplies and sums in float64; f32 FMAs of f64 values lose all but
+24 bits and flush what is below float32's range).
 
-On the FMA path (f32 operands: Triton's `input_precision="ieee"`), both operands go to shared memory (row-major), then each thread accumulates its own
+On the FMA path (f32 operands: Triton's `input_precision="ieee"`; f64), both operands go to shared memory (row-major), then each thread accumulates its own
 registers of the result: per step of K it loads the A elements of its distinct rows and
 the B elements of its distinct columns, and issues one FMA per register. The K loop is
 an LLVM loop unrolled by `UNROLL`, whose unrolled loads of consecutive elements LLVM's
@@ -12,7 +14,7 @@ vectorizer merges into `ld.shared.v4`.
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import Float64Type, f32, f64
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
@@ -33,9 +35,15 @@ def _run_starts(coords: list[int], run: int) -> dict[int, tuple[int, int]]:
     return {c: (c - c % run, c % run) for c in coords}
 
 
-def _load_f32(ctx: KernelContext, base: SSAValue, offset: int, elem: Attribute, align: int) -> SSAValue:
+def _load_as(ctx: KernelContext, base: SSAValue, offset: int, elem: Attribute, align: int, work: Attribute) -> SSAValue:
+    """An operand element from shared memory, in the FMAs' type `work`."""
     ptr = ctx.gep(base, offset, elem)
-    return cast(ctx, ctx.value(llvm.LoadOp(ptr, elem, alignment=align)), f32)
+    return cast(ctx, ctx.value(llvm.LoadOp(ptr, elem, alignment=align)), work)
+
+
+def fma_element(op: tt.DotOp) -> Attribute:
+    """The type the FMA path multiplies and accumulates in: f64 for an f64 accumulator, else f32."""
+    return f64 if isinstance(tt.element_type(op.acc.type), Float64Type) else f32
 
 
 @lowers_tile(tt.DotOp)
@@ -51,7 +59,8 @@ def lower_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout | None) -> list[S
     b_offset = -(-m * k * sa // 16) * 16
     la, lb = ctx.layout_of(op.a), ctx.layout_of(op.b)
     a_regs, b_regs = ctx.get(op.a, la), ctx.get(op.b, lb)
-    acc = [cast(ctx, x, f32) for x in ctx.get(op.acc, layout)]
+    work = fma_element(op)
+    acc = [cast(ctx, x, work) for x in ctx.get(op.acc, layout)]
     nbytes = b_offset + k * n * sb
     a_offset = ctx.smem_buffer(nbytes, f"tt.dot of {m}x{k} by {k}x{n} (operands staged in shared memory)")
     b_offset += a_offset
@@ -81,12 +90,12 @@ def lower_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout | None) -> list[S
         for r, ptr in a_rows.items():
             base = ctx.gep(ptr, k0, ea)
             for u in range(unroll):
-                a_vals[r, u] = _load_f32(ctx, base, u, ea, min(16, unroll * sa) if u == 0 else sa)
+                a_vals[r, u] = _load_as(ctx, base, u, ea, min(16, unroll * sa) if u == 0 else sa, work)
         for u in range(unroll):
             kn = ctx.int_op("mul", ctx.int_op("add", k0, ctx.const(u)), ctx.const(n))
             bases = {c: ctx.gep(ptr, kn, eb) for c, ptr in b_cols.items()}
             b_vals = {
-                c: _load_f32(ctx, bases[start], off, eb, min(16, run * sb) if off == 0 else sb)
+                c: _load_as(ctx, bases[start], off, eb, min(16, run * sb) if off == 0 else sb, work)
                 for c, (start, off) in cols.items()
             }
             acc = [

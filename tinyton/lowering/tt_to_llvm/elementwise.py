@@ -4,7 +4,8 @@ sources of tiles (constants, `arange`, `splat`) and the grid queries.
 
 Each op is a row of a table mapping it to an integer and a float implementation on one
 register. Float transcendentals of f16 run in f32 (the approximate PTX instructions are
-f32-only); other f16 arithmetic is left to LLVM, which promotes what sm_90 lacks. bf16
+f32-only), and so do NumPy's f16 `%` and `//` (as NumPy's half loops); other f16 arithmetic is left
+to LLVM, which promotes what sm_90 lacks. Float remainders are exact (`fmod`, never LLVM's `frem`). bf16
 computes everything in f32 and rounds back (`cvt.rn.bf16.f32`), as Triton does: PTX has
 few bf16 instructions before sm_90, and for + - * / sqrt one f32 step then one rounding
 is the correctly rounded bf16 result, so sm_80 and sm_90 agree with the simulator.
@@ -34,6 +35,7 @@ from tinyton.lowering.tt_to_llvm.context import (
     llvm_type,
     lowers_tile,
 )
+from tinyton.lowering.tt_to_llvm.fmod import fmod
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 Unary = Callable[[KernelContext, SSAValue], SSAValue]
@@ -112,22 +114,16 @@ def _needs_floor_fix(ctx: KernelContext, r: SSAValue, b: SSAValue) -> SSAValue:
     return ctx.value(llvm.AndOp(nonzero, signs_differ))
 
 
-def _frem(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
-    """C's `fmod`: LLVM's `frem`, except that an infinite dividend gives NaN (NVPTX expands `frem` as
-    `isinf(b) ? a : a - b * trunc(a / b)`, which returns the infinity for `inf % inf`)."""
-    r = ctx.value(llvm.FRemOp(a, b))
-    infinite = ctx.value(
-        llvm.OrOp(_fcmp(ctx, "oeq", a, ctx.const(float("inf"), a.type)), _fcmp(ctx, "oeq", a, ctx.const(float("-inf"), a.type)))
-    )
-    return ctx.select(infinite, ctx.const(float("nan"), a.type), r)
-
-
 def _float_mod(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
+    """NumPy's float `%` (npy_divmod): the exact fmod, plus b (rounded, as NumPy's `mod += b`) where its
+    sign differs from b's; a zero remainder takes b's sign (-4.0 % 2.0 is 0.0, fmod's is -0.0)."""
     zero = ctx.const(0.0, a.type)
-    r = _frem(ctx, a, b)
+    r = fmod(ctx, a, b)
     signs_differ = ctx.value(llvm.XOrOp(_fcmp(ctx, "olt", r, zero), _fcmp(ctx, "olt", b, zero)))
     fix = ctx.value(llvm.AndOp(_fcmp(ctx, "une", r, zero), signs_differ))
-    return ctx.select(fix, ctx.value(llvm.FAddOp(r, b)), r)
+    r = ctx.select(fix, ctx.value(llvm.FAddOp(r, b)), r)
+    signed_zero = _intrinsic("llvm.copysign")(ctx, zero, b)
+    return ctx.select(_fcmp(ctx, "oeq", r, zero), signed_zero, r)
 
 
 def _int_pick(predicate: str) -> Binary:
@@ -146,7 +142,7 @@ BINARY: dict[type[Operation], tuple[Binary | None, Binary | None]] = {
     tt.SubOp: (_int("sub"), _llvm(llvm.FSubOp)),
     tt.MulOp: (_int("mul"), _llvm(llvm.FMulOp)),
     tt.DivOp: (_nonzero_divisor(lambda ctx, a: ctx.const(-1, a.type), _llvm(llvm.SDivOp)), _llvm(llvm.FDivOp)),
-    tt.RemOp: (_nonzero_divisor(lambda ctx, a: a, _llvm(llvm.SRemOp)), _frem),
+    tt.RemOp: (_nonzero_divisor(lambda ctx, a: a, _llvm(llvm.SRemOp)), fmod),
     tt.FloorDivOp: (_nonzero_divisor(_zero, _floordiv), None),
     tt.ModOp: (_nonzero_divisor(_zero, _int_mod), _float_mod),
     tt.MaximumOp: (_int_pick("sgt"), _intrinsic("llvm.maximum")),
@@ -258,10 +254,15 @@ def _is_bf16(t: Attribute) -> bool:
     return isinstance(tt.element_type(t), BFloat16Type)
 
 
+HALF_IN_F32 = (tt.ModOp, tt.FloorDivOp)
+"""NumPy computes float16 `%` and `//` in float32 and rounds once (npy_half_divmod): so does the GPU."""
+
+
 @lowers_tile(*BINARY)
 def lower_binary(ctx: KernelContext, op: tt.BinaryOp, layout: Layout | None) -> list[SSAValue]:
     fn = binary_fn(type(op), op.result.type)
-    if _is_bf16(op.result.type):
+    half = isinstance(op, HALF_IN_F32) and isinstance(tt.element_type(op.result.type), Float16Type)
+    if _is_bf16(op.result.type) or half:
         fn = _in_f32(fn)
     return map_registers(ctx, fn, ctx.get(op.lhs, layout), ctx.get(op.rhs, layout))
 

@@ -26,13 +26,13 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
     F64_CALLS,
     F64_NATIVE,
     UNARY,
-    _frem,
     _in_f32,
     _intrinsic,
     exp2_nan_kept,
     lower_unary,
     map_registers,
 )
+from tinyton.lowering.tt_to_llvm.fmod import fmod
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
@@ -173,7 +173,7 @@ def _float_floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     from b's, then floored (rounded up when 0.5 below the quotient); a / b for b = 0, a signed 0 for 0."""
     m = _Math(ctx, a)
     zero = m.c(0.0)
-    mod = _frem(ctx, a, b)
+    mod = fmod(ctx, a, b)
     div = m.div(m.sub(a, mod), b)
     differ = ctx.value(llvm.XOrOp(m.cmp("olt", b, zero), m.cmp("olt", mod, zero)))
     div = m.select(ctx.value(llvm.AndOp(m.cmp("une", mod, zero), differ)), m.sub(div, m.c(1.0)), div)
