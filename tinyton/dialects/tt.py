@@ -43,33 +43,33 @@ from xdsl.irdl import (
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, MemoryWriteEffect, Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
-from tinyton.dialects.tt_elementwise import (  # noqa: F401
-    CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, BitcastOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
+from tinyton.dialects.tt_elementwise import (
+    AbsOp, AddOp, AndOp, BinaryOp, BitcastOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
     MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
-    XorOp, castable,
+    XorOp,
 )
-from tinyton.dialects.tt_shared import (  # noqa: F401
-    ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp, buffer_type,
-    slot_type, NUM_STAGES_ATTR,
+from tinyton.dialects.tt_shared import (
+    ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp,
+    NUM_STAGES_ATTR,
 )
-from tinyton.dialects.tt_tma import (  # noqa: F401
+from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
-from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp  # noqa: F401
-from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
-from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
-from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp  # noqa: F401
-from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
-from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp  # noqa: F401
-from tinyton.dialects.tt_math import (  # noqa: F401
+from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp
+from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp
+from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp
+from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp
+from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp
+from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp
+from tinyton.dialects.tt_math import (
     MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
 )
-from tinyton.dialects.tt_libm import (  # noqa: F401
+from tinyton.dialects.tt_libm import (
     LIBM_OPS, Atan2Op, CopysignOp, Expm1Op, FmaxOp, FminOp, HypotOp, Log1pOp, Log10Op, RintOp, TanhOp, TanOp, TruncOp,
 )
-from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
-from tinyton.dialects.tt_types import (  # noqa: F401
-    FLOAT, FLOAT8_TYPES, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp
+from tinyton.dialects.tt_types import (
+    FLOAT8_TYPES, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
 )
 
@@ -541,3 +541,21 @@ Tt = Dialect(
     ],
     [PointerType],
 )
+
+__all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gathers
+    "AbsOp", "AddOp", "AddPtrOp", "AndOp", "ArangeOp", "AssertOp", "ASYNC_DOT_ATTR", "AsyncCommitOp", "AsyncCopyOp",
+    "AsyncWaitOp", "Atan2Op", "ATOMIC_OPS", "AtomicCASOp", "AtomicRMWOp", "BarrierAllocOp", "BarrierInitOp",
+    "BinaryOp", "BitcastOp", "BroadcastOp", "CastOp", "CeilOp", "CmpOp", "COMBINE_OPS", "CombineReduceOp",
+    "CombineYieldOp", "ConstantOp", "CopysignOp", "CosOp", "DEBUG_OPS", "DebugBarrierOp", "DescriptorLoadOp",
+    "DivOp", "DivRnOp", "DOT_MIN", "DotOp", "DotWaitOp", "element_type", "ErfOp", "Exp2Op", "ExpandDimsOp",
+    "Expm1Op", "ExpOp", "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaOp", "FmaxOp", "FminOp", "GatherOp",
+    "GridBarrierOp", "HintOp", "HistogramOp", "HypotOp", "INDEXING_OPS", "InlineAsmOp", "INPUT_PRECISIONS",
+    "is_float", "is_int", "is_pointer", "JoinOp", "LIBM_OPS", "LoadEffects", "LoadOp", "LocalAllocOp",
+    "LocalLoadOp", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp",
+    "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
+    "ProgramIdOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
+    "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
+    "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
+    "TMA_OPS", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
+    "UnaryOp", "verify_tile_shape", "XorOp",
+]  # fmt: skip
