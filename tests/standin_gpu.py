@@ -22,7 +22,7 @@ import numpy as np
 
 from tinyton.compiler import kernel as compiler_kernel
 from tinyton.compiler import program as compiler_program
-from tinyton.frontend import jit, programs
+from tinyton.frontend import programs
 from tinyton.runtime import arrays, driver, memory
 from tinyton.runtime.scratch import Scratch
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, median_ms, run_sections
 
