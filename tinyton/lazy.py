@@ -5,8 +5,9 @@ traced or compiled, yet the language's modules (builtins, `@tt.jit`, `tt.float32
 imports. A module on that light path names such a dependency at module level, beside its imports, as
 `values = lazy_module("tinyton.frontend.values")` and reads `values.Tile` where it runs; the module body
 executes on that first attribute access (a `DeferredModule`), after which it is an ordinary module.
-This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
-tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
+This is the project's way to defer the import of a module, and only for start-up time (never to dodge a cycle);
+a package, which `lazy_module` does not take (below), is imported inside the function that first needs it
+(tinyton/passes.py, tinyton/compiler/kernel.py). tests/test_layering.py counts both as imports, tests/test_import_time.py checks that
 `import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
 (`tt.tensor_descriptor`, `tt.DeviceArray` and the runtime's other classes, the xDSL- and NumPy-keyed tables
 of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way.
