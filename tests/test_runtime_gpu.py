@@ -10,6 +10,7 @@ from llvm_kernels import row_sum, vector_add
 
 from tinyton.lowering.ptx import compile_llvm_module
 from tinyton.runtime import driver
+from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.arrays import as_kernel_argument, empty, to_device, zeros
 
 pytestmark = pytest.mark.gpu
@@ -17,12 +18,12 @@ VADD_PARAMS = (driver.POINTER, driver.POINTER, driver.POINTER, "i4")
 
 
 @cache
-def vadd_module() -> driver.Module:
-    return driver.Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
+def vadd_module() -> Module:
+    return Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
 
 
-def vadd(n: int) -> tuple[driver.Launcher, tuple[int, int, int]]:
-    launcher = driver.Launcher(vadd_module().function("vadd4"), VADD_PARAMS)
+def vadd(n: int) -> tuple[Launcher, tuple[int, int, int]]:
+    launcher = Launcher(vadd_module().function("vadd4"), VADD_PARAMS)
     return launcher, (-(-n // 512), 1, 1)
 
 
@@ -47,8 +48,8 @@ def test_vector_add():
 def test_row_sum_shuffles_and_shared_memory():
     rows, n = 64, 1000
     x = np.random.default_rng(1).standard_normal((rows, n), dtype=np.float32)
-    module = driver.Module.from_ptx(compile_llvm_module(row_sum(), arch=driver.default_arch())["ptx"])
-    launcher = driver.Launcher(module.function("row_sum"), (driver.POINTER, driver.POINTER, "i4"))
+    module = Module.from_ptx(compile_llvm_module(row_sum(), arch=driver.default_arch())["ptx"])
+    launcher = Launcher(module.function("row_sum"), (driver.POINTER, driver.POINTER, "i4"))
     dx, out = to_device(x), empty(rows)
     launcher.launch((rows, 1, 1), 128, 0, 0, (dx.ptr, out.ptr, n))
     driver.synchronize()
@@ -119,7 +120,7 @@ def test_torch_and_dlpack_without_copy():
 
 def test_large_dynamic_shared_memory_opt_in():
     fn = vadd_module().function("vadd4", dynamic_shared_bytes=100 * 1024)
-    launcher = driver.Launcher(fn, VADD_PARAMS)
+    launcher = Launcher(fn, VADD_PARAMS)
     d = zeros(512)
     launcher.launch((1, 1, 1), 128, 100 * 1024, 0, (d.ptr, d.ptr, d.ptr, 512))
     driver.synchronize()

@@ -29,6 +29,7 @@ from tinyton.dialects import tt
 from tinyton.lazy import lazy_module
 from tinyton.profiling import stage
 from tinyton.runtime import driver
+from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.devices import current_device
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.staging import stage_arguments
@@ -178,9 +179,9 @@ class CompiledKernel:
             ptx = self.stage("ptx")
             self._check_loadable()
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
-            function = driver.Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
+            function = Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
-            launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
+            launcher = Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
             self._launchers[ordinal] = launcher
         return launcher
 
