@@ -9,7 +9,7 @@ import pytest
 from llvm_kernels import row_sum, vector_add
 
 from tinyton.lowering.ptx import compile_llvm_module
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory, driver
 from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.arrays import as_kernel_argument, empty, to_device, zeros
 
@@ -94,7 +94,7 @@ def test_stream_copies_and_launch():
     launcher, grid = vadd(n)
     launcher.launch(grid, 128, 0, stream.handle, (da.ptr, da.ptr, dc.ptr, n))
     copy = empty(n)
-    driver.memcpy_dtod(copy.ptr, dc.ptr, dc.nbytes, stream.handle)
+    device_memory.memcpy_dtod(copy.ptr, dc.ptr, dc.nbytes, stream.handle)
     out = np.empty(n, np.float32)
     copy.to_host(out, stream.handle)
     stream.synchronize()
@@ -134,4 +134,4 @@ def test_bad_launch_raises_cuda_error():
         launcher.launch((1, 1, 1), 4096, 0, 0, (0, 0, 0, 0))  # > 1024 threads per block
     assert info.value.name == "CUDA_ERROR_INVALID_VALUE"
     with pytest.raises(driver.CudaError, match="cuMemAlloc"):
-        driver.alloc(1 << 60)
+        device_memory.alloc(1 << 60)

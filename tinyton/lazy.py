@@ -22,7 +22,7 @@ system, having looked in sys.modules before that, runs `pkg.sub` a second time i
 `numpy._core` without its `_multiarray_umath`; a lazy `tinyton.compiler` then `from tinyton.compiler.kernel
 import CompiledKernel` gave a second `CompiledKernel` class). A package on the light path is kept cheap to
 import instead (tinyton/compiler/__init__.py serves its names from lazily loaded modules), and NumPy stays
-off that path by construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's driver and arrays) are the
+off that path by construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's arrays and launches) are the
 ones loaded lazily, and tests/test_import_time.py checks that `import tinyton` leaves it out of sys.modules.
 """
 

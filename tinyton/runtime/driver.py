@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from tinyton.runtime.devices import current_device, set_device
 from tinyton.runtime.streams import explicit_stream, torch_stream, torch_stream_reader
 
@@ -342,64 +339,6 @@ class Stream:
 
     def __del__(self, _release=release):  # bound now: module globals are gone at interpreter exit
         _release("cuStreamDestroy", getattr(self, "_stream", None))
-
-
-# Memory: device pointers are plain ints; host buffers are C-contiguous numpy arrays.
-
-
-def alloc(nbytes: int) -> int:
-    """Device memory on the current device (`current_device()`)."""
-    use_device(current_device())
-    return int(call(driver_api().cuMemAlloc, max(nbytes, 1)))
-
-
-def pinned(count: int, dtype: npt.DTypeLike) -> np.ndarray:
-    """`count` elements of page-locked host memory as a NumPy array, which asynchronous copies (and CUDA-graph
-    copy nodes) may read at any later time; kept for the life of the process."""
-    use_device(current_device())
-    nbytes = count * np.dtype(dtype).itemsize
-    address = int(call(driver_api().cuMemAllocHost, nbytes))
-    return np.frombuffer((ctypes.c_byte * nbytes).from_address(address), dtype=dtype, count=count)
-
-
-def free(ptr: int) -> None:
-    call(driver_api().cuMemFree, ptr)
-
-
-def memcpy_htod(dst: int, src: np.ndarray, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyHtoD, drv.cuMemcpyHtoDAsync, dst, _host_address(src), src.nbytes)
-
-
-def memcpy_dtoh(dst: np.ndarray, src: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyDtoH, drv.cuMemcpyDtoHAsync, _host_address(dst), src, dst.nbytes)
-
-
-def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyDtoD, drv.cuMemcpyDtoDAsync, dst, src, nbytes)
-
-
-def memset(ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemsetD8, drv.cuMemsetD8Async, ptr, byte, nbytes)
-
-
-def _call_on(
-    stream: int | None, sync: Callable[..., tuple[Any, ...]], on_stream: Callable[..., tuple[Any, ...]], *args: Any
-) -> None:
-    """`sync(*args)` without a stream, else its `...Async` variant `on_stream(*args, stream)`."""
-    if stream is None:
-        call(sync, *args)
-    else:
-        call(on_stream, *args, stream)
-
-
-def _host_address(array: np.ndarray) -> int:
-    if not array.flags.c_contiguous:
-        raise ValueError("host buffers must be C-contiguous")
-    return array.ctypes.data
 
 
 # Triton's `triton.runtime.driver.active`, as its tutorials use it.
