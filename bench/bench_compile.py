@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,8 +88,6 @@ def child(source: str, toolchain: str, cache: str, profile: bool = False) -> dic
 
 def scale(sizes: list[int]) -> None:
     """CPU seconds per stage of the long programs in tests/scale_programs.py."""
-    import time
-
     sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     import scale_programs
 

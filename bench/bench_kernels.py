@@ -12,6 +12,7 @@ import tempfile
 import textwrap
 import time
 
+import numpy as np
 import torch
 from cuda.bindings import driver as cu
 
@@ -74,8 +75,6 @@ def launch_overhead() -> list[list[object]]:
     compiled = add_kernel.compile(a, b, c, 1024, BLOCK=1024)
     module = cu.cuModuleLoadData(compiled.asm["ptx"].encode() + b"\0")[1]
     function = cu.cuModuleGetFunction(module, compiled.name.encode())[1]
-    import numpy as np
-
     slots = [np.array([a.data_ptr()], np.uint64), np.array([b.data_ptr()], np.uint64),
              np.array([c.data_ptr()], np.uint64), np.array([1024], np.int32)]
     params = np.array([s.ctypes.data for s in slots], np.uint64)

@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import tinyton as tt
 from tinyton.runtime import driver
+from tinyton.runtime.launch import LaunchConfig
 from tinyton.runtime.streams import current_stream, explicit_stream, torch_stream_reader
 
 SHAPE = (32, 2048)
@@ -163,7 +164,7 @@ def gpu_report(n: int) -> None:
     values = (a.data_ptr(), b.data_ptr(), c.data_ptr(), 1024)
     libcuda = ctypes.CDLL("libcuda.so.1")
     func, params_p = ctypes.c_void_p(int(function)), ctypes.c_void_p(params.ctypes.data)
-    config = ctypes.byref(driver.LaunchConfig((ctypes.c_uint * 3)(1, 1, 1), (ctypes.c_uint * 3)(threads, 1, 1)))
+    config = ctypes.byref(LaunchConfig((ctypes.c_uint * 3)(1, 1, 1), (ctypes.c_uint * 3)(threads, 1, 1)))
     bound = launcher.bind((1, 1, 1), threads)
     cases: list[Case] = [
         (CUDA_PYTHON,
@@ -308,7 +309,7 @@ def standin_report(n: int) -> None:
         launch, launcher = add_kernel[(1,)], add_kernel.compile(a, b, c, 1024, BLOCK=1024).launcher
         call_shape = next(iter(add_kernel._call_shapes.values()))
         values, bound = (a.ptr, b.ptr, c.ptr, 1024), launcher.bind((1, 1, 1), 128)
-        config, params = ctypes.byref(driver.LaunchConfig()), ctypes.c_void_p(1)
+        config, params = ctypes.byref(LaunchConfig()), ctypes.c_void_p(1)
         ta, tb, tc = (torch.empty(1024) for _ in range(3))
         torch_shape = _torch_call_shape(ta, tb, tc)
         cases += [

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Write the README's table of the NumPy functions array programs support, from the registry itself.
 
-The registry is `tinyton.frontend.traced.ARRAY_IMPLS` (one implementation per NumPy name); a row says how
-a user reaches each function (`tt.name`, `np.name(x)` on a traced array, the `x.name()` method) and the
-first line of its docstring. Names registered as refused (`refuse` in tinyton/frontend/refused.py) are listed
+The registry is `tinyton.frontend.traced.ARRAY_IMPLS` (one implementation per NumPy name, complete once
+`tinyton.frontend.tracing` is loaded); a row says how a user reaches each function (`tt.name`, `np.name(x)` on a
+traced array, the `x.name()` method) and the first line of its docstring. Names registered as refused (`refuse` in tinyton/frontend/refused.py) are listed
 with the error they raise. tests/test_numpy_table.py fails when the README differs from this output, so
 the table cannot drift from the code.
 
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 import tinyton as tt
-from tinyton.frontend import tracing  # noqa: F401 - registers the array-program implementations
-from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced
+from tinyton.frontend.traced import NUMPY_FUNCTIONS, Traced
+from tinyton.frontend.tracing import array_implementations
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- numpy-table:begin (scripts/numpy_table.py) -->", "<!-- numpy-table:end -->"
@@ -50,8 +50,8 @@ def _spellings(name: str) -> str:
 
 def table() -> str:
     numpy, beyond, refused = [], [], []
-    for name in sorted(ARRAY_IMPLS):
-        impl = ARRAY_IMPLS[name]
+    implementations = array_implementations()
+    for name, impl in sorted(implementations.items()):
         if name in INTERNAL or not hasattr(np, name) and not hasattr(tt, name):
             continue
         why = getattr(impl, "refused", None)
@@ -60,7 +60,7 @@ def table() -> str:
         else:
             (numpy if hasattr(np, name) else beyond).append(f"| `{name}` | {_spellings(name)} | {_summary(impl)} |")
     lines = [BEGIN, "", "| NumPy | in array programs | notes |", "|---|---|---|", *numpy,
-             f"| `x[...]` | indexing | {_summary(ARRAY_IMPLS['getitem'])} |", "",
+             f"| `x[...]` | indexing | {_summary(implementations['getitem'])} |", "",
              "Beyond NumPy (Triton's and tinyton's names for array programs):", "",
              "| name | in array programs | notes |", "|---|---|---|", *beyond]  # fmt: skip
     if refused:

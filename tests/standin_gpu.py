@@ -22,8 +22,9 @@ import numpy as np
 
 from tinyton.compiler import kernel as compiler_kernel
 from tinyton.compiler import program as compiler_program
-from tinyton.frontend import jit, programs
+from tinyton.frontend import programs
 from tinyton.runtime import arrays, driver, memory
+from tinyton.runtime.launch import Launcher
 from tinyton.runtime.scratch import Scratch
 
 NO_LAUNCH = ctypes.CDLL(None).strnlen
@@ -31,7 +32,7 @@ NO_LAUNCH = ctypes.CDLL(None).strnlen
 nothing and succeeds."""
 
 
-class RecordingLauncher(driver.Launcher):
+class RecordingLauncher(Launcher):
     def __init__(self, name: str, kinds: Any, launches: list):
         super().__init__(SimpleNamespace(address=0), kinds, 0, launch_kernel=NO_LAUNCH)
         self.name, self.launches = name, launches
@@ -80,12 +81,12 @@ def standin_gpu(*functions: Any, record: bool = False) -> Iterator[list]:
     """The stand-in GPU; the array programs `functions` start and end with empty caches."""
     launches: list = []
 
-    def launcher(kernel: compiler_kernel.CompiledKernel) -> driver.Launcher:
+    def launcher(kernel: compiler_kernel.CompiledKernel) -> Launcher:
         if 0 not in kernel._launchers:
             kernel._launchers[0] = (
                 RecordingLauncher(kernel.name, kernel.param_kinds, launches)
                 if record
-                else driver.Launcher(SimpleNamespace(address=0), kernel.param_kinds, 0, launch_kernel=NO_LAUNCH)
+                else Launcher(SimpleNamespace(address=0), kernel.param_kinds, 0, launch_kernel=NO_LAUNCH)
             )
         return kernel._launchers[0]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from attention_reference import attention_gradients_reference, masked_scores
 
 import tinyton as tt
 from tinyton.compiler import compile_module
@@ -73,28 +74,6 @@ def backward_from_lse(q, k, v, o, lse, do):
     return ds @ k * SCALE, ds.mT @ q * SCALE, p.mT @ do
 
 
-def reference(q, k, v, do, scale=SCALE, bias=None, keep=None, group_axis=None):
-    """o, dq, dk, dv of softmax(q kᵀ scale + bias, masked) v, in float64 (NaN where NumPy gives NaN)."""
-    q, k, v, do = (np.asarray(a, np.float64) for a in (q, k, v, do))
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    if bias is not None:
-        s = s + bias
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(s - s.max(-1, keepdims=True))
-        p = e / e.sum(-1, keepdims=True)
-        o = p @ v
-        dp = do @ np.swapaxes(v, -1, -2)
-        ds = p * (dp - (dp * p).sum(-1, keepdims=True))
-        dq = ds @ k * scale
-        dk = np.swapaxes(ds, -1, -2) @ q * scale
-        dv = np.swapaxes(p, -1, -2) @ do
-    if group_axis is not None:
-        dk, dv = dk.sum(group_axis, keepdims=True), dv.sum(group_axis, keepdims=True)
-    return o, dq, dk, dv
-
-
 def randn(rng, *shape, dtype=np.float32):
     return rng.standard_normal(shape).astype(dtype)
 
@@ -112,7 +91,7 @@ def check(program, args, want, s_q, s_kv, kinds, rtol=1e-4, atol=1e-5):
 def test_training_step_is_forward_and_three_backward_kernels(b, s, d):
     rng = np.random.default_rng(s)
     q, k, v, do = (randn(rng, b, s, d) for _ in range(4))
-    check(training_step, (q, k, v, do), reference(q, k, v, do), s, s, ["attention", *BACKWARD])
+    check(training_step, (q, k, v, do), attention_gradients_reference(q, k, v, do, SCALE), s, s, ["attention", *BACKWARD])
 
 
 def test_delta_from_the_output_and_a_bias_with_a_fully_masked_row():
@@ -121,7 +100,7 @@ def test_delta_from_the_output_and_a_bias_with_a_fully_masked_row():
     bias = randn(rng, 40, 50)
     bias[:, 45:] = -np.inf
     bias[5] = -np.inf  # row 5 sees no key: NaN, as NumPy's math gives (its dk and dv reach every key)
-    want = reference(q, k, v, do, bias=bias)
+    want = attention_gradients_reference(q, k, v, do, SCALE, bias=bias)
     assert np.isnan(want[1][:, 5]).all() and np.isnan(want[2]).all()
     check(training_step_delta_from_o, (q, k, v, do, bias), want, 40, 50, ["attention", *BACKWARD])
 
@@ -131,14 +110,14 @@ def test_causal_backward_skips_blocks_and_matches(s_q, s_kv):
     rng = np.random.default_rng(s_q + s_kv)
     q, k, v, do = randn(rng, 2, s_q, 32), randn(rng, 2, s_kv, 32), randn(rng, 2, s_kv, 32), randn(rng, 2, s_q, 32)
     keep = np.arange(s_q)[:, None] + (s_kv - s_q) >= np.arange(s_kv)[None, :]
-    check(causal_step, (q, k, v, do), reference(q, k, v, do, keep=keep), s_q, s_kv, ["attention", *BACKWARD])
+    check(causal_step, (q, k, v, do), attention_gradients_reference(q, k, v, do, SCALE, keep=keep), s_q, s_kv, ["attention", *BACKWARD])
 
 
 def test_grouped_query_gradients_sum_over_the_group():
     rng = np.random.default_rng(3)
     q, do = randn(rng, 2, 2, 3, 45, 16), randn(rng, 2, 2, 3, 45, 16)
     k, v = randn(rng, 2, 2, 1, 45, 16), randn(rng, 2, 2, 1, 45, 16)
-    want = reference(q, k, v, do, group_axis=2)
+    want = attention_gradients_reference(q, k, v, do, SCALE, group_axis=2)
     check(grouped_query_step, (q, k, v, do), want, 45, 45, ["attention", *BACKWARD])
     program = grouped_query_step.compile(q, k, v, do)
     dkdv = next(step for step in program.steps if step.launch.kind == "attention_dkdv")
@@ -146,11 +125,7 @@ def test_grouped_query_gradients_sum_over_the_group():
 
 
 def forward_lse(q, k, scale=SCALE, bias=None, keep=None):
-    s = np.asarray(q, np.float64) @ np.swapaxes(np.asarray(k, np.float64), -1, -2) * scale
-    if bias is not None:
-        s = s + bias
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
+    s = masked_scores(q, k, scale, bias, keep)
     m = s.max(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return m + np.log(np.exp(s - np.where(np.isfinite(m), m, 0)).sum(-1, keepdims=True)) - np.where(np.isfinite(m), 0, m) * 0
@@ -159,7 +134,7 @@ def forward_lse(q, k, scale=SCALE, bias=None, keep=None):
 def test_backward_from_a_saved_logsumexp_is_three_launches():
     rng = np.random.default_rng(4)
     q, k, v, do = (randn(rng, 2, 50, 32) for _ in range(4))
-    o, dq, dk, dv = reference(q, k, v, do)
+    o, dq, dk, dv = attention_gradients_reference(q, k, v, do, SCALE)
     lse = forward_lse(q, k).astype(np.float32)
     check(backward_from_lse, (q, k, v, o.astype(np.float32), lse, do), (dq, dk, dv), 50, 50, BACKWARD)
 
@@ -172,7 +147,7 @@ def torch_layout_reference(q, k, v, do, scale, causal=False, bias=None):
     g = q.shape[1] // k.shape[1]
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     keep = np.tril(np.ones((q.shape[2], k.shape[2]), bool)) if causal else None
-    o, dq, dk, dv = reference(q, kk, vv, do, scale, bias, keep)
+    o, dq, dk, dv = attention_gradients_reference(q, kk, vv, do, scale, bias, keep)
     lse = forward_lse(q, kk, scale, bias, keep)[..., 0]
     fold = lambda x: x.reshape(x.shape[0], k.shape[1], g, *x.shape[2:]).sum(2)  # noqa: E731
     return o, lse, dq, fold(dk), fold(dv)

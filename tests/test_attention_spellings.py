@@ -11,6 +11,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from attention_reference import attention_reference
 
 import tinyton as tt
 from tinyton.compiler import compile_module
@@ -110,18 +111,6 @@ KERNEL_SPELLINGS = [*SPELLINGS, pytest.param(softmax_by_tt_logsumexp, marks=LSE_
 SPELLINGS.append(softmax_by_tt_logsumexp)
 
 
-def reference(q, k, v, scale=SCALE, bias=None, keep=None):
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    if bias is not None:
-        s = s + bias
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    with np.errstate(invalid="ignore"):
-        e = np.exp(s - s.max(-1, keepdims=True))
-        return (e / e.sum(-1, keepdims=True)) @ v
-
-
 def kernel_text(program, *args) -> str:
     """The tt text of the program's one attention kernel, its name left out."""
     compiled = program.compile(*args)
@@ -144,7 +133,7 @@ def test_every_spelling_is_the_canonical_kernel(spelling):
 @pytest.mark.parametrize("spelling", SPELLINGS, ids=lambda f: f.__name__)
 def test_every_spelling_matches_numpy(spelling):
     q, k, v = inputs(1, 2, 70, D)
-    np.testing.assert_allclose(spelling(q, k, v), reference(q, k, v), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(spelling(q, k, v), attention_reference(q, k, v, SCALE), rtol=1e-4, atol=1e-5)
 
 
 def test_a_python_float_scale_is_the_canonical_kernel():
@@ -179,7 +168,7 @@ def test_a_runtime_scalar_is_read_once_and_folded(program, scalar, effective):
     scale = np.array(scalar, np.float32)  # a 0-d array: a value known only at run time
     text = kernel_text(program, q, k, v, scale)
     assert loop_ops(text) == loop_ops(kernel_text(canonical, q, k, v)), "one multiply per score, no division"
-    np.testing.assert_allclose(program(q, k, v, scale), reference(q, k, v, effective), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(program(q, k, v, scale), attention_reference(q, k, v, effective), rtol=1e-4, atol=1e-5)
 
 
 @tt.jit
@@ -226,7 +215,7 @@ def test_causal_spellings_are_the_canonical_kernel(spelling, canonical_form):
     assert kernel_text(spelling, q, k, v) == kernel_text(canonical_form, q, k, v)
     q, k, v = inputs(5, 2, 75, D)
     keep = np.tril(np.ones((75, 75), bool))
-    np.testing.assert_allclose(spelling(q, k, v), reference(q, k, v, keep=keep), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(spelling(q, k, v), attention_reference(q, k, v, SCALE, keep=keep), rtol=1e-4, atol=1e-5)
 
 
 @tt.jit
@@ -250,7 +239,7 @@ def test_minus_inf_bias_arrays_with_any_scale(spelling):
     bias = np.where(np.tril(np.ones((60, 60), bool)), 0.0, -np.inf).astype(np.float32)
     bias[7] = -np.inf  # a fully masked row: NaN, as NumPy's softmax gives
     assert kernel_text(spelling, q, k, v, bias) == kernel_text(bias_canonical, q, k, v, bias)
-    got, want = spelling(q, k, v, bias), reference(q, k, v, bias=bias)
+    got, want = spelling(q, k, v, bias), attention_reference(q, k, v, SCALE, bias=bias)
     assert np.isnan(got[:, 7]).all() and np.isnan(want[:, 7]).all()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -264,7 +253,7 @@ def test_scaled_operands_used_elsewhere_stay():
     q, k, v = inputs(7, 1, 40, D)
     out, qs = scaled_q_returned(q, k, v)
     np.testing.assert_allclose(qs, q * np.float32(SCALE))
-    np.testing.assert_allclose(out, reference(q, k, v), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out, attention_reference(q, k, v, SCALE), rtol=1e-4, atol=1e-5)
 
 
 def test_divisions_outside_attention_keep_numpy_rounding():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 from indexing_kernels import INDEXING_CASES
@@ -12,6 +10,7 @@ from memory_kernels import MEMORY_CASES
 
 import tinyton as triton
 import tinyton.language as tl
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime.simulator import DeviceAssertionError
 
@@ -98,12 +97,10 @@ needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not f
 
 @needs_ptxas
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_case_ptx_is_accepted_by_ptxas(name, tmp_path):
+def test_case_ptx_is_accepted_by_ptxas(name):
     case = CASES[name]()
     ptx = case.kernel.compile(*case.inputs, case.out, **case.constexprs).asm["ptx"]
-    path = tmp_path / "k.ptx"
-    path.write_text(ptx)
-    subprocess.run([find_tool("ptxas"), "-arch=sm_90", str(path), "-o", str(tmp_path / "k.cubin")], check=True)
+    assemble_ptx(ptx, "sm_90")
 
 
 def test_cache_hints_and_assert_reach_the_ptx():
@@ -161,14 +158,11 @@ def test_type_of_scalars_pointers_and_tiles():
 
 
 @needs_ptxas
-def test_device_print_calls_vprintf(tmp_path):
+def test_device_print_calls_vprintf():
     kernel = print_kernel.compile(np.array([3, 4], np.int32), N=2)
     ptx = kernel.asm["ptx"]
     assert "call.uni (retval0), vprintf" in ptx
-    (tmp_path / "k.ptx").write_text(ptx)
-    subprocess.run(
-        [find_tool("ptxas"), "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True
-    )
+    assemble_ptx(ptx, "sm_90")
 
 
 @triton.jit

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tinyton.runtime import driver
+from tinyton.runtime.launch import LAUNCH_ATTRIBUTE_COOPERATIVE, LaunchConfig, Launcher
 
 LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -25,7 +26,7 @@ class FakeDriver:
         self.entry = LAUNCH_EX(self._launch)
 
     def _launch(self, config: int, function: int, params: int, extra: int) -> int:
-        c = driver.LaunchConfig.from_address(config)
+        c = LaunchConfig.from_address(config)
         pointers = (ctypes.c_void_p * len(self.kinds)).from_address(params)
         values = [
             np.frombuffer(ctypes.string_at(p, 8 if k == driver.POINTER else np.dtype(k).itemsize),
@@ -37,9 +38,9 @@ class FakeDriver:
         return self.result
 
 
-def launcher(kinds: list[str], result: int = 0, **options) -> tuple[driver.Launcher, FakeDriver]:
+def launcher(kinds: list[str], result: int = 0, **options) -> tuple[Launcher, FakeDriver]:
     fake = FakeDriver(kinds, result)
-    return driver.Launcher(SimpleNamespace(address=0xABC0), kinds, launch_kernel=fake.entry, **options), fake
+    return Launcher(SimpleNamespace(address=0xABC0), kinds, launch_kernel=fake.entry, **options), fake
 
 
 def test_bound_launch_passes_grid_block_shared_stream_and_values():
@@ -57,7 +58,7 @@ def test_bound_launch_passes_grid_block_shared_stream_and_values():
 def test_cooperative_launches_carry_the_attribute():
     bound, fake = launcher(["i4"], cooperative=True)
     bound.launch((4, 1, 1), 128, 0, 0, (9,))
-    assert fake.seen[0][-1] == [(driver.LAUNCH_ATTRIBUTE_COOPERATIVE, 1)]
+    assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1)]
 
 
 def test_launch_reuses_one_bound_launch_per_grid_block_and_shared_size():
@@ -73,7 +74,7 @@ def test_launch_reuses_one_bound_launch_per_grid_block_and_shared_size():
 
 def test_appended_pointers_follow_the_values():
     fake = FakeDriver(["i4", driver.POINTER])
-    bound = driver.Launcher(SimpleNamespace(address=0), ["i4"], 0, [lambda values, stream: 0x1000 + values[0]], fake.entry)
+    bound = Launcher(SimpleNamespace(address=0), ["i4"], 0, [lambda values, stream: 0x1000 + values[0]], fake.entry)
     bound.bind((1, 1, 1), 32)(0, (5,))
     assert fake.seen[0][5] == [5, 0x1005]
 

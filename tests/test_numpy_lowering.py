@@ -5,7 +5,6 @@ int64 arithmetic, shifts, powers and sums (tinyton/lowering/tt_to_llvm/libm.py, 
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 import tinyton as tt
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
-from tinyton.lowering.ptx import compile_llvm_module, mlir_path
+from tinyton.lowering.ptx import assemble_ptx, compile_llvm_module, mlir_path
 from tinyton.lowering.ptx.libdevice import libdevice_path
 from tinyton.lowering.ptx.toolchain import ToolchainError, find_tool
 from tinyton.lowering.tt_to_llvm import lower_to_llvm
@@ -57,12 +56,6 @@ def kernels_ptx(fn: Callable[..., Any], dtype: np.dtype, toolchain: str) -> list
     return out
 
 
-def ptxas(ptx: str) -> None:
-    proc = subprocess.run([find_tool("ptxas"), "-arch=sm_90", "-", "-o", "/dev/null"], input=ptx.encode(),
-                          capture_output=True, check=False)
-    assert proc.returncode == 0, proc.stderr.decode()
-
-
 CASES = [
     (float_math, np.dtype(np.float32)), (float_math, np.dtype(np.float16)),
     (float_math, np.dtype(ml_dtypes.bfloat16)), (native_f64, np.dtype(np.float64)),
@@ -77,7 +70,7 @@ def test_numpy_functions_lower_to_ptx_that_ptxas_takes(fn, dtype, toolchain) -> 
     ptx = kernels_ptx(fn, dtype, toolchain)
     assert ptx
     for text in ptx:
-        ptxas(text)
+        assemble_ptx(text, "sm_90")
     joined = "\n".join(ptx)
     if fn is float_math:
         assert "cvt.rni" in joined and "cvt.rzi" in joined and "ex2.approx" in joined
@@ -105,7 +98,7 @@ def test_f64_transcendentals_call_libdevice(toolchain) -> None:
     """f64 exp, log, sin, tanh, atan2, ...: libdevice's functions, linked in (nothing left external)."""
     ptx = kernels_ptx(f64_math, np.dtype(np.float64), toolchain)
     for text in ptx:
-        ptxas(text)
+        assemble_ptx(text, "sm_90")
         assert ".extern .func" not in text
     assert any("fma.rn.f64" in text for text in ptx)
 

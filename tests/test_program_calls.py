@@ -13,6 +13,7 @@ from tinyton.frontend import programs
 from tinyton.frontend.arguments import classifier
 from tinyton.frontend.options import LAUNCH_OPTIONS
 from tinyton.runtime import driver
+from tinyton.runtime.launch import Launcher
 from tinyton.runtime.memory import device_input
 
 SCALE = 2.0
@@ -190,7 +191,7 @@ def test_a_hits_own_error_propagates(monkeypatch) -> None:
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(np.random.default_rng(2).standard_normal((4, 16)).astype(np.float32))
     failing: list[str] = []
-    real_bind = driver.Launcher.bind
+    real_bind = Launcher.bind
 
     def bind(self, *args):
         launch = real_bind(self, *args)
@@ -202,7 +203,7 @@ def test_a_hits_own_error_propagates(monkeypatch) -> None:
 
         return failing_launch
 
-    monkeypatch.setattr(driver.Launcher, "bind", bind)
+    monkeypatch.setattr(Launcher, "bind", bind)
     with standin_gpu(scaled_softmax):
         scaled_softmax(t, 1.0)  # the miss: compiles, fills the table
         scaled_softmax(t, 1.0)  # a hit

@@ -9,7 +9,8 @@ import pytest
 from llvm_kernels import row_sum, vector_add
 
 from tinyton.lowering.ptx import compile_llvm_module
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory, driver
+from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.arrays import as_kernel_argument, empty, to_device, zeros
 
 pytestmark = pytest.mark.gpu
@@ -17,12 +18,12 @@ VADD_PARAMS = (driver.POINTER, driver.POINTER, driver.POINTER, "i4")
 
 
 @cache
-def vadd_module() -> driver.Module:
-    return driver.Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
+def vadd_module() -> Module:
+    return Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
 
 
-def vadd(n: int) -> tuple[driver.Launcher, tuple[int, int, int]]:
-    launcher = driver.Launcher(vadd_module().function("vadd4"), VADD_PARAMS)
+def vadd(n: int) -> tuple[Launcher, tuple[int, int, int]]:
+    launcher = Launcher(vadd_module().function("vadd4"), VADD_PARAMS)
     return launcher, (-(-n // 512), 1, 1)
 
 
@@ -47,8 +48,8 @@ def test_vector_add():
 def test_row_sum_shuffles_and_shared_memory():
     rows, n = 64, 1000
     x = np.random.default_rng(1).standard_normal((rows, n), dtype=np.float32)
-    module = driver.Module.from_ptx(compile_llvm_module(row_sum(), arch=driver.default_arch())["ptx"])
-    launcher = driver.Launcher(module.function("row_sum"), (driver.POINTER, driver.POINTER, "i4"))
+    module = Module.from_ptx(compile_llvm_module(row_sum(), arch=driver.default_arch())["ptx"])
+    launcher = Launcher(module.function("row_sum"), (driver.POINTER, driver.POINTER, "i4"))
     dx, out = to_device(x), empty(rows)
     launcher.launch((rows, 1, 1), 128, 0, 0, (dx.ptr, out.ptr, n))
     driver.synchronize()
@@ -93,7 +94,7 @@ def test_stream_copies_and_launch():
     launcher, grid = vadd(n)
     launcher.launch(grid, 128, 0, stream.handle, (da.ptr, da.ptr, dc.ptr, n))
     copy = empty(n)
-    driver.memcpy_dtod(copy.ptr, dc.ptr, dc.nbytes, stream.handle)
+    device_memory.memcpy_dtod(copy.ptr, dc.ptr, dc.nbytes, stream.handle)
     out = np.empty(n, np.float32)
     copy.to_host(out, stream.handle)
     stream.synchronize()
@@ -119,7 +120,7 @@ def test_torch_and_dlpack_without_copy():
 
 def test_large_dynamic_shared_memory_opt_in():
     fn = vadd_module().function("vadd4", dynamic_shared_bytes=100 * 1024)
-    launcher = driver.Launcher(fn, VADD_PARAMS)
+    launcher = Launcher(fn, VADD_PARAMS)
     d = zeros(512)
     launcher.launch((1, 1, 1), 128, 100 * 1024, 0, (d.ptr, d.ptr, d.ptr, 512))
     driver.synchronize()
@@ -133,4 +134,4 @@ def test_bad_launch_raises_cuda_error():
         launcher.launch((1, 1, 1), 4096, 0, 0, (0, 0, 0, 0))  # > 1024 threads per block
     assert info.value.name == "CUDA_ERROR_INVALID_VALUE"
     with pytest.raises(driver.CudaError, match="cuMemAlloc"):
-        driver.alloc(1 << 60)
+        device_memory.alloc(1 << 60)

@@ -5,9 +5,11 @@ traced or compiled, yet the language's modules (builtins, `@tt.jit`, `tt.float32
 imports. A module on that light path names such a dependency at module level, beside its imports, as
 `values = lazy_module("tinyton.frontend.values")` and reads `values.Tile` where it runs; the module body
 executes on that first attribute access (a `DeferredModule`), after which it is an ordinary module.
-This is the project's one way to defer an import, and only for start-up time (never to dodge a cycle):
-tests/test_layering.py counts `lazy_module` calls as imports, tests/test_import_time.py checks that
-`import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
+This is the project's way to defer the import of a module, and only for start-up time (never to dodge a cycle);
+a package, which `lazy_module` does not take (below), or a module of a package too heavy to import yet (it
+imports the parent at once), is imported inside the function that first needs it (tinyton/passes.py,
+tinyton/compiler/kernel.py). tests/test_layering.py counts both as imports, tests/test_import_time.py checks
+that `import tinyton` leaves xDSL and NumPy unloaded. The few names that must stay plain attributes
 (`tt.tensor_descriptor`, `tt.DeviceArray` and the runtime's other classes, the xDSL- and NumPy-keyed tables
 of tinyton/dtypes.py) are served by their module's PEP 562 `__getattr__`, through modules loaded this way.
 importlib's own `LazyLoader` is not used: before Python 3.13 (gh-114763) it turns the module plain before
@@ -21,8 +23,9 @@ system, having looked in sys.modules before that, runs `pkg.sub` a second time i
 `numpy._core` without its `_multiarray_umath`; a lazy `tinyton.compiler` then `from tinyton.compiler.kernel
 import CompiledKernel` gave a second `CompiledKernel` class). A package on the light path is kept cheap to
 import instead (tinyton/compiler/__init__.py serves its names from lazily loaded modules), and NumPy stays
-off that path by construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's driver and arrays) are the
-ones loaded lazily, and tests/test_import_time.py checks that `import tinyton` leaves it out of sys.modules.
+off that path by construction: the modules that need it (tinyton/numpy_dtypes.py, the runtime's arrays and
+launches) are the ones loaded lazily, and tests/test_import_time.py checks that `import tinyton` leaves it out of
+sys.modules.
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ import torch
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.tools.tensor_descriptor import TensorDescriptor
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from common import DEVICE, check_close, device_name, gbps, median_ms, peer, print_table
 
 

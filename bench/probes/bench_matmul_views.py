@@ -14,7 +14,10 @@ import time
 import torch
 
 import tinyton as tt
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from common import DEVICE, check_close, device_name, median_ms, peer, print_table
 
 

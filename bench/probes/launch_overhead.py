@@ -2,7 +2,7 @@
 Host-side launch overhead: N back-to-back launches of a cached tiny kernel, one sync.
 
 Compares cuda-python's `cuLaunchKernel` with a prebuilt argument buffer (the anchor),
-the same call through ctypes, and `tinyton.runtime.driver.Launcher`; then the ways of
+the same call through ctypes, and `tinyton.runtime.launch.Launcher`; then the ways of
 writing parameter slots and the classification of arguments (host CPU only).
 Usage: python bench/probes/launch_overhead.py [N]
 """
@@ -25,6 +25,7 @@ from llvm_kernels import vector_add  # noqa: E402
 from tinyton.lowering.ptx import compile_llvm_module  # noqa: E402
 from tinyton.runtime import driver  # noqa: E402
 from tinyton.runtime.arrays import as_kernel_argument, empty  # noqa: E402
+from tinyton.runtime.launch import Launcher, Module  # noqa: E402
 
 
 def per_launch_us(launch: Callable[[], None], n: int, repeats: int = 7) -> float:
@@ -60,7 +61,7 @@ def per_call_ns(fn: Callable[[], object], number: int = 200_000) -> float:
 
 def main(n: int) -> None:
     drv = driver.driver_api()
-    module = driver.Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
+    module = Module.from_ptx(compile_llvm_module(vector_add(), arch=driver.default_arch())["ptx"])
     fn = module.function("vadd4")
     a, b, c = empty(512), empty(512), empty(512)
     values = (a.ptr, b.ptr, c.ptr, 512)
@@ -70,7 +71,7 @@ def main(n: int) -> None:
     addr = params.ctypes.data
     raw = drv.cuLaunchKernel
     lib = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # without `argtypes`, as Launcher calls the driver
-    launcher = driver.Launcher(fn, (driver.POINTER, driver.POINTER, driver.POINTER, "i4"))
+    launcher = Launcher(fn, (driver.POINTER, driver.POINTER, driver.POINTER, "i4"))
 
     def cuda_python() -> None:
         (err,) = raw(fn.handle, 1, 1, 1, 128, 1, 1, 0, 0, addr, 0)

@@ -22,7 +22,10 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, median_ms, run_sections
 from probe_reductions import TWO_KERNELS, launches, patched

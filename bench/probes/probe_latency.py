@@ -14,7 +14,10 @@ import argparse
 import statistics
 
 import torch
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import print_table
 from torch.profiler import ProfilerActivity, profile

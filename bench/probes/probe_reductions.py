@@ -14,7 +14,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import torch
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_fusion import layernorm, log_softmax, rmsnorm, softmax
 from common import check_close, gbps, median_ms, run_sections
 
@@ -22,7 +25,7 @@ from tinyton.compiler import compile_module
 from tinyton.dialects import tt
 from tinyton.frontend import programs
 from tinyton.lowering.fusion import geometry, grid
-from tinyton.runtime import driver
+from tinyton.runtime.launch import Launcher
 
 TWO_KERNELS = {"GRID_PROGRAMS_PER_SM": 0}
 """No grid fits: split rows take the two-kernel form."""
@@ -120,7 +123,7 @@ def grid_launch(name: str, fn, args) -> None:
     cooperative = median_ms(lambda: kernel.launcher.launch(step.grid, kernel.threads, 0, 0, values)) * 1e3
     ordinary = float("nan")
     if kernel.resident_programs() >= step.grid[0]:  # else a plain launch could hang
-        plain = driver.Launcher(kernel.launcher.function, kernel.param_kinds)
+        plain = Launcher(kernel.launcher.function, kernel.param_kinds)
         ordinary = median_ms(lambda: plain.launch(step.grid, kernel.threads, 0, 0, values)) * 1e3
     free = step.launch.module.clone()  # the same kernel without its barriers (wrong results): what they cost
     for op in [op for op in free.walk() if isinstance(op, tt.GridBarrierOp)]:

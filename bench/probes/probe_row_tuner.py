@@ -16,7 +16,10 @@ import statistics
 
 import torch
 import triton
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 import triton_reference
 from bench_fusion import DTYPES, PROGRAMS, _inputs
 from common import gbps, print_table

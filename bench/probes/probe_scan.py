@@ -17,7 +17,10 @@ import time
 import torch
 import triton
 import triton.language as triton_tl
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from common import check_close, gbps, median_ms, peer, pick, print_table, run_sections
 
 import tinyton as tt

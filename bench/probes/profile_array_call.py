@@ -15,7 +15,10 @@ from collections.abc import Callable
 
 import torch
 
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_fusion import softmax
 
 

@@ -14,7 +14,10 @@ import torch
 import tinyton as tt
 import tinyton.compiler.program as compiler
 from tinyton.lowering.fusion.attention_blocks import Blocks
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 from bench_attention import CASES, DECODES, tflops
 from common import check_close, median_ms, print_table
 

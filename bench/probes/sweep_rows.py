@@ -14,7 +14,10 @@ import argparse
 
 import torch
 import triton
-import bench_path  # noqa: F401 - bench/ on sys.path, for the imports below (keep it first)
+import bench_path
+
+bench_path.add()  # bench/ on sys.path, for the imports below
+
 import triton_reference
 from bench_fusion import DTYPES, LATENCY_BOUND, PROGRAMS, TOLERANCE, _inputs, _reference
 from common import check_close, gbps, host_us_per_call, median_ms, print_table

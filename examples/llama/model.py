@@ -12,29 +12,21 @@ them) and where they are stored in the bf16 KV cache.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 from config import Config
 from weights import BF16, LAYER_WEIGHTS
 
 import tinyton as tt
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
+import array_ops
 
-class NumpyOps:
+
+class NumpyOps(array_ops.NumpyOps):
     """The CPU reference."""
-
-    exp, where, take, swapaxes, concatenate = np.exp, np.where, np.take, np.swapaxes, np.concatenate
-
-    @staticmethod
-    def rsqrt(x: np.ndarray) -> np.ndarray:
-        return (1 / np.sqrt(x)).astype(x.dtype)
-
-    @staticmethod
-    def arange(n: int) -> np.ndarray:
-        return np.arange(n, dtype=np.int32)
-
-    @staticmethod
-    def f32(x: np.ndarray) -> np.ndarray:
-        return x.astype(np.float32)
 
     @staticmethod
     def bf16(x: np.ndarray) -> np.ndarray:
@@ -46,18 +38,8 @@ class NumpyOps:
         return (x.astype(BF16).astype(np.float32) @ w.astype(np.float32).T).astype(BF16).astype(np.float32)
 
 
-class TinytonOps:
+class TinytonOps(array_ops.TinytonOps):
     """The same functions on traced arrays (inside `@tt.jit` array programs)."""
-
-    exp, where, take, swapaxes, rsqrt, arange = tt.exp, tt.where, tt.take, tt.swapaxes, tt.rsqrt, tt.arange
-
-    @staticmethod
-    def concatenate(arrays, axis: int = 0):
-        return tt.concatenate(arrays, axis=axis)
-
-    @staticmethod
-    def f32(x):
-        return x.to(tt.float32)
 
     @staticmethod
     def bf16(x):

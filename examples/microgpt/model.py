@@ -11,11 +11,19 @@ residual; finally `lm_head`. Weights are stored `(in, out)`, so a projection is 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 import tinyton as tt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
+import array_ops
+
+NumpyOps, TinytonOps = array_ops.NumpyOps, array_ops.TinytonOps
+"""The models' `ops` (examples/shared/array_ops.py): microgpt needs no other function."""
 
 EPS = 1e-5
 INIT_STD = 0.08
@@ -53,36 +61,6 @@ def init_params(cfg: Config, seed: int = 0) -> list[np.ndarray]:
     """Gaussian weights (std 0.08, as microgpt), in `param_shapes` order."""
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(s) * INIT_STD).astype(np.float32) for s in param_shapes(cfg).values()]
-
-
-class NumpyOps:
-    """The CPU reference."""
-
-    exp, log, where, take, maximum, swapaxes = np.exp, np.log, np.where, np.take, np.maximum, np.swapaxes
-
-    @staticmethod
-    def rsqrt(x: np.ndarray) -> np.ndarray:
-        return (1 / np.sqrt(x)).astype(x.dtype)
-
-    @staticmethod
-    def arange(n: int) -> np.ndarray:
-        return np.arange(n, dtype=np.int32)
-
-    @staticmethod
-    def f32(x: np.ndarray) -> np.ndarray:
-        return x.astype(np.float32)
-
-
-class TinytonOps:
-    """The same functions on traced arrays (inside `@tt.jit` array programs)."""
-
-    exp, log, where, take, maximum, swapaxes, rsqrt, arange = (
-        tt.exp, tt.log, tt.where, tt.take, tt.maximum, tt.swapaxes, tt.rsqrt, tt.arange
-    )  # fmt: skip
-
-    @staticmethod
-    def f32(x):
-        return x.to(tt.float32)
 
 
 # ---- building blocks ------------------------------------------------------------------------------

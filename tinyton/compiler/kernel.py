@@ -26,12 +26,16 @@ from tinyton.analysis.pointers import written_params
 from tinyton.compiler import target as targets
 from tinyton.compiler.collector import collector_paused
 from tinyton.dialects import tt
+from tinyton.lazy import lazy_module
 from tinyton.profiling import stage
 from tinyton.runtime import driver
+from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.devices import current_device
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.staging import stage_arguments
 from tinyton.runtime.tensor_maps import device_tensor_map
+
+cache = lazy_module("tinyton.runtime.cache")  # the disk cache: loaded with the first kernel compiled to PTX
 
 STAGES = ("tt", "llvm-mlir", "llvm-ir", "ptx")
 TRITON_STAGES = {"ttir": "tt", "ttgir": "tt", "llir": "llvm-ir"}
@@ -130,7 +134,6 @@ class CompiledKernel:
         # The lowering, LLVM and the cache are imported on first use (the lowering only on a cache miss):
         # `import tinyton` stays light, and a disk-cache hit in a fresh process loads no compiler stage.
         from tinyton.lowering.ptx import compile_llvm_module, resolve_toolchain
-        from tinyton.runtime.cache import CacheEntry, cache_key, default_cache
 
         with collector_paused(), stage(f"compile kernel {self.name} to PTX"):
             with stage("target: GPU architecture, toolchain"):
@@ -138,8 +141,8 @@ class CompiledKernel:
                 toolchain = resolve_toolchain(self.toolchain)
             with stage("disk cache lookup"):
                 tma = tma_enabled()
-                key = cache_key(self._texts["tt"], (self.num_warps, tma), toolchain, arch)
-                entry = default_cache().get(key) if use_cache else None
+                key = cache.cache_key(self._texts["tt"], (self.num_warps, tma), toolchain, arch)
+                entry = cache.default_cache().get(key) if use_cache else None
             if entry is None:
                 from tinyton.lowering.tt_to_llvm import kernel_arch, lower_to_llvm
 
@@ -155,12 +158,12 @@ class CompiledKernel:
                     )
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
                 maps = [dict(spec) for spec in getattr(info, "tensor_maps", ())]
-                entry = CacheEntry(
+                entry = cache.CacheEntry(
                     self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds,
                     {"tensor_maps": maps} if maps else {},
                 )
                 with stage("disk cache store"):
-                    default_cache().put(key, entry)
+                    cache.default_cache().put(key, entry)
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
             self.tensor_maps = tuple(entry.extra.get("tensor_maps", ()))
             target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
@@ -176,9 +179,9 @@ class CompiledKernel:
             ptx = self.stage("ptx")
             self._check_loadable()
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
-            function = driver.Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
+            function = Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
-            launcher = driver.Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
+            launcher = Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
             self._launchers[ordinal] = launcher
         return launcher
 

@@ -36,11 +36,14 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
+from tinyton.lazy import lazy_module
 from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT
 from tinyton.profiling import stage
 from tinyton.runtime import driver
 from tinyton.runtime.devices import device_of_call, running_on
 from tinyton.runtime.memory import HostMemory, memory_for, memory_key, memory_on_inputs_device
+
+rewrites_pipeline = lazy_module("tinyton.rewrites.pipeline")  # on first use: the PDL parser and matcher load slowly
 
 
 def fusion_enabled(fuse: bool | None = None) -> bool:
@@ -53,11 +56,7 @@ def fusion_enabled(fuse: bool | None = None) -> bool:
 
 def fused_module(graph: ModuleOp, fuse: bool | None = None) -> ModuleOp:
     """A copy of the traced module with every compute op in a `tta.fusion` (one per op unfused)."""
-    from tinyton.rewrites.pipeline import (
-        fuse_module,  # on first use: the PDL parser and matcher are slow to import
-    )
-
-    module = fuse_module(graph.clone(), fusion_enabled(fuse))
+    module = rewrites_pipeline.fuse_module(graph.clone(), fusion_enabled(fuse))
     module.verify()
     for op in program_function(module).body.block.ops:
         if not isinstance(op, (tta.FusionOp, tta.ConstantOp, func.ReturnOp)):

@@ -10,9 +10,11 @@ Design rules, so that every consumer (simulator, lowering, fusion codegen) stays
 - every tile dimension is a power of two (the lowering spreads tiles over threads by bit tricks);
 - reductions, `tt.dot` and layout changes are the only ops that move data between threads.
 
-This module holds the program-geometry, memory, reduction and dot ops and the dialect itself; the types are
-in `tt_types`, the elementwise ops in `tt_elementwise` and `tt_math`, shape ops in `tt_shapes`, reductions
-and scans with a combine region in `tt_combine`, debugging ops in `tt_debug` (all re-exported here).
+This module holds the program-geometry, reduction and dot ops and the dialect itself; the types are in
+`tt_types`, pointer arithmetic, loads and stores in `tt_memory`, the elementwise ops in `tt_elementwise`,
+`tt_math` and `tt_libm`, shape ops in `tt_shapes`, reductions and scans with a combine region in `tt_combine`,
+debugging ops in `tt_debug`, and the atomic, random, indexing, shared-memory and TMA ops in their own modules
+(all re-exported here).
 """
 
 from __future__ import annotations
@@ -22,54 +24,51 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I32, BFloat16Type, Float8E4M3FNType, Float8E5M2Type, Float16Type, Float32Type, Float64Type, FloatAttr, IntegerAttr,
-    StringAttr, TensorType, UnitAttr, i1, i32, i64,
+    StringAttr, TensorType, i32,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
-    AttrSizedOperandSegments,
     IRDLOperation,
-    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
     traits_def,
 )
-from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, MemoryWriteEffect, Pure
+from xdsl.traits import Pure
 
 # The elementwise ops and the type helpers live in their own modules; `tt.<name>` reaches all of them.
-from tinyton.dialects.tt_elementwise import (  # noqa: F401
-    CMP_PREDICATES, AbsOp, AddOp, AndOp, BinaryOp, BitcastOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
+from tinyton.dialects.tt_elementwise import (
+    AbsOp, AddOp, AndOp, BinaryOp, BitcastOp, CastOp, CmpOp, DivOp, ExpOp, FloorDivOp, LogOp,
     MaximumOp, MinimumOp, ModOp, MulOp, NegOp, OrOp, RemOp, RsqrtOp, SelectOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
-    XorOp, castable,
+    XorOp,
 )
-from tinyton.dialects.tt_shared import (  # noqa: F401
-    ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp, buffer_type,
-    slot_type, NUM_STAGES_ATTR,
+from tinyton.dialects.tt_shared import (
+    ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp,
+    NUM_STAGES_ATTR,
 )
-from tinyton.dialects.tt_tma import (  # noqa: F401
+from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
-from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp  # noqa: F401
-from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp  # noqa: F401
-from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp  # noqa: F401
-from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp  # noqa: F401
-from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp  # noqa: F401
-from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp  # noqa: F401
-from tinyton.dialects.tt_math import (  # noqa: F401
+from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp
+from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp
+from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp
+from tinyton.dialects.tt_combine import ReduceOp as CombineReduceOp
+from tinyton.dialects.tt_debug import DEBUG_OPS, AssertOp, PrintOp
+from tinyton.dialects.tt_indexing import INDEXING_OPS, GatherOp, HistogramOp, InlineAsmOp
+from tinyton.dialects.tt_memory import MEMORY_OPS, AddPtrOp, LoadEffects, LoadOp, StoreOp
+from tinyton.dialects.tt_math import (
     MATH_OPS, CeilOp, DivRnOp, ErfOp, Exp2Op, FloorOp, FmaOp, Log2Op, SqrtRnOp,
 )
-from tinyton.dialects.tt_libm import (  # noqa: F401
+from tinyton.dialects.tt_libm import (
     LIBM_OPS, Atan2Op, CopysignOp, Expm1Op, FmaxOp, FminOp, HypotOp, Log1pOp, Log10Op, RintOp, TanhOp, TanOp, TruncOp,
 )
-from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp  # noqa: F401
-from tinyton.dialects.tt_types import (  # noqa: F401
-    FLOAT, FLOAT8_TYPES, INT, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
+from tinyton.dialects.tt_shapes import SHAPE_OPS, HintOp, JoinOp, ReshapeOp, SplitOp, TransOp
+from tinyton.dialects.tt_types import (
+    FLOAT8_TYPES, MAX_TILE_ELEMENTS, PointerType, element_type, is_float, is_int, is_pointer, require, shape_of,
     tile_type, type_name, verify_tile_shape,
 )
 
@@ -224,140 +223,6 @@ class ExpandDimsOp(IRDLOperation):
 
 
 # ---------------------------------------------------------------------------------------------
-# Memory
-# ---------------------------------------------------------------------------------------------
-
-
-@irdl_op_definition
-class AddPtrOp(IRDLOperation):
-    """Offset pointers by element counts (not bytes): `ptr + offsets`."""
-
-    name = "tt.addptr"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    ptr = operand_def(T)
-    offset = operand_def()
-    result = result_def(T)
-    traits = traits_def(Pure())
-    assembly_format = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)"
-
-    def __init__(self, ptr: SSAValue | Operation, offset: SSAValue | Operation):
-        super().__init__(operands=[ptr, offset], result_types=[SSAValue.get(ptr).type])
-
-    def verify_(self) -> None:
-        require(is_pointer(self.ptr.type), "addptr needs pointers as its first operand")
-        require(element_type(self.offset.type) in (i32, i64), "addptr offsets must be i32 or i64")
-        require(
-            shape_of(self.ptr.type) == shape_of(self.offset.type),
-            "addptr pointer and offset shapes must match (splat or broadcast first)",
-        )
-
-
-def _verify_mask(op: Operation, ptr: SSAValue, mask: SSAValue | None) -> None:
-    if mask is not None:
-        require(
-            mask.type == tile_type(i1, shape_of(ptr.type)),
-            lambda: f"mask must be {type_name(tile_type(i1, shape_of(ptr.type)))}, got {type_name(mask.type)}",
-        )
-
-
-class LoadEffects(MemoryEffect):
-    """A load reads memory; a volatile one also counts as a write (as Triton's), so that no pass removes,
-    merges or hoists it: a loop spinning on a volatile load must read memory on every iteration."""
-
-    @classmethod
-    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
-        kinds = (MemoryEffectKind.READ, MemoryEffectKind.WRITE) if op.properties.get("volatile") else (MemoryEffectKind.READ,)
-        return frozenset(EffectInstance(kind) for kind in kinds)
-
-
-@irdl_op_definition
-class LoadOp(IRDLOperation):
-    """Read a tile through a tile of pointers; lanes where `mask` is false read nothing and give `other`."""
-
-    name = "tt.load"
-    ptr = operand_def()
-    mask = opt_operand_def()
-    other = opt_operand_def()
-    cache = opt_prop_def(StringAttr)
-    """PTX cache operator (".ca", ".cg", ".cv"), from Triton's `cache_modifier`."""
-    evict = opt_prop_def(StringAttr)
-    """"evict_first" or "evict_last" (PTX L1 eviction priority), from Triton's `eviction_policy`."""
-    volatile = opt_prop_def(UnitAttr)
-    """Triton's `volatile=True`: `ld.volatile` on the GPU, never removed, merged or hoisted (LoadEffects)."""
-    result = result_def()
-    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    traits = traits_def(LoadEffects())
-    assembly_format = (
-        "$ptr (`mask` $mask^)? (`other` $other^)? attr-dict `:` type($ptr) (`,` type($mask)^)? "
-        "(`,` type($other)^)? `->` type($result)"
-    )
-
-    def __init__(
-        self,
-        ptr: SSAValue | Operation,
-        mask: SSAValue | Operation | None = None,
-        other: SSAValue | Operation | None = None,
-        volatile: bool = False,
-        **hints: str,
-    ):
-        pt = SSAValue.get(ptr).type
-        result = tile_type(element_type(pt).pointee, shape_of(pt)) if is_pointer(pt) else pt
-        properties: dict[str, Attribute] = {k: StringAttr(v) for k, v in hints.items()}
-        if volatile:
-            properties["volatile"] = UnitAttr()
-        super().__init__(
-            operands=[ptr, [mask] if mask else [], [other] if other else []],
-            result_types=[result],
-            properties=properties,
-        )
-
-    def verify_(self) -> None:
-        require(is_pointer(self.ptr.type), lambda: f"load needs pointers, got {type_name(self.ptr.type)}")
-        expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        require(self.result.type == expected, lambda: f"load result must be {type_name(expected)}")
-        _verify_mask(self, self.ptr, self.mask)
-        if self.other is not None:
-            require(self.other.type == expected, lambda: f"other must be {type_name(expected)}")
-
-
-@irdl_op_definition
-class StoreOp(IRDLOperation):
-    """Write a tile through a tile of pointers; lanes where `mask` is false write nothing."""
-
-    name = "tt.store"
-    ptr = operand_def()
-    value = operand_def()
-    mask = opt_operand_def()
-    cache = opt_prop_def(StringAttr)
-    """PTX cache operator (".wb", ".cg", ".cs", ".wt"), from Triton's `cache_modifier`."""
-    evict = opt_prop_def(StringAttr)
-    """"evict_first" or "evict_last", from Triton's `eviction_policy`."""
-    irdl_options = (ParsePropInAttrDict(),)
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$ptr `,` $value (`mask` $mask^)? attr-dict `:` type($ptr) `,` type($value) (`,` type($mask)^)?"
-
-    def __init__(
-        self,
-        ptr: SSAValue | Operation,
-        value: SSAValue | Operation,
-        mask: SSAValue | Operation | None = None,
-        **hints: str,
-    ):
-        super().__init__(
-            operands=[ptr, value, [mask] if mask else []], properties={k: StringAttr(v) for k, v in hints.items()}
-        )
-
-    def verify_(self) -> None:
-        require(is_pointer(self.ptr.type), lambda: f"store needs pointers, got {type_name(self.ptr.type)}")
-        expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        require(
-            self.value.type == expected,
-            lambda: f"stored value must be {type_name(expected)}, got {type_name(self.value.type)}",
-        )
-        _verify_mask(self, self.ptr, self.mask)
-
-
-# ---------------------------------------------------------------------------------------------
 # Reductions and dot
 # ---------------------------------------------------------------------------------------------
 
@@ -506,9 +371,7 @@ Tt = Dialect(
         SplatOp,
         BroadcastOp,
         ExpandDimsOp,
-        AddPtrOp,
-        LoadOp,
-        StoreOp,
+        *MEMORY_OPS,
         AddOp,
         SubOp,
         MulOp,
@@ -550,3 +413,21 @@ Tt = Dialect(
     ],
     [PointerType],
 )
+
+__all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gathers
+    "AbsOp", "AddOp", "AddPtrOp", "AndOp", "ArangeOp", "AssertOp", "ASYNC_DOT_ATTR", "AsyncCommitOp", "AsyncCopyOp",
+    "AsyncWaitOp", "Atan2Op", "ATOMIC_OPS", "AtomicCASOp", "AtomicRMWOp", "BarrierAllocOp", "BarrierInitOp",
+    "BinaryOp", "BitcastOp", "BroadcastOp", "CastOp", "CeilOp", "CmpOp", "COMBINE_OPS", "CombineReduceOp",
+    "CombineYieldOp", "ConstantOp", "CopysignOp", "CosOp", "DEBUG_OPS", "DebugBarrierOp", "DescriptorLoadOp",
+    "DivOp", "DivRnOp", "DOT_MIN", "DotOp", "DotWaitOp", "element_type", "ErfOp", "Exp2Op", "ExpandDimsOp",
+    "Expm1Op", "ExpOp", "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaOp", "FmaxOp", "FminOp", "GatherOp",
+    "GridBarrierOp", "HintOp", "HistogramOp", "HypotOp", "INDEXING_OPS", "InlineAsmOp", "INPUT_PRECISIONS",
+    "is_float", "is_int", "is_pointer", "JoinOp", "LIBM_OPS", "LoadEffects", "LoadOp", "LocalAllocOp",
+    "LocalLoadOp", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp", "MEMORY_OPS",
+    "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
+    "ProgramIdOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
+    "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
+    "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
+    "TMA_OPS", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
+    "UnaryOp", "verify_tile_shape", "XorOp",
+]  # fmt: skip

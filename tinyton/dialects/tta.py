@@ -54,20 +54,20 @@ from xdsl.utils.exceptions import VerifyException
 from tinyton.dialects.tt_types import FLOAT8_TYPES, element_type, is_float, require, shape_of
 
 # The shape rules and the elementwise ops live in their own modules; `tta.<name>` reaches all of them.
-from tinyton.dialects.tta_elementwise import (  # noqa: F401
+from tinyton.dialects.tta_elementwise import (
     AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, ConstantOp, DivOp, ExpOp, FloorDivOp, LogOp, MaximumOp,
     MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
-from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range  # noqa: F401
-from tinyton.dialects.tta_math import (  # noqa: F401
-    MATH_BINARY, MATH_OPS, MATH_UNARY, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op, FloatBinaryOp,
+from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range
+from tinyton.dialects.tta_math import (
+    MATH_OPS, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op,
     FloorOp, FmaxOp, FminOp, HypotOp, Log1pOp, Log2Op, Log10Op, RintOp, SinOp, TanhOp, TanOp, TruncOp,
 )
-from tinyton.dialects.tta_reductions import (  # noqa: F401
+from tinyton.dialects.tta_reductions import (
     INDEX_ELEMENT, ArgMaxOp, ArgMinOp, ArgReduceOp, CumProdOp, CumSumOp, ReduceMaxOp, ReduceMeanOp, ReduceMinOp,
     ReduceOp, ReduceProdOp, ReduceSumOp, ScanOp,
 )
-from tinyton.dialects.tta_shapes import (  # noqa: F401
+from tinyton.dialects.tta_shapes import (
     ShapeError, array_type, broadcast_shapes, check_broadcast_to, check_reshape, checked, dtype_name,
     expect_result, format_shape, matmul_shape, normalize_axis, reduced_shape, take_shape, transposed_shape,
     type_str, verify_axis, verify_value,
@@ -391,3 +391,18 @@ Tta = Dialect(
     ],
     [],
 )
+
+__all__ = [  # `tta.<name>`: this module's ops and those of the op modules it gathers
+    "AbsOp", "AddOp", "AndOp", "ArangeOp", "ArgMaxOp", "ArgMinOp", "ArgReduceOp", "array_type", "Atan2Op",
+    "BinaryOp", "broadcast_shapes", "BroadcastToOp", "CastOp", "CeilOp", "check_broadcast_to", "check_reshape",
+    "checked", "CmpOp", "concatenate_shape", "ConcatenateOp", "ConstantOp", "CopysignOp", "CosOp", "CumProdOp",
+    "CumSumOp", "DivOp", "dtype_name", "element_type", "ErfOp", "Exp2Op", "expect_result", "Expm1Op", "ExpOp",
+    "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaxOp", "FminOp", "format_shape", "FusionOp", "HypotOp",
+    "INDEX_ELEMENT", "inside_range", "is_float", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS",
+    "matmul_element", "matmul_shape", "MatmulOp", "MaximumOp", "MinimumOp", "ModOp", "MulOp", "NegOp",
+    "normalize_axis", "OrOp", "PowOp", "program_function", "reduced_shape", "ReduceMaxOp", "ReduceMeanOp",
+    "ReduceMinOp", "ReduceOp", "ReduceProdOp", "ReduceSumOp", "require", "ReshapeOp", "RETURNS_TUPLE",
+    "returns_tuple", "RintOp", "RsqrtOp", "ScanOp", "shape_of", "ShapeError", "ShlOp", "ShrOp", "SinOp", "SliceOp",
+    "SqrtOp", "SubOp", "take_shape", "TakeOp", "TanhOp", "TanOp", "transposed_shape", "TransposeOp", "TruncOp",
+    "Tta", "type_str", "UnaryOp", "verify_axis", "verify_value", "WhereOp", "XorOp", "YieldOp",
+]  # fmt: skip

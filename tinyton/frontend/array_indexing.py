@@ -1,106 +1,36 @@
-"""NumPy's indexing and shape functions on traced arrays, registered in `traced.ARRAY_IMPLS`.
+"""NumPy's indexing (`x[...]`, `np.take`) on traced arrays, registered in `traced.ARRAY_IMPLS`.
 
-Basic indexing (slices with any step, ints, `...`, `None`), `np.flip` and `np.pad` are one `tta.slice`
-(a strided window, padded where it leaves the array) plus a reshape; integer-array indexing is a
-`tta.take` (several index arrays are broadcast and flattened into one, placed where NumPy puts the
-advanced dims); `concatenate` is `tta.concatenate`; `stack`, `split`, `repeat`, `tile`, ... are built
-from those. Index arrays that are Python or NumPy constants become traced int32 arrays (`_constant_indices`).
+Basic indexing (slices with any step, ints, `...`, `None`) is one `tta.slice` (a strided window:
+array_windows.py) plus a reshape; integer-array indexing is a `tta.take` (several index arrays are broadcast
+and flattened into one, placed where NumPy puts the advanced dims). Index arrays that are Python or NumPy
+constants become traced int32 arrays (`_constant_indices`), or strided windows where they run in few
+arithmetic runs (`take_constant`, which `np.repeat` and `np.tile` use too: array_reshaping.py).
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
+from xdsl.dialects.builtin import i1, i32
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_int
-from tinyton.dtypes import ELEMENT_TO_NUMPY
 from tinyton.errors import error
 from tinyton.frontend.array_ops import broadcast_to, index_array, reshape, take, transpose, where
-from tinyton.frontend.promotion import is_scalar
-from tinyton.frontend.traced import (
-    ARRAY_IMPLS,
-    NUMPY_FUNCTIONS,
-    Traced,
-    as_traced,
-    current_tracer,
+from tinyton.frontend.array_windows import (
+    Window, as_array, axis_index, concatenate, is_index, ravel, slice_window, window_slice,
 )
-
-Window = tuple[int, int, int]
-"""(start, step, size) of one dim of a `tta.slice`."""
+from tinyton.frontend.promotion import is_scalar
+from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced, current_tracer
 
 MAX_CONSTANT_RUNS = 256
 """Constant index arrays are built from this many arithmetic runs at most (each a select in the kernel)."""
 MAX_WINDOWS = 16
 """A gather by a constant index of at most this many arithmetic runs is a concatenation of strided windows
 (views: no gather, fused like any slice); longer ones gather through a computed index array."""
-
-
-def _one(x: Any) -> Traced:
-    return as_traced([x])[0]
-
-
-def _axis(axis: Any, ndim: int) -> int:
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise error(f"axis must be an int, got {type(axis).__name__} {axis!r}")
-    try:
-        return tta.normalize_axis(int(axis), ndim)
-    except tta.ShapeError as e:
-        raise error(str(e)) from None
-
-
-def _axes(axis: Any, ndim: int) -> list[int]:
-    """An int or a tuple of axes, normalised; NumPy's error for a repeated one."""
-    axes = [_axis(a, ndim) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
-    if len(set(axes)) != len(axes):
-        raise error("repeated axis")
-    return axes
-
-
-def _is_int(k: Any) -> bool:
-    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
-
-
-def _fill(value: Any, element: Any) -> IntegerAttr | FloatAttr:
-    """A constant of the array's element type, converted as NumPy assigns it (1.7 into int32 is 1)."""
-    if element == i1:
-        return IntegerAttr(int(bool(value)), i1)
-    if is_int(element):
-        info = np.iinfo(ELEMENT_TO_NUMPY[element]) if element in ELEMENT_TO_NUMPY else None
-        if info is not None and isinstance(value, (int, np.integer)) and not info.min <= int(value) <= info.max:
-            raise error(f"Python integer {int(value)} out of bounds for {np.dtype(info.dtype)}")
-        return IntegerAttr(int(value), element)
-    with np.errstate(over="ignore"):
-        return FloatAttr(float(np.asarray(value, dtype=np.float64)), element)
-
-
-def window_slice(x: Traced, windows: Sequence[Window], fill: Any = None) -> Traced:
-    """`tta.slice` of `x` (nothing when the windows are the whole array and nothing is filled)."""
-    if fill is None and all(w == (0, 1, n) for w, n in zip(windows, x.shape)):
-        return x
-    attr = None if fill is None else _fill(fill, x.element)
-    return x.tracer.emit(tta.SliceOp, x.value, [w[0] for w in windows], [w[1] for w in windows],
-                         [w[2] for w in windows], attr)
-
-
-def _slice_window(k: slice, n: int) -> Window:
-    """Python's slice of a length-n sequence (clamped; negative steps from the end) as a window."""
-    for part in (k.start, k.stop, k.step):
-        if part is not None and not _is_int(part):
-            raise error(
-                f"slice indices must be integers or None, got {type(part).__name__} {part!r} (in array programs "
-                "they are compile-time Python ints)"
-            )
-    if k.step == 0:
-        raise error("slice step cannot be zero")
-    start, stop, step = k.indices(n)
-    count = len(range(start, stop, step))
-    return (start if count else 0, step, count)
 
 
 # ---- constant index arrays ------------------------------------------------------------------------
@@ -223,7 +153,7 @@ def getitem(x: Traced, key: Any) -> Traced:
                 "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean "
                 f"arrays are valid indices, got {type(k).__name__} {k!r}"
             )
-    advanced = [i for i, k in enumerate(items) if not (k is None or isinstance(k, slice) or _is_int(k))]
+    advanced = [i for i, k in enumerate(items) if not (k is None or isinstance(k, slice) or is_index(k))]
     windows: list[Window] = []
     shape: list[int] = []  # after the slice: None -> 1, ints dropped (unless advanced), arrays keep their dim
     arrays: list[tuple[int, Traced]] = []  # (dim of the reshaped value, index array)
@@ -235,9 +165,9 @@ def getitem(x: Traced, key: Any) -> Traced:
             continue
         n = x.shape[dim]
         if isinstance(k, slice):
-            windows.append(_slice_window(k, n))
+            windows.append(slice_window(k, n))
             shape.append(windows[-1][2])
-        elif _is_int(k):
+        elif is_index(k):
             if not -n <= int(k) < n:
                 raise error(f"index {int(k)} is out of bounds for axis {dim} with size {n}")
             if advanced:  # NumPy: an int among index arrays is an index array of shape ()
@@ -312,10 +242,10 @@ def _gather(y: Traced, arrays: list[tuple[int, Traced]]) -> Traced:
 def take_any(x: Any, indices: Any, axis: int | None = None) -> Traced:
     """`np.take`: gather along `axis` (None: of the flattened array) by an int array, or by constant indices
     (a list or NumPy array: strided windows, bounds checked while compiling)."""
-    x = _one(x)
+    x = as_array(x)
     if axis is None:
         x, axis = ravel(x), 0
-    axis = _axis(axis, x.ndim)
+    axis = axis_index(axis, x.ndim)
     if isinstance(indices, Traced) or is_scalar(indices):
         return take(x, indices, axis)
     constant = _checked_constant(indices, x.shape[axis], axis)
@@ -324,227 +254,7 @@ def take_any(x: Any, indices: Any, axis: int | None = None) -> Traced:
     return take(x, _constant_indices(constant), axis)
 
 
-# ---- joining and splitting ------------------------------------------------------------------------
-
-
-def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Traced:
-    """`np.concatenate`: join arrays along an existing axis (`axis=None`: flattened first)."""
-    if isinstance(arrays, Traced) or not isinstance(arrays, (list, tuple)):
-        raise error("concatenate takes a list or tuple of arrays")
-    if not arrays:
-        raise error("need at least one array to concatenate")
-    values = as_traced(list(arrays))
-    if axis is None:
-        values = [ravel(v) for v in values]
-        axis = 0
-    if any(v.ndim == 0 for v in values):
-        raise error("zero-dimensional arrays cannot be concatenated")
-    axis = _axis(axis, values[0].ndim)
-    try:
-        tta.concatenate_shape([v.shape for v in values], axis)
-    except tta.ShapeError as e:
-        shapes = ", ".join(str(v.shape) for v in values)
-        raise error(f"concatenate: {e} (shapes {shapes}, axis {axis}); only the sizes along the axis may differ: "
-                    "reshape, slice or broadcast the inputs to match") from None
-    if len(values) == 1:
-        return values[0]
-    return values[0].tracer.emit(tta.ConcatenateOp, [v.value for v in values], axis)
-
-
-def stack(arrays: Sequence[Any], axis: int = 0) -> Traced:
-    """`np.stack`: join arrays of one shape along a new axis."""
-    if isinstance(arrays, Traced) or not isinstance(arrays, (list, tuple)) or not arrays:
-        raise error("need at least one array to stack")
-    values = as_traced(list(arrays))
-    shapes = {v.shape for v in values}
-    if len(shapes) > 1:
-        raise error(f"stack: all input arrays must have the same shape, got {', '.join(str(v.shape) for v in values)}; "
-                    "reshape or broadcast them to one shape")
-    axis = _axis(axis, values[0].ndim + 1)
-    return concatenate([expand_dims(v, axis) for v in values], axis)
-
-
-def _split_points(n: int, sections: Any, equal: bool) -> list[int]:
-    """Where `split` / `array_split` cut an axis of length n."""
-    if _is_int(sections):
-        count = int(sections)
-        if count <= 0:
-            raise error("number sections must be larger than 0.")
-        if equal and n % count:
-            raise error("array split does not result in an equal division")
-        size, extra = divmod(n, count)
-        points, at = [], 0
-        for i in range(count - 1):
-            at += size + (1 if i < extra else 0)
-            points.append(at)
-        return points
-    if isinstance(sections, Traced) or not all(_is_int(p) for p in sections):
-        raise error("split points must be Python ints (an int number of sections or a list of indices)")
-    return [int(p) for p in sections]
-
-
-def _split(x: Any, sections: Any, axis: int, equal: bool) -> list[Traced]:
-    x = _one(x)
-    axis = _axis(axis, x.ndim)
-    n = x.shape[axis]
-    bounds = [0, *_split_points(n, sections, equal), n]
-    parts = []
-    for lo, hi in pairwise(bounds):
-        windows = [(0, 1, d) for d in x.shape]
-        windows[axis] = _slice_window(slice(lo, hi), n)
-        parts.append(window_slice(x, windows))
-    return parts
-
-
-def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Traced]:
-    """`np.split`: equal sections (an int) or pieces between the given indices."""
-    return _split(x, indices_or_sections, axis, equal=True)
-
-
-def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Traced]:
-    """`np.array_split`: as `split`, an int number of sections need not divide the axis."""
-    return _split(x, indices_or_sections, axis, equal=False)
-
-
-# ---- reordering and reshaping ---------------------------------------------------------------------
-
-
-def flip(x: Any, axis: Any = None) -> Traced:
-    """`np.flip`: reverse the order along `axis` (int, tuple, or None for all)."""
-    x = _one(x)
-    axes = range(x.ndim) if axis is None else _axes(axis, x.ndim)
-    windows = [((n - 1, -1, n) if n and d in axes else (0, 1, n)) for d, n in enumerate(x.shape)]
-    return window_slice(x, windows)
-
-
-def squeeze(x: Any, axis: Any = None) -> Traced:
-    """`np.squeeze`: remove size-1 dims (all of them, or those of `axis`)."""
-    x = _one(x)
-    axes = [d for d, n in enumerate(x.shape) if n == 1] if axis is None else _axes(axis, x.ndim)
-    if any(x.shape[a] != 1 for a in axes):
-        raise error("cannot select an axis to squeeze out which has size not equal to one")
-    return reshape(x, tuple(n for d, n in enumerate(x.shape) if d not in axes))
-
-
-def expand_dims(x: Any, axis: Any) -> Traced:
-    """`np.expand_dims`: insert size-1 dims at `axis` (int or tuple) of the result."""
-    x = _one(x)
-    axes = _axes(axis, x.ndim + (len(axis) if isinstance(axis, (tuple, list)) else 1))
-    it = iter(x.shape)
-    return reshape(x, tuple(1 if d in axes else next(it) for d in range(x.ndim + len(axes))))
-
-
-def moveaxis(x: Any, source: Any, destination: Any) -> Traced:
-    """`np.moveaxis`: move axes to new positions, the others keep their order."""
-    x = _one(x)
-    src, dst = _axes(source, x.ndim), _axes(destination, x.ndim)
-    if len(src) != len(dst):
-        raise error("`source` and `destination` arguments must have the same number of elements")
-    order = [d for d in range(x.ndim) if d not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return transpose(x, order)
-
-
-def ravel(x: Any) -> Traced:
-    """`np.ravel` / `x.flatten()`: the elements as a 1-D array (row-major)."""
-    x = _one(x)
-    return reshape(x, (x.size,))
-
-
-def repeat(x: Any, repeats: Any, axis: int | None = None) -> Traced:
-    """`np.repeat`: repeat each element (an int, or per-element counts as a constant sequence) along
-    `axis` (None: of the flattened array)."""
-    x = _one(x)
-    if axis is None:
-        x, axis = ravel(x), 0
-    axis = _axis(axis, x.ndim)
-    n = x.shape[axis]
-    if isinstance(repeats, Traced):
-        raise error("repeat counts give a data-dependent shape unless they are constants: pass a Python int or list")
-    counts = np.asarray(repeats)
-    if counts.dtype.kind not in "iub" and counts.size or counts.ndim > 1:
-        raise error(f"repeats must be an int or a 1-D sequence of ints, got {repeats!r}")
-    if counts.ndim == 1 and counts.size not in (1, n):
-        raise error(f"operands could not be broadcast together with shape ({n},) ({counts.size},)")
-    counts = np.broadcast_to(counts.reshape(-1), (n,)).astype(np.int64)
-    if (counts < 0).any():
-        raise error("repeats may not contain negative values.")
-    if len(set(counts.tolist())) == 1 and n > MAX_WINDOWS:  # uniform: element i // k (no long constant)
-        k = int(counts[0])
-        return take(x, current_tracer().emit(tta.ArangeOp, 0, n * k) // k, axis) if k else take_constant(x, [], axis)
-    return take_constant(x, np.repeat(np.arange(n), counts), axis)
-
-
-def tile(x: Any, reps: Any) -> Traced:
-    """`np.tile`: `x` repeated `reps` times along each axis (leading axes added as needed)."""
-    x = _one(x)
-    reps = (int(reps),) if _is_int(reps) else tuple(int(r) for r in reps)
-    if any(r < 0 for r in reps):
-        raise error("negative dimensions are not allowed")
-    if len(reps) > x.ndim:
-        x = reshape(x, (1,) * (len(reps) - x.ndim) + x.shape)
-    reps = (1,) * (x.ndim - len(reps)) + reps
-    for axis, r in enumerate(reps):
-        n = x.shape[axis]
-        if r != 1 and (r <= MAX_WINDOWS or n <= 1):
-            x = take_constant(x, np.tile(np.arange(n), r), axis)
-        elif r != 1:  # element i % n
-            x = take(x, current_tracer().emit(tta.ArangeOp, 0, n * r) % n, axis)
-    return x
-
-
-def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Traced:
-    """`np.pad` with mode="constant": `pad_width` and `constant_values` in NumPy's forms (a number, (before,
-    after), or one pair per axis)."""
-    x = _one(x)
-    if mode != "constant":
-        raise error(f"pad: mode {mode!r} is not supported in array programs (only mode='constant')")
-    if isinstance(pad_width, Traced) or isinstance(constant_values, Traced):
-        raise error("pad widths and constant values are compile-time Python numbers in array programs")
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind not in "iu":
-        raise error("`pad_width` must be of integral type.")
-    try:
-        widths = np.broadcast_to(widths, (x.ndim, 2)).astype(np.int64)
-        values = np.broadcast_to(np.asarray(constant_values), (x.ndim, 2))
-    except ValueError:
-        raise error(f"pad: pad_width {pad_width!r} and constant_values {constant_values!r} must be a number, a pair "
-                    f"or one pair per axis of the {x.ndim}-d array") from None
-    if (widths < 0).any():
-        raise error("index can't contain negative values")
-    if x.ndim == 0 or not widths.any():
-        return x  # nothing to pad: NumPy returns the array (and never converts the constant)
-    if len({v.item() for v in values.reshape(-1)}) <= 1:  # one value: one padded window
-        windows = [(-int(lo), 1, int(lo) + n + int(hi)) for (lo, hi), n in zip(widths, x.shape)]
-        return window_slice(x, windows, values.reshape(-1)[0].item() if values.size else 0)
-    for axis, ((lo, hi), (before, after)) in enumerate(zip(widths, values)):  # NumPy pads axis by axis
-        n = x.shape[axis]
-        for width, value, at in ((int(lo), before.item(), 0), (int(hi), after.item(), 1)):
-            windows = [(0, 1, d) for d in x.shape]
-            windows[axis] = (-width, 1, n + width) if at == 0 else (0, 1, n + width)
-            x = window_slice(x, windows, value) if width else x
-            n = x.shape[axis]
-    return x
-
-
-FUNCTIONS = {
-    "getitem": getitem,
-    "take": take_any,
-    "concatenate": concatenate,
-    "stack": stack,
-    "split": split,
-    "array_split": array_split,
-    "flip": flip,
-    "squeeze": squeeze,
-    "expand_dims": expand_dims,
-    "moveaxis": moveaxis,
-    "ravel": ravel,
-    "flatten": ravel,
-    "repeat": repeat,
-    "tile": tile,
-    "pad": pad,
-}
+FUNCTIONS = {"getitem": getitem, "take": take_any}
 ARRAY_IMPLS.update(FUNCTIONS)
-NUMPY_FUNCTIONS.update(name for name in FUNCTIONS if name not in ("getitem", "flatten"))
+NUMPY_FUNCTIONS.add("take")
 NUMPY_FUNCTIONS.update(("where", "reshape", "transpose", "swapaxes", "broadcast_to"))

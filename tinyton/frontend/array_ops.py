@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import Float16Type, Signedness, i1, i32
 from tinyton.dialects import tta
 from tinyton.dialects.tt import is_float, is_int
 from tinyton.errors import error
-from tinyton.frontend import ufunc_math, ufuncs  # noqa: F401 - registers NumPy's elementwise functions
+from tinyton.frontend import ufunc_math, ufuncs
 from tinyton.frontend.promotion import FLOAT8, element_of
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, as_traced, current_tracer
 
@@ -44,6 +44,9 @@ def _shape(shape: int | Sequence[int]) -> tuple[int, ...]:
 
 
 # ---- elementwise: NumPy's ufuncs (tinyton/frontend/ufuncs.py, ufunc_math.py) -----------------------
+
+ELEMENTWISE = (ufuncs, ufunc_math)
+"""The modules that register NumPy's elementwise functions in `ARRAY_IMPLS` as they are imported."""
 
 # The most used of them by name here too: code tracing with this module as `tt` (the tests) calls them.
 exp, log, sqrt, rsqrt, abs, maximum, minimum, relu, where = (

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from tinyton.runtime.graphs import CudaGraph
 
 # Calls need these (and NumPy), `@tt.graphed` does not (tinyton/lazy.py).
+device_memory = lazy_module("tinyton.runtime.device_memory")
 driver = lazy_module("tinyton.runtime.driver")
 graphs = lazy_module("tinyton.runtime.graphs")
 
@@ -93,7 +94,7 @@ class Graphed:
                     f"captured graph has {tuple(dst['shape'])} {dst['typestr']}"
                 )
             nbytes = math.prod(dst["shape"]) * int(dst["typestr"][2:])  # typestr: byte order, kind, itemsize
-            driver.memcpy_dtod(dst["data"][0], src["data"][0], nbytes, stream)
+            device_memory.memcpy_dtod(dst["data"][0], src["data"][0], nbytes, stream)
 
 
 def graphed(fn: Callable[..., Any]) -> Graphed:

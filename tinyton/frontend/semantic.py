@@ -30,6 +30,8 @@ from tinyton.frontend.combine_ops import CombineOps
 from tinyton.frontend.debug_ops import DebugOps
 from tinyton.frontend.indexing_ops import IndexingOps
 from tinyton.frontend.math_ops import MathOps
+from tinyton.frontend.memory_ops import MemoryOps
+from tinyton.frontend.reduce_ops import ReduceOps
 from tinyton.frontend.shape_ops import ShapeOps
 from tinyton.frontend.sort_ops import SortOps
 from tinyton.frontend.values import (
@@ -106,21 +108,6 @@ UNARY: dict[str, tuple[type[Operation], bool, Callable[[Any], Any]]] = {
 }
 """Unary op -> (op class, floats only (ints become f32), compile-time fold)."""
 
-REDUCE = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}
-
-
-LOAD_CACHE, STORE_CACHE = (".ca", ".cg", ".cv"), (".wb", ".cg", ".cs", ".wt")
-EVICTION = ("evict_normal", "evict_first", "evict_last")
-
-
-def cache_hints(cache: str, evict: str, allowed: tuple[str, ...], what: str) -> dict[str, str]:
-    """The `cache`/`evict` properties of a load or store (Triton's cache_modifier, eviction_policy)."""
-    if cache and cache not in allowed:
-        raise CompilationError(f"{what}: cache_modifier must be one of {', '.join(allowed)}, got {cache!r}")
-    if evict and evict not in EVICTION:
-        raise CompilationError(f"{what}: eviction_policy must be one of {', '.join(EVICTION)}, got {evict!r}")
-    return {k: v for k, v in (("cache", cache), ("evict", evict)) if v and v != "evict_normal"}
-
 
 def _fold(fn: Callable[..., Any], *args: Any) -> Any:
     try:
@@ -129,11 +116,14 @@ def _fold(fn: Callable[..., Any], *args: Any) -> Any:
         raise CompilationError(f"constant expression failed: {e}") from None
 
 
-class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, IndexingOps, MathOps, CombineOps, DebugOps):
+class TileBuilder(
+    MemoryOps, ReduceOps, AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, IndexingOps, MathOps, CombineOps,
+    DebugOps,
+):
     """Appends verified tt ops to `block`; `at_end` temporarily redirects them (loop and branch bodies).
 
-    The mixins hold the builtins of one concept each (atomics, random numbers, block pointers, shapes, math,
-    combine reductions, debugging)."""
+    The mixins hold the builtins of one concept each (loads and stores, reductions, atomics, random numbers,
+    block pointers, shapes, sorting, indexing, math, combine reductions, debugging)."""
 
     def __init__(self, block: Block):
         self.block = block
@@ -318,95 +308,6 @@ class TileBuilder(AtomicOps, RandomOps, BlockPointerOps, ShapeOps, SortOps, Inde
         if isinstance(value, Tile) and value.shape:
             raise CompilationError(f"tt.full needs a scalar value, got {describe(value)}")
         return self.operand(value, elem, dims)
-
-    def _pointer(self, ptr: Any, what: str) -> Tile:
-        if not (isinstance(ptr, Tile) and ptr.is_pointer):
-            raise CompilationError(
-                f"{what} needs a pointer or a tile of pointers (e.g. x_ptr + offsets), got {describe(ptr)}"
-            )
-        return ptr
-
-    def load(self, ptr: Any, mask: Any, other: Any, cache: str = "", evict: str = "", volatile: bool = False) -> Tile:
-        ptr = self._pointer(ptr, "tt.load")
-        mask = None if mask is True else mask
-        other = None if mask is None else other
-        to = ptr.shape
-        self._fits_pointer(ptr, {"mask": mask, "other": other}, "tt.load")
-        mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
-        other_value = None if other is None else self.operand(other, ptr.element.pointee, to).value
-        hints = cache_hints(cache, evict, LOAD_CACHE, "tl.load")
-        if volatile not in (True, False):
-            raise CompilationError(f"tl.load: volatile must be a constexpr bool, got {describe(volatile)}")
-        return self.emit(tt.LoadOp(ptr.value, mask_value, other_value, volatile, **hints))
-
-    def store(self, ptr: Any, value: Any, mask: Any, cache: str = "", evict: str = "") -> None:
-        ptr = self._pointer(ptr, "tt.store")
-        mask = None if mask is True else mask
-        if not (isinstance(value, Tile) or is_number(value)):
-            raise CompilationError(f"tt.store needs a number or a tile to store, got {describe(value)}")
-        to = ptr.shape
-        self._fits_pointer(ptr, {"value": value, "mask": mask}, "tt.store")
-        mask_value = None if mask is None else self.broadcast(self.truth(mask, "mask"), to).value
-        value = self.operand(value, ptr.element.pointee, to)
-        hints = cache_hints(cache, evict, STORE_CACHE, "tl.store")
-        self.insert(tt.StoreOp(ptr.value, value.value, mask_value, **hints))
-
-    @staticmethod
-    def _fits_pointer(ptr: Tile, operands: dict[str, Any], what: str) -> None:
-        """Triton's rule: value, mask and other broadcast to the pointer's shape, never the pointer to theirs
-        (a scalar pointer with a tile value would have every lane write one address)."""
-        for name, x in operands.items():
-            if x is not None and shape(x) and len(shape(x)) < len(ptr.shape):
-                raise CompilationError(
-                    f"{what}: the {name} has shape {list(shape(x))} but the pointer tile {list(ptr.shape)}; as in "
-                    f"Triton a tile broadcasts to the pointer's shape only at the same rank: give it "
-                    f"{len(ptr.shape)} dimensions (x[None, :], x[:, None], tl.reshape)"
-                )
-            if x is None or broadcast_shapes([ptr.shape, shape(x)], what) == ptr.shape:
-                continue
-            pointer = f"a tile of pointers of shape {list(ptr.shape)}" if ptr.shape else "a scalar pointer"
-            fix = (
-                "build a tile of pointers, e.g. ptr + tt.arange(0, BLOCK)"
-                if not ptr.shape
-                else f"make the pointer tile {list(shape(x))} too (e.g. ptr + rows[:, None] * stride + cols[None, :])"
-            )
-            raise CompilationError(
-                f"{what}: the {name} has shape {list(shape(x))} but the pointer is {pointer}; {name} must "
-                f"broadcast to the pointer's shape, not the other way round: {fix}"
-            )
-
-    def _reduce_input(self, x: Any, what: str) -> Tile:
-        if not isinstance(x, Tile) or not x.shape or x.is_pointer:
-            raise CompilationError(f"{what} reduces a tile of numbers, got {describe(x)}")
-        return x
-
-    def _axes(self, x: Tile, axis: Any, what: str) -> list[int]:
-        if axis is None:
-            return list(range(len(x.shape)))
-        rank = len(x.shape)
-        if not isinstance(axis, int) or not -rank <= axis < rank:
-            raise CompilationError(f"{what}: axis must be a constexpr int in [{-rank}, {rank}), got {describe(axis)}")
-        return [axis % rank]
-
-    def reduce(self, kind: str, x: Any, axis: Any, keepdims: bool) -> Tile:
-        x = self._reduce_input(x, f"tt.{kind}")
-        if kind == "sum" and x.element.bitwidth < 32:  # as Triton: small ints and bools in int32, f16 in f32
-            x = self.cast(x, f32 if tt.is_float(x.type) else i32)
-        axes, rank, result = self._axes(x, axis, f"tt.{kind}"), len(x.shape), x
-        for ax in sorted(axes, reverse=True):
-            result = self.emit(REDUCE[kind](result.value, ax))
-        if keepdims:
-            if not result.shape:
-                return self.broadcast(result, (1,) * rank)
-            for ax in sorted(axes):
-                result = self.emit(tt.ExpandDimsOp(result.value, ax))
-        return result
-
-    def mean(self, x: Any, axis: Any, keepdims: bool) -> Tile:
-        x = self._reduce_input(x, "tt.mean")
-        count = math.prod(x.shape[ax] for ax in self._axes(x, axis, "tt.mean"))
-        x = x if tt.is_float(x.type) else self.cast(x, f32)
-        return self.binary("/", self.reduce("sum", x, axis, keepdims), count)
 
     def dot(self, a: Any, b: Any, acc: Any, input_precision: Any, out_dtype: Any, max_num_imprecise_acc: Any = None) -> Tile:
         """Triton's `tt.dot`: f16/bf16 operands accumulate in f32 (or f16 for f16 operands), f32 operands

@@ -23,10 +23,18 @@ from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
-from tinyton.frontend import array_indexing, array_ops, refused, scaled_matmul  # noqa: F401 - register what traced values do
+from tinyton.frontend import array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul
 from tinyton.frontend.promotion import ARRAY_DTYPES, element_of, is_scalar
-from tinyton.frontend import array_reductions  # noqa: F401 - registers NumPy's other reductions and scans
-from tinyton.frontend.traced import Traced, Tracer
+from tinyton.frontend.traced import ARRAY_IMPLS, Traced, Tracer
+
+IMPLEMENTATIONS = (array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul)
+"""The modules that fill `traced.ARRAY_IMPLS` (what NumPy functions, `tt.` builtins and operators do to traced
+arrays) as they are imported: tracing needs every one of them loaded."""
+
+
+def array_implementations() -> dict[str, Callable[..., Any]]:
+    """`ARRAY_IMPLS` complete (every module of `IMPLEMENTATIONS` has registered its functions), by NumPy name."""
+    return ARRAY_IMPLS
 
 
 def _argument_type(name: str, value: Any) -> Attribute:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 
+from tinyton import dtypes
 from tinyton.dialects.tt import (
     MAX_TILE_ELEMENTS,
     element_type,
@@ -32,7 +33,7 @@ from tinyton.dialects.tt import (
     is_pointer,
     shape_of,
 )
-from tinyton.dtypes import block_type, dtype, dtype_of, pointer_type
+from tinyton.dtypes import block_type, dtype_of, pointer_type
 from tinyton.errors import CompilationError
 
 f16, bf16, f32 = Float16Type(), BFloat16Type(), Float32Type()
@@ -67,14 +68,14 @@ class Tile:
         return is_pointer(self.value.type)
 
     @property
-    def dtype(self) -> dtype | pointer_type:
+    def dtype(self) -> dtypes.dtype | pointer_type:
         """The element's dtype; for pointers a `pointer_type` (`p.dtype.element_ty`)."""
         if self.is_pointer:
             return pointer_type(dtype_of(self.element.pointee))
         return dtype_of(self.element)
 
     @property
-    def triton_type(self) -> dtype | pointer_type | block_type:
+    def triton_type(self) -> dtypes.dtype | pointer_type | block_type:
         """Triton's `x.type` (spelt so in kernels): a scalar's dtype, a tile's `block_type`; both have
         `element_ty` for pointers (`Out.type.element_ty`)."""
         return block_type(self.dtype, self.shape) if self.shape else self.dtype

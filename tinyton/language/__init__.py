@@ -170,8 +170,7 @@ from tinyton.language.shapes import (
     transpose,
     view,
 )
-from tinyton.language.ufuncs import *  # noqa: F403 - NumPy's elementwise functions
-from tinyton.language.ufuncs import __all__ as _ufuncs
+from tinyton.language import ufuncs
 from tinyton.runtime.devices import device
 from tinyton.language.statistics import (
     all,
@@ -183,6 +182,8 @@ from tinyton.language.statistics import (
     var,
 )
 from tinyton.runtime.streams import stream
+
+globals().update(ufuncs.BUILTINS)  # NumPy's elementwise functions that only array programs have
 
 # The runtime's arrays, streams and graphs load NumPy (a quarter of a second): on first use.
 _arrays = lazy_module("tinyton.runtime.arrays")
@@ -371,5 +372,5 @@ __all__ = [
     "log10",
     "log1p",
     "expm1",
-    *_ufuncs,
+    *ufuncs.BUILTINS,
 ]

@@ -1,7 +1,7 @@
 """Builtins that order, move or count elements by value: `sort`, `topk`, `flip`, `gather`, `histogram`, and
 `inline_asm_elementwise` (PTX run on every element; the GPU only: the simulator refuses it); and the
 array-program builtins for NumPy's indexing, joining and reshaping functions that have no tile-level
-equivalent: `tt.concatenate`, `tt.stack`, `tt.pad`, ... (tinyton/frontend/array_indexing.py). `flip` is both:
+equivalent: `tt.concatenate`, `tt.stack`, `tt.pad`, ... (tinyton/frontend/array_reshaping.py). `flip` is both:
 Triton's in kernels, NumPy's (`axis=`) on arrays.
 """
 

@@ -29,6 +29,6 @@ _ARRAY_ONLY = (
     "power", "reciprocal", "remainder", "right_shift", "round", "sign", "square", "subtract", "true_divide", "astype",
 )  # fmt: skip
 """NumPy names with array-program semantics only (`tt.round(x)`, `tt.logical_and(a, b)`, `tt.astype(x, dt)`)."""
-globals().update({name: _array_only(name, f"NumPy's {name} (array programs).") for name in _ARRAY_ONLY})
 
-__all__ = list(_ARRAY_ONLY)
+BUILTINS: dict[str, Any] = {name: _array_only(name, f"NumPy's {name} (array programs).") for name in _ARRAY_ONLY}
+"""The `tt.<name>` builtins, by name (tinyton/language/__init__.py puts them in the language's namespace)."""

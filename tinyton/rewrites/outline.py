@@ -135,10 +135,6 @@ def rebuild(fn: func.FuncOp, groups: Sequence[Group]) -> list[tta.FusionOp]:
     return fusions
 
 
-def _returned(op: Operation) -> bool:
-    return any(isinstance(u.operation, func.ReturnOp) for u in op.results[0].uses)
-
-
 def _positions(groups: Sequence[Group]) -> dict[Operation, int]:
     """Program order of the ops of `groups` (they all live in one block)."""
     block = next(op for ops, _ in groups for op in ops).parent_block()

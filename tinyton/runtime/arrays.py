@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tinyton.dtypes import BF16
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory, driver
 from tinyton.runtime.devices import current_device, index_of, running_on
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.torch_interop import host_view, numpy_dtype
@@ -54,7 +54,7 @@ class DeviceArray:
         self.dtype = np.dtype(dtype)
         self.nbytes = prod(self.shape) * self.dtype.itemsize
         self.device_ordinal = current_device()
-        self.ptr = driver.alloc(self.nbytes)
+        self.ptr = device_memory.alloc(self.nbytes)
         self._argument = KernelArgument(self.ptr, self.dtype, True)
         for keeper in _KEEPERS:
             keeper.append(self)
@@ -80,13 +80,13 @@ class DeviceArray:
     def copy_from_host(self, src: np.ndarray, stream: int | None = None) -> None:
         self._check_host(src)
         driver.use_device(self.device_ordinal)
-        driver.memcpy_htod(self.ptr, np.ascontiguousarray(src), stream)
+        device_memory.memcpy_htod(self.ptr, np.ascontiguousarray(src), stream)
 
     def to_host(self, out: np.ndarray, stream: int | None = None) -> np.ndarray:
         """Copy into the existing C-contiguous host array `out` and return it."""
         self._check_host(out)
         driver.use_device(self.device_ordinal)
-        driver.memcpy_dtoh(out, self.ptr, stream)
+        device_memory.memcpy_dtoh(out, self.ptr, stream)
         return out
 
     def numpy(self, stream: int | None = None) -> np.ndarray:
@@ -120,7 +120,7 @@ class DeviceArray:
         ptr = getattr(self, "ptr", None)
         if ptr is not None:
             try:
-                driver.free(ptr)
+                device_memory.free(ptr)
             except Exception:
                 pass  # interpreter exit or a context already torn down
 
@@ -140,7 +140,7 @@ def empty(shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32) -> De
 
 def zeros(shape: int | tuple[int, ...], dtype: npt.DTypeLike = np.float32) -> DeviceArray:
     array = DeviceArray(shape, dtype)
-    driver.memset(array.ptr, 0, array.nbytes)
+    device_memory.memset(array.ptr, 0, array.nbytes)
     return array
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory, driver
 
 L2_FLUSH_BYTES = 256 << 20
 """Bytes written before each timed run so that it starts with a cold L2 (Triton writes 256 MB too)."""
@@ -58,13 +58,13 @@ class _DriverClock:
     """The driver's events on the default stream."""
 
     def __init__(self) -> None:
-        self.buffer = driver.alloc(L2_FLUSH_BYTES)
+        self.buffer = device_memory.alloc(L2_FLUSH_BYTES)
         api = driver.driver_api()
         self.api = api
         self.events = [driver.call(api.cuEventCreate, api.CUevent_flags.CU_EVENT_DEFAULT) for _ in range(2)]
 
     def flush(self) -> None:
-        driver.memset(self.buffer, 0, L2_FLUSH_BYTES)
+        device_memory.memset(self.buffer, 0, L2_FLUSH_BYTES)
 
     def time(self, fn: Callable[[], Any]) -> float:
         start, end = self.events
@@ -75,7 +75,7 @@ class _DriverClock:
         return float(driver.call(self.api.cuEventElapsedTime, start, end))
 
     def __del__(self) -> None:
-        driver.free(self.buffer)
+        device_memory.free(self.buffer)
 
 
 def clock() -> Any:

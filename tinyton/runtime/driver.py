@@ -8,13 +8,8 @@ raised as a `CudaError` naming the call and the CUDA error.
 
 Every device of the host can be used, one primary context each (CUDA's runtime-API model):
 `use_device(n)` makes device n's context current on the calling thread, and allocations, module
-loads and streams belong to the device current when they are made. A `Launcher` belongs to the device
-its function was loaded on and makes that device current before it launches, so a launch never goes to
-another device's context.
-
-Kernel launches go through `Launcher`, which prepares the parameter buffer and the launch
-configuration once so that a launch only writes the values and calls `cuLaunchKernelEx`
-with four prebuilt arguments.
+loads and streams belong to the device current when they are made. Kernels are loaded and launched
+through tinyton/runtime/launch.py (`Module`, `Launcher`), on this module's contexts.
 """
 
 from __future__ import annotations
@@ -23,22 +18,20 @@ import ctypes
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from tinyton.runtime.devices import current_device, set_device
 from tinyton.runtime.streams import explicit_stream, torch_stream, torch_stream_reader
 
 STATIC_SHARED_LIMIT = 48 * 1024
+"""Bytes of shared memory a kernel may declare statically; beyond, it opts in to dynamic shared memory."""
 POINTER = "ptr"
+"""Parameter kind of a device pointer (a `u64`); other kinds are numpy dtype names."""
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 """CUDA's largest grid (x, y, z); launches beyond it are refused before they start, on the simulator too."""
-"""Parameter kind of a device pointer (a `u64`); other kinds are numpy dtype names."""
 
 
 class CudaError(RuntimeError):
@@ -131,18 +124,18 @@ class _ThreadDevice(threading.local):
     """The device whose context tinyton made current on this thread last (-1: none yet)."""
 
 
-_thread = _ThreadDevice()
+thread_device = _ThreadDevice()
 
 
 class _Devices:
     multi = False
     """More than one device's context is in use: torch (the runtime API) switches the current context when it
-    works on another device, so tinyton sets its own before each launch instead of trusting `_thread`."""
+    works on another device, so tinyton sets its own before each launch instead of trusting `thread_device`."""
     raw: dict[int, ctypes.c_void_p] = {}
     """Each used device's primary context as a ctypes handle (what `cuCtxSetCurrent` takes directly)."""
 
 
-_devices = _Devices()
+devices_in_use = _Devices()
 
 
 def _driver() -> _Driver:
@@ -158,11 +151,11 @@ def _driver() -> _Driver:
     return _driver_state
 
 
-def _ctx() -> _Driver:
+def with_context() -> _Driver:
     """The driver, with a device's context current on the calling thread (the device chosen last on this
     thread, else `current_device()`)."""
     state = _driver()
-    if _thread.ordinal < 0:
+    if thread_device.ordinal < 0:
         use_device(current_device())
     return state
 
@@ -174,15 +167,15 @@ def device_count() -> int:
 
 def use_device(ordinal: int) -> None:
     """Make device `ordinal`'s primary context current on the calling thread (retained on first use)."""
-    if _thread.ordinal == ordinal and not _devices.multi:
+    if thread_device.ordinal == ordinal and not devices_in_use.multi:
         return
-    handle = _devices.raw.get(ordinal)
+    handle = devices_in_use.raw.get(ordinal)
     if handle is None:
         handle = _retain(ordinal)
     err = _driver_state.set_current(handle)  # type: ignore[union-attr]
     if err:
         raise CudaError("cuCtxSetCurrent", err)
-    _thread.ordinal = ordinal
+    thread_device.ordinal = ordinal
 
 
 def _retain(ordinal: int) -> ctypes.c_void_p:
@@ -190,15 +183,15 @@ def _retain(ordinal: int) -> ctypes.c_void_p:
     if not 0 <= ordinal < state.count:
         raise ValueError(f"no CUDA device {ordinal}: this host has {state.count} (0..{state.count - 1})")
     context = _contexts[ordinal] = call(driver_api().cuDevicePrimaryCtxRetain, state.handles[ordinal])
-    handle = _devices.raw[ordinal] = ctypes.c_void_p(int(context))
-    _devices.multi = len(_contexts) > 1
+    handle = devices_in_use.raw[ordinal] = ctypes.c_void_p(int(context))
+    devices_in_use.multi = len(_contexts) > 1
     return handle
 
 
 def active_ordinal() -> int:
     """The device whose context is current on this thread (made current if none is yet)."""
-    _ctx()
-    return _thread.ordinal
+    with_context()
+    return thread_device.ordinal
 
 
 _initialising: threading.Thread | None = None
@@ -255,7 +248,7 @@ def unavailable_reason() -> str | None:
 def device(ordinal: int | None = None) -> Device:
     """Properties of device `ordinal` (default: the device current on this thread)."""
     if ordinal is None:
-        ordinal = _thread.ordinal if _thread.ordinal >= 0 else current_device()
+        ordinal = thread_device.ordinal if thread_device.ordinal >= 0 else current_device()
     return _device(ordinal)
 
 
@@ -313,7 +306,7 @@ def stream_capturing(handle: int) -> bool:
     """Whether the stream with this raw handle is being captured into a CUDA graph (`cuStreamIsCapturing`
     through ctypes, as launches: no cuda-python argument conversion)."""
     status = ctypes.c_int()
-    err = _ctx().is_capturing(ctypes.c_void_p(handle), ctypes.byref(status))  # no `argtypes`: ~15 % cheaper
+    err = with_context().is_capturing(ctypes.c_void_p(handle), ctypes.byref(status))  # no `argtypes`: ~15 % cheaper
     if err:
         raise CudaError("cuStreamIsCapturing", err)
     return status.value != 0  # CU_STREAM_CAPTURE_STATUS_NONE
@@ -334,7 +327,7 @@ class Stream:
     def __init__(self, *, non_blocking: bool = True):
         drv = driver_api()
         use_device(current_device())
-        self.ordinal = _thread.ordinal
+        self.ordinal = thread_device.ordinal
         flags = drv.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else 0
         self._stream = call(drv.cuStreamCreate, flags)
         self.handle = int(self._stream)
@@ -346,252 +339,6 @@ class Stream:
 
     def __del__(self, _release=release):  # bound now: module globals are gone at interpreter exit
         _release("cuStreamDestroy", getattr(self, "_stream", None))
-
-
-# Memory: device pointers are plain ints; host buffers are C-contiguous numpy arrays.
-
-
-def alloc(nbytes: int) -> int:
-    """Device memory on the current device (`current_device()`)."""
-    use_device(current_device())
-    return int(call(driver_api().cuMemAlloc, max(nbytes, 1)))
-
-
-def pinned(count: int, dtype: npt.DTypeLike) -> np.ndarray:
-    """`count` elements of page-locked host memory as a NumPy array, which asynchronous copies (and CUDA-graph
-    copy nodes) may read at any later time; kept for the life of the process."""
-    use_device(current_device())
-    nbytes = count * np.dtype(dtype).itemsize
-    address = int(call(driver_api().cuMemAllocHost, nbytes))
-    return np.frombuffer((ctypes.c_byte * nbytes).from_address(address), dtype=dtype, count=count)
-
-
-def free(ptr: int) -> None:
-    call(driver_api().cuMemFree, ptr)
-
-
-def memcpy_htod(dst: int, src: np.ndarray, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyHtoD, drv.cuMemcpyHtoDAsync, dst, _host_address(src), src.nbytes)
-
-
-def memcpy_dtoh(dst: np.ndarray, src: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyDtoH, drv.cuMemcpyDtoHAsync, _host_address(dst), src, dst.nbytes)
-
-
-def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemcpyDtoD, drv.cuMemcpyDtoDAsync, dst, src, nbytes)
-
-
-def memset(ptr: int, byte: int, nbytes: int, stream: int | None = None) -> None:
-    drv = driver_api()
-    _call_on(stream, drv.cuMemsetD8, drv.cuMemsetD8Async, ptr, byte, nbytes)
-
-
-def _call_on(
-    stream: int | None, sync: Callable[..., tuple[Any, ...]], on_stream: Callable[..., tuple[Any, ...]], *args: Any
-) -> None:
-    """`sync(*args)` without a stream, else its `...Async` variant `on_stream(*args, stream)`."""
-    if stream is None:
-        call(sync, *args)
-    else:
-        call(on_stream, *args, stream)
-
-
-def _host_address(array: np.ndarray) -> int:
-    if not array.flags.c_contiguous:
-        raise ValueError("host buffers must be C-contiguous")
-    return array.ctypes.data
-
-
-class Module:
-    """A loaded PTX/cubin image; it stays loaded while any of its functions is alive."""
-
-    def __init__(self, image: bytes, ordinal: int | None = None):
-        """Load `image` on device `ordinal` (default: the current device)."""
-        self.ordinal = current_device() if ordinal is None else ordinal
-        use_device(self.ordinal)
-        self._module = call(driver_api().cuModuleLoadData, image)
-
-    @classmethod
-    def from_ptx(cls, ptx: str, ordinal: int | None = None) -> Module:
-        return cls(ptx.encode() + b"\0", ordinal)
-
-    def function(self, name: str, *, dynamic_shared_bytes: int = 0) -> Function:
-        """The kernel `name`, allowed `dynamic_shared_bytes` of dynamic shared memory."""
-        fn = Function(self, call(driver_api().cuModuleGetFunction, self._module, name.encode()), name)
-        if dynamic_shared_bytes > STATIC_SHARED_LIMIT:
-            fn.set_max_dynamic_shared(dynamic_shared_bytes)
-        return fn
-
-    def __del__(self, _release=release):  # bound now: module globals are gone at interpreter exit
-        _release("cuModuleUnload", getattr(self, "_module", None))
-
-
-class Function:
-    """A kernel of a `Module`."""
-
-    def __init__(self, module: Module, handle: Any, name: str):
-        self.module = module
-        self.handle = handle
-        self.address = int(handle)
-        self.name = name
-
-    def attribute(self, name: str) -> int:
-        """`cuFuncGetAttribute`, e.g. `attribute("NUM_REGS")`, `"SHARED_SIZE_BYTES"`."""
-        drv = driver_api()
-        attr = getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}")
-        return call(drv.cuFuncGetAttribute, attr, self.handle)
-
-    def max_active_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
-        """Programs of `threads` threads one SM holds at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`)."""
-        drv = driver_api()
-        return call(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor, self.handle, threads, dynamic_shared)
-
-    def set_max_dynamic_shared(self, nbytes: int) -> None:
-        """Opt in to more than 48 KiB of dynamic shared memory."""
-        drv = driver_api()
-        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        call(drv.cuFuncSetAttribute, self.handle, attr, nbytes)
-
-
-def _param_dtype(kind: str | npt.DTypeLike) -> np.dtype:
-    return np.dtype(np.uint64 if kind == POINTER else kind)
-
-
-class LaunchAttribute(ctypes.Structure):
-    """`CUlaunchAttribute`: an id, then a 64-byte value union at offset 8 (cuda.h)."""
-
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
-
-
-class LaunchConfig(ctypes.Structure):
-    """`CUlaunchConfig`: what `cuLaunchKernelEx` takes besides the function and its parameters."""
-
-    _fields_ = [
-        ("grid", ctypes.c_uint * 3),
-        ("block", ctypes.c_uint * 3),
-        ("shared_bytes", ctypes.c_uint),
-        ("stream", ctypes.c_void_p),
-        ("attrs", ctypes.POINTER(LaunchAttribute)),
-        ("num_attrs", ctypes.c_uint),
-    ]
-
-
-LAUNCH_ATTRIBUTE_COOPERATIVE = 2
-"""`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: every program runs at once, or the launch is refused (grid barriers)."""
-
-MAX_BOUND = 4096
-"""Launches bound per `Launcher` (one per grid, block and shared size), and configurations per bound launch
-(one per stream), before that table is reset."""
-
-Launch = Callable[[int, tuple[Any, ...]], None]
-"""`launch(stream, values)`: one kernel launch with a fixed grid, block and shared memory size."""
-
-
-class Launcher:
-    """
-    Launches one kernel with a fixed parameter signature, as cheaply as Python allows.
-
-    The parameter values live in a one-element numpy record (naturally aligned fields), and the `void*[]`
-    array pointing at each field is built once. `bind(grid, threads, shared)` returns the launch of one
-    configuration: it assigns the values tuple to the record (one C-level conversion for all fields) and
-    calls `cuLaunchKernelEx` through ctypes without `argtypes` with four prebuilt arguments: the
-    configuration (grid, block, shared memory, stream: one `CUlaunchConfig` per stream, made on its first
-    launch), the function, the parameter array and a null `extra`. Four arguments convert in ~60 % of the
-    time of cuLaunchKernel's eleven (measured: docs/benchmarks-history.md, branch `host4`). `param_kinds` holds
-    `POINTER` or numpy dtype names (`"i4"`, `"f4"`...).
-    """
-
-    def __init__(
-        self,
-        function: Function,
-        param_kinds: Sequence[str | npt.DTypeLike],
-        dynamic_shared: int = 0,
-        appended: Sequence[Callable[[tuple[Any, ...], int], int]] = (),
-        launch_kernel: Callable[..., int] | None = None,
-        *,
-        cooperative: bool = False,
-    ):
-        """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
-        every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
-        computed from a launch's values and stream (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
-        C function called with cuLaunchKernelEx's arguments (default: the driver's; a stand-in measures the
-        host path without a GPU); `cooperative`: launch with the cooperative attribute, which runs every
-        program at once or refuses (a kernel with a grid barrier)."""
-        self.function = function
-        self.ordinal: int | None = function.module.ordinal if launch_kernel is None else None
-        """The device the function was loaded on: each launch makes its context current first (None: a
-        stand-in `launch_kernel`, no device)."""
-        self.dynamic_shared = dynamic_shared
-        self._appended = tuple(appended)
-        kinds = [*param_kinds, *[POINTER] * len(self._appended)]
-        fields = [(f"p{i}", _param_dtype(k)) for i, k in enumerate(kinds)]
-        self._values = np.zeros(1, np.dtype(fields, align=True))
-        base = self._values.ctypes.data
-        offsets = [self._values.dtype.fields[name][1] for name, _ in fields]
-        self._pointers = np.array([base + o for o in offsets], np.uint64)
-        self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
-        self._launch = launch_kernel or _ctx().launch_kernel_ex
-        self._func = ctypes.c_void_p(function.address)
-        self._attributes = (LaunchAttribute * 1)()
-        if cooperative:
-            self._attributes[0].id, self._attributes[0].value = LAUNCH_ATTRIBUTE_COOPERATIVE, 1
-        self._cooperative = cooperative
-        self._bound: dict[tuple[tuple[int, int, int], int, int], Launch] = {}
-
-    def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0) -> Launch:
-        """The launch of this grid, block and shared memory size: `launch(stream, values)` enqueues it on
-        the stream with this raw handle (0: the default stream) with these parameter values. Bound once per
-        configuration and kept: every caller of one configuration shares its launch."""
-        key = (grid, block_threads, shared_bytes)
-        bound = self._bound.get(key)
-        if bound is None:
-            if len(self._bound) >= MAX_BOUND:
-                self._bound.clear()
-            bound = self._bound[key] = self._make_launch(grid, block_threads, shared_bytes)
-        return bound
-
-    def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int) -> Launch:
-        configs: dict[int, Any] = {}
-        record, params, call, func, appended = self._values, self._params, self._launch, self._func, self._appended
-        ordinal, thread, devices, switch = self.ordinal, _thread, _devices, self.ordinal is not None
-
-        def config(stream: int) -> Any:
-            if len(configs) >= MAX_BOUND:
-                configs.clear()
-            made = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(block_threads, 1, 1))
-            made.shared_bytes, made.stream = shared_bytes + self.dynamic_shared, stream or None
-            made.attrs, made.num_attrs = self._attributes, int(self._cooperative)
-            configs[stream] = ctypes.byref(made)  # keeps `made` alive
-            return configs[stream]
-
-        def launch(stream: int, values: tuple[Any, ...]) -> None:
-            if switch and (devices.multi or thread.ordinal != ordinal):
-                use_device(ordinal)
-            if appended:
-                values = (*values, *(pointer(values, stream) for pointer in appended))
-            if params is not None:
-                record[0] = values
-            err = call(configs.get(stream) or config(stream), func, params, None)
-            if err:
-                raise CudaError("cuLaunchKernelEx", err)
-
-        return launch
-
-    def launch(
-        self,
-        grid: tuple[int, int, int],
-        block_threads: int,
-        shared_bytes: int,
-        stream: int,
-        values: tuple[Any, ...],
-    ) -> None:
-        """Enqueue one launch; `stream` is a `Stream.handle` or 0 for the default stream (the launch of
-        `bind(grid, block_threads, shared_bytes)`)."""
-        self.bind(grid, block_threads, shared_bytes)(stream, values)
 
 
 # Triton's `triton.runtime.driver.active`, as its tutorials use it.

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyton.runtime import arrays, driver
+from tinyton.runtime import arrays, device_memory
 from tinyton.runtime.scratch import Scratch
 from tinyton.runtime.devices import device_of_call
 from tinyton.runtime.streams import explicit_stream, torch_stream_reader
@@ -186,5 +186,5 @@ def device_input(x: Any) -> tuple[Any, int]:
     if address % ALIGNMENT == 0:
         return x, address
     copy = arrays.empty(shape, dtype)
-    driver.memcpy_dtod(copy.ptr, address, copy.nbytes, explicit_stream())
+    device_memory.memcpy_dtod(copy.ptr, address, copy.nbytes, explicit_stream())
     return copy, copy.ptr

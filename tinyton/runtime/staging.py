@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory
 from tinyton.runtime.arrays import DeviceArray, KernelArgument, as_kernel_argument
 from tinyton.runtime.spans import memory_span, span_bounds
 from tinyton.runtime.torch_interop import host_view
@@ -45,7 +45,7 @@ class SharedStaging:
         return np.ctypeslib.as_array((ctypes.c_uint8 * (self.end - self.start)).from_address(self.start))
 
     def copy_back(self, stream: int | None = None) -> None:
-        driver.memcpy_dtoh(self.host_bytes(), self.buffer.ptr + self.pad, stream)
+        device_memory.memcpy_dtoh(self.host_bytes(), self.buffer.ptr + self.pad, stream)
 
 
 def host_memory(arg: Any) -> np.ndarray | None:
@@ -84,7 +84,7 @@ def stage_arguments(args: Sequence[Any], written: frozenset[int]) -> tuple[list[
         spans = [span_bounds(memory_span(hosts[i])) for i in group]
         start, end = min(lo for lo, _ in spans), max(hi for _, hi in spans)
         shared = SharedStaging(start, end, DeviceArray(end - start + start % ALIGNMENT, np.uint8))
-        driver.memcpy_htod(shared.buffer.ptr + shared.pad, shared.host_bytes())
+        device_memory.memcpy_htod(shared.buffer.ptr + shared.pad, shared.host_bytes())
         for i, (lo, _) in zip(group, spans):
             arguments[i] = KernelArgument(shared.buffer.ptr + shared.pad + lo - start, hosts[i].dtype, True)
         if written & set(group):

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from tinyton.dtypes import dtype_of
-from tinyton.runtime import driver
+from tinyton.runtime import device_memory, driver
 
 MAX_CACHED = 4096
 """Maps kept on the device before the cache is emptied (each is 128 bytes)."""
@@ -49,8 +49,8 @@ class _Slab:
     """`MAX_CACHED` map slots of one device, and their pinned host twins (written once, never moved)."""
 
     def __init__(self) -> None:
-        self.device = driver.alloc(MAX_CACHED * MAP_BYTES)
-        self.host = driver.pinned(MAX_CACHED * MAP_BYTES // 8, np.uint64)
+        self.device = device_memory.alloc(MAX_CACHED * MAP_BYTES)
+        self.host = device_memory.pinned(MAX_CACHED * MAP_BYTES // 8, np.uint64)
         self.used = 0
 
     def upload(self, words: np.ndarray, stream: int) -> int:
@@ -58,7 +58,7 @@ class _Slab:
         self.used += 1
         self.host[slot * 16 : (slot + 1) * 16] = words
         address = self.device + slot * MAP_BYTES
-        driver.memcpy_htod(address, self.host[slot * 16 : (slot + 1) * 16], stream)
+        device_memory.memcpy_htod(address, self.host[slot * 16 : (slot + 1) * 16], stream)
         return address
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "argmax: attempt to get argmax of an empty sequence (float32 array of shape (4, 0), axis -1); reduce an axis of nonzero length"

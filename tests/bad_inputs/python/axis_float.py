@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "axis must be an int (or for reductions a tuple of ints, or None), got float 1.0"

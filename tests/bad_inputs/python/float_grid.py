@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CallError
 
 ERROR = CallError
 ADVICE = "a grid is a tuple of 1 to 3 non-negative ints, got (1.5,)"

@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CallError
 
 ERROR = CallError
 ADVICE = "missing argument(s) for n (parameters: a_ptr, b_ptr, c_ptr, n, BLOCK)"

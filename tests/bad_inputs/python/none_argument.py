@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CallError
 
 ERROR = CallError
 ADVICE = "pass arrays (NumPy, torch, tinyton DeviceArray) or Python numbers"

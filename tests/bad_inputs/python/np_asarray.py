@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "converting to a NumPy array (np.asarray, np.array) needs the value of a traced array"

@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CallError
 
 ERROR = CallError
 ADVICE = "num_warps must be an int, 1, 2, 4, 8 or 16, got 4.0"

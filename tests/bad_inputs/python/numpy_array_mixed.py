@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "cannot mix a ndarray with traced arrays; pass arrays as arguments of the program"

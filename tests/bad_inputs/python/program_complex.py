@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "convert with x.astype(np.float32)"

@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CompilationError
 
 ERROR = CompilationError
 ADVICE = "take_along_axis: `indices` must be an integer array, got float32 of shape (4, 1); cast it, indices.astype(np.int32)"

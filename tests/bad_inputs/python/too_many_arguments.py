@@ -3,7 +3,7 @@
 import numpy as np
 
 import tinyton as tt
-from tinyton.errors import CallError, CompilationError  # noqa: F401
+from tinyton.errors import CallError
 
 ERROR = CallError
 ADVICE = "takes 5 argument(s) (a_ptr, b_ptr, c_ptr, n, BLOCK) but 6 were given"

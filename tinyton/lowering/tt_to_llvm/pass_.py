@@ -27,7 +27,7 @@ from xdsl.passes import ModulePass
 from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
-from tinyton.lowering.tt_to_llvm import (  # noqa: F401 - importing the op modules registers their lowerings
+from tinyton.lowering.tt_to_llvm import (
     async_copy,
     atomics,
     casts,
@@ -63,6 +63,13 @@ from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import runs_on_wgmma, uses_wgmma
+
+OP_MODULES = (
+    async_copy, atomics, casts, combine, control_flow, debug, dot, elementwise, indexing, libdevice, libm, math,
+    memory, random, reductions, scan, shapes, tma,
+)  # fmt: skip
+"""The modules whose `@lowers_tile` / `@lowers_op` functions fill the lowering tables (context.py) as they are
+imported: the pass needs every one of them loaded."""
 
 
 @dataclass(frozen=True)
