@@ -125,6 +125,8 @@ def main() -> tinyton.torch.Explanation:
 
     print(f"{explanation.num_launches} tinyton kernels per training forward; ops run in torch: "
           f"{explanation.fallbacks or 'none'}")
+    if explanation.fallbacks:  # every op of this model has a rule: a fallback is a regression (CI runs this)
+        raise SystemExit(f"FAILED: ran in torch:\n{explanation}")
     return explanation
 
 

@@ -119,9 +119,20 @@ def _identity(x: Any) -> Any:
 
 
 def host_array(x: Any) -> np.ndarray:
-    """A C-contiguous NumPy array of a host input (a CPU torch tensor is viewed, not copied); a 0-d array
-    stays 0-d (np.ascontiguousarray would make it 1-d)."""
-    return np.asarray(host_view(x) if is_torch(x) else x, order="C")
+    """A C-contiguous NumPy array of a host input at an ALIGNMENT-byte address (a CPU torch tensor is viewed,
+    not copied; a slice starting mid-row, `x[1:]`, is copied); a 0-d array stays 0-d (np.ascontiguousarray
+    would make it 1-d)."""
+    array = np.asarray(host_view(x) if is_torch(x) else x, order="C")
+    return array if array.ctypes.data % ALIGNMENT == 0 else aligned_copy(array)
+
+
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """`array` copied to an ALIGNMENT-byte address (NumPy's allocator promises only the dtype's alignment)."""
+    block = np.empty(array.nbytes + ALIGNMENT, np.uint8)
+    start = -block.ctypes.data % ALIGNMENT
+    copy = block[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
 
 
 @cache
