@@ -32,6 +32,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import cse
 
 from tinyton.analysis.domain import NotFusable
 from tinyton.analysis.groups import GroupDomain, Union
@@ -229,7 +230,8 @@ def _is_node(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Slices of computed values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
+    """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), slices of computed
+    values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
     in one form (`tinyton-canonicalize-attention`), row scales behind matmuls (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
@@ -238,6 +240,8 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("common subexpressions"):  # `x.astype(bf16)` per projection: one cast, so siblings share it
+            cse(op)
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale
