@@ -19,6 +19,13 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from tinyton.analysis.matmul_operands import (  # noqa: F401 - re-exported: the matmul kernel's K loops
+    check_matmul,
+    is_scalar_constant,
+    row_prologue,
+    row_prologue_map,
+)
+from tinyton.analysis.not_fusable import NotFusable
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -31,10 +38,6 @@ AXIS_OPS = (tta.ReduceOp, tta.ScanOp)
 domain's reduced axis, unless it has size 1 (`is_trivial`)."""
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
-
-
-class NotFusable(Exception):
-    """The ops cannot form one kernel; the message says why."""
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -271,7 +274,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
     if matmuls:
-        prologue = check_matmul(matmuls, reductions, external, lambda v: not external(v))
+        prologue = check_matmul(matmuls, reductions, external)
         register = [op for op in register if op not in prologue]
         reductions = []
     by_size = sorted(reductions, key=reduction_order)
@@ -289,72 +292,6 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         except NotFusable as e:
             errors.append(e)
     raise errors[0]
-
-
-def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation], external,
-                 inside: Callable[[SSAValue], bool] = lambda v: False) -> set[Operation]:
-    """One matmul with elementwise epilogues, or sibling matmuls (one output shape, an operand in common,
-    as q/k/v projections of one input): one K loop each over the same output tile, one launch. The
-    reductions must be row statistics of a left operand (`row_prologue`), computed in its K loop; returns
-    their elementwise ops (they get no map: they live in the K loop, not in the domain)."""
-    first = matmuls[0]
-    for op in matmuls[1:]:
-        if shape_of(op.result.type) != shape_of(first.result.type) or not set(op.operands) & set(first.operands):
-            raise NotFusable("matmuls share a kernel only as siblings: one output shape, an operand in common")
-    if not all(external(v) for op in matmuls for v in op.operands):
-        raise NotFusable("matmul operands are read from memory (no prologue fusion)")
-    lhs = {op.lhs for op in matmuls}
-    chains: set[Operation] = set()
-    for red in reductions:
-        if isinstance(red, (tta.ArgReduceOp, tta.ScanOp)):
-            raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
-        source, chain = row_prologue(red, inside)
-        if source not in lhs:
-            raise NotFusable("a matmul kernel takes elementwise epilogues and reductions of its rows' K only")
-        chains.update(chain)
-    return chains
-
-
-def row_prologue(red: Operation, inside: Callable[[SSAValue], bool]) -> tuple[SSAValue, list[Operation]]:
-    """`red` reduces the last axis of an elementwise function of one array read from memory (`sum(x * x)`
-    of RMSNorm): that array and the elementwise ops in program order. Other operands must be scalar
-    constants, and no op of the chain may be used outside it."""
-    if not isinstance(red, tta.ReduceOp) or red.axis.value.data != len(shape_of(red.input.type)) - 1:
-        raise NotFusable("a matmul kernel reduces only the last axis of its left operand")
-    chain: list[Operation] = []
-    value = red.input
-    while inside(value):
-        op = value.op
-        if not isinstance(op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp)) or shape_of(op.results[0].type) != shape_of(
-            red.input.type
-        ):
-            raise NotFusable(f"{op.name} cannot be computed in a matmul's K loop")
-        if any(u.operation is not red and u.operation not in chain for u in op.results[0].uses):
-            raise NotFusable("a value of a matmul's K loop is used outside it")
-        chain.insert(0, op)
-        rest = {v for v in op.operands if not is_scalar_constant(v)}
-        if len(rest) != 1:
-            raise NotFusable("a matmul's row reduction reads one array")
-        value = rest.pop()
-    if shape_of(value.type) != shape_of(red.input.type):
-        raise NotFusable("a matmul's row reduction reads one array")
-    return value, chain
-
-
-def is_scalar_constant(v: SSAValue) -> bool:
-    return isinstance(v, OpResult) and isinstance(v.op, tta.ConstantOp) and not shape_of(v.type)
-
-
-def row_prologue_map(dom: Domain, red: tta.ReduceOp) -> Map:
-    """Map of a row reduction of a left operand `[..., M, K]`: its batch axes and M, as the product's."""
-    shape = shape_of(red.input.type)
-    n, k = len(dom.shape), len(shape)
-    out: list[int | None] = [None if d == 1 else n - k + j for j, d in enumerate(shape[:-1])]
-    if red.keeps_dims:
-        out.append(None)
-    if any(a is not None and (a < 0 or dom.shape[a] != shape[j]) for j, a in enumerate(out[: k - 1])):
-        raise NotFusable(f"row reduction {shape} does not fit the product {dom.shape}")
-    return tuple(out)
 
 
 def _infer_all(dom: Domain, register: list[Operation], views: dict[SSAValue, View], outputs, external) -> Domain:

@@ -230,8 +230,8 @@ class Union:
         for op in new_register:
             summary.add_register(op)
         outputs = self._outputs()
-        if summary.matmuls and summary.reductions:
-            raise _Fresh  # row reductions in a matmul's K loop: `analyze` finds their elementwise chains
+        if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
+            raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
         if summary.matmuls:
             check_matmul(summary.matmuls, [], external)
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):

@@ -52,9 +52,14 @@ from tinyton.rewrites.outline import (
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
 from tinyton.rewrites.patterns import FusePatternsPass
+from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
+
+
+ROW_PATTERNS = frozenset({"rmsnorm", "softmax"})
+"""Pattern kinds of row kernels (tinyton/rewrites/*.pdl.mlir)."""
 
 
 class Planner:
@@ -82,7 +87,7 @@ class Planner:
             if g is not None and kind:
                 self.kinds[g].add(kind)
         self.analysis: dict[int, GroupDomain | None] = {g: self._analyze(g) for g in self.members}
-        for proposed in row_stat_groups(self.ops, self.index):
+        for proposed in [*row_stat_groups(self.ops, self.index), *prologue_groups(self.ops, self.index)]:
             self._propose(proposed)
 
     # ---- legality ---------------------------------------------------------------------------
@@ -109,9 +114,11 @@ class Planner:
         return merged if _writes_once(merged, outputs) else None
 
     def _propose(self, ops: Sequence[Operation]) -> None:
-        """Make `ops` (singleton groups, in program order, no cycle through them) one group if that is one
-        kernel writing each output once."""
-        if any(len(self.members[self.group[op]]) > 1 for op in ops):
+        """Make `ops` (in program order, no cycle through them; groups of a pattern only when wholly inside)
+        one group if that is one kernel writing each output once."""
+        groups = list(dict.fromkeys(self.group[op] for op in ops))
+        members = set(ops)
+        if any(not members.issuperset(self.members[g]) for g in groups):
             return  # claimed by a pattern
         try:
             analysis = GroupDomain.of(ops, self.index)
@@ -119,10 +126,11 @@ class Planner:
             return
         if not _writes_once(analysis, analysis.outputs):
             return
-        g = self.group[ops[0]]
-        for op in ops[1:]:
-            del self.analysis[self.group[op]]
-            g = self._merge(g, self.group[op])
+        for g in groups:
+            del self.analysis[g]
+        g = groups[0]
+        for other in groups[1:]:
+            g = self._merge(g, other)
         self.analysis[g] = analysis
 
     def creates_cycle(self, a: int, b: int, reach: Reachability | None = None) -> bool:
@@ -202,7 +210,10 @@ class Planner:
     def _finish(self, g: int) -> Group:
         ops = sorted(self.members[g], key=self.index.__getitem__)
         analysis = self.analysis[g]
-        kind = "+".join(sorted(self.kinds[g])) or default_kind(ops, analysis.dom if analysis else None)
+        kinds = self.kinds[g]
+        if analysis is not None and analysis.dom.matmul is not None:
+            kinds = kinds - ROW_PATTERNS  # a norm in a projection's K loop: the region is the matmul's
+        kind = "+".join(sorted(kinds)) or default_kind(ops, analysis.dom if analysis else None)
         return ops, kind
 
 
@@ -219,6 +230,7 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     seeds = inline_fusions(fn)
     erase_dead_ops(fn)
     duplicate_free_ops(fn)
+    duplicate_shared_prologues(fn)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())
 

@@ -1,7 +1,8 @@
 // RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s
 
 // `x.astype(bf16) @ w.T` written once per projection traces one cast per projection; tinyton-fuse merges
-// equal ops first (xDSL's cse), so the projections read one operand and are siblings of one kernel.
+// equal ops first (xDSL's cse), so the projections read one operand and are siblings of one kernel, which
+// casts `x` in its K loop (the cast is the operand's prologue).
 
 func.func @gate_up(%x: tensor<2x64xf32>, %wg: tensor<128x64xbf16>, %wu: tensor<128x64xbf16>) -> (tensor<2x128xbf16>, tensor<2x128xbf16>) {
   %a = tta.cast %x : tensor<2x64xf32> -> tensor<2x64xbf16>
@@ -14,11 +15,10 @@ func.func @gate_up(%x: tensor<2x64xf32>, %wg: tensor<128x64xbf16>, %wu: tensor<1
 }
 
 // CHECK-LABEL: func.func @gate_up
-// CHECK:         %a = tta.fusion "elementwise"(%x)
+// CHECK-NEXT:    %g, %u = tta.fusion "matmul_epilogue"(%x, %wg, %wu)
 // CHECK-NEXT:    ^bb0
-// CHECK-NEXT:      %a_1 = tta.cast
-// CHECK-NEXT:      tta.yield %a_1
-// CHECK-NEXT:    }
-// CHECK-NEXT:    %g, %u = tta.fusion "matmul_epilogue"(%wg, %a, %wu)
-// CHECK-NOT:     tta.cast
+// CHECK-NEXT:      %a = tta.cast
+// CHECK-NOT:       tta.cast
+// CHECK:           %g_1 = tta.matmul %a,
+// CHECK:           %u_1 = tta.matmul %a,
 // CHECK:         func.return %g, %u

@@ -309,19 +309,24 @@ class RegionEmitter:
             return self._gather(op, scope)
         if isinstance(op, tta.ScanOp):
             return self._scan(op, scope)
-        if isinstance(op, tta.CmpOp):
-            return em.cmp(op.predicate.data, *args())
-        if isinstance(op, tta.WhereOp):
-            return em.select(*args())
-        if isinstance(op, tta.CastOp):
-            return em.cast(args()[0], element_type(op.result.type))
-        if type(op) in UNARY:
-            return em.emit(UNARY[type(op)](args()[0]))
-        if isinstance(op, tta.PowOp):
-            return self._pow(*args())
         if isinstance(op, tta.DivOp) and self._row_divisor(op):
             return self._divide_by_row(op, scope)
-        return em.binary(BINARY[type(op)], *args())
+        return self.elementwise(op, args())
+
+    def elementwise(self, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+        """Elementwise op `op` on the tiles (or scalars) `args` of its operands."""
+        em = self.em
+        if isinstance(op, tta.CmpOp):
+            return em.cmp(op.predicate.data, *args)
+        if isinstance(op, tta.WhereOp):
+            return em.select(*args)
+        if isinstance(op, tta.CastOp):
+            return em.cast(args[0], element_type(op.result.type))
+        if type(op) in UNARY:
+            return em.emit(UNARY[type(op)](args[0]))
+        if isinstance(op, tta.PowOp):
+            return self._pow(*args)
+        return em.binary(BINARY[type(op)], *args)
 
     def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
         """A running sum or product along the reduced axis, in f32 for floats (as reductions accumulate).
