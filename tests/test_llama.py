@@ -96,15 +96,15 @@ def test_numpy_decode_continues_prefill():
     weights, cfg = random_weights(TINY).flat(), TINY
     prompt = random_prompt(cfg, 2, 9, seed=3)
     cos, sin = rope_tables(cfg, 16)
-    full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights)
-    head = prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights)
     shape = (2, cfg.num_key_value_heads, 16, cfg.head_dim)
+    full_caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
+    full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights, *full_caches)
     caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
-    for cache, rows in zip(caches, head[1:]):
-        cache[:, :, :8] = rows
+    prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights, *caches)
     step = decode(NumpyOps, cfg, prompt[:, 8], np.array([8], np.int32), cos, sin, *weights, *caches)
-    np.testing.assert_allclose(step[0], full[0], rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
-    np.testing.assert_array_equal(step[1].astype(np.float32), full[1][:, :, 8:9].astype(np.float32))
+    np.testing.assert_allclose(step, full, rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
+    for i in (0, cfg.num_hidden_layers):  # the first layer's key and value rows at 8: the step's as the prefill's
+        np.testing.assert_array_equal(caches[i][:, :, :9].astype(np.float32), full_caches[i][:, :, :9].astype(np.float32))
 
 
 def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):

@@ -175,6 +175,9 @@ class Domain:
             out = self.maps[op.result]
             axis = op.axis.value.data
             return tuple(None if d == 1 else out[axis + j] for j, d in enumerate(shape_of(value.type)))
+        if isinstance(op, tta.PutOp):  # the value as the put's map; the index along its axis
+            out = self.maps[op.result]
+            return out if index == 1 else (out[op.index_axis],)
         return self.align(shape_of(value.type), self.maps[op.results[0]])
 
     def take_table_axes(self, op: tta.TakeOp) -> tuple[Map, int]:
@@ -203,7 +206,25 @@ def _check_map(m: Map, what: Operation) -> Map:
 
 
 def has_template(op: Operation) -> bool:
-    return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp))
+    return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp, tta.PutOp))
+
+
+def register_shape(op: Operation) -> tuple[int, ...]:
+    """The shape a register op computes over: its result's, or for a put the assigned window's."""
+    return shape_of((op.value if isinstance(op, tta.PutOp) else op.results[0]).type)
+
+
+def check_puts(ops: Sequence[Operation], external: Callable[[SSAValue], bool]) -> None:
+    """A put's kernel stores its values into the destination's buffer: the destination is not computed or
+    read by the kernel (the other readers run before it), and the put's result is read after it."""
+    members = set(ops)
+    for op in ops:
+        if not isinstance(op, tta.PutOp):
+            continue
+        if not external(op.dest) or any(u.operation in members and u.operation is not op for u in op.dest.uses):
+            raise NotFusable("a put's destination is neither computed nor read by the put's kernel")
+        if any(u.operation in members for u in op.result.uses):
+            raise NotFusable("a put's result is read from memory, after the put's kernel")
 
 
 def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
@@ -268,6 +289,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         if prod(shape_of(v.type)) >= INDEX_LIMIT:
             raise NotFusable("arrays of 2**31 elements or more need 64-bit indexing")
 
+    check_puts(ops, external)
     matmuls = [op for op in register if isinstance(op, tta.MatmulOp)]
     reductions = [op for op in register if isinstance(op, AXIS_OPS) and not is_trivial(op)]
     for op in register:
@@ -281,9 +303,9 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     candidates = candidate_domains(
         matmuls[0] if matmuls else None,
         [(shape_of(r.input.type), r.axis.value.data) for r in by_size],
-        [shape_of(op.results[0].type) for op in register] + [shape_of(v.type) for v in outputs if v in views],
+        [register_shape(op) for op in register] + [shape_of(v.type) for v in outputs if v in views],
         [shape_of(op.input.type) for op in register if is_trivial(op)],
-        [shape_of(v.type) for v in outputs],
+        [register_shape(v.op) if isinstance(v.op, tta.PutOp) else shape_of(v.type) for v in outputs],
     )
     errors = []
     for dom in candidates:
@@ -350,6 +372,11 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp) and dom.matmul is not None and not is_trivial(op):
         return row_prologue_map(dom, op)
+    if isinstance(op, tta.PutOp):  # stored where the window says: laid out as the value
+        m = dom.map_of(op.value)
+        if op.index is not None and not external(op.index) and dom.maps[op.index] != (m[op.index_axis],):
+            raise NotFusable("a put's indices are computed along another axis than its values")
+        return m
     if isinstance(op, AXIS_OPS):
         m, axis = dom.map_of(op.input), op.axis.value.data
         if not is_trivial(op) and m[axis] != dom.red:

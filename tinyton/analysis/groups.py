@@ -31,6 +31,7 @@ from tinyton.analysis.domain import (
     has_template,
     infer_map,
     is_trivial,
+    register_shape,
     view_after,
 )
 from tinyton.dialects import tta
@@ -98,6 +99,7 @@ class GroupDomain:
     """Input shapes of reductions over a size-1 axis (in registers) -> first position."""
     matmuls: list[tta.MatmulOp] = field(default_factory=list)
     n_reductions: int = 0
+    puts: int = 0
     shapes: tuple[int, ...] | str = ()
     """Broadcast of the register results' shapes, or NumPy's message when they do not broadcast."""
 
@@ -123,12 +125,13 @@ class GroupDomain:
             self.n_reductions += not trivial
         elif isinstance(op, tta.MatmulOp):
             self.matmuls.append(op)
-        self.shapes = _broadcast(self.shapes, shape_of(op.results[0].type))
+        self.puts += isinstance(op, tta.PutOp)
+        self.shapes = _broadcast(self.shapes, register_shape(op))
 
     def summary(self) -> GroupDomain:
         """A copy of the candidate bookkeeping (sharing ops, dom and outputs)."""
         return GroupDomain(self.ops, self.position, self.dom, self.outputs, dict(self.reductions),
-                           dict(self.trivial), list(self.matmuls), self.n_reductions, self.shapes)
+                           dict(self.trivial), list(self.matmuls), self.n_reductions, self.puts, self.shapes)
 
     def map_of(self, value: SSAValue) -> Map:
         return self.dom.map_of(value)
@@ -202,7 +205,7 @@ class Union:
             big.outputs.pop(v, None)
         big.outputs.update(dict.fromkeys(self.added))
         big.reductions, big.trivial, big.matmuls = summary.reductions, summary.trivial, summary.matmuls
-        big.n_reductions, big.shapes = summary.n_reductions, summary.shapes
+        big.n_reductions, big.puts, big.shapes = summary.n_reductions, summary.puts, summary.shapes
         return big
 
     # ---- the incremental analysis -------------------------------------------------------------------
@@ -230,6 +233,8 @@ class Union:
         for op in new_register:
             summary.add_register(op)
         outputs = self._outputs()
+        if summary.puts:
+            raise _Fresh  # `analyze` checks what a put's kernel reads
         if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
             raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
         if summary.matmuls:

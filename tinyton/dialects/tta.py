@@ -58,6 +58,7 @@ from tinyton.dialects.tta_elementwise import (  # noqa: F401
     MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
 from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range  # noqa: F401
+from tinyton.dialects.tta_put import UPDATES, PutOp  # noqa: F401
 from tinyton.dialects.tta_math import (  # noqa: F401
     MATH_BINARY, MATH_OPS, MATH_UNARY, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op, FloatBinaryOp,
     FloorOp, FmaxOp, FminOp, HypotOp, Log1pOp, Log2Op, Log10Op, RintOp, SinOp, TanhOp, TanOp, TruncOp,
@@ -381,6 +382,7 @@ Tta = Dialect(
         ArangeOp,
         SliceOp,
         ConcatenateOp,
+        PutOp,
         FusionOp,
         YieldOp,
     ],

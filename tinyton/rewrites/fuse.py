@@ -51,6 +51,7 @@ from tinyton.rewrites.outline import (
     rebuild,
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
+from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.remap import PushSlicesPass
@@ -78,7 +79,9 @@ class Planner:
             i: {0 in shape_of(r.type) for r in op.results} for i, op in enumerate(self.ops)
         }
         """Per group: whether its results are empty arrays (True), real ones (False), or both."""
-        self.groups = GroupGraph(list(self.members), ((self.group[u], self.group[v]) for u, v in self.edges))
+        ordering = ordering_edges(self.ops)  # readers of a put's destination run before the put
+        self.groups = GroupGraph(list(self.members),
+                                 ((self.group[u], self.group[v]) for u, v in [*self.edges, *ordering]))
         for ops_, kind in seeds:
             kept = [self.group[op] for op in sorted((op for op in ops_ if op in self.index), key=self.index.__getitem__)]
             g = kept[0] if kept else None
@@ -229,6 +232,7 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     """Plan and outline one function (existing regions are dissolved and kept as seeds)."""
     seeds = inline_fusions(fn)
     erase_dead_ops(fn)
+    prepare_puts(fn)
     duplicate_free_ops(fn)
     duplicate_shared_prologues(fn)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]

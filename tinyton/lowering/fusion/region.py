@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import i1
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import (
     Domain,
@@ -259,6 +259,8 @@ class RegionEmitter:
 
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
         """Write region value `value` to its (contiguous) output buffer `ptr`."""
+        if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
+            return self._store_put(value.op, ptr, scope)
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
@@ -267,6 +269,35 @@ class RegionEmitter:
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
         self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
+
+    def _store_put(self, put: tta.PutOp, ptr: SSAValue, scope: Scope) -> None:
+        """Write a put's values into its window of the destination's buffer `ptr` (the result shares it): per
+        dim `start + i * step`, along the index array's axis `index[i]` (negative from the end; one outside
+        `[-n, n)` stops the kernel, as NumPy's IndexError, and is never written)."""
+        em = self.em
+        m = self.dom.map_of(put.result)
+        reg = self.operand_value(put.result, m, scope)
+        dest = shape_of(put.result.type)
+        strides_of, axis = contiguous_strides(dest), put.index_axis
+        strides = {a: strides_of[d] * put.steps[d] for d, a in enumerate(m) if a is not None and d != axis}
+        offset = sum(put.starts[d] * strides_of[d] for d in range(len(dest)) if d != axis)
+        extra, inside = em.i32(offset) if offset else None, None
+        if axis is not None:
+            idx, n = self.operand(put, 2, scope), dest[axis]
+            inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
+            lanes = self.mask(shape_of(inside.type), scope)
+            checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
+            em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
+            idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
+            extra = em.add(extra, em.mul_int(idx, strides_of[axis]))
+        p, shape = self._pointers(ptr, strides, scope, extra)
+        shape = broadcast_shape(shape, shape_of(reg.type))
+        if shape and shape_of(p.type) != shape:
+            p = em.to_shape(p, shape)
+        mask = self.mask(shape, scope)
+        if inside is not None:
+            mask = em.to_shape(em.and_(mask, inside), shape) if shape else em.and_(mask, inside)
+        em.emit(tt.StoreOp(p, em.to_shape(reg, shape), mask))
 
     # ---- values --------------------------------------------------------------------------
     def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:
@@ -305,6 +336,8 @@ class RegionEmitter:
             return em.const(0, element_type(op.result.type))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
+        if isinstance(op, tta.PutOp):  # its values, stored into the destination by `store`
+            return self.operand(op, 1, scope)
         if isinstance(op, tta.TakeOp):
             return self._gather(op, scope)
         if isinstance(op, tta.ScanOp):

@@ -159,10 +159,12 @@ class Scheduler:
 
     def loaded_operands(self) -> list[tuple[Operation, int]]:
         """(op, operand index) of every input a register op reads through a load: ops folded into views
-        are not emitted (their users load the view), and a gather's table is read by index, not loaded."""
+        are not emitted (their users load the view), a gather's table is read by index, not loaded, and a
+        put's destination is only written."""
         maps = self.rg.dom.maps
         return [(op, i) for op in self.ops if any(r in maps for r in op.results)
-                for i, v in enumerate(op.operands) if v not in maps and not (isinstance(op, tta.TakeOp) and i == 0)]
+                for i, v in enumerate(op.operands)
+                if v not in maps and not (isinstance(op, (tta.TakeOp, tta.PutOp)) and i == 0)]
 
     def _load_inputs_first(self, scope: Scope) -> None:
         """Issue every input load before any computation when they fit `PRELOAD_ELEMENTS` per thread: all
