@@ -68,6 +68,12 @@ def _push_slices() -> type[ModulePass]:
     return PushSlicesPass
 
 
+def _split_heads() -> type[ModulePass]:
+    from tinyton.rewrites.heads import SplitHeadsPass
+
+    return SplitHeadsPass
+
+
 def _in_place() -> type[ModulePass]:
     from tinyton.rewrites.in_place import InPlacePass
 
@@ -92,5 +98,6 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
     "tinyton-in-place": _in_place,
+    "tinyton-split-heads": _split_heads,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

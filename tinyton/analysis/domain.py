@@ -23,7 +23,6 @@ from tinyton.analysis.matmul_operands import (  # noqa: F401 - re-exported: the 
     check_matmul,
     is_scalar_constant,
     row_prologue,
-    row_prologue_map,
 )
 from tinyton.analysis.not_fusable import NotFusable
 from tinyton.dialects import tta
@@ -128,6 +127,9 @@ class Domain:
     maps: dict[SSAValue, Map] = field(default_factory=dict)
     views: dict[SSAValue, View] = field(default_factory=dict)
     matmul: tta.MatmulOp | None = None
+    k_maps: dict[SSAValue, Map] = field(default_factory=dict)
+    """A matmul domain's K loops (tinyton/analysis/matmul_operands.py): per value read or computed there (and
+    per row statistic), the product axis of each dim (`K_AXIS`: along K)."""
 
     @property
     def kind(self) -> str:
@@ -203,6 +205,12 @@ def _check_map(m: Map, what: Operation) -> Map:
     if any(b <= a for a, b in pairwise(axes)):
         raise NotFusable(f"{what.name} would reorder axes in registers (a transpose needs memory)")
     return m
+
+
+def columns_window(view: View) -> bool:
+    """A right operand read whole, or at shifted columns (bounds only on its last dim): what a product of
+    few rows reads for a window of its columns (tinyton/rewrites/remap.py `_push_into_product`)."""
+    return view.bounds is None or all(b == (0, n) for b, n in zip(view.bounds[:-1], view.shape[:-1]))
 
 
 def has_template(op: Operation) -> bool:
@@ -295,9 +303,10 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     for op in register:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
+    k_loop = None
     if matmuls:
-        prologue = check_matmul(matmuls, reductions, external)
-        register = [op for op in register if op not in prologue]
+        k_loop = check_matmul(matmuls, reductions, external)
+        register = [op for op in register if op not in k_loop.ops]
         reductions = []
     by_size = sorted(reductions, key=reduction_order)
     candidates = candidate_domains(
@@ -309,6 +318,8 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     )
     errors = []
     for dom in candidates:
+        if k_loop is not None:
+            dom.k_maps = k_loop.maps
         try:
             return _infer_all(dom, register, views, outputs, external)
         except NotFusable as e:
@@ -367,11 +378,12 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         raise NotFusable("a slice of a value computed in registers needs memory (tinyton-push-slices moves "
                          "slices of elementwise values to their inputs)")
     if isinstance(op, tta.MatmulOp):
-        if not all(dom.view(v).is_plain for v in op.operands if v in dom.views):
-            raise NotFusable("a matmul reads its operands whole (a sliced or padded operand needs its own kernel)")
+        if (op.lhs in dom.views and not dom.view(op.lhs).is_plain) or not columns_window(dom.view(op.rhs)):
+            raise NotFusable("a matmul reads its operands whole, or a window of its right operand's columns (another "
+                             "slice or pad of an operand needs its own kernel)")
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp) and dom.matmul is not None and not is_trivial(op):
-        return row_prologue_map(dom, op)
+        return dom.k_maps[op.result]  # a row statistic, computed in a K loop
     if isinstance(op, tta.PutOp):  # stored where the window says: laid out as the value
         m = dom.map_of(op.value)
         if op.index is not None and not external(op.index) and dom.maps[op.index] != (m[op.index_axis],):

@@ -200,7 +200,8 @@ class Union:
             return self.fresh
         big, summary = self.big, self.summary
         big.ops |= self.small.ops
-        big.dom = Domain(self.dom.shape, self.dom.red, self.dom.maps.commit(), self.views.commit(), self.dom.matmul)
+        big.dom = Domain(self.dom.shape, self.dom.red, self.dom.maps.commit(), self.views.commit(), self.dom.matmul,
+                         self.dom.k_maps)
         for v in self.removed:
             big.outputs.pop(v, None)
         big.outputs.update(dict.fromkeys(self.added))
@@ -237,8 +238,7 @@ class Union:
             raise _Fresh  # `analyze` checks what a put's kernel reads
         if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
             raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
-        if summary.matmuls:
-            check_matmul(summary.matmuls, [], external)
+        k_maps = check_matmul(summary.matmuls, [], external).maps if summary.matmuls else {}
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
             raise _Fresh  # shapes that do not broadcast together: `analyze` tries the outputs' shape
         order = sorted(summary.reductions.items(), key=lambda kv: (-len(kv[0][0]), -prod(kv[0][0]), kv[1]))
@@ -253,6 +253,7 @@ class Union:
         for dom in candidates:
             if dom.shape != big.dom.shape:
                 raise _Fresh
+            dom.k_maps = k_maps
             try:
                 return self._maps(dom, registers, external, outputs)
             except NotFusable as e:

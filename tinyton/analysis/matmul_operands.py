@@ -15,7 +15,7 @@ The lowering is tinyton/lowering/fusion/matmul.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass, field
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
@@ -31,70 +31,117 @@ def is_scalar_constant(v: SSAValue) -> bool:
     return isinstance(v, OpResult) and isinstance(v.op, tta.ConstantOp) and not shape_of(v.type)
 
 
+K_AXIS = -1
+"""In a K-loop map: the dim runs along the K loop (not a domain axis)."""
+
+
+@dataclass
+class KLoop:
+    """What a matmul kernel computes in its K loops: the ops, and per value they read or compute (and per
+    row statistic) a map onto the product's axes (`K_AXIS`: along K; None: size 1)."""
+
+    ops: set[Operation] = field(default_factory=set)
+    maps: dict[SSAValue, tuple[int | None, ...]] = field(default_factory=dict)
+
+
 def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation],
-                 external: Callable[[SSAValue], bool]) -> set[Operation]:
+                 external: Callable[[SSAValue], bool]) -> KLoop:
     """One matmul with elementwise epilogues, or sibling matmuls (one output shape, an operand in common,
     as q/k/v projections of one input): one K loop each over the same output tile, one launch. Right
     operands are read from memory; a left operand is read from memory or computed by a prologue
     (`lhs_prologue`). The reductions must be row statistics (`row_prologue`) of a left operand or of an
-    array a prologue reads. Returns the ops of the K loops (they get no map in the domain)."""
+    array a prologue reads."""
     first = matmuls[0]
     for op in matmuls[1:]:
         if shape_of(op.result.type) != shape_of(first.result.type) or not set(op.operands) & set(first.operands):
             raise NotFusable("matmuls share a kernel only as siblings: one output shape, an operand in common")
     if not all(external(op.rhs) for op in matmuls):
         raise NotFusable("a matmul's right operand is read from memory (no prologue fusion)")
-    k_loop: set[Operation] = set()
-    rows: set[SSAValue] = set()
-    sources = {op.lhs for op in matmuls if external(op.lhs)}
-    for lhs in dict.fromkeys(op.lhs for op in matmuls if not external(op.lhs)):
-        ops, leaves = lhs_prologue(lhs, external, set(matmuls))
-        k_loop |= ops
-        rows |= {v for v in leaves if not external(v)}
-        sources |= {v for v in leaves if external(v) and shape_of(v.type) == shape_of(lhs.type)}
-    for v in rows:
-        _no_product_before(v, matmuls, external)
+    n = len(shape_of(first.result.type))
+    loop = KLoop()
+    for lhs in dict.fromkeys(op.lhs for op in matmuls):
+        if external(lhs):
+            loop.maps[lhs] = _operand_map(shape_of(lhs.type), n)
+        else:
+            ops, maps = lhs_prologue(lhs, external, set(matmuls), n)
+            loop.ops |= ops
+            for v, m in maps.items():
+                if loop.maps.setdefault(v, m) != m:
+                    raise NotFusable("siblings' prologues read one array along different axes")
+    for v, m in loop.maps.items():
+        if not external(v) and m[-1:] != (K_AXIS,):
+            _no_product_before(v, matmuls, external)
     for red in reductions:
         if isinstance(red, (tta.ArgReduceOp, tta.ScanOp)):
             raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
         source, chain = row_prologue(red, lambda v: not external(v))
-        if source not in sources:
+        m = loop.maps.get(source)
+        if not external(source) or m is None or m[-1:] != (K_AXIS,):
             raise NotFusable("a matmul kernel reduces the rows of its left operand (or of an array its prologue "
                              "reads) only")
-        k_loop.update(chain)
-    return k_loop
+        loop.ops.update(chain)
+        loop.maps[red.result] = (*m[:-1], *((None,) if red.keeps_dims else ()))
+    return loop
 
 
-def lhs_prologue(lhs: SSAValue, external: Callable[[SSAValue], bool],
-                 matmuls: set[Operation]) -> tuple[set[Operation], list[SSAValue]]:
-    """The ops computing left operand `lhs [..., M, K]` that vary along K (elementwise, each used only by
-    these ops or as the left operand of `matmuls`), and the values they read: arrays in memory and per-row
-    values (one per row: last dim 1), each broadcasting into `lhs`; scalar constants are left out."""
+def _operand_map(shape: Sequence[int], n: int) -> tuple[int | None, ...]:
+    """A left operand `[..., M, K]` in a product of rank `n`: batch dims and M right-aligned, K along the loop."""
+    r = len(shape)
+    return tuple(None if d == 1 else K_AXIS if i == r - 1 else n - r + i for i, d in enumerate(shape))
+
+
+def _broadcast_map(shape: Sequence[int], out_shape: Sequence[int], out: tuple[int | None, ...]) -> tuple[int | None, ...]:
+    """The map of an operand of `shape` broadcast (NumPy, trailing dims) into a result of `out_shape` mapped `out`."""
+    k = len(out_shape) - len(shape)
+    if k < 0 or any(d not in (1, e) for d, e in zip(shape, out_shape[k:])):
+        raise NotFusable(f"a value of shape {tuple(shape)} does not broadcast into {tuple(out_shape)}")
+    return tuple(None if d == 1 else out[k + j] for j, d in enumerate(shape))
+
+
+def _reshape_map(shape: Sequence[int], out_shape: Sequence[int], out: tuple[int | None, ...]) -> tuple[int | None, ...]:
+    """The map of the input of a reshape that only adds or removes size-1 dims."""
+    if [d for d in shape if d != 1] != [d for d in out_shape if d != 1]:
+        raise NotFusable("a reshape in a matmul's prologue may only add or remove size-1 dims")
+    moved = iter(a for a, d in zip(out, out_shape) if d != 1)
+    return tuple(next(moved) if d != 1 else None for d in shape)
+
+
+def lhs_prologue(lhs: SSAValue, external: Callable[[SSAValue], bool], matmuls: set[Operation],
+                 n: int) -> tuple[set[Operation], dict[SSAValue, tuple[int | None, ...]]]:
+    """The ops computing left operand `lhs [..., M, K]` of products of rank `n` that vary along K
+    (elementwise ops and reshapes adding or removing size-1 dims, each used only by these ops or as the
+    left operand of `matmuls`), and the map of every value they compute or read: arrays in memory, and
+    per-row values (last dim 1, from the domain); scalar constants are left out."""
     shape = shape_of(lhs.type)
     if len(shape) < 2 or shape[-1] < 2:
         raise NotFusable("a computed matmul operand needs a K axis to loop over")
     ops: set[Operation] = set()
-    leaves: list[SSAValue] = []
-    pending = [lhs]
+    maps: dict[SSAValue, tuple[int | None, ...]] = {}
+    pending = [(lhs, _operand_map(shape, n))]
     while pending:
-        value = pending.pop()
-        if is_scalar_constant(value) or value in leaves or (isinstance(value, OpResult) and value.op in ops):
+        value, m = pending.pop()
+        if is_scalar_constant(value):
             continue
+        if value in maps:
+            if maps[value] != m:
+                raise NotFusable("a matmul's prologue reads one value along different axes")
+            continue
+        maps[value] = m
         v_shape = shape_of(value.type)
-        if len(v_shape) > len(shape) or any(d not in (1, s) for d, s in zip(reversed(v_shape), reversed(shape))):
-            raise NotFusable(f"a value of shape {v_shape} does not broadcast into the matmul operand {shape}")
-        if external(value) or not v_shape or v_shape[-1] == 1:
-            leaves.append(value)
-            continue
+        if external(value) or m[-1:] != (K_AXIS,):
+            continue  # read from memory, or a per-row value of the domain
         op = value.op
-        if not isinstance(op, K_LOOP_OPS):
+        if isinstance(op, tta.ReshapeOp):
+            pending.append((op.input, _reshape_map(shape_of(op.input.type), v_shape, m)))
+        elif isinstance(op, K_LOOP_OPS):
+            pending += [(v, _broadcast_map(shape_of(v.type), v_shape, m)) for v in op.operands]
+        else:
             raise NotFusable(f"{op.name} cannot be computed in a matmul's K loop")
         ops.add(op)
-        pending.extend(op.operands)
     for op in ops:
         if any(u.operation not in ops and not (u.operation in matmuls and u.index == 0) for u in op.results[0].uses):
             raise NotFusable("a value of a matmul's K loop is used outside it")
-    return ops, leaves
+    return ops, maps
 
 
 def _no_product_before(value: SSAValue, matmuls: Sequence[tta.MatmulOp], external: Callable[[SSAValue], bool]) -> None:
@@ -134,16 +181,3 @@ def row_prologue(red: Operation, inside: Callable[[SSAValue], bool]) -> tuple[SS
     if shape_of(value.type) != shape_of(red.input.type):
         raise NotFusable("a matmul's row reduction reads one array")
     return value, chain
-
-
-def row_prologue_map(dom: Any, red: tta.ReduceOp) -> tuple[int | None, ...]:
-    """Map of a row reduction of a left operand `[..., M, K]` in domain `dom` (a `Domain`): its batch axes
-    and M, as the product's."""
-    shape = shape_of(red.input.type)
-    n, k = len(dom.shape), len(shape)
-    out: list[int | None] = [None if d == 1 else n - k + j for j, d in enumerate(shape[:-1])]
-    if red.keeps_dims:
-        out.append(None)
-    if any(a is not None and (a < 0 or dom.shape[a] != shape[j]) for j, a in enumerate(out[: k - 1])):
-        raise NotFusable(f"row reduction {shape} does not fit the product {dom.shape}")
-    return tuple(out)

@@ -51,6 +51,7 @@ from tinyton.rewrites.outline import (
     rebuild,
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
+from tinyton.rewrites.heads import SplitHeadsPass
 from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
@@ -233,8 +234,8 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     seeds = inline_fusions(fn)
     erase_dead_ops(fn)
     prepare_puts(fn)
-    duplicate_free_ops(fn)
     duplicate_shared_prologues(fn)
+    duplicate_free_ops(fn)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())
 
@@ -258,6 +259,9 @@ class FusePass(ModulePass):
         check_array_program(op, self.name)
         with stage("common subexpressions"):  # `x.astype(bf16)` per projection: one cast, so siblings share it
             cse(op)
+        with stage("projections split into heads"):
+            SplitHeadsPass().apply(ctx, op)
+            cse(op)  # the heads' reshapes of one input are one
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale

@@ -26,17 +26,24 @@ def _row_reduction(op: Operation) -> bool:
     return isinstance(op, tta.ReduceOp) and op.axis.value.data == len(shape_of(op.input.type)) - 1
 
 
+def _unit_reshape(op: Operation) -> bool:
+    """A reshape that only adds or removes size-1 dims (free in a K loop)."""
+    if not isinstance(op, tta.ReshapeOp):
+        return False
+    return [d for d in shape_of(op.input.type) if d != 1] == [d for d in shape_of(op.result.type) if d != 1]
+
+
 def exclusive_cone(value: SSAValue, users: set[Operation], order: Mapping[Operation, int]) -> list[Operation]:
     """The elementwise ops and row reductions computing `value` whose results nobody but they and `users`
     read, in program order (empty when `value` is not computed by one of them)."""
-    if not isinstance(value, OpResult) or not isinstance(value.op, (*K_LOOP_OPS, tta.ReduceOp)):
+    if not isinstance(value, OpResult) or not isinstance(value.op, (*K_LOOP_OPS, tta.ReduceOp, tta.ReshapeOp)):
         return []
     cone: set[Operation] = set()
     pending = [value.op]
     while pending:
         op = max(pending, key=order.__getitem__)  # consumers before producers
         pending.remove(op)
-        if op in cone or not (isinstance(op, K_LOOP_OPS) or _row_reduction(op)):
+        if op in cone or not (isinstance(op, K_LOOP_OPS) or _row_reduction(op) or _unit_reshape(op)):
             continue
         if not all(u.operation in cone or u.operation in users for r in op.results for u in r.uses):
             continue

@@ -18,6 +18,7 @@ from itertools import pairwise
 from xdsl.ir import Operation, SSAValue
 
 from tinyton.analysis.domain import View, is_scalar_constant
+from tinyton.analysis.matmul_operands import K_AXIS
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
@@ -59,12 +60,13 @@ def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf)
                 if v not in env:
                     env[v] = leaf(v)
                 args.append(env[v])
-        env[op.results[0]] = rg.elementwise(op, args)
+        # a reshape of size-1 dims changes no tile: the maps (`dom.k_maps`) placed its operands
+        env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
 
 
-def _k_tiles(rg, lhs_rank: int, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
+def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
     """The mask of the K chunk at `k0` (None: K divides) and a loader of the `[BM or 1, BK or 1]` tile of an
-    array in memory, its dims right-aligned to a left operand of rank `lhs_rank`."""
+    array in memory read in the K loop (its map: `rg.dom.k_maps`)."""
     em, n, bk = rg.em, len(rg.dom.shape), rg.geom.notes["BK"]
     m_src = rg.geom.source_of(n - 2)
     K = shape_of(rg.dom.matmul.lhs.type)[-1]
@@ -73,7 +75,7 @@ def _k_tiles(rg, lhs_rank: int, k0: SSAValue) -> tuple[SSAValue | None, Callable
 
     def load(value: SSAValue) -> SSAValue:
         view = rg.dom.view(value)
-        strides, k_stride = _operand_strides(view, lhs_rank, n)
+        strides, k_stride = _operand_strides(view, rg.dom.k_maps[value])
         rows = n - 2 in strides
         shape = (m_src.block if rows else 1, bk if k_stride else 1)
         key = ("k-loop rows", view.base, tuple(sorted(strides.items())), view.offset, shape)
@@ -93,19 +95,25 @@ def _k_tiles(rg, lhs_rank: int, k0: SSAValue) -> tuple[SSAValue | None, Callable
     return k_mask, load
 
 
-def _operand_strides(view: View, lhs_rank: int, n: int) -> tuple[dict[int, int], int]:
-    """Per-domain-axis strides of an array read in a K loop, its dims right-aligned to a left operand
-    `[..., M, K]` of rank `lhs_rank` (batch dims onto the product's batch axes, M onto its rows), and its K
-    stride (0: constant along K)."""
+def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:
+    """Per-domain-axis strides of an array read in a K loop through its map `m`, and its K stride (0: the
+    array is constant along K)."""
     strides, k_stride = {}, 0
-    for i, (d, st) in enumerate(zip(view.shape, view.strides), lhs_rank - len(view.shape)):
-        if d == 1 or st == 0:
-            continue
-        if i == lhs_rank - 1:
+    for a, st in zip(m, view.strides):
+        if a == K_AXIS:
             k_stride = st
-        else:
-            strides[n - lhs_rank + i] = st
+        elif a is not None and st:
+            strides[a] = st
     return strides, k_stride
+
+
+def _columns_inside(em: Emitter, view: View, n_src) -> SSAValue | None:
+    """The `[1, BN]` lanes of a right operand's column window that lie inside its bounds (None: all)."""
+    if view.bounds is None:
+        return None
+    (lo, hi), n = view.bounds[-1], view.shape[-1]
+    inside = em.cmp("ge", n_src.index, em.i32(lo)) if lo > 0 else None
+    return em.and_(inside, em.cmp("lt", n_src.index, em.i32(hi)) if hi < n else None)
 
 
 def _masked_identity(em: Emitter, red: tta.ReduceOp, value: SSAValue, mask: SSAValue | None) -> SSAValue:
@@ -137,7 +145,7 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     init = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _, _ in stats]
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        k_mask, load = _k_tiles(rg, len(shape_of(op.lhs.type)), k0)
+        k_mask, load = _k_tiles(rg, k0)
         env: dict[SSAValue, SSAValue] = {}
         out = []
         for (red, source, chain), part in zip(stats, carried):
@@ -175,25 +183,26 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         a_off = rg.offsets(a_strides, rg.root)
         a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
         a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
-    b_off = rg.offsets(b_strides, rg.root)
+    b_off = em.add(rg.offsets(b_strides, rg.root), em.i32(b_view.offset) if b_view.offset else None)
     b_off = em.to_shape(b_off if b_off is not None else em.i32(0), (bk, bn))
     b_base = em.to_shape(rg.ptrs[b_view.base], (bk, bn))
+    b_cols = _columns_inside(em, b_view, n_src)  # a window of the columns: those outside read 0
     ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, (bk, bn))
     acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed else _descriptor(rg, a_view, n - 2, n - 2, False)
-    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True)
+    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain else None
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         kka, kkb = em.add(k0, ka), em.add(k0, kb)
         masks = []
-        for kk, rows, shape in ((kka, m_src, (bm, bk)), (kkb, n_src, (bk, bn))):
-            m = em.cmp("lt", kk, em.i32(K)) if K % bk else None
-            masks.append(em.to_shape(em.and_(m, rows.mask), shape) if (m or rows.mask) else None)
+        for kk, rows, shape, inside in ((kka, m_src, (bm, bk), None), (kkb, n_src, (bk, bn), b_cols)):
+            m = em.and_(em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk else None, rows.mask), inside)
+            masks.append(em.to_shape(m, shape) if m is not None else None)
         if computed:
-            k_mask, load = _k_tiles(rg, len(shape_of(op.lhs.type)), k0)
+            k_mask, load = _k_tiles(rg, k0)
             env: dict[SSAValue, SSAValue] = {}
             _evaluate(rg, prologue, env, load)
             a = em.to_shape(env[op.lhs], (bm, bk))

@@ -192,14 +192,15 @@ class Scheduler:
                    if red.result not in rg.root.memo]
         prologue: list[Operation] = []
         if not external(op.lhs):
-            ops, leaves = lhs_prologue(op.lhs, external, {m for m in self.ops if isinstance(m, tta.MatmulOp)})
+            matmuls = {m for m in self.ops if isinstance(m, tta.MatmulOp)}
+            ops, maps = lhs_prologue(op.lhs, external, matmuls, len(rg.dom.shape))
             prologue = [o for o in self.ops if o in ops]
             before = [stat for stat in pending if stat[1] != op.lhs]
             if before:
                 emit_row_statistics(rg, before)
-            for v in leaves:
-                if not external(v):
-                    self.ensure(v, rg.root)
+            for v in maps:
+                if not external(v) and not (isinstance(v, OpResult) and v.op in ops):
+                    self.ensure(v, rg.root)  # a per-row value the prologue reads
         mine = [(red, chain) for red, source, chain in pending if source == op.lhs]
         return emit_matmul(rg, op, mine, prologue)
 
