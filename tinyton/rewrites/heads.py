@@ -8,7 +8,8 @@ unary ops of the product in between) is the array `x.reshape(..., 1, M, K) @ w_h
 the heads are, the head dim innermost, so what a model computes per head after the projection (RoPE's
 rotation, the cast and the store of a new KV-cache row) is an elementwise epilogue of the projection's kernel:
 its domain holds the heads (a reshape of the product that splits the last axis would need memory,
-tinyton/analysis/domain.py).
+tinyton/analysis/domain.py). Heads read as they are (by an attention) keep the plain product, which stays a
+sibling of the other projections of its input.
 """
 
 from __future__ import annotations
@@ -46,10 +47,18 @@ def _weight_heads(add, b: SSAValue, heads: int, d: int) -> SSAValue:
     return add(tta.TransposeOp(add(tta.ReshapeOp(b, (k, heads, d))), (1, 0, 2)))
 
 
+PER_HEAD = (tta.BinaryOp, tta.UnaryOp, tta.CastOp, tta.WhereOp, tta.CmpOp, tta.SliceOp)
+"""Users of the heads that compute on them (an attention reading them as they are needs no split: its
+kernel reads the projection's heads through a view, and the projection stays a sibling of the others)."""
+
+
 def split_heads(t: tta.TransposeOp) -> bool:
-    """Rewrite the heads transpose `t` of a projection as a product batched over the heads; True if done."""
+    """Rewrite the heads transpose `t` of a projection as a product batched over the heads, when something is
+    computed per head after it; True if done."""
     r = t.input
     if not (isinstance(r, OpResult) and isinstance(r.op, tta.ReshapeOp) and r.has_one_use()):
+        return False
+    if not any(isinstance(u.operation, PER_HEAD) for u in t.result.uses):
         return False
     found = _product_chain(r.op.input)
     if found is None:

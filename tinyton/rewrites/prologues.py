@@ -52,30 +52,38 @@ def exclusive_cone(value: SSAValue, users: set[Operation], order: Mapping[Operat
     return sorted(cone, key=order.__getitem__)
 
 
+def _product_shape(user: Operation, index: int) -> tuple[int, ...] | None:
+    """The product shape of a matmul reading a value as its left operand, directly or through size-1
+    reshapes read only that way; None for any other reader."""
+    if isinstance(user, tta.MatmulOp):
+        return shape_of(user.results[0].type) if index == 0 else None
+    if not _unit_reshape(user):
+        return None
+    shapes = {_product_shape(u.operation, u.index) for u in user.results[0].uses}
+    return shapes.pop() if len(shapes) == 1 else None
+
+
 def duplicate_shared_prologues(fn: func.FuncOp) -> None:
-    """Per value read only as the left operand of matmuls of several output shapes: a copy of its exclusive
-    cone for each shape but the first."""
+    """Per value read only as the left operand of matmuls of several output shapes (directly or through
+    size-1 reshapes): a copy of its exclusive cone for each shape but the first."""
     ops = list(fn.body.block.ops)
     order = {op: i for i, op in enumerate(ops)}
     for op in ops:
         for value in op.results:
             uses = list(value.uses)
-            if not uses or not all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses):
-                continue
-            by_shape: dict[tuple[int, ...], list[tta.MatmulOp]] = {}
-            for u in uses:
-                by_shape.setdefault(shape_of(u.operation.results[0].type), []).append(u.operation)
-            if len(by_shape) < 2:
+            shapes = [_product_shape(u.operation, u.index) for u in uses]
+            if not uses or None in shapes or len(set(shapes)) < 2:
                 continue
             cone = exclusive_cone(value, {u.operation for u in uses}, order)
             if not cone:
                 continue
-            for matmuls in list(by_shape.values())[1:]:
+            for shape in list(dict.fromkeys(shapes))[1:]:
                 mapping: dict[SSAValue, SSAValue] = {}
                 clones = [c.clone(mapping) for c in cone]
                 Rewriter.insert_op(clones, InsertPoint.after(cone[-1]))
-                for m in matmuls:
-                    m.operands[0] = mapping[value]
+                for u, s in zip(uses, shapes):
+                    if s == shape:
+                        u.operation.operands[u.index] = mapping[value]
 
 
 def prologue_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) -> list[list[Operation]]:
