@@ -26,8 +26,8 @@ from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- numpy-table:begin (scripts/numpy_table.py) -->", "<!-- numpy-table:end -->"
-INTERNAL = {"getitem"}
-"""Registry entries that are not NumPy functions (the `x[...]` protocol has its own row)."""
+INTERNAL = {"getitem", "setitem"}
+"""Registry entries that are not NumPy functions (the `x[...]` and `x[...] = v` protocols have their own rows)."""
 
 
 def _summary(fn) -> str:
@@ -60,7 +60,8 @@ def table() -> str:
         else:
             (numpy if hasattr(np, name) else beyond).append(f"| `{name}` | {_spellings(name)} | {_summary(impl)} |")
     lines = [BEGIN, "", "| NumPy | in array programs | notes |", "|---|---|---|", *numpy,
-             f"| `x[...]` | indexing | {_summary(ARRAY_IMPLS['getitem'])} |", "",
+             f"| `x[...]` | indexing | {_summary(ARRAY_IMPLS['getitem'])} |",
+             f"| `x[...] = v` | assignment | {_summary(ARRAY_IMPLS['setitem'])} |", "",
              "Beyond NumPy (Triton's and tinyton's names for array programs):", "",
              "| name | in array programs | notes |", "|---|---|---|", *beyond]  # fmt: skip
     if refused:

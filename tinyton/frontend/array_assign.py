@@ -34,7 +34,11 @@ VIEW_OPS = (tta.SliceOp, tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
 
 
 def setitem(x: Traced, key: Any, value: Any) -> None:
-    """`x[key] = value`: `x` holds the array with those elements replaced."""
+    """`x[key] = value` with NumPy's keys (ints, slices, `...`, `None`, one 1-d integer index array) and
+    assignment cast; an input of the program assigned into is updated in place, only the assigned elements
+    written (a view NumPy would write through is refused).
+
+    `x` holds the array with those elements replaced from then on."""
     _refuse_view_of_live_array(x)
     starts, steps, sizes, shape, index, axis = _window(x, key)
     if 0 in sizes:

@@ -8,17 +8,21 @@ group is one kernel the codegen can emit):
 - elementwise into elementwise; elementwise producers into a reduction (prologue);
 - per-row consumers of a reduction, broadcast back over the same rows (epilogue), and several
   reductions over the same rows; siblings over one domain that only share an input, too;
-- a matmul with elementwise epilogues (bias, activation, residual); sibling matmuls (one output shape, an
-  operand in common: q/k/v projections) share one kernel, one K loop each; reductions over the K axis of
-  a left operand (RMSNorm's mean of squares, once `tinyton-row-scale` has moved the norm's scale behind
-  the matmul) accumulate in that operand's K loop;
+- a matmul with elementwise epilogues (bias, activation, residual, a put); sibling matmuls (one output
+  shape, an operand in common: q/k/v projections) share one kernel, one K loop each; a computed left operand
+  is evaluated in the K loop, with the row statistics it reads (RMSNorm, tinyton/analysis/matmul_operands.py;
+  norm cones are proposed as groups with their matmuls, and copied for projections of another width);
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
-  every consumer (each gets its own copy of the op), never materialised for them;
+  every consumer (each gets its own copy of the op, matmuls reading one as their left operand one per
+  output shape), never materialised for them;
+- a put (`x[key] = v`) stores into its destination's buffer: the destination's other readers come first
+  (ordering edges of the group graph, tinyton/rewrites/in_place.py);
 - an index array reshaped onto another axis (`(arange(T) == pos)[:, None]`) joins its consumer: when the
   group's shapes do not broadcast together, the domain is its outputs' shape (tinyton/analysis/domain.py).
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
 the other through a third): checked on the condensed group graph (tinyton/rewrites/group_graph.py). Nothing is duplicated but
-views and scalar constants; reductions never are. Groups are emitted in topological order.
+views, scalar constants and norms before projections of different widths. Groups are emitted in topological
+order.
 """
 
 from __future__ import annotations
