@@ -27,6 +27,7 @@ from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry, Source
 from tinyton.lowering.fusion.powers import int_power
+from tinyton.lowering.fusion.puts import store_put
 
 BINARY: dict[type[Operation], type[Operation]] = {
     tta.AddOp: tt.AddOp, tta.SubOp: tt.SubOp, tta.MulOp: tt.MulOp, tta.DivOp: tt.DivOp,
@@ -177,7 +178,7 @@ class RegionEmitter:
                 target.memo[key] = self.em.to_shape(m, shape)
         return target.get(key)
 
-    def _pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
+    def pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
         """(pointer tile or scalar, tile shape) for kernel pointer `ptr` at per-axis strides plus `extra`."""
         em = self.em
         shape = broadcast_shape(self.geom.tile_shape(set(strides)), shape_of(extra.type) if extra else ())
@@ -223,7 +224,7 @@ class RegionEmitter:
         if inside is False:  # the view reads nothing but its fill
             return em.const(view.fill or 0, element)
         offset = em.i32(view.offset) if view.offset else None
-        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, offset)
+        ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, offset)
         if inside is None:
             return em.emit(tt.LoadOp(ptr, self.mask(shape, scope), **self.load_hints))
         shape = broadcast_shape(shape, shape_of(inside.type))
@@ -260,44 +261,15 @@ class RegionEmitter:
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
         """Write region value `value` to its (contiguous) output buffer `ptr`."""
         if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
-            return self._store_put(value.op, ptr, scope)
+            return store_put(self, value.op, ptr, scope)
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
-        p, shape = self._pointers(ptr, strides, scope)
+        p, shape = self.pointers(ptr, strides, scope)
         shape = broadcast_shape(shape, shape_of(reg.type))
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
         self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
-
-    def _store_put(self, put: tta.PutOp, ptr: SSAValue, scope: Scope) -> None:
-        """Write a put's values into its window of the destination's buffer `ptr` (the result shares it): per
-        dim `start + i * step`, along the index array's axis `index[i]` (negative from the end; one outside
-        `[-n, n)` stops the kernel, as NumPy's IndexError, and is never written)."""
-        em = self.em
-        m = self.dom.map_of(put.result)
-        reg = self.operand_value(put.result, m, scope)
-        dest = shape_of(put.result.type)
-        strides_of, axis = contiguous_strides(dest), put.index_axis
-        strides = {a: strides_of[d] * put.steps[d] for d, a in enumerate(m) if a is not None and d != axis}
-        offset = sum(put.starts[d] * strides_of[d] for d in range(len(dest)) if d != axis)
-        extra, inside = em.i32(offset) if offset else None, None
-        if axis is not None:
-            idx, n = self.operand(put, 2, scope), dest[axis]
-            inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
-            lanes = self.mask(shape_of(inside.type), scope)
-            checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
-            em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
-            idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
-            extra = em.add(extra, em.mul_int(idx, strides_of[axis]))
-        p, shape = self._pointers(ptr, strides, scope, extra)
-        shape = broadcast_shape(shape, shape_of(reg.type))
-        if shape and shape_of(p.type) != shape:
-            p = em.to_shape(p, shape)
-        mask = self.mask(shape, scope)
-        if inside is not None:
-            mask = em.to_shape(em.and_(mask, inside), shape) if shape else em.and_(mask, inside)
-        em.emit(tt.StoreOp(p, em.to_shape(reg, shape), mask))
 
     # ---- values --------------------------------------------------------------------------
     def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:
@@ -445,7 +417,7 @@ class RegionEmitter:
         idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
         strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
         extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)
-        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, extra)
+        ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, extra)
         return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
 
 
