@@ -131,7 +131,7 @@ def _host_target(arg: Any) -> np.ndarray:
 
 def _write_back_host(arg: Any, buffer: np.ndarray) -> None:
     target = _host_target(arg)
-    if target is not buffer and not (isinstance(target, np.ndarray) and np.shares_memory(target, buffer)):
+    if target is not buffer and not (isinstance(target, np.ndarray) and np.may_share_memory(target, buffer)):
         np.copyto(target, buffer)
 
 
