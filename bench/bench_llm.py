@@ -103,7 +103,8 @@ def bench_prefill(name: str, cfg: Config, weights: Weights, prompts: list[int], 
         flat = weights.flat()
         caches = [torch.zeros((1, cfg.num_key_value_heads, p, cfg.head_dim), dtype=torch.bfloat16, device="cuda")
                   for _ in range(2 * cfg.num_hidden_layers)]  # the prefill fills them (in place)
-        tinyton_ms = median_ms(lambda: prefill_program(cfg, tokens, cos, sin, *flat, *caches))
+        arrays = (tokens, cos, sin, *flat, *caches)
+        tinyton_ms = median_ms(lambda arrays=arrays: prefill_program(cfg, *arrays))
         model = TorchLlama(weights, 1, p)
         pos = torch.arange(p, device="cuda")
 

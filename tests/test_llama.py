@@ -150,7 +150,9 @@ def _decode_program(cfg, batch: int, context: int):
     q, kv = cfg.num_attention_heads * d, cfg.num_key_value_heads * d
     per_layer = {"input_layernorm": (c,), "q_proj": (q, c), "k_proj": (kv, c), "v_proj": (kv, c), "o_proj": (c, q),
                  "post_attention_layernorm": (c,), "gate_proj": (f, c), "up_proj": (f, c), "down_proj": (c, f)}
-    zeros = lambda shape, dtype=BF16: np.broadcast_to(np.zeros((), dtype), shape)  # noqa: E731
+    def zeros(shape, dtype=BF16):
+        return np.broadcast_to(np.zeros((), dtype), shape)
+
     flat = [zeros((cfg.vocab_size, c)), zeros((c,)), zeros((cfg.vocab_size, c))]
     flat += [zeros(per_layer[r]) for _ in range(cfg.num_hidden_layers) for r in weights.LAYER_WEIGHTS]
     caches = [zeros((batch, cfg.num_key_value_heads, context, d)) for _ in range(2 * cfg.num_hidden_layers)]

@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I32, I64, DenseArrayBase, IntegerAttr, TensorType, i32, i64
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    TensorType,
+    i32,
+    i64,
+)
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -34,7 +42,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from tinyton.dialects.tt_types import element_type, require, shape_of
-from tinyton.dialects.tta_shapes import array_type, dtype_name, verify_value
+from tinyton.dialects.tta_shapes import dtype_name, verify_value
 
 UPDATES = "tta.updates"
 """Attribute of a program's func: the input each trailing result is written back to (an assignment into an

@@ -24,7 +24,13 @@ from xdsl.ir import OpResult, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.errors import error, user_location
-from tinyton.frontend.array_indexing import _expand_key, _fill, _index_array, _is_int, _slice_window
+from tinyton.frontend.array_indexing import (
+    _expand_key,
+    _fill,
+    _index_array,
+    _is_int,
+    _slice_window,
+)
 from tinyton.frontend.array_ops import broadcast_to, reshape
 from tinyton.frontend.promotion import is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced

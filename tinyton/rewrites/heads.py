@@ -98,5 +98,6 @@ class SplitHeadsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
         for fn in functions(op):
-            if any([split_heads(t) for t in list(fn.body.block.ops) if isinstance(t, tta.TransposeOp)]):
+            done = [split_heads(t) for t in list(fn.body.block.ops) if isinstance(t, tta.TransposeOp)]
+            if any(done):
                 erase_dead_ops(fn)
