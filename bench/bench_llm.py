@@ -7,8 +7,8 @@ For each model shape (random bf16 weights made on the GPU; the 8B shape keeps `-
 and `lm_head`, as the issue's reference run did), in one process:
 
 - decode: one token step per sequence at position `context // 2` of a `context`-long KV cache, batch 1/8/32.
-  tinyton's step is `examples/llama/generate.py`'s (one CUDA-graph replay: the program, the cache writes, the
-  greedy draw); torch's is the same model in plain torch (SDPA with GQA, a static bf16 KV cache, `index_copy_`),
+  tinyton's step is `examples/llama/generate.py`'s (one CUDA-graph replay: the program, which writes the new
+  cache rows in place, and the greedy draw); torch's is the same model in plain torch (SDPA with GQA, a static bf16 KV cache, `index_copy_`),
   eager and `torch.compile` (default and `mode="max-autotune"`), logits + argmax included.
 - the roofline: the bytes a step must read (every weight once, the KV cache up to the position) over the
   device's copy bandwidth, measured here (a 2 GiB device-to-device copy).
@@ -101,7 +101,10 @@ def bench_prefill(name: str, cfg: Config, weights: Weights, prompts: list[int], 
         tokens = torch.randint(0, cfg.vocab_size, (1, p), dtype=torch.int32, device="cuda")
         cos, sin = (torch.from_numpy(t).cuda() for t in rope_tables(cfg, p))
         flat = weights.flat()
-        tinyton_ms = median_ms(lambda: prefill_program(cfg, tokens, cos, sin, *flat))
+        caches = [torch.zeros((1, cfg.num_key_value_heads, p, cfg.head_dim), dtype=torch.bfloat16, device="cuda")
+                  for _ in range(2 * cfg.num_hidden_layers)]  # the prefill fills them (in place)
+        arrays = (tokens, cos, sin, *flat, *caches)
+        tinyton_ms = median_ms(lambda arrays=arrays: prefill_program(cfg, *arrays))
         model = TorchLlama(weights, 1, p)
         pos = torch.arange(p, device="cuda")
 

@@ -26,8 +26,8 @@ from tinyton.frontend.tracing import array_implementations
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BEGIN, END = "<!-- numpy-table:begin (scripts/numpy_table.py) -->", "<!-- numpy-table:end -->"
-INTERNAL = {"getitem"}
-"""Registry entries that are not NumPy functions (the `x[...]` protocol has its own row)."""
+INTERNAL = {"getitem", "setitem"}
+"""Registry entries that are not NumPy functions (the `x[...]` and `x[...] = v` protocols have their own rows)."""
 
 
 def _summary(fn) -> str:
@@ -60,7 +60,8 @@ def table() -> str:
         else:
             (numpy if hasattr(np, name) else beyond).append(f"| `{name}` | {_spellings(name)} | {_summary(impl)} |")
     lines = [BEGIN, "", "| NumPy | in array programs | notes |", "|---|---|---|", *numpy,
-             f"| `x[...]` | indexing | {_summary(implementations['getitem'])} |", "",
+             f"| `x[...]` | indexing | {_summary(implementations['getitem'])} |",
+             f"| `x[...] = v` | assignment | {_summary(implementations['setitem'])} |", "",
              "Beyond NumPy (Triton's and tinyton's names for array programs):", "",
              "| name | in array programs | notes |", "|---|---|---|", *beyond]  # fmt: skip
     if refused:

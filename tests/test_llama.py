@@ -96,15 +96,15 @@ def test_numpy_decode_continues_prefill():
     weights, cfg = random_weights(TINY).flat(), TINY
     prompt = random_prompt(cfg, 2, 9, seed=3)
     cos, sin = rope_tables(cfg, 16)
-    full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights)
-    head = prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights)
     shape = (2, cfg.num_key_value_heads, 16, cfg.head_dim)
+    full_caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
+    full = prefill(NumpyOps, cfg, prompt, cos[:9], sin[:9], *weights, *full_caches)
     caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
-    for cache, rows in zip(caches, head[1:]):
-        cache[:, :, :8] = rows
+    prefill(NumpyOps, cfg, prompt[:, :8], cos[:8], sin[:8], *weights, *caches)
     step = decode(NumpyOps, cfg, prompt[:, 8], np.array([8], np.int32), cos, sin, *weights, *caches)
-    np.testing.assert_allclose(step[0], full[0], rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
-    np.testing.assert_array_equal(step[1].astype(np.float32), full[1][:, :, 8:9].astype(np.float32))
+    np.testing.assert_allclose(step, full, rtol=0.02, atol=0.02)  # cached keys are bf16-rounded
+    for i in (0, cfg.num_hidden_layers):  # the first layer's key and value rows at 8: the step's as the prefill's
+        np.testing.assert_array_equal(caches[i][:, :, :9].astype(np.float32), full_caches[i][:, :, :9].astype(np.float32))
 
 
 def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):
@@ -142,3 +142,52 @@ def test_greedy_tokens_match_numpy_reference():
     want = NumpyEngine(weights, 2, 16, Sampling()).generate(prompt, 8)
     got = TinytonEngine(weights, 2, 16, Sampling(), graph=False).generate(prompt, 8)
     np.testing.assert_array_equal(got, want)
+
+
+def _decode_program(cfg, batch: int, context: int):
+    """The decode program compiled for `cfg`'s shapes (weights and caches as zero-stride views: nothing runs)."""
+    c, f, d = cfg.hidden_size, cfg.intermediate_size, cfg.head_dim
+    q, kv = cfg.num_attention_heads * d, cfg.num_key_value_heads * d
+    per_layer = {"input_layernorm": (c,), "q_proj": (q, c), "k_proj": (kv, c), "v_proj": (kv, c), "o_proj": (c, q),
+                 "post_attention_layernorm": (c,), "gate_proj": (f, c), "up_proj": (f, c), "down_proj": (c, f)}
+    def zeros(shape, dtype=BF16):
+        return np.broadcast_to(np.zeros((), dtype), shape)
+
+    flat = [zeros((cfg.vocab_size, c)), zeros((c,)), zeros((cfg.vocab_size, c))]
+    flat += [zeros(per_layer[r]) for _ in range(cfg.num_hidden_layers) for r in weights.LAYER_WEIGHTS]
+    caches = [zeros((batch, cfg.num_key_value_heads, context, d)) for _ in range(2 * cfg.num_hidden_layers)]
+    table = zeros((context, d), np.float32)
+    return model.decode_program.compile(cfg, zeros((batch,), np.int32), zeros((1,), np.int32), table, table, *flat,
+                                        *caches)  # fmt: skip
+
+
+def _layer_kernels(cfg, batch: int, context: int) -> list[str]:
+    """The kinds of the kernels one more layer adds to the decode step."""
+    one, two = (_decode_program(replace(cfg, num_hidden_layers=n), batch, context) for n in (1, 2))
+    kinds = [s.launch.kind for s in two.steps]
+    assert len(kinds) - one.num_launches == two.num_launches - one.num_launches
+    layer = kinds[len(kinds) - (two.num_launches - one.num_launches) - 1 : -1]  # the second layer, then lm_head
+    return layer
+
+
+LAYER = ["matmul_epilogue", "matmul_epilogue", "attention", "matmul_epilogue", "matmul_epilogue", "matmul_epilogue"]
+"""A decode layer: RMSNorm + k/v projections + RoPE + the new cache rows stored in place; RMSNorm + q
+projection + RoPE; attention over the caches (bf16, read as stored); o-projection + residual; RMSNorm +
+gate/up projections + SwiGLU; down projection + residual."""
+
+
+def test_decode_layer_is_six_kernels():
+    assert _layer_kernels(TINY, 2, 16) == LAYER
+    engine = TinytonEngine(random_weights(TINY), 2, 16, Sampling(), graph=False)
+    assert engine.launches_per_token == 6 * TINY.num_hidden_layers + 3 + 2  # embedding, RoPE tables, lm_head; sampler
+    fused = engine.program.asm["fused"]
+    puts = [region for region in fused.split("tta.fusion")[1:] if "tta.put" in region]
+    assert len(puts) == TINY.num_hidden_layers and all(region.count("tta.matmul") == 4 for region in puts)
+
+
+def test_decode_layer_at_llama_3_8b_shapes():
+    """Head dim 128, 8 KV heads: the same six kernels; with too few (batch, KV head) programs for the GPU (a
+    nominal H100's 132 SMs here) the attention's KV loop is split (flash-decoding), which adds its combine."""
+    cfg = CONFIGS["llama-3-8b"]
+    assert _layer_kernels(cfg, 32, 256) == LAYER
+    assert _layer_kernels(cfg, 1, 4096) == [*LAYER[:3], "attention_combine", *LAYER[3:]]

@@ -68,6 +68,18 @@ def _push_slices() -> type[ModulePass]:
     return PushSlicesPass
 
 
+def _split_heads() -> type[ModulePass]:
+    from tinyton.rewrites.heads import SplitHeadsPass
+
+    return SplitHeadsPass
+
+
+def _in_place() -> type[ModulePass]:
+    from tinyton.rewrites.in_place import InPlacePass
+
+    return InPlacePass
+
+
 def _fusion_to_kernels() -> type[ModulePass]:
     from tinyton.lowering.fusion import FusionToKernelsPass
 
@@ -85,5 +97,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-fuse": _fuse,
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
+    "tinyton-in-place": _in_place,
+    "tinyton-split-heads": _split_heads,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,
 }

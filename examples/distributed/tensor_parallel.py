@@ -40,7 +40,6 @@ from model import (
     rmsnorm,
     rope_tables,
 )
-from sampler import write_cache_kernel
 from weights import BF16, Weights, random_weights
 
 import tinyton as tt
@@ -92,24 +91,26 @@ def embed_program(cfg, tokens, pos, embed):
 
 @tt.jit
 def attention_program(cfg, x, delta, pos, cos_table, sin_table, kc, vc, *weights):
-    """`x + delta` (the last all-reduced MLP output), then this rank's attention partial and its new rows."""
+    """`x + delta` (the last all-reduced MLP output), then this rank's attention partial; its heads' new rows
+    go into the caches `kc`, `vc` (in place)."""
     ops, layer = TinytonOps, dict(zip(ATTENTION, weights))
     x = x + delta
     cos, sin = ops.take(cos_table, pos, 0), ops.take(sin_table, pos, 0)
-    t = ops.arange(kc.shape[2])
-    out, k_row, v_row = decode_attention(ops, cfg, x, layer, cos, sin, kc, vc, (t == pos)[:, None], t <= pos)
-    return x, out, ops.bf16(k_row), ops.bf16(v_row)
+    return x, decode_attention(ops, cfg, x, layer, cos, sin, kc, vc, pos, ops.arange(kc.shape[2]) <= pos)
 
 
 @tt.jit
-def prefill_attention_program(cfg, x, delta, cos, sin, *weights):
-    """The prompt's version: causal attention over its own keys and values, which it returns for the caches."""
+def prefill_attention_program(cfg, x, delta, cos, sin, kc, vc, *weights):
+    """The prompt's version: causal attention over its own keys and values, which fill the caches' first
+    positions (in place)."""
     ops, layer = TinytonOps, dict(zip(ATTENTION, weights))
     x = x + delta
     q, k, v = qkv(ops, cfg, x, layer, cos, sin)
     p = x.shape[1]
+    kc[:, :, :p] = ops.bf16(k)
+    vc[:, :, :p] = ops.bf16(v)
     keep = ops.arange(p)[:, None] >= ops.arange(p)[None, :]
-    return x, ops.linear(attention(ops, q, k, v, keep), layer["o_proj"]), ops.bf16(k), ops.bf16(v)
+    return x, ops.linear(attention(ops, q, k, v, keep), layer["o_proj"])
 
 
 @tt.jit
@@ -172,22 +173,14 @@ class Rank:
         self.pos = torch.zeros(1, dtype=torch.int32, device=device)
         self.history = torch.zeros((context, b, cfg.vocab_size), device=device)
         self.zero = torch.zeros((b, 1, cfg.hidden_size), device=device)
-        self.d_block = tt.next_power_of_2(cfg.head_dim)
-
-    def _write(self, cache: torch.Tensor, rows: torch.Tensor) -> None:
-        """`rows (B, KV, n, D)` into `cache` from the current position."""
-        write_cache_kernel[(rows.shape[0] * rows.shape[1], rows.shape[2])](
-            cache, rows, self.pos, rows.shape[2], cache.shape[2], D=self.cfg.head_dim, BLOCK=self.d_block)
 
     def _layers(self, x: torch.Tensor, attend) -> torch.Tensor:
-        """Every layer: attention partial, all-reduce, cache writes, MLP partial, all-reduce; the logits of
-        the last position."""
+        """Every layer: attention partial (which writes the layer's caches), all-reduce, MLP partial,
+        all-reduce; the logits of the last position."""
         cfg, delta = self.cfg, torch.zeros_like(x)
         for layer, kc, vc in zip(self.layers, self.kcache, self.vcache):
-            x, out, k, v = attend(x, delta, layer, kc, vc)
+            x, out = attend(x, delta, layer, kc, vc)
             dist.all_reduce(out)
-            self._write(kc, k)
-            self._write(vc, v)
             x, delta = mlp_program(cfg, x, out, *(layer[k] for k in MLP))
             dist.all_reduce(delta)
         return head_program(cfg, x[:, -1:], delta[:, -1:], self.norm, self.lm_head)
@@ -199,7 +192,7 @@ class Rank:
         x = prefill_embed_program(cfg, self.tokens[:, :length].contiguous(), self.embed)
         cos, sin = self.cos[:length].contiguous(), self.sin[:length].contiguous()
         return self._layers(x, lambda x, delta, layer, kc, vc: prefill_attention_program(
-            cfg, x, delta, cos, sin, *(layer[k] for k in ATTENTION)))
+            cfg, x, delta, cos, sin, kc, vc, *(layer[k] for k in ATTENTION)))
 
     def step(self) -> None:
         """The token at `pos`: its logits into `history[pos]`, then `pos + 1`."""
@@ -217,12 +210,9 @@ def reference_logits(cfg: Config, weights: Weights, tokens: np.ndarray) -> np.nd
     shape = (b, cfg.num_key_value_heads, steps, cfg.head_dim)
     caches = [np.zeros(shape, BF16) for _ in range(2 * cfg.num_hidden_layers)]
     out = []
-    for pos in range(steps):
-        logits, *rows = decode(NumpyOps, cfg, tokens[:, pos], np.array([pos], np.int32), cos, sin,
-                               *weights.flat(), *caches)  # fmt: skip
-        for cache, row in zip(caches, rows):
-            cache[:, :, pos : pos + 1] = row
-        out.append(logits)
+    for pos in range(steps):  # each step writes its rows into the caches
+        out.append(decode(NumpyOps, cfg, tokens[:, pos], np.array([pos], np.int32), cos, sin, *weights.flat(),
+                          *caches))  # fmt: skip
     return np.stack(out)
 
 

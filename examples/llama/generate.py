@@ -4,7 +4,8 @@
         [--temperature T] [--top-k K] [--top-p P] [--batch B] [--checkpoint DIR] [--seed S]
 
 Prints the generated token ids of each sequence on one line, then `launches per token: N` (tinyton
-kernels of one decode step). On tinyton every step stays on the device (sampling included) and, on a
+kernels of one decode step: the decode program, which also writes each layer's new cache rows in place, and
+the sampler's two). On tinyton every step stays on the device (sampling included) and, on a
 GPU, is one CUDA-graph replay; `--device cpu` runs the same model in NumPy (the reference: greedy
 decoding, the default, gives the same ids). With no `--checkpoint`, weights are random from a fixed seed
 and the prompt is random token ids.
@@ -26,7 +27,7 @@ from model import (
     prefill_program,
     rope_tables,
 )
-from sampler import advance_kernel, sample_kernel, sample_numpy, write_cache_kernel
+from sampler import advance_kernel, sample_kernel, sample_numpy
 from weights import BF16, Weights, load_checkpoint, random_weights
 
 import tinyton as tt
@@ -75,14 +76,9 @@ class TinytonEngine:
 
     @property
     def launches_per_token(self) -> int:
-        """Kernels of one decode step: the program, a cache write per layer and cache, the draw, the advance."""
-        return self.program.num_launches + 2 * self.cfg.num_hidden_layers + 2
-
-    def _write_caches(self, keys, values, rows: int) -> None:
-        kv, d = self.cfg.num_key_value_heads, self.cfg.head_dim
-        for cache, new in zip((*self.kcache, *self.vcache), (*keys, *values)):
-            write_cache_kernel[(self.batch * kv, rows)](cache, new, self.pos, rows, self.context, D=d,
-                                                          BLOCK=tt.next_power_of_2(d))  # fmt: skip
+        """Kernels of one decode step: the program (which also writes the caches' new rows), the draw, the
+        advance."""
+        return self.program.num_launches + 2
 
     def _choose(self, logits) -> None:
         s = self.sampling
@@ -92,19 +88,13 @@ class TinytonEngine:
         advance_kernel[(1,)](self.pos)
 
     def _step(self) -> None:
-        logits, *rows = self.program(self.cfg, *self.decode_arrays)
-        n = self.cfg.num_hidden_layers
-        self._write_caches(rows[:n], rows[n:], 1)
-        self._choose(logits)
+        self._choose(self.program(self.cfg, *self.decode_arrays))
 
     def generate(self, prompt: np.ndarray, new_tokens: int) -> np.ndarray:
         p = prompt.shape[1]
         cos, sin = rope_tables(self.cfg, p)
-        logits, *rows = prefill_program(self.cfg, _on_device(prompt), _on_device(cos), _on_device(sin),
-                                        *self.weights)  # fmt: skip
-        _copy(self.pos, np.zeros(1, np.int32))
-        n = self.cfg.num_hidden_layers
-        self._write_caches(rows[:n], rows[n:], p)
+        logits = prefill_program(self.cfg, _on_device(prompt), _on_device(cos), _on_device(sin), *self.weights,
+                                 *self.kcache, *self.vcache)  # fmt: skip
         _copy(self.pos, np.array([p - 1], np.int32))
         self._choose(logits)  # the first new token, at position p; pos becomes p
         for _ in range(new_tokens - 1):
@@ -128,18 +118,12 @@ class NumpyEngine:
     def generate(self, prompt: np.ndarray, new_tokens: int) -> np.ndarray:
         cfg, p, n = self.cfg, prompt.shape[1], self.cfg.num_hidden_layers
         cos, sin = rope_tables(cfg, self.context)
-        logits, *rows = prefill(NumpyOps, cfg, prompt, cos[:p], sin[:p], *self.weights)
         shape = (self.batch, cfg.num_key_value_heads, self.context, cfg.head_dim)
-        kcache, vcache = [np.zeros(shape, BF16) for _ in range(n)], [np.zeros(shape, BF16) for _ in range(n)]
-        for cache, new in zip(kcache + vcache, rows):
-            cache[:, :, :p] = new
-        token = self._choose(logits)
+        caches = [np.zeros(shape, BF16) for _ in range(2 * n)]
+        token = self._choose(prefill(NumpyOps, cfg, prompt, cos[:p], sin[:p], *self.weights, *caches))
         generated = [token]
         for pos in range(p, p + new_tokens - 1):
-            logits, *rows = decode(NumpyOps, cfg, token, np.array([pos], np.int32), cos, sin, *self.weights,
-                                   *kcache, *vcache)  # fmt: skip
-            for cache, new in zip(kcache + vcache, rows):
-                cache[:, :, pos : pos + 1] = new
+            logits = decode(NumpyOps, cfg, token, np.array([pos], np.int32), cos, sin, *self.weights, *caches)
             token = self._choose(logits)
             generated.append(token)
         return np.stack(generated, axis=1)

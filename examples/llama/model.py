@@ -4,8 +4,9 @@ Every function takes an `ops` class first (`NumpyOps` or `TinytonOps`) for the f
 tinyton spell differently; the rest is operators, slicing and array methods both understand.
 
 A layer: RMSNorm, q/k/v projections (grouped-query heads), RoPE (Llama 3's frequencies and scaling), causal
-attention over the KV cache, o-projection + residual, RMSNorm, SwiGLU MLP (`silu(x @ gate.T) * (x @ up.T)`,
-then `@ down.T`) + residual. Then the final norm and `lm_head`. Weights are bf16 as Hugging Face stores them
+attention over the KV cache (each step assigns its new key and value rows into the caches, `kc[:, :, pos] =
+k`: in place, the caller's arrays, in NumPy and in tinyton alike), o-projection + residual, RMSNorm, SwiGLU
+MLP (`silu(x @ gate.T) * (x @ up.T)`, then `@ down.T`) + residual. Then the final norm and `lm_head`. Weights are bf16 as Hugging Face stores them
 (`(out, in)`); activations are float32, rounded to bf16 where they enter a matmul (as tensor cores take
 them) and where they are stored in the bf16 KV cache.
 """
@@ -130,12 +131,14 @@ def qkv(ops, cfg: Config, x, layer, cos, sin):
     return q, k, v
 
 
-def decode_attention(ops, cfg: Config, x, layer, cos, sin, kc, vc, here, visible):
-    """One decode step's attention with the output projection (the residual is the caller's), over the cache
-    `kc`, `vc` with the new row at `here`. Returns `(out, k_row, v_row)`."""
-    q, k_row, v_row = qkv(ops, cfg, x, layer, cos, sin)
-    k, v = ops.where(here, k_row, kc), ops.where(here, v_row, vc)
-    return ops.linear(attention(ops, q, k, v, visible), layer["o_proj"]), k_row, v_row
+def decode_attention(ops, cfg: Config, x, layer, cos, sin, kc, vc, pos, visible):
+    """One decode step's attention with the output projection (the residual is the caller's): the new key and
+    value rows are written into the caches `kc`, `vc` `(B, KV, S, D)` at position `pos` (in place: the
+    caller's arrays), then the attention reads the caches (`visible`: the positions up to `pos`)."""
+    q, k, v = qkv(ops, cfg, x, layer, cos, sin)
+    kc[:, :, pos] = ops.bf16(k)
+    vc[:, :, pos] = ops.bf16(v)
+    return ops.linear(attention(ops, q, ops.f32(kc), ops.f32(vc), visible), layer["o_proj"])
 
 
 def mlp(ops, x, layer):
@@ -150,54 +153,52 @@ def unflatten(cfg: Config, flat):
     return flat[0], flat[1], flat[2], layers
 
 
+def weights_and_caches(cfg: Config, arrays):
+    """`(*Weights.flat(), *key caches, *value caches)` into `(embed, norm, lm_head, layers, kcache, vcache)`."""
+    n = 3 + len(LAYER_WEIGHTS) * cfg.num_hidden_layers
+    layers = cfg.num_hidden_layers
+    return (*unflatten(cfg, arrays[:n]), arrays[n : n + layers], arrays[n + layers :])
+
+
 # ---- prefill and decode ---------------------------------------------------------------------------
 
 
-def prefill(ops, cfg: Config, tokens, cos, sin, *weights):
-    """The prompt `tokens (B, P)` at positions `0..P-1` (`cos`, `sin`: `(P, D)`). Returns the logits of the
-    last position `(B, vocab)`, then every layer's keys, then every layer's values `(B, KV, P, D)`."""
-    embed, norm, lm_head, layers = unflatten(cfg, weights)
+def prefill(ops, cfg: Config, tokens, cos, sin, *arrays):
+    """The prompt `tokens (B, P)` at positions `0..P-1` (`cos`, `sin`: `(P, D)`). `arrays`: the weights, then
+    each layer's key cache, then value cache `(B, KV, S, D)`, whose positions `0..P-1` it fills (in place).
+    Returns the logits of the last position `(B, vocab)`."""
+    embed, norm, lm_head, layers, kcache, vcache = weights_and_caches(cfg, arrays)
     x = ops.f32(ops.take(embed, tokens, 0))
     p = tokens.shape[1]
     keep = ops.arange(p)[:, None] >= ops.arange(p)[None, :]
-    keys, values = [], []
-    for layer in layers:
+    for layer, kc, vc in zip(layers, kcache, vcache):
         q, k, v = qkv(ops, cfg, x, layer, cos, sin)
+        kc[:, :, :p] = ops.bf16(k)
+        vc[:, :, :p] = ops.bf16(v)
         x = x + ops.linear(attention(ops, q, k, v, keep), layer["o_proj"])
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
-        keys.append(ops.bf16(k))
-        values.append(ops.bf16(v))
     last = rmsnorm(ops, cfg, x[:, -1, :], norm)
-    return (ops.linear(last, lm_head), *keys, *values)
+    return ops.linear(last, lm_head)
 
 
 def decode(ops, cfg: Config, token, pos, cos_table, sin_table, *arrays):
     """One token per sequence, `token (B,)` at position `pos` (shape `(1,)`). `arrays`: the weights, then
-    each layer's key cache, then value cache `(B, KV, S, D)` (positions `< pos` filled). Returns the
-    logits `(B, vocab)`, then each layer's new key row, then value row `(B, KV, 1, D)`."""
-    n = 3 + len(LAYER_WEIGHTS) * cfg.num_hidden_layers
-    embed, norm, lm_head, layers = unflatten(cfg, arrays[:n])
-    kcache = arrays[n : n + cfg.num_hidden_layers]
-    vcache = arrays[n + cfg.num_hidden_layers :]
+    each layer's key cache, then value cache `(B, KV, S, D)` (positions `< pos` filled; the step writes
+    position `pos`, in place). Returns the logits `(B, vocab)`."""
+    embed, norm, lm_head, layers, kcache, vcache = weights_and_caches(cfg, arrays)
     b = token.shape[0]
     x = ops.f32(ops.take(embed, token, 0)).reshape(b, 1, cfg.hidden_size)
     cos, sin = ops.take(cos_table, pos, 0), ops.take(sin_table, pos, 0)
-    t = ops.arange(kcache[0].shape[2])
-    here, visible = (t == pos)[:, None], t <= pos
-    keys, values = [], []
+    visible = ops.arange(kcache[0].shape[2]) <= pos
     for layer, kc, vc in zip(layers, kcache, vcache):
-        out, k_row, v_row = decode_attention(ops, cfg, x, layer, cos, sin, kc, vc, here, visible)
-        x = x + out
+        x = x + decode_attention(ops, cfg, x, layer, cos, sin, kc, vc, pos, visible)
         x = x + mlp(ops, rmsnorm(ops, cfg, x, layer["post_attention_layernorm"]), layer)
-        keys.append(ops.bf16(k_row))
-        values.append(ops.bf16(v_row))
-    logits = ops.linear(rmsnorm(ops, cfg, x, norm), lm_head).reshape(b, cfg.vocab_size)
-    return (logits, *keys, *values)
+    return ops.linear(rmsnorm(ops, cfg, x, norm), lm_head).reshape(b, cfg.vocab_size)
 
 
 @tt.jit
-def prefill_program(cfg, tokens, cos, sin, *weights):
-    return prefill(TinytonOps, cfg, tokens, cos, sin, *weights)
+def prefill_program(cfg, tokens, cos, sin, *arrays):
+    return prefill(TinytonOps, cfg, tokens, cos, sin, *arrays)
 
 
 @tt.jit

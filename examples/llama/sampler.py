@@ -1,4 +1,4 @@
-"""Choosing the next token on the device, and moving the new keys and values into the caches.
+"""Choosing the next token on the device.
 
 `sample_kernel` runs one program per sequence over its logits row in `BLOCK` chunks (vocabularies of
 128k entries do not fit one block): greedy is the first maximum (NumPy's argmax); sampling scales by the
@@ -95,16 +95,6 @@ def sample_kernel(logits_ptr, token_ptr, out_ptr, pos_ptr, seed, inv_temperature
 @tt.jit
 def advance_kernel(pos_ptr):
     tt.store(pos_ptr, tt.load(pos_ptr) + 1)
-
-
-@tt.jit
-def write_cache_kernel(cache_ptr, rows_ptr, pos_ptr, N, S, D: tt.constexpr, BLOCK: tt.constexpr):
-    """`cache[r, pos + i, :] = rows[r, i, :]` for program `(r, i)`: cache `(R, S, D)`, rows `(R, N, D)`."""
-    r, i = tt.program_id(0), tt.program_id(1)
-    d = tt.arange(0, BLOCK)
-    live = d < D
-    value = tt.load(rows_ptr + (r * N + i) * D + d, mask=live)
-    tt.store(cache_ptr + (r * S + tt.load(pos_ptr) + i) * D + d, value, mask=live)
 
 
 def sample_numpy(logits: np.ndarray, temperature: float, top_k: int, top_p: float,

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
-from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tt import element_type, is_float, shape_of
 
 SCORE_OPS = (tta.AddOp, tta.SubOp, tta.MulOp, tta.DivOp, tta.WhereOp, tta.MaximumOp, tta.MinimumOp, tta.NegOp)
 """Elementwise ops allowed between `q @ kᵀ` and the softmax: scale, bias, masks."""
@@ -110,6 +110,29 @@ def select_of(value: SSAValue) -> Select | None:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """k or v read from the array `base` as stored, through `ops`: single-use reshapes (of a contiguous array:
+    the same layout) and at most one float cast, which the kernel applies after its loads (a bf16 KV cache in
+    float32 attention is read as bf16, never copied)."""
+
+    base: SSAValue
+    ops: tuple[Operation, ...] = ()
+
+
+def stored(value: SSAValue) -> Stored:
+    """`value` as reshapes and a float cast of an array (`Stored`); no ops: the array itself."""
+    chain: list[Operation] = []
+    while isinstance(value, OpResult) and value.has_one_use() and (
+        isinstance(value.op, tta.ReshapeOp)
+        or isinstance(value.op, tta.CastOp) and is_float(element_type(value.op.input.type)) and is_float(
+            element_type(value.type)) and not any(isinstance(op, tta.CastOp) for op in chain)
+    ):  # fmt: skip
+        chain.insert(0, value.op)
+        value = value.op.input
+    return Stored(value, tuple(chain))
+
+
+@dataclass(frozen=True)
 class Attention:
     q: QView
     k: SSAValue
@@ -125,11 +148,15 @@ class Attention:
     """`p @ v`; None only in a backward that is given the logsumexp (analysis/attention_backward.py)."""
     k_select: Select | None = None
     v_select: Select | None = None
+    k_stored: Stored | None = None
+    """k read through reshapes and a cast of the array in memory (None: k is the array, or a `k_select`)."""
+    v_stored: Stored | None = None
 
     @property
     def ops(self) -> list[Operation]:
         """Every op of the attention (index masks and selected k/v included)."""
         selects = [op for sel in (self.k_select, self.v_select) if sel is not None for op in sel.ops]
+        selects += [op for st in (self.k_stored, self.v_stored) if st is not None for op in st.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *([self.pv] if self.pv else [])]
@@ -246,8 +273,10 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
         return None
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
+    k_select, v_select = select_of(k), select_of(pv.rhs)
     found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps,
-                      (rmax, sub, exp, rsum, div), pv, select_of(k), select_of(pv.rhs))  # fmt: skip
+                      (rmax, sub, exp, rsum, div), pv, k_select, v_select,
+                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}
     return found if computed(found.ops) == computed(ops) else None
 

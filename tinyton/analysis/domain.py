@@ -19,6 +19,12 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from tinyton.analysis.matmul_operands import (  # noqa: F401 - re-exported: the matmul kernel's K loops
+    check_matmul,
+    is_scalar_constant,
+    row_prologue,
+)
+from tinyton.analysis.not_fusable import NotFusable
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -31,10 +37,6 @@ AXIS_OPS = (tta.ReduceOp, tta.ScanOp)
 domain's reduced axis, unless it has size 1 (`is_trivial`)."""
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
-
-
-class NotFusable(Exception):
-    """The ops cannot form one kernel; the message says why."""
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -125,6 +127,9 @@ class Domain:
     maps: dict[SSAValue, Map] = field(default_factory=dict)
     views: dict[SSAValue, View] = field(default_factory=dict)
     matmul: tta.MatmulOp | None = None
+    k_maps: dict[SSAValue, Map] = field(default_factory=dict)
+    """A matmul domain's K loops (tinyton/analysis/matmul_operands.py): per value read or computed there (and
+    per row statistic), the product axis of each dim (`K_AXIS`: along K)."""
 
     @property
     def kind(self) -> str:
@@ -172,6 +177,9 @@ class Domain:
             out = self.maps[op.result]
             axis = op.axis.value.data
             return tuple(None if d == 1 else out[axis + j] for j, d in enumerate(shape_of(value.type)))
+        if isinstance(op, tta.PutOp):  # the value as the put's map; the index along its axis
+            out = self.maps[op.result]
+            return out if index == 1 else (out[op.index_axis],)
         return self.align(shape_of(value.type), self.maps[op.results[0]])
 
     def take_table_axes(self, op: tta.TakeOp) -> tuple[Map, int]:
@@ -199,8 +207,32 @@ def _check_map(m: Map, what: Operation) -> Map:
     return m
 
 
+def columns_window(view: View) -> bool:
+    """A right operand read whole, or at shifted columns (bounds only on its last dim): what a product of
+    few rows reads for a window of its columns (tinyton/rewrites/remap.py `_push_into_product`)."""
+    return view.bounds is None or all(b == (0, n) for b, n in zip(view.bounds[:-1], view.shape[:-1]))
+
+
 def has_template(op: Operation) -> bool:
-    return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp))
+    return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp, tta.PutOp))
+
+
+def register_shape(op: Operation) -> tuple[int, ...]:
+    """The shape a register op computes over: its result's, or for a put the assigned window's."""
+    return shape_of((op.value if isinstance(op, tta.PutOp) else op.results[0]).type)
+
+
+def check_puts(ops: Sequence[Operation], external: Callable[[SSAValue], bool]) -> None:
+    """A put's kernel stores its values into the destination's buffer: the destination is not computed or
+    read by the kernel (the other readers run before it), and the put's result is read after it."""
+    members = set(ops)
+    for op in ops:
+        if not isinstance(op, tta.PutOp):
+            continue
+        if not external(op.dest) or any(u.operation in members and u.operation is not op for u in op.dest.uses):
+            raise NotFusable("a put's destination is neither computed nor read by the put's kernel")
+        if any(u.operation in members for u in op.result.uses):
+            raise NotFusable("a put's result is read from memory, after the put's kernel")
 
 
 def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
@@ -265,96 +297,34 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
         if prod(shape_of(v.type)) >= INDEX_LIMIT:
             raise NotFusable("arrays of 2**31 elements or more need 64-bit indexing")
 
+    check_puts(ops, external)
     matmuls = [op for op in register if isinstance(op, tta.MatmulOp)]
     reductions = [op for op in register if isinstance(op, AXIS_OPS) and not is_trivial(op)]
     for op in register:
         if isinstance(op, tta.TakeOp) and not external(op.table):
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
+    k_loop = None
     if matmuls:
-        prologue = check_matmul(matmuls, reductions, external, lambda v: not external(v))
-        register = [op for op in register if op not in prologue]
+        k_loop = check_matmul(matmuls, reductions, external)
+        register = [op for op in register if op not in k_loop.ops]
         reductions = []
     by_size = sorted(reductions, key=reduction_order)
     candidates = candidate_domains(
         matmuls[0] if matmuls else None,
         [(shape_of(r.input.type), r.axis.value.data) for r in by_size],
-        [shape_of(op.results[0].type) for op in register] + [shape_of(v.type) for v in outputs if v in views],
+        [register_shape(op) for op in register] + [shape_of(v.type) for v in outputs if v in views],
         [shape_of(op.input.type) for op in register if is_trivial(op)],
-        [shape_of(v.type) for v in outputs],
+        [register_shape(v.op) if isinstance(v.op, tta.PutOp) else shape_of(v.type) for v in outputs],
     )
     errors = []
     for dom in candidates:
+        if k_loop is not None:
+            dom.k_maps = k_loop.maps
         try:
             return _infer_all(dom, register, views, outputs, external)
         except NotFusable as e:
             errors.append(e)
     raise errors[0]
-
-
-def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation], external,
-                 inside: Callable[[SSAValue], bool] = lambda v: False) -> set[Operation]:
-    """One matmul with elementwise epilogues, or sibling matmuls (one output shape, an operand in common,
-    as q/k/v projections of one input): one K loop each over the same output tile, one launch. The
-    reductions must be row statistics of a left operand (`row_prologue`), computed in its K loop; returns
-    their elementwise ops (they get no map: they live in the K loop, not in the domain)."""
-    first = matmuls[0]
-    for op in matmuls[1:]:
-        if shape_of(op.result.type) != shape_of(first.result.type) or not set(op.operands) & set(first.operands):
-            raise NotFusable("matmuls share a kernel only as siblings: one output shape, an operand in common")
-    if not all(external(v) for op in matmuls for v in op.operands):
-        raise NotFusable("matmul operands are read from memory (no prologue fusion)")
-    lhs = {op.lhs for op in matmuls}
-    chains: set[Operation] = set()
-    for red in reductions:
-        if isinstance(red, (tta.ArgReduceOp, tta.ScanOp)):
-            raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
-        source, chain = row_prologue(red, inside)
-        if source not in lhs:
-            raise NotFusable("a matmul kernel takes elementwise epilogues and reductions of its rows' K only")
-        chains.update(chain)
-    return chains
-
-
-def row_prologue(red: Operation, inside: Callable[[SSAValue], bool]) -> tuple[SSAValue, list[Operation]]:
-    """`red` reduces the last axis of an elementwise function of one array read from memory (`sum(x * x)`
-    of RMSNorm): that array and the elementwise ops in program order. Other operands must be scalar
-    constants, and no op of the chain may be used outside it."""
-    if not isinstance(red, tta.ReduceOp) or red.axis.value.data != len(shape_of(red.input.type)) - 1:
-        raise NotFusable("a matmul kernel reduces only the last axis of its left operand")
-    chain: list[Operation] = []
-    value = red.input
-    while inside(value):
-        op = value.op
-        if not isinstance(op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp)) or shape_of(op.results[0].type) != shape_of(
-            red.input.type
-        ):
-            raise NotFusable(f"{op.name} cannot be computed in a matmul's K loop")
-        if any(u.operation is not red and u.operation not in chain for u in op.results[0].uses):
-            raise NotFusable("a value of a matmul's K loop is used outside it")
-        chain.insert(0, op)
-        rest = {v for v in op.operands if not is_scalar_constant(v)}
-        if len(rest) != 1:
-            raise NotFusable("a matmul's row reduction reads one array")
-        value = rest.pop()
-    if shape_of(value.type) != shape_of(red.input.type):
-        raise NotFusable("a matmul's row reduction reads one array")
-    return value, chain
-
-
-def is_scalar_constant(v: SSAValue) -> bool:
-    return isinstance(v, OpResult) and isinstance(v.op, tta.ConstantOp) and not shape_of(v.type)
-
-
-def row_prologue_map(dom: Domain, red: tta.ReduceOp) -> Map:
-    """Map of a row reduction of a left operand `[..., M, K]`: its batch axes and M, as the product's."""
-    shape = shape_of(red.input.type)
-    n, k = len(dom.shape), len(shape)
-    out: list[int | None] = [None if d == 1 else n - k + j for j, d in enumerate(shape[:-1])]
-    if red.keeps_dims:
-        out.append(None)
-    if any(a is not None and (a < 0 or dom.shape[a] != shape[j]) for j, a in enumerate(out[: k - 1])):
-        raise NotFusable(f"row reduction {shape} does not fit the product {dom.shape}")
-    return tuple(out)
 
 
 def _infer_all(dom: Domain, register: list[Operation], views: dict[SSAValue, View], outputs, external) -> Domain:
@@ -408,11 +378,17 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         raise NotFusable("a slice of a value computed in registers needs memory (tinyton-push-slices moves "
                          "slices of elementwise values to their inputs)")
     if isinstance(op, tta.MatmulOp):
-        if not all(dom.view(v).is_plain for v in op.operands if v in dom.views):
-            raise NotFusable("a matmul reads its operands whole (a sliced or padded operand needs its own kernel)")
+        if (op.lhs in dom.views and not dom.view(op.lhs).is_plain) or not columns_window(dom.view(op.rhs)):
+            raise NotFusable("a matmul reads its operands whole, or a window of its right operand's columns (another "
+                             "slice or pad of an operand needs its own kernel)")
         return tuple(None if d == 1 else a for a, d in enumerate(out_shape))
     if isinstance(op, tta.ReduceOp) and dom.matmul is not None and not is_trivial(op):
-        return row_prologue_map(dom, op)
+        return dom.k_maps[op.result]  # a row statistic, computed in a K loop
+    if isinstance(op, tta.PutOp):  # stored where the window says: laid out as the value
+        m = dom.map_of(op.value)
+        if op.index is not None and not external(op.index) and dom.maps[op.index] != (m[op.index_axis],):
+            raise NotFusable("a put's indices are computed along another axis than its values")
+        return m
     if isinstance(op, AXIS_OPS):
         m, axis = dom.map_of(op.input), op.axis.value.data
         if not is_trivial(op) and m[axis] != dom.red:

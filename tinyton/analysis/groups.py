@@ -31,6 +31,7 @@ from tinyton.analysis.domain import (
     has_template,
     infer_map,
     is_trivial,
+    register_shape,
     view_after,
 )
 from tinyton.dialects import tta
@@ -98,6 +99,7 @@ class GroupDomain:
     """Input shapes of reductions over a size-1 axis (in registers) -> first position."""
     matmuls: list[tta.MatmulOp] = field(default_factory=list)
     n_reductions: int = 0
+    puts: int = 0
     shapes: tuple[int, ...] | str = ()
     """Broadcast of the register results' shapes, or NumPy's message when they do not broadcast."""
 
@@ -123,12 +125,13 @@ class GroupDomain:
             self.n_reductions += not trivial
         elif isinstance(op, tta.MatmulOp):
             self.matmuls.append(op)
-        self.shapes = _broadcast(self.shapes, shape_of(op.results[0].type))
+        self.puts += isinstance(op, tta.PutOp)
+        self.shapes = _broadcast(self.shapes, register_shape(op))
 
     def summary(self) -> GroupDomain:
         """A copy of the candidate bookkeeping (sharing ops, dom and outputs)."""
         return GroupDomain(self.ops, self.position, self.dom, self.outputs, dict(self.reductions),
-                           dict(self.trivial), list(self.matmuls), self.n_reductions, self.shapes)
+                           dict(self.trivial), list(self.matmuls), self.n_reductions, self.puts, self.shapes)
 
     def map_of(self, value: SSAValue) -> Map:
         return self.dom.map_of(value)
@@ -197,12 +200,13 @@ class Union:
             return self.fresh
         big, summary = self.big, self.summary
         big.ops |= self.small.ops
-        big.dom = Domain(self.dom.shape, self.dom.red, self.dom.maps.commit(), self.views.commit(), self.dom.matmul)
+        big.dom = Domain(self.dom.shape, self.dom.red, self.dom.maps.commit(), self.views.commit(), self.dom.matmul,
+                         self.dom.k_maps)
         for v in self.removed:
             big.outputs.pop(v, None)
         big.outputs.update(dict.fromkeys(self.added))
         big.reductions, big.trivial, big.matmuls = summary.reductions, summary.trivial, summary.matmuls
-        big.n_reductions, big.shapes = summary.n_reductions, summary.shapes
+        big.n_reductions, big.puts, big.shapes = summary.n_reductions, summary.puts, summary.shapes
         return big
 
     # ---- the incremental analysis -------------------------------------------------------------------
@@ -230,10 +234,11 @@ class Union:
         for op in new_register:
             summary.add_register(op)
         outputs = self._outputs()
-        if summary.matmuls and summary.reductions:
-            raise _Fresh  # row reductions in a matmul's K loop: `analyze` finds their elementwise chains
-        if summary.matmuls:
-            check_matmul(summary.matmuls, [], external)
+        if summary.puts:
+            raise _Fresh  # `analyze` checks what a put's kernel reads
+        if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
+            raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
+        k_maps = check_matmul(summary.matmuls, [], external).maps if summary.matmuls else {}
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
             raise _Fresh  # shapes that do not broadcast together: `analyze` tries the outputs' shape
         order = sorted(summary.reductions.items(), key=lambda kv: (-len(kv[0][0]), -prod(kv[0][0]), kv[1]))
@@ -248,6 +253,7 @@ class Union:
         for dom in candidates:
             if dom.shape != big.dom.shape:
                 raise _Fresh
+            dom.k_maps = k_maps
             try:
                 return self._maps(dom, registers, external, outputs)
             except NotFusable as e:

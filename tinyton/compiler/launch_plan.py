@@ -44,6 +44,9 @@ class Launches:
     returns_tuple: bool
     counters: Sequence[tuple[int, ...]] = ()
     """Shapes of the grid barriers' i32 counter buffers, after `buffer_specs` in buffer order."""
+    updates: tuple[int, ...] = ()
+    """The inputs (buffers 0, 1, ...) the kernels write into: copied back to the caller's array after the
+    launches where the call path made a copy of it."""
 
 
 class _Counters:
@@ -68,13 +71,18 @@ def runner(launches: Launches, memory: HostMemory | DeviceMemory) -> Runner:
 
 def _looped(launches: Launches, memory: HostMemory) -> Runner:
     prepare, allocate, finish, address = memory.prepare, memory.allocate, memory.finish, memory.address
+    write_back, check_writable = memory.write_back, memory.check_writable
     temporaries = launches.buffer_specs[len(launches.input_positions) :]
     positions, outputs, single = launches.input_positions, launches.outputs, not launches.returns_tuple
     host_results = memory.host_results
     zeros = np.zeros if address is None else arrays.zeros
     counters = _Counters(launches.counters, lambda shape: zeros(shape, np.int32))
 
+    updates = launches.updates
+
     def run(args: tuple) -> Any:
+        for i in updates:
+            check_writable(args[positions[i]], i)
         buffers = [prepare(args[i]) for i in positions] + [allocate(shape, dtype) for shape, dtype in temporaries]
         if address is None:
             buffers += counters(None)
@@ -86,8 +94,10 @@ def _looped(launches: Launches, memory: HostMemory) -> Runner:
             addresses = [address(b) for b in buffers]
             for kernel, grid, slots in launches.kernels:
                 kernel.launcher.launch(grid, kernel.threads, 0, stream, tuple([addresses[i] for i in slots]))
-            if stream and host_results:  # the copies back below run on the default stream
+            if stream and (host_results or updates):  # the copies back below run on the default stream
                 driver.stream_synchronize(stream)
+        for i in updates:
+            write_back(args[positions[i]], buffers[i])
         results = tuple([finish(buffers[i]) for i in outputs])
         return results[0] if single else results
 
@@ -136,6 +146,8 @@ def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
     for k, (kernel, grid, slots) in enumerate(launches.kernels):
         namespace[f"L{k}"] = kernel.launcher.bind(grid, kernel.threads)
         lines.append(f"    L{k}(s, ({''.join(f'p{i}, ' for i in slots)}))")
+    for i in launches.updates:
+        emit(memory.write_back, x=f"b{i}", arg=f"args[{launches.input_positions[i]}]")
     values = [f"b{i}" for i in launches.outputs]
     lines.append(f"    return ({', '.join(values)},)" if launches.returns_tuple else f"    return {values[0]}")
     source = "def run(args):\n" + "\n".join(lines)

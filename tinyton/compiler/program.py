@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
@@ -107,6 +107,9 @@ class ArrayProgram:
     steps: list[_Step]
     outputs: tuple[int, ...]
     returns_tuple: bool
+    updates: tuple[int, ...] = ()
+    """The inputs (buffer slots) the program assigns into: updated in place, written back to the caller's
+    array where the call made a copy of it (a strided or misaligned input, a host array staged on the GPU)."""
     counters: tuple[tuple[int, ...], ...] = ()
     """Shapes of the grid barriers' i32 counter buffers, the last buffer slots: zero before their first
     launch, kept from call to call."""
@@ -138,7 +141,7 @@ class ArrayProgram:
                 kernels = [(self._kernel(s), s.grid, s.slots) for step in self.steps
                            for s in self._launched(step, on_gpu)]  # fmt: skip
                 plan = Launches(self.input_positions, self.buffer_specs, kernels, self.outputs, self.returns_tuple,
-                                self.counters)
+                                self.counters, self.updates)
                 run = runner(plan, memory)
             if on_gpu and not memory_on_inputs_device(memory):
                 run = on_device(run, ordinal or 0)
@@ -154,6 +157,23 @@ class ArrayProgram:
     def kernels(self) -> list[CompiledKernel]:
         """The compiled kernels (CompiledKernel objects), compiling them for the GPU if needed."""
         return [self._kernel(step) for step in self.steps]
+
+
+def program_updates(fn: func.FuncOp) -> list[int]:
+    """The inputs a traced program assigns into, one per trailing result (`tta.updates`)."""
+    updates = fn.attributes.get(tta.UPDATES)
+    return [] if updates is None else list(updates.get_values())
+
+
+def put_destinations(fusion: tta.FusionOp) -> list[tuple[SSAValue, SSAValue]]:
+    """(region result, program value) for each result of `fusion` that a put computes: the result shares the
+    buffer of the put's destination (tinyton/rewrites/in_place.py makes that safe)."""
+    found = []
+    for out, value in zip(fusion.outputs, fusion.yield_op.values):
+        if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
+            dest = value.op.dest
+            found.append((out, fusion.inputs[dest.index] if dest in fusion.block.args else dest))
+    return found
 
 
 def sm_count() -> int:
@@ -195,9 +215,13 @@ def build_program(
 
     for arg in body.args:
         buffer(arg)
-    results = set(body.last_op.operands)
+    returned = list(body.last_op.operands)
+    updates = program_updates(program_function(fused))
+    results = set(returned)
     kept: list[Any] = []
     for k in launches:
+        for out, dest in put_destinations(k.fusion):  # a put writes into its destination's buffer
+            slot[out] = buffer(dest)
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
             slot[k.outputs[0]] = buffer(k.inputs[k.alias])
             continue
@@ -207,7 +231,11 @@ def build_program(
             for v in (*k.bindings, *(v for f in k.fallback for v in f.bindings)):
                 if not (isinstance(v, Scratch) and v.counter):
                     buffer(v)
-    outputs = tuple(buffer(v) for v in body.last_op.operands)
+    user = returned[: len(returned) - len(updates)]
+    outputs = tuple(buffer(v) for v in user)
+    for arg, final in zip(updates, returned[len(user) :]):
+        if buffer(final) != arg:
+            raise RuntimeError(f"internal error: the update of input {arg} is not in its buffer")
     counters = [v for k, _ in kept for v in k.scratch if v.counter]
     for i, v in enumerate(counters):  # after every buffer allocated per call
         slot[v] = len(specs) + i
@@ -228,6 +256,7 @@ def build_program(
         steps=steps,
         outputs=outputs,
         returns_tuple=returns_tuple(graph),
+        updates=tuple(updates),
         counters=tuple(v.shape for v in counters),
     )
     makers: dict[str, Callable[[], str]] = {"graph": lambda: str(graph), "fused": lambda: str(fused)}

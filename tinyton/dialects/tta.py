@@ -59,6 +59,7 @@ from tinyton.dialects.tta_elementwise import (
     MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
 from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range
+from tinyton.dialects.tta_put import UPDATES, PutOp
 from tinyton.dialects.tta_math import (
     MATH_OPS, Atan2Op, CeilOp, CopysignOp, CosOp, ErfOp, Exp2Op, Expm1Op,
     FloorOp, FmaxOp, FminOp, HypotOp, Log1pOp, Log2Op, Log10Op, RintOp, SinOp, TanhOp, TanOp, TruncOp,
@@ -386,6 +387,7 @@ Tta = Dialect(
         ArangeOp,
         SliceOp,
         ConcatenateOp,
+        PutOp,
         FusionOp,
         YieldOp,
     ],
@@ -400,9 +402,9 @@ __all__ = [  # `tta.<name>`: this module's ops and those of the op modules it ga
     "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaxOp", "FminOp", "format_shape", "FusionOp", "HypotOp",
     "INDEX_ELEMENT", "inside_range", "is_float", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS",
     "matmul_element", "matmul_shape", "MatmulOp", "MaximumOp", "MinimumOp", "ModOp", "MulOp", "NegOp",
-    "normalize_axis", "OrOp", "PowOp", "program_function", "reduced_shape", "ReduceMaxOp", "ReduceMeanOp",
+    "normalize_axis", "OrOp", "PowOp", "program_function", "PutOp", "reduced_shape", "ReduceMaxOp", "ReduceMeanOp",
     "ReduceMinOp", "ReduceOp", "ReduceProdOp", "ReduceSumOp", "require", "ReshapeOp", "RETURNS_TUPLE",
     "returns_tuple", "RintOp", "RsqrtOp", "ScanOp", "shape_of", "ShapeError", "ShlOp", "ShrOp", "SinOp", "SliceOp",
     "SqrtOp", "SubOp", "take_shape", "TakeOp", "TanhOp", "TanOp", "transposed_shape", "TransposeOp", "TruncOp",
-    "Tta", "type_str", "UnaryOp", "verify_axis", "verify_value", "WhereOp", "XorOp", "YieldOp",
+    "Tta", "type_str", "UnaryOp", "UPDATES", "verify_axis", "verify_value", "WhereOp", "XorOp", "YieldOp",
 ]  # fmt: skip

@@ -108,6 +108,8 @@ def _op(op: Operation, args: list[Any]) -> list[Any]:
         out = np.concatenate(args, axis=op.axis.value.data)
     elif isinstance(op, tta.ArangeOp):
         out = np.arange(op.start.value.data, op.end.value.data)
+    elif isinstance(op, tta.PutOp):
+        out = _put(op, *args)
     elif isinstance(op, tta.FusionOp):
         return run_block(op.block, args)
     else:
@@ -125,6 +127,16 @@ def _window(x: np.ndarray, op: tta.SliceOp) -> np.ndarray:
         where.append(np.nonzero(inside)[0])
         read.append(index[inside])
     out[np.ix_(*where)] = x[np.ix_(*read)]
+    return out
+
+
+def _put(op: tta.PutOp, dest: np.ndarray, value: np.ndarray, index: np.ndarray | None = None) -> np.ndarray:
+    """`tta.put`: a copy of `dest` with its window (and along `axis` the positions of `index`) set to `value`."""
+    out = np.array(dest, copy=True)
+    positions = [start + np.arange(n) * step for start, step, n in zip(op.starts, op.steps, value.shape)]
+    if index is not None:
+        positions[op.index_axis] = np.asarray(index) % dest.shape[op.index_axis]
+    out[np.ix_(*positions)] = value
     return out
 
 

@@ -8,6 +8,7 @@ common element type. The entry point, `trace`, is in tinyton/frontend/tracing.py
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -65,6 +66,10 @@ class Tracer:
         (`x.mean(-1)` in a layer norm and inside `x.var(-1)`) is one value, so it costs no second pass. Other
         ops stay as written (views and elementwise ops are free to repeat, and the patterns match them
         per use: a `k.T` per attention)."""
+        self.stale: dict[SSAValue, str] = {}
+        """Views taken of an array before an assignment into it (tinyton/frontend/array_assign.py), each with
+        the error that reading it raises."""
+        self._arrays: list[weakref.ref[Traced]] = []
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -82,10 +87,12 @@ class Tracer:
             op.verify()
         except (tta.ShapeError, VerifyException) as e:
             raise error(str(e)) from None
+        if self.stale:
+            self.check_fresh(op.operands)
         key = (op.name, tuple(op.operands), tuple(op.properties.items()))
         if isinstance(op, (tta.ReduceOp, tta.ScanOp)) and key in self.reductions:
             op.erase()
-            return self.reductions[key]
+            return Traced(self, self.reductions[key].value)  # the same values, a new array
         filename, line, col = user_location()
         op.location = FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
         self.block.add_op(op)
@@ -93,6 +100,21 @@ class Tracer:
         if isinstance(op, (tta.ReduceOp, tta.ScanOp)):
             self.reductions[key] = traced
         return traced
+
+    def check_fresh(self, values: Sequence[SSAValue]) -> None:
+        """Refuse to read a view of an array assigned into after the view was taken."""
+        for v in values:
+            if v in self.stale:
+                raise error(self.stale[v])
+
+    def register(self, array: Traced) -> None:
+        self._arrays.append(weakref.ref(array))
+
+    def live_arrays(self) -> list[Traced]:
+        """The traced arrays some Python name or container still holds."""
+        alive = [a for ref in self._arrays if (a := ref()) is not None]
+        self._arrays = [weakref.ref(a) for a in alive]
+        return alive
 
     def constant(self, value: bool | int | float, element: Attribute) -> Traced:
         """A scalar `tta.constant`, one per distinct (type, value) in the program."""
@@ -109,7 +131,7 @@ class Tracer:
         key = constant_key(attr.value.data, element)
         if key not in self.constants:
             self.constants[key] = self.emit(tta.ConstantOp, attr)
-        return self.constants[key]
+        return Traced(self, self.constants[key].value)
 
 
 def as_traced(values: Sequence[Any], tracer: Tracer | None = None) -> list[Traced]:
@@ -139,6 +161,7 @@ class Traced:
     def __init__(self, tracer: Tracer, value: SSAValue):
         self.tracer = tracer
         self.value = value
+        tracer.register(self)
 
     # ---- metadata --------------------------------------------------------------------------
     @property
@@ -171,9 +194,14 @@ class Traced:
             element = element_of(dtype)
         except TypeError as e:
             raise error(str(e)) from None
-        return self if element == self.element else self.tracer.emit(tta.CastOp, self.value, element)
+        if element == self.element:  # NumPy's astype copies: a new array of the same values
+            return Traced(self.tracer, self.value)
+        return self.tracer.emit(tta.CastOp, self.value, element)
 
     astype = to
+
+    def copy(self) -> Traced:
+        return ARRAY_IMPLS["copy"](self)
 
     def reshape(self, *shape: Any) -> Traced:
         return ARRAY_IMPLS["reshape"](self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
@@ -234,6 +262,9 @@ class Traced:
 
     def __getitem__(self, key: Any) -> Traced:
         return ARRAY_IMPLS["getitem"](self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        ARRAY_IMPLS["setitem"](self, key, value)
 
     # ---- Python protocols that would need a concrete value ----------------------------------
     def _no_value(self, what: str) -> Exception:

@@ -17,17 +17,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, UnitAttr
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, UnitAttr, i64
 from xdsl.ir import Attribute, Region
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
-from tinyton.frontend import array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul
+from tinyton.frontend import array_assign, array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul
 from tinyton.frontend.promotion import ARRAY_DTYPES, element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, Tracer
 
-IMPLEMENTATIONS = (array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul)
+IMPLEMENTATIONS = (array_assign, array_indexing, array_ops, array_reductions, array_reshaping, refused, scaled_matmul)
 """The modules that fill `traced.ARRAY_IMPLS` (what NumPy functions, `tt.` builtins and operators do to traced
 arrays) as they are imported: tracing needs every one of them loaded."""
 
@@ -80,6 +80,7 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
         arg = tracer.block.insert_arg(_argument_type(pname, value), len(tracer.block.args))
         arg.name_hint = pname
         call_args.append(Traced(tracer, arg))
+    inputs = [(a, a.value) for a in call_args if isinstance(a, Traced)]  # an assignment changes `a.value`
 
     with tracer.active():
         out = fn(*call_args)
@@ -94,6 +95,9 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
                 fn.__code__.co_firstlineno,
             )
     results = [o.value for o in outputs]
+    tracer.check_fresh(results)
+    updated = [(i, a.value) for i, (a, arg) in enumerate(inputs) if a.value is not arg]
+    results += [v for _, v in updated]
     tracer.block.add_op(func.ReturnOp(*results))
     function = func.FuncOp(
         name or fn.__name__,
@@ -102,6 +106,8 @@ def trace(fn: Callable[..., Any], args: Sequence[Any], name: str | None = None) 
     )
     if isinstance(out, (tuple, list)):
         function.attributes[tta.RETURNS_TUPLE] = UnitAttr()
+    if updated:  # inputs assigned into: each trailing result is written back to its input (in place)
+        function.attributes[tta.UPDATES] = DenseArrayBase.from_list(i64, [i for i, _ in updated])
     module = ModuleOp([function])
     try:  # every op was verified when traced (Tracer.emit): check the function and its return only
         module.verify(verify_nested_ops=False)

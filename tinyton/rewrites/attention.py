@@ -20,6 +20,7 @@ from tinyton.analysis.attention import (
     q_view,
     score_chain,
     select_of,
+    stored,
 )
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
@@ -50,10 +51,10 @@ def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValu
 
 def _selected(operand: SSAValue) -> list[Operation]:
     """The ops of k or v given as `where(index mask, a, b)` (a cache update read in place), the mask
-    cloned for this attention; none otherwise."""
+    cloned for this attention; or its reshapes and cast of the array in memory (read as stored)."""
     select = select_of(operand)
     if select is None:
-        return []
+        return list(stored(operand).ops)
     return [*own_copy(select.where, select.where.condition), *select.true.ops, *select.false.ops, select.where]
 
 

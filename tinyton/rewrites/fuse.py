@@ -8,17 +8,21 @@ group is one kernel the codegen can emit):
 - elementwise into elementwise; elementwise producers into a reduction (prologue);
 - per-row consumers of a reduction, broadcast back over the same rows (epilogue), and several
   reductions over the same rows; siblings over one domain that only share an input, too;
-- a matmul with elementwise epilogues (bias, activation, residual); sibling matmuls (one output shape, an
-  operand in common: q/k/v projections) share one kernel, one K loop each; reductions over the K axis of
-  a left operand (RMSNorm's mean of squares, once `tinyton-row-scale` has moved the norm's scale behind
-  the matmul) accumulate in that operand's K loop;
+- a matmul with elementwise epilogues (bias, activation, residual, a put); sibling matmuls (one output
+  shape, an operand in common: q/k/v projections) share one kernel, one K loop each; a computed left operand
+  is evaluated in the K loop, with the row statistics it reads (RMSNorm, tinyton/analysis/matmul_operands.py;
+  norm cones are proposed as groups with their matmuls, and copied for projections of another width);
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
-  every consumer (each gets its own copy of the op), never materialised for them;
+  every consumer (each gets its own copy of the op, matmuls reading one as their left operand one per
+  output shape), never materialised for them;
+- a put (`x[key] = v`) stores into its destination's buffer: the destination's other readers come first
+  (ordering edges of the group graph, tinyton/rewrites/in_place.py);
 - an index array reshaped onto another axis (`(arange(T) == pos)[:, None]`) joins its consumer: when the
   group's shapes do not broadcast together, the domain is its outputs' shape (tinyton/analysis/domain.py).
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
 the other through a third): checked on the condensed group graph (tinyton/rewrites/group_graph.py). Nothing is duplicated but
-views and scalar constants; reductions never are. Groups are emitted in topological order.
+views, scalar constants and norms before projections of different widths. Groups are emitted in topological
+order.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import cse
 
 from tinyton.analysis.domain import NotFusable
 from tinyton.analysis.groups import GroupDomain, Union
@@ -50,10 +55,17 @@ from tinyton.rewrites.outline import (
     rebuild,
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
+from tinyton.rewrites.heads import SplitHeadsPass
+from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
+from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
+
+
+ROW_PATTERNS = frozenset({"rmsnorm", "softmax"})
+"""Pattern kinds of row kernels (tinyton/rewrites/*.pdl.mlir)."""
 
 
 class Planner:
@@ -72,7 +84,9 @@ class Planner:
             i: {0 in shape_of(r.type) for r in op.results} for i, op in enumerate(self.ops)
         }
         """Per group: whether its results are empty arrays (True), real ones (False), or both."""
-        self.groups = GroupGraph(list(self.members), ((self.group[u], self.group[v]) for u, v in self.edges))
+        ordering = ordering_edges(self.ops)  # readers of a put's destination run before the put
+        self.groups = GroupGraph(list(self.members),
+                                 ((self.group[u], self.group[v]) for u, v in [*self.edges, *ordering]))
         for ops_, kind in seeds:
             kept = [self.group[op] for op in sorted((op for op in ops_ if op in self.index), key=self.index.__getitem__)]
             g = kept[0] if kept else None
@@ -81,7 +95,7 @@ class Planner:
             if g is not None and kind:
                 self.kinds[g].add(kind)
         self.analysis: dict[int, GroupDomain | None] = {g: self._analyze(g) for g in self.members}
-        for proposed in row_stat_groups(self.ops, self.index):
+        for proposed in [*row_stat_groups(self.ops, self.index), *prologue_groups(self.ops, self.index)]:
             self._propose(proposed)
 
     # ---- legality ---------------------------------------------------------------------------
@@ -108,9 +122,11 @@ class Planner:
         return merged if _writes_once(merged, outputs) else None
 
     def _propose(self, ops: Sequence[Operation]) -> None:
-        """Make `ops` (singleton groups, in program order, no cycle through them) one group if that is one
-        kernel writing each output once."""
-        if any(len(self.members[self.group[op]]) > 1 for op in ops):
+        """Make `ops` (in program order, no cycle through them; groups of a pattern only when wholly inside)
+        one group if that is one kernel writing each output once."""
+        groups = list(dict.fromkeys(self.group[op] for op in ops))
+        members = set(ops)
+        if any(not members.issuperset(self.members[g]) for g in groups):
             return  # claimed by a pattern
         try:
             analysis = GroupDomain.of(ops, self.index)
@@ -118,10 +134,11 @@ class Planner:
             return
         if not _writes_once(analysis, analysis.outputs):
             return
-        g = self.group[ops[0]]
-        for op in ops[1:]:
-            del self.analysis[self.group[op]]
-            g = self._merge(g, self.group[op])
+        for g in groups:
+            del self.analysis[g]
+        g = groups[0]
+        for other in groups[1:]:
+            g = self._merge(g, other)
         self.analysis[g] = analysis
 
     def creates_cycle(self, a: int, b: int, reach: Reachability | None = None) -> bool:
@@ -201,7 +218,10 @@ class Planner:
     def _finish(self, g: int) -> Group:
         ops = sorted(self.members[g], key=self.index.__getitem__)
         analysis = self.analysis[g]
-        kind = "+".join(sorted(self.kinds[g])) or default_kind(ops, analysis.dom if analysis else None)
+        kinds = self.kinds[g]
+        if analysis is not None and analysis.dom.matmul is not None:
+            kinds = kinds - ROW_PATTERNS  # a norm in a projection's K loop: the region is the matmul's
+        kind = "+".join(sorted(kinds)) or default_kind(ops, analysis.dom if analysis else None)
         return ops, kind
 
 
@@ -217,6 +237,8 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     """Plan and outline one function (existing regions are dissolved and kept as seeds)."""
     seeds = inline_fusions(fn)
     erase_dead_ops(fn)
+    prepare_puts(fn)
+    duplicate_shared_prologues(fn)
     duplicate_free_ops(fn)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())
@@ -227,9 +249,18 @@ def _is_node(op: Operation) -> bool:
     return not isinstance(op, tta.ConstantOp) or any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
+def _merge_equal_ops(module: ModuleOp) -> None:
+    """xDSL's `cse`, then views given back one copy per use (`duplicate_free_ops`): the patterns match a view
+    per use (a `k.T` per attention)."""
+    cse(module)
+    for fn in functions(module):
+        duplicate_free_ops(fn)
+
+
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Slices of computed values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
+    """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), slices of computed
+    values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
     in one form (`tinyton-canonicalize-attention`), row scales behind matmuls (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
@@ -238,6 +269,11 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("common subexpressions"):  # `x.astype(bf16)` per projection: one cast, so siblings share it
+            cse(op)
+        with stage("projections split into heads"):
+            SplitHeadsPass().apply(ctx, op)
+            _merge_equal_ops(op)  # the heads' reshapes of one input are one
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale

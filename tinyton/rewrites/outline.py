@@ -18,6 +18,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.analysis.domain import VIEWS, Domain, NotFusable, analyze
 from tinyton.dialects import tta
+from tinyton.dialects.tt_types import shape_of
 from tinyton.rewrites.group_graph import lexicographic_order
 
 Group = tuple[list[Operation], str | None]
@@ -60,14 +61,28 @@ def duplicate_free_ops(fn: func.FuncOp) -> None:
     """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy.
 
     Views cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
-    forcing the view to be materialised for the others."""
+    forcing the view to be materialised for the others. Matmuls reading a view as their left operand share
+    one copy per output shape: sibling projections share an operand (tinyton/analysis/matmul_operands.py)."""
     for op in list(fn.body.block.ops):
         if not isinstance(op, VIEWS):
             continue
-        for use in list(op.result.uses)[1:]:
-            clone = op.clone()
-            Rewriter.insert_op(clone, InsertPoint.after(op))
-            use.operation.operands[use.index] = clone.result
+        uses = list(op.result.uses)
+        if uses and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses):
+            first: dict[tuple[int, ...], SSAValue] = {}
+            for use in uses:
+                shape = shape_of(use.operation.results[0].type)
+                if shape not in first:
+                    first[shape] = op.result if not first else _clone_after(op)
+                use.operation.operands[use.index] = first[shape]
+            continue
+        for use in uses[1:]:
+            use.operation.operands[use.index] = _clone_after(op)
+
+
+def _clone_after(op: Operation) -> SSAValue:
+    clone = op.clone()
+    Rewriter.insert_op(clone, InsertPoint.after(op))
+    return clone.results[0]
 
 
 def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:

@@ -6,7 +6,8 @@ Takes: a module of `func.func`s of tta ops. Gives: the same functions computing 
   part0, where(i < n0 + n1, part1, part2))` over an `arange` of the axis;
 - (`tinyton-push-slices`) every `tta.slice` of a value computed by an elementwise op (or a transpose,
   broadcast, size-1 reshape, arange, or another slice) is moved up onto that op's operands: the op is
-  evaluated at the remapped indices (tinygrad's idea). A slice with a fill that pads becomes a select
+  evaluated at the remapped indices (tinygrad's idea). A window of the columns of a product with few rows
+  is the product with a window of its right operand (`_push_into_product`). A slice with a fill that pads becomes a select
   between the unpadded window and the fill. Slices end up on values read from memory, which the fusion
   reads as views with an offset and bounds (tinyton/analysis/domain.py `View`), so a slice, flip, pad or
   concatenation of a computed value fuses with its producer and its consumers. The producer stays for
@@ -128,6 +129,10 @@ def push_slice(op: tta.SliceOp) -> bool:
             value = _select_fill(b, op, b.slice(source, windows))
         else:
             value = b.slice(producer.input, composed, producer.fill)
+    elif isinstance(producer, tta.MatmulOp):
+        value = _push_into_product(b, producer, windows, fill)
+        if value is None:
+            return False
     elif not isinstance(producer, (*ELEMENTWISE, tta.TransposeOp, tta.BroadcastToOp, tta.ReshapeOp, tta.ArangeOp)):
         return False
     elif fill is not None and op.pads:
@@ -155,6 +160,27 @@ def push_slice(op: tta.SliceOp) -> bool:
     op.result.replace_all_uses_with(value)
     Rewriter.erase_op(op)
     return True
+
+
+RECOMPUTED_ROWS = 16
+"""Most rows of a product whose column window is computed by a product of its own: few rows (a decode
+step's) make the kernel a pass over the weights, whose shifted windows it finds in cache, so a second dot
+costs next to nothing; with more rows the dots are the cost (a prompt's projections keep their slices in
+another kernel)."""
+
+
+def _push_into_product(b: _Builder, producer: tta.MatmulOp, windows: Sequence[Window], fill) -> SSAValue | None:
+    """A window along the columns of a product with few rows (RoPE's halves of each head of a decode step's
+    q or k) is the product of the same left operand and a window of the right operand, a sibling matmul
+    that shares its kernel (its loads read the right operand at shifted columns)."""
+    out = shape_of(producer.result.type)
+    if fill is not None or len(out) < 2 or out[-2] > RECOMPUTED_ROWS or windows[-1][1] != 1:
+        return None
+    if any(w != (0, 1, n) for w, n in zip(windows[:-1], out[:-1])):
+        return None
+    rhs = shape_of(producer.rhs.type)
+    window = [(0, 1, n) for n in rhs[:-1]] + [windows[-1]]
+    return b.add(tta.MatmulOp(producer.lhs, b.slice(producer.rhs, window)))
 
 
 def _select_fill(b: _Builder, op: tta.SliceOp, unpadded: SSAValue) -> SSAValue:

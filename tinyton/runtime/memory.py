@@ -45,6 +45,10 @@ class HostMemory:
     """Device address of a buffer; None when the kernels run on the simulator."""
     host_results: bool = False
     """Results are copied back to the host after the launches (they wait for the stream)."""
+    write_back: Callable[[Any, Any], None] = field(default=lambda arg, buffer: None)
+    """`write_back(argument, buffer)`: an input the program assigns into, from its buffer back to the caller's
+    array (nothing when the buffer is that array)."""
+    check_writable: Callable[[Any, int], None] = field(default=lambda arg, index: None)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ class DeviceMemory:
     scratch: Scratch
     """The intermediates' blocks, kept per thread and stream (tinyton/runtime/scratch.py)."""
     allocate_same: str | None = None
+    write_back: str = ""
+    """Statements copying buffer `{x}` back to the argument `{arg}` it was made from, when it is a copy (an input
+    the program assigns into)."""
     namespace: dict[str, Any] = field(default_factory=dict)
     follows_inputs: bool = False
     """Buffers are made on the inputs' device (torch's `new_empty`), not on the current device."""
@@ -99,14 +106,49 @@ def memory_for(inputs: Sequence[Any], on_gpu: bool) -> HostMemory | DeviceMemory
         return _device_array_memory(device_of_call(inputs, "an array program call"))
     to_caller = from_host if torch_input else _identity
     if not on_gpu:
-        return HostMemory(host_array, np.empty, to_caller)
+        return HostMemory(host_array, np.empty, to_caller, write_back=_write_back_host,
+                          check_writable=_check_writable)
     host = sample is None or isinstance(sample, np.ndarray) or torch_input
 
     def prepare(x: Any) -> Any:
         return device_input(x)[0] if hasattr(x, "__cuda_array_interface__") else arrays.to_device(host_array(x))
 
     finish = (lambda b: to_caller(b.numpy()) if isinstance(b, arrays.DeviceArray) else b) if host else _identity
-    return HostMemory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value, host_results=host)
+    return HostMemory(prepare, arrays.empty, finish, lambda b: arrays.as_kernel_argument(b).value, host_results=host,
+                      write_back=_write_back_staged, check_writable=_check_writable)
+
+
+def _check_writable(x: Any, index: int) -> None:
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise ValueError(f"the array program assigns into its input {index}, a read-only NumPy array; pass a "
+                         "writable one (np.array(x) copies)")
+
+
+def _host_target(arg: Any) -> np.ndarray:
+    """The caller's host array as NumPy sees it (a CPU torch tensor's memory, viewed)."""
+    return np.asarray(host_view(arg)) if is_torch(arg) else arg
+
+
+def _write_back_host(arg: Any, buffer: np.ndarray) -> None:
+    target = _host_target(arg)
+    if target is not buffer and not (isinstance(target, np.ndarray) and np.may_share_memory(target, buffer)):
+        np.copyto(target, buffer)
+
+
+def _write_back_staged(arg: Any, buffer: Any) -> None:
+    """An input staged on the GPU (or a device array copied to align it), back to the caller's array."""
+    if buffer is arg:
+        return
+    if hasattr(arg, "__cuda_array_interface__"):
+        _device_write_back(arg, buffer, explicit_stream())
+    else:
+        np.copyto(_host_target(arg), buffer.numpy())
+
+
+def _device_write_back(arg: Any, copy: Any, stream: int | None) -> None:
+    """A device array's aligned copy (`device_input`), back into the caller's array."""
+    if copy is not arg:
+        driver.memcpy_dtod(arg.__cuda_array_interface__["data"][0], copy.ptr, copy.nbytes, stream)
 
 
 def _describe(x: Any) -> str:
@@ -158,6 +200,7 @@ def _torch_memory(device: Any) -> DeviceMemory:
         stream="s = EXPLICIT()\nif s is None:\n    s = TORCH_STREAM()",
         dtype_value=torch_dtype,
         counter=lambda shape: torch.zeros(shape, dtype=torch.int32, device=device),
+        write_back="if {x} is not {arg}:\n    {arg}.copy_({x})",
         scratch=Scratch(block, torch.Tensor.data_ptr),
         namespace={"EXPLICIT": explicit_stream, "TORCH_STREAM": torch_stream_reader(device.index)},
         follows_inputs=True,
@@ -176,7 +219,9 @@ def _device_array_memory(ordinal: int) -> DeviceMemory:
         dtype_value=np.dtype,
         counter=lambda shape: arrays.zeros(shape, np.int32),
         scratch=Scratch(lambda nbytes, stream: arrays.empty((nbytes,), np.uint8), lambda block: block.ptr),
-        namespace={"EMPTY": arrays.empty, "EXPLICIT": explicit_stream, "DEVICE_INPUT": device_input},
+        write_back="WRITE_BACK({arg}, {x}, s)",
+        namespace={"EMPTY": arrays.empty, "EXPLICIT": explicit_stream, "DEVICE_INPUT": device_input,
+                   "WRITE_BACK": _device_write_back},
     )
 
 

@@ -184,3 +184,27 @@ func.func @cumsum_bool(%x: tensor<8xi1>) -> tensor<8xi1> {
   func.return %z : tensor<8xi1>
 }
 // ERR: tta.cumsum takes numbers (the tracer counts bools in int32)
+
+// -----
+
+func.func @put_outside(%c: tensor<2x16xf32>, %w: tensor<2x3xf32>) -> tensor<2x16xf32> {
+  %a = tta.put %c[] = %w start = [0, 12] step = [1, 2] : tensor<2x16xf32>, tensor<2x3xf32>
+  func.return %a : tensor<2x16xf32>
+}
+// ERR: tta.put window of dim 1 leaves the destination (start 12, step 2, 3 elements, extent 16)
+
+// -----
+
+func.func @put_dtype(%c: tensor<16xf32>, %w: tensor<2xbf16>) -> tensor<16xf32> {
+  %a = tta.put %c[] = %w start = [0] step = [1] : tensor<16xf32>, tensor<2xbf16>
+  func.return %a : tensor<16xf32>
+}
+// ERR: tta.put value must be float32 (insert tta.cast)
+
+// -----
+
+func.func @put_indices(%c: tensor<2x16xf32>, %r: tensor<2x2xf32>, %pos: tensor<1xi32>) -> tensor<2x16xf32> {
+  %a = tta.put %c[%pos : tensor<1xi32>] = %r start = [0, 0] step = [1, 1] axis 1 : tensor<2x16xf32>, tensor<2x2xf32>
+  func.return %a : tensor<2x16xf32>
+}
+// ERR: tta.put value dim 1 must have one element per index

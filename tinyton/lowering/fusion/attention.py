@@ -128,9 +128,11 @@ class _Program:
         for index, stride in ((rows, row_stride), (cols, col_stride)):
             if stride:
                 offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
-        other = em.const(0, element_type(value.type), shape) if mask is not None else None
-        return em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
+        pointer = self.pointers[value]
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(pointer, shape), em.to_shape(offsets, shape)))
+        other = em.const(0, pointer.type.pointee, shape) if mask is not None else None
+        tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
+        return em.cast(tile, element_type(value.type))  # a k or v stored in another float type (`Stored`)
 
     def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
         """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
@@ -408,6 +410,10 @@ def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValu
     """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
     `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp);
     returns the grid."""
+    pointers = dict(pointers)
+    for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
+        if st is not None and st.ops:  # reshapes keep the layout; the cast is applied to each loaded block
+            pointers[value] = pointers[st.base]
     program = _Program(em, att, pointers, blocks, split, partials, lse)
     program.emit()
     return program.grid

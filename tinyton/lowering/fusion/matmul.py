@@ -5,21 +5,25 @@ multiply as `TINYTON_FP32_MATMUL` says (`tf32x3` by default: float32 accuracy on
 accumulator (f64 for f64 operands) then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
 Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
 in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
+A computed left operand (tinyton/analysis/matmul_operands.py: `(x * r * w).astype(bf16)`) is evaluated
+per K tile from tiles of the arrays it reads; the row statistics it needs come from a loop over K before
+the product's (`emit_row_statistics`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
 from xdsl.ir import Operation, SSAValue
 
-from tinyton.analysis.domain import View
+from tinyton.analysis.domain import View, is_scalar_constant
+from tinyton.analysis.matmul_operands import K_AXIS
 from tinyton.dialects import tt, tta
-from tinyton.dialects.tt import element_type
+from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
-from tinyton.lowering.fusion.region import BINARY, COMBINE, UNARY, accumulator_element, reduction_kind
+from tinyton.lowering.fusion.region import COMBINE, accumulator_element, reduction_kind
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 FLOAT8_IMPRECISE_ACC = 32
@@ -29,6 +33,8 @@ FLOAT8_IMPRECISE_ACC = 32
 
 RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
 """A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
+RowStatistic = tuple[tta.ReduceOp, SSAValue, Sequence[Operation]]
+"""A reduction over the last axis of an elementwise chain (in program order) of an array in memory."""
 
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
@@ -44,18 +50,84 @@ def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[
     return strides, view.strides[k_dim]
 
 
-def _chain(em: Emitter, tile: SSAValue, source: SSAValue, chain: Sequence[Operation]) -> SSAValue:
-    """The elementwise chain on a loaded tile of `source` (its other operands are scalar constants)."""
-    env = {source: tile}
-    for op in chain:
-        args = [env[v] if v in env else em.const(v.op.value.value.data, v.type) for v in op.operands]
-        if isinstance(op, tta.CastOp):
-            env[op.results[0]] = em.cast(args[0], element_type(op.results[0].type))
-        elif type(op) in UNARY:
-            env[op.results[0]] = em.emit(UNARY[type(op)](args[0]))
-        else:
-            env[op.results[0]] = em.binary(BINARY[type(op)], *args)
-    return tile if not chain else env[chain[-1].results[0]]
+def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf) -> None:
+    """The elementwise `ops` (program order) on K tiles, into `env`: their operands are values of `env`,
+    scalar constants, per-row values of the program scope, or arrays in memory (`leaf(value)` loads a tile)."""
+    em = rg.em
+    for op in ops:
+        args = []
+        for v in op.operands:
+            if v in env:
+                args.append(env[v])
+            elif is_scalar_constant(v):
+                args.append(em.const(v.op.value.value.data, v.type))
+            elif rg.root.get(v) is not None:
+                args.append(rg.root.get(v))
+            else:
+                if v not in env:
+                    env[v] = leaf(v)
+                args.append(env[v])
+        # a reshape of size-1 dims changes no tile: the maps (`dom.k_maps`) placed its operands
+        env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
+
+
+def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
+    """The mask of the K chunk at `k0` (None: K divides) and a loader of the `[BM or 1, BK or 1]` tile of an
+    array in memory read in the K loop (its map: `rg.dom.k_maps`)."""
+    em, n, bk = rg.em, len(rg.dom.shape), rg.geom.notes["BK"]
+    m_src = rg.geom.source_of(n - 2)
+    K = shape_of(rg.dom.matmul.lhs.type)[-1]
+    kk = em.add(k0, em.arange(bk, 2, 1))
+    k_mask = em.cmp("lt", kk, em.i32(K)) if K % bk else None
+
+    def load(value: SSAValue) -> SSAValue:
+        view = rg.dom.view(value)
+        strides, k_stride = _operand_strides(view, rg.dom.k_maps[value])
+        rows = n - 2 in strides
+        shape = (m_src.block if rows else 1, bk if k_stride else 1)
+        key = ("k-loop rows", view.base, tuple(sorted(strides.items())), view.offset, shape)
+        if rg.root.get(key) is None:  # loop invariant: the pointers of the rows
+            with em.inside(rg.root.block):
+                off = em.add(rg.offsets(strides, rg.root), em.i32(view.offset) if view.offset else None)
+                ptrs = em.to_shape(rg.ptrs[view.base], shape)
+                rg.root.memo[key] = ptrs if off is None else em.emit(tt.AddPtrOp(ptrs, em.to_shape(off, shape)))
+        ptrs = rg.root.get(key)
+        if k_stride:
+            ptrs = em.emit(tt.AddPtrOp(ptrs, em.to_shape(em.mul_int(kk, k_stride), shape)))
+        mask = em.and_(m_src.mask if rows else None, k_mask if k_stride else None)
+        if mask is None:
+            return em.emit(tt.LoadOp(ptrs))
+        return _masked_load(em, ptrs, em.to_shape(mask, shape), em.const(0.0, element_type(view.base.type), shape))
+
+    return k_mask, load
+
+
+def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:
+    """Per-domain-axis strides of an array read in a K loop through its map `m`, and its K stride (0: the
+    array is constant along K)."""
+    strides, k_stride = {}, 0
+    for a, st in zip(m, view.strides):
+        if a == K_AXIS:
+            k_stride = st
+        elif a is not None and st:
+            strides[a] = st
+    return strides, k_stride
+
+
+def _columns_inside(em: Emitter, view: View, n_src) -> SSAValue | None:
+    """The `[1, BN]` lanes of a right operand's column window that lie inside its bounds (None: all)."""
+    if view.bounds is None:
+        return None
+    (lo, hi), n = view.bounds[-1], view.shape[-1]
+    inside = em.cmp("ge", n_src.index, em.i32(lo)) if lo > 0 else None
+    return em.and_(inside, em.cmp("lt", n_src.index, em.i32(hi)) if hi < n else None)
+
+
+def _masked_identity(em: Emitter, red: tta.ReduceOp, value: SSAValue, mask: SSAValue | None) -> SSAValue:
+    """`value` in the reduction's accumulator type, the lanes outside `mask` its identity."""
+    kind, el = reduction_kind(red), _acc(red)
+    v = em.cast(value, el)
+    return v if mask is None else em.select(mask, v, em.const(identity(kind, el), el))
 
 
 def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
@@ -70,40 +142,82 @@ def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
     return em.cast(row, element_type(red.result.type))
 
 
-def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSAValue:
+def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
+    """A loop over K before the products' computing `stats` (read by a left operand's prologue), into the
+    program scope's memo."""
+    em, op = rg.em, rg.dom.matmul
+    K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
+    m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
+    bm = m_src.block
+    init = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _, _ in stats]
+
+    def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        k_mask, load = _k_tiles(rg, k0)
+        env: dict[SSAValue, SSAValue] = {}
+        out = []
+        for (red, source, chain), part in zip(stats, carried):
+            if source not in env:
+                env[source] = load(source)
+            _evaluate(rg, chain, env, load)
+            value = em.to_shape(env[red.input], (bm, bk))
+            mask = em.and_(k_mask, m_src.mask)  # rows past M hold the identity too (`_finish_row` may sum rows)
+            out.append(em.binary(COMBINE[reduction_kind(red)], part, _masked_identity(em, red, value, mask)))
+        return out
+
+    for (red, _, _), acc in zip(stats, em.for_loop(0, K, bk, init, body)):
+        rg.root.memo[red.result] = _finish_row(rg, red, acc, K)
+
+
+def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
+                prologue: Sequence[Operation] = ()) -> SSAValue:
     """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type. The
-    reductions `stats` of `op.lhs` are computed in the same loop, into the program scope's memo."""
+    reductions `stats` of `op.lhs` are computed in the same loop, into the program scope's memo. A computed
+    left operand is evaluated per K tile by its `prologue` ops (program order), whose per-row operands are
+    already in the program scope."""
     em, dom = rg.em, rg.dom
     n = len(dom.shape)
-    a_view, b_view = dom.view(op.lhs), dom.view(op.rhs)
-    a_strides, a_k = _strides(a_view, n - 2, n - 2, len(a_view.shape) - 2)
+    b_view = dom.view(op.rhs)
     b_strides, b_k = _strides(b_view, n - 2, n - 1, len(b_view.shape) - 1)
-    K = a_view.shape[-1]
+    K = shape_of(op.lhs.type)[-1]
     bk = rg.geom.notes["BK"]
     m_src, n_src = rg.geom.source_of(n - 2), rg.geom.source_of(n - 1)
     bm, bn = m_src.block, n_src.block
     el, el_b = element_type(op.lhs.type), element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
     imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
-    a_off, b_off = (rg.offsets(st, rg.root) for st in (a_strides, b_strides))
-    a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
+    computed = bool(prologue)
+    if not computed:
+        a_view = dom.view(op.lhs)
+        a_strides, a_k = _strides(a_view, n - 2, n - 2, len(a_view.shape) - 2)
+        a_off = rg.offsets(a_strides, rg.root)
+        a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
+        a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
+    b_off = em.add(rg.offsets(b_strides, rg.root), em.i32(b_view.offset) if b_view.offset else None)
     b_off = em.to_shape(b_off if b_off is not None else em.i32(0), (bk, bn))
-    a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
     b_base = em.to_shape(rg.ptrs[b_view.base], (bk, bn))
+    b_cols = _columns_inside(em, b_view, n_src)  # a window of the columns: those outside read 0
     ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, (bk, bn))
     acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
     precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
-    a_desc = None if stats else _descriptor(rg, a_view, n - 2, n - 2, False)  # a tile the stats read stays in registers
-    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True)
+    # a tile the stats read stays in registers; a computed one never was in memory
+    a_desc = None if stats or computed else _descriptor(rg, a_view, n - 2, n - 2, False)
+    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain else None
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         kka, kkb = em.add(k0, ka), em.add(k0, kb)
         masks = []
-        for kk, rows, shape in ((kka, m_src, (bm, bk)), (kkb, n_src, (bk, bn))):
-            m = em.cmp("lt", kk, em.i32(K)) if K % bk else None
-            masks.append(em.to_shape(em.and_(m, rows.mask), shape) if (m or rows.mask) else None)
-        if a_desc is None:
+        for kk, rows, shape, inside in ((kka, m_src, (bm, bk), None), (kkb, n_src, (bk, bn), b_cols)):
+            m = em.and_(em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk else None, rows.mask), inside)
+            masks.append(em.to_shape(m, shape) if m is not None else None)
+        if computed:
+            k_mask, load = _k_tiles(rg, k0)
+            env: dict[SSAValue, SSAValue] = {}
+            _evaluate(rg, prologue, env, load)
+            a = em.to_shape(env[op.lhs], (bm, bk))
+            if k_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
+                a = em.select(em.to_shape(k_mask, (bm, bk)), a, zero_a)
+        elif a_desc is None:
             a = _masked_load(em, em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k)))), masks[0], zero_a)
         else:
             a = _descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
@@ -113,11 +227,10 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = ()) -> SSA
             b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
         out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
         for (red, chain), part in zip(stats, carried[1:]):
-            kind, el = reduction_kind(red), _acc(red)
-            v = em.cast(_chain(em, a, op.lhs, chain), el)
-            if masks[0] is not None:
-                v = em.select(masks[0], v, em.const(identity(kind, el), el))
-            out.append(em.binary(COMBINE[kind], part, v))
+            env = {op.lhs: a}
+            _evaluate(rg, chain, env, lambda v: a)
+            v = _masked_identity(em, red, env[red.input], masks[0])
+            out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return out
 
     acc, *partials = em.for_loop(0, K, bk, [acc0, *row0], body)

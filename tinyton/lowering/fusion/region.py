@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import Signedness, i1, i32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import (
     Domain,
@@ -27,6 +27,7 @@ from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry, Source
 from tinyton.lowering.fusion.powers import int_power
+from tinyton.lowering.fusion.puts import store_put
 
 BINARY: dict[type[Operation], type[Operation]] = {
     tta.AddOp: tt.AddOp, tta.SubOp: tt.SubOp, tta.MulOp: tt.MulOp, tta.DivOp: tt.DivOp,
@@ -177,7 +178,7 @@ class RegionEmitter:
                 target.memo[key] = self.em.to_shape(m, shape)
         return target.get(key)
 
-    def _pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
+    def pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
         """(pointer tile or scalar, tile shape) for kernel pointer `ptr` at per-axis strides plus `extra`."""
         em = self.em
         shape = broadcast_shape(self.geom.tile_shape(set(strides)), shape_of(extra.type) if extra else ())
@@ -223,7 +224,7 @@ class RegionEmitter:
         if inside is False:  # the view reads nothing but its fill
             return em.const(view.fill or 0, element)
         offset = em.i32(view.offset) if view.offset else None
-        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, offset)
+        ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, offset)
         if inside is None:
             return em.emit(tt.LoadOp(ptr, self.mask(shape, scope), **self.load_hints))
         shape = broadcast_shape(shape, shape_of(inside.type))
@@ -259,10 +260,12 @@ class RegionEmitter:
 
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
         """Write region value `value` to its (contiguous) output buffer `ptr`."""
+        if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
+            return store_put(self, value.op, ptr, scope)
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
-        p, shape = self._pointers(ptr, strides, scope)
+        p, shape = self.pointers(ptr, strides, scope)
         shape = broadcast_shape(shape, shape_of(reg.type))
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
@@ -305,23 +308,30 @@ class RegionEmitter:
             return em.const(0, element_type(op.result.type))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
+        if isinstance(op, tta.PutOp):  # its values, stored into the destination by `store`
+            return self.operand(op, 1, scope)
         if isinstance(op, tta.TakeOp):
             return self._gather(op, scope)
         if isinstance(op, tta.ScanOp):
             return self._scan(op, scope)
-        if isinstance(op, tta.CmpOp):
-            return em.cmp(op.predicate.data, *args())
-        if isinstance(op, tta.WhereOp):
-            return em.select(*args())
-        if isinstance(op, tta.CastOp):
-            return em.cast(args()[0], element_type(op.result.type))
-        if type(op) in UNARY:
-            return em.emit(UNARY[type(op)](args()[0]))
-        if isinstance(op, tta.PowOp):
-            return self._pow(*args())
         if isinstance(op, tta.DivOp) and self._row_divisor(op):
             return self._divide_by_row(op, scope)
-        return em.binary(BINARY[type(op)], *args())
+        return self.elementwise(op, args())
+
+    def elementwise(self, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
+        """Elementwise op `op` on the tiles (or scalars) `args` of its operands."""
+        em = self.em
+        if isinstance(op, tta.CmpOp):
+            return em.cmp(op.predicate.data, *args)
+        if isinstance(op, tta.WhereOp):
+            return em.select(*args)
+        if isinstance(op, tta.CastOp):
+            return em.cast(args[0], element_type(op.result.type))
+        if type(op) in UNARY:
+            return em.emit(UNARY[type(op)](args[0]))
+        if isinstance(op, tta.PowOp):
+            return self._pow(*args)
+        return em.binary(BINARY[type(op)], *args)
 
     def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
         """A running sum or product along the reduced axis, in f32 for floats (as reductions accumulate).
@@ -413,7 +423,7 @@ class RegionEmitter:
         idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
         strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
         extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)
-        ptr, shape = self._pointers(self.ptrs[view.base], strides, scope, extra)
+        ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, extra)
         return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
 
 

@@ -18,10 +18,11 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial, row_prologue
+from tinyton.analysis.matmul_operands import lhs_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import f32, identity
-from tinyton.lowering.fusion.matmul import emit_matmul
+from tinyton.lowering.fusion.matmul import emit_matmul, emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.region import (
     ARG_KINDS,
@@ -143,7 +144,6 @@ class Scheduler:
     def _straight(self) -> None:
         rg = self.rg
         scope = Scope(rg.root.block, rg.root)
-        rows = self._row_prologues() if rg.dom.matmul is not None else []
         if rg.dom.matmul is None:
             self._load_inputs_first(scope)
         for op in self.ops:
@@ -152,18 +152,19 @@ class Scheduler:
                 value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
                 rg.root.memo[op.result] = self._finish(op, value)
             elif isinstance(op, tta.MatmulOp):
-                mine = [(red, chain) for red, source, chain in rows if source == op.lhs and red.result not in rg.root.memo]
-                rg.root.memo[op.result] = emit_matmul(rg, op, mine)
+                rg.root.memo[op.result] = self._matmul(op)
         for value, ptr in self.outputs:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
 
     def loaded_operands(self) -> list[tuple[Operation, int]]:
         """(op, operand index) of every input a register op reads through a load: ops folded into views
-        are not emitted (their users load the view), and a gather's table is read by index, not loaded."""
+        are not emitted (their users load the view), a gather's table is read by index, not loaded, and a
+        put's destination is only written."""
         maps = self.rg.dom.maps
         return [(op, i) for op in self.ops if any(r in maps for r in op.results)
-                for i, v in enumerate(op.operands) if v not in maps and not (isinstance(op, tta.TakeOp) and i == 0)]
+                for i, v in enumerate(op.operands)
+                if v not in maps and not (isinstance(op, (tta.TakeOp, tta.PutOp)) and i == 0)]
 
     def _load_inputs_first(self, scope: Scope) -> None:
         """Issue every input load before any computation when they fit `PRELOAD_ELEMENTS` per thread: all
@@ -180,12 +181,33 @@ class Scheduler:
             for op, i, _ in loads.values():
                 rg.operand(op, i, scope)
 
-    def _row_prologues(self) -> list[tuple[tta.ReduceOp, SSAValue, list[Operation]]]:
-        """The reductions of a matmul region: row statistics of a left operand, each with its source and
-        elementwise chain (computed in that operand's K loop)."""
-        members, dom = set(self.ops), self.rg.dom
-        inside = lambda v: isinstance(v, OpResult) and v.op in members and v not in dom.views  # noqa: E731
-        return [(red, *row_prologue(red, inside)) for red in self.reductions]
+    def _matmul(self, op: tta.MatmulOp) -> SSAValue:
+        """The product's tile. A computed left operand's prologue reads per-row values: they and the row
+        statistics they need are computed first (one loop over K), the other statistics of the left operand
+        in the product's loop."""
+        rg = self.rg
+        members = set(self.ops)
+        external = lambda v: v in rg.dom.views or not (isinstance(v, OpResult) and v.op in members)  # noqa: E731
+        pending = [(red, source, chain) for red, source, chain in self._row_prologues(external)
+                   if red.result not in rg.root.memo]
+        prologue: list[Operation] = []
+        if not external(op.lhs):
+            matmuls = {m for m in self.ops if isinstance(m, tta.MatmulOp)}
+            ops, maps = lhs_prologue(op.lhs, external, matmuls, len(rg.dom.shape))
+            prologue = [o for o in self.ops if o in ops]
+            before = [stat for stat in pending if stat[1] != op.lhs]
+            if before:
+                emit_row_statistics(rg, before)
+            for v in maps:
+                if not external(v) and not (isinstance(v, OpResult) and v.op in ops):
+                    self.ensure(v, rg.root)  # a per-row value the prologue reads
+        mine = [(red, chain) for red, source, chain in pending if source == op.lhs]
+        return emit_matmul(rg, op, mine, prologue)
+
+    def _row_prologues(self, external) -> list[tuple[tta.ReduceOp, SSAValue, list[Operation]]]:
+        """The reductions of a matmul region: row statistics of an array in memory, each with its source and
+        elementwise chain (computed in a K loop)."""
+        return [(red, *row_prologue(red, lambda v: not external(v))) for red in self.reductions]
 
     def passes(self) -> list[tuple[list[tta.ReduceOp], list[Pair]]]:
         """The reductions grouped into walks over the row by dependency level; the second reduction of a

@@ -1,0 +1,45 @@
+"""The store of a `tta.put` (`x[key] = v`): its values written into their window of the destination's buffer.
+
+The put's result shares that buffer (tinyton/rewrites/in_place.py, `build_program`), so the kernel stores
+only the assigned elements: per dim `start + i * step`, along the index array's axis `index[i]` (negative
+counts from the end; an index outside `[-n, n)` stops the kernel, as NumPy's IndexError, and is never
+written).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import i1
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.domain import contiguous_strides
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import shape_of
+from tinyton.lowering.fusion.emitter import broadcast_shape
+
+
+def store_put(rg, put: tta.PutOp, ptr: SSAValue, scope) -> None:
+    """Emit the store of `put`'s values (a register value of `rg`, a RegionEmitter) through `ptr`."""
+    em = rg.em
+    m = rg.dom.map_of(put.result)
+    values = rg.operand_value(put.result, m, scope)
+    dest = shape_of(put.result.type)
+    strides_of, axis = contiguous_strides(dest), put.index_axis
+    strides = {a: strides_of[d] * put.steps[d] for d, a in enumerate(m) if a is not None and d != axis}
+    offset = sum(put.starts[d] * strides_of[d] for d in range(len(dest)) if d != axis)
+    extra, inside = em.i32(offset) if offset else None, None
+    if axis is not None:
+        idx, n = rg.operand(put, 2, scope), dest[axis]
+        inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
+        lanes = rg.mask(shape_of(inside.type), scope)
+        checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
+        em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
+        idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
+        extra = em.add(extra, em.mul_int(idx, strides_of[axis]))
+    p, shape = rg.pointers(ptr, strides, scope, extra)
+    shape = broadcast_shape(shape, shape_of(values.type))
+    if shape and shape_of(p.type) != shape:
+        p = em.to_shape(p, shape)
+    mask = rg.mask(shape, scope)
+    if inside is not None:
+        mask = em.to_shape(em.and_(mask, inside), shape) if shape else em.and_(mask, inside)
+    em.emit(tt.StoreOp(p, em.to_shape(values, shape), mask))
