@@ -1,5 +1,5 @@
 """RMSNorm (or any row scale from a statistic of the rows) before a matmul is one kernel with it
-(tinyton/rewrites/row_scale.py, tinyton/rewrites/row_stats.py, domain.row_prologue), and matches NumPy, on the
+(tinyton/rewrites/row_scale.py, tinyton/rewrites/row_stats.py, matmul_operands.row_prologue), and matches NumPy, on the
 simulator and, where there is one, on the GPU."""
 
 from __future__ import annotations

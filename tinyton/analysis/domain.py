@@ -19,11 +19,7 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.matmul_operands import (  # noqa: F401 - re-exported: the matmul kernel's K loops
-    check_matmul,
-    is_scalar_constant,
-    row_prologue,
-)
+from tinyton.analysis.matmul_operands import check_matmul
 from tinyton.analysis.not_fusable import NotFusable
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of

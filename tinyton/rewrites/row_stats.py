@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.domain import ELEMENTWISE, is_scalar_constant
+from tinyton.analysis.domain import ELEMENTWISE
+from tinyton.analysis.matmul_operands import is_scalar_constant
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
 

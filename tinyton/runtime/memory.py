@@ -148,7 +148,7 @@ def _write_back_staged(arg: Any, buffer: Any) -> None:
 def _device_write_back(arg: Any, copy: Any, stream: int | None) -> None:
     """A device array's aligned copy (`device_input`), back into the caller's array."""
     if copy is not arg:
-        driver.memcpy_dtod(arg.__cuda_array_interface__["data"][0], copy.ptr, copy.nbytes, stream)
+        device_memory.memcpy_dtod(arg.__cuda_array_interface__["data"][0], copy.ptr, copy.nbytes, stream)
 
 
 def _describe(x: Any) -> str:

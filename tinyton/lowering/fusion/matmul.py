@@ -18,8 +18,8 @@ from itertools import pairwise
 
 from xdsl.ir import Operation, SSAValue
 
-from tinyton.analysis.domain import View, is_scalar_constant
-from tinyton.analysis.matmul_operands import K_AXIS
+from tinyton.analysis.domain import View
+from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity

@@ -17,7 +17,8 @@ from math import prod
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.domain import is_trivial, row_prologue
+from tinyton.analysis.domain import is_trivial
+from tinyton.analysis.matmul_operands import row_prologue
 from tinyton.analysis.matmul_operands import lhs_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
