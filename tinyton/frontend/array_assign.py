@@ -24,13 +24,8 @@ from xdsl.ir import OpResult, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.errors import error, user_location
-from tinyton.frontend.array_indexing import (
-    _expand_key,
-    _fill,
-    _index_array,
-    _is_int,
-    _slice_window,
-)
+from tinyton.frontend.array_indexing import expand_key, key_index_array
+from tinyton.frontend.array_windows import element_constant, is_index, slice_window
 from tinyton.frontend.array_ops import broadcast_to, reshape
 from tinyton.frontend.promotion import is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, NUMPY_FUNCTIONS, Traced
@@ -61,15 +56,15 @@ def _window(x: Traced, key: Any) -> tuple[list[int], list[int], list[int], list[
     starts, steps, sizes, shape = [], [], [], []
     index, axis = None, None
     dim = 0
-    for k in _expand_key(x, key):
+    for k in expand_key(x, key):
         if k is None:
             shape.append(1)
             continue
         n = x.shape[dim]
         if isinstance(k, slice):
-            start, step, count = _slice_window(k, n)
+            start, step, count = slice_window(k, n)
             starts.append(start), steps.append(step), sizes.append(count), shape.append(count)
-        elif _is_int(k):
+        elif is_index(k):
             if not -n <= int(k) < n:
                 raise error(f"index {int(k)} is out of bounds for axis {dim} with size {n}")
             starts.append(int(k) % n), steps.append(1), sizes.append(1)
@@ -85,7 +80,7 @@ def _window(x: Traced, key: Any) -> tuple[list[int], list[int], list[int], list[
             if isinstance(k, Traced) and k.element == i1 or not isinstance(k, Traced) and np.asarray(k).dtype == np.bool_:
                 raise error("assigning through a bool mask gives a data-dependent set of elements; use "
                             "x = tt.where(mask, value, x)")
-            found = _index_array(k, x, dim)
+            found = key_index_array(k, x, dim)
             if isinstance(found, list) or found.ndim > 1:
                 raise error(f"assigning through an index array of {found.ndim} dims is not supported in array "
                             "programs; flatten the indices to 1-d")
@@ -102,7 +97,7 @@ def _value(x: Traced, value: Any, shape: tuple[int, ...]) -> Traced:
     if isinstance(value, Traced):
         v = value.to(x.element)
     elif is_scalar(value):
-        v = x.tracer.constant(_fill(value, x.element).value.data, x.element)
+        v = x.tracer.constant(element_constant(value, x.element).value.data, x.element)
     else:
         raise error(f"cannot assign a {type(value).__name__} in an array program; assign a traced array or a "
                     "Python number")

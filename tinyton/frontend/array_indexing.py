@@ -94,7 +94,7 @@ def _run_end(runs: Sequence[tuple[int, int, int]], at: int, flat: Sequence[int])
 # ---- indexing -------------------------------------------------------------------------------------
 
 
-def _index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
+def key_index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
     """An advanced index as traced int arrays (`index_array`; a constant bool mask gives one per dim it covers)."""
     if isinstance(k, Traced):
         if k.element == i1:
@@ -118,7 +118,7 @@ def _index_array(k: Any, x: Traced, dim: int) -> Traced | list[Traced]:
     return _constant_indices(_checked_constant(array, x.shape[dim], dim))
 
 
-def _expand_key(x: Traced, key: Any) -> list[Any]:
+def expand_key(x: Traced, key: Any) -> list[Any]:
     """The index as a list of items, `...` expanded and missing trailing dims given `:`; bool masks stay
     one item (they cover `mask.ndim` dims)."""
     items = list(key) if isinstance(key, tuple) else [key]
@@ -146,7 +146,7 @@ def getitem(x: Traced, key: Any) -> Traced:
     """`x[key]` with NumPy's rules: slices (any step, clamped), ints (negative from the end), `...`, `None`,
     and integer index arrays (broadcast together; their dims replace the indexed ones where they are
     adjacent, else go first)."""
-    items = _expand_key(x, key)
+    items = expand_key(x, key)
     for k in items:
         if isinstance(k, (float, np.floating, bool, np.bool_)):
             raise error(
@@ -183,7 +183,7 @@ def getitem(x: Traced, key: Any) -> Traced:
                 shape.append(x.shape[dim])
                 dim += 1
                 continue
-            index = _index_array(k, x, dim)
+            index = key_index_array(k, x, dim)
             for one in index if isinstance(index, list) else [index]:
                 windows.append((0, 1, x.shape[dim]))
                 arrays.append((len(shape), one))

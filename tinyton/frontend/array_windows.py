@@ -50,7 +50,7 @@ def is_index(k: Any) -> bool:
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
 
 
-def _fill(value: Any, element: Any) -> IntegerAttr | FloatAttr:
+def element_constant(value: Any, element: Any) -> IntegerAttr | FloatAttr:
     """A constant of the array's element type, converted as NumPy assigns it (1.7 into int32 is 1)."""
     if element == i1:
         return IntegerAttr(int(bool(value)), i1)
@@ -67,7 +67,7 @@ def window_slice(x: Traced, windows: Sequence[Window], fill: Any = None) -> Trac
     """`tta.slice` of `x` (nothing when the windows are the whole array and nothing is filled)."""
     if fill is None and all(w == (0, 1, n) for w, n in zip(windows, x.shape)):
         return x
-    attr = None if fill is None else _fill(fill, x.element)
+    attr = None if fill is None else element_constant(fill, x.element)
     return x.tracer.emit(tta.SliceOp, x.value, [w[0] for w in windows], [w[1] for w in windows],
                          [w[2] for w in windows], attr)
 
