@@ -18,12 +18,13 @@ a region the generator cannot emit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from xdsl.dialects.builtin import IntegerType, i1
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -60,26 +61,54 @@ def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(prod(shape[i + 1 :]) for i in range(len(shape)))
 
 
+def reshaped_strides(shape: Sequence[int], strides: Sequence[int], out: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides of a reshape to `out` of the strided view (`shape`, `strides`), or None when it needs a
+    copy (NumPy's rule: each run of dims that merges or splits must be contiguous within itself)."""
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    new = [i for i, n in enumerate(out) if n != 1]
+    if 0 in shape or prod(shape) != prod(out):
+        return None
+    result = [0] * len(out)
+    i = j = 0
+    while i < len(old) and j < len(new):
+        i_end, j_end, a, b = i + 1, j + 1, old[i][0], out[new[j]]
+        while a != b:
+            if a < b:
+                a, i_end = a * old[i_end][0], i_end + 1
+            else:
+                b, j_end = b * out[new[j_end]], j_end + 1
+        if any(old[t][1] != old[t + 1][0] * old[t + 1][1] for t in range(i, i_end - 1)):
+            return None
+        stride = old[i_end - 1][1]
+        for t in reversed(range(j, j_end)):
+            result[new[t]] = stride
+            stride *= out[new[t]]
+        i, j = i_end, j_end
+    return tuple(result)
+
+
 def q_view(q: SSAValue) -> QView:
     """The longest chain of single-use reshapes and transposes ending at `q` that is a strided view of
-    the array it starts from (reshapes only while still contiguous, as NumPy's views)."""
+    the array it starts from (a reshape of a transposed view only where NumPy's would be a view: the heads
+    of `x.transpose(0, 2, 1, 3)` split into groups)."""
     chain: list[Operation] = []
     value = q
     while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp)) and value.has_one_use():
         chain.insert(0, value.op)
         value = value.op.input
-    while chain:  # drop leading ops until the rest is reshapes then transposes
-        kinds = [isinstance(op, tta.TransposeOp) for op in chain]
-        if kinds == sorted(kinds):
-            break
-        chain.pop(0)
-    base = chain[0].input if chain else q
-    shape = shape_of(base.type)
-    strides = _contiguous(shape)
-    for op in chain:
-        shape = shape_of(op.result.type)
-        strides = _contiguous(shape) if isinstance(op, tta.ReshapeOp) else tuple(strides[p] for p in op.perm)
-    return QView(base, tuple(chain), tuple(shape), strides)
+    for first in range(len(chain) + 1):  # drop leading ops until the rest is a view
+        base = chain[first].input if first < len(chain) else q
+        shape, strides = shape_of(base.type), _contiguous(shape_of(base.type))
+        for op in chain[first:]:
+            out = shape_of(op.result.type)
+            if isinstance(op, tta.TransposeOp):
+                strides = tuple(strides[p] for p in op.perm)
+            elif (strides := reshaped_strides(shape, strides, out)) is None:
+                break
+            shape = out
+        else:
+            return QView(base, tuple(chain[first:]), tuple(shape), strides)
+    raise AssertionError("unreachable: q itself is a view")
 
 
 @dataclass(frozen=True)
@@ -157,7 +186,7 @@ class Attention:
 
 def is_minus_inf(value: SSAValue) -> bool:
     """A constant -inf: masked scores that add nothing to the softmax."""
-    return is_constant(value) and _constant_value(value) == float("-inf")
+    return is_constant(value) and constant_value(value) == float("-inf")
 
 
 def is_constant(value: SSAValue) -> bool:
@@ -215,6 +244,26 @@ def _depends_on_matmul(value: SSAValue, budget: int = 64) -> bool:
             return True
         if isinstance(v.op, SCORE_OPS):
             pending.extend(v.op.operands)
+    return False
+
+
+def last_axis_max(op: Operation) -> bool:
+    """A `reduce_max` over the last axis that keeps it: the first op of a softmax."""
+    return isinstance(op, tta.ReduceMaxOp) and op.keeps_dims and op.axis.value.data == len(shape_of(op.input.type)) - 1
+
+
+def feeds_softmax(value: SSAValue, budget: int = 16) -> bool:
+    """Whether `value` reaches the input of a softmax (a last-axis `reduce_max` of it) through score steps
+    (scale, bias, masks), each the only user of the value before it: scores, whose rewrites (the attention
+    canonicalization) leave the rounding of every other program NumPy's."""
+    while budget:
+        budget -= 1
+        users = [u.operation for u in value.uses]
+        if any(last_axis_max(user) for user in users):
+            return True
+        if len(users) != 1 or not isinstance(users[0], SCORE_OPS) or shape_of(users[0].results[0].type) != shape_of(value.type):
+            return False
+        value = users[0].results[0]
     return False
 
 
@@ -377,18 +426,115 @@ def index_mask(value: SSAValue) -> Mask | None:
     if isinstance(op, tta.CmpOp):
         a, b = affine_index(op.lhs), affine_index(op.rhs)
         if a is None or b is None:
-            return None
+            return _compared_choice(op)
         lhs = a.plus(b.scaled(-1))
-        return Compare(op.predicate.data, lhs) if all(p in (-1, -2) for p, _ in lhs.coef) else None
-    if isinstance(op, tta.WhereOp) and _constant_value(op.true_value) is True and _constant_value(op.false_value) is False:
-        return index_mask(op.condition)  # `tt.tril(tt.ones((n, n), tt.int1))`: where(mask, True, False)
+        return compare(op.predicate.data, lhs) if all(p in (-1, -2) for p, _ in lhs.coef) else None
+    if element_type(value.type) != i1:
+        return None
+    if isinstance(op, (tta.WhereOp, tta.CastOp)):  # `where(mask, True, False)` (`tt.tril` of bool ones), casts
+        choice = index_choice(value)
+        return _choosing(choice, bool(choice.true), bool(choice.false)) if choice is not None else None
+    if isinstance(op, tta.XorOp) and constant_value(op.rhs) is True:  # `~mask`, `np.logical_not(mask)`
+        inner = index_mask(op.lhs)
+        return negated(inner) if inner is not None else None
     if isinstance(op, (tta.AndOp, tta.OrOp)):
         a, b = index_mask(op.lhs), index_mask(op.rhs)
         return Logic("and" if isinstance(op, tta.AndOp) else "or", (a, b)) if a and b else None
     if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):  # size-1 dims added or dropped: positions move
-        moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
-        inner = index_mask(op.input) if moves is not None else None
-        return _moved_mask(inner, moves) if inner is not None else None
+        inner = index_mask(op.input)
+        return index_mask_moved(op, inner) if inner is not None else None
+    return None
+
+
+def compare(predicate: str, lhs: Affine) -> Compare:
+    """`lhs <predicate> 0` in the normal form of the indices it keeps, so that every spelling of a mask
+    (`i >= j`, `j <= i`, `~(i < j)`, `tt.tril`) is one `Compare` and one kernel: `>=` for orderings
+    (integers: `x > 0` is `x - 1 >= 0`, `x <= 0` is `-x >= 0`), `==` and `!=` with a positive first
+    coefficient."""
+    if predicate in ("lt", "le"):
+        predicate, lhs = {"lt": "gt", "le": "ge"}[predicate], lhs.scaled(-1)
+    if predicate == "gt":
+        predicate, lhs = "ge", lhs.plus(Affine((), -1))
+    if predicate in ("eq", "ne") and (lhs.coef or lhs.scalars) and (lhs.coef or lhs.scalars)[0][1] < 0:
+        lhs = lhs.scaled(-1)
+    return Compare(predicate, lhs)
+
+
+def negated(mask: Mask) -> Mask:
+    """The indices `mask` drops (De Morgan's laws over `Logic`)."""
+    if isinstance(mask, Logic):
+        return Logic("or" if mask.kind == "and" else "and", tuple(negated(part) for part in mask.parts))
+    if mask.predicate == "ge":
+        return compare("lt", mask.lhs)
+    return compare("ne" if mask.predicate == "eq" else "eq", mask.lhs)
+
+
+@dataclass(frozen=True)
+class IndexChoice:
+    """`where(mask, true, false)` of an index mask and two constants (through casts and broadcasts): a
+    two-valued array computed from the indices, such as the additive mask `where(keep, 0, -inf)`, the
+    float `tt.tril(tt.ones((n, n)))` or a bool mask itself (True, False)."""
+
+    mask: Mask
+    true: bool | int | float
+    false: bool | int | float
+
+
+def index_choice(value: SSAValue) -> IndexChoice | None:
+    """`value` as an `IndexChoice`, or None."""
+    if not isinstance(value, OpResult):
+        return None
+    op = value.op
+    if isinstance(op, (tta.BroadcastToOp, tta.ReshapeOp)):  # a constant choice broadcast stays one
+        inner = index_choice(op.input)
+        moved = index_mask_moved(op, inner.mask) if inner is not None else None
+        return IndexChoice(moved, inner.true, inner.false) if moved is not None else None
+    if isinstance(op, tta.CastOp):
+        inner = index_choice(op.input)
+        convert = _converter(element_type(op.result.type))
+        return IndexChoice(inner.mask, convert(inner.true), convert(inner.false)) if inner is not None else None
+    if isinstance(op, tta.WhereOp):
+        mask, true, false = index_mask(op.condition), constant_value(op.true_value), constant_value(op.false_value)
+        return IndexChoice(mask, true, false) if mask is not None and None not in (true, false) else None
+    if element_type(value.type) == i1 and not isinstance(op, tta.ConstantOp):
+        mask = index_mask(value)
+        return IndexChoice(mask, True, False) if mask is not None else None
+    return None
+
+
+def index_mask_moved(op: tta.ReshapeOp | tta.BroadcastToOp, mask: Mask) -> Mask | None:
+    """`mask` seen through a reshape or broadcast that only adds or drops size-1 dims (None otherwise)."""
+    moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
+    return _moved_mask(mask, moves) if moves is not None else None
+
+
+def _converter(element: Attribute) -> Callable[[bool | int | float], bool | int | float]:
+    if element == i1:
+        return bool
+    return int if isinstance(element, IntegerType) else float
+
+
+def _choosing(choice: IndexChoice, true: bool, false: bool) -> Mask | None:
+    """The mask of a two-valued array that is `true` where `choice.mask` holds and `false` elsewhere."""
+    if true == false:
+        return None  # the same everywhere: no index mask
+    return choice.mask if true else negated(choice.mask)
+
+
+_PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+
+
+def _compared_choice(op: tta.CmpOp) -> Mask | None:
+    """A two-valued index array compared with a constant (`tt.tril(tt.ones((n, n))) == 0`)."""
+    for choice_value, constant, flipped in ((op.lhs, op.rhs, False), (op.rhs, op.lhs, True)):
+        choice, c = index_choice(choice_value), constant_value(constant)
+        if choice is not None and c is not None:
+            test = _PREDICATES[op.predicate.data]
+            decide = (lambda x: test(c, x)) if flipped else (lambda x: test(x, c))
+            return _choosing(choice, decide(choice.true), decide(choice.false))
     return None
 
 
@@ -400,10 +546,10 @@ def _moved_mask(mask: Mask, moves: dict[int, int]) -> Mask | None:
     coef = tuple(sorted((moves.get(p, p), c) for p, c in mask.lhs.coef))
     if any(p not in (-1, -2) for p, _ in coef):
         return None
-    return Compare(mask.predicate, Affine(coef, mask.lhs.const, mask.lhs.scalars))
+    return compare(mask.predicate, Affine(coef, mask.lhs.const, mask.lhs.scalars))
 
 
-def _constant_value(value: SSAValue) -> bool | int | float | None:
+def constant_value(value: SSAValue) -> bool | int | float | None:
     """The value of a scalar constant, or of a constant broadcast to an array; None otherwise."""
     while isinstance(value, OpResult) and isinstance(value.op, (tta.BroadcastToOp, tta.ReshapeOp)):
         value = value.op.input
@@ -431,10 +577,5 @@ def causal_offset(mask: Mask) -> int | None:
     """`c` when the mask keeps exactly the keys `j <= i + c` of query `i` (a causal mask, shifted)."""
     if not isinstance(mask, Compare) or mask.lhs.scalars:
         return None
-    coef, const = dict(mask.lhs.coef), mask.lhs.const
-    # lhs = a*i + b*j + const compared with 0
-    if mask.predicate in ("ge", "gt") and coef == {-2: 1, -1: -1}:  # i - j + const >= 0  <=>  j <= i + const
-        return const - (1 if mask.predicate == "gt" else 0)
-    if mask.predicate in ("le", "lt") and coef == {-2: -1, -1: 1}:  # j - i + const <= 0  <=>  j <= i - const
-        return -const - (1 if mask.predicate == "lt" else 0)
-    return None
+    # in normal form (`compare`): i - j + const >= 0  <=>  j <= i + const
+    return mask.lhs.const if mask.predicate == "ge" and dict(mask.lhs.coef) == {-2: 1, -1: -1} else None

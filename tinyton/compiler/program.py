@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
@@ -163,6 +163,18 @@ def sm_count() -> int:
     return driver.device().sm_count if driver.is_available() else NOMINAL_SM_COUNT
 
 
+def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[Any]:
+    """The contiguous reshapes (`alias` kernels) whose output is a result and whose input an intermediate
+    read by them alone (`(o5d).reshape(B, H, S, D)` after grouped-query attention): no copy is launched,
+    the producer writes the result, whose bytes are the same."""
+    readers: dict[SSAValue, int] = {}
+    for k in launches:
+        for v in k.inputs:
+            readers[v] = readers.get(v, 0) + 1
+    return [k for k in launches if k.alias is not None and k.outputs[0] in results and isinstance(k.inputs[k.alias], OpResult)
+            and k.inputs[k.alias] not in results and readers[k.inputs[k.alias]] == 1]
+
+
 def build_program(
     graph: ModuleOp, name: str, input_positions: Sequence[int], fuse: bool | None = None
 ) -> ArrayProgram:
@@ -197,8 +209,13 @@ def build_program(
     for arg in body.args:
         buffer(arg)
     results = set(body.last_op.operands)
+    in_place = _reshaped_in_place(launches, results)
+    for k in in_place:  # a result that reshapes an intermediate: its producer writes the result's buffer
+        slot[k.inputs[k.alias]] = buffer(k.outputs[0])
     kept: list[Any] = []
     for k in launches:
+        if k in in_place:
+            continue
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
             slot[k.outputs[0]] = buffer(k.inputs[k.alias])
             continue

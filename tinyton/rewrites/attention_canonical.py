@@ -24,6 +24,7 @@ and folds it with log2(e) (tinyton/lowering/fusion/attention.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from math import prod
 
@@ -40,31 +41,15 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tinyton.analysis.attention import SCORE_OPS, is_constant
+from tinyton.analysis.attention import feeds_softmax, is_constant, last_axis_max
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.rewrites.attention_groups import GROUP_RULES
+from tinyton.rewrites.attention_masks import MASK_RULES
 from tinyton.rewrites.outline import erase_dead_ops, functions
 
 _SCALES = (tta.MulOp, tta.DivOp)
-
-
-def _last_axis_max(op: Operation) -> bool:
-    return isinstance(op, tta.ReduceMaxOp) and op.keeps_dims and op.axis.value.data == len(shape_of(op.input.type)) - 1
-
-
-def feeds_softmax(value: SSAValue, budget: int = 16) -> bool:
-    """Whether `value` reaches the input of a softmax (a last-axis `reduce_max` of it) through score steps
-    (scale, bias, masks), each the only user of the value before it."""
-    while budget:
-        budget -= 1
-        users = [u.operation for u in value.uses]
-        if any(_last_axis_max(user) for user in users):
-            return True
-        if len(users) != 1 or not isinstance(users[0], SCORE_OPS) or shape_of(users[0].results[0].type) != shape_of(value.type):
-            return False
-        value = users[0].results[0]
-    return False
 
 
 def _scalar(value: SSAValue) -> bool:
@@ -153,7 +138,7 @@ def _row_max_and_sum(m: SSAValue, log_sum: SSAValue, s: SSAValue) -> SSAValue | 
     `log(sum(exp(s - m)))` over the last axis; None otherwise."""
     rmax, log = _op(m, tta.ReduceMaxOp), _op(log_sum, tta.LogOp)
     total = _op(log.input, tta.ReduceSumOp) if log is not None else None
-    if rmax is None or total is None or rmax.input != s or not _last_axis_max(rmax) or not total.keeps_dims:
+    if rmax is None or total is None or rmax.input != s or not last_axis_max(rmax) or not total.keeps_dims:
         return None
     exp = _op(total.input, tta.ExpOp)
     centered = _op(exp.input, tta.SubOp) if exp is not None else None
@@ -162,28 +147,93 @@ def _row_max_and_sum(m: SSAValue, log_sum: SSAValue, s: SSAValue) -> SSAValue | 
     return exp.result
 
 
+def _infinity_guard(value: SSAValue) -> SSAValue | None:
+    """`x` when `value` is `where(x == c, c, ...)` for c = +inf or -inf (either operand order)."""
+    where = _op(value, tta.WhereOp)
+    cmp = _op(where.condition, tta.CmpOp) if where is not None else None
+    if cmp is None or cmp.predicate.data != "eq":
+        return None
+    c = _float_constant(where.true_value)
+    for x, bound in ((cmp.lhs, cmp.rhs), (cmp.rhs, cmp.lhs)):
+        if c is not None and math.isinf(c) and _float_constant(bound) == c:
+            return x
+    return None
+
+
+def _max_plus_log_sum(lse: SSAValue) -> tuple[SSAValue, SSAValue, bool] | None:
+    """`(m, log(l), guarded)` when `lse` is `m + log(l)` (either order); reshapes that give back its shape
+    (`tt.logsumexp(s, -1)[..., None]`) and `tt.logsumexp`'s guards of infinite maxima,
+    `where(m == inf, inf, where(m == -inf, -inf, ...))`, looked through (`guarded`)."""
+    value = lse
+    while (reshape := _op(value, tta.ReshapeOp)) is not None:
+        value = reshape.input
+    if shape_of(value.type) != shape_of(lse.type):
+        return None
+    guarded = []
+    while (x := _infinity_guard(value)) is not None:
+        guarded.append(x)
+        value = value.op.false_value
+    add = _op(value, tta.AddOp)
+    if add is None:
+        return None
+    m, log_sum = (add.lhs, add.rhs) if _op(add.rhs, tta.LogOp) else (add.rhs, add.lhs)
+    return (m, log_sum, bool(guarded)) if all(x == m for x in guarded) else None
+
+
+def _contracted_by_rows(value: SSAValue) -> bool:
+    """Every user reads `value` as the left operand of a matmul (`p @ v`): a row with a NaN gives a NaN
+    row whatever else it holds."""
+    return all(isinstance(use.operation, tta.MatmulOp) and use.index == 0 for use in value.uses)
+
+
 class LogSoftmaxToSoftmax(RewritePattern):
-    """`exp(s - m - log(l))` or `exp(s - (m + log(l)))`, with `m` the row max of `s` and `l` the row sum
-    of `exp(s - m)`, → `exp(s - m) / l`: softmax written through logsumexp."""
+    """`exp(s - m - log(l))` or `exp(s - lse)`, `lse = m + log(l)` (`tt.logsumexp`), with `m` the row max
+    of `s` and `l` the row sum of `exp(s - m)`, → `exp(s - m) / l`: softmax written through logsumexp.
+
+    `tt.logsumexp` guards rows whose max is infinite. A row of -inf gives NaN either way; a row holding
+    +inf gives NaN where the scores are +inf and 0 elsewhere, where the softmax gives a row of NaN: the
+    same once the row is contracted (`p @ v`), so a guarded logsumexp is folded only there."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.ExpOp, rewriter: PatternRewriter) -> None:
         outer = _op(op.input, tta.SubOp)
         if outer is None:
             return
-        inner, lse = _op(outer.lhs, tta.SubOp), _op(outer.rhs, tta.AddOp)
+        inner = _op(outer.lhs, tta.SubOp)
         if inner is not None:  # (s - m) - log(l)
             s, m, log_sum = inner.lhs, inner.rhs, outer.rhs
-        elif lse is not None:  # s - (m + log(l)), either order
-            s = outer.lhs
-            m, log_sum = (lse.lhs, lse.rhs) if _op(lse.rhs, tta.LogOp) else (lse.rhs, lse.lhs)
-        else:
-            return
+        else:  # s - lse
+            found = _max_plus_log_sum(outer.rhs)
+            if found is None or (found[2] and not _contracted_by_rows(op.result)):
+                return
+            s, (m, log_sum, _) = outer.lhs, found
         e = _row_max_and_sum(m, log_sum, s)
         if e is None:
             return
         total = _op(log_sum, tta.LogOp).input
         rewriter.replace(op, tta.DivOp(e, total))
+
+
+class NormalizeBeforeProduct(RewritePattern):
+    """`(e @ v) / l` → `(e / l) @ v` for `e = exp(s - m)` and `l` its row sum (the normalisation deferred
+    past the product, as the kernel itself defers it)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tta.DivOp, rewriter: PatternRewriter) -> None:
+        product, total = _op(op.lhs, tta.MatmulOp), _op(op.rhs, tta.ReduceSumOp)
+        if product is None or total is None or not product.result.has_one_use() or total.input != product.lhs:
+            return
+        e = product.lhs
+        exp = _op(e, tta.ExpOp)
+        centered = _op(exp.input, tta.SubOp) if exp is not None else None
+        rmax = _op(centered.rhs, tta.ReduceMaxOp) if centered is not None else None
+        if rmax is None or rmax.input != centered.lhs or not last_axis_max(rmax) or not total.keeps_dims:
+            return
+        if total.axis.value.data != len(shape_of(e.type)) - 1 or {u.operation for u in e.uses} != {product, total}:
+            return
+        p = tta.DivOp(e, total.result)
+        rewriter.replace(op, [p, tta.MatmulOp(p.result, product.rhs)])
+        rewriter.erase(product)
 
 
 class ReciprocalToDivision(RewritePattern):
@@ -202,9 +252,12 @@ class ReciprocalToDivision(RewritePattern):
 RULES: tuple[RewritePattern, ...] = (
     LogSoftmaxToSoftmax(),
     ReciprocalToDivision(),
+    NormalizeBeforeProduct(),
     ScaleOutOfOperand(),
     DivisionToMultiplication(),
     MergeConstantScales(),
+    *MASK_RULES,
+    *GROUP_RULES,
 )
 
 

@@ -229,8 +229,8 @@ def _is_node(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Slices of computed values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
-    in one form (`tinyton-canonicalize-attention`), row scales behind matmuls (`tinyton-row-scale`), pattern
+    """Attention in one form (`tinyton-canonicalize-attention`), slices of computed values onto the arrays
+    read (`tinyton-push-slices`, concatenations first), row scales behind matmuls (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
 
@@ -238,10 +238,10 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
+            canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
-        with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale
-            canonicalize_attention(op)
         with stage("row scales behind matmuls"):
             RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):
