@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 
-from tinyton.analysis.attention import index_mask
 from tinyton.analysis.attention_backward import find_backward
+from tinyton.analysis.index_masks import index_mask
 from tinyton.dialects import tta
 from tinyton.rewrites.attention import own_copy
 from tinyton.rewrites.outline import Group

@@ -24,7 +24,6 @@ and folds it with log2(e) (tinyton/lowering/fusion/attention.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from math import prod
 
@@ -41,7 +40,9 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tinyton.analysis.attention import feeds_softmax, is_constant, last_axis_max
+from tinyton.analysis.attention import feeds_softmax, last_axis_max
+from tinyton.analysis.index_masks import is_constant
+from tinyton.analysis.logsumexp import row_log_sum, row_logsumexp
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -52,14 +53,21 @@ from tinyton.rewrites.outline import erase_dead_ops, functions
 _SCALES = (tta.MulOp, tta.DivOp)
 
 
-def _scalar(value: SSAValue) -> bool:
-    """A one-element value (a constant, or an array argument such as a runtime scale)."""
-    return prod(shape_of(value.type)) == 1
+def _scalar(value: SSAValue, depth: int = 4) -> bool:
+    """A one-element value of constants and arguments (a runtime scale, maybe `1 / sqrt(d)` of one), not
+    one computed from the arrays (the sum of a one-key softmax is no scale)."""
+    if prod(shape_of(value.type)) != 1:
+        return False
+    if not isinstance(value, OpResult) or isinstance(value.op, tta.ConstantOp):
+        return True
+    elementwise = isinstance(value.op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp, tta.ReshapeOp))
+    return depth > 0 and elementwise and all(_scalar(v, depth - 1) for v in value.op.operands)
 
 
-def _scaled(value: SSAValue) -> tuple[Operation, SSAValue, SSAValue] | None:
-    """`(op, x, c)` when `value` is `x * c`, `c * x` or `x / c` with `c` one element, used only here."""
-    if not (isinstance(value, OpResult) and isinstance(value.op, _SCALES) and value.has_one_use()):
+def _scaled(value: SSAValue, shared: bool = False) -> tuple[Operation, SSAValue, SSAValue] | None:
+    """`(op, x, c)` when `value` is `x * c`, `c * x` or `x / c` with `c` one element, used only here
+    (unless `shared`)."""
+    if not (isinstance(value, OpResult) and isinstance(value.op, _SCALES) and (shared or value.has_one_use())):
         return None
     op = value.op
     for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)) if isinstance(op, tta.MulOp) else ((op.lhs, op.rhs),):
@@ -74,30 +82,51 @@ def _float_constant(value: SSAValue) -> float | None:
     return None
 
 
+def _swapped(value: SSAValue) -> tta.TransposeOp | None:
+    """The transpose of the last two axes that gives `value`, if one does."""
+    op = _op(value, tta.TransposeOp)
+    n = len(op.perm) if op is not None else 0
+    return op if op is not None and op.perm == (*range(n - 2), n - 1, n - 2) else None
+
+
+def _probabilities(value: SSAValue) -> bool:
+    """`softmax(s)` (`exp(..) / sum`) or `exp(s - lse)`: attention's `p`, through casts."""
+    while (cast := _op(value, tta.CastOp)) is not None:
+        value = cast.input
+    div = _op(value, tta.DivOp)
+    return _op(div.lhs, tta.ExpOp) is not None if div is not None else _op(value, tta.ExpOp) is not None
+
+
+def _gradient_operand(value: SSAValue) -> bool:
+    """`p` or `ds = p * (dp - delta)`, maybe transposed: what attention's backward products read."""
+    value = transpose.input if (transpose := _swapped(value)) is not None else value
+    product = _op(value, tta.MulOp)
+    return _probabilities(value) or (product is not None and any(_probabilities(v) for v in product.operands))
+
+
 class ScaleOutOfOperand(RewritePattern):
-    """`(x ∘ c) @ y` or `x @ (y ∘ c)` (`y` possibly transposed after scaling) → `(x @ y) ∘ c`, for scores."""
+    """`(x ∘ c) @ y` or `x @ (y ∘ c)` (either maybe transposed after scaling) → `(x @ y) ∘ c`, for the
+    scores and for the backward's products (`ds @ (k * c)`, `(ds * c)ᵀ @ q`, with `q * c` shared with the
+    scores): the forms attention's rewrites read."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.MatmulOp, rewriter: PatternRewriter) -> None:
-        if not feeds_softmax(op.result):
-            return
-        lhs, rhs = op.lhs, op.rhs
-        found = _scaled(lhs)
-        if found is not None:
-            scale, lhs, c = found
-        else:
-            transpose = rhs.op if isinstance(rhs, OpResult) and isinstance(rhs.op, tta.TransposeOp) else None
-            found = _scaled(transpose.input if transpose is not None and rhs.has_one_use() else rhs)
-            if found is None:
-                return
-            scale, rhs, c = found
+        scores = feeds_softmax(op.result)
+        for side in (0, 1):
+            operand, other = op.operands[side], op.operands[1 - side]
+            transpose = _swapped(operand)
+            found = _scaled(transpose.input if transpose is not None else operand, shared=True)
+            if found is None or not (scores or _gradient_operand(other) or _gradient_operand(found[1])):
+                continue
+            scale, x, c = found
             if transpose is not None:
-                moved = tta.TransposeOp(rhs, transpose.perm)
+                moved = tta.TransposeOp(x, transpose.perm)
                 rewriter.insert(moved, InsertPoint.before(op))
-                rhs = moved.result
-        product = tta.MatmulOp(lhs, rhs)
-        scaled = type(scale)(product, c)
-        rewriter.replace(op, [product, scaled], [scaled.result])
+                x = moved.result
+            product = tta.MatmulOp(*((x, other) if side == 0 else (other, x)))
+            scaled = type(scale)(product, c)
+            rewriter.replace(op, [product, scaled], [scaled.result])
+            return
 
 
 class DivisionToMultiplication(RewritePattern):
@@ -133,53 +162,6 @@ def _op(value: SSAValue, kind: type) -> Operation | None:
     return value.op if isinstance(value, OpResult) and isinstance(value.op, kind) else None
 
 
-def _row_max_and_sum(m: SSAValue, log_sum: SSAValue, s: SSAValue) -> SSAValue | None:
-    """The exponentials `exp(s - m)` when `m` is the last-axis max of `s` and `log_sum` is
-    `log(sum(exp(s - m)))` over the last axis; None otherwise."""
-    rmax, log = _op(m, tta.ReduceMaxOp), _op(log_sum, tta.LogOp)
-    total = _op(log.input, tta.ReduceSumOp) if log is not None else None
-    if rmax is None or total is None or rmax.input != s or not last_axis_max(rmax) or not total.keeps_dims:
-        return None
-    exp = _op(total.input, tta.ExpOp)
-    centered = _op(exp.input, tta.SubOp) if exp is not None else None
-    if centered is None or centered.lhs != s or centered.rhs != m or total.axis.value.data != rmax.axis.value.data:
-        return None
-    return exp.result
-
-
-def _infinity_guard(value: SSAValue) -> SSAValue | None:
-    """`x` when `value` is `where(x == c, c, ...)` for c = +inf or -inf (either operand order)."""
-    where = _op(value, tta.WhereOp)
-    cmp = _op(where.condition, tta.CmpOp) if where is not None else None
-    if cmp is None or cmp.predicate.data != "eq":
-        return None
-    c = _float_constant(where.true_value)
-    for x, bound in ((cmp.lhs, cmp.rhs), (cmp.rhs, cmp.lhs)):
-        if c is not None and math.isinf(c) and _float_constant(bound) == c:
-            return x
-    return None
-
-
-def _max_plus_log_sum(lse: SSAValue) -> tuple[SSAValue, SSAValue, bool] | None:
-    """`(m, log(l), guarded)` when `lse` is `m + log(l)` (either order); reshapes that give back its shape
-    (`tt.logsumexp(s, -1)[..., None]`) and `tt.logsumexp`'s guards of infinite maxima,
-    `where(m == inf, inf, where(m == -inf, -inf, ...))`, looked through (`guarded`)."""
-    value = lse
-    while (reshape := _op(value, tta.ReshapeOp)) is not None:
-        value = reshape.input
-    if shape_of(value.type) != shape_of(lse.type):
-        return None
-    guarded = []
-    while (x := _infinity_guard(value)) is not None:
-        guarded.append(x)
-        value = value.op.false_value
-    add = _op(value, tta.AddOp)
-    if add is None:
-        return None
-    m, log_sum = (add.lhs, add.rhs) if _op(add.rhs, tta.LogOp) else (add.rhs, add.lhs)
-    return (m, log_sum, bool(guarded)) if all(x == m for x in guarded) else None
-
-
 def _contracted_by_rows(value: SSAValue) -> bool:
     """Every user reads `value` as the left operand of a matmul (`p @ v`): a row with a NaN gives a NaN
     row whatever else it holds."""
@@ -201,17 +183,14 @@ class LogSoftmaxToSoftmax(RewritePattern):
             return
         inner = _op(outer.lhs, tta.SubOp)
         if inner is not None:  # (s - m) - log(l)
-            s, m, log_sum = inner.lhs, inner.rhs, outer.rhs
+            found = row_log_sum(inner.rhs, outer.rhs)
+            s = inner.lhs
         else:  # s - lse
-            found = _max_plus_log_sum(outer.rhs)
-            if found is None or (found[2] and not _contracted_by_rows(op.result)):
-                return
-            s, (m, log_sum, _) = outer.lhs, found
-        e = _row_max_and_sum(m, log_sum, s)
-        if e is None:
+            found = row_logsumexp(outer.rhs)
+            s = outer.lhs
+        if found is None or found.scores != s or (found.guarded and not _contracted_by_rows(op.result)):
             return
-        total = _op(log_sum, tta.LogOp).input
-        rewriter.replace(op, tta.DivOp(e, total))
+        rewriter.replace(op, tta.DivOp(found.exps, found.total))
 
 
 class NormalizeBeforeProduct(RewritePattern):

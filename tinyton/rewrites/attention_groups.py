@@ -8,9 +8,12 @@ once per group, and flash-decoding packs a group's heads into one block.
  →
     o  = (softmax(q.reshape(B, H_kv, g, S, D) @ k[:, :, None].mT ...) @ v[:, :, None]).reshape(B, H, S, D)
 
-the form tinyton/analysis/attention.py reads as grouped-query attention (k and v broadcast along a size-1
-batch axis). The score steps and the softmax are rebuilt over the grouped batch shape, their other operands
-(bias and mask arrays) reshaped to it; a reshape of a contiguous array is read in place.
+the form tinyton/analysis/attention.py (and attention_backward.py) reads as grouped-query attention: k and v
+broadcast along a size-1 batch axis. Every op computing per batch entry around the scores (the score steps,
+the softmax, `p @ v`, and in a training step the backward's products, `ds` and the gradients) is rebuilt
+over the grouped batch shape, the same arithmetic on the same elements; the arrays it reads are reshaped to
+that shape and its results back (a reshape of a contiguous array is read in place; a gradient the program
+reshapes to the grouped shape itself, to sum over the group, is used as it is).
 """
 
 from __future__ import annotations
@@ -19,13 +22,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
 from xdsl.ir import Operation, OpResult, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint
 
-from tinyton.analysis.attention import last_axis_max, score_chain
+from tinyton.analysis.attention import feeds_softmax
 from tinyton.dialects import tta
-from tinyton.dialects.tt import shape_of
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dialects.tta_shapes import array_type, broadcast_shapes
 
 
 @dataclass(frozen=True)
@@ -122,65 +131,115 @@ def _regrouped(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, ...]
     return value, (*target, *padded[-2:])
 
 
-def _softmax(p: SSAValue) -> tuple[SSAValue, list[Operation]] | None:
-    """The scores and (max, sub, exp, sum, div) when `p` is their last-axis softmax, each used only there."""
-    div = _op(p, tta.DivOp)
-    exp = _op(div.lhs, tta.ExpOp) if div is not None else None
-    total = _op(div.rhs, tta.ReduceSumOp) if div is not None else None
-    sub = _op(exp.input, tta.SubOp) if exp is not None else None
-    rmax = _op(sub.rhs, tta.ReduceMaxOp) if sub is not None else None
-    if rmax is None or total is None or total.input != exp.result or rmax.input != sub.lhs or not last_axis_max(rmax):
-        return None
-    if not total.keeps_dims or total.axis.value.data != rmax.axis.value.data:
-        return None
-    ops = [rmax, sub, exp, total, div]
-    inside = set(ops)
-    if not all(u.operation in inside for op in ops[:-1] for r in op.results for u in r.uses) or not p.has_one_use():
-        return None
-    return sub.lhs, ops
+def _per_batch_entry(op: Operation, batch: tuple[int, ...]) -> bool:
+    """Whether `op` computes each entry of batch shape `batch` from that entry alone (elementwise ops,
+    matmuls, transposes and reductions of the last two axes), its results `(*batch, M, N)`."""
+    if not isinstance(op, _PER_ENTRY) or isinstance(op, tta.ArgReduceOp):
+        return False
+    if any(len(shape_of(r.type)) != len(batch) + 2 or shape_of(r.type)[:-2] != batch for r in op.results):
+        return False
+    if isinstance(op, tta.TransposeOp):
+        return op.perm[: len(batch)] == tuple(range(len(batch)))
+    if isinstance(op, tta.ReduceOp):
+        return op.axis.value.data >= len(batch) and op.keeps_dims
+    if isinstance(op, tta.MatmulOp):
+        return all(len(shape_of(v.type)) >= 2 for v in op.operands)
+    return True
+
+
+_PER_ENTRY = (tta.BinaryOp, tta.UnaryOp, tta.CmpOp, tta.WhereOp, tta.CastOp, tta.MatmulOp, tta.TransposeOp, tta.ReduceOp)
+
+
+def _members(seed: Operation, batch: tuple[int, ...]) -> list[Operation]:
+    """The ops connected to `seed` through values of batch shape `batch`, each computing per batch entry,
+    in program order."""
+    members, stack = {seed}, [seed]
+    while stack:
+        op = stack.pop()
+        neighbours = [u.operation for r in op.results for u in r.uses]
+        neighbours += [v.op for v in op.operands if isinstance(v, OpResult)]
+        for other in neighbours:
+            if other not in members and other.parent_block() is seed.parent_block() and _per_batch_entry(other, batch):
+                members.add(other)
+                stack.append(other)
+    block = seed.parent_block()
+    assert block is not None
+    return [op for op in block.ops if op in members]
+
+
+def _grouped_op(op: Operation, operands: Sequence[SSAValue], batch: tuple[int, ...], grouped: tuple[int, ...]) -> Operation:
+    """`op` over the grouped batch shape, reading `operands`."""
+    properties = dict(op.properties)
+    shift = len(grouped) - len(batch)
+    if isinstance(op, tta.TransposeOp):
+        perm = (*range(len(grouped)), *(p + shift for p in op.perm[len(batch) :]))
+        properties["permutation"] = DenseArrayBase.from_list(i64, list(perm))
+    if isinstance(op, tta.ReduceOp):
+        properties["axis"] = IntegerAttr(op.axis.value.data + shift, 32)
+    batches = [shape_of(v.type)[:-2] for v in operands if len(shape_of(v.type)) > 2]
+    entries = broadcast_shapes(*((1,) * (len(grouped) - len(b)) + tuple(b) for b in batches))  # k: 1 per group
+    types = [array_type(element_type(r.type), (*entries, *shape_of(r.type)[-2:])) for r in op.results]
+    return type(op).create(operands=operands, result_types=types, properties=properties, attributes=dict(op.attributes))
 
 
 class RepeatedKeysToBroadcast(RewritePattern):
-    """`softmax(q @ repeat(k)ᵀ ...) @ repeat(v)` → the grouped form: no copies of k and v."""
+    """Scores `q @ repeat(k)ᵀ` and every per-batch-entry op around them → the grouped form (no copies of k
+    and v)."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, pv: tta.MatmulOp, rewriter: PatternRewriter) -> None:
-        found = _softmax(pv.lhs)
-        chain = score_chain(found[0]) if found is not None else None
-        if chain is None or chain[1] is None:
-            return
-        (s, softmax), (qk, transpose, steps) = found, chain
-        keys = repeated(transpose.input)
+    def match_and_rewrite(self, qk: tta.MatmulOp, rewriter: PatternRewriter) -> None:
+        kt = qk.rhs
+        transpose = _op(kt, tta.TransposeOp)
+        keys = repeated(transpose.input if transpose is not None else kt)
         batch = shape_of(qk.result.type)[:-2]
-        if keys is None or shape_of(qk.lhs.type)[:-2] != batch or shape_of(pv.result.type)[:-2] != batch:
-            return
-        if {use.operation for use in s.uses} != set(softmax[:2]):
+        if keys is None or shape_of(qk.lhs.type)[:-2] != batch or not feeds_softmax(qk.result):
             return
         grouped = keys.grouped
-        reads = [_regrouped(x, batch, grouped) for x in (transpose.input, pv.rhs, *(x for st in steps for x in st.others))]
-        if any(r is None for r in reads):
+        members = _members(qk, batch)
+        inside = set(members)
+        reads = {v: _regrouped(v, batch, grouped) for op in members for v in op.operands
+                 if not (isinstance(v, OpResult) and v.op in inside)}
+        if any(r is None for r in reads.values()):
             return
-
-        def insert(op: Operation) -> SSAValue:
-            rewriter.insert(op, InsertPoint.before(pv))
-            return op.results[0]
-
-        def reshape(value: SSAValue, shape: Sequence[int]) -> SSAValue:
-            return value if shape_of(value.type) == tuple(shape) else insert(tta.ReshapeOp(value, shape))
-
-        k, v, *others = (reshape(value, shape) for value, shape in reads)
-        n = len(grouped) + 2
-        scores = insert(tta.MatmulOp(reshape(qk.lhs, (*grouped, *shape_of(qk.lhs.type)[-2:])),
-                                     insert(tta.TransposeOp(k, (*range(n - 2), n - 1, n - 2)))))
-        for step in steps:
-            operands = [others.pop(0) for _ in step.others]
-            operands.insert(step.operand, scores)
-            scores = insert(type(step.op)(*operands))
-        e = insert(tta.ExpOp(insert(tta.SubOp(scores, insert(tta.ReduceMaxOp(scores, n - 1, keepdims=True))))))
-        p = insert(tta.DivOp(e, insert(tta.ReduceSumOp(e, n - 1, keepdims=True))))
-        rewriter.replace(pv, tta.ReshapeOp(insert(tta.MatmulOp(p, v)), shape_of(pv.result.type)))
-        for op in [*softmax[::-1], *(step.op for step in steps[::-1]), qk, transpose]:
+        new: dict[SSAValue, SSAValue] = {}
+        for value, (source, shape) in reads.items():
+            new[value] = source
+            if shape_of(source.type) != tuple(shape):
+                reshape = tta.ReshapeOp(source, shape)
+                rewriter.insert(reshape, InsertPoint.before(members[0]))
+                new[value] = reshape.result
+        for op in members:
+            grouped_op = _grouped_op(op, [new[v] for v in op.operands], batch, grouped)
+            rewriter.insert(grouped_op, InsertPoint.before(op))
+            new.update(zip(op.results, grouped_op.results))
+        for op in members:
+            for old in op.results:
+                self._read_outside(old, new[old], grouped, inside, rewriter)
+        for op in reversed(members):
             rewriter.erase(op)
+
+    @staticmethod
+    def _read_outside(old: SSAValue, value: SSAValue, grouped: tuple[int, ...], inside: set[Operation],
+                      rewriter: PatternRewriter) -> None:
+        """Point the users of `old` outside the rebuilt ops at `value`: a reshape to its grouped shape
+        directly, the others through a reshape back (after a broadcast, for a value of one head per group)."""
+        back: SSAValue | None = None
+        for use in list(old.uses):
+            user = use.operation
+            if user in inside:
+                continue
+            if isinstance(user, tta.ReshapeOp) and shape_of(user.result.type) == shape_of(value.type):
+                rewriter.replace_all_uses_with(user.result, value)
+                rewriter.erase(user)
+                continue
+            if back is None:
+                full = tta.BroadcastToOp(value, (*grouped, *shape_of(old.type)[-2:]))
+                reshape = tta.ReshapeOp(full if full.result.type != value.type else value, shape_of(old.type))
+                rewriter.insert(reshape, InsertPoint.after(value.op))
+                if full.result.type != value.type:
+                    rewriter.insert(full, InsertPoint.after(value.op))
+                back = reshape.result
+            user.operands[use.index] = back
 
 
 GROUP_RULES: tuple[RewritePattern, ...] = (RepeatedKeysToBroadcast(),)

@@ -21,9 +21,19 @@ import math
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1
 from xdsl.ir import OpResult
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 
-from tinyton.analysis.attention import constant_value, feeds_softmax, index_choice, index_mask, is_constant
+from tinyton.analysis.attention import feeds_softmax
+from tinyton.analysis.index_masks import (
+    constant_value,
+    index_choice,
+    index_mask,
+    is_constant,
+)
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 

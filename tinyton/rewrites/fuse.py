@@ -217,7 +217,7 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     """Plan and outline one function (existing regions are dissolved and kept as seeds)."""
     seeds = inline_fusions(fn)
     erase_dead_ops(fn)
-    duplicate_free_ops(fn)
+    duplicate_free_ops(fn, seeds)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())
 

@@ -56,18 +56,24 @@ def erase_dead_ops(fn: func.FuncOp) -> None:
             Rewriter.erase_op(op)
 
 
-def duplicate_free_ops(fn: func.FuncOp) -> None:
-    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy.
+def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
+    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy, the users in one seed
+    group one copy between them (an attention backward reads q in its forward and in dk: one array).
 
     Views cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
     forcing the view to be materialised for the others."""
+    seed_of = {op: i for i, (ops, _) in enumerate(seeds) for op in ops}
     for op in list(fn.body.block.ops):
         if not isinstance(op, VIEWS):
             continue
-        for use in list(op.result.uses)[1:]:
+        readers: dict[object, list] = {}
+        for use in op.result.uses:
+            readers.setdefault(seed_of.get(use.operation, (use.operation, use.index)), []).append(use)
+        for uses in list(readers.values())[1:]:
             clone = op.clone()
             Rewriter.insert_op(clone, InsertPoint.after(op))
-            use.operation.operands[use.index] = clone.result
+            for use in uses:
+                use.operation.operands[use.index] = clone.result
 
 
 def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:

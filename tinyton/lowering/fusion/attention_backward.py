@@ -22,8 +22,8 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import is_constant
 from tinyton.analysis.attention_backward import AttentionBackward, Gradient
+from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
