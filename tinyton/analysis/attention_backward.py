@@ -28,6 +28,7 @@ from math import prod
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.attention import Attention, q_view, score_chain
+from tinyton.analysis.domain import VIEWS
 from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
 from tinyton.analysis.logsumexp import row_logsumexp
 from tinyton.dialects import tta
@@ -264,9 +265,11 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
         return None
     dk_t, dk_mm = dk_found
     dv_t, dv_mm = dv_found
-    q, k = scores.q.base, scores.k
-    if _strip(dq_mm.rhs) != k or _strip(dk_mm.rhs) != q or _strip(dv_mm.rhs) != do:
+    dk_q = _strip(dk_mm.rhs)
+    if not (same_array(_strip(dq_mm.rhs), scores.k) and same_array(_strip(dv_mm.rhs), do)
+            and (dk_q == scores.q.base or same_array(dk_q, scores.qk.lhs))):
         return None
+    q, k = scores.q.base, scores.k
     group = _group_axes(scores)
     dq, dk, dv = _tail(dq_mm, ()), _tail(dk_mm, group), _tail(dv_mm, group)
     for grad, like in ((dq, q), (dk, k), (dv, scores.v)):
@@ -283,6 +286,17 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
     everything = list(dict.fromkeys([*masks, *forward, *ops]))
     found = AttentionBackward(scores, lse, o, do, dq, dk, dv, tuple(everything))
     return found if _closed(found) else None
+
+
+def same_array(a: SSAValue, b: SSAValue) -> bool:
+    """One value, or the same view (reshape, transpose, broadcast) of the same array written twice:
+    `k[:, :, None]` in the scores and again in `ds @ k`. (The rewrite points both at one value.)"""
+    if a == b:
+        return True
+    if not (isinstance(a, OpResult) and isinstance(b, OpResult) and isinstance(a.op, VIEWS)):
+        return False
+    same_op = type(a.op) is type(b.op) and a.type == b.type and a.op.properties == b.op.properties
+    return same_op and same_array(a.op.operands[0], b.op.operands[0])
 
 
 def _group_axes(scores: Attention) -> tuple[int, ...]:

@@ -1,22 +1,31 @@
 """`tinyton-canonicalize-attention`: every spelling of attention's scores and softmax in one form.
 
 Takes and gives: a module of `func.func`s of tta ops (before fusion). Runs first in `tinyton-fuse` and
-`tinyton-flash-attention`, so the attention pattern (attention.pdl.mlir) and the kernel see one form:
+`tinyton-flash-attention`, so the attention patterns (attention.pdl.mlir, the backward's) and the kernels
+see one form:
 
     s = (q @ kᵀ) * c   [+ bias] [where(mask, s, -inf)]      c: one constant or one one-element array
     p = exp(s - max s) / sum(exp(s - max s))
+    o = p @ v          (k and v broadcast over the query heads of a group: grouped-query attention)
 
 Each rule is a small xDSL `RewritePattern`, applied only to scores (values that reach a softmax over their
-last axis through score steps, `feeds_softmax`), so the rounding of other programs stays NumPy's:
+last axis through score steps, `feeds_softmax`) or to the products of the backward (`ds @ k`, `dsᵀ @ q`),
+so the rounding of other programs stays NumPy's:
 
 - `ScaleOutOfOperand`: `(q * c) @ kᵀ`, `(q / c) @ kᵀ`, `q @ (k * c)ᵀ` → `(q @ kᵀ) * c` (or `/ c`): no
-  elementwise kernel over q or k before the attention, no second pass over them;
+  elementwise kernel over q or k before the attention, no second pass over them; in a training step also
+  `dsᵀ @ (q * c)` and `(ds * c) @ k`;
 - `DivisionToMultiplication`: `s / c` → `s * (1/c)` for a constant c (`/ math.sqrt(d)` costs what `* scale`
-  does: the kernel folds one multiplication into its exp2 constant);
+  does: the kernel folds one multiplication into its exp2 constant), on the scores and on the gradients;
 - `MergeConstantScales`: `(s * a) * b` → `s * (a*b)`;
-- `LogSoftmaxToSoftmax`: `exp(s - m - log(sum(exp(s - m))))` and `exp(s - (m + log(sum(exp(s - m)))))`
-  (softmax through logsumexp, `tt.logsumexp` traced or spelled out) → `exp(s - m) / sum(exp(s - m))`;
-- `ReciprocalToDivision`: `e * (1 / sum)` → `e / sum`.
+- `LogSoftmaxToSoftmax`: `exp(s - m - log(sum(exp(s - m))))` and `exp(s - lse)` with `lse` spelled out or
+  `tt.logsumexp`'s (tinyton/analysis/logsumexp.py) → `exp(s - m) / sum(exp(s - m))`;
+- `ReciprocalToDivision`: `e * (1 / sum)` → `e / sum`;
+- `NormalizeBeforeProduct`: `(e @ v) / sum(e)` → `(e / sum(e)) @ v`;
+- the mask rules (attention_masks.py): `where(drop, -inf, s)`, `s + where(keep, 0, -inf)`,
+  `tt.triu(full(-inf), 1)` and a scale after the mask → `where(keep, s * c, -inf)`;
+- the grouped-query rule (attention_groups.py): k and v through `np.repeat` or `broadcast_to(...).reshape`
+  → broadcast along a group axis.
 
 A runtime scale (a one-element array argument) stays a step `s * c` (or `s / c`); the kernel reads it once
 and folds it with log2(e) (tinyton/lowering/fusion/attention.py).
@@ -129,13 +138,21 @@ class ScaleOutOfOperand(RewritePattern):
             return
 
 
+def _gradient(value: SSAValue) -> bool:
+    """A product of attention's backward (`ds @ k`, `dsᵀ @ q`, `pᵀ @ do`), maybe summed over a group."""
+    while (total := _op(value, tta.ReduceSumOp)) is not None:
+        value = total.input
+    product = _op(value, tta.MatmulOp)
+    return product is not None and any(_gradient_operand(v) for v in product.operands)
+
+
 class DivisionToMultiplication(RewritePattern):
-    """`s / c` → `s * (1/c)` for scores and a constant `c`."""
+    """`s / c` → `s * (1/c)` for scores and gradients (`ds @ k / math.sqrt(d)`) and a constant `c`."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.DivOp, rewriter: PatternRewriter) -> None:
         c = _float_constant(op.rhs)
-        if c is None or c == 0 or not feeds_softmax(op.result):
+        if c is None or c == 0 or not (feeds_softmax(op.result) or _gradient(op.lhs)):
             return
         inverse = tta.ConstantOp(FloatAttr(1.0 / c, element_type(op.rhs.type)))
         rewriter.replace(op, [inverse, tta.MulOp(op.lhs, inverse)])
