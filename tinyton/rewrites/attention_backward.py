@@ -13,7 +13,11 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.ir import OpResult
 
-from tinyton.analysis.attention_backward import AttentionBackward, find_backward, same_array
+from tinyton.analysis.attention_backward import (
+    AttentionBackward,
+    find_backward,
+    same_array,
+)
 from tinyton.analysis.index_masks import index_mask
 from tinyton.dialects import tta
 from tinyton.rewrites.attention import own_copy
