@@ -165,14 +165,16 @@ def sm_count() -> int:
 
 def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[Any]:
     """The contiguous reshapes (`alias` kernels) whose output is a result and whose input an intermediate
-    read by them alone (`(o5d).reshape(B, H, S, D)` after grouped-query attention): no copy is launched,
-    the producer writes the result, whose bytes are the same."""
+    read by them alone (`(o5d).reshape(B, H, S, D)` after grouped-query attention) and written by a kernel
+    that runs (not itself a reshape sharing its input's buffer): no copy is launched, the producer writes the
+    result, whose bytes are the same."""
     readers: dict[SSAValue, int] = {}
     for k in launches:
         for v in k.inputs:
             readers[v] = readers.get(v, 0) + 1
+    shared = {k.outputs[0] for k in launches if k.alias is not None}
     return [k for k in launches if k.alias is not None and k.outputs[0] in results and isinstance(k.inputs[k.alias], OpResult)
-            and k.inputs[k.alias] not in results and readers[k.inputs[k.alias]] == 1]
+            and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
 
 
 def build_program(
