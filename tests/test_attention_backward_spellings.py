@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 
 import tinyton as tt
+from tinyton.compiler import compile_module
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
 
 SCALE = 0.125
 KERNELS = ["attention", "attention_delta", "attention_dkdv", "attention_dq"]
@@ -222,3 +225,16 @@ def test_grouped_query_training_step(program):
     assert_matches_the_program(program, (q, k, v, do), 45, 45)
     dkdv = next(step for step in program.compile(q, k, v, do).steps if step.launch.kind == "attention_dkdv")
     assert dkdv.grid[1] == 4, "one program per key block of each key/value head: K and V read once"
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("program, extra", [(through_logsumexp, ()), (causal_shifted, (-1,))],
+                         ids=["guarded_lse_store", "queries_without_a_key"])
+def test_the_new_kernel_code_assembles(program, extra):
+    """tt.logsumexp's forward (its guarded lse store) and the NaN of queries without a key (dq rows,
+    every dk and dv) lower to PTX that ptxas accepts for sm_90a."""
+    q = np.zeros((2, 256, 64), np.float16)
+    compiled = program.compile(q, q, q, q, *extra)
+    for step in compiled.steps:
+        launch = step.launch
+        assemble_ptx(compile_module(launch.module.clone(), num_warps=launch.num_warps, arch="sm_90a").asm["ptx"], "sm_90a")
