@@ -238,3 +238,23 @@ def test_the_new_kernel_code_assembles(program, extra):
     for step in compiled.steps:
         launch = step.launch
         assemble_ptx(compile_module(launch.module.clone(), num_warps=launch.num_warps, arch="sm_90a").asm["ptx"], "sm_90a")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("spelling", [*SPELLINGS, grouped_by_repeat], ids=lambda f: f.__name__)
+def test_backward_spellings_on_the_gpu(spelling):
+    """fp16 training steps on the GPU against torch's float64 autograd of the same attention."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU for torch")
+    h_kv = 2 if spelling is grouped_by_repeat else 4
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    make = lambda *shape: torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+    q, k, v, do = make(2, 4, 333, 64), make(2, h_kv, 333, 64), make(2, h_kv, 333, 64), make(2, 4, 333, 64)
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    causal_kind = spelling.__name__.startswith("causal")
+    out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal_kind, enable_gqa=h_kv != 4)
+    out.backward(do.double())
+    want = [out.detach(), *(x.grad for x in leaves)]
+    for got, expected in zip(spelling(q, k, v, do), want, strict=True):
+        torch.testing.assert_close(torch.as_tensor(got, device=expected.device).double(), expected, rtol=3e-2, atol=3e-2)

@@ -120,3 +120,11 @@ def test_split_heads_are_read_in_place():
     program = split_heads_repeated.compile(x, k, v)
     assert [step.launch.kind for step in program.steps] == ["attention"], "no copy of the transposed q"
     np.testing.assert_allclose(program(x, k, v), reference(q, k, v), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("s_q, s_kv", [(300, 300), (1, 3000)], ids=["prefill", "decode"])
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=lambda f: f.__name__)
+def test_grouped_spellings_on_the_gpu(spelling, s_q, s_kv):
+    q, k, v = inputs(26, s_q, s_kv, dtype=np.float16)
+    np.testing.assert_allclose(spelling(q, k, v).astype(np.float64), reference(q, k, v), rtol=2e-2, atol=2e-3)

@@ -124,3 +124,13 @@ def test_an_additive_mask_hides_what_it_masks():
     seen = reference(q, np.nan_to_num(k), v, keep=keep)  # rows before key 50 never see it
     np.testing.assert_allclose(got[:, :50], seen[:, :50], rtol=1e-4, atol=1e-5)
     assert np.isnan(got[:, 50:]).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shift", [0, -1])
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=lambda f: f.__name__)
+def test_mask_spellings_on_the_gpu(spelling, shift):
+    q, k, v = inputs(14, 2, 300, 64, dtype=np.float16)
+    keep = np.arange(300)[:, None] + shift >= np.arange(300)[None, :]
+    got = spelling(q, k, v, shift).astype(np.float64)
+    np.testing.assert_allclose(got, reference(q, k, v, keep=keep), rtol=2e-2, atol=2e-3)
