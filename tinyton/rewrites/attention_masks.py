@@ -5,13 +5,14 @@
   (`tt.where(tt.triu(ones, 1), -inf, s)`, `where(i < j, -inf, s)`): the same selection, with the scores
   kept by the mask, so a causal mask is seen as one;
 - `AdditiveMaskToWhere`: `s + m`, `m` an index array of 0 and -inf (`tt.triu(tt.full((n, n), -inf), 1)`,
-  `where(keep, 0, -inf)`) → `where(m == 0, s, -inf)`. NumPy's `s + -inf` is NaN where a masked-out score
-  is itself +inf or NaN (an inf or NaN in q or k under the mask); the `where` form gives -inf there,
-  as the kernel, which never computes the blocks a causal mask drops, must;
+  `where(keep, 0, -inf)`) → `where(m == 0, s, -inf)`, the causal kernel for nn.Transformer's mask. The one
+  difference from NumPy (docs/fusion.md): its `s + -inf` is NaN where a masked-out score is itself +inf or
+  NaN (an inf or NaN in q or k under the mask), which a kernel that never computes the blocks the mask
+  drops cannot see; the `where` form gives -inf there;
 - `ScaleInsideMask`: `where(keep, s, -inf) * c` → `where(keep, s * c, -inf)` for a constant `c > 0`
   (-inf * c is -inf): the scale next to `q @ kᵀ`, where the kernel folds it into its exp2 constant.
 
-Each applies only to scores (`feeds_softmax`); index masks (tinyton/analysis/attention.py) are computed
+Each applies only to scores (`feeds_softmax`); index masks (tinyton/analysis/index_masks.py) are computed
 by the kernel from the block's indices, so `~drop` and `m == 0` cost nothing there.
 """
 
