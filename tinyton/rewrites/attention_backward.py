@@ -21,7 +21,7 @@ from tinyton.analysis.attention_backward import (
 from tinyton.analysis.index_masks import index_mask
 from tinyton.dialects import tta
 from tinyton.rewrites.attention import own_copy
-from tinyton.rewrites.outline import Group
+from tinyton.rewrites.outline import Group, convex
 
 KIND = "attention_backward"
 
@@ -43,6 +43,8 @@ def backward_groups(fn: func.FuncOp) -> list[Group]:
             continue
         order = {o: i for i, o in enumerate(fn.body.block.ops)}
         ops = sorted((o for o in found.ops if not isinstance(o, tta.ConstantOp)), key=order.__getitem__)
+        if not convex(set(ops), order):
+            continue  # do computed from o (a network's training step): the forward must run before the backward
         claimed.update(ops)
         groups.append((ops, KIND))
     return groups

@@ -9,7 +9,7 @@ from above), so constants are not part of any group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -74,6 +74,25 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
             Rewriter.insert_op(clone, InsertPoint.after(op))
             for use in uses:
                 use.operation.operands[use.index] = clone.result
+
+
+def convex(members: set[Operation], index: Mapping[Operation, int]) -> bool:
+    """No path leaves the group and comes back (it would need a kernel before and after itself); `index`:
+    the ops' program order."""
+    last = max(index[op] for op in members)
+    seen: set[Operation] = set()
+    stack = [u.operation for op in members for r in op.results for u in r.uses if u.operation not in members]
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in index or index[op] > last:
+            continue
+        seen.add(op)
+        for r in op.results:
+            for u in r.uses:
+                if u.operation in members:
+                    return False
+                stack.append(u.operation)
+    return True
 
 
 def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:
