@@ -1,18 +1,23 @@
 """The spelling table of bench_attention.py (issue 23): one shape under every spelling of attention a user
-may write, each rewritten into the same flash-attention kernel (tinyton/rewrites/attention_canonical.py):
-the figures should agree within noise, and the launches be one."""
+may write, each rewritten into the same flash-attention kernel (tinyton/rewrites/attention_canonical.py,
+attention_masks.py, attention_groups.py): the figures should agree within noise, and the launches be one
+(four for a training step: the forward and FlashAttention-2's three backward kernels). Kinds: full, causal
+(every mask spelling), gqa (k and v repeated over `GQA_GROUP` query heads) and training (forward and
+backward written as the textbook math, causal)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
-
-import tinyton as tt
 from common import DEVICE, check_close, median_ms, pick, print_table
 
-SPELLING_SHAPE = pick((4, 16, 2048, 128), (1, 2, 100, 64))
+import tinyton as tt
+
+SPELLING_SHAPE = pick((4, 16, 2048, 128), (1, 4, 100, 64))
+GQA_GROUP = 4
 
 
 def _softmax(s):
@@ -70,6 +75,36 @@ def by_hand(q, k, v):
 
 
 @tt.jit
+def runtime_divisor(q, k, v, divisor):
+    return _softmax((q @ k.mT) / divisor) @ v
+
+
+@tt.jit
+def runtime_scale_on_q(q, k, v, scale):
+    return _softmax((q * scale) @ k.mT) @ v
+
+
+@tt.jit
+def tt_logsumexp(q, k, v):
+    s = q @ k.mT / math.sqrt(q.shape[-1])
+    return tt.exp(s - tt.logsumexp(s, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def normalised_after(q, k, v):
+    s = q @ k.mT / math.sqrt(q.shape[-1])
+    e = tt.exp(s - s.max(-1, keepdims=True))
+    return (e @ v) / e.sum(-1, keepdims=True)
+
+
+@tt.jit
+def numpy_functions(q, k, v):
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.shape[-1] ** -0.5
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return np.matmul(e / np.sum(e, axis=-1, keepdims=True), v)
+
+
+@tt.jit
 def causal_where(q, k, v):
     return _softmax(_causal(q, (q @ k.mT) * (q.shape[-1] ** -0.5))) @ v
 
@@ -95,38 +130,182 @@ def causal_bias(q, k, v, bias):
     return _softmax(q @ k.mT / math.sqrt(q.shape[-1]) + bias) @ v
 
 
+def _keys_after(n: int):
+    return tt.arange(n)[:, None] < tt.arange(n)[None, :]
+
+
+@tt.jit
+def causal_dropped_keys(q, k, v):
+    return _softmax(tt.where(_keys_after(q.shape[-2]), float("-inf"), q @ k.mT / math.sqrt(q.shape[-1]))) @ v
+
+
+@tt.jit
+def causal_negated(q, k, v):
+    n = q.shape[-2]
+    keep = tt.arange(n)[:, None] >= tt.arange(n)[None, :]
+    return _softmax(tt.where(~keep, float("-inf"), q @ k.mT / math.sqrt(q.shape[-1]))) @ v
+
+
+@tt.jit
+def causal_tril_compared(q, k, v):
+    n = q.shape[-2]
+    return _softmax(tt.where(tt.tril(tt.ones((n, n))) == 0, float("-inf"), q @ k.mT / math.sqrt(q.shape[-1]))) @ v
+
+
+@tt.jit
+def causal_additive_triu(q, k, v):
+    n = q.shape[-2]
+    return _softmax(q @ k.mT / math.sqrt(q.shape[-1]) + tt.triu(tt.full((n, n), float("-inf"), q.dtype), 1)) @ v
+
+
+@tt.jit
+def causal_scaled_after(q, k, v):
+    n = q.shape[-2]
+    return _softmax(tt.where(tt.arange(n)[:, None] >= tt.arange(n), q @ k.mT, float("-inf")) / math.sqrt(q.shape[-1])) @ v
+
+
+@tt.jit
+def causal_logsumexp(q, k, v):
+    s = _causal(q, q @ k.mT / math.sqrt(q.shape[-1]))
+    return tt.exp(s - tt.logsumexp(s, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def grouped(q, k, v):
+    b, h, s, d = q.shape
+    h_kv = k.shape[1]
+    out = _softmax(q.reshape(b, h_kv, h // h_kv, s, d) @ k[:, :, None].mT / math.sqrt(d)) @ v[:, :, None]
+    return out.reshape(b, h, s, d)
+
+
+@tt.jit
+def grouped_repeat(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return _softmax(q @ tt.repeat(k, g, axis=1).mT / math.sqrt(q.shape[-1])) @ tt.repeat(v, g, axis=1)
+
+
+@tt.jit
+def grouped_broadcast(q, k, v):
+    b, h = q.shape[:2]
+    wide = (b, k.shape[1], h // k.shape[1], *k.shape[2:])
+    kr = tt.broadcast_to(k[:, :, None], wide).reshape(b, h, *k.shape[2:])
+    vr = tt.broadcast_to(v[:, :, None], wide).reshape(b, h, *v.shape[2:])
+    return _softmax(q @ kr.mT / math.sqrt(q.shape[-1])) @ vr
+
+
+def _gradients(p, q, k, v, do, scale):
+    o = p @ v
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    return o, ds @ k * scale, ds.mT @ q * scale, p.mT @ do
+
+
+@tt.jit
+def training_scaled(q, k, v, do):
+    scale = q.shape[-1] ** -0.5
+    return _gradients(_softmax(_causal(q, (q @ k.mT) * scale)), q, k, v, do, scale)
+
+
+@tt.jit
+def training_divided(q, k, v, do):
+    d = math.sqrt(q.shape[-1])
+    p = _softmax(_causal(q, q @ k.mT / d))
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    return p @ v, ds @ k / d, ds.mT @ q / d, p.mT @ do
+
+
+@tt.jit
+def training_scaled_q(q, k, v, do):
+    scale = q.shape[-1] ** -0.5
+    qs = q * scale
+    p = _softmax(_causal(q, qs @ k.mT))
+    dp = do @ v.mT
+    ds = p * (dp - tt.sum(dp * p, axis=-1, keepdims=True))
+    return p @ v, ds @ k * scale, ds.mT @ qs, p.mT @ do
+
+
+@tt.jit
+def training_logsumexp(q, k, v, do):
+    s = _causal(q, q @ k.mT / math.sqrt(q.shape[-1]))
+    return _gradients(tt.exp(s - tt.logsumexp(s, axis=-1, keepdims=True)), q, k, v, do, q.shape[-1] ** -0.5)
+
+
+@tt.jit
+def training_additive(q, k, v, do):
+    n, scale = q.shape[-2], q.shape[-1] ** -0.5
+    mask = tt.triu(tt.full((n, n), float("-inf"), q.dtype), 1)
+    return _gradients(_softmax(q @ k.mT * scale + mask), q, k, v, do, scale)
+
+
 SPELLINGS = {
     "full": [("s = (q @ k.mT) * scale", scaled, ()), ("q @ k.mT / math.sqrt(d)", divided, ()),
              ("(q * scale) @ k.mT", scaled_q, ()), ("(q / math.sqrt(d)) @ k.swapaxes(-1, -2)", divided_q, ()),
              ("q @ (k * scale).mT", scaled_k, ()), ("* scale, a 0-d array argument", runtime_scale, ("scale",)),
-             ("exp(s - m - log(sum(exp(s - m))))", through_logsumexp, ()), ("softmax by hand (methods)", by_hand, ())],
+             ("/ divisor, a 0-d array argument", runtime_divisor, ("divisor",)),
+             ("(q * scale) @ k.mT, a 0-d array", runtime_scale_on_q, ("scale",)),
+             ("exp(s - m - log(sum(exp(s - m))))", through_logsumexp, ()),
+             ("exp(s - tt.logsumexp(s, -1, keepdims=True))", tt_logsumexp, ()),
+             ("softmax by hand (methods)", by_hand, ()), ("(e @ v) / e.sum(-1, keepdims=True)", normalised_after, ()),
+             ("np.matmul, np.swapaxes, np.exp, np.max, np.sum", numpy_functions, ())],
     "causal": [("where(i >= j, (q @ k.mT) * scale, -inf)", causal_where, ()),
                ("where(i >= j, q @ k.mT / math.sqrt(d), -inf)", causal_where_divided, ()),
                ("where(i >= j, (q * scale) @ k.mT, -inf)", causal_where_scaled_q, ()),
                ("where(tril(ones), ..., -inf)", causal_tril, ()),
+               ("where(i < j, -inf, s)", causal_dropped_keys, ()),
+               ("where(~keep, -inf, s)", causal_negated, ()),
+               ("where(tril(ones(float)) == 0, -inf, s)", causal_tril_compared, ()),
+               ("s + triu(full(-inf), 1)", causal_additive_triu, ()),
+               ("where(i >= j, q @ k.mT, -inf) / math.sqrt(d)", causal_scaled_after, ()),
+               ("exp(s - tt.logsumexp(s, ...)), masked s", causal_logsumexp, ()),
                ("+ bias (0 / -inf array, reads S x S)", causal_bias, ("bias",))],
+    "gqa": [("q.reshape(B, H_kv, G, S, D) @ k[:, :, None].mT", grouped, ()),
+            ("q @ tt.repeat(k, G, axis=1).mT", grouped_repeat, ()),
+            ("broadcast_to(k[:, :, None], ...).reshape(B, H, S, D)", grouped_broadcast, ())],
+    "training": [("causal, * scale", training_scaled, ()), ("causal, / math.sqrt(d)", training_divided, ()),
+                 ("causal, q * scale shared with dk", training_scaled_q, ()),
+                 ("causal, exp(s - tt.logsumexp(s))", training_logsumexp, ()),
+                 ("causal, + triu(full(-inf), 1)", training_additive, ())],
 }  # fmt: skip
+"""Kind: (spelling, program, extra arguments); the first of each kind is its canonical spelling."""
+
+
+def _references(q, k, v, do, kind: str) -> tuple[torch.Tensor, ...]:
+    """float64 SDPA (and its gradients for a training step) on the same tensors."""
+    leaves = [x.double().requires_grad_() for x in (q, k, v)]
+    kv = [x.repeat_interleave(GQA_GROUP, 1) for x in leaves[1:]] if kind == "gqa" else leaves[1:]
+    o = F.scaled_dot_product_attention(leaves[0], *kv, is_causal=kind in ("causal", "training"))
+    if kind != "training":
+        return (o.detach(),)
+    return (o.detach(), *torch.autograd.grad(o, leaves, do.double()))
 
 
 def spelling_table(dtype: torch.dtype) -> None:
     b, h, s, d = SPELLING_SHAPE
-    q, k, v = (torch.randn(b, h, s, d, device=DEVICE, dtype=dtype) for _ in range(3))
+    q, v_full, do = (torch.randn(b, h, s, d, device=DEVICE, dtype=dtype) for _ in range(3))
+    k = torch.randn(b, h, s, d, device=DEVICE, dtype=dtype)
     extras = {"scale": torch.tensor(d**-0.5, device=DEVICE, dtype=dtype),
+              "divisor": torch.tensor(math.sqrt(d), device=DEVICE, dtype=dtype),
               "bias": torch.zeros(s, s, device=DEVICE, dtype=dtype).masked_fill(
                   ~torch.ones(s, s, dtype=torch.bool, device=DEVICE).tril(), float("-inf"))}
     rows = []
     for kind, spellings in SPELLINGS.items():
-        reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=kind == "causal")
+        keys, values = (k[:, :: GQA_GROUP].contiguous(), v_full[:, :: GQA_GROUP].contiguous()) if kind == "gqa" else (k, v_full)
+        inputs = (q, keys, values, do) if kind == "training" else (q, keys, values)
+        references = _references(q, keys, values, do, kind)
         first = None
         for name, program, extra in spellings:
-            args = (q, k, v, *(extras[e] for e in extra))
-            check_close(f"{name}", program(*args), reference, tol=2e-2)
+            args = (*inputs, *(extras[e] for e in extra))
+            results = program(*args)
+            for got, want in zip(results if kind == "training" else (results,), references, strict=True):
+                check_close(f"{name}", got, want, tol=2e-2)
             ms = median_ms(lambda program=program, args=args: program(*args))
-            flops = 4 * b * h * s * s * d * (0.5 if kind == "causal" else 1.0)
+            flops = 4 * b * h * s * s * d * (0.5 if kind in ("causal", "training") else 1.0)
+            flops *= 3.5 if kind == "training" else 1.0  # FlashAttention's convention: backward 2.5x the forward
             tf = flops / (ms * 1e-3) / 1e12
             first = tf if first is None else first
             share = f"{100 * tf / first:.0f}%" if math.isfinite(tf) else "n/a"
             rows.append([kind, f"`{name}`", tf, share, program.compile(*args).num_launches])
             print(f"# {rows[-1]}", flush=True)
     print_table(f"Attention spellings, {SPELLING_SHAPE} {str(dtype).split('.')[-1]} (TFLOPS; % of the first of its kind)",
-                ["mask", "spelling", "tinyton", "% of first", "launches"], rows)
+                ["kind", "spelling", "tinyton", "% of first", "launches"], rows)

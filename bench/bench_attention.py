@@ -12,7 +12,8 @@ causal (a mask from `tt.arange`), bias (an S x S array added to the scores) and 
 key/value head serves GQA_GROUP query heads, broadcast over a group axis; SDPA's `enable_gqa`).
 `backward` (attention_backward_table.py): the backward at six shapes against SDPA's flash and cuDNN
 backward, and the textbook training step as one program; `spellings` (attention_spellings_table.py): one
-shape under every spelling of the scale, softmax and mask, each the same kernel.
+shape under every spelling of the scale, softmax, mask, grouped-query heads and training step, each the
+same kernel(s).
 """
 
 from __future__ import annotations

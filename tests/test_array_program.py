@@ -208,3 +208,20 @@ def test_fused_softmax_and_rmsnorm_on_the_simulator(monkeypatch) -> None:
         fused = program_module.compile_array_program(fn, args, fuse=True)
         assert fused.num_launches == 1 and 'tta.fusion "' in fused.asm["fused"]
         np.testing.assert_allclose(fused(*args), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_returned_reshape_is_written_in_place(monkeypatch) -> None:
+    """A result that reshapes an intermediate read by nothing else: its producer writes the result's
+    buffer, no copy; through a chain of reshapes (the first shares its input's buffer) the copy stays."""
+    from tinyton.runtime import driver
+
+    monkeypatch.setattr(driver, "is_available", lambda: False)
+
+    def program(x, w):
+        return (x * w).reshape(8, 4), (x + w).reshape(-1).reshape(8, 4)
+
+    prog = program_module.compile_array_program(program, [X, W], fuse=False)
+    product, total = prog(X, W)
+    np.testing.assert_allclose(product, (X * W).reshape(8, 4), rtol=1e-6)
+    np.testing.assert_allclose(total, (X + W).reshape(8, 4), rtol=1e-6)
+    assert [step.launch.kind for step in prog.steps] == ["elementwise", "elementwise", "reshape"]

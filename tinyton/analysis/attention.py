@@ -1,12 +1,12 @@
 """Is this tta dataflow scaled-dot-product attention, and what are its parts?
 
     s0 = q @ kᵀ                       (kᵀ: `tta.transpose` of k's last two axes, or an input already K×S;
-                                       q: an array, or a view of one by reshapes then transposes)
+                                       q: an array, or a strided view of one by reshapes and transposes)
     s  = f(s0, bias, mask, constants)  a chain of elementwise ops, one use each (scale, bias, mask)
     p  = softmax(s, axis=-1)           max, sub, exp, sum, div
     o  = p @ v
 
-Index masks are computed in the kernel from the block's indices and one-element integer inputs (a decode
+Index masks (index_masks.py) are computed in the kernel from the block's indices and one-element integer inputs (a decode
 step's `arange(T) <= pos`); k and v may each be `where(index mask, a, b)` of two views (the new row written
 into the KV cache), read as two loads and a select (`Select`).
 
@@ -22,9 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from math import prod
 
-from xdsl.dialects.builtin import IntegerType, i1
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from tinyton.analysis.index_masks import (
+    Mask,
+    causal_offset,
+    index_mask,
+    is_constant,
+    is_minus_inf,
+    mask_ops,
+)
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 
@@ -60,26 +67,54 @@ def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(prod(shape[i + 1 :]) for i in range(len(shape)))
 
 
+def reshaped_strides(shape: Sequence[int], strides: Sequence[int], out: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides of a reshape to `out` of the strided view (`shape`, `strides`), or None when it needs a
+    copy (NumPy's rule: each run of dims that merges or splits must be contiguous within itself)."""
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    new = [i for i, n in enumerate(out) if n != 1]
+    if 0 in shape or prod(shape) != prod(out):
+        return None
+    result = [0] * len(out)
+    i = j = 0
+    while i < len(old) and j < len(new):
+        i_end, j_end, a, b = i + 1, j + 1, old[i][0], out[new[j]]
+        while a != b:
+            if a < b:
+                a, i_end = a * old[i_end][0], i_end + 1
+            else:
+                b, j_end = b * out[new[j_end]], j_end + 1
+        if any(old[t][1] != old[t + 1][0] * old[t + 1][1] for t in range(i, i_end - 1)):
+            return None
+        stride = old[i_end - 1][1]
+        for t in reversed(range(j, j_end)):
+            result[new[t]] = stride
+            stride *= out[new[t]]
+        i, j = i_end, j_end
+    return tuple(result)
+
+
 def q_view(q: SSAValue) -> QView:
     """The longest chain of single-use reshapes and transposes ending at `q` that is a strided view of
-    the array it starts from (reshapes only while still contiguous, as NumPy's views)."""
+    the array it starts from (a reshape of a transposed view only where NumPy's would be a view: the heads
+    of `x.transpose(0, 2, 1, 3)` split into groups)."""
     chain: list[Operation] = []
     value = q
     while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp)) and value.has_one_use():
         chain.insert(0, value.op)
         value = value.op.input
-    while chain:  # drop leading ops until the rest is reshapes then transposes
-        kinds = [isinstance(op, tta.TransposeOp) for op in chain]
-        if kinds == sorted(kinds):
-            break
-        chain.pop(0)
-    base = chain[0].input if chain else q
-    shape = shape_of(base.type)
-    strides = _contiguous(shape)
-    for op in chain:
-        shape = shape_of(op.result.type)
-        strides = _contiguous(shape) if isinstance(op, tta.ReshapeOp) else tuple(strides[p] for p in op.perm)
-    return QView(base, tuple(chain), tuple(shape), strides)
+    for first in range(len(chain) + 1):  # drop leading ops until the rest is a view
+        base = chain[first].input if first < len(chain) else q
+        shape, strides = shape_of(base.type), _contiguous(shape_of(base.type))
+        for op in chain[first:]:
+            out = shape_of(op.result.type)
+            if isinstance(op, tta.TransposeOp):
+                strides = tuple(strides[p] for p in op.perm)
+            elif (strides := reshaped_strides(shape, strides, out)) is None:
+                break
+            shape = out
+        else:
+            return QView(base, tuple(chain[first:]), tuple(shape), strides)
+    raise AssertionError("unreachable: q itself is a view")
 
 
 @dataclass(frozen=True)
@@ -182,15 +217,6 @@ class Attention:
         return causal_offset(mask)
 
 
-def is_minus_inf(value: SSAValue) -> bool:
-    """A constant -inf: masked scores that add nothing to the softmax."""
-    return is_constant(value) and _constant_value(value) == float("-inf")
-
-
-def is_constant(value: SSAValue) -> bool:
-    return isinstance(value, OpResult) and isinstance(value.op, tta.ConstantOp)
-
-
 def _single_use(value: SSAValue) -> bool:
     return value.has_one_use()
 
@@ -245,6 +271,26 @@ def _depends_on_matmul(value: SSAValue, budget: int = 64) -> bool:
     return False
 
 
+def last_axis_max(op: Operation) -> bool:
+    """A `reduce_max` over the last axis that keeps it: the first op of a softmax."""
+    return isinstance(op, tta.ReduceMaxOp) and op.keeps_dims and op.axis.value.data == len(shape_of(op.input.type)) - 1
+
+
+def feeds_softmax(value: SSAValue, budget: int = 16) -> bool:
+    """Whether `value` reaches the input of a softmax (a last-axis `reduce_max` of it) through score steps
+    (scale, bias, masks), each the only user of the value before it: scores, whose rewrites (the attention
+    canonicalization) leave the rounding of every other program NumPy's."""
+    while budget:
+        budget -= 1
+        users = [u.operation for u in value.uses]
+        if any(last_axis_max(user) for user in users):
+            return True
+        if len(users) != 1 or not isinstance(users[0], SCORE_OPS) or shape_of(users[0].results[0].type) != shape_of(value.type):
+            return False
+        value = users[0].results[0]
+    return False
+
+
 def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Attention | None:
     """The attention computed by exactly these ops (an outlined region), or None."""
     if len(results) != 1:
@@ -284,186 +330,3 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
 def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:
     """A reduction over the last axis that keeps it (so the result broadcasts back over the row)."""
     return reduction.axis.value.data == len(shape_of(value.type)) - 1 and reduction.keeps_dims
-
-
-# ---------------------------------------------------------------------------------------------
-# Index masks: conditions computed from `tt.arange` alone (causal and banded masks)
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Affine:
-    """`sum(coef[p] * index along position p) + sum(k * s for s, k in scalars) + const`; positions count
-    from the right (-1: keys, -2: queries); `scalars` are one-element integer arrays read at run time (a
-    decode step's position), so `arange(T) <= pos` is an index mask too."""
-
-    coef: tuple[tuple[int, int], ...]
-    const: int
-    scalars: tuple[tuple[SSAValue, int], ...] = ()
-
-    def scaled(self, k: int) -> Affine:
-        return Affine(tuple((p, c * k) for p, c in self.coef), self.const * k, tuple((v, c * k) for v, c in self.scalars))
-
-    def plus(self, other: Affine) -> Affine:
-        coef = dict(self.coef)
-        for p, c in other.coef:
-            coef[p] = coef.get(p, 0) + c
-        scalars = dict(self.scalars)
-        for v, c in other.scalars:
-            scalars[v] = scalars.get(v, 0) + c
-        return Affine(tuple(sorted((p, c) for p, c in coef.items() if c)), self.const + other.const,
-                      tuple((v, c) for v, c in scalars.items() if c))  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Compare:
-    """`lhs <predicate> 0` for an affine index expression."""
-
-    predicate: str
-    lhs: Affine
-
-
-@dataclass(frozen=True)
-class Logic:
-    """`and` / `or` of masks."""
-
-    kind: str
-    parts: tuple[Mask, ...]
-
-
-Mask = Compare | Logic
-
-
-def _moved_positions(in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> dict[int, int] | None:
-    """How the right-aligned positions of a reshape that only adds or drops size-1 dims move."""
-    kept_in = [i - len(in_shape) for i, d in enumerate(in_shape) if d != 1]
-    kept_out = [i - len(out_shape) for i, d in enumerate(out_shape) if d != 1]
-    if [in_shape[p] for p in kept_in] != [out_shape[p] for p in kept_out]:
-        return None
-    return dict(zip(kept_in, kept_out))
-
-
-def is_scalar_leaf(value: SSAValue) -> bool:
-    """A one-element integer array not computed from aranges and constants (an input such as a position):
-    an index mask reads it at run time instead of cloning what computes it."""
-    if element_type(value.type) == i1 or not isinstance(element_type(value.type), IntegerType):
-        return False
-    if prod(shape_of(value.type)) != 1:
-        return False
-    return not (isinstance(value, OpResult) and isinstance(value.op, _AFFINE_OPS))
-
-
-def affine_index(value: SSAValue) -> Affine | None:
-    """`value` as an affine function of the query and key indices and of scalar leaves, if it is computed
-    from aranges, constants and scalar leaves only."""
-    if is_scalar_leaf(value):
-        return Affine((), 0, ((value, 1),))
-    if not isinstance(value, OpResult):
-        return None
-    op = value.op
-    if isinstance(op, tta.ArangeOp):  # a length-1 arange is the constant `start`
-        return Affine(((-1, 1),) if shape_of(op.result.type)[0] > 1 else (), op.start.value.data)
-    if isinstance(op, tta.ConstantOp):
-        data = op.value.value.data
-        return Affine((), data) if isinstance(data, int) and element_type(op.result.type) != i1 else None
-    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):
-        inner = affine_index(op.input)
-        moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
-        if inner is None or moves is None or any(p not in moves for p, _ in inner.coef):
-            return None  # (a coefficient sits on a dim of extent > 1, which every reshape here keeps)
-        return Affine(tuple(sorted((moves[p], c) for p, c in inner.coef)), inner.const)
-    if isinstance(op, tta.CastOp) and _widens_int(op):  # an int32 arange as int64 (torch's indices)
-        return affine_index(op.input)
-    if isinstance(op, (tta.AddOp, tta.SubOp)):
-        a, b = affine_index(op.lhs), affine_index(op.rhs)
-        if a is None or b is None:
-            return None
-        return a.plus(b if isinstance(op, tta.AddOp) else b.scaled(-1))
-    if isinstance(op, tta.MulOp):
-        a, b = affine_index(op.lhs), affine_index(op.rhs)
-        if a is not None and b is not None and not b.coef and not b.scalars:
-            return a.scaled(b.const)
-        if a is not None and b is not None and not a.coef and not a.scalars:
-            return b.scaled(a.const)
-    return None
-
-
-_AFFINE_OPS = (tta.ArangeOp, tta.ConstantOp, tta.ReshapeOp, tta.BroadcastToOp, tta.AddOp, tta.SubOp, tta.MulOp)
-
-
-def _widens_int(op: tta.CastOp) -> bool:
-    """A cast between signed ints that keeps every value (its result as wide or wider)."""
-    src, dst = element_type(op.input.type), element_type(op.result.type)
-    return (isinstance(src, IntegerType) and isinstance(dst, IntegerType) and src != i1
-            and dst.width.data >= src.width.data)  # fmt: skip
-
-
-def index_mask(value: SSAValue) -> Mask | None:
-    """A boolean array computed from aranges only, over the last two axes (queries, keys)."""
-    if not isinstance(value, OpResult):
-        return None
-    op = value.op
-    if isinstance(op, tta.CmpOp):
-        a, b = affine_index(op.lhs), affine_index(op.rhs)
-        if a is None or b is None:
-            return None
-        lhs = a.plus(b.scaled(-1))
-        return Compare(op.predicate.data, lhs) if all(p in (-1, -2) for p, _ in lhs.coef) else None
-    if isinstance(op, tta.WhereOp) and _constant_value(op.true_value) is True and _constant_value(op.false_value) is False:
-        return index_mask(op.condition)  # `tt.tril(tt.ones((n, n), tt.int1))`: where(mask, True, False)
-    if isinstance(op, (tta.AndOp, tta.OrOp)):
-        a, b = index_mask(op.lhs), index_mask(op.rhs)
-        return Logic("and" if isinstance(op, tta.AndOp) else "or", (a, b)) if a and b else None
-    if isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp)):  # size-1 dims added or dropped: positions move
-        moves = _moved_positions(shape_of(op.input.type), shape_of(op.result.type))
-        inner = index_mask(op.input) if moves is not None else None
-        return _moved_mask(inner, moves) if inner is not None else None
-    return None
-
-
-def _moved_mask(mask: Mask, moves: dict[int, int]) -> Mask | None:
-    """`mask` with its index positions moved by a reshape (None if one leaves the last two axes)."""
-    if isinstance(mask, Logic):
-        parts = [_moved_mask(part, moves) for part in mask.parts]
-        return Logic(mask.kind, tuple(parts)) if all(parts) else None
-    coef = tuple(sorted((moves.get(p, p), c) for p, c in mask.lhs.coef))
-    if any(p not in (-1, -2) for p, _ in coef):
-        return None
-    return Compare(mask.predicate, Affine(coef, mask.lhs.const, mask.lhs.scalars))
-
-
-def _constant_value(value: SSAValue) -> bool | int | float | None:
-    """The value of a scalar constant, or of a constant broadcast to an array; None otherwise."""
-    while isinstance(value, OpResult) and isinstance(value.op, (tta.BroadcastToOp, tta.ReshapeOp)):
-        value = value.op.input
-    if not is_constant(value):
-        return None
-    data = value.op.value.value.data
-    return bool(data) if element_type(value.type) == i1 else data
-
-
-def mask_ops(value: SSAValue) -> list[Operation]:
-    """The ops computing an index mask, in program order (to clone into the attention region)."""
-    seen: list[Operation] = []
-
-    def visit(v: SSAValue) -> None:
-        if isinstance(v, OpResult) and v.op not in seen and not is_scalar_leaf(v):
-            for operand in v.op.operands:
-                visit(operand)
-            seen.append(v.op)
-
-    visit(value)
-    return seen
-
-
-def causal_offset(mask: Mask) -> int | None:
-    """`c` when the mask keeps exactly the keys `j <= i + c` of query `i` (a causal mask, shifted)."""
-    if not isinstance(mask, Compare) or mask.lhs.scalars:
-        return None
-    coef, const = dict(mask.lhs.coef), mask.lhs.const
-    # lhs = a*i + b*j + const compared with 0
-    if mask.predicate in ("ge", "gt") and coef == {-2: 1, -1: -1}:  # i - j + const >= 0  <=>  j <= i + const
-        return const - (1 if mask.predicate == "gt" else 0)
-    if mask.predicate in ("le", "lt") and coef == {-2: -1, -1: 1}:  # j - i + const <= 0  <=>  j <= i - const
-        return -const - (1 if mask.predicate == "lt" else 0)
-    return None

@@ -22,19 +22,15 @@ reads it back from the region with `backward_of`, so a region is only outlined w
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.attention import (
-    Attention,
-    index_mask,
-    is_constant,
-    mask_ops,
-    q_view,
-    score_chain,
-)
+from tinyton.analysis.attention import Attention, q_view, score_chain
+from tinyton.analysis.domain import VIEWS
+from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
+from tinyton.analysis.logsumexp import row_logsumexp
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 
@@ -68,6 +64,9 @@ class AttentionBackward:
     dv: Gradient
     ops: tuple[Operation, ...]
     """Every op of the backward region (the forward's, the index masks' and the casts' included)."""
+    guarded: bool = False
+    """The probabilities are `exp(s - lse)` of `tt.logsumexp`'s lse, which is +inf for a row holding +inf
+    (p is then NaN only where s is +inf): the forward kernel stores that lse for the backward's p."""
 
     @property
     def group_axes(self) -> tuple[int, ...]:
@@ -111,11 +110,12 @@ def _last_axis_keepdims(op: Operation, value: SSAValue) -> bool:
     return op.keeps_dims and op.axis.value.data == len(shape_of(value.type)) - 1
 
 
-def _softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...]] | None:
-    """The scores and (max, sub, exp, sum, div) when `p` is their softmax over the last axis."""
+def _softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...], bool] | None:
+    """The scores, (max, sub, exp, sum, div) and False when `p` is their softmax over the last axis; the
+    scores, the ops and True when `p` is `exp(s - tt.logsumexp(s))` (guarded: analysis/logsumexp.py)."""
     div = _op(p, tta.DivOp)
     if div is None:
-        return None
+        return _guarded_softmax(p)
     exp, rsum = _op(div.lhs, tta.ExpOp), _op(div.rhs, tta.ReduceSumOp)
     sub = _op(exp.input, tta.SubOp) if exp is not None else None
     if sub is None or rsum is None or rsum.input != exp.result or not _last_axis_keepdims(rsum, exp.result):
@@ -123,7 +123,16 @@ def _softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...]] | None:
     rmax = _op(sub.rhs, tta.ReduceMaxOp)
     if rmax is None or rmax.input != sub.lhs or not _last_axis_keepdims(rmax, sub.lhs):
         return None
-    return sub.lhs, (rmax, sub, exp, rsum, div)
+    return sub.lhs, (rmax, sub, exp, rsum, div), False
+
+
+def _guarded_softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...], bool] | None:
+    exp = _op(p, tta.ExpOp)
+    sub = _op(exp.input, tta.SubOp) if exp is not None else None
+    found = row_logsumexp(sub.rhs) if sub is not None else None
+    if found is None or not found.guarded or found.scores != sub.lhs:
+        return None
+    return sub.lhs, (*found.ops, sub, exp), True
 
 
 def _from_lse(p: SSAValue) -> tuple[SSAValue, SSAValue, tuple[Operation, ...]] | None:
@@ -209,9 +218,9 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
     if not _swaps_last_two(vt):
         return None
     do, v, dp = dp_op.lhs, vt.input, dp_op.result
-    softmax, lse, prob_ops, pv = _softmax(p), None, (), None
+    softmax, lse, prob_ops, pv, guarded = _softmax(p), None, (), None, False
     if softmax is not None:
-        s, prob_ops = softmax
+        s, prob_ops, guarded = softmax
         pvs = [op for op in _uses_through_casts(p) if isinstance(op, tta.MatmulOp) and _strip(op.lhs) == p and op.rhs == v]
         pv = pvs[0] if len(pvs) == 1 else None
     else:
@@ -242,7 +251,8 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
     k, q = transpose.input, qk.lhs
     scores = Attention(q_view(q), k, True, v, qk, transpose, steps,
                        prob_ops if softmax is not None else (), pv)
-    return _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do, prob_ops)
+    found = _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do, prob_ops)
+    return replace(found, guarded=guarded) if found is not None else None
 
 
 def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.TransposeOp, rsum: tta.ReduceSumOp,
@@ -255,9 +265,11 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
         return None
     dk_t, dk_mm = dk_found
     dv_t, dv_mm = dv_found
-    q, k = scores.q.base, scores.k
-    if _strip(dq_mm.rhs) != k or _strip(dk_mm.rhs) != q or _strip(dv_mm.rhs) != do:
+    dk_q = _strip(dk_mm.rhs)
+    if not (same_array(_strip(dq_mm.rhs), scores.k) and same_array(_strip(dv_mm.rhs), do)
+            and (dk_q == scores.q.base or same_array(dk_q, scores.qk.lhs))):
         return None
+    q, k = scores.q.base, scores.k
     group = _group_axes(scores)
     dq, dk, dv = _tail(dq_mm, ()), _tail(dk_mm, group), _tail(dv_mm, group)
     for grad, like in ((dq, q), (dk, k), (dv, scores.v)):
@@ -274,6 +286,17 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
     everything = list(dict.fromkeys([*masks, *forward, *ops]))
     found = AttentionBackward(scores, lse, o, do, dq, dk, dv, tuple(everything))
     return found if _closed(found) else None
+
+
+def same_array(a: SSAValue, b: SSAValue) -> bool:
+    """One value, or the same view (reshape, transpose, broadcast) of the same array written twice:
+    `k[:, :, None]` in the scores and again in `ds @ k`. (The rewrite points both at one value.)"""
+    if a == b:
+        return True
+    if not (isinstance(a, OpResult) and isinstance(b, OpResult) and isinstance(a.op, VIEWS)):
+        return False
+    same_op = type(a.op) is type(b.op) and a.type == b.type and a.op.properties == b.op.properties
+    return same_op and same_array(a.op.operands[0], b.op.operands[0])
 
 
 def _group_axes(scores: Attention) -> tuple[int, ...]:

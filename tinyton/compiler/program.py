@@ -182,6 +182,20 @@ def sm_count() -> int:
     return driver.device().sm_count if driver.is_available() else NOMINAL_SM_COUNT
 
 
+def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[Any]:
+    """The contiguous reshapes (`alias` kernels) whose output is a result and whose input an intermediate
+    read by them alone (`(o5d).reshape(B, H, S, D)` after grouped-query attention) and written by a kernel
+    that runs (not itself a reshape sharing its input's buffer): no copy is launched, the producer writes the
+    result, whose bytes are the same."""
+    readers: dict[SSAValue, int] = {}
+    for k in launches:
+        for v in k.inputs:
+            readers[v] = readers.get(v, 0) + 1
+    shared = {k.outputs[0] for k in launches if k.alias is not None}
+    return [k for k in launches if k.alias is not None and k.outputs[0] in results and isinstance(k.inputs[k.alias], OpResult)
+            and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
+
+
 def build_program(
     graph: ModuleOp, name: str, input_positions: Sequence[int], fuse: bool | None = None
 ) -> ArrayProgram:
@@ -218,8 +232,13 @@ def build_program(
     returned = list(body.last_op.operands)
     updates = program_updates(program_function(fused))
     results = set(returned)
+    in_place = _reshaped_in_place(launches, results)
+    for k in in_place:  # a result that reshapes an intermediate: its producer writes the result's buffer
+        slot[k.inputs[k.alias]] = buffer(k.outputs[0])
     kept: list[Any] = []
     for k in launches:
+        if k in in_place:
+            continue
         for out, dest in put_destinations(k.fusion):  # a put writes into its destination's buffer
             slot[out] = buffer(dest)
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer

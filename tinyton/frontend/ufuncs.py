@@ -367,7 +367,7 @@ def where_(condition: Operand, x: Operand | None = None, y: Operand | None = Non
     if x is None or y is None:
         raise error("either both or neither of x and y should be given")
     a, b = as_traced([x, y])
-    cond = condition if isinstance(condition, Traced) else a.tracer.constant(bool(condition), i1)
+    cond = condition if isinstance(condition, Traced) else as_traced([condition], a.tracer)[0]  # a NumPy array: refused
     if cond.element != i1:
         cond = cmp("ne", cond, scalar(cond, 0))
     return emit(tta.WhereOp, cond, a, b)

@@ -14,14 +14,8 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import (
-    index_mask,
-    mask_ops,
-    q_view,
-    score_chain,
-    select_of,
-    stored,
-)
+from tinyton.analysis.attention import q_view, score_chain, select_of, stored
+from tinyton.analysis.index_masks import index_mask, mask_ops
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 

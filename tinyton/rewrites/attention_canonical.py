@@ -1,22 +1,31 @@
 """`tinyton-canonicalize-attention`: every spelling of attention's scores and softmax in one form.
 
 Takes and gives: a module of `func.func`s of tta ops (before fusion). Runs first in `tinyton-fuse` and
-`tinyton-flash-attention`, so the attention pattern (attention.pdl.mlir) and the kernel see one form:
+`tinyton-flash-attention`, so the attention patterns (attention.pdl.mlir, the backward's) and the kernels
+see one form:
 
     s = (q @ kᵀ) * c   [+ bias] [where(mask, s, -inf)]      c: one constant or one one-element array
     p = exp(s - max s) / sum(exp(s - max s))
+    o = p @ v          (k and v broadcast over the query heads of a group: grouped-query attention)
 
 Each rule is a small xDSL `RewritePattern`, applied only to scores (values that reach a softmax over their
-last axis through score steps, `feeds_softmax`), so the rounding of other programs stays NumPy's:
+last axis through score steps, `feeds_softmax`) or to the products of the backward (`ds @ k`, `dsᵀ @ q`),
+so the rounding of other programs stays NumPy's:
 
 - `ScaleOutOfOperand`: `(q * c) @ kᵀ`, `(q / c) @ kᵀ`, `q @ (k * c)ᵀ` → `(q @ kᵀ) * c` (or `/ c`): no
-  elementwise kernel over q or k before the attention, no second pass over them;
+  elementwise kernel over q or k before the attention, no second pass over them; in a training step also
+  `dsᵀ @ (q * c)` and `(ds * c) @ k`;
 - `DivisionToMultiplication`: `s / c` → `s * (1/c)` for a constant c (`/ math.sqrt(d)` costs what `* scale`
-  does: the kernel folds one multiplication into its exp2 constant);
+  does: the kernel folds one multiplication into its exp2 constant), on the scores and on the gradients;
 - `MergeConstantScales`: `(s * a) * b` → `s * (a*b)`;
-- `LogSoftmaxToSoftmax`: `exp(s - m - log(sum(exp(s - m))))` and `exp(s - (m + log(sum(exp(s - m)))))`
-  (softmax through logsumexp, `tt.logsumexp` traced or spelled out) → `exp(s - m) / sum(exp(s - m))`;
-- `ReciprocalToDivision`: `e * (1 / sum)` → `e / sum`.
+- `LogSoftmaxToSoftmax`: `exp(s - m - log(sum(exp(s - m))))` and `exp(s - lse)` with `lse` spelled out or
+  `tt.logsumexp`'s (tinyton/analysis/logsumexp.py) → `exp(s - m) / sum(exp(s - m))`;
+- `ReciprocalToDivision`: `e * (1 / sum)` → `e / sum`;
+- `NormalizeBeforeProduct`: `(e @ v) / sum(e)` → `(e / sum(e)) @ v`;
+- the mask rules (attention_masks.py): `where(drop, -inf, s)`, `s + where(keep, 0, -inf)`,
+  `tt.triu(full(-inf), 1)` and a scale after the mask → `where(keep, s * c, -inf)`;
+- the grouped-query rule (attention_groups.py): k and v through `np.repeat` or `broadcast_to(...).reshape`
+  → broadcast along a group axis.
 
 A runtime scale (a one-element array argument) stays a step `s * c` (or `s / c`); the kernel reads it once
 and folds it with log2(e) (tinyton/lowering/fusion/attention.py).
@@ -40,41 +49,34 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tinyton.analysis.attention import SCORE_OPS, is_constant
+from tinyton.analysis.attention import feeds_softmax, last_axis_max
+from tinyton.analysis.index_masks import is_constant
+from tinyton.analysis.logsumexp import row_log_sum, row_logsumexp
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.rewrites.attention_groups import GROUP_RULES
+from tinyton.rewrites.attention_masks import MASK_RULES
 from tinyton.rewrites.outline import erase_dead_ops, functions
 
 _SCALES = (tta.MulOp, tta.DivOp)
 
 
-def _last_axis_max(op: Operation) -> bool:
-    return isinstance(op, tta.ReduceMaxOp) and op.keeps_dims and op.axis.value.data == len(shape_of(op.input.type)) - 1
+def _scalar(value: SSAValue, depth: int = 4) -> bool:
+    """A one-element value of constants and arguments (a runtime scale, maybe `1 / sqrt(d)` of one), not
+    one computed from the arrays (the sum of a one-key softmax is no scale)."""
+    if prod(shape_of(value.type)) != 1:
+        return False
+    if not isinstance(value, OpResult) or isinstance(value.op, tta.ConstantOp):
+        return True
+    elementwise = isinstance(value.op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp, tta.ReshapeOp))
+    return depth > 0 and elementwise and all(_scalar(v, depth - 1) for v in value.op.operands)
 
 
-def feeds_softmax(value: SSAValue, budget: int = 16) -> bool:
-    """Whether `value` reaches the input of a softmax (a last-axis `reduce_max` of it) through score steps
-    (scale, bias, masks), each the only user of the value before it."""
-    while budget:
-        budget -= 1
-        users = [u.operation for u in value.uses]
-        if any(_last_axis_max(user) for user in users):
-            return True
-        if len(users) != 1 or not isinstance(users[0], SCORE_OPS) or shape_of(users[0].results[0].type) != shape_of(value.type):
-            return False
-        value = users[0].results[0]
-    return False
-
-
-def _scalar(value: SSAValue) -> bool:
-    """A one-element value (a constant, or an array argument such as a runtime scale)."""
-    return prod(shape_of(value.type)) == 1
-
-
-def _scaled(value: SSAValue) -> tuple[Operation, SSAValue, SSAValue] | None:
-    """`(op, x, c)` when `value` is `x * c`, `c * x` or `x / c` with `c` one element, used only here."""
-    if not (isinstance(value, OpResult) and isinstance(value.op, _SCALES) and value.has_one_use()):
+def _scaled(value: SSAValue, shared: bool = False) -> tuple[Operation, SSAValue, SSAValue] | None:
+    """`(op, x, c)` when `value` is `x * c`, `c * x` or `x / c` with `c` one element, used only here
+    (unless `shared`)."""
+    if not (isinstance(value, OpResult) and isinstance(value.op, _SCALES) and (shared or value.has_one_use())):
         return None
     op = value.op
     for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)) if isinstance(op, tta.MulOp) else ((op.lhs, op.rhs),):
@@ -89,39 +91,68 @@ def _float_constant(value: SSAValue) -> float | None:
     return None
 
 
+def _swapped(value: SSAValue) -> tta.TransposeOp | None:
+    """The transpose of the last two axes that gives `value`, if one does."""
+    op = _op(value, tta.TransposeOp)
+    n = len(op.perm) if op is not None else 0
+    return op if op is not None and op.perm == (*range(n - 2), n - 1, n - 2) else None
+
+
+def _probabilities(value: SSAValue) -> bool:
+    """`softmax(s)` (`exp(..) / sum`) or `exp(s - lse)`: attention's `p`, through casts."""
+    while (cast := _op(value, tta.CastOp)) is not None:
+        value = cast.input
+    div = _op(value, tta.DivOp)
+    return _op(div.lhs, tta.ExpOp) is not None if div is not None else _op(value, tta.ExpOp) is not None
+
+
+def _gradient_operand(value: SSAValue) -> bool:
+    """`p` or `ds = p * (dp - delta)`, maybe transposed: what attention's backward products read."""
+    value = transpose.input if (transpose := _swapped(value)) is not None else value
+    product = _op(value, tta.MulOp)
+    return _probabilities(value) or (product is not None and any(_probabilities(v) for v in product.operands))
+
+
 class ScaleOutOfOperand(RewritePattern):
-    """`(x ∘ c) @ y` or `x @ (y ∘ c)` (`y` possibly transposed after scaling) → `(x @ y) ∘ c`, for scores."""
+    """`(x ∘ c) @ y` or `x @ (y ∘ c)` (either maybe transposed after scaling) → `(x @ y) ∘ c`, for the
+    scores and for the backward's products (`ds @ (k * c)`, `(ds * c)ᵀ @ q`, with `q * c` shared with the
+    scores): the forms attention's rewrites read."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.MatmulOp, rewriter: PatternRewriter) -> None:
-        if not feeds_softmax(op.result):
-            return
-        lhs, rhs = op.lhs, op.rhs
-        found = _scaled(lhs)
-        if found is not None:
-            scale, lhs, c = found
-        else:
-            transpose = rhs.op if isinstance(rhs, OpResult) and isinstance(rhs.op, tta.TransposeOp) else None
-            found = _scaled(transpose.input if transpose is not None and rhs.has_one_use() else rhs)
-            if found is None:
-                return
-            scale, rhs, c = found
+        scores = feeds_softmax(op.result)
+        for side in (0, 1):
+            operand, other = op.operands[side], op.operands[1 - side]
+            transpose = _swapped(operand)
+            found = _scaled(transpose.input if transpose is not None else operand, shared=True)
+            if found is None or not (scores or _gradient_operand(other) or _gradient_operand(found[1])):
+                continue
+            scale, x, c = found
             if transpose is not None:
-                moved = tta.TransposeOp(rhs, transpose.perm)
+                moved = tta.TransposeOp(x, transpose.perm)
                 rewriter.insert(moved, InsertPoint.before(op))
-                rhs = moved.result
-        product = tta.MatmulOp(lhs, rhs)
-        scaled = type(scale)(product, c)
-        rewriter.replace(op, [product, scaled], [scaled.result])
+                x = moved.result
+            product = tta.MatmulOp(*((x, other) if side == 0 else (other, x)))
+            scaled = type(scale)(product, c)
+            rewriter.replace(op, [product, scaled], [scaled.result])
+            return
+
+
+def _gradient(value: SSAValue) -> bool:
+    """A product of attention's backward (`ds @ k`, `dsᵀ @ q`, `pᵀ @ do`), maybe summed over a group."""
+    while (total := _op(value, tta.ReduceSumOp)) is not None:
+        value = total.input
+    product = _op(value, tta.MatmulOp)
+    return product is not None and any(_gradient_operand(v) for v in product.operands)
 
 
 class DivisionToMultiplication(RewritePattern):
-    """`s / c` → `s * (1/c)` for scores and a constant `c`."""
+    """`s / c` → `s * (1/c)` for scores and gradients (`ds @ k / math.sqrt(d)`) and a constant `c`."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.DivOp, rewriter: PatternRewriter) -> None:
         c = _float_constant(op.rhs)
-        if c is None or c == 0 or not feeds_softmax(op.result):
+        if c is None or c == 0 or not (feeds_softmax(op.result) or _gradient(op.lhs)):
             return
         inverse = tta.ConstantOp(FloatAttr(1.0 / c, element_type(op.rhs.type)))
         rewriter.replace(op, [inverse, tta.MulOp(op.lhs, inverse)])
@@ -148,42 +179,57 @@ def _op(value: SSAValue, kind: type) -> Operation | None:
     return value.op if isinstance(value, OpResult) and isinstance(value.op, kind) else None
 
 
-def _row_max_and_sum(m: SSAValue, log_sum: SSAValue, s: SSAValue) -> SSAValue | None:
-    """The exponentials `exp(s - m)` when `m` is the last-axis max of `s` and `log_sum` is
-    `log(sum(exp(s - m)))` over the last axis; None otherwise."""
-    rmax, log = _op(m, tta.ReduceMaxOp), _op(log_sum, tta.LogOp)
-    total = _op(log.input, tta.ReduceSumOp) if log is not None else None
-    if rmax is None or total is None or rmax.input != s or not _last_axis_max(rmax) or not total.keeps_dims:
-        return None
-    exp = _op(total.input, tta.ExpOp)
-    centered = _op(exp.input, tta.SubOp) if exp is not None else None
-    if centered is None or centered.lhs != s or centered.rhs != m or total.axis.value.data != rmax.axis.value.data:
-        return None
-    return exp.result
+def _contracted_by_rows(value: SSAValue) -> bool:
+    """Every user reads `value` as the left operand of a matmul (`p @ v`): a row with a NaN gives a NaN
+    row whatever else it holds."""
+    return all(isinstance(use.operation, tta.MatmulOp) and use.index == 0 for use in value.uses)
 
 
 class LogSoftmaxToSoftmax(RewritePattern):
-    """`exp(s - m - log(l))` or `exp(s - (m + log(l)))`, with `m` the row max of `s` and `l` the row sum
-    of `exp(s - m)`, → `exp(s - m) / l`: softmax written through logsumexp."""
+    """`exp(s - m - log(l))` or `exp(s - lse)`, `lse = m + log(l)` (`tt.logsumexp`), with `m` the row max
+    of `s` and `l` the row sum of `exp(s - m)`, → `exp(s - m) / l`: softmax written through logsumexp.
+
+    `tt.logsumexp` guards rows whose max is infinite. A row of -inf gives NaN either way; a row holding
+    +inf gives NaN where the scores are +inf and 0 elsewhere, where the softmax gives a row of NaN: the
+    same once the row is contracted (`p @ v`), so a guarded logsumexp is folded only there."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.ExpOp, rewriter: PatternRewriter) -> None:
         outer = _op(op.input, tta.SubOp)
         if outer is None:
             return
-        inner, lse = _op(outer.lhs, tta.SubOp), _op(outer.rhs, tta.AddOp)
+        inner = _op(outer.lhs, tta.SubOp)
         if inner is not None:  # (s - m) - log(l)
-            s, m, log_sum = inner.lhs, inner.rhs, outer.rhs
-        elif lse is not None:  # s - (m + log(l)), either order
+            found = row_log_sum(inner.rhs, outer.rhs)
+            s = inner.lhs
+        else:  # s - lse
+            found = row_logsumexp(outer.rhs)
             s = outer.lhs
-            m, log_sum = (lse.lhs, lse.rhs) if _op(lse.rhs, tta.LogOp) else (lse.rhs, lse.lhs)
-        else:
+        if found is None or found.scores != s or (found.guarded and not _contracted_by_rows(op.result)):
             return
-        e = _row_max_and_sum(m, log_sum, s)
-        if e is None:
+        rewriter.replace(op, tta.DivOp(found.exps, found.total))
+
+
+class NormalizeBeforeProduct(RewritePattern):
+    """`(e @ v) / l` → `(e / l) @ v` for `e = exp(s - m)` and `l` its row sum (the normalisation deferred
+    past the product, as the kernel itself defers it)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tta.DivOp, rewriter: PatternRewriter) -> None:
+        product, total = _op(op.lhs, tta.MatmulOp), _op(op.rhs, tta.ReduceSumOp)
+        if product is None or total is None or not product.result.has_one_use() or total.input != product.lhs:
             return
-        total = _op(log_sum, tta.LogOp).input
-        rewriter.replace(op, tta.DivOp(e, total))
+        e = product.lhs
+        exp = _op(e, tta.ExpOp)
+        centered = _op(exp.input, tta.SubOp) if exp is not None else None
+        rmax = _op(centered.rhs, tta.ReduceMaxOp) if centered is not None else None
+        if rmax is None or rmax.input != centered.lhs or not last_axis_max(rmax) or not total.keeps_dims:
+            return
+        if total.axis.value.data != len(shape_of(e.type)) - 1 or {u.operation for u in e.uses} != {product, total}:
+            return
+        p = tta.DivOp(e, total.result)
+        rewriter.replace(op, [p, tta.MatmulOp(p.result, product.rhs)])
+        rewriter.erase(product)
 
 
 class ReciprocalToDivision(RewritePattern):
@@ -202,9 +248,12 @@ class ReciprocalToDivision(RewritePattern):
 RULES: tuple[RewritePattern, ...] = (
     LogSoftmaxToSoftmax(),
     ReciprocalToDivision(),
+    NormalizeBeforeProduct(),
     ScaleOutOfOperand(),
     DivisionToMultiplication(),
     MergeConstantScales(),
+    *MASK_RULES,
+    *GROUP_RULES,
 )
 
 

@@ -239,7 +239,7 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     erase_dead_ops(fn)
     prepare_puts(fn)
     duplicate_shared_prologues(fn)
-    duplicate_free_ops(fn)
+    duplicate_free_ops(fn, seeds)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
     return rebuild(fn, Planner(ops, seeds).run())
 
@@ -259,9 +259,10 @@ def _merge_equal_ops(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), slices of computed
-    values onto the arrays read (`tinyton-push-slices`, concatenations first), attention
-    in one form (`tinyton-canonicalize-attention`), row scales behind matmuls (`tinyton-row-scale`), pattern
+    """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
+    heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), slices of computed
+    values onto the arrays read (`tinyton-push-slices`, concatenations first), row scales behind matmuls
+    (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
 
@@ -274,10 +275,10 @@ class FusePass(ModulePass):
         with stage("projections split into heads"):
             SplitHeadsPass().apply(ctx, op)
             _merge_equal_ops(op)  # the heads' reshapes of one input are one
+        with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
+            canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
-        with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale
-            canonicalize_attention(op)
         with stage("row scales behind matmuls"):
             RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):

@@ -9,7 +9,7 @@ from above), so constants are not part of any group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -57,32 +57,57 @@ def erase_dead_ops(fn: func.FuncOp) -> None:
             Rewriter.erase_op(op)
 
 
-def duplicate_free_ops(fn: func.FuncOp) -> None:
-    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy.
+def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
+    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy, the users in one seed
+    group one copy between them (an attention backward reads q in its forward and in dk: one array).
 
     Views cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
     forcing the view to be materialised for the others. Matmuls reading a view as their left operand share
     one copy per output shape: sibling projections share an operand (tinyton/analysis/matmul_operands.py)."""
+    seed_of = {op: i for i, (ops, _) in enumerate(seeds) for op in ops}
     for op in list(fn.body.block.ops):
         if not isinstance(op, VIEWS):
             continue
         uses = list(op.result.uses)
-        if uses and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses):
-            first: dict[tuple[int, ...], SSAValue] = {}
-            for use in uses:
-                shape = shape_of(use.operation.results[0].type)
-                if shape not in first:
-                    first[shape] = op.result if not first else _clone_after(op)
-                use.operation.operands[use.index] = first[shape]
-            continue
-        for use in uses[1:]:
-            use.operation.operands[use.index] = _clone_after(op)
+        siblings = bool(uses) and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses)
+        readers: dict[object, list] = {}
+        for use in uses:
+            if use.operation in seed_of:
+                key: object = seed_of[use.operation]
+            elif siblings:
+                key = shape_of(use.operation.results[0].type)
+            else:
+                key = (use.operation, use.index)
+            readers.setdefault(key, []).append(use)
+        for group in list(readers.values())[1:]:
+            clone = _clone_after(op)
+            for use in group:
+                use.operation.operands[use.index] = clone
 
 
 def _clone_after(op: Operation) -> SSAValue:
     clone = op.clone()
     Rewriter.insert_op(clone, InsertPoint.after(op))
     return clone.results[0]
+
+
+def convex(members: set[Operation], index: Mapping[Operation, int]) -> bool:
+    """No path leaves the group and comes back (it would need a kernel before and after itself); `index`:
+    the ops' program order."""
+    last = max(index[op] for op in members)
+    seen: set[Operation] = set()
+    stack = [u.operation for op in members for r in op.results for u in r.uses if u.operation not in members]
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in index or index[op] > last:
+            continue
+        seen.add(op)
+        for r in op.results:
+            for u in r.uses:
+                if u.operation in members:
+                    return False
+                stack.append(u.operation)
+    return True
 
 
 def outputs_of(ops: Sequence[Operation]) -> list[SSAValue]:

@@ -19,6 +19,7 @@ from tinyton.analysis.domain import ELEMENTWISE
 from tinyton.analysis.matmul_operands import is_scalar_constant
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
+from tinyton.rewrites.outline import convex
 
 
 def _source(red: tta.ReduceOp, lhs: Mapping[SSAValue, list[tta.MatmulOp]]) -> tuple[SSAValue, list[Operation]] | None:
@@ -54,24 +55,6 @@ def _consumers(red: tta.ReduceOp, products: set[SSAValue]) -> list[Operation] | 
     return found
 
 
-def _acyclic(members: set[Operation], index: Mapping[Operation, int]) -> bool:
-    """No path leaves the group and comes back (it would need a kernel before and after itself)."""
-    last = max(index[op] for op in members)
-    seen: set[Operation] = set()
-    stack = [u.operation for op in members for r in op.results for u in r.uses if u.operation not in members]
-    while stack:
-        op = stack.pop()
-        if op in seen or op not in index or index[op] > last:
-            continue
-        seen.add(op)
-        for r in op.results:
-            for u in r.uses:
-                if u.operation in members:
-                    return False
-                stack.append(u.operation)
-    return True
-
-
 def row_stat_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) -> list[list[Operation]]:
     """Proposed groups (ops in program order, disjoint); each still needs the planner's analysis."""
     lhs: dict[SSAValue, list[tta.MatmulOp]] = {}
@@ -92,7 +75,7 @@ def row_stat_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) ->
         read = {v for op in after for v in op.operands}
         matmuls = [m for m in lhs[found[0]] if m.result in read]
         members = {*found[1], red, *after, *matmuls}
-        if not members.isdisjoint(claimed) or not all(op in index for op in members) or not _acyclic(members, index):
+        if not members.isdisjoint(claimed) or not all(op in index for op in members) or not convex(members, index):
             continue
         claimed |= members
         groups.append(sorted(members, key=index.__getitem__))

@@ -78,6 +78,73 @@ func.func @logsumexp(%q: tensor<64x16xf32>, %kt: tensor<16x64xf32>, %v: tensor<6
 // FLASH-LABEL: func.func @logsumexp
 // FLASH-NEXT:    tta.fusion "attention"
 
+// `tt.logsumexp`'s guarded lse (scipy's: rows whose max is ±inf): where p is only contracted (`p @ v`),
+// exp(s - lse) is the softmax, NaN rows included.
+func.func @guarded_logsumexp(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tensor<32x16xf32>) -> tensor<32x16xf32> {
+  %s = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %m = tta.reduce_max %s axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %s, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %inf = tta.constant 0x7f800000 : f32 -> f32
+  %is_inf = tta.cmp "eq", %m, %inf : tensor<32x1xf32>, f32 -> tensor<32x1xi1>
+  %ninf = tta.constant 0xff800000 : f32 -> f32
+  %is_ninf = tta.cmp "eq", %m, %ninf : tensor<32x1xf32>, f32 -> tensor<32x1xi1>
+  %log = tta.log %l : tensor<32x1xf32>
+  %sum = tta.add %log, %m : tensor<32x1xf32>, tensor<32x1xf32> -> tensor<32x1xf32>
+  %g1 = tta.where %is_ninf, %ninf, %sum : tensor<32x1xi1>, f32, tensor<32x1xf32> -> tensor<32x1xf32>
+  %lse = tta.where %is_inf, %inf, %g1 : tensor<32x1xi1>, f32, tensor<32x1xf32> -> tensor<32x1xf32>
+  %c = tta.sub %s, %lse : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %p = tta.exp %c : tensor<32x32xf32>
+  %o = tta.matmul %p, %v : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  func.return %o : tensor<32x16xf32>
+}
+// CHECK-LABEL: func.func @guarded_logsumexp
+// CHECK:         %l = tta.reduce_sum %e
+// CHECK-NEXT:    %[[P:.*]] = tta.div %e, %l
+// CHECK-NEXT:    %o = tta.matmul %[[P]], %v
+// CHECK-NOT:     tta.where
+// FLASH-LABEL: func.func @guarded_logsumexp
+// FLASH-NEXT:    tta.fusion "attention"
+
+// Returned as well, the guarded p keeps its own rows of +inf (NaN at the +inf only): not folded.
+func.func @guarded_logsumexp_returned(%s: tensor<32x32xf32>) -> tensor<32x32xf32> {
+  %m = tta.reduce_max %s axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %s, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %inf = tta.constant 0x7f800000 : f32 -> f32
+  %is_inf = tta.cmp "eq", %m, %inf : tensor<32x1xf32>, f32 -> tensor<32x1xi1>
+  %log = tta.log %l : tensor<32x1xf32>
+  %sum = tta.add %log, %m : tensor<32x1xf32>, tensor<32x1xf32> -> tensor<32x1xf32>
+  %lse = tta.where %is_inf, %inf, %sum : tensor<32x1xi1>, f32, tensor<32x1xf32> -> tensor<32x1xf32>
+  %c = tta.sub %s, %lse : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %p = tta.exp %c : tensor<32x32xf32>
+  func.return %p : tensor<32x32xf32>
+}
+// CHECK-LABEL: func.func @guarded_logsumexp_returned
+// CHECK:         %lse = tta.where %is_inf, %inf, %sum
+// CHECK:         %p = tta.exp %c
+
+// The normalisation after the product, as the kernel itself defers it: (e @ v) / l is (e / l) @ v.
+func.func @normalised_after_the_product(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tensor<32x16xf32>) -> tensor<32x16xf32> {
+  %s = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %m = tta.reduce_max %s axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %s, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %ev = tta.matmul %e, %v : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %o = tta.div %ev, %l : tensor<32x16xf32>, tensor<32x1xf32> -> tensor<32x16xf32>
+  func.return %o : tensor<32x16xf32>
+}
+// CHECK-LABEL: func.func @normalised_after_the_product
+// CHECK:         %l = tta.reduce_sum %e
+// CHECK-NEXT:    %[[P:.*]] = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32>
+// CHECK-NEXT:    %[[O:.*]] = tta.matmul %[[P]], %v
+// CHECK-NEXT:    func.return %[[O]]
+// FLASH-LABEL: func.func @normalised_after_the_product
+// FLASH-NEXT:    tta.fusion "attention"
+
 // Not attention: a division by a constant elsewhere keeps NumPy's rounding.
 func.func @plain_division(%x: tensor<64xf32>) -> tensor<64xf32> {
   %c = tta.constant 3.0 : f32 -> f32

@@ -29,18 +29,15 @@ from math import prod
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import (
-    Attention,
+from tinyton.analysis.attention import Attention, QView, ScoreStep, Select
+from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.index_masks import (
     Logic,
     Mask,
-    QView,
-    ScoreStep,
-    Select,
     index_mask,
     is_constant,
     is_minus_inf,
 )
-from tinyton.analysis.domain import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
@@ -66,10 +63,10 @@ class _Program:
 
     def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                  split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
-                 lse: SSAValue | None = None):
+                 lse: SSAValue | None = None, lse_guarded: bool = False):
         out = att.pv.result
         self.em, self.att, self.pointers, self.out = em, att, pointers, out
-        self.split, self.partials, self.lse = split, partials, lse
+        self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
         out_shape = shape_of(out.type)
@@ -215,10 +212,14 @@ class _Program:
     def _store_lse(self, rows: SSAValue, row_ok: SSAValue, m: SSAValue, total: SSAValue) -> None:
         """Store each row's logsumexp of its (scaled, masked) scores, natural log, to `lse` (`[batch, S_q]`
         f32): what the backward kernels (attention_backward.py) recompute the probabilities from. A row
-        without a key gives -inf."""
+        without a key gives -inf; a row holding +inf NaN (p is NaN throughout, the softmax's), or +inf when
+        `lse_guarded` (p of `tt.logsumexp`'s lse: NaN only where the score is +inf)."""
         em = self.em
         assert self.lse is not None
         lse = em.binary(tt.MulOp, em.binary(tt.AddOp, m, em.emit(tt.Log2Op(total))), em.const(LN2, f32))
+        if self.lse_guarded:
+            inf = em.const(float("inf"), f32)
+            lse = em.select(em.cmp("eq", m, inf), inf, lse)
         row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.rows), (1, 1)), rows)
         em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index)), lse, row_ok))
 
@@ -406,14 +407,14 @@ class _Program:
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
                    partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
-                   lse: SSAValue | None = None) -> tuple[int, int, int]:
+                   lse: SSAValue | None = None, lse_guarded: bool = False) -> tuple[int, int, int]:
     """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
-    `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp);
-    returns the grid."""
+    `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp,
+    `tt.logsumexp`'s when `lse_guarded`); returns the grid."""
     pointers = dict(pointers)
     for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
         if st is not None and st.ops:  # reshapes keep the layout; the cast is applied to each loaded block
             pointers[value] = pointers[st.base]
-    program = _Program(em, att, pointers, blocks, split, partials, lse)
+    program = _Program(em, att, pointers, blocks, split, partials, lse, lse_guarded)
     program.emit()
     return program.grid

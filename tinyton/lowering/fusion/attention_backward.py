@@ -12,7 +12,8 @@ Scores are recomputed with the forward's own code (the score steps, masks, the s
 causal loops stopping at the diagonal), so p matches the forward's. No S x S array is stored: three
 launches (four with the forward). Everything computes in float32; `p` and `ds` are cast to the operands'
 dtype for the products (tensor cores for fp16 and bf16). A row whose scores are all -inf has lse -inf and
-gives NaN gradients, as the textbook math in NumPy does.
+gives NaN gradients, as the textbook math in NumPy does: its dq, and every key's dk and dv (its NaN p
+reaches them all; a causal mask that leaves the first queries without a key says so before any loop).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import is_constant
 from tinyton.analysis.attention_backward import AttentionBackward, Gradient
+from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
@@ -229,6 +230,9 @@ class _KeyValueGrads(_Backward):
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
         group = prod(self.batch[i] for i in self.group)
         dk, dv = em.for_loop(0, group, 1, carried, head) if self.group else head(em.i32(0), carried)
+        c = self.att.causal_offset
+        if c is not None and c < 0 < self.s_q:  # query 0 sees no key: its NaN p reaches every key's gradients
+            dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
         kv_rows = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))
         kv_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv))
         self._store(dk_ptr, em.mul_int(outer, self.s_kv * self.d), kv_rows, kv_ok, self.d, self.dp, self._finish(bwd.dk, dk))
@@ -278,8 +282,13 @@ class _QueryGrads(_Backward):
                 return [em.emit(tt.DotOp(em.cast(ds, self.element), k, values[0]))]
 
             carried = em.for_loop(lb, ub, self.bn, carried, body)
+        dq = carried[0]
+        c = self.att.causal_offset
+        if c is not None and c < 0:  # rows i < -c see no key (their loops may visit none): NaN, as their p
+            blind = em.to_shape(em.cmp("lt", em.add(rows, em.i32(c)), em.i32(0)), (self.bm, self.dp))
+            dq = em.select(blind, em.const(float("nan"), f32, (self.bm, self.dp)), dq)
         offset = em.mul_int(self._flat_batch(), self.s_q * self.d)
-        self._store(dq_ptr, offset, rows, row_ok, self.d, self.dp, self._finish(self.bwd.dq, carried[0]))
+        self._store(dq_ptr, offset, rows, row_ok, self.d, self.dp, self._finish(self.bwd.dq, dq))
         return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
 
 

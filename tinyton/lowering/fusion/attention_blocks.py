@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from math import prod
 
-from tinyton.analysis.attention import Attention, index_mask, is_constant
+from tinyton.analysis.attention import Attention
+from tinyton.analysis.index_masks import index_mask, is_constant
 from tinyton.dialects.tt import shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 

@@ -333,7 +333,7 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
     if bwd.lse is None:
         forward = choose_blocks(attention_problem(att))
         kernel("forward", "attention", forward.num_warps,
-               lambda em, ptrs, buf: emit_attention(em, att, ptrs, forward, lse=buf.lse))
+               lambda em, ptrs, buf: emit_attention(em, att, ptrs, forward, lse=buf.lse, lse_guarded=bwd.guarded))
     kernel("delta", "attention_delta", 4, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
     kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
            lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
