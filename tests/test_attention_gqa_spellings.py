@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from attention_reference import attention_reference
 from test_attention_spellings import SCALE, kernel_text, softmax
 
 import tinyton as tt
@@ -54,12 +55,9 @@ SPELLINGS = [tt_repeat, repeat_method, numpy_repeat, broadcast_then_reshape]
 
 
 def reference(q, k, v, bias=None, keep=None):
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    """The float64 reference with k and v repeated over each group's heads."""
     g = q.shape[1] // k.shape[1]
-    s = q @ np.swapaxes(np.repeat(k, g, 1), -1, -2) * SCALE + (0 if bias is None else bias)
-    s = s if keep is None else np.where(keep, s, -np.inf)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ np.repeat(v, g, 1)
+    return attention_reference(q, np.repeat(k, g, 1), np.repeat(v, g, 1), SCALE, bias, keep)
 
 
 def inputs(seed, s_q, s_kv, h_kv=H_KV, dtype=np.float32):

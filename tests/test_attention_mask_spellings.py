@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 import pytest
-from test_attention_spellings import SCALE, inputs, kernel_text, reference, softmax
+from attention_reference import attention_reference
+from test_attention_spellings import SCALE, inputs, kernel_text, softmax
 
 import tinyton as tt
 
@@ -108,7 +109,7 @@ def test_every_mask_spelling_is_the_causal_kernel(spelling, shift):
 def test_every_mask_spelling_matches_numpy_fully_masked_rows_too(spelling, shift):
     q, k, v = inputs(12, 2, 75, 64)
     keep = np.arange(75)[:, None] + shift >= np.arange(75)[None, :]
-    got, want = spelling(q, k, v, shift), reference(q, k, v, keep=keep)
+    got, want = spelling(q, k, v, shift), attention_reference(q, k, v, SCALE, keep=keep)
     assert np.isnan(got[:, : -shift]).all() and np.isnan(want[:, : -shift]).all()  # rows without a key
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -121,7 +122,7 @@ def test_an_additive_mask_hides_what_it_masks():
     k[0, 50, 0] = np.nan
     keep = np.tril(np.ones((70, 70), bool))
     got = additive_where(q, k, v, 0)
-    seen = reference(q, np.nan_to_num(k), v, keep=keep)  # rows before key 50 never see it
+    seen = attention_reference(q, np.nan_to_num(k), v, SCALE, keep=keep)  # rows before key 50 never see it
     np.testing.assert_allclose(got[:, :50], seen[:, :50], rtol=1e-4, atol=1e-5)
     assert np.isnan(got[:, 50:]).all()
 
@@ -133,4 +134,4 @@ def test_mask_spellings_on_the_gpu(spelling, shift):
     q, k, v = inputs(14, 2, 300, 64, dtype=np.float16)
     keep = np.arange(300)[:, None] + shift >= np.arange(300)[None, :]
     got = spelling(q, k, v, shift).astype(np.float64)
-    np.testing.assert_allclose(got, reference(q, k, v, keep=keep), rtol=2e-2, atol=2e-3)
+    np.testing.assert_allclose(got, attention_reference(q, k, v, SCALE, keep=keep), rtol=2e-2, atol=2e-3)
