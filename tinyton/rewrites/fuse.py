@@ -249,14 +249,6 @@ def _is_node(op: Operation) -> bool:
     return not isinstance(op, tta.ConstantOp) or any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
-def _merge_equal_ops(module: ModuleOp) -> None:
-    """xDSL's `cse`, then views given back one copy per use (`duplicate_free_ops`): the patterns match a view
-    per use (a `k.T` per attention)."""
-    cse(module)
-    for fn in functions(module):
-        duplicate_free_ops(fn)
-
-
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
@@ -274,7 +266,7 @@ class FusePass(ModulePass):
             cse(op)
         with stage("projections split into heads"):
             SplitHeadsPass().apply(ctx, op)
-            _merge_equal_ops(op)  # the heads' reshapes of one input are one
+            cse(op)  # the heads' reshapes of one input are one (views are given out per use in fuse_function)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
             canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
