@@ -36,9 +36,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
 
-from tinyton.analysis.domain import NotFusable
+from tinyton.analysis.domain import VIEWS, NotFusable
 from tinyton.analysis.groups import GroupDomain, Union
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
@@ -249,6 +250,26 @@ def _is_node(op: Operation) -> bool:
     return not isinstance(op, tta.ConstantOp) or any(isinstance(u.operation, func.ReturnOp) for u in op.result.uses)
 
 
+def merge_equal_ops(module: ModuleOp) -> None:
+    """xDSL's `cse` for computed values; views keep the readers they were spelled with, but for left matmul
+    operands (sibling projections share one). A view is free, and which readers share one decides what the
+    patterns see: a `k.T` per attention (two attentions of one k), one `q` for an attention's forward and
+    its dk (a training step)."""
+    spelled = {(use.operation, use.index): view for view in module.walk() if isinstance(view, VIEWS)
+               for use in view.results[0].uses}
+    cse(module)
+    for view in [op for op in module.walk() if isinstance(op, VIEWS)]:
+        readers: dict[Operation, list] = {}
+        for use in view.results[0].uses:
+            lhs = isinstance(use.operation, tta.MatmulOp) and use.index == 0
+            readers.setdefault(view if lhs else spelled.get((use.operation, use.index), view), []).append(use)
+        for uses in list(readers.values())[1:]:
+            clone = view.clone()
+            Rewriter.insert_op(clone, InsertPoint.after(view))
+            for use in uses:
+                use.operation.operands[use.index] = clone.results[0]
+
+
 @dataclass(frozen=True)
 class FusePass(ModulePass):
     """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
@@ -263,10 +284,10 @@ class FusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
         with stage("common subexpressions"):  # `x.astype(bf16)` per projection: one cast, so siblings share it
-            cse(op)
+            merge_equal_ops(op)
         with stage("projections split into heads"):
             SplitHeadsPass().apply(ctx, op)
-            cse(op)  # the heads' reshapes of one input are one (views are given out per use in fuse_function)
+            merge_equal_ops(op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
             canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
