@@ -85,8 +85,20 @@ def concatenate_shape(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, 
     return tuple(sum(s[axis] for s in shapes) if d == axis else n for d, n in enumerate(first))
 
 
+class Windowed:
+    """An op with a window per dim in its `start` and `step` properties (`tta.slice`, `tta.put`), read as tuples."""
+
+    @property
+    def starts(self) -> tuple[int, ...]:
+        return tuple(self.start.get_values())
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        return tuple(self.step.get_values())
+
+
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(Windowed, IRDLOperation):
     """A strided window: result[i] = input[start + i * step] per dim (steps may be negative, or 0: one
     element repeated); indices
     outside the input read `fill` (`np.pad`), or are unspecified without one (`tta.concatenate`'s parts)."""
@@ -112,14 +124,6 @@ class SliceOp(IRDLOperation):
         if fill is not None:
             props["fill"] = fill
         super().__init__(operands=[input], properties=props, result_types=[array_type(element_type(t), shape)])
-
-    @property
-    def starts(self) -> tuple[int, ...]:
-        return tuple(self.start.get_values())
-
-    @property
-    def steps(self) -> tuple[int, ...]:
-        return tuple(self.step.get_values())
 
     @property
     def fill_value(self) -> bool | int | float | None:

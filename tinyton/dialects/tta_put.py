@@ -42,6 +42,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 
 from tinyton.dialects.tt_types import element_type, require, shape_of
+from tinyton.dialects.tta_index import Windowed
 from tinyton.dialects.tta_shapes import dtype_name, verify_value
 
 UPDATES = "tta.updates"
@@ -50,7 +51,7 @@ input array), as an i64 array; those results are not returned to the caller."""
 
 
 @irdl_op_definition
-class PutOp(IRDLOperation):
+class PutOp(Windowed, IRDLOperation):
     """`dest[key] = value`: `dest` with the window `start + i * step` (and `index[i]` along `axis`) holding
     `value`, whose shape is the window's."""
 
@@ -80,14 +81,6 @@ class PutOp(IRDLOperation):
             props["axis"] = IntegerAttr(axis, i32)
         super().__init__(operands=[dest, value, [] if index is None else [index]], properties=props,
                          result_types=[SSAValue.get(dest).type])
-
-    @property
-    def starts(self) -> tuple[int, ...]:
-        return tuple(self.start.get_values())
-
-    @property
-    def steps(self) -> tuple[int, ...]:
-        return tuple(self.step.get_values())
 
     @property
     def index_axis(self) -> int | None:
