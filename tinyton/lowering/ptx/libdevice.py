@@ -10,6 +10,7 @@ pipeline of both paths: IEEE denormals and the generic code, as nvcc's defaults.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 from functools import cache
 from pathlib import Path
@@ -28,15 +29,23 @@ def calls_libdevice(module: ModuleOp) -> bool:
     return any(isinstance(op, llvm.FuncOp) and op.sym_name.data.startswith(PREFIX) for op in module.ops)
 
 
+def _triton_bundled() -> str | None:
+    spec = importlib.util.find_spec("triton")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(spec.submodule_search_locations[0], "backends", "nvidia", "lib", NAME)
+
+
 @cache
 def libdevice_path() -> Path:
     """`$TINYTON_LIBDEVICE`, else `$CUDA_HOME`'s or `$CUDA_PATH`'s, else the newest CUDA install under
-    /usr/local or /opt."""
+    /usr/local or /opt, else the copy Triton's wheel bundles (found without importing Triton)."""
     candidates = [os.environ.get("TINYTON_LIBDEVICE")]
     candidates += [os.path.join(os.environ[v], "nvvm", "libdevice", NAME) for v in ("CUDA_HOME", "CUDA_PATH")
                    if v in os.environ]  # fmt: skip
     candidates += sorted(glob.glob(f"/usr/local/cuda*/nvvm/libdevice/{NAME}"), reverse=True)
     candidates += sorted(glob.glob(f"/opt/cuda*/nvvm/libdevice/{NAME}"), reverse=True)
+    candidates.append(_triton_bundled())
     for c in candidates:
         if c and os.path.isfile(c):
             return Path(c)
