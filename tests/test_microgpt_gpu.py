@@ -53,7 +53,7 @@ def test_decode_step_fused_unfused_numpy_agree_on_gpu(n_layer, n_embd, n_head):
     args = [tt.to_device(a) for a in host]
     for fuse in (True, False):
         for got, ref in zip(decode_program.compile(cfg, *args, fuse=fuse)(cfg, *args), want):
-            np.testing.assert_allclose(_host(got), ref, rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(_host(got), ref, rtol=1e-4, atol=3e-5)  # 3xTF32 `@`: a few float32 ulps of the logits
 
 
 def test_graph_replay_gives_plain_launch_tokens():

@@ -256,9 +256,11 @@ def test_gpu_tf32x3_special_values_are_numpys(transposed):
 @pytest.mark.gpu
 def test_gpu_tf32x3_matches_the_simulator_on_tiny_values():
     """Values below 2^-115 (lo parts in TF32's subnormal range): the GPU's tensor cores give what the simulator
-    does (no flush to zero), within the float32 sums' rounding."""
+    does, to float32's rounding or 2^-136, the absolute accuracy docs/matmul.md states for such values (an H200
+    differed by up to 2^-138 where a result lies near float32's smallest normal: the tensor cores' sums there
+    are not IEEE's)."""
     rng = np.random.default_rng(7)
     a, b = _operands(rng, 64, 64, 64, scale=2.0**-120)
     (a_hi, a_lo, a_cross), (b_hi, b_lo, b_cross) = split_tf32x3(a), split_tf32x3(b)
     parts = a_lo.astype(np.float64) @ b_cross + a_cross.astype(np.float64) @ b_lo + a_hi.astype(np.float64) @ b_hi
-    np.testing.assert_allclose(_run(a, b, "tf32x3", False), parts, rtol=1e-5, atol=2.0**-140)
+    np.testing.assert_allclose(_run(a, b, "tf32x3", False), parts, rtol=1e-5, atol=2.0**-136)
