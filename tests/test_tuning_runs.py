@@ -11,11 +11,21 @@ import numpy as np
 import pytest
 
 import tinyton as tt
-from tinyton.compiler import attention_tuning, matmul_tuning, row_tuning, tuning_runs
+from tinyton.compiler import attention_tuning, compile_module, matmul_tuning, row_tuning, tuning_runs
+from tinyton.dtypes import BF16
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.attention_blocks import AttentionProblem, default_blocks
-from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, default_tiles
+from tinyton.lowering.fusion.matmul_tiles import (
+    ACC_REGISTERS,
+    MatmulProblem,
+    MatmulTiles,
+    accumulator_registers,
+    candidates,
+    default_tiles,
+)
 from tinyton.lowering.fusion.row_shapes import RowShape
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx.usage import register_usage
 from tinyton.rewrites.pipeline import fuse_module
 
 FREED: list[tuple[int, ...]] = []
@@ -113,3 +123,63 @@ def test_the_candidates_of_one_tuning_share_their_inputs(device):
         row_tuning.shape_timer(problem, shape, samples)
     assert sorted(b.shape for b in made) == [(512, 1000)] * 4 + [(1000,)], "x and w once, three outputs"
     assert len(samples) == 2
+
+
+@tt.jit
+def swiglu(x, w1, w3):
+    g = x @ w1.T
+    return g * tt.sigmoid(g) * (x @ w3.T)
+
+
+def matmul_problems(program, *args) -> list[MatmulProblem]:
+    """The matmul problems of `program`'s kernels, as the tile chooser receives them."""
+    problems = []
+    fusion_to_kernels(fuse_module(program.compile(*args).graph.clone(), fuse=True),
+                      choose_tiles=lambda p: problems.append(p) or default_tiles(p))
+    return problems
+
+
+def test_swiglu_tiles_are_timed_on_its_region_with_both_accumulators(device):
+    """Sibling matmuls hold an accumulator each: the tuner times the region itself, keyed apart from a plain
+    `a @ b`, over tiles whose two accumulators fit the register budget (no 128 x 256 on 8 warps)."""
+    made, launched, compiled = device
+    x, w = np.zeros((512, 256), np.float16), np.zeros((512, 256), np.float16)
+    (problem,) = matmul_problems(swiglu, x, w, w)
+    assert (problem.dots, problem.region is not None) == (2, True)
+    assert problem.fingerprint and problem != MatmulProblem(1, 512, 512, 256, "float16")
+    tiles = candidates(problem)
+    assert all(accumulator_registers(problem, t) <= ACC_REGISTERS for t in tiles)
+    assert MatmulTiles(128, 256, 64, 8) in candidates(MatmulProblem(1, 512, 512, 256, "float16"))
+    assert MatmulTiles(128, 256, 64, 8) not in tiles and MatmulTiles(128, 128, 64, 8) in tiles
+    assert matmul_tuning._timer(problem, tiles[0])() == 0.25
+    assert len(compiled) == len(launched) == 1  # the fused SwiGLU kernel, one launch
+    assert sorted(b.shape for b in made) == [(512, 256)] * 3 + [(512, 512)]
+
+
+def test_a_region_with_integer_inputs_is_timed_as_a_plain_product():
+    """Random values of the matmul's dtype cannot stand in for a bool or int input (a mask): such a region's
+    tiles are timed on `a @ b` of its shape."""
+    x, w, keep = np.zeros((512, 256), np.float16), np.zeros((256, 512), np.float16), np.zeros((512, 512), bool)
+    (problem,) = matmul_problems(masked_matmul, x, w, keep)
+    assert problem.region is None and problem.fingerprint
+
+
+@tt.jit
+def masked_matmul(x, w, keep):
+    return tt.where(keep, x @ w, 0.0)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_swiglu_candidates_on_wgmma_do_not_spill():
+    """ptxas -v (sm_90a) on the bf16 SwiGLU kernel of each candidate the budget keeps: no spills (the two
+    dropped, 128 x 256 on 8 warps and 128 x 128 on 4, spill 283 and 152 bytes)."""
+    x = np.zeros((4096, 4096), BF16)
+    (problem,) = matmul_problems(swiglu, x, x, x)
+    graph = swiglu.compile(x, x, x).graph
+    on_wgmma = [t for t in candidates(problem) if t.block_m % 64 == 0 and t.num_warps % 4 == 0]
+    assert len(on_wgmma) == 5
+    for t in on_wgmma:
+        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda _, t=t: t)
+        ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
+        usage = register_usage(ptx, "sm_90a")
+        assert "wgmma.mma_async" in ptx and usage is not None and usage[1] == 0, (t, usage)

@@ -1,9 +1,10 @@
 """Tile configurations of array-program matmuls: measured once per GPU, shape class and dtype.
 
-On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` as a
-standalone `a @ b` kernel of the problem's exact shape (epilogues are elementwise and cost the same under
-any tiling) and keeps the fastest in the disk cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for the
-tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
+On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` on the
+region alone at the problem's exact shape (the kernel the program launches: an epilogue's registers and a
+sibling's accumulator change which tile is fastest), or, for a region with inputs of other dtypes, as a
+standalone `a @ b` kernel of the shape, and keeps the fastest in the disk cache. Without a GPU (or with
+`TINYTON_TUNE=0`), and for problems too small for the tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
 costs seconds per shape class, for microseconds of work.
 """
 
@@ -14,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import Samples, program_timer
+from tinyton.compiler.tuning_runs import Samples, program_timer, region_program
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.matmul_tiles import (
@@ -40,7 +41,7 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     if not tuning_enabled() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
         return default_tiles(problem)
     dtype = f"{p.dtype}:{fp32_matmul_precision()}" if p.dtype == "float32" else p.dtype  # tf32x3 and ieee tile differently
-    key = (driver.device().name, dtype, problem.shape_class())
+    key = (driver.device().name, dtype, p.dots, p.fingerprint, problem.shape_class())
     samples: Samples = {}
     return TUNER.choose(key, candidates(problem), lambda tiles: _timer(problem, tiles, samples), default=default_tiles(problem))
 
@@ -57,5 +58,7 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
 
 
 def _timer(p: MatmulProblem, tiles: MatmulTiles, samples: Samples | None = None) -> Timer:
-    """A timer of one launch of the matmul kernel of `p` tiled by `tiles`."""
+    """A timer of the region of `p` (or a plain `a @ b` of its shape) tiled by `tiles`."""
+    if p.region is not None:
+        return program_timer(region_program(p.region), p.dtype, fuse=True, samples=samples, choose_tiles=lambda _: tiles)
     return program_timer(_matmul_module(p), p.dtype, fuse=False, samples=samples, choose_tiles=lambda _: tiles)

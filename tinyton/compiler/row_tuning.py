@@ -9,13 +9,8 @@ below `TUNE_MIN_ELEMENTS`, the lowering's default is used.
 
 from __future__ import annotations
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Region
-
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import Samples, program_timer
-from tinyton.dialects import tta
+from tinyton.compiler.tuning_runs import Samples, program_timer, region_program
 from tinyton.lowering.fusion.row_shapes import (
     RowProblem,
     RowShape,
@@ -40,15 +35,6 @@ def row_shape(problem: RowProblem) -> RowShape:
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
     samples: Samples = {}
     return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p))
-
-
-def region_program(fusion: tta.FusionOp) -> ModuleOp:
-    """The region as a program of its own: its inputs the arguments, its results returned."""
-    block = Block(arg_types=[v.type for v in fusion.inputs])
-    clone = fusion.clone(value_mapper=dict(zip(fusion.inputs, block.args)))
-    block.add_ops([clone, func.ReturnOp(*clone.results)])
-    function = func.FuncOp("tune_rows", ([v.type for v in block.args], [r.type for r in clone.results]), Region(block))
-    return ModuleOp([function])
 
 
 def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region
 
 from tinyton.compiler.kernel import compile_module, normalize_grid
+from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type
 from tinyton.dtypes import ELEMENT_TO_NUMPY, dtype_of
 from tinyton.lazy import lazy_module
@@ -86,3 +89,12 @@ class _ProgramTimer:
     def _run(self) -> None:
         for launch, grid, threads, args in self.launches:
             launch(grid, threads, 0, 0, args)
+
+
+def region_program(fusion: tta.FusionOp) -> ModuleOp:
+    """The region as a program of its own: its inputs the arguments, its results returned."""
+    block = Block(arg_types=[v.type for v in fusion.inputs])
+    clone = fusion.clone(value_mapper=dict(zip(fusion.inputs, block.args)))
+    block.add_ops([clone, func.ReturnOp(*clone.results)])
+    function = func.FuncOp("tune_region", ([v.type for v in block.args], [r.type for r in clone.results]), Region(block))
+    return ModuleOp([function])

@@ -182,7 +182,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     em = Emitter(kernel.body.block)
     dom = analyze(ops, results)
     if dom.matmul is not None:
-        problem = MatmulProblem.of(dom)
+        problem = MatmulProblem.of(dom, fusion)
         geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
     else:
         geom = plan(dom, lambda rows, length: choose_rows(row_problem(fusion, rows, length)))

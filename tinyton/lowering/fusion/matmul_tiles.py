@@ -8,32 +8,54 @@ what it is given, clamped to the problem (`fit`), so that every configuration is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
+from xdsl.dialects.builtin import TensorType
+
 from tinyton.analysis.domain import Domain
+from tinyton.dialects import tta
 from tinyton.dialects.tt import DOT_MIN, element_type, shape_of
 from tinyton.dtypes import FLOAT8, dtype_of
 from tinyton.intmath import next_power_of_2
+from tinyton.lowering.fusion.row_shapes import fingerprint
 
 
 @dataclass(frozen=True)
 class MatmulProblem:
-    """`batch` products of `[m, k] @ [k, n]` with operands of element type `dtype` (`float16`, `bfloat16`...)."""
+    """`batch` products of `[m, k] @ [k, n]` with operands of element type `dtype` (`float16`, `bfloat16`...),
+    `dots` of them over one output tile (sibling matmuls sharing the left operand, as SwiGLU's gate and up:
+    an accumulator each), in a region that computes `fingerprint` around them ("" for a plain `a @ b`)."""
 
     batch: int
     m: int
     n: int
     k: int
     dtype: str
+    dots: int = 1
+    fingerprint: str = ""
+    region: tta.FusionOp | None = field(default=None, compare=False, repr=False)
+    """The region itself, when the tuner can time it alone (float inputs of one dtype); else the tuner times
+    a plain `a @ b` of the shape."""
 
     @staticmethod
-    def of(dom: Domain) -> MatmulProblem:
+    def of(dom: Domain, fusion: tta.FusionOp | None = None) -> MatmulProblem:
         op = dom.matmul
         assert op is not None
         *batch, m, n = shape_of(op.result.type)
         k = shape_of(op.lhs.type)[-1]
-        return MatmulProblem(prod(batch), m, n, k, dtype_of(element_type(op.lhs.type)).name)
+        dtype = dtype_of(element_type(op.lhs.type)).name
+        plain = MatmulProblem(prod(batch), m, n, k, dtype)
+        if fusion is None:
+            return plain
+        ops = [o for o in fusion.block.ops if not isinstance(o, tta.YieldOp)]
+        dots = sum(isinstance(o, tta.MatmulOp) for o in ops)
+        if ops == [op]:
+            return plain
+        values = [*fusion.block.args, *fusion.yield_op.values]
+        timeable = all(isinstance(v.type, TensorType) and dtype_of(element_type(v.type)).name == dtype for v in values)
+        return MatmulProblem(prod(batch), m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
+                             fusion if timeable else None)
 
     def shape_class(self) -> tuple[int, ...]:
         """Power-of-two buckets of (batch, m, n, k): problems in one class share a tuned configuration."""
@@ -79,18 +101,30 @@ decode-like shapes, square ones, and the large tiles that tensor cores want (64-
 warpgroups for wgmma on Hopper)."""
 
 
+ACC_REGISTERS = 128
+"""Most f32 accumulator registers per thread of a tile, over all of a program's dots: 128 x 256 on 8 warps
+holds one accumulator of 128 per thread, the largest tile that runs without spills; two sibling dots (SwiGLU's
+gate and up) at that tile would hold 256 and spill (the H200 ran such a SwiGLU at 45 % of torch.compile,
+2026-12-01), so siblings get tiles half as wide."""
+
 FLOAT8_ACC_REGISTERS = 64
-"""Most f32 accumulator registers per thread of a float8 matmul's tile: its wgmmas sum into partial
-accumulators that are then added to it (`matmul.FLOAT8_IMPRECISE_ACC`), registers beside it. ptxas -v (CUDA
-13.0, sm_90a): at 128 (128 x 256 on 8 warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills;
-at 64, 70 to 227 registers and none (tests/test_fp8_matmul.py checks the candidates)."""
+"""The same for a float8 matmul: its wgmmas sum into partial accumulators that are then added to it
+(`matmul.FLOAT8_IMPRECISE_ACC`), registers beside it. ptxas -v (CUDA 13.0, sm_90a): at 128 (128 x 256 on 8
+warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills; at 64, 70 to 227 registers and none
+(tests/test_fp8_matmul.py checks the candidates)."""
+
+
+def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
+    """f32 accumulator registers per thread of a program of `p` tiled by `t`."""
+    return p.dots * t.block_m * t.block_n // (32 * t.num_warps)
 
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
-    tiles = dict.fromkeys(t.fit(p) for t in CANDIDATES)
-    if p.dtype in FLOAT8_NAMES:
-        return [t for t in tiles if t.block_m * t.block_n <= FLOAT8_ACC_REGISTERS * 32 * t.num_warps]
-    return list(tiles)
+    """The CANDIDATES fit to `p`, without those whose accumulators would spill (the smallest if all would)."""
+    tiles = list(dict.fromkeys(t.fit(p) for t in CANDIDATES))
+    budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
+    fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
+    return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
 
 
 def default_tiles(p: MatmulProblem) -> MatmulTiles:
