@@ -1,12 +1,14 @@
 """Compile time grows linearly with program length (issue 11, "Scale"), and the planner's incremental
 analysis (tinyton/analysis/groups.py) agrees with `analyze` on every merge it tries.
 
-Compile = trace + fuse + generate the tt kernels (no simulator run, no LLVM). Times are CPU times of
-this process, so a busy machine slows them less than wall time would.
+Compile = trace + fuse + generate the tt kernels (no simulator run, no LLVM). Growth is measured in
+function calls (deterministic, whatever the machine's load); the absolute bound is CPU seconds.
 """
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,14 +63,23 @@ def test_ten_thousand_ops_compile_in_seconds(kind: str) -> None:
     assert seconds < 30, f"{kind}: 10,000 ops took {seconds:.1f} s of CPU to compile (goal: under 10 s)"
 
 
+def compile_calls(fn: Callable[..., Any], args: list[np.ndarray]) -> int:
+    """Python function calls made to trace, fuse and generate the kernels of `fn(*args)`: a count of work
+    that, unlike a time, does not depend on what else the machine runs."""
+    profile = cProfile.Profile()
+    profile.enable()
+    compile_array_program(fn, args, fuse=True)
+    profile.disable()
+    return pstats.Stats(profile).total_calls
+
+
 @pytest.mark.parametrize("kind", list(PROGRAMS))
-def test_compile_time_is_near_linear(kind: str) -> None:
-    """4x the ops must cost well under 16x (quadratic) the time: at most 6x, best of three runs."""
+def test_compile_work_is_near_linear(kind: str) -> None:
+    """4x the ops must cost well under 16x (quadratic) the work: at most 6x the function calls."""
     make, inputs = PROGRAMS[kind]
-    compile_seconds(make(10), inputs())
-    small = min(compile_seconds(make(1000), inputs())[0] for _ in range(3))
-    large = min(compile_seconds(make(4000), inputs())[0] for _ in range(3))
-    assert large / small < 6, f"{kind}: 1000 ops {small:.2f} s, 4000 ops {large:.2f} s ({large / small:.1f}x)"
+    compile_calls(make(10), inputs())  # imports and first-use caches out of the count
+    small, large = (compile_calls(make(n), inputs()) for n in (1000, 4000))
+    assert large / small < 6, f"{kind}: 1000 ops {small} calls, 4000 ops {large} calls ({large / small:.1f}x)"
 
 
 # ---- the incremental analysis equals analyze ----------------------------------------------------
