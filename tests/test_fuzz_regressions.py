@@ -3,12 +3,15 @@ fused and unfused against NumPy."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 import tinyton as tt
 from tinyton.analysis.domain import NotFusable
 from tinyton.errors import CompilationError
+from tinyton.lowering.tt_to_llvm.math import ERF_SERIES
 
 BOTH = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
 
@@ -486,3 +489,55 @@ def test_pad_constant_out_of_the_int_range_is_numpys_error() -> None:
     np.testing.assert_array_equal(tt.jit(lambda a: tt.pad(a, 0, constant_values=-3))(x), np.pad(x, 0, constant_values=-3))
     with pytest.raises(CompilationError, match="Python integer -3 out of bounds for uint8"):
         tt.jit(lambda a: tt.pad(a, 1, constant_values=-3))(x)
+
+
+# ---- GPU-only findings of the H200 run of 2026-12-01 (seed 20261123, 10,000 cases) ------------------
+
+
+@tt.jit
+def absolute(x):
+    return tt.abs(x), tt.absolute(x.astype(tt.int32))
+
+
+@pytest.mark.gpu
+@BOTH
+def test_abs_of_unsigned_is_the_value_on_gpu(fuse: bool) -> None:
+    """Cases 945, 5399, 6181 and four more: `abs` of uint8 tested the sign bit as if signed (195 gave 61)."""
+    x = np.array([0, 1, 127, 128, 195, 255], np.uint8)
+    got, wide = run(absolute, x, fuse=fuse)
+    np.testing.assert_array_equal(got, x)
+    np.testing.assert_array_equal(wide, x.astype(np.int32))
+
+
+def _erf_series_float32(x: np.ndarray) -> np.ndarray:
+    """The lowering's small-|x| erf, step for step in float32 (each FMA rounded once)."""
+    z = (x * x).astype(np.float32)
+    p = np.full_like(x, ERF_SERIES[-1])
+    for c in reversed(ERF_SERIES[:-1]):
+        p = (p.astype(np.float64) * z + np.float32(c)).astype(np.float32)
+    return (x * p).astype(np.float32)
+
+
+def _erf_ulps(got: np.ndarray, x: np.ndarray) -> np.ndarray:
+    want = np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+    return np.abs(got.astype(np.float64) - want) / np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+
+
+ERF_SMALL = np.concatenate([np.linspace(-1, 1, 20001), 10.0 ** np.linspace(-44, 0, 400), [0.0, 6.2e-5]]).astype(np.float32)
+
+
+def test_erf_series_is_float32_accurate_below_one() -> None:
+    """Case 8949 and 17 more: the rational erf's absolute error (2.5e-7 at erf(6.2e-5)) is 0.4 % near 0; the
+    series that replaced it below |x| = 1 is within 3 ulp down to subnormals."""
+    assert _erf_ulps(_erf_series_float32(ERF_SMALL[np.abs(ERF_SMALL) < 1]), ERF_SMALL[np.abs(ERF_SMALL) < 1]).max() <= 3
+
+
+@tt.jit
+def erf(x):
+    return tt.erf(x)
+
+
+@pytest.mark.gpu
+def test_erf_is_float32_accurate_below_one_on_gpu() -> None:
+    small = ERF_SMALL[np.abs(ERF_SMALL) < 1]
+    assert _erf_ulps(np.asarray(erf(small)), small).max() <= 3
