@@ -11,7 +11,6 @@ infinities. The PTX of kernels using them must assemble.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
 
 import numpy as np
 import pytest
