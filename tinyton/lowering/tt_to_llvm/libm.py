@@ -2,12 +2,13 @@
 The C math library ops (`tt_libm`), register by register.
 
 f32 formulas from Cephes (the polynomials of `tanhf`, `atanf`) on top of the approximate PTX instructions
-(`ex2.approx`, `lg2.approx`, `sin.approx`, `cos.approx`), each with a branch-free select where the plain
-formula loses accuracy: `log1p` and `expm1` use series near 0 (where `log(1 + x)` and `exp(x) - 1` cancel),
-`tanh` a polynomial below 0.625. `hypot` scales by the larger magnitude (no overflow; f64 too), `atan2`
-reduces to [0, tan(pi/8)] and restores the octant from the signs (IEEE's zeros and infinities), `trunc`,
-`rint`, `copysign`, `fmax`, `fmin` are LLVM intrinsics (`cvt.rzi`, `cvt.rni`, `copysign`, `max`/`min`, which
-ignore NaN as C's `fmax` does), native for f64. f16 and bf16 compute in f32 and round back; f64 calls
+(`ex2.approx`, `lg2.approx`), each with a branch-free select where the plain formula loses accuracy:
+`log1p` and `expm1` use series near 0 (where `log(1 + x)` and `exp(x) - 1` cancel), `tanh` a polynomial
+below 0.625. `tan` is `trig`'s ratio of reduced sin and cos (a few ulp; `sin.approx / cos.approx` was off
+by 3e-7 near 0.06). `hypot` scales by the larger magnitude (no overflow; f64 too), `atan2` reduces to
+[0, tan(pi/8)] and restores the octant from the signs (IEEE's zeros and infinities), `trunc`, `rint`,
+`copysign`, `fmax`, `fmin` are LLVM intrinsics (`cvt.rzi`, `cvt.rni`, `copysign`, `max`/`min`, which ignore
+NaN as C's `fmax` does), native for f64. f16 and bf16 compute in f32 and round back; f64 calls
 libdevice where the formula is f32's (`libdevice`).
 """
 
@@ -34,6 +35,7 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
 )
 from tinyton.lowering.tt_to_llvm.fmod import fmod
 from tinyton.lowering.tt_to_llvm.layouts import Layout
+from tinyton.lowering.tt_to_llvm.trig import tan_f32
 
 TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1)
 ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
@@ -101,10 +103,6 @@ def _tanh(ctx: KernelContext, x: SSAValue) -> SSAValue:
     e = m.exp(m.mul(m.abs(x), m.c(2.0)))
     large = m.copysign(m.sub(m.c(1.0), m.div(m.c(2.0), m.add(e, m.c(1.0)))), x)
     return m.select(m.cmp("olt", m.abs(x), m.c(0.625)), small, large)
-
-
-def _tan(ctx: KernelContext, x: SSAValue) -> SSAValue:
-    return _Math(ctx, x).div(_intrinsic("llvm.nvvm.sin.approx.f")(ctx, x), _intrinsic("llvm.nvvm.cos.approx.f")(ctx, x))
 
 
 def _log10(ctx: KernelContext, x: SSAValue) -> SSAValue:
@@ -188,7 +186,7 @@ BINARY[tt.FloorDivOp] = (BINARY[tt.FloorDivOp][0], _float_floordiv)
 
 LIBM_UNARY = {
     tt.TanhOp: (None, _tanh),
-    tt.TanOp: (None, _tan),
+    tt.TanOp: (None, tan_f32),
     tt.Log10Op: (None, _log10),
     tt.Log1pOp: (None, _log1p),
     tt.Expm1Op: (None, _expm1),

@@ -1,6 +1,7 @@
 """
-`tt.umulhi` (a widening multiply; NVPTX selects `mul.hi.u32`), `tt.cos` and `tt.sin` (`cos.approx`,
-`sin.approx`), registered with the elementwise lowerings.
+`tt.umulhi` (a widening multiply; NVPTX selects `mul.hi.u32`), `tt.cos` and `tt.sin` (f32 to a few ulp by
+`trig`'s reduction and polynomials: randn's Box-Muller and NumPy's sin/cos), registered with the elementwise
+lowerings.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers_tile
 from tinyton.lowering.tt_to_llvm.elementwise import (
     BINARY,
     UNARY,
-    _intrinsic,
     lower_binary,
     lower_unary,
 )
+from tinyton.lowering.tt_to_llvm.trig import cos_f32, sin_f32
 
 
 def _umulhi(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -28,7 +29,7 @@ def _umulhi(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
 
 
 BINARY[tt.UmulhiOp] = (_umulhi, None)
-UNARY[tt.CosOp] = (None, _intrinsic("llvm.nvvm.cos.approx.f"))
-UNARY[tt.SinOp] = (None, _intrinsic("llvm.nvvm.sin.approx.f"))
+UNARY[tt.CosOp] = (None, cos_f32)
+UNARY[tt.SinOp] = (None, sin_f32)
 lowers_tile(tt.UmulhiOp)(lower_binary)
 lowers_tile(tt.CosOp, tt.SinOp)(lower_unary)

@@ -1,7 +1,8 @@
 """`tt.umulhi`, `tt.cos` and `tt.sin` in the simulator (the ops of tl.rand/tl.randn beyond the core set).
 
 `tt.umulhi` is exact (the high word of the 64-bit unsigned product), so Philox streams match the GPU bit for
-bit; cos and sin compute in float32 (the GPU's `cos.approx`/`sin.approx` differ in the last bits).
+bit; cos and sin compute in float32 (the GPU's reduction and polynomials, lowering/tt_to_llvm/trig.py, may
+differ in the last bit or two).
 """
 
 from __future__ import annotations
