@@ -565,3 +565,39 @@ def erf(x):
 def test_erf_is_float32_accurate_below_one_on_gpu() -> None:
     small = ERF_SMALL[np.abs(ERF_SMALL) < 1]
     assert _erf_ulps(np.asarray(erf(small)), small).max() <= 3
+
+
+@BOTH
+@pytest.mark.parametrize(
+    "x, shape",
+    [
+        (np.float32(2.0), (3,)),
+        (np.float32([2.0]), (4,)),
+        (np.float32([[1.0], [3.0]]), (2, 5)),
+        (np.float32([[2.0]]), (4, 3000)),
+        (np.float32([[2.0]]), (2, 5000)),
+    ],
+    ids=["scalar", "1d", "rows", "runs", "looped"],
+)
+def test_scan_of_a_broadcast_counts_each_element(x: np.ndarray, shape: tuple[int, ...], fuse: bool) -> None:
+    """Seed 20261123 cases 1079, 3779, 6109, 8338 (fused only): `cumsum` of a value constant along the axis
+    (`repeat` of a scalar, `isfinite` of ints, a gather from a size-1 axis) returned the value itself: its
+    tile had no lane along the axis and a scan of one lane is the identity. cumsum([2, 2, 2]) is [2, 4, 6]."""
+    program = tt.jit(lambda a: (tt.cumsum(tt.broadcast_to(a, shape), axis=-1),
+                                tt.cumprod(tt.broadcast_to(a, shape), axis=0)))
+    b = np.broadcast_to(x, shape)
+    total, product = run(program, x, fuse=fuse)
+    np.testing.assert_array_equal(total, np.cumsum(b, axis=-1))
+    np.testing.assert_array_equal(product, np.cumprod(b, axis=0))
+
+
+@BOTH
+def test_count_of_a_scanned_softmax_of_a_repeated_scalar(fuse: bool) -> None:
+    """Seed 20261123 case 8338 as found: the top-p count of a softmax of `repeat(scalar, 3)` was 3 (the scan
+    of the broadcast probabilities stayed 1/3 everywhere) instead of 2."""
+
+    def top_p_count(a):
+        r = tt.repeat(a, 3)
+        return tt.sum(tt.cumsum(tt.exp(r - tt.logsumexp(r, axis=-1, keepdims=True)), axis=-1) < 0.9, axis=-1)
+
+    assert run(tt.jit(top_p_count), np.float32(0.5), fuse=fuse) == 2

@@ -336,10 +336,13 @@ class RegionEmitter:
     def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
         """A running sum or product along the reduced axis, in f32 for floats (as reductions accumulate).
         In a looped row the chunk's scan continues the total carried from the chunks before it
-        (`scan_carry`), and the chunk's total (lanes past the row neutral) gives the next one."""
+        (`scan_carry`), and the chunk's total (lanes past the row neutral) gives the next one. An operand
+        constant along the axis (a broadcast: a scalar or a tile without the axis's dim) is first spread
+        along it, so that each lane counts the elements before it (cumsum of [2, 2, 2] is [2, 4, 6])."""
         em, kind, el = self.em, scan_kind(op), element_type(op.result.type)
         k = self.geom.k
         x = em.cast(self.operand(op, 0, scope), accumulator_element(el))
+        x = em.to_shape(x, broadcast_shape(shape_of(x.type), self.geom.tile_shape({self.dom.red})))
         carry = self.scan_carry.get(op)
         if carry is not None and k.mask is not None:
             x = em.select(k.mask, x, em.const(identity(kind, element_type(x.type)), element_type(x.type)))
