@@ -460,8 +460,6 @@ def test_float16_logaddexp_rounds_once(fuse: bool) -> None:
     np.testing.assert_array_equal(got, np.logaddexp(x, y))
 
 
-@pytest.mark.xfail(strict=True, reason="the chunked long-row schedule's online max+sum (lowering/fusion/schedule.py, "
-                   "grid.py, emitter.py) accumulates in f32 for float64 rows; unfused and short rows are float64")
 def test_fused_float64_long_row_softmax_is_float64_accurate() -> None:
     """Seed 10 cases 25, 65, 178: fused softmax / logsumexp / layernorm of float64 rows longer than 16384
     were off by 1e-8 relative (float32's accuracy); NumPy's float64 is accurate to 1e-15."""
@@ -469,6 +467,37 @@ def test_fused_float64_long_row_softmax_is_float64_accurate() -> None:
     got = softmax(x)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-12)
+
+
+@BOTH
+@pytest.mark.parametrize("shape", [(1, 8192), (2, 20000), (1, 262144)], ids=["looped", "looped-2", "split"])
+def test_long_row_statistics_of_ints_are_float64(shape: tuple[int, int], fuse: bool) -> None:
+    """Seed 20261123 cases 2189, 3247, 7751, 9290: fused `std` and `logsumexp` of int rows of 8192 and more
+    (float64 results) were off by 1e-9 relative: the online max+sum and Chan's mean+M2 walk (and the split
+    rows' partials) of lowering/fusion/pairs.py ran in float32 whatever the row's type."""
+    x = np.random.default_rng(1).integers(-2**31, 2**31 - 1, size=shape).astype(np.int32)
+    std, lse = run(tt.jit(lambda a: (tt.std(a, axis=1, keepdims=True), tt.logsumexp(a // 2**24, axis=-1))), x, fuse=fuse)
+    wide = x.astype(np.float64)
+    small = np.floor_divide(x, 2**24).astype(np.float64)
+    m = small.max(-1, keepdims=True)
+    assert std.dtype == lse.dtype == np.float64
+    np.testing.assert_allclose(std, wide.std(1, keepdims=True), rtol=1e-13)
+    np.testing.assert_allclose(lse, (m + np.log(np.exp(small - m).sum(-1, keepdims=True)))[:, 0], rtol=1e-13)
+
+
+@BOTH
+@pytest.mark.parametrize("shape, axis", [((2, 16385), None), ((2, 16385), -1), ((3, 100), -1)])
+def test_float16_var_squares_in_float32(shape: tuple[int, int], axis: int | None, fuse: bool) -> None:
+    """Seed 20261123 case 2786: `std(tan(x))` of float16 was inf (deviations of ~2000 squared in float16
+    overflow) though the variance, ~2000, fits; the fused long-row walk computed it in float32 (finite), so
+    fused and unfused rows disagreed. Computed in float32, rounded to float16 once."""
+    x = (np.random.default_rng(2).standard_normal(shape) * 40).astype(np.float16)
+    x[:, ::200] = 1500  # squares past float16's 65504; the variance, ~1e4, fits
+    var, std = run(tt.jit(lambda a: (tt.var(a, axis=axis), tt.std(a, axis=axis, ddof=1))), x, fuse=fuse)
+    wide = x.astype(np.float64)
+    assert var.dtype == std.dtype == np.float16
+    np.testing.assert_allclose(var, wide.var(axis), rtol=2e-3)
+    np.testing.assert_allclose(std, wide.std(axis, ddof=1), rtol=2e-3)
 
 
 @BOTH

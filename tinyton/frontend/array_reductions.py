@@ -139,9 +139,12 @@ def _over_all(x: Traced, axis: Axis, keepdims: bool, statistic: Any) -> Traced |
 
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: int = 0,
         keepdims: bool = False) -> Traced:
-    """NumPy's var: `mean(|x - x.mean()|**2)` over `axis`, divided by `n - ddof` instead of `n`."""
+    """NumPy's var: `mean(|x - x.mean()|**2)` over `axis`, divided by `n - ddof` instead of `n`; 16-bit floats
+    in float32, rounded once (NumPy's float16 squares overflow past 256: inf where the variance fits)."""
     _no_out("var", out)
     x = _float(_one(a), dtype)
+    if x.dtype.itemsize == 2:  # as the fused long-row walk (Chan's merge, in float32) computes it anyway
+        return var(x.to(np.float32), axis, None, None, ddof, keepdims).to(x.element)
     flat = _over_all(x, axis, keepdims, lambda f, axes, keep: var(f, axes, None, None, ddof, keep))
     if flat is not None:
         return flat

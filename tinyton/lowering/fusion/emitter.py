@@ -111,9 +111,10 @@ class Emitter:
         return self.emit(tt.SelectOp(*(self.to_shape(v, shape) for v in (cond, a, b))))
 
     def finite_max(self, m: SSAValue) -> SSAValue:
-        """A running f32 maximum to subtract before `exp`: -inf (nothing seen yet) becomes 0, so that
+        """A running maximum to subtract before `exp`: -inf (nothing seen yet) becomes 0, so that
         `exp(x - m)` of an all -inf row is exp(-inf) = 0, not exp(-inf - -inf) = NaN (online softmax)."""
-        return self.select(self.cmp("eq", m, self.const(float("-inf"), f32)), self.const(0.0, f32), m)
+        el = element_type(m.type)
+        return self.select(self.cmp("eq", m, self.const(float("-inf"), el)), self.const(0.0, el), m)
 
     def cast(self, value: SSAValue, element: Attribute) -> SSAValue:
         return value if element_type(value.type) == element else self.emit(tt.CastOp(value, element))

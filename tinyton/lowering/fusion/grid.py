@@ -21,7 +21,6 @@ from xdsl.ir import Operation, SSAValue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
 from tinyton.intmath import cdiv
-from tinyton.lowering.fusion.emitter import f32
 from tinyton.lowering.fusion.geometry import Geometry, Source
 from tinyton.lowering.fusion.pairs import Pair
 from tinyton.lowering.fusion.region import (
@@ -129,7 +128,7 @@ class GridScheduler(SplitScheduler):
                 value = self._masked(self._operand(r, scope), kind, self._acc_shape(r), el)
                 self._store(slot[r, kind], em.reduce(kind, value, self.rg.geom.k.dim))
         for p in pairs:
-            a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), f32)
+            a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), p.element)
             run = p.step(em, p.init(em, self._row_shape(p.first)), a, self.rg.geom.k.mask, self.rg.geom.k.dim)
             for (name, _), value in zip(p.parts, run):
                 self._store(slot[p.first, f"pair {name}"], value)

@@ -6,7 +6,8 @@
   running (count, mean, M2), each chunk's own mean and M2 merged with Chan's formula, as stable as the
   two-pass form it replaces.
 
-Either runs in f32 whatever the float type (as every float reduction accumulates). A pair gives the running
+Either runs in its reductions' accumulator type (`accumulator_element`: f32 for 16- and 32-bit floats, f64
+for f64, as every float reduction accumulates), its constants and partials too. A pair gives the running
 values of a walk (`init`, `step`), the values of its two reductions (`finish`), and for split rows the
 per-slice partials (`parts`, the running values themselves) and how to combine a row's partials (`combine`).
 Looped rows then read the row once for both; split rows save a kernel.
@@ -17,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
-from tinyton.lowering.fusion.emitter import Emitter, f32
+from tinyton.lowering.fusion.emitter import Emitter
+from tinyton.lowering.fusion.region import accumulator_element
 
 Shape = tuple[int, ...]
 Owner = Callable[[SSAValue], Operation | None]
@@ -35,12 +37,23 @@ def _through_views(owner: Owner, value: SSAValue) -> Operation | None:
 
 
 @dataclass
-class Online:
-    """`second = sum(exp(a - bcast(first)))` with `first = max(a)`."""
+class _Walked:
+    """Two reductions of `a`, the second reading the first."""
 
     first: tta.ReduceOp
     second: tta.ReduceOp
     a: SSAValue
+
+    @property
+    def element(self) -> Attribute:
+        """The type of the running values: an f64 row's stays f64 (f32 ones drift by ~1e-9 relative)."""
+        return accumulator_element(element_type(self.a.type))
+
+
+@dataclass
+class Online(_Walked):
+    """`second = sum(exp(a - bcast(first)))` with `first = max(a)`."""
+
     parts = (("max", float("-inf")), ("sum", 0.0))
     """Partial results of a slice and their neutral values (lanes past the slices)."""
 
@@ -58,28 +71,28 @@ class Online:
         return None
 
     def init(self, em: Emitter, row: Shape) -> list[SSAValue]:
-        return [em.const(float("-inf"), f32, row), em.const(0.0, f32, row)]
+        return [em.const(float("-inf"), self.element, row), em.const(0.0, self.element, row)]
 
     def step(self, em: Emitter, run: list[SSAValue], a: SSAValue, mask: SSAValue | None, dim: int) -> list[SSAValue]:
         m, s = run
         shape = shape_of(a.type)
         if mask is not None:
-            a = em.select(mask, a, em.const(float("-inf"), f32))
+            a = em.select(mask, a, em.const(float("-inf"), self.element))
         m_new = em.binary(tt.MaximumOp, m, em.reduce("max", a, dim))
         # While the row is all -inf so far, subtract 0 instead: exp(-inf - -inf) would be NaN, and the
         # chunk adds nothing (exp(-inf) = 0) whatever the later maximum.
         m_safe = em.finite_max(m_new)
         e = em.emit(tt.ExpOp(em.binary(tt.SubOp, a, em.to_shape(m_safe, shape))))
         if mask is not None:
-            e = em.select(mask, e, em.const(0.0, f32))
+            e = em.select(mask, e, em.const(0.0, self.element))
         scale = em.emit(tt.ExpOp(em.binary(tt.SubOp, m, m_safe)))
         return [m_new, em.binary(tt.AddOp, em.binary(tt.MulOp, s, scale), em.reduce("sum", e, dim))]
 
     def finish(self, em: Emitter, run: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
         m, s = run
         # NumPy's sum(exp(a - max a)) of an all -inf row is NaN (exp(-inf - -inf)); the walk kept it 0.
-        nan = em.const(float("nan"), f32)
-        return m, em.select(em.cmp("eq", m, em.const(float("-inf"), f32)), nan, s)
+        nan = em.const(float("nan"), self.element)
+        return m, em.select(em.cmp("eq", m, em.const(float("-inf"), self.element)), nan, s)
 
     def combine(self, em: Emitter, tiles: list[SSAValue]) -> list[SSAValue]:
         m, s = tiles
@@ -90,12 +103,9 @@ class Online:
 
 
 @dataclass
-class Centered:
+class Centered(_Walked):
     """`second = sum((a - bcast(first))**2)` (or its mean) with `first = mean(a)`, the square written `d * d`."""
 
-    first: tta.ReduceOp
-    second: tta.ReduceOp
-    a: SSAValue
     parts = (("count", 0.0), ("mean", 0.0), ("m2", 0.0))
 
     @staticmethod
@@ -112,13 +122,13 @@ class Centered:
         return None
 
     def init(self, em: Emitter, row: Shape) -> list[SSAValue]:
-        return [em.const(0.0, f32, row)] * 3
+        return [em.const(0.0, self.element, row)] * 3
 
     def step(self, em: Emitter, run: list[SSAValue], a: SSAValue, mask: SSAValue | None, dim: int) -> list[SSAValue]:
         n, mean, m2 = run
-        zero, one = em.const(0.0, f32), em.const(1.0, f32)
+        zero, one = em.const(0.0, self.element), em.const(1.0, self.element)
         if mask is None:
-            count = em.to_shape(em.const(float(shape_of(a.type)[dim]), f32), shape_of(n.type))
+            count = em.to_shape(em.const(float(shape_of(a.type)[dim]), self.element), shape_of(n.type))
         else:
             a = em.select(mask, a, zero)
             count = em.reduce("sum", em.select(mask, em.to_shape(one, shape_of(a.type)), zero), dim)

@@ -22,7 +22,7 @@ from tinyton.analysis.matmul_operands import row_prologue
 from tinyton.analysis.matmul_operands import lhs_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.lowering.fusion.emitter import f32, identity
+from tinyton.lowering.fusion.emitter import identity
 from tinyton.lowering.fusion.matmul import emit_matmul, emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.region import (
@@ -327,7 +327,7 @@ class Scheduler:
                 out += [em.select(take, value, best), em.select(take, where, index)]
                 at += 2
             for p in pairs:
-                a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), f32)
+                a = em.cast(em.to_shape(self._operand(p.first, scope), self._acc_shape(p.first)), p.element)
                 out += p.step(em, carried[at : at + len(p.parts)], a, rg.geom.k.mask, rg.geom.k.dim)
                 at += len(p.parts)
             return out + self._next_scans(scans)

@@ -11,7 +11,8 @@ kernel first combines the partials of its row (sum, max, min, and the pairs of `
 a mean+variance); the last kernel writes the outputs. Every kernel reads its slice once,
 so the first read comes from DRAM and the later ones mostly from L2: every other kernel walks the programs
 in reverse, so it starts with the slices the previous kernel read last.
-A reduction of integers combines exactly as it accumulates; float partials are f32, like the accumulators.
+A reduction of integers combines exactly as it accumulates; float partials are
+f32 (f64 for f64), like the accumulators.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type
 from tinyton.intmath import next_power_of_2
-from tinyton.lowering.fusion.emitter import f32, identity
+from tinyton.lowering.fusion.emitter import identity
 from tinyton.lowering.fusion.pairs import Pair
 from tinyton.lowering.fusion.region import (
     RegionEmitter,
@@ -56,7 +57,7 @@ def partials(passes: Sequence[tuple[list[tta.ReduceOp], list[Pair]]]) -> list[tu
         firsts = {p.first for p in pairs}
         out += [(r, reduction_kind(r), accumulator_element(element_type(r.input.type))) for r in reds if r not in firsts]
         for p in pairs:
-            out += [(p.first, f"pair {name}", f32) for name, _ in p.parts]
+            out += [(p.first, f"pair {name}", p.element) for name, _ in p.parts]
     return out
 
 
