@@ -486,3 +486,43 @@ def test_pad_constant_out_of_the_int_range_is_numpys_error() -> None:
     np.testing.assert_array_equal(tt.jit(lambda a: tt.pad(a, 0, constant_values=-3))(x), np.pad(x, 0, constant_values=-3))
     with pytest.raises(CompilationError, match="Python integer -3 out of bounds for uint8"):
         tt.jit(lambda a: tt.pad(a, 1, constant_values=-3))(x)
+
+
+@BOTH
+def test_take_from_a_broadcast_constant(fuse: bool) -> None:
+    """Seed 20261123 cases 4849, 9598: `isinf`/`isfinite` of ints is a broadcast constant; a take from it
+    raised NotFusable "take reads its table from memory". The planner saw the broadcast as a view of the
+    constant (outside its groups) and fused the take with it, but each region gets its own copy of the
+    constant, where the broadcast computes in registers."""
+    x = np.array([3, -7, 0, 2147483647, 5, 1, -1, 8], np.int32)
+    program = tt.jit(lambda a: (tt.take_along_axis(tt.isinf(a), tt.argmax(tt.isinf(a), axis=-1, keepdims=True), axis=-1),
+                                tt.isfinite(a)[a % 3], a + 1))
+    got = run(program, x, fuse=fuse)
+    want = (np.take_along_axis(np.isinf(x), np.argmax(np.isinf(x), axis=-1, keepdims=True), axis=-1),
+            np.isfinite(x)[x % 3], x + 1)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+@BOTH
+@pytest.mark.parametrize("n", [8192, 70000])
+def test_var_of_rows_past_the_f32_square_is_inf(n: int, fuse: bool) -> None:
+    """Seed 20261123 case 5444: fused `var` of a float32 row holding 1.7e38 was NaN where NumPy's is inf:
+    the chunked mean+M2 merge (Chan's) multiplied an overflowed `delta**2` by the empty side's count 0."""
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    x[1, 5] = 1.7014117e38
+    x[2, n - 1] = -3e38
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.var(x, axis=-1)
+    np.testing.assert_allclose(run(tt.jit(lambda a: tt.var(a, axis=-1)), x, fuse=fuse), want, rtol=1e-5)
+
+
+@BOTH
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_int_reciprocal_of_the_largest_ints(dtype: type, fuse: bool) -> None:
+    """Seed 20261123 case 3950: `reciprocal` of int32 2147483647 gave 2147483647 (NumPy: 0): ±1 was
+    found as `x * x == 1`, and the largest ints' squares wrap to 1 too."""
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, -2, -1, 1, 2, info.max - 1, info.max], dtype)
+    np.testing.assert_array_equal(run(tt.jit(lambda a: tt.reciprocal(a)), x, fuse=fuse), np.reciprocal(x))
