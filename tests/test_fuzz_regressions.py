@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tinyton as tt
-from tinyton.analysis.domain import NotFusable
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.math import ERF_SERIES
 
@@ -430,23 +429,28 @@ def test_pad_of_a_0d_array_is_the_array(fuse: bool) -> None:
     assert got.shape == () and got.dtype == np.float16 and got == np.pad(x, 1)
 
 
-@pytest.mark.xfail(strict=True, raises=NotFusable, reason="fusion planner: NotFusable reaches the user when a "
-                   "constant-valued array (isfinite of ints) is transposed or gathered from; unfused works")
 @pytest.mark.parametrize(
     "program, args",
     [
         (lambda a, b: tt.isfinite(a).T > b, (np.ones((5, 5), bool), np.ones((5, 5), np.float32))),
         (lambda a, j: tt.take_along_axis(tt.isfinite(a), j, axis=0), (np.ones(1, np.int64), np.zeros(1, np.int64))),
+        (lambda a: (tt.take_along_axis(tt.isinf(a), tt.argmax(tt.isinf(a), axis=-1, keepdims=True), axis=-1), a >> 25),
+         (np.arange(-8, 8, dtype=np.int32),)),
+        (lambda a: (tt.isfinite(a)[a % 1], tt.repeat(tt.isfinite(a), 1, axis=-1)), (np.array([7], np.int32),)),
     ],
-    ids=["transpose", "take_along_axis"],
+    ids=["transpose", "take_along_axis", "take_along_argmax", "index"],
 )
 def test_constant_arrays_transposed_or_gathered_fuse(program, args) -> None:
-    """Seed 8 cases 88 and 121 (fused only): `isfinite` of an int or bool array is a constant, and the
-    planner raised NotFusable ("tta.transpose of a computed value changes the layout", "take reads its table
-    from memory; a computed table needs its own kernel") instead of giving the constant its own kernel."""
+    """Seed 8 cases 88 and 121, seed 20261123 cases 4849 and 9598 (fused only): `isfinite` of an int or bool
+    array is a constant, and the planner raised NotFusable ("tta.transpose of a computed value changes the
+    layout", "take reads its table from memory; a computed table needs its own kernel") instead of giving the
+    constant its own kernel: it saw the broadcast of the scalar as a view (the scalar is outside its groups),
+    but every region gets its own copy of the scalar, where the broadcast computes in registers."""
     fn = tt.jit(program)
     unfused = fn.compile(*args, fuse=False)(*args)
-    np.testing.assert_array_equal(fn(*args), unfused)
+    fused = fn(*args)
+    for got, want in zip(fused if isinstance(fused, tuple) else (fused,), unfused if isinstance(unfused, tuple) else (unfused,)):
+        np.testing.assert_array_equal(got, want)
 
 
 @BOTH
@@ -630,3 +634,26 @@ def test_count_of_a_scanned_softmax_of_a_repeated_scalar(fuse: bool) -> None:
         return tt.sum(tt.cumsum(tt.exp(r - tt.logsumexp(r, axis=-1, keepdims=True)), axis=-1) < 0.9, axis=-1)
 
     assert run(tt.jit(top_p_count), np.float32(0.5), fuse=fuse) == 2
+
+
+@BOTH
+@pytest.mark.parametrize("n", [8192, 70000])
+def test_var_of_rows_past_the_f32_square_is_inf(n: int, fuse: bool) -> None:
+    """Seed 20261123 case 5444: fused `var` of a float32 row holding 1.7e38 was NaN where NumPy's is inf:
+    the chunked mean+M2 merge (Chan's) multiplied an overflowed `delta**2` by the empty side's count 0."""
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    x[1, 5] = 1.7014117e38
+    x[2, n - 1] = -3e38
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = np.var(x, axis=-1)
+    np.testing.assert_allclose(run(tt.jit(lambda a: tt.var(a, axis=-1)), x, fuse=fuse), want, rtol=1e-5)
+
+
+@BOTH
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_int_reciprocal_of_the_largest_ints(dtype: type, fuse: bool) -> None:
+    """Seed 20261123 case 3950: `reciprocal` of int32 2147483647 gave 2147483647 (NumPy: 0): ±1 was
+    found as `x * x == 1`, and the largest ints' squares wrap to 1 too."""
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, -2, -1, 1, 2, info.max - 1, info.max], dtype)
+    np.testing.assert_array_equal(run(tt.jit(lambda a: tt.reciprocal(a)), x, fuse=fuse), np.reciprocal(x))

@@ -233,8 +233,12 @@ def check_puts(ops: Sequence[Operation], external: Callable[[SSAValue], bool]) -
 
 def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
     """The view `op` makes of a value read from memory (its input is outside the group or a view
-    itself); None when `op` computes in registers."""
-    if isinstance(op, VIEWS) and (op.input in views or not inside(op.input)):
+    itself); None when `op` computes in registers. A scalar constant is never read from memory: every
+    region reading it gets its own copy (tinyton/rewrites/outline.py), so the planner, which sees it
+    outside the group, must also see its layout ops (`zeros(n)`: a broadcast constant) as computed."""
+    if not isinstance(op, VIEWS) or (isinstance(op.input, OpResult) and isinstance(op.input.op, tta.ConstantOp)):
+        return None
+    if op.input in views or not inside(op.input):
         return (views.get(op.input) or View.of(op.input)).apply(op)
     return None
 

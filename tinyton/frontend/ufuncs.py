@@ -299,7 +299,9 @@ def reciprocal(x: Operand) -> Traced:
     (x,), _ = resolve("reciprocal", [x])
     if is_float(x.element):
         return emit(tta.DivOp, scalar(x, 1.0), x)
-    unit = cmp("eq", emit(tta.MulOp, x, x), scalar(x, 1)) if _signed(x) else cmp("eq", x, scalar(x, 1))
+    unit = cmp("eq", x, scalar(x, 1))
+    if _signed(x):  # not `x * x == 1`: the square wraps to 1 for the largest ints too (127 * 127 in int8)
+        unit = emit(tta.OrOp, unit, cmp("eq", x, scalar(x, -1)))
     return where(unit, x, scalar(x, 0))
 
 

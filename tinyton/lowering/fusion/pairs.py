@@ -141,7 +141,7 @@ class Centered(_Walked):
         weight = em.binary(tt.DivOp, count, em.binary(tt.MaximumOp, total, one))
         delta = em.binary(tt.SubOp, chunk_mean, mean)
         new_mean = em.binary(tt.AddOp, mean, em.binary(tt.MulOp, delta, weight))
-        spread = em.binary(tt.MulOp, em.binary(tt.MulOp, delta, delta), em.binary(tt.MulOp, n, weight))
+        spread = _spread(em, delta, em.binary(tt.MulOp, n, weight))
         return [total, new_mean, em.binary(tt.AddOp, em.binary(tt.AddOp, m2, chunk_m2), spread)]
 
     def finish(self, em: Emitter, run: list[SSAValue]) -> tuple[SSAValue, SSAValue]:
@@ -152,8 +152,16 @@ class Centered(_Walked):
         total = em.reduce("sum", n, 0)
         row_mean = em.binary(tt.DivOp, em.reduce("sum", em.binary(tt.MulOp, n, mean), 0), total)
         d = em.binary(tt.SubOp, mean, em.to_shape(row_mean, shape_of(mean.type)))
-        spread = em.reduce("sum", em.binary(tt.MulOp, n, em.binary(tt.MulOp, d, d)), 0)
+        spread = em.reduce("sum", _spread(em, d, n), 0)
         return [total, row_mean, em.binary(tt.AddOp, em.reduce("sum", m2, 0), spread)]
+
+
+def _spread(em: Emitter, delta: SSAValue, weight: SSAValue) -> SSAValue:
+    """Chan's `delta**2 * weight`, 0 where the weight is (a side with no elements yet: the first chunk, lanes
+    past the slices): `delta**2` overflows f32 for means past 1.8e19, and `inf * 0` is NaN where NumPy's
+    variance is inf."""
+    zero = em.const(0.0, f32)
+    return em.select(em.cmp("gt", weight, zero), em.binary(tt.MulOp, em.binary(tt.MulOp, delta, delta), weight), zero)
 
 
 Pair = Online | Centered
