@@ -160,7 +160,7 @@ def _spread(em: Emitter, delta: SSAValue, weight: SSAValue) -> SSAValue:
     """Chan's `delta**2 * weight`, 0 where the weight is (a side with no elements yet: the first chunk, lanes
     past the slices): `delta**2` overflows f32 for means past 1.8e19, and `inf * 0` is NaN where NumPy's
     variance is inf."""
-    zero = em.const(0.0, f32)
+    zero = em.const(0.0, element_type(weight.type))
     return em.select(em.cmp("gt", weight, zero), em.binary(tt.MulOp, em.binary(tt.MulOp, delta, delta), weight), zero)
 
 
