@@ -657,3 +657,22 @@ def test_int_reciprocal_of_the_largest_ints(dtype: type, fuse: bool) -> None:
     info = np.iinfo(dtype)
     x = np.array([info.min, info.min + 1, -2, -1, 1, 2, info.max - 1, info.max], dtype)
     np.testing.assert_array_equal(run(tt.jit(lambda a: tt.reciprocal(a)), x, fuse=fuse), np.reciprocal(x))
+
+
+@tt.jit
+def concatenated_products(x, y):
+    rows = tt.concatenate([x, -x], axis=0) @ y  # pieces along the rows of a left operand's prologue
+    columns = tt.concatenate([x, 2 * x], axis=1) @ tt.concatenate([y, y], axis=0)  # ... and along K
+    return rows, columns
+
+
+@BOTH
+def test_concatenated_left_operands_read_inside_their_pieces(fuse: bool) -> None:
+    """Seed 20261123 cases 1350 and 1744: a concatenation computed in a matmul's K loop loaded each piece
+    without its bounds, reading memory before or after the piece's array (the simulator refuses such a load;
+    the GPU read whatever lay there and masked it out later)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
+    rows, columns = run(concatenated_products, x, y, fuse=fuse)
+    np.testing.assert_allclose(rows, np.concatenate([x, -x]) @ y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(columns, np.concatenate([x, 2 * x], 1) @ np.concatenate([y, y]), rtol=1e-5, atol=1e-6)
