@@ -23,7 +23,7 @@ from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
-from tinyton.lowering.fusion.region import COMBINE, accumulator_element, reduction_kind
+from tinyton.lowering.fusion.region import COMBINE, accumulator_element, inside_bounds, reduction_kind
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 FLOAT8_IMPRECISE_ACC = 32
@@ -95,7 +95,9 @@ def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SS
         if k_stride:
             ptrs = em.emit(tt.AddPtrOp(ptrs, em.to_shape(em.mul_int(kk, k_stride), shape)))
         element = element_type(view.base.type)
-        inside = _inside_bounds(rg, view, rg.dom.k_maps[value], kk)
+        # a piece of a concatenation or padding reads only inside its bounds (fuzz seed 20261123 cases 1350, 1744
+        # read memory before or after the piece's array)
+        inside = inside_bounds(em, view, rg.dom.k_maps[value], lambda a: kk if a == K_AXIS else rg.offsets({a: 1}, rg.root))
         if inside is False:  # the tile reads nothing but the view's fill
             return em.const(view.fill or 0, element, shape)
         mask = em.and_(em.and_(m_src.mask if rows else None, k_mask if k_stride else None), inside)
@@ -104,28 +106,6 @@ def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SS
         return _masked_load(em, ptrs, em.to_shape(mask, shape), em.const(view.fill or 0, element, shape))
 
     return k_mask, load
-
-
-def _inside_bounds(rg, view: View, m: tuple[int | None, ...], kk: SSAValue) -> SSAValue | bool | None:
-    """The lanes of a K-loop tile of `view` (a piece of a concatenation or padding, read by a prologue) that lie
-    inside its bounds: an i1 tile, None (all), False (none). Without it a piece's rows or columns outside it read
-    memory before or after its array (found by the fuzzer: seed 20261123 cases 1350, 1744)."""
-    if view.bounds is None:
-        return None
-    em, inside = rg.em, None
-    for a, (lo, hi), n in zip(m, view.bounds, view.shape):
-        if (lo, hi) == (0, n):
-            continue
-        if a is None:  # a size-1 dim: index 0
-            if not lo <= 0 < hi:
-                return False
-            continue
-        index = kk if a == K_AXIS else rg.offsets({a: 1}, rg.root)
-        if lo > 0:
-            inside = em.and_(inside, em.cmp("ge", index, em.i32(lo)))
-        if hi < n:
-            inside = em.and_(inside, em.cmp("lt", index, em.i32(hi)))
-    return inside
 
 
 def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:

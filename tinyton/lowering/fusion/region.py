@@ -8,7 +8,7 @@ follows its map: it has a tile dimension only where it varies, so per-row values
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import Signedness, i1, i32
@@ -241,22 +241,7 @@ class RegionEmitter:
 
     def _inside(self, view: View, m: Map, scope: Scope) -> SSAValue | bool | None:
         """The lanes of a load of `view` inside its bounds: an i1 tile, None (all), False (none)."""
-        if view.bounds is None:
-            return None
-        em, inside = self.em, None
-        for a, (lo, hi), n in zip(m, view.bounds, view.shape):
-            if (lo, hi) == (0, n):
-                continue
-            if a is None:  # a size-1 dim: index 0
-                if not lo <= 0 < hi:
-                    return False
-                continue
-            index = self.offsets({a: 1}, scope)
-            if lo > 0:
-                inside = em.and_(inside, em.cmp("ge", index, em.i32(lo)))
-            if hi < n:
-                inside = em.and_(inside, em.cmp("lt", index, em.i32(hi)))
-        return inside
+        return inside_bounds(self.em, view, m, lambda a: self.offsets({a: 1}, scope))
 
     def store(self, value: SSAValue, ptr: SSAValue, scope: Scope) -> None:
         """Write region value `value` to its (contiguous) output buffer `ptr`."""
@@ -459,3 +444,24 @@ def accumulator_element(element: Any) -> Any:
 def _load_key(view: View, strides: dict[int, int]) -> tuple:
     """The memo key of a load: one view base read with the same strides is one load."""
     return ("load", view.base, tuple(sorted(strides.items())), view.offset, view.bounds, view.fill)
+
+
+def inside_bounds(em: Emitter, view: View, m: Map, index: Callable[[int], SSAValue]) -> SSAValue | bool | None:
+    """The lanes of a load of `view` through map `m` that lie inside its bounds (a padded or concatenated
+    piece): an i1 tile, None (all), False (none); `index(a)` is the lanes' index along domain axis `a`."""
+    if view.bounds is None:
+        return None
+    inside = None
+    for a, (lo, hi), n in zip(m, view.bounds, view.shape):
+        if (lo, hi) == (0, n):
+            continue
+        if a is None:  # a size-1 dim: index 0
+            if not lo <= 0 < hi:
+                return False
+            continue
+        i = index(a)
+        if lo > 0:
+            inside = em.and_(inside, em.cmp("ge", i, em.i32(lo)))
+        if hi < n:
+            inside = em.and_(inside, em.cmp("lt", i, em.i32(hi)))
+    return inside
