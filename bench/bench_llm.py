@@ -70,6 +70,8 @@ def bench_decode(name: str, cfg: Config, weights: Weights, batches: list[int], c
         torch.cuda.synchronize()
         _set_position(engine, position)
         tinyton_ms = back_to_back_ms(engine.step, STEPS, warmup=False)  # warmed up above
+        roof_ms = step_bytes(cfg, batch, position) / bandwidth / 1e6
+        print(f"# {name} decode batch {batch}: tinyton {tinyton_ms:.3f} ms, roofline {roof_ms:.3f} ms", flush=True)
         model = TorchLlama(weights, batch, length)
         tokens = torch.zeros((batch, 1), dtype=torch.int32, device="cuda")
         pos = torch.tensor([position], device="cuda")
@@ -83,11 +85,11 @@ def bench_decode(name: str, cfg: Config, weights: Weights, batches: list[int], c
         if "max-autotune" in peers:
             results["max-autotune"] = torch.compile(eager, mode="max-autotune")
         peer_ms = {k: median_ms(fn) for k, fn in results.items()}
-        roof_ms = step_bytes(cfg, batch, position) / bandwidth / 1e6
         best = min(peer_ms.values())
         rows.append([name, batch, f"{roof_ms:.3f}", f"{tinyton_ms:.3f}", f"{roof_ms / tinyton_ms:.0%}",
                      *(f"{peer_ms[k]:.3f}" if k in peer_ms else "-" for k in ("eager", "compile", "max-autotune")),
                      f"{best / tinyton_ms:.2f}x", engine.launches_per_token])  # fmt: skip
+        print(f"# {rows[-1]}", flush=True)  # a run cut short keeps what it measured
     return rows
 
 
@@ -105,6 +107,7 @@ def bench_prefill(name: str, cfg: Config, weights: Weights, prompts: list[int], 
                   for _ in range(2 * cfg.num_hidden_layers)]  # the prefill fills them (in place)
         arrays = (tokens, cos, sin, *flat, *caches)
         tinyton_ms = median_ms(lambda arrays=arrays: prefill_program(cfg, *arrays))
+        print(f"# {name} prefill {p}: tinyton {p / tinyton_ms * 1e3:,.0f} tokens/s", flush=True)
         model = TorchLlama(weights, 1, p)
         pos = torch.arange(p, device="cuda")
 
@@ -121,6 +124,7 @@ def bench_prefill(name: str, cfg: Config, weights: Weights, prompts: list[int], 
                      *(f"{p / peer_ms[k] * 1e3:,.0f}" if k in peer_ms else "-"
                        for k in ("eager", "compile", "max-autotune")),
                      f"{min(peer_ms.values()) / tinyton_ms:.2f}x"])  # fmt: skip
+        print(f"# {rows[-1]}", flush=True)
     return rows
 
 
