@@ -14,10 +14,10 @@ libdevice where the formula is f32's (`libdevice`).
 
 from __future__ import annotations
 
-from math import log, log2, pi
+from math import pi
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float64Type, IntegerType
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float64Type
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
@@ -29,11 +29,11 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
     UNARY,
     _in_f32,
     _intrinsic,
-    exp2_nan_kept,
     lower_unary,
     map_registers,
 )
 from tinyton.lowering.tt_to_llvm.fmod import fmod
+from tinyton.lowering.tt_to_llvm.formulas import Formulas
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.trig import tan_f32
 
@@ -41,63 +41,9 @@ TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e
 ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
 
 
-class _Math:
-    """Float arithmetic on one register type, spelled as formulas."""
-
-    def __init__(self, ctx: KernelContext, like: SSAValue):
-        self.ctx, self.t = ctx, like.type
-
-    def c(self, v: float) -> SSAValue:
-        return self.ctx.const(v, self.t)
-
-    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FAddOp(a, b))
-
-    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FSubOp(a, b))
-
-    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FMulOp(a, b))
-
-    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FDivOp(a, b))
-
-    def fma(self, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FMAOp(a, b, c))
-
-    def abs(self, x: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FAbsOp(x, self.t))
-
-    def cmp(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.value(llvm.FCmpOp(a, b, predicate))
-
-    def select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.ctx.select(cond, a, b)
-
-    def poly(self, x: SSAValue, coefficients: tuple[float, ...]) -> SSAValue:
-        """Horner: coefficients from the highest power down."""
-        acc = self.c(coefficients[0])
-        for k in coefficients[1:]:
-            acc = self.fma(acc, x, self.c(k))
-        return acc
-
-    def exp(self, x: SSAValue) -> SSAValue:
-        return exp2_nan_kept(self.ctx, self.mul(x, self.c(log2(2.718281828459045))))
-
-    def log(self, x: SSAValue) -> SSAValue:
-        return self.mul(_intrinsic("llvm.nvvm.lg2.approx.f")(self.ctx, x), self.c(log(2.0)))
-
-    def copysign(self, magnitude: SSAValue, sign: SSAValue) -> SSAValue:
-        return _intrinsic("llvm.copysign")(self.ctx, magnitude, sign)
-
-    def sign_bit(self, x: SSAValue) -> SSAValue:
-        bits = IntegerType(self.t.bitwidth)
-        return self.ctx.icmp("slt", self.ctx.value(llvm.BitcastOp(x, bits)), self.ctx.const(0, bits))
-
-
 def _tanh(ctx: KernelContext, x: SSAValue) -> SSAValue:
     """Cephes tanhf: x + x**3 P(x**2) below |x| = 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1))."""
-    m = _Math(ctx, x)
+    m = Formulas(ctx, x)
     z = m.mul(x, x)
     small = m.fma(m.mul(m.poly(z, TANH_P), z), x, x)
     e = m.exp(m.mul(m.abs(x), m.c(2.0)))
@@ -106,13 +52,13 @@ def _tanh(ctx: KernelContext, x: SSAValue) -> SSAValue:
 
 
 def _log10(ctx: KernelContext, x: SSAValue) -> SSAValue:
-    m = _Math(ctx, x)
+    m = Formulas(ctx, x)
     return m.mul(_intrinsic("llvm.nvvm.lg2.approx.f")(ctx, x), m.c(0.30102999566398120))
 
 
 def _log1p(ctx: KernelContext, x: SSAValue) -> SSAValue:
     """Below |x| = 0.5: 2 atanh(s), s = x / (2 + x) (|s| <= 1/3), as a series in s**2; else log(1 + x)."""
-    m = _Math(ctx, x)
+    m = Formulas(ctx, x)
     s = m.div(x, m.add(m.c(2.0), x))
     s2 = m.mul(s, s)
     series = m.poly(s2, tuple(1.0 / k for k in (15, 13, 11, 9, 7, 5, 3, 1)))
@@ -122,7 +68,7 @@ def _log1p(ctx: KernelContext, x: SSAValue) -> SSAValue:
 
 def _expm1(ctx: KernelContext, x: SSAValue) -> SSAValue:
     """Below |x| = 0.5: the Taylor series to x**10 / 10!; else exp(x) - 1."""
-    m = _Math(ctx, x)
+    m = Formulas(ctx, x)
     factorials = [1.0]
     for k in range(1, 11):
         factorials.append(factorials[-1] * k)
@@ -133,7 +79,7 @@ def _expm1(ctx: KernelContext, x: SSAValue) -> SSAValue:
 def _atan2(ctx: KernelContext, y: SSAValue, x: SSAValue) -> SSAValue:
     """atan(min/max) by Cephes' atanf on [0, tan(pi/8)] (above it atan(a) = pi/4 + atan((a-1)/(a+1))), then
     the octant: pi/2 - r where |y| > |x|, pi - r where x is negative (-0.0 too), the sign of y (C99 Annex F)."""
-    m = _Math(ctx, y)
+    m = Formulas(ctx, y)
     ax, ay = m.abs(x), m.abs(y)
     hi = m.select(m.cmp("ogt", ay, ax), ay, ax)
     lo = m.select(m.cmp("ogt", ay, ax), ax, ay)
@@ -154,7 +100,7 @@ def _atan2(ctx: KernelContext, y: SSAValue, x: SSAValue) -> SSAValue:
 def _hypot(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     """hi * sqrt(1 + (lo/hi)**2); 0 for two zeros, inf if either is infinite (even with a NaN), else NaN
     for a NaN."""
-    m = _Math(ctx, a)
+    m = Formulas(ctx, a)
     aa, ab = m.abs(a), m.abs(b)
     hi = m.select(m.cmp("ogt", ab, aa), ab, aa)
     lo = m.select(m.cmp("ogt", ab, aa), aa, ab)
@@ -169,7 +115,7 @@ def _hypot(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
 def _float_floordiv(ctx: KernelContext, a: SSAValue, b: SSAValue) -> SSAValue:
     """NumPy's float `//` (npy_divmod): (a - fmod(a, b)) / b, one less where the remainder's sign differs
     from b's, then floored (rounded up when 0.5 below the quotient); a / b for b = 0, a signed 0 for 0."""
-    m = _Math(ctx, a)
+    m = Formulas(ctx, a)
     zero = m.c(0.0)
     mod = fmod(ctx, a, b)
     div = m.div(m.sub(a, mod), b)

@@ -31,6 +31,7 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
     lower_unary,
     map_registers,
 )
+from tinyton.lowering.tt_to_llvm.formulas import Formulas
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
 ERF_P = 0.3275911
@@ -47,11 +48,7 @@ def _erf(ctx: KernelContext, x: SSAValue) -> SSAValue:
     def f(op: type, *args: SSAValue) -> SSAValue:
         return ctx.value(op(*args))
 
-    z = f(llvm.FMulOp, x, x)
-    series = ctx.const(ERF_SERIES[-1], t_)
-    for c in reversed(ERF_SERIES[:-1]):
-        series = ctx.value(llvm.FMAOp(series, z, ctx.const(c, t_)))
-    small = f(llvm.FMulOp, x, series)
+    small = f(llvm.FMulOp, x, Formulas(ctx, x).poly(f(llvm.FMulOp, x, x), ERF_SERIES[::-1]))
     ax = ctx.value(llvm.FAbsOp(x, t_))
     t = f(llvm.FDivOp, ctx.const(1.0, t_), f(llvm.FAddOp, ctx.const(1.0, t_), f(llvm.FMulOp, ax, ctx.const(ERF_P, t_))))
     poly = ctx.const(ERF_A[-1], t_)

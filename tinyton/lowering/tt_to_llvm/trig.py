@@ -30,7 +30,9 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import llvm_extra
+from tinyton.lowering.tt_to_llvm.elementwise import _intrinsic
 from tinyton.lowering.tt_to_llvm.emitter import Emitter
+from tinyton.lowering.tt_to_llvm.formulas import Formulas
 
 TWO_OVER_PI = 0.6366197466850281
 PI_OVER_2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15)
@@ -43,43 +45,24 @@ COS_P = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
 Fallback = Callable[[Emitter, SSAValue], SSAValue]
 
 
-def _f(em: Emitter, op: type, *args: SSAValue) -> SSAValue:
-    return em.value(op(*args))
-
-
-def _fma(em: Emitter, a: SSAValue, b: SSAValue, c: SSAValue) -> SSAValue:
-    return em.value(llvm.FMAOp(a, b, c))
-
-
-def _call(em: Emitter, name: str, *args: SSAValue) -> SSAValue:
-    return em.value(llvm.CallIntrinsicOp(f"{name}.f32", list(args), [args[0].type]))
-
-
-def _poly(em: Emitter, z: SSAValue, coefficients: tuple[float, ...]) -> SSAValue:
-    acc = em.const(coefficients[0], z.type)
-    for k in coefficients[1:]:
-        acc = _fma(em, acc, z, em.const(k, z.type))
-    return acc
-
-
 def reduce_quadrant(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin(r), cos(r), q): x = r + q*pi/2 (mod 2*pi) with q in 0..3, |r| <= pi/4 (plus rounding).
     q is 0 for NaN and infinities (whose r is NaN)."""
-    t = x.type
-    j = _call(em, "llvm.rint", _f(em, llvm.FMulOp, x, em.const(TWO_OVER_PI, t)))
-    neg_j = _f(em, llvm.FNegOp, j)
+    f = Formulas(em, x)
+    j = f.call("llvm.rint", f.mul(x, f.c(TWO_OVER_PI)))
+    neg_j = em.value(llvm.FNegOp(j))
     r = x
     for part in PI_OVER_2:
-        r = _fma(em, neg_j, em.const(part, t), r)
-    r = em.select(_f(em, llvm.FCmpOp, j, em.const(0.0, t), "oeq"), x, r)  # keeps -0.0
-    z = _f(em, llvm.FMulOp, r, r)
+        r = f.fma(neg_j, f.c(part), r)
+    r = f.select(f.cmp("oeq", j, f.c(0.0)), x, r)  # keeps -0.0
+    z = f.mul(r, r)
     # sin(r) = r + r*z*P(z): copysign gives sin(-0.0) = -0.0 (the sum would be +0.0); sin(r) has r's sign
-    sin = _call(em, "llvm.copysign", _fma(em, _f(em, llvm.FMulOp, r, z), _poly(em, z, SIN_P), r), r)
-    one_minus = _fma(em, z, em.const(-0.5, t), em.const(1.0, t))
-    cos = _fma(em, _f(em, llvm.FMulOp, z, z), _poly(em, z, COS_P), one_minus)
+    sin = f.copysign(f.fma(f.mul(r, z), f.poly(z, SIN_P), r), r)
+    one_minus = f.fma(z, f.c(-0.5), f.c(1.0))
+    cos = f.fma(f.mul(z, z), f.poly(z, COS_P), one_minus)
     # j mod 4, exactly in floats (j may pass int32 and is NaN for NaN and inf: no fptosi of those)
-    m = _fma(em, em.const(-4.0, t), _call(em, "llvm.trunc", _f(em, llvm.FMulOp, j, em.const(0.25, t))), j)
-    m = em.select(_f(em, llvm.FCmpOp, m, m, "uno"), em.const(0.0, t), m)
+    m = f.fma(f.c(-4.0), f.call("llvm.trunc", f.mul(j, f.c(0.25))), j)
+    m = f.select(f.cmp("uno", m, m), f.c(0.0), m)
     q = em.int_op("and", em.value(llvm_extra.FPToSIOp(m, i32)), em.const(3))
     return sin, cos, q
 
@@ -88,40 +71,40 @@ def _quadrant_value(em: Emitter, sin: SSAValue, cos: SSAValue, q: SSAValue) -> S
     """sin(r + q*pi/2): sin, cos, -sin, -cos."""
     v = em.select(em.icmp("ne", em.int_op("and", q, em.const(1)), em.const(0)), cos, sin)
     negate = em.icmp("ne", em.int_op("and", q, em.const(2)), em.const(0))
-    return em.select(negate, _f(em, llvm.FNegOp, v), v)
+    return em.select(negate, em.value(llvm.FNegOp(v)), v)
 
 
 def _beyond(em: Emitter, x: SSAValue, accurate: SSAValue, fallback: Fallback | None) -> SSAValue:
     """`accurate` up to REDUCTION_LIMIT, `fallback(x)` beyond (None: `accurate` everywhere, for tests)."""
     if fallback is None:
         return accurate
-    far = _f(em, llvm.FCmpOp, em.value(llvm.FAbsOp(x, x.type)), em.const(REDUCTION_LIMIT, x.type), "ugt")
-    return em.select(far, fallback(em, x), accurate)
+    f = Formulas(em, x)
+    return f.select(f.cmp("ugt", f.abs(x), f.c(REDUCTION_LIMIT)), fallback(em, x), accurate)
 
 
-def _approx(name: str) -> Fallback:
-    return lambda em, x: em.value(llvm.CallIntrinsicOp(f"llvm.nvvm.{name}.approx.f", [x], [x.type]))
+_approx_sin = _intrinsic("llvm.nvvm.sin.approx.f")
+_approx_cos = _intrinsic("llvm.nvvm.cos.approx.f")
 
 
-def sin_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx("sin")) -> SSAValue:
+def sin_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_sin) -> SSAValue:
     sin, cos, q = reduce_quadrant(em, x)
     return _beyond(em, x, _quadrant_value(em, sin, cos, q), fallback)
 
 
-def cos_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx("cos")) -> SSAValue:
+def cos_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_cos) -> SSAValue:
     """cos(x) = sin(x + pi/2): one quadrant on."""
     sin, cos, q = reduce_quadrant(em, x)
     return _beyond(em, x, _quadrant_value(em, sin, cos, em.int_op("add", q, em.const(1))), fallback)
 
 
 def _approx_tan(em: Emitter, x: SSAValue) -> SSAValue:
-    return _f(em, llvm.FDivOp, _approx("sin")(em, x), _approx("cos")(em, x))
+    return Formulas(em, x).div(_approx_sin(em, x), _approx_cos(em, x))
 
 
 def tan_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_tan) -> SSAValue:
     """sin(r)/cos(r) in even quadrants, -cos(r)/sin(r) in odd ones."""
     sin, cos, q = reduce_quadrant(em, x)
     odd = em.icmp("ne", em.int_op("and", q, em.const(1)), em.const(0))
-    num = em.select(odd, _f(em, llvm.FNegOp, cos), sin)
+    num = em.select(odd, em.value(llvm.FNegOp(cos)), sin)
     den = em.select(odd, sin, cos)
-    return _beyond(em, x, _f(em, llvm.FDivOp, num, den), fallback)
+    return _beyond(em, x, Formulas(em, x).div(num, den), fallback)
