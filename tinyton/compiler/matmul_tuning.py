@@ -35,10 +35,22 @@ took 39 s on an H100 host). A 16-row decode step at LLM width (16x4096x4096, 2^2
 tiles it ran at 10.5 TFLOPS on an H100, tuned at 15.3."""
 
 
+TUNE_MIN_BYTES = 1 << 21
+"""...or reading at least this many operand bytes: a decode step's `x @ w.T` has few FLOPs but streams the
+weights (2 MiB: a Llama-3.2-1B key projection), and its tile decides how close to the copy bandwidth it gets."""
+
+
+def worth_tuning(p: MatmulProblem) -> bool:
+    """Whether `p` takes long enough on a GPU, by its FLOPs or by the bytes of its operands, to be measured."""
+    itemsize = max(1, dtype_of(p.dtype).primitive_bitwidth // 8)
+    flops, operand_bytes = 2 * p.batch * p.m * p.n * p.k, p.batch * (p.m + p.n) * p.k * itemsize
+    return flops >= TUNE_MIN_FLOPS or operand_bytes >= TUNE_MIN_BYTES
+
+
 def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     """The tiles for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
-    if not tuning_enabled() or 2 * p.batch * p.m * p.n * p.k < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or not worth_tuning(p):
         return default_tiles(problem)
     dtype = f"{p.dtype}:{fp32_matmul_precision()}" if p.dtype == "float32" else p.dtype  # tf32x3 and ieee tile differently
     key = (driver.device().name, dtype, p.dots, p.fingerprint, problem.shape_class())

@@ -178,5 +178,5 @@ def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     batch = Source(tuple(range(n - 2)), prod(shape[:-2]))
     m = Source((n - 2,), shape[-2], tiles.block_m, 0)
     nn = Source((n - 1,), shape[-1], tiles.block_n, 1)
-    notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k}
+    notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k, "STAGES": tiles.num_stages}
     return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)

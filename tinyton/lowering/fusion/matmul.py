@@ -239,7 +239,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return out
 
-    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0], body)
+    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0], body, rg.geom.notes["STAGES"])
     for (red, _), part in zip(stats, partials):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
     return em.cast(acc, element_type(op.result.type))

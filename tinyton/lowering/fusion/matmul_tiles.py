@@ -64,12 +64,14 @@ class MatmulProblem:
 
 @dataclass(frozen=True)
 class MatmulTiles:
-    """Output tile `[block_m, block_n]`, K step `block_k`, and the warps of a program."""
+    """Output tile `[block_m, block_n]`, K step `block_k`, the warps of a program, and the K tiles in flight
+    (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through)."""
 
     block_m: int
     block_n: int
     block_k: int
     num_warps: int
+    num_stages: int = 3
 
     def fit(self, p: MatmulProblem) -> MatmulTiles:
         """The same configuration with no block larger than the problem needs (and none below DOT_MIN)."""
@@ -78,7 +80,7 @@ class MatmulTiles:
             return max(DOT_MIN, min(block, next_power_of_2(extent)))
 
         bm, bn, bk = clamp(self.block_m, p.m), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
-        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, bm * bn // 256)))
+        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, bm * bn // 256)), self.num_stages)
 
 
 TileChooser = Callable[[MatmulProblem], MatmulTiles]
@@ -101,6 +103,17 @@ decode-like shapes, square ones, and the large tiles that tensor cores want (64-
 warpgroups for wgmma on Hopper)."""
 
 
+SKINNY_ROWS = 64
+SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(16, 16, 256, 4, 4),
+    MatmulTiles(16, 32, 256, 4, 4),
+    MatmulTiles(16, 64, 128, 4, 4),
+    MatmulTiles(32, 32, 128, 4, 4),
+)
+"""Added for problems of at most SKINNY_ROWS rows (a decode step's few tokens against a weight matrix), which
+read the weights once and are bound by memory: narrow tiles, so that there are programs for every SM, and deep
+K steps four in flight, so that each keeps enough bytes in flight to stream at the copy bandwidth."""
+
 ACC_REGISTERS = 128
 """Most f32 accumulator registers per thread of a tile, over all of a program's dots: 128 x 256 on 8 warps
 holds one accumulator of 128 per thread, the largest tile that runs without spills; two sibling dots (SwiGLU's
@@ -121,7 +134,8 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     """The CANDIDATES fit to `p`, without those whose accumulators would spill (the smallest if all would)."""
-    tiles = list(dict.fromkeys(t.fit(p) for t in CANDIDATES))
+    listed = CANDIDATES + SKINNY_CANDIDATES if p.m <= SKINNY_ROWS else CANDIDATES
+    tiles = list(dict.fromkeys(t.fit(p) for t in listed))
     budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
     fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]

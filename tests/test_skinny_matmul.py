@@ -1,0 +1,73 @@
+"""Skinny matmuls (a decode step's few rows against a weight matrix): the tiles the tuner may pick for them
+are correct on the simulator and on the GPU, compile without spills and keep four K steps in flight; and a
+decode-shaped product is worth measuring although its FLOPs are few (its bytes are not)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.compiler import compile_module, matmul_tuning, program
+from tinyton.dtypes import BF16
+from tinyton.lowering.fusion import fusion_to_kernels
+from tinyton.lowering.fusion.matmul_tiles import SKINNY_CANDIDATES, MatmulProblem, candidates
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx.usage import register_usage
+from tinyton.rewrites.pipeline import fuse_module
+
+F32 = np.float32
+
+
+def _normed_projection(x, norm, w, residual):
+    """RMSNorm into `x @ w.T` (bf16 operands) plus a residual: a Llama decode step's pattern."""
+    h = x * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-5) * norm
+    return (h.to(tt.bfloat16) @ w.T).to(tt.float32) + residual
+
+
+def _reference(x, norm, w, residual):
+    h = (x * (1 / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5)) * norm).astype(BF16).astype(F32)
+    return (h @ w.astype(F32).T).astype(BF16).astype(F32) + residual
+
+
+def _inputs(m: int, n: int, k: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k)).astype(F32), rng.standard_normal(k).astype(F32),
+            (rng.standard_normal((n, k)) * 0.05).astype(BF16), rng.standard_normal((m, n)).astype(F32))  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("tiles", SKINNY_CANDIDATES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}s{t.num_stages}")
+def test_skinny_tiles_compute_the_product(monkeypatch, backend, tiles):
+    """Every skinny candidate, on a problem none of its blocks divides (3 rows, 300 columns, K = 1000)."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(program, "matmul_tiles", lambda _: tiles)
+    args = _inputs(3, 300, 1000)
+    fresh = tt.jit(lambda *a: _normed_projection(*a))  # a program of its own: compiled with these tiles
+    assert fresh.compile(*args).steps[0].grid == (-(-300 // tiles.block_n), 1, 1)
+    got = fresh(*args)
+    np.testing.assert_allclose(np.asarray(got), _reference(*args), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_skinny_tiles_stream_without_spills():
+    """ptxas -v (sm_90a) on the decode projection of each skinny candidate: no spills, and the shared memory
+    of four K steps of the weights in flight (TMA copies of `w`'s `[BN, BK]` blocks)."""
+    args = _inputs(1, 4096, 4096)
+    graph = tt.jit(_normed_projection).compile(*args).graph
+    for t in SKINNY_CANDIDATES:
+        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda p, t=t: t.fit(p))
+        kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
+        ptx = kernel.asm["ptx"]
+        usage = register_usage(ptx, "sm_90a")
+        assert usage is not None and usage[1] == 0, (t, usage)
+        assert "cp.async.bulk.tensor" in ptx, t
+        assert kernel.shared_bytes >= t.num_stages * t.block_n * t.block_k * 2, (t, kernel.shared_bytes)
+
+
+def test_decode_shapes_are_tuned_over_skinny_tiles():
+    decode = MatmulProblem(1, 1, 2048, 2048, "bfloat16")  # 8M FLOPs, 8 MiB of weights
+    assert matmul_tuning.worth_tuning(decode) and not matmul_tuning.worth_tuning(MatmulProblem(1, 64, 64, 64, "float16"))
+    assert {t.fit(decode) for t in SKINNY_CANDIDATES} <= set(candidates(decode))
+    square = MatmulProblem(1, 4096, 4096, 4096, "bfloat16")
+    assert not {t.fit(square) for t in SKINNY_CANDIDATES} & set(candidates(square)), "only for few rows"
