@@ -11,7 +11,14 @@ import tinyton as tt
 from tinyton.compiler import compile_module, matmul_tuning, program
 from tinyton.dtypes import BF16
 from tinyton.lowering.fusion import fusion_to_kernels
-from tinyton.lowering.fusion.matmul_tiles import SKINNY_CANDIDATES, MatmulProblem, candidates
+from tinyton.lowering.fusion.matmul_tiles import (
+    SKINNY_CANDIDATES,
+    SKINNY_SHARED,
+    MatmulProblem,
+    MatmulTiles,
+    candidates,
+    stage_bytes,
+)
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
 from tinyton.rewrites.pipeline import fuse_module
@@ -71,3 +78,8 @@ def test_decode_shapes_are_tuned_over_skinny_tiles():
     assert {t.fit(decode) for t in SKINNY_CANDIDATES} <= set(candidates(decode))
     square = MatmulProblem(1, 4096, 4096, 4096, "bfloat16")
     assert not {t.fit(square) for t in SKINNY_CANDIDATES} & set(candidates(square)), "only for few rows"
+    key_value = MatmulProblem(8, 1, 64, 2048, "bfloat16", dots=4)  # Llama-3.2-1B's k/v + RoPE + cache write
+    assert not {t.fit(key_value) for t in SKINNY_CANDIDATES} & set(candidates(key_value)), "kernels too large"
+    swiglu = MatmulProblem(1, 1, 8192, 2048, "float32", dots=2)
+    assert all(stage_bytes(swiglu, t) <= SKINNY_SHARED for t in candidates(swiglu) if t.num_stages == 4)
+    assert MatmulTiles(16, 32, 256, 2, 4) not in candidates(swiglu), "320 KiB of stages"

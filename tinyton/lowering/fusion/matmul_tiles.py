@@ -104,15 +104,31 @@ warpgroups for wgmma on Hopper)."""
 
 
 SKINNY_ROWS = 64
+SKINNY_DOTS = 2
 SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (
-    MatmulTiles(16, 16, 256, 4, 4),
     MatmulTiles(16, 32, 256, 4, 4),
     MatmulTiles(16, 64, 128, 4, 4),
     MatmulTiles(32, 32, 128, 4, 4),
 )
-"""Added for problems of at most SKINNY_ROWS rows (a decode step's few tokens against a weight matrix), which
-read the weights once and are bound by memory: narrow tiles, so that there are programs for every SM, and deep
-K steps four in flight, so that each keeps enough bytes in flight to stream at the copy bandwidth."""
+"""Added for problems of at most SKINNY_ROWS rows and SKINNY_DOTS sibling dots (a decode step's few tokens
+against a weight matrix: a projection, SwiGLU's gate and up), which read the weights once and are bound by
+memory: narrow tiles, so that there are programs for every SM, and deep K steps four in flight, so that each
+keeps enough bytes in flight to stream at the copy bandwidth. None has
+fewer than 2 warps once fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of
+~400 KB of PTX. Regions of more dots (Llama's key/value projections with RoPE and the cache write: four)
+are small and already large kernels: deeper K steps made them 240 KB of PTX, 10 s to compile."""
+
+SKINNY_SHARED = 192 * 1024
+"""Most shared memory a skinny candidate's stages may take (each stage: the left tile and one right tile per
+sibling dot), so that a left operand staged for the dot and the epilogue still fit in an H100's 227 KiB
+(float32 operands of SwiGLU's two dots at 16 x 32 x 256 would need 320 KiB: not a candidate)."""
+
+
+def stage_bytes(p: MatmulProblem, t: MatmulTiles) -> int:
+    """Shared memory of `t`'s pipelined K steps on `p`: `num_stages` x (left tile + a right tile per dot)."""
+    itemsize = max(1, dtype_of(p.dtype).primitive_bitwidth // 8)
+    return t.num_stages * (t.block_m + p.dots * t.block_n) * t.block_k * itemsize
+
 
 ACC_REGISTERS = 128
 """Most f32 accumulator registers per thread of a tile, over all of a program's dots: 128 x 256 on 8 warps
@@ -133,9 +149,11 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
-    """The CANDIDATES fit to `p`, without those whose accumulators would spill (the smallest if all would)."""
-    listed = CANDIDATES + SKINNY_CANDIDATES if p.m <= SKINNY_ROWS else CANDIDATES
-    tiles = list(dict.fromkeys(t.fit(p) for t in listed))
+    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit) fit to `p`, without those whose
+    accumulators would spill (the smallest if all would)."""
+    skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS and p.dots <= SKINNY_DOTS else []
+    skinny = [t for t in skinny if stage_bytes(p, t) <= SKINNY_SHARED]
+    tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny]))
     budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
     fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
