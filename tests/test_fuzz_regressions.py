@@ -676,3 +676,66 @@ def test_concatenated_left_operands_read_inside_their_pieces(fuse: bool) -> None
     rows, columns = run(concatenated_products, x, y, fuse=fuse)
     np.testing.assert_allclose(rows, np.concatenate([x, -x]) @ y, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(columns, np.concatenate([x, 2 * x], 1) @ np.concatenate([y, y]), rtol=1e-5, atol=1e-6)
+
+
+# ---- fuzz seed 20261202 (H200): abs of NaN, pad values cast as NumPy casts them, float16 logsumexp --------
+
+
+@tt.jit
+def abs_compared(x):
+    rotated = tt.concatenate([-x[..., 4:], x[..., :4]], -1) * tt.sin(x * 0.5) + x * tt.cos(x * 0.5)
+    return tt.absolute(tt.exp(rotated)) >= -1, tt.absolute(x) >= 0
+
+
+def _check_abs_keeps_nan(fuse: bool) -> None:
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    x[0, :4] = -np.inf  # sin(-inf) is NaN: NaN rows of `rotated`
+    x[1, 2] = np.nan
+    with np.errstate(invalid="ignore", over="ignore"):
+        rotated = np.concatenate([-x[..., 4:], x[..., :4]], -1) * np.sin(x * 0.5) + x * np.cos(x * 0.5)
+        expected = (np.abs(np.exp(rotated)) >= -1, np.abs(x) >= 0)
+    for got, want in zip(run(abs_compared, x, fuse=fuse), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+@BOTH
+def test_abs_of_nan_compares_false(fuse: bool) -> None:
+    """Seed 20261202 case 4651 (H200, fused only): `abs(exp(v)) >= -1` was true where v was NaN: ptxas folds a
+    comparison of `abs.f32` as it folded `ex2`'s; the lowering passes NaN through a select."""
+    _check_abs_keeps_nan(fuse)
+
+
+@pytest.mark.gpu
+@BOTH
+def test_abs_of_nan_compares_false_on_gpu(fuse: bool) -> None:
+    _check_abs_keeps_nan(fuse)
+
+
+@BOTH
+def test_pad_values_are_stored_as_numpy_stores_them(fuse: bool) -> None:
+    """Seed 20261202 case 5691: `tt.pad(uint8, constant_values=-1.5)` raised xDSL's VerifyException (an ui8
+    constant of -1); np.pad stores -1.5 as 255 (its cast), 2.7 into int32 as 2."""
+    x, y = np.array([[7]], np.uint8), np.arange(4, dtype=np.int32).reshape(2, 2)
+    program = tt.jit(lambda a, b: (tt.pad(a, ((2, 0), (1, 2)), constant_values=-1.5), tt.pad(b, 1, constant_values=2.7)))
+    got = run(program, x, y, fuse=fuse)
+    np.testing.assert_array_equal(got[0], np.pad(x, ((2, 0), (1, 2)), constant_values=-1.5))
+    np.testing.assert_array_equal(got[1], np.pad(y, 1, constant_values=2.7))
+
+
+def test_pad_value_out_of_the_int_range_names_the_line() -> None:
+    """A Python int the array's dtype cannot hold is NumPy's OverflowError, here at the user's line."""
+    with pytest.raises(CompilationError, match=r"test_fuzz_regressions.py:\d+.*300 do not fit the int8 array"):
+        tt.jit(lambda a: tt.pad(a, 1, constant_values=300))(np.zeros((2, 2), np.int8))
+
+
+@BOTH
+def test_float16_logsumexp_past_the_float16_range_is_inf(fuse: bool) -> None:
+    """Seed 20261202 case 9609: the fuzzer's reference summed a float16 row of 70000 near-equal values in
+    float64 (11.156); scipy sums the shifted exps in float16, which overflows past 65504: inf, as tinyton."""
+    x = np.zeros((1, 70000), np.float16)
+    x[0, ::7] = -0.25
+    got = run(tt.jit(lambda a: tt.logsumexp(a, axis=1)), x, fuse=fuse)
+    assert got.dtype == np.float16 and np.isposinf(got).all()
+    short = np.zeros((1, 60000), np.float16)
+    np.testing.assert_allclose(run(tt.jit(lambda a: tt.logsumexp(a, axis=1)), short, fuse=fuse).astype(np.float32),
+                               [np.log(60000)], rtol=1e-3)

@@ -136,7 +136,8 @@ def _truth(x: Any, fn: Callable[..., Any], axis: Any = None, keepdims: bool = Fa
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
     """scipy's logsumexp: 1-Lipschitz in the max norm; the shifted exps' argument
-    rounding (weighted by their share of the sum), the sum's rounding and the final add's."""
+    rounding (weighted by their share of the sum), the sum's rounding and the final add's; +inf where the sum
+    overflows the dtype (scipy sums in it)."""
     x = _ref(x)
     v, e = x.val, x.err
     axes = normalize_axes(axis, v.ndim) if v.ndim else None
@@ -153,6 +154,11 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Ref:
         spread = np.sum(w * np.where(np.isfinite(hi), np.abs(hi - shift), 0), axis=axes, keepdims=True) / total
         err = np.max(e, axis=axes, keepdims=True) + 2 * ceps * (spread + np.abs(shift) + 2) + accumulation_steps(n) * acc_eps(dtype)
         robust = np.all(is_robust(hi, e), axis=axes, keepdims=True)
+        # scipy sums the shifted exps in the input dtype: a float16 row past 65504 near-maxima overflows to inf
+        big, slack = float(np.finfo(dtype).max), accumulation_steps(n) * acc_eps(dtype) + 4 * ceps
+        over = total * (1 - slack) > big
+        err = np.where(over, 0.0, np.where(total * (1 + slack) > big, INF, err))
+        r = np.where(over, INF, r)
         if not keepdims:
             r, err, robust = (np.squeeze(a, axis=axes) for a in (r, err, robust))
         return finish_float(r, err, dtype, robust)

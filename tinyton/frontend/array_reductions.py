@@ -186,7 +186,8 @@ def all(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False) -> T
 
 
 def logsumexp(a: Any, axis: Axis = None, keepdims: bool = False) -> Traced:
-    """scipy's logsumexp: `log(sum(exp(x)))` over `axis`, shifted by the max (rows of -inf give -inf, a +inf gives +inf)."""
+    """scipy's logsumexp: `log(sum(exp(x)))` over `axis`, shifted by the max (rows of -inf give -inf, a +inf gives +inf;
+    float16 sums in float16 as scipy does, so a row summing past 65504 gives inf)."""
     x = _float(_one(a))
     flat = _over_all(x, axis, keepdims, logsumexp)
     if flat is not None:

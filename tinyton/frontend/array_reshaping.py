@@ -184,6 +184,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
         raise error("index can't contain negative values")
     if x.ndim == 0 or not widths.any():
         return x  # nothing to pad: NumPy returns the array (and never converts the constant)
+    values = _stored_values(constant_values, x.ndim, x.dtype)
     if len({v.item() for v in values.reshape(-1)}) <= 1:  # one value: one padded window
         windows = [(-int(lo), 1, int(lo) + n + int(hi)) for (lo, hi), n in zip(widths, x.shape)]
         return window_slice(x, windows, values.reshape(-1)[0].item() if values.size else 0)
@@ -195,6 +196,21 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
             x = window_slice(x, windows, value) if width else x
             n = x.shape[axis]
     return x
+
+
+def _stored_values(constant_values: Any, ndim: int, dtype: np.dtype) -> np.ndarray:
+    """The `(ndim, 2)` pad values as np.pad stores them into an array of `dtype` (-1.5 into uint8 is 255, 2.7 into
+    int32 is 2; a Python int out of range is an error): read back from np.pad of a one-element array."""
+    try:
+        with np.errstate(invalid="ignore"):
+            probe = np.pad(np.zeros((1,) * ndim, dtype), 1, constant_values=constant_values)
+    except (OverflowError, ValueError) as e:
+        raise error(f"pad: constant_values {constant_values!r} do not fit the {dtype} array ({e})") from None
+    stored = np.empty((ndim, 2), dtype)
+    for axis in range(ndim):
+        for side in (0, 1):
+            stored[axis, side] = probe[tuple(2 * side if a == axis else 1 for a in range(ndim))]
+    return stored
 
 
 FUNCTIONS = {

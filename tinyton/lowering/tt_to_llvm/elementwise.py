@@ -200,6 +200,13 @@ def exp2_nan_kept(ctx: KernelContext, x: SSAValue) -> SSAValue:
     return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, ctx.value(llvm.FExp2Op(x)))
 
 
+def fabs_nan_kept(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """|x| with NaN passed through by a select, for the same reason as `exp2_nan_kept`: `abs(exp(x)) >= -1`
+    was true on an H200 where x was NaN (fuzz seed 20261202 case 4651; the same program unfused, with the
+    comparison in another kernel, was right)."""
+    return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, ctx.value(llvm.FAbsOp(x, x.type)))
+
+
 def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
     """|x|; a bool is its own absolute value (NumPy's and Triton's abs of bool)."""
     if x.type.bitwidth == 1:
@@ -210,7 +217,7 @@ def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
 
 UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
-    tt.AbsOp: (_int_abs, lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type))),
+    tt.AbsOp: (_int_abs, fabs_nan_kept),
     # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
     tt.ExpOp: (None, _scaled(exp2_nan_kept, log2(2.718281828459045), before=True)),
     tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),
