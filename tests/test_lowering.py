@@ -128,6 +128,23 @@ def test_vector_width_follows_divisibility():
     assert _load_widths(kernels.vadd().replace('tt.cmp "lt"', 'tt.cmp "le"')) == [1, 1]
 
 
+def test_transpose_keeps_each_dimensions_facts():
+    """A `[1, N]` row of offsets transposed to `[N, 1]` (a column-major matmul operand's tile loaded as its
+    transpose) keeps its divisibility, so the K run it is added to is still read in 16-byte vectors."""
+    i32 = lambda shape: kernels.T(shape, "i32")
+    module = parse(kernels.module("t", f"%a: !tt.ptr<f32> {kernels.DIV16}", f"""
+    %r = tt.arange 0 to 16 : {i32(16)}
+    %row = tt.expand_dims %r axis = 0 : {i32(16)} -> {i32((1, 16))}
+    %c = tt.constant 64 : i32 -> {i32((1, 16))}
+    %off = tt.mul %row, %c : {i32((1, 16))}
+    %col = tt.trans %off {{order = array<i32: 1, 0>}} : {i32((1, 16))} -> {i32((16, 1))}"""))
+    axis = AxisAnalysis(kernel_of(module))
+    ops = {op.results[0].name_hint: op.results[0] for op in kernel_of(module).walk() if op.results}
+    off, col = axis[ops["off"]], axis[ops["col"]]
+    assert col.divisibility == off.divisibility[::-1] and col.divisibility[0] >= 64
+    assert (col.contiguity, col.constancy, col.nonnegative) == (off.contiguity[::-1], off.constancy[::-1], True)
+
+
 # --- the pass -----------------------------------------------------------------------------
 
 

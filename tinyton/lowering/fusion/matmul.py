@@ -197,24 +197,32 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         a_off = rg.offsets(a_strides, rg.root)
         a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
         a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
+    # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
+    # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
+    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain else None
+    b_kmajor = b_desc is None and b_k == 1
+    b_shape = (bn, bk) if b_kmajor else (bk, bn)
+    oriented = (lambda v: _transposed(em, v)) if b_kmajor else (lambda v: v)
     b_off = em.add(rg.offsets(b_strides, rg.root), em.i32(b_view.offset) if b_view.offset else None)
-    b_off = em.to_shape(b_off if b_off is not None else em.i32(0), (bk, bn))
-    b_base = em.to_shape(rg.ptrs[b_view.base], (bk, bn))
-    b_cols = _columns_inside(em, b_view, n_src)  # a window of the columns: those outside read 0
-    ka, kb = em.arange(bk, 2, 1), em.arange(bk, 2, 0)
-    zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, (bk, bn))
+    b_off = em.to_shape(oriented(b_off) if b_off is not None else em.i32(0), b_shape)
+    b_base = em.to_shape(rg.ptrs[b_view.base], b_shape)
+    # the columns in bounds, and inside a window of them (those outside read 0)
+    b_lanes = oriented(em.and_(n_src.mask, _columns_inside(em, b_view, n_src)))
+    ka = em.arange(bk, 2, 1)
+    kb = ka if b_kmajor else em.arange(bk, 2, 0)
+    zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, b_shape)
     acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
     precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed else _descriptor(rg, a_view, n - 2, n - 2, False)
-    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain else None
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        kka, kkb = em.add(k0, ka), em.add(k0, kb)
+        kka = em.add(k0, ka)
+        kkb = kka if b_kmajor else em.add(k0, kb)
         masks = []
-        for kk, rows, shape, inside in ((kka, m_src, (bm, bk), None), (kkb, n_src, (bk, bn), b_cols)):
-            m = em.and_(em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk else None, rows.mask), inside)
+        for kk, lanes, shape in ((kka, m_src.mask, (bm, bk)), (kkb, b_lanes, b_shape)):
+            m = em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk else None, lanes)
             masks.append(em.to_shape(m, shape) if m is not None else None)
         if computed:
             k_mask, load = _k_tiles(rg, k0)
@@ -229,6 +237,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
             a = _descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
         if b_desc is None:
             b = _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), masks[1], zero_b)
+            b = em.emit(tt.TransOp(b, (1, 0))) if b_kmajor else b
         else:
             b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
         out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
@@ -286,6 +295,13 @@ def _descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) 
         sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
         outer.insert(0, source.index)
     return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
+
+
+def _transposed(em: Emitter, value: SSAValue | None) -> SSAValue | None:
+    """A `[r, c]` tile as `[c, r]` (a scalar as it is)."""
+    if value is None or not shape_of(value.type):
+        return value
+    return em.emit(tt.TransOp(value, (1, 0)))
 
 
 def _start(em: Emitter, source) -> SSAValue:

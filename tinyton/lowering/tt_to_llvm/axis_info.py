@@ -224,7 +224,7 @@ def _nonnegative(op: Operation, operands: Sequence[AxisInfo], result: AxisInfo) 
             return operands[1].nonnegative and operands[2].nonnegative
         case tt.DivOp():  # x / 0 is -1
             return operands[0].nonnegative and (operands[1].value or 0) > 0
-        case tt.SplatOp() | tt.ExpandDimsOp() | tt.BroadcastOp() | tt.AddOp() | tt.MulOp() | tt.FloorDivOp() | tt.ShrOp():
+        case tt.SplatOp() | tt.ExpandDimsOp() | tt.BroadcastOp() | tt.TransOp() | tt.AddOp() | tt.MulOp() | tt.FloorDivOp() | tt.ShrOp():
             return all(x.nonnegative for x in operands)
         case tt.HintOp():
             return operands[0].nonnegative
@@ -334,6 +334,10 @@ class AxisAnalysis:
                 old = _shape(op.input)
                 constancy = tuple(n if o == 1 else k for o, n, k in zip(old, shape, src.constancy))
                 return AxisInfo(src.contiguity, src.divisibility, constancy, src.value)
+            case tt.TransOp():  # each dimension keeps its facts (a column-major tile loaded as its transpose)
+                src, order = self[op.input], op.order.get_values()
+                return AxisInfo(*(tuple(t[d] for d in order) for t in (src.contiguity, src.divisibility, src.constancy)),
+                                src.value)  # fmt: skip
             case tt.AddPtrOp():
                 return _add(self[op.ptr], self[op.offset], unit=pointee_bytes(op.ptr.type))
             case tt.CmpOp():
