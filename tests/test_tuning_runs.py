@@ -156,12 +156,19 @@ def test_swiglu_tiles_are_timed_on_its_region_with_both_accumulators(device):
     assert sorted(b.shape for b in made) == [(512, 256)] * 3 + [(512, 512)]
 
 
-def test_a_region_with_integer_inputs_is_timed_as_a_plain_product():
-    """Random values of the matmul's dtype cannot stand in for a bool or int input (a mask): such a region's
-    tiles are timed on `a @ b` of its shape."""
+def test_a_region_with_integer_inputs_is_timed_itself_on_zeros(device):
+    """A bool or int input (a mask, a position to gather at: Llama's RoPE rows at `pos`) gets zeros, valid for
+    any use, so the region is timed itself; its float inputs get random values of their own dtypes."""
+    made, launched, compiled = device
     x, w, keep = np.zeros((512, 256), np.float16), np.zeros((256, 512), np.float16), np.zeros((512, 512), bool)
     (problem,) = matmul_problems(masked_matmul, x, w, keep)
-    assert problem.region is None and problem.fingerprint
+    assert problem.region is not None and problem.fingerprint
+    assert matmul_tuning._timer(problem, default_tiles(problem))() == 0.25
+    assert len(compiled) == len(launched) == 1
+    assert sorted((b.shape, str(b.dtype)) for b in made) == [((256, 512), "float16"), ((512, 256), "float16"),
+                                                            ((512, 512), "bool"), ((512, 512), "float16")]
+    zeros = tuning_runs._sample(2, (3, 4), np.dtype(bool))
+    assert zeros.dtype == bool and not zeros.any() and tuning_runs._sample(0, (3,), np.dtype(BF16)).any()
 
 
 @tt.jit

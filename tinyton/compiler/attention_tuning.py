@@ -88,5 +88,5 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
 
 def _timer(p: AttentionProblem, blocks: Blocks, sm_count: int, samples: Samples | None = None) -> Timer:
     """A timer of the launches of the attention of `p` tiled by `blocks` on a GPU of `sm_count` SMs."""
-    return program_timer(attention_module(p), p.dtype, fuse=True, samples=samples, choose_blocks=lambda _: blocks,
+    return program_timer(attention_module(p), fuse=True, samples=samples, choose_blocks=lambda _: blocks,
                          sm_count=sm_count)

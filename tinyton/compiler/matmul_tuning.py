@@ -2,9 +2,10 @@
 
 On a GPU, the first matmul of a shape class times every candidate of `matmul_tiles.candidates` on the
 region alone at the problem's exact shape (the kernel the program launches: an epilogue's registers and a
-sibling's accumulator change which tile is fastest), or, for a region with inputs of other dtypes, as a
-standalone `a @ b` kernel of the shape, and keeps the fastest in the disk cache. Without a GPU (or with
-`TINYTON_TUNE=0`), and for problems too small for the tiling to matter (`TUNE_MIN_FLOPS`), the lowering's default is used: compiling and timing ten candidates
+sibling's accumulator change which tile is fastest; int and bool inputs are zeros, tuning_runs.py), or as a
+standalone `a @ b` kernel of the shape for a region with scalar operands, and keeps the fastest in the disk
+cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for the tiling to matter (few
+FLOPs and few bytes: `worth_tuning`), the lowering's default is used: compiling and timing ten candidates
 costs seconds per shape class, for microseconds of work.
 """
 
@@ -72,5 +73,5 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
 def _timer(p: MatmulProblem, tiles: MatmulTiles, samples: Samples | None = None) -> Timer:
     """A timer of the region of `p` (or a plain `a @ b` of its shape) tiled by `tiles`."""
     if p.region is not None:
-        return program_timer(region_program(p.region), p.dtype, fuse=True, samples=samples, choose_tiles=lambda _: tiles)
-    return program_timer(_matmul_module(p), p.dtype, fuse=False, samples=samples, choose_tiles=lambda _: tiles)
+        return program_timer(region_program(p.region), fuse=True, samples=samples, choose_tiles=lambda _: tiles)
+    return program_timer(_matmul_module(p), fuse=False, samples=samples, choose_tiles=lambda _: tiles)

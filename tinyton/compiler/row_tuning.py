@@ -40,4 +40,4 @@ def row_shape(problem: RowProblem) -> RowShape:
 def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:
     """A timer of the region's kernel shaped by `shape` (inputs from the tuning's `samples`)."""
     assert p.region is not None
-    return program_timer(region_program(p.region), p.dtype, fuse=True, samples=samples, choose_rows=lambda _: shape)
+    return program_timer(region_program(p.region), fuse=True, samples=samples, choose_rows=lambda _: shape)

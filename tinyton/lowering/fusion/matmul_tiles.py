@@ -35,8 +35,8 @@ class MatmulProblem:
     dots: int = 1
     fingerprint: str = ""
     region: tta.FusionOp | None = field(default=None, compare=False, repr=False)
-    """The region itself, when the tuner can time it alone (float inputs of one dtype); else the tuner times
-    a plain `a @ b` of the shape."""
+    """The region itself, which the tuner times alone (random floats, zero ints and bools: a position to gather
+    at, a mask); None for a plain `a @ b` or a region with scalar operands (then timed as `a @ b`)."""
 
     @staticmethod
     def of(dom: Domain, fusion: tta.FusionOp | None = None) -> MatmulProblem:
@@ -52,8 +52,7 @@ class MatmulProblem:
         dots = sum(isinstance(o, tta.MatmulOp) for o in ops)
         if ops == [op]:
             return plain
-        values = [*fusion.block.args, *fusion.yield_op.values]
-        timeable = all(isinstance(v.type, TensorType) and dtype_of(element_type(v.type)).name == dtype for v in values)
+        timeable = all(isinstance(v.type, TensorType) for v in [*fusion.block.args, *fusion.yield_op.values])
         return MatmulProblem(prod(batch), m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
                              fusion if timeable else None)
 
@@ -104,24 +103,22 @@ warpgroups for wgmma on Hopper)."""
 
 
 SKINNY_ROWS = 64
-SKINNY_DOTS = 2
 SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(16, 32, 256, 4, 4),
     MatmulTiles(16, 64, 128, 4, 4),
     MatmulTiles(32, 32, 128, 4, 4),
 )
-"""Added for problems of at most SKINNY_ROWS rows and SKINNY_DOTS sibling dots (a decode step's few tokens
-against a weight matrix: a projection, SwiGLU's gate and up), which read the weights once and are bound by
-memory: narrow tiles, so that there are programs for every SM, and deep K steps four in flight, so that each
-keeps enough bytes in flight to stream at the copy bandwidth. None has
-fewer than 2 warps once fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of
-~400 KB of PTX. Regions of more dots (Llama's key/value projections with RoPE and the cache write: four)
-are small and already large kernels: deeper K steps made them 240 KB of PTX, 10 s to compile."""
+"""Added for problems of at most SKINNY_ROWS rows (a decode step's few tokens against a weight matrix: a
+projection, SwiGLU's gate and up, Llama's key/value projections with RoPE), which read the weights once and
+are bound by memory: narrow tiles, so that there are programs for every SM, and deep K steps four in flight,
+so that each keeps enough bytes in flight to stream at the copy bandwidth. None has fewer than 2 warps once
+fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of ~400 KB of PTX."""
 
 SKINNY_SHARED = 192 * 1024
 """Most shared memory a skinny candidate's stages may take (each stage: the left tile and one right tile per
 sibling dot), so that a left operand staged for the dot and the epilogue still fit in an H100's 227 KiB
-(float32 operands of SwiGLU's two dots at 16 x 32 x 256 would need 320 KiB: not a candidate)."""
+(Llama's key/value region of four dots at 16 x 32 x 256 would need 295 KiB: not a candidate; float32
+operands of SwiGLU's two dots at that tile 320 KiB)."""
 
 
 def stage_bytes(p: MatmulProblem, t: MatmulTiles) -> int:
@@ -151,7 +148,7 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit) fit to `p`, without those whose
     accumulators would spill (the smallest if all would)."""
-    skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS and p.dots <= SKINNY_DOTS else []
+    skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if stage_bytes(p, t) <= SKINNY_SHARED]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny]))
     budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
