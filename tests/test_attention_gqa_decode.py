@@ -84,3 +84,31 @@ def test_prefill_keeps_one_program_per_head():
     k, v = randn(rng, 1, 2, 1, 40, 16), randn(rng, 1, 2, 1, 40, 16)
     program = batched_attention.compile(q, k, v, 0.25)
     assert attention_launch(program).grid[1] == 4
+
+
+@tt.jit
+def llama_decode_attention(x, kc, vc, pos):
+    """examples/llama's decode attention: q from `(B, 1, H * D)` through `swapaxes` (its query axis' stride is
+    H x D, moot for one query), grouped over the caches' KV heads, positions up to `pos` visible."""
+    b, kv, s, d = kc.shape
+    h = x.shape[-1] // d
+    q = tt.swapaxes(x.reshape(b, 1, h, d), 1, 2).reshape(b, kv, h // kv, 1, d)
+    keep = tt.arange(s) <= pos
+    p = tt.where(keep, q @ kc.reshape(b, kv, 1, s, d).mT * 0.125, float("-inf"))
+    e = tt.exp(p - tt.max(p, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ vc.reshape(b, kv, 1, s, d)
+
+
+def test_one_query_per_head_packs_whatever_its_query_stride():
+    """Llama-3.2-1B's decode attention ran one program per query head (grid (1, 32, 4)): q's size-1 query
+    axis has stride H x D after `swapaxes`, and packing asked for rows one query stride apart."""
+    rng = np.random.default_rng(3)
+    x, kc, vc = randn(rng, 2, 1, 8 * 64), randn(rng, 2, 2, 40, 64), randn(rng, 2, 2, 40, 64)
+    pos = np.array([29], np.int32)
+    program = llama_decode_attention.compile(x, kc, vc, pos)
+    assert attention_launch(program).grid[:2] == (1, 4), "one program per (sequence, key/value head)"
+    q = x.reshape(2, 1, 8, 64).swapaxes(1, 2).reshape(2, 2, 4, 1, 64)
+    s = np.where(np.arange(40) <= 29, q @ kc[:, :, None].swapaxes(-1, -2) * 0.125, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = p / p.sum(-1, keepdims=True) @ vc[:, :, None]
+    np.testing.assert_allclose(program(x, kc, vc, pos), want, rtol=1e-4, atol=1e-5)

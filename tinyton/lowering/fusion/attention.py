@@ -41,7 +41,7 @@ from tinyton.analysis.index_masks import (
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes
+from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 LOG2E = 1.4426950408889634
@@ -149,7 +149,7 @@ class _Program:
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
-        q = self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], q_ok, view)
+        q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, view)
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)  # a runtime scale: read once, before the KV loops

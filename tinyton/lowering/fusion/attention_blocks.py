@@ -159,7 +159,8 @@ def packed_group_axes(att: Attention) -> tuple[int, ...]:
     key/value head), packed as rows of one program's query block so that each K/V block is read once for
     the whole group. Only when they are q's innermost batch axes with q contiguous across them (the rows
     of the group are then rows of one matrix), S_q <= `PACK_MAX_QUERIES`, and no bias array varies along
-    them; () otherwise."""
+    them; () otherwise. With one query per head the query axis' stride is moot (Llama's `swapaxes` of
+    `(B, 1, H, D)` gives it H x D): the group's rows are then one matrix of rows `query_row_stride` apart."""
     out = shape_of(att.pv.result.type) if att.pv is not None else ()
     batch, s_q = tuple(out[:-2]), att.q.shape[-2]
     if s_q > PACK_MAX_QUERIES or tuple(att.q.shape[:-2]) != batch:
@@ -169,8 +170,8 @@ def packed_group_axes(att: Attention) -> tuple[int, ...]:
     group = tuple(i for i, n in enumerate(batch) if n > 1 and k[i] == 1 and v[i] == 1)
     if not group or group != tuple(range(len(batch) - len(group), len(batch))):
         return ()
-    strides = att.q.strides
-    if any(strides[a] != prod(att.q.shape[a + 1 : -1]) * strides[-2] for a in group):
+    row_stride = query_row_stride(att, group)
+    if any(att.q.strides[a] != prod(att.q.shape[a + 1 : -1]) * row_stride for a in group):
         return ()
     for step in att.steps:
         for value in step.others:
@@ -179,3 +180,9 @@ def packed_group_axes(att: Attention) -> tuple[int, ...]:
             if any(padded(value)[a] != 1 for a in group):
                 return ()
     return group
+
+
+def query_row_stride(att: Attention, packed: tuple[int, ...]) -> int:
+    """Elements between two consecutive query rows of a program's block: q's query stride, or, for heads of
+    one query packed as rows, the innermost packed axis' stride."""
+    return att.q.strides[packed[-1]] if packed and att.q.shape[-2] == 1 else att.q.strides[-2]
