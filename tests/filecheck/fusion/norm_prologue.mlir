@@ -39,20 +39,24 @@ func.func @norm_qkv(%x: tensor<2x64xf32>, %g: tensor<64xbf16>, %wq: tensor<48x64
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return %q, %k, %v
 
-// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g:
+// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g,
+// each loaded one K step ahead (the first before the loop) and carried in registers:
 // KERNEL-LABEL: builtin.module @norm_qkv_1_matmul_epilogue
 // KERNEL:         %[[SS:.+]] = scf.for
 // KERNEL:           %[[X:.+]] = tt.load
 // KERNEL:           tt.mul %[[X]], %[[X]] : tensor<16x32xf32>
 // KERNEL:         tt.reduce_sum %[[SS]] axis = 1
 // KERNEL:         %[[R:.+]] = tt.rsqrt %{{.+}} : tensor<16x1xf32>
-// KERNEL:         scf.for
-// KERNEL:           %[[XT:.+]] = tt.load {{.+}} : tensor<16x32x!tt.ptr<f32>>, tensor<16x32xi1>, tensor<16x32xf32> -> tensor<16x32xf32>
+// KERNEL:         %[[X0:.+]] = tt.load {{.+}} : tensor<16x32x!tt.ptr<f32>>, tensor<16x32xi1>, tensor<16x32xf32> -> tensor<16x32xf32>
+// KERNEL:         %[[G0:.+]] = tt.load {{.+}} : tensor<1x32x!tt.ptr<bf16>> -> tensor<1x32xbf16>
+// KERNEL:         scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[XT:.+]] = %[[X0]], %[[G:.+]] = %[[G0]])
+// KERNEL:           %[[XN:.+]] = tt.load {{.+}} : tensor<16x32x!tt.ptr<f32>>, tensor<16x32xi1>, tensor<16x32xf32> -> tensor<16x32xf32>
+// KERNEL:           %[[GN:.+]] = tt.load {{.+}} : tensor<1x32x!tt.ptr<bf16>>, tensor<1x32xi1>, tensor<1x32xbf16> -> tensor<1x32xbf16>
 // KERNEL:           %[[RB:.+]] = tt.broadcast %[[R]]
 // KERNEL:           %[[N:.+]] = tt.mul %[[XT]], %[[RB]]
-// KERNEL:           %[[G:.+]] = tt.load {{.+}} : tensor<1x32x!tt.ptr<bf16>> -> tensor<1x32xbf16>
 // KERNEL:           %[[GF:.+]] = tt.cast %[[G]]
 // KERNEL:           %[[GB:.+]] = tt.broadcast %[[GF]]
 // KERNEL:           %[[H:.+]] = tt.mul %[[N]], %[[GB]]
 // KERNEL:           %[[A:.+]] = tt.cast %[[H]] : tensor<16x32xf32> -> tensor<16x32xbf16>
 // KERNEL:           tt.dot %[[A]], %{{.+}}, %{{.+}} : tensor<16x32xbf16>, tensor<32x64xbf16> -> tensor<16x64xf32>
+// KERNEL:           scf.yield %{{.+}}, %[[XN]], %[[GN]]

@@ -6,8 +6,9 @@ accumulator (f64 for f64 operands) then feeds the region's elementwise epilogue 
 Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
 in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
 A computed left operand (tinyton/analysis/matmul_operands.py: `(x * r * w).astype(bf16)`) is evaluated
-per K tile from tiles of the arrays it reads; the row statistics it needs come from a loop over K before
-the product's (`emit_row_statistics`).
+per K tile from tiles of the arrays it reads, each loaded one K step ahead and carried in registers (the
+pipeliner stages only loads feeding a dot; a decode step's normed projections otherwise waited for each
+tile); the row statistics it needs come from a loop over K before the product's (`emit_row_statistics`).
 """
 
 from __future__ import annotations
@@ -71,14 +72,14 @@ def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf)
         env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
 
 
-def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
-    """The mask of the K chunk at `k0` (None: K divides) and a loader of the `[BM or 1, BK or 1]` tile of an
-    array in memory read in the K loop (its map: `rg.dom.k_maps`)."""
+def _k_tiles(rg, k0: SSAValue, bounded: bool = False) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
+    """The mask of the K chunk at `k0` (None: K divides, unless `bounded`: a chunk that may start past K) and a
+    loader of the `[BM or 1, BK or 1]` tile of an array in memory read in the K loop (its map: `rg.dom.k_maps`)."""
     em, n, bk = rg.em, len(rg.dom.shape), rg.geom.notes["BK"]
     m_src = rg.geom.source_of(n - 2)
     K = shape_of(rg.dom.matmul.lhs.type)[-1]
     kk = em.add(k0, em.arange(bk, 2, 1))
-    k_mask = em.cmp("lt", kk, em.i32(K)) if K % bk else None
+    k_mask = em.cmp("lt", kk, em.i32(K)) if K % bk or bounded else None
 
     def load(value: SSAValue) -> SSAValue:
         view = rg.dom.view(value)
@@ -106,6 +107,18 @@ def _k_tiles(rg, k0: SSAValue) -> tuple[SSAValue | None, Callable[[SSAValue], SS
         return _masked_load(em, ptrs, em.to_shape(mask, shape), em.const(view.fill or 0, element, shape))
 
     return k_mask, load
+
+
+def _prologue_leaves(rg, ops: Sequence[Operation]) -> list[SSAValue]:
+    """The arrays in memory that `_evaluate` loads a K tile of for `ops` (in its order, once each)."""
+    produced: set[SSAValue] = set()
+    leaves: list[SSAValue] = []
+    for op in ops:
+        for v in op.operands:
+            if v not in produced and v not in leaves and not is_scalar_constant(v) and rg.root.get(v) is None:
+                leaves.append(v)
+        produced.update(op.results)
+    return leaves
 
 
 def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:
@@ -217,7 +230,15 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed else _descriptor(rg, a_view, n - 2, n - 2, False)
 
+    # a computed left operand's K tiles are loaded one iteration ahead, carried in registers: their latency
+    # overlaps a K step instead of stalling each one (the pipeliner stages only loads that feed a dot)
+    leaves = _prologue_leaves(rg, prologue) if computed else []
+    first = _k_tiles(rg, em.i32(0))[1]
+    tiles0 = [first(v) for v in leaves]
+
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        ahead = _k_tiles(rg, em.add(k0, em.i32(bk)), bounded=True)[1]
+        next_tiles = [ahead(v) for v in leaves]
         kka = em.add(k0, ka)
         kkb = kka if b_kmajor else em.add(k0, kb)
         masks = []
@@ -226,7 +247,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
             masks.append(em.to_shape(m, shape) if m is not None else None)
         if computed:
             k_mask, load = _k_tiles(rg, k0)
-            env: dict[SSAValue, SSAValue] = {}
+            env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[1 + len(stats) :]))
             _evaluate(rg, prologue, env, load)
             a = em.to_shape(env[op.lhs], (bm, bk))
             if k_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
@@ -246,9 +267,9 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
             _evaluate(rg, chain, env, lambda v: a)
             v = _masked_identity(em, red, env[red.input], masks[0])
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
-        return out
+        return [*out, *next_tiles]
 
-    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0], body, rg.geom.notes["STAGES"])
+    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0, *tiles0], body, rg.geom.notes["STAGES"])[: 1 + len(stats)]
     for (red, _), part in zip(stats, partials):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
     return em.cast(acc, element_type(op.result.type))
