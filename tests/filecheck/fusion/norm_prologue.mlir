@@ -39,12 +39,14 @@ func.func @norm_qkv(%x: tensor<2x64xf32>, %g: tensor<64xbf16>, %wq: tensor<48x64
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return %q, %k, %v
 
-// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g,
-// each loaded one K step ahead (the first before the loop) and carried in registers:
+// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g;
+// both loops load their tiles one K step ahead (the first before the loop) and carry them in registers:
 // KERNEL-LABEL: builtin.module @norm_qkv_1_matmul_epilogue
-// KERNEL:         %[[SS:.+]] = scf.for
-// KERNEL:           %[[X:.+]] = tt.load
+// KERNEL:         %[[S0:.+]] = tt.load
+// KERNEL:         %[[SS:.+]], %{{.+}} = scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[X:.+]] = %[[S0]])
+// KERNEL:           %[[SN:.+]] = tt.load
 // KERNEL:           tt.mul %[[X]], %[[X]] : tensor<16x32xf32>
+// KERNEL:           scf.yield %{{.+}}, %[[SN]]
 // KERNEL:         tt.reduce_sum %[[SS]] axis = 1
 // KERNEL:         %[[R:.+]] = tt.rsqrt %{{.+}} : tensor<16x1xf32>
 // KERNEL:         %[[X0:.+]] = tt.load {{.+}} : tensor<16x32x!tt.ptr<f32>>, tensor<16x32xi1>, tensor<16x32xf32> -> tensor<16x32xf32>

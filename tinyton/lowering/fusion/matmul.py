@@ -163,28 +163,36 @@ def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
 
 def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     """A loop over K before the products' computing `stats` (read by a left operand's prologue), into the
-    program scope's memo."""
+    program scope's memo; its tiles are loaded one K step ahead, as the product's loop loads its prologue's."""
     em, op = rg.em, rg.dom.matmul
     K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
     m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
     bm = m_src.block
     init = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _, _ in stats]
+    chains = [o for _, _, chain in stats for o in chain]
+    leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *_prologue_leaves(rg, chains)]))
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
         k_mask, load = _k_tiles(rg, k0)
-        env: dict[SSAValue, SSAValue] = {}
+        env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[len(stats) :]))
         out = []
-        for (red, source, chain), part in zip(stats, carried):
-            if source not in env:
-                env[source] = load(source)
+        for (red, _, chain), part in zip(stats, carried):
             _evaluate(rg, chain, env, load)
             value = em.to_shape(env[red.input], (bm, bk))
             mask = em.and_(k_mask, m_src.mask)  # rows past M hold the identity too (`_finish_row` may sum rows)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, _masked_identity(em, red, value, mask)))
-        return out
+        return [*out, *next_tiles]
 
-    for (red, _, _), acc in zip(stats, em.for_loop(0, K, bk, init, body)):
+    results = em.for_loop(0, K, bk, [*init, *_tiles_at(rg, leaves, em.i32(0))], body)
+    for (red, _, _), acc in zip(stats, results):
         rg.root.memo[red.result] = _finish_row(rg, red, acc, K)
+
+
+def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False) -> list[SSAValue]:
+    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K)."""
+    load = _k_tiles(rg, k0, bounded)[1]
+    return [load(v) for v in leaves]
 
 
 def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
@@ -233,12 +241,10 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     # a computed left operand's K tiles are loaded one iteration ahead, carried in registers: their latency
     # overlaps a K step instead of stalling each one (the pipeliner stages only loads that feed a dot)
     leaves = _prologue_leaves(rg, prologue) if computed else []
-    first = _k_tiles(rg, em.i32(0))[1]
-    tiles0 = [first(v) for v in leaves]
+    tiles0 = _tiles_at(rg, leaves, em.i32(0))
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        ahead = _k_tiles(rg, em.add(k0, em.i32(bk)), bounded=True)[1]
-        next_tiles = [ahead(v) for v in leaves]
+        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
         kka = em.add(k0, ka)
         kkb = kka if b_kmajor else em.add(k0, kb)
         masks = []
