@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> None:
                     rows.append([model, seq, dtype_name, name, *theirs, tinyton_ms,
                                  *(f"{ms / tinyton_ms:.2f}" for ms in theirs), explanation.num_launches,
                                  ", ".join(explanation.fallbacks) or "-"])
+                    print(f"# {rows[-1]}", flush=True)  # a run cut by the device call's limit keeps what it measured
     print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {device_name()}", header, rows)
     if not ONESHOT:
         for c, values in ratios.items():
