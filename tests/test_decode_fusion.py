@@ -97,8 +97,10 @@ def _rotated_heads_inputs(batch: int, k: int):
     return x, w, cos, sin
 
 
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("batch,k", [(1, 256), (3, 200)])
-def test_rotated_projection_reads_weight_rows_through_windows(batch, k):
+def test_rotated_projection_reads_weight_rows_through_windows(monkeypatch, backend, batch, k):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
     x, w, cos, sin = _rotated_heads_inputs(batch, k)
     program = _rotated_heads.compile(x, w, cos, sin)
     assert program.num_launches == 1

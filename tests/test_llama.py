@@ -15,6 +15,10 @@ pytest.importorskip("safetensors", reason="the `safetensors` package (llama chec
 from example_modules import import_example  # noqa: E402
 from safetensors.numpy import save_file  # noqa: E402
 
+import tinyton.compiler.program as program_module  # noqa: E402
+import tinyton.frontend.programs as programs_module  # noqa: E402
+import tinyton.lowering.fusion.matmul_tiles as tiles_module  # noqa: E402
+
 config, generate, model, sampler, weights = import_example("llama", "config", "generate", "model", "sampler", "weights")
 CONFIGS = config.CONFIGS
 NumpyEngine, Sampling, TinytonEngine, main, random_prompt = (
@@ -141,6 +145,27 @@ def test_greedy_tokens_match_numpy_reference():
     prompt = random_prompt(TINY, 2, 8, seed=0)
     want = NumpyEngine(weights, 2, 16, Sampling()).generate(prompt, 8)
     got = TinytonEngine(weights, 2, 16, Sampling(), graph=False).generate(prompt, 8)
+    np.testing.assert_array_equal(got, want)
+
+
+SMALL = config.Config(vocab_size=1000, hidden_size=256, num_hidden_layers=2, num_attention_heads=8,
+                      num_key_value_heads=2, intermediate_size=512, max_position_embeddings=64)
+"""Large enough for decode-shaped matmuls of several K tiles and programs, small enough for the simulator."""
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("tiles", tiles_module.SKINNY_CANDIDATES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}")
+def test_greedy_tokens_on_skinny_tiles(monkeypatch, backend, tiles):
+    """Every decode projection on each skinny tile (where it is a candidate): the transposed weight tiles of
+    the RoPE regions, the normed operand loaded a K step ahead, grouped heads packed: the reference's ids."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(program_module, "matmul_tiles", lambda p: tiles.fit(p) if tiles.fit(p) in
+                        tiles_module.candidates(p) else tiles_module.default_tiles(p))
+    monkeypatch.setattr(programs_module, "_PROGRAMS", type(programs_module._PROGRAMS)())  # compiled afresh
+    weights = random_weights(SMALL, seed=3)
+    prompt = random_prompt(SMALL, 1, 4, seed=1)
+    want = NumpyEngine(weights, 1, 12, Sampling()).generate(prompt, 6)
+    got = TinytonEngine(weights, 1, 12, Sampling(), graph=False).generate(prompt, 6)
     np.testing.assert_array_equal(got, want)
 
 
