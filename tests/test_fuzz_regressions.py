@@ -7,6 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from fuzz.generate import Case
+from fuzz.reference import Ref
+from fuzz.reference_ops import SHIM
+from fuzz.run import check
 
 import tinyton as tt
 from tinyton.errors import CompilationError
@@ -761,3 +765,18 @@ def test_row_division_overflowing_to_inf_is_inf(fuse: bool) -> None:
         expected = (np.prod(x), x / np.cumsum(s), x / d)
     for got, want in zip(run(divided_past_the_range, x, s, d, fuse=fuse), expected):
         np.testing.assert_array_equal(got, want)
+
+
+# ---- fuzz seed 45 (simulator): a fuzzer bug, the bounded sign of an undetermined product ------------------
+
+
+def test_sign_of_an_undetermined_product_is_unchecked(tmp_path) -> None:
+    """Seed 45 case 101: `sign(cumprod(x))` of a row holding -0.0 then 1.7e38. tinyton's scan multiplies in
+    tree order, where a partial product overflows (0 · -inf: NaN; NumPy's left-to-right products stay 0); the
+    reference leaves such a product unchecked (err inf: the order is the implementation's), but gave its sign
+    the bound 1, excluding NaN. An undetermined operand now leaves any elementwise result undetermined."""
+    x = np.array([[-5.3, -0.0, 6.4, -2.9, 0.24, 1.7e38, -4.6, -3.4]], np.float32)
+    expected = SHIM.sign(SHIM.cumprod(Ref(x, 0.0), axis=1))
+    np.testing.assert_array_equal(np.isinf(expected.err), [[False] * 5 + [True] * 3])
+    source = "import tinyton as tt\n\n\ndef sign_of_cumprod(x):\n    return tt.sign(tt.cumprod(x, axis=1))\n"
+    assert not check(Case(45, 101, "sign_of_cumprod", source, [x], "small"), tmp_path).problems
