@@ -780,3 +780,19 @@ def test_sign_of_an_undetermined_product_is_unchecked(tmp_path) -> None:
     np.testing.assert_array_equal(np.isinf(expected.err), [[False] * 5 + [True] * 3])
     source = "import tinyton as tt\n\n\ndef sign_of_cumprod(x):\n    return tt.sign(tt.cumprod(x, axis=1))\n"
     assert not check(Case(45, 101, "sign_of_cumprod", source, [x], "small"), tmp_path).problems
+
+
+# ---- fuzz seed 48 (simulator): np.where stores an out-of-range Python int as a cast ------------------------
+
+
+@BOTH
+def test_where_wraps_an_out_of_range_int_as_numpy(fuse: bool) -> None:
+    """Seed 48 case 2845: `tt.where(c, uint8_array, -1)` raised "Python integer -1 out of bounds for uint8", as
+    NumPy's ufuncs do; np.where instead casts the int to the array's dtype (255; numpy#27006)."""
+    c = np.array([[True, False, False]])
+    u, i = np.array([[1, 2, 3]], np.uint8), np.array([[1, 2, 3]], np.int8)
+    program = tt.jit(lambda c, u, i: (tt.where(c, u, -1), tt.where(c, 300, u), tt.where(c, i, 128), tt.where(c, i, -3)))
+    expected = (np.where(c, u, -1), np.where(c, 300, u), np.where(c, i, 128), np.where(c, i, -3))
+    for got, want in zip(run(program, c, u, i, fuse=fuse), expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
