@@ -7,6 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from fuzz.generate import Case
+from fuzz.reference import Ref
+from fuzz.reference_ops import SHIM
+from fuzz.run import check
 
 import tinyton as tt
 from tinyton.errors import CompilationError
@@ -745,3 +749,55 @@ def test_float16_logsumexp_past_the_float16_range_is_inf(fuse: bool) -> None:
     short = np.zeros((1, 60000), np.float16)
     np.testing.assert_allclose(run(tt.jit(lambda a: tt.logsumexp(a, axis=1)), short, fuse=fuse).astype(np.float32),
                                [np.log(60000)], rtol=1e-3)
+
+
+# ---- fuzz seed 41 (simulator): a row division whose quotient overflows ----------------------------------
+
+
+@tt.jit
+def divided_past_the_range(x, s, d):
+    return tt.prod(x, axis=(0, 1)), x / tt.cumsum(s, axis=None), x / d  # one divisor for all; one per row
+
+
+@BOTH
+def test_row_division_overflowing_to_inf_is_inf(fuse: bool) -> None:
+    """Seed 41 case 2419 (fused only): 1.7e38 / -0.43 was NaN, not -inf. A division by one value per row is
+    q = a·r refined by q + (a - q·d)·r; where q overflowed, the residual is -q's infinity and the step added
+    inf - inf. q is kept there, as where the residual is NaN."""
+    x = np.array([[1.7014117e38, -3e38, 1.0, 0.0], [2e38, 5.0, -1e-30, 3e38]], np.float32)
+    s, d = np.array(-0.4316923, np.float32), np.array([[0.5], [-0.75]], np.float32)
+    with np.errstate(over="ignore"):
+        expected = (np.prod(x), x / np.cumsum(s), x / d)
+    for got, want in zip(run(divided_past_the_range, x, s, d, fuse=fuse), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+# ---- fuzz seed 45 (simulator): a fuzzer bug, the bounded sign of an undetermined product ------------------
+
+
+def test_sign_of_an_undetermined_product_is_unchecked(tmp_path) -> None:
+    """Seed 45 case 101: `sign(cumprod(x))` of a row holding -0.0 then 1.7e38. tinyton's scan multiplies in
+    tree order, where a partial product overflows (0 · -inf: NaN; NumPy's left-to-right products stay 0); the
+    reference leaves such a product unchecked (err inf: the order is the implementation's), but gave its sign
+    the bound 1, excluding NaN. An undetermined operand now leaves any elementwise result undetermined."""
+    x = np.array([[-5.3, -0.0, 6.4, -2.9, 0.24, 1.7e38, -4.6, -3.4]], np.float32)
+    expected = SHIM.sign(SHIM.cumprod(Ref(x, 0.0), axis=1))
+    np.testing.assert_array_equal(np.isinf(expected.err), [[False] * 5 + [True] * 3])
+    source = "import tinyton as tt\n\n\ndef sign_of_cumprod(x):\n    return tt.sign(tt.cumprod(x, axis=1))\n"
+    assert not check(Case(45, 101, "sign_of_cumprod", source, [x], "small"), tmp_path).problems
+
+
+# ---- fuzz seed 48 (simulator): np.where stores an out-of-range Python int as a cast ------------------------
+
+
+@BOTH
+def test_where_wraps_an_out_of_range_int_as_numpy(fuse: bool) -> None:
+    """Seed 48 case 2845: `tt.where(c, uint8_array, -1)` raised "Python integer -1 out of bounds for uint8", as
+    NumPy's ufuncs do; np.where instead casts the int to the array's dtype (255; numpy#27006)."""
+    c = np.array([[True, False, False]])
+    u, i = np.array([[1, 2, 3]], np.uint8), np.array([[1, 2, 3]], np.int8)
+    program = tt.jit(lambda c, u, i: (tt.where(c, u, -1), tt.where(c, 300, u), tt.where(c, i, 128), tt.where(c, i, -3)))
+    expected = (np.where(c, u, -1), np.where(c, 300, u), np.where(c, i, 128), np.where(c, i, -3))
+    for got, want in zip(run(program, c, u, i, fuse=fuse), expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -288,7 +288,8 @@ def elementwise(name: str, *args: Any) -> Ref:
         if name == "where":
             err = np.where(errs[0] > 0, INF, err)
             robust = np.where(hi[0] != 0, is_robust(hi[1], errs[1]), is_robust(hi[2], errs[2])) & (errs[0] == 0)
-        else:
+        else:  # an undetermined operand (err inf: it may be NaN) leaves a bounded sign, tanh or sin of it so too
+            err = np.where(np.logical_or.reduce([np.isinf(e) for e in errs]), INF, err)
             robust = np.logical_and.reduce([is_robust(v, e) for v, e in zip(hi, errs)])
         return finish_float(r, err, dtype, robust)
 

@@ -359,6 +359,18 @@ def clip(x: Operand, a_min: Operand = None, a_max: Operand = None) -> Traced:
     return ARRAY_IMPLS["minimum"](ARRAY_IMPLS["maximum"](x, lo), hi)
 
 
+def _wrapped_for_where(value: Operand, other: Operand) -> Operand:
+    """A Python int beside an int array, as np.where stores it: cast to the array's dtype, wrapping where it is
+    out of range (uint8 -1 is 255; NumPy's ufuncs refuse such ints, its `where` does not: numpy#27006)."""
+    if not (type(value) is int and isinstance(other, Traced) and is_int(other.element) and other.element != i1):
+        return value
+    dtype = ELEMENT_TO_NUMPY[other.element]
+    info = np.iinfo(dtype)
+    if info.min <= value <= info.max or not np.iinfo(np.int64).min <= value <= np.iinfo(np.uint64).max:
+        return value
+    return int(np.asarray(value, np.uint64 if value > 0 else np.int64).astype(dtype))
+
+
 @register("where", "`np.where(condition, a, b)`: a where condition (nonzero) holds, else b.")
 def where_(condition: Operand, x: Operand | None = None, y: Operand | None = None) -> Traced:
     if x is None and y is None:
@@ -368,7 +380,7 @@ def where_(condition: Operand, x: Operand | None = None, y: Operand | None = Non
         )
     if x is None or y is None:
         raise error("either both or neither of x and y should be given")
-    a, b = as_traced([x, y])
+    a, b = as_traced([_wrapped_for_where(x, y), _wrapped_for_where(y, x)])
     cond = condition if isinstance(condition, Traced) else as_traced([condition], a.tracer)[0]  # a NumPy array: refused
     if cond.element != i1:
         cond = cmp("ne", cond, scalar(cond, 0))

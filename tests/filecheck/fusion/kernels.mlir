@@ -25,15 +25,19 @@ func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
 // CHECK:           %[[E:.+]] = tt.exp
 // CHECK:           %[[SUM:.+]] = tt.reduce_sum %{{.+}} axis = 0 : tensor<1024xf32> -> f32
 // Dividing by the row's sum: one reciprocal per row, then per element q = e * r refined by one Newton
-// step, q + (e - q * sum) * r, the correctly rounded quotient (q itself where the residual is NaN).
+// step, q + (e - q * sum) * r, the correctly rounded quotient (q itself where the residual is NaN or q
+// overflowed to inf).
 // CHECK:           %[[R:.+]] = tt.div %{{.+}}, %[[SUM]] : f32
 // CHECK:           %[[RS:.+]] = tt.splat %[[R]]
 // CHECK:           %[[Q:.+]] = tt.mul %[[E]], %[[RS]] : tensor<1024xf32>
 // CHECK:           %[[NQ:.+]] = tt.neg %[[Q]]
 // CHECK:           %[[RES:.+]] = tt.fma %[[NQ]], %{{.+}}, %[[E]]
 // CHECK:           %[[NAN:.+]] = tt.cmp "ne", %[[RES]], %[[RES]]
+// CHECK:           %[[AQ:.+]] = tt.abs %[[Q]]
+// CHECK:           %[[INF:.+]] = tt.cmp "eq", %[[AQ]], %{{.+}}
+// CHECK:           %[[KEPT:.+]] = tt.or %[[NAN]], %[[INF]]
 // CHECK:           %[[QQ:.+]] = tt.fma %[[RES]], %[[RS]], %[[Q]]
-// CHECK:           %[[Y:.+]] = tt.select %[[NAN]], %[[Q]], %[[QQ]]
+// CHECK:           %[[Y:.+]] = tt.select %[[KEPT]], %[[Q]], %[[QQ]]
 // CHECK:           tt.store %{{.+}}, %[[Y]] mask %[[MASK]]
 // CHECK-NOT:       tt.load
 // CHECK:           func.return

@@ -348,8 +348,9 @@ class RegionEmitter:
         is refined by one Newton step, q + (a - q·d)·r (Markstein: correctly rounded for a normal d), a
         16-bit one rounds the f32 product. `div.rn.f32` per element cost ~12 instructions and a branch on
         the GPU: a 32768-wide fp16 softmax ran at 68 % of Triton's (whose `/` is the approximate
-        `div.full`). Where the residual is NaN (d = 0, d or a infinite) a·r is already IEEE's quotient. A
-        subnormal d, whose reciprocal overflows, gives inf or NaN where NumPy's quotient is finite."""
+        `div.full`). Where the residual is NaN (d = 0, d or a infinite) or a·r overflowed to ±inf (then the
+        residual is ∓inf, and the step would add inf - inf), a·r is already IEEE's quotient. A subnormal d,
+        whose reciprocal overflows, gives inf or NaN where NumPy's quotient is finite."""
         em, key, el = self.em, ("reciprocal", op.operands[1]), element_type(op.result.type)
         if key not in self.root.memo:  # per row: hoisted out of the chunk loop
             with em.inside(self.root.block):
@@ -362,7 +363,9 @@ class RegionEmitter:
         shape = shape_of(q.type)
         d, r, a = (em.to_shape(v, shape) for v in (d, r, self.operand(op, 0, scope)))
         residual = em.emit(tt.FmaOp(em.emit(tt.NegOp(q)), d, a))
-        return em.select(em.cmp("ne", residual, residual), q, em.emit(tt.FmaOp(residual, r, q)))
+        undefined = em.cmp("ne", residual, residual)
+        kept = em.binary(tt.OrOp, undefined, em.cmp("eq", em.emit(tt.AbsOp(q)), em.const(float("inf"), f32)))
+        return em.select(kept, q, em.emit(tt.FmaOp(residual, r, q)))
 
 
     def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
