@@ -9,7 +9,8 @@ if [ -d .whl ]; then
 fi
 export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
 # Tuning results of an earlier call (scripts/gpu-run.sh save-tuning, carried back as .gpu/tuning.tar.gz): a
-# fresh machine then skips the seconds each matmul, row and attention shape class costs to measure.
+# fresh machine then skips the seconds each matmul, row and attention shape class costs to measure (records
+# are keyed by a hash of tinyton's sources: they serve a call on the same commit only).
 if [ -f .gpu/tuning.tar.gz ]; then
     mkdir -p "$TINYTON_CACHE_DIR" && tar -xzf .gpu/tuning.tar.gz -C "$TINYTON_CACHE_DIR"
 fi
