@@ -193,18 +193,19 @@ def _scaled(fn: Unary, factor: float, before: bool) -> Unary:
     return apply
 
 
-def exp2_nan_kept(ctx: KernelContext, x: SSAValue) -> SSAValue:
-    """2**x by `ex2.approx`, with NaN passed through by a select: ptxas takes ex2's result to be >= 0 and
-    folds `exp(x) > -1` to true even where x is NaN (found by the fuzzer on an H100); the select keeps it
-    from knowing the sign."""
-    return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, ctx.value(llvm.FExp2Op(x)))
+def _nan_kept(fn: Unary) -> Unary:
+    """`fn(x)` with NaN passed through by a select: ptxas takes the results of `ex2.approx` and `abs.f32` to be
+    ordered and non-negative, and folded `exp(x) > -1` (H100, fuzz seed 20261123 case 9171) and `abs(exp(x)) >=
+    -1` (H200, seed 20261202 case 4651, fused only) to true where x was NaN; the select hides what it knows."""
+
+    def apply(ctx: KernelContext, x: SSAValue) -> SSAValue:
+        return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, fn(ctx, x))
+
+    return apply
 
 
-def fabs_nan_kept(ctx: KernelContext, x: SSAValue) -> SSAValue:
-    """|x| with NaN passed through by a select, for the same reason as `exp2_nan_kept`: `abs(exp(x)) >= -1`
-    was true on an H200 where x was NaN (fuzz seed 20261202 case 4651; the same program unfused, with the
-    comparison in another kernel, was right)."""
-    return ctx.select(ctx.value(llvm.FCmpOp(x, x, "uno")), x, ctx.value(llvm.FAbsOp(x, x.type)))
+exp2_nan_kept = _nan_kept(lambda ctx, x: ctx.value(llvm.FExp2Op(x)))
+"""2**x by `ex2.approx`, NaN kept."""
 
 
 def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
@@ -217,7 +218,7 @@ def _int_abs(ctx: KernelContext, x: SSAValue) -> SSAValue:
 
 UNARY: dict[type[Operation], tuple[Unary | None, Unary]] = {
     tt.NegOp: (lambda ctx, x: ctx.int_op("sub", ctx.const(0, x.type), x), lambda ctx, x: ctx.value(llvm.FNegOp(x))),
-    tt.AbsOp: (_int_abs, fabs_nan_kept),
+    tt.AbsOp: (_int_abs, _nan_kept(lambda ctx, x: ctx.value(llvm.FAbsOp(x, x.type)))),
     # llvm.exp has no NVPTX lowering (llc aborts); exp2 becomes ex2.approx.f32.
     tt.ExpOp: (None, _scaled(exp2_nan_kept, log2(2.718281828459045), before=True)),
     tt.LogOp: (None, _scaled(_intrinsic("llvm.nvvm.lg2.approx.f"), log(2.0), before=False)),
