@@ -43,8 +43,7 @@ weights (2 MiB: a Llama-3.2-1B key projection), and its tile decides how close t
 
 def worth_tuning(p: MatmulProblem) -> bool:
     """Whether `p` takes long enough on a GPU, by its FLOPs or by the bytes of its operands, to be measured."""
-    itemsize = max(1, dtype_of(p.dtype).primitive_bitwidth // 8)
-    flops, operand_bytes = 2 * p.batch * p.m * p.n * p.k, p.batch * (p.m + p.n) * p.k * itemsize
+    flops, operand_bytes = 2 * p.batch * p.m * p.n * p.k, p.batch * (p.m + p.n) * p.k * p.itemsize
     return flops >= TUNE_MIN_FLOPS or operand_bytes >= TUNE_MIN_BYTES
 
 

@@ -60,14 +60,13 @@ def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf)
         for v in op.operands:
             if v in env:
                 args.append(env[v])
+            elif _in_memory(rg, v):
+                env[v] = leaf(v)
+                args.append(env[v])
             elif is_scalar_constant(v):
                 args.append(em.const(v.op.value.value.data, v.type))
-            elif rg.root.get(v) is not None:
-                args.append(rg.root.get(v))
             else:
-                if v not in env:
-                    env[v] = leaf(v)
-                args.append(env[v])
+                args.append(rg.root.get(v))
         # a reshape of size-1 dims changes no tile: the maps (`dom.k_maps`) placed its operands
         env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
 
@@ -109,16 +108,16 @@ def _k_tiles(rg, k0: SSAValue, bounded: bool = False) -> tuple[SSAValue | None, 
     return k_mask, load
 
 
+def _in_memory(rg, v: SSAValue) -> bool:
+    """Whether an operand of a K-tile computation is an array read a tile at a time: neither a scalar constant
+    nor a per-row value of the program scope."""
+    return not is_scalar_constant(v) and rg.root.get(v) is None
+
+
 def _prologue_leaves(rg, ops: Sequence[Operation]) -> list[SSAValue]:
     """The arrays in memory that `_evaluate` loads a K tile of for `ops` (in its order, once each)."""
-    produced: set[SSAValue] = set()
-    leaves: list[SSAValue] = []
-    for op in ops:
-        for v in op.operands:
-            if v not in produced and v not in leaves and not is_scalar_constant(v) and rg.root.get(v) is None:
-                leaves.append(v)
-        produced.update(op.results)
-    return leaves
+    produced = {r for op in ops for r in op.results}
+    return list(dict.fromkeys(v for op in ops for v in op.operands if v not in produced and _in_memory(rg, v)))
 
 
 def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:
@@ -190,7 +189,10 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
 
 
 def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False) -> list[SSAValue]:
-    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K)."""
+    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K); none, and no
+    index arithmetic, for a plain left operand."""
+    if not leaves:
+        return []
     load = _k_tiles(rg, k0, bounded)[1]
     return [load(v) for v in leaves]
 

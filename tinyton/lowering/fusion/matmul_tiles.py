@@ -56,6 +56,11 @@ class MatmulProblem:
         return MatmulProblem(prod(batch), m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
                              fusion if timeable else None)
 
+    @property
+    def itemsize(self) -> int:
+        """Bytes of one operand element."""
+        return max(1, dtype_of(self.dtype).primitive_bitwidth // 8)
+
     def shape_class(self) -> tuple[int, ...]:
         """Power-of-two buckets of (batch, m, n, k): problems in one class share a tuned configuration."""
         return tuple(next_power_of_2(max(1, d)) for d in (self.batch, self.m, self.n, self.k))
@@ -123,8 +128,7 @@ operands of SwiGLU's two dots at that tile 320 KiB)."""
 
 def stage_bytes(p: MatmulProblem, t: MatmulTiles) -> int:
     """Shared memory of `t`'s pipelined K steps on `p`: `num_stages` x (left tile + a right tile per dot)."""
-    itemsize = max(1, dtype_of(p.dtype).primitive_bitwidth // 8)
-    return t.num_stages * (t.block_m + p.dots * t.block_n) * t.block_k * itemsize
+    return t.num_stages * (t.block_m + p.dots * t.block_n) * t.block_k * p.itemsize
 
 
 ACC_REGISTERS = 128
