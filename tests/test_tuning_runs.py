@@ -190,3 +190,26 @@ def test_swiglu_candidates_on_wgmma_do_not_spill():
         ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
         usage = register_usage(ptx, "sm_90a")
         assert "wgmma.mma_async" in ptx and usage is not None and usage[1] == 0, (t, usage)
+
+
+@tt.jit
+def cache_write(x, w, cache, pos):
+    cache[:, pos] = x @ w
+    return cache
+
+
+def test_every_argument_of_a_split_region_is_a_sample(device, monkeypatch):
+    """A region writing at `pos` into a cache is re-fused as a program that first copies the cache: the
+    matmul kernel, not the first one, reads `pos`. Every program argument is made from a sample (zeros for
+    `pos`), none left uninitialised (a garbage position tripped the H200's bounds check in Llama decode)."""
+    made, launched, _ = device
+    sampled: list[np.ndarray] = []
+    to_device = tuning_runs.arrays.to_device
+    monkeypatch.setattr(tuning_runs.arrays, "to_device", lambda x: sampled.append(x) or to_device(x))
+    x, w = np.zeros((1, 64), np.float32), np.zeros((64, 512), np.float32)
+    cache, pos = np.zeros((1, 1024, 512), np.float32), np.zeros(1, np.int32)
+    (problem,) = matmul_problems(cache_write, x, w, cache, pos)
+    assert matmul_tuning._timer(problem, default_tiles(problem))() == 0.25
+    assert len(launched) > 1, "the cache copy, then the matmul writing its row"
+    assert sorted(s.shape for s in sampled) == [(1,), (1, 64), (1, 1024, 512), (64, 512)]
+    assert not next(s for s in sampled if s.dtype == np.int32).any()
