@@ -123,7 +123,10 @@ def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):
 def test_greedy_sampler_is_first_argmax_over_chunks():
     logits = np.random.default_rng(0).standard_normal((3, 2500)).astype(np.float32)
     logits[1, 2100] = logits[1, 1500] = 9.0  # a tie across chunks: the first wins
+    logits[2, 1124] = logits[2, 100] = 9.0  # ... in one lane of two chunks
     np.testing.assert_array_equal(_draw(logits), logits.argmax(-1))
+    none = np.full((1, 2500), -np.inf, np.float32)
+    np.testing.assert_array_equal(_draw(none), [0])
 
 
 def test_top_k_top_p_draws_stay_in_the_nucleus():

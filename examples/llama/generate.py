@@ -33,7 +33,8 @@ from weights import BF16, Weights, load_checkpoint, random_weights
 import tinyton as tt
 from tinyton.runtime import driver
 
-SAMPLE_BLOCK = 1024
+SAMPLE_BLOCK, SAMPLE_WARPS = 4096, 8
+"""The sampler's chunk of the logits row and its warps: 16 lanes a thread, 32 chunks of a 128k vocabulary."""
 
 
 def _on_device(x):
@@ -84,7 +85,8 @@ class TinytonEngine:
         s = self.sampling
         sample_kernel[(self.batch,)](
             logits, self.token, self.out, self.pos, s.seed, 1.0 / max(s.temperature, 1e-6), s.top_k, s.top_p,
-            self.cfg.vocab_size, self.context, GREEDY=s.temperature == 0, BLOCK=SAMPLE_BLOCK)  # fmt: skip
+            self.cfg.vocab_size, self.context, GREEDY=s.temperature == 0, BLOCK=SAMPLE_BLOCK,
+            num_warps=SAMPLE_WARPS)  # fmt: skip
         advance_kernel[(1,)](self.pos)
 
     def _step(self) -> None:
