@@ -157,10 +157,12 @@ SMALL = config.Config(vocab_size=1000, hidden_size=256, num_hidden_layers=2, num
 
 
 @pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("tiles", tiles_module.SKINNY_CANDIDATES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}")
+@pytest.mark.parametrize("tiles", [*tiles_module.SKINNY_CANDIDATES, *tiles_module.GEMV_CANDIDATES],
+                         ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}")
 def test_greedy_tokens_on_skinny_tiles(monkeypatch, backend, tiles):
-    """Every decode projection on each skinny tile (where it is a candidate): the transposed weight tiles of
-    the RoPE regions, the normed operand loaded a K step ahead, grouped heads packed: the reference's ids."""
+    """Every decode projection on each skinny tile and GEMV form (where it is a candidate): the transposed
+    weight tiles of the RoPE regions, the normed operand loaded a K step ahead, grouped heads packed: the
+    reference's ids."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     monkeypatch.setattr(program_module, "matmul_tiles", lambda p: tiles.fit(p) if tiles.fit(p) in
                         tiles_module.candidates(p) else tiles_module.default_tiles(p))

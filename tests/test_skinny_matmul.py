@@ -12,6 +12,9 @@ from tinyton.compiler import compile_module, matmul_tuning, program
 from tinyton.dtypes import BF16
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import (
+    accumulator_registers,
+    GEMV_CANDIDATES,
+    GEMV_ACC_REGISTERS,
     SKINNY_CANDIDATES,
     SKINNY_SHARED,
     MatmulProblem,
@@ -84,3 +87,44 @@ def test_decode_shapes_are_tuned_over_skinny_tiles():
     swiglu = MatmulProblem(1, 1, 8192, 2048, "float32", dots=2)
     assert all(stage_bytes(swiglu, t) <= SKINNY_SHARED for t in candidates(swiglu) if t.num_stages == 4)
     assert MatmulTiles(16, 32, 256, 2, 4) not in candidates(swiglu), "320 KiB of stages"
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("tiles", GEMV_CANDIDATES, ids=lambda t: f"gemv{t.block_n}x{t.block_k}w{t.num_warps}")
+def test_gemv_form_computes_one_row_products(monkeypatch, backend, tiles):
+    """The GEMV form (one row, CUDA-core lanes, tiles loaded a K step ahead) on the normed projection and on
+    `x @ w` with a K-major and an N-major `w`, none of whose blocks divides the problem (300 x 1000)."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+    args = _inputs(1, 300, 1000)
+    fresh = tt.jit(lambda *a: _normed_projection(*a))
+    assert fresh.compile(*args).steps[0].grid == (-(-300 // tiles.block_n), 1, 1)
+    np.testing.assert_allclose(np.asarray(fresh(*args)), _reference(*args), rtol=2e-2, atol=2e-2)
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((1, 1000)).astype(F32), rng.standard_normal((1000, 300)).astype(F32)
+    for b in (w, np.ascontiguousarray(w.T).T):  # N-major and K-major
+        got = tt.jit(lambda x, w: tt.tanh(x @ w))(x, b)
+        np.testing.assert_allclose(np.asarray(got), np.tanh(x @ w), rtol=1e-4, atol=1e-4)
+
+
+def test_gemv_form_is_a_candidate_of_one_row_only():
+    one, few = MatmulProblem(1, 1, 2048, 2048, "bfloat16"), MatmulProblem(1, 8, 2048, 2048, "bfloat16")
+    assert {t.fit(one) for t in GEMV_CANDIDATES} <= set(candidates(one))
+    assert not any(t.gemv for t in candidates(few)), "rows of a batch take tensor-core tiles"
+    swiglu = MatmulProblem(1, 1, 8192, 2048, "bfloat16", dots=2, fingerprint="swiglu")
+    assert all(accumulator_registers(swiglu, t) <= GEMV_ACC_REGISTERS for t in candidates(swiglu) if t.gemv)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_gemv_form_compiles_without_spills():
+    """ptxas -v (sm_90a) on the 4096 x 4096 decode projection in each GEMV form: no spills, no dot, and the
+    weights read by 16-byte vector loads."""
+    args = _inputs(1, 4096, 4096)
+    graph = tt.jit(_normed_projection).compile(*args).graph
+    for t in GEMV_CANDIDATES:
+        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda p, t=t: t.fit(p))
+        kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
+        ptx = kernel.asm["ptx"]
+        usage = register_usage(ptx, "sm_90a")
+        assert usage is not None and usage[1] == 0, (t, usage)
+        assert "mma" not in ptx and "ld.global.v4" in ptx, t

@@ -202,7 +202,12 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type. The
     reductions `stats` of `op.lhs` are computed in the same loop, into the program scope's memo. A computed
     left operand is evaluated per K tile by its `prologue` ops (program order), whose per-row operands are
-    already in the program scope."""
+    already in the program scope.
+
+    A one-row tile (BM = 1: a decode step's `x @ w.T`, picked by the tuner) is the GEMV form: the products
+    of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores,
+    reduced over K once after the loop, and both tiles are loaded one K step ahead: no tensor-core tile of
+    16 rows, so BN may be 4 and a 512-wide key projection still has a program for every SM."""
     em, dom = rg.em, rg.dom
     n = len(dom.shape)
     b_view = dom.view(op.rhs)
@@ -211,6 +216,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     bk = rg.geom.notes["BK"]
     m_src, n_src = rg.geom.source_of(n - 2), rg.geom.source_of(n - 1)
     bm, bn = m_src.block, n_src.block
+    gemv = bm == 1
     el, el_b = element_type(op.lhs.type), element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
     imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
     computed = bool(prologue)
@@ -222,7 +228,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
     # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
     # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
-    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain else None
+    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain and not gemv else None
     b_kmajor = b_desc is None and b_k == 1
     b_shape = (bn, bk) if b_kmajor else (bk, bn)
     oriented = (lambda v: _transposed(em, v)) if b_kmajor else (lambda v: v)
@@ -234,42 +240,70 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     ka = em.arange(bk, 2, 1)
     kb = ka if b_kmajor else em.arange(bk, 2, 0)
     zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, b_shape)
-    acc0 = em.const(0.0, accumulator_element(el), (bm, bn))  # f32, or f64 for f64 operands
+    acc_el = accumulator_element(el)  # f32, or f64 for f64 operands
+    acc0 = em.const(0.0, acc_el, b_shape if gemv else (bm, bn))
     precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
-    a_desc = None if stats or computed else _descriptor(rg, a_view, n - 2, n - 2, False)
+    a_desc = None if stats or computed or gemv else _descriptor(rg, a_view, n - 2, n - 2, False)
 
-    # a computed left operand's K tiles are loaded one iteration ahead, carried in registers: their latency
-    # overlaps a K step instead of stalling each one (the pipeliner stages only loads that feed a dot)
-    leaves = _prologue_leaves(rg, prologue) if computed else []
-    tiles0 = _tiles_at(rg, leaves, em.i32(0))
-
-    def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
+    def masks_at(k0: SSAValue, bounded: bool) -> tuple[SSAValue, SSAValue, list[SSAValue | None]]:
+        """The K indices of A's and B's tiles at `k0` and their masks (`bounded`: `k0` may be past K)."""
         kka = em.add(k0, ka)
         kkb = kka if b_kmajor else em.add(k0, kb)
         masks = []
         for kk, lanes, shape in ((kka, m_src.mask, (bm, bk)), (kkb, b_lanes, b_shape)):
-            m = em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk else None, lanes)
+            m = em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk or bounded else None, lanes)
             masks.append(em.to_shape(m, shape) if m is not None else None)
+        return kka, kkb, masks
+
+    def plain_a(kka: SSAValue, mask: SSAValue | None) -> SSAValue:
+        return _masked_load(em, em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k)))), mask, zero_a)
+
+    def stored_b(kkb: SSAValue, mask: SSAValue | None) -> SSAValue:
+        """B's tile as stored (`[BN, BK]` when K-major)."""
+        return _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), mask, zero_b)
+
+    def ahead(k0: SSAValue) -> list[SSAValue]:
+        """The GEMV form's tiles of the K step at `k0`, loaded a step before they are used."""
+        kka, kkb, masks = masks_at(k0, bounded=True)
+        return [*([] if computed else [plain_a(kka, masks[0])]), stored_b(kkb, masks[1])]
+
+    # a computed left operand's K tiles are loaded one iteration ahead, carried in registers: their latency
+    # overlaps a K step instead of stalling each one (the pipeliner stages only loads that feed a dot)
+    leaves = _prologue_leaves(rg, prologue) if computed else []
+    tiles0 = _tiles_at(rg, leaves, em.i32(0)) + (ahead(em.i32(0)) if gemv else [])
+
+    def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
+        loaded = carried[1 + len(stats) :]
+        if gemv:
+            next_tiles += ahead(em.add(k0, em.i32(bk)))
+            loaded, (*a_now, b) = loaded[: len(leaves)], loaded[len(leaves) :]
+        kka, kkb, masks = masks_at(k0, bounded=False)
         if computed:
             k_mask, load = _k_tiles(rg, k0)
-            env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[1 + len(stats) :]))
+            env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
             _evaluate(rg, prologue, env, load)
             a = em.to_shape(env[op.lhs], (bm, bk))
             if k_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
                 a = em.select(em.to_shape(k_mask, (bm, bk)), a, zero_a)
+        elif gemv:
+            a = a_now[0]
         elif a_desc is None:
-            a = _masked_load(em, em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k)))), masks[0], zero_a)
+            a = plain_a(kka, masks[0])
         else:
             a = _descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
-        if b_desc is None:
-            b = _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), masks[1], zero_b)
-            b = em.emit(tt.TransOp(b, (1, 0))) if b_kmajor else b
+        if gemv:
+            row = em.cast(a, acc_el) if b_kmajor else _transposed(em, em.cast(a, acc_el))
+            out = [em.binary(tt.AddOp, carried[0], em.binary(tt.MulOp, row, em.cast(b, acc_el)))]
         else:
-            b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
-        out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
+            if b_desc is None:
+                b = stored_b(kkb, masks[1])
+                b = em.emit(tt.TransOp(b, (1, 0))) if b_kmajor else b
+            else:
+                b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
+            out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
         for (red, chain), part in zip(stats, carried[1:]):
             env = {op.lhs: a}
             _evaluate(rg, chain, env, lambda v: a)
@@ -277,9 +311,12 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return [*out, *next_tiles]
 
-    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0, *tiles0], body, rg.geom.notes["STAGES"])[: 1 + len(stats)]
+    stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
+    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0, *tiles0], body, stages)[: 1 + len(stats)]
     for (red, _), part in zip(stats, partials):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
+    if gemv:  # the lanes' sums over K, as the `[1, BN]` row
+        acc = em.expand(em.emit(tt.ReduceSumOp(acc, 1 if b_kmajor else 0)), 0)
     return em.cast(acc, element_type(op.result.type))
 
 

@@ -69,7 +69,8 @@ class MatmulProblem:
 @dataclass(frozen=True)
 class MatmulTiles:
     """Output tile `[block_m, block_n]`, K step `block_k`, the warps of a program, and the K tiles in flight
-    (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through)."""
+    (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through). `block_m` 1 is the
+    GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile."""
 
     block_m: int
     block_n: int
@@ -80,11 +81,18 @@ class MatmulTiles:
     def fit(self, p: MatmulProblem) -> MatmulTiles:
         """The same configuration with no block larger than the problem needs (and none below DOT_MIN)."""
 
+        least = 1 if self.gemv and p.m == 1 else DOT_MIN
+
         def clamp(block: int, extent: int) -> int:
-            return max(DOT_MIN, min(block, next_power_of_2(extent)))
+            return max(least, min(block, next_power_of_2(extent)))
 
         bm, bn, bk = clamp(self.block_m, p.m), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
-        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, bm * bn // 256)), self.num_stages)
+        lanes = bn * bk if bm == 1 else bm * bn
+        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // 256)), self.num_stages)
+
+    @property
+    def gemv(self) -> bool:
+        return self.block_m == 1
 
 
 TileChooser = Callable[[MatmulProblem], MatmulTiles]
@@ -119,6 +127,17 @@ are bound by memory: narrow tiles, so that there are programs for every SM, and 
 so that each keeps enough bytes in flight to stream at the copy bandwidth. None has fewer than 2 warps once
 fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of ~400 KB of PTX."""
 
+GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(1, 4, 1024, 4),
+    MatmulTiles(1, 8, 512, 4),
+    MatmulTiles(1, 4, 2048, 8),
+    MatmulTiles(1, 16, 256, 4),
+    MatmulTiles(1, 4, 512, 4),
+)
+"""Added for one-row problems (batch-1 decode): the GEMV form, 4 to 16 columns a program, so that even a
+512-wide projection has 128 programs, each streaming `[BN, BK]` tiles of 4 KiB to 16 KiB one K step ahead
+(the smallest for regions of three or four dots: Llama's query and key/value projections with RoPE)."""
+
 SKINNY_SHARED = 192 * 1024
 """Most shared memory a skinny candidate's stages may take (each stage: the left tile and one right tile per
 sibling dot), so that a left operand staged for the dot and the epilogue still fit in an H100's 227 KiB
@@ -144,9 +163,16 @@ warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills; at 64, 70 to
 (tests/test_fp8_matmul.py checks the candidates)."""
 
 
+GEMV_ACC_REGISTERS = 64
+"""Most partial-sum registers per thread of a GEMV candidate over all its dots: Llama's key/value region has
+four (k, its two rotated halves, v), each lane's tiles loaded ahead take as many again."""
+
+
 def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
-    """f32 accumulator registers per thread of a program of `p` tiled by `t`."""
-    return p.dots * t.block_m * t.block_n // (32 * t.num_warps)
+    """f32 accumulator registers per thread of a program of `p` tiled by `t` (the GEMV form's lanes hold a
+    `[BN, BK]` tile of partial sums)."""
+    lanes = t.block_n * t.block_k if t.gemv else t.block_m * t.block_n
+    return p.dots * lanes // (32 * t.num_warps)
 
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
@@ -154,7 +180,9 @@ def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     accumulators would spill (the smallest if all would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if stage_bytes(p, t) <= SKINNY_SHARED]
-    tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny]))
+    gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
+    gemv = [t for t in gemv if accumulator_registers(p, t) <= GEMV_ACC_REGISTERS]
+    tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny, *gemv]))
     budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
     fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
