@@ -6,7 +6,7 @@ attention of the problem's exact shape (the same launches the program makes: one
 combine when the KV loop is split) and keeps the fastest in the disk cache. For decoding the candidates
 include the number of KV chunks (flash-decoding's split), so the split is measured too (the class then
 also counts batch x heads). Without a GPU (or with `TINYTON_TUNE=0`), for 32-bit
-inputs (one candidate) and below `TUNE_MIN_FLOPS`, the lowering's default is used.
+inputs (one candidate) and below `TUNE_MIN_FLOPS` and `TUNE_MIN_BYTES`, the lowering's default is used.
 """
 
 from __future__ import annotations
@@ -33,11 +33,22 @@ TUNE_MIN_FLOPS = 1 << 26
 microseconds of work, against seconds to compile and time the candidates. A decode step over a
 4096-key cache for 8 x 32 heads (2^29) is tuned."""
 
+TUNE_MIN_BYTES = 1 << 20
+"""...or reading at least this many bytes of keys and values: decoding does few FLOPs over a cache it must
+stream (Llama-3.2-1B's 8 key/value heads at 1024 positions: 2 MiB a layer), and its KV split decides how
+close to the copy bandwidth that gets."""
+
+
+def worth_tuning(p: AttentionProblem) -> bool:
+    """Whether `p` takes long enough on a GPU, by its FLOPs or by its key and value bytes, to be measured."""
+    kv_bytes = p.batch * p.s_kv * (p.d + p.d_v) * p.element_bytes
+    return 4 * p.batch * p.s_q * p.s_kv * p.d >= TUNE_MIN_FLOPS or kv_bytes >= TUNE_MIN_BYTES
+
 
 def attention_blocks(problem: AttentionProblem) -> Blocks:
     """The blocks for `problem`: tuned on this GPU, or the default without one or for a small problem."""
     p = problem
-    if not tuning_enabled() or 4 * p.batch * p.s_q * p.s_kv * p.d < TUNE_MIN_FLOPS:
+    if not tuning_enabled() or not worth_tuning(p):
         return default_blocks(p)
     device = driver.device()
     options = candidates(p, device.sm_count)
