@@ -58,18 +58,18 @@ def median_ms(fn: Callable[[], object], *, warmup_ms: int = 50, rep_ms: int = 30
 
 
 def back_to_back_ms(fn: Callable[[], object], repeats: int, *, warmup: bool = True) -> float:
-    """Mean device time of `repeats` calls of `fn` in a row (CUDA events around them, no L2 flush between): for
-    steps that must run in order, such as decode steps moving their position on, or CUDA-graph replays."""
+    """Mean time of `repeats` calls of `fn` in a row (no L2 flush between), for steps that must run in order,
+    such as decode steps moving their position on, or CUDA-graph replays: wall time between two device-wide
+    synchronisations, so work on any stream counts (a tinyton graph replays on its own non-blocking stream,
+    which CUDA events on torch's stream do not wait for: they timed the H200's Llama decode at 4 µs a step)."""
     if warmup:
         fn()
-        torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
     for _ in range(repeats):
         fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / repeats
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3 / repeats
 
 
 def host_us_per_call(fn: Callable[[], object], calls: int = 10_000, rounds: int = 5) -> float:
