@@ -23,6 +23,7 @@ from tinyton.analysis.domain import View
 from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.region import COMBINE, accumulator_element, inside_bounds, reduction_kind
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
@@ -71,10 +72,12 @@ def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf)
         env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
 
 
-def _k_tiles(rg, k0: SSAValue, bounded: bool = False) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:
+def _k_tiles(rg, k0: SSAValue, bounded: bool = False,
+             bk: int | None = None) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:  # fmt: skip
     """The mask of the K chunk at `k0` (None: K divides, unless `bounded`: a chunk that may start past K) and a
-    loader of the `[BM or 1, BK or 1]` tile of an array in memory read in the K loop (its map: `rg.dom.k_maps`)."""
-    em, n, bk = rg.em, len(rg.dom.shape), rg.geom.notes["BK"]
+    loader of the `[BM or 1, BK or 1]` tile of an array in memory read in the K loop (its map: `rg.dom.k_maps`;
+    `bk`: a K step other than the product's)."""
+    em, n, bk = rg.em, len(rg.dom.shape), bk or rg.geom.notes["BK"]
     m_src = rg.geom.source_of(n - 2)
     K = shape_of(rg.dom.matmul.lhs.type)[-1]
     kk = em.add(k0, em.arange(bk, 2, 1))
@@ -160,6 +163,11 @@ def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
     return em.cast(row, element_type(red.result.type))
 
 
+ROW_STATISTICS_STEP = 4096
+"""The K step of a one-row product's statistics loop: a decode step's 2048- or 4096-wide row in one step (at
+the product's 512, its RMSNorm waited on four dependent loads before the weights' first)."""
+
+
 def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     """A loop over K before the products' computing `stats` (read by a left operand's prologue), into the
     program scope's memo; its tiles are loaded one K step ahead, as the product's loop loads its prologue's."""
@@ -167,13 +175,15 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
     m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
     bm = m_src.block
+    if bm == 1:
+        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP))
     init = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _, _ in stats]
     chains = [o for _, _, chain in stats for o in chain]
     leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *_prologue_leaves(rg, chains)]))
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
-        k_mask, load = _k_tiles(rg, k0)
+        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True, bk=bk)
+        k_mask, load = _k_tiles(rg, k0, bk=bk)
         env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[len(stats) :]))
         out = []
         for (red, _, chain), part in zip(stats, carried):
@@ -183,17 +193,18 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
             out.append(em.binary(COMBINE[reduction_kind(red)], part, _masked_identity(em, red, value, mask)))
         return [*out, *next_tiles]
 
-    results = em.for_loop(0, K, bk, [*init, *_tiles_at(rg, leaves, em.i32(0))], body)
+    results = em.for_loop(0, K, bk, [*init, *_tiles_at(rg, leaves, em.i32(0), bk=bk)], body)
     for (red, _, _), acc in zip(stats, results):
         rg.root.memo[red.result] = _finish_row(rg, red, acc, K)
 
 
-def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False) -> list[SSAValue]:
+def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False,
+              bk: int | None = None) -> list[SSAValue]:  # fmt: skip
     """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K); none, and no
     index arithmetic, for a plain left operand."""
     if not leaves:
         return []
-    load = _k_tiles(rg, k0, bounded)[1]
+    load = _k_tiles(rg, k0, bounded, bk)[1]
     return [load(v) for v in leaves]
 
 
