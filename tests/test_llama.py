@@ -25,7 +25,7 @@ NumpyEngine, Sampling, TinytonEngine, main, random_prompt = (
     generate.NumpyEngine, generate.Sampling, generate.TinytonEngine, generate.main, generate.random_prompt)
 NumpyOps, decode, prefill, rope_frequencies, rope_tables = (
     model.NumpyOps, model.decode, model.prefill, model.rope_frequencies, model.rope_tables)
-sample_kernel, sample_numpy = sampler.sample_kernel, sampler.sample_numpy
+draw, greedy_chunks, sample_numpy = sampler.draw, sampler.greedy_chunks, sampler.sample_numpy
 BF16, CheckpointError, load_checkpoint, random_weights, save_checkpoint = (
     weights.BF16, weights.CheckpointError, weights.load_checkpoint, weights.random_weights, weights.save_checkpoint)
 
@@ -114,18 +114,20 @@ def test_numpy_decode_continues_prefill():
 def _draw(logits, temperature=0.0, top_k=0, top_p=1.0, pos=4):
     b, v = logits.shape
     token, out = np.zeros(b, np.int32), np.zeros((b, pos + 2), np.int32)
-    sample_kernel[(b,)](logits, token, out, np.array([pos], np.int32), 7, 1.0 / max(temperature, 1e-6), top_k,
-                        top_p, v, pos + 2, GREEDY=temperature == 0, BLOCK=1024)  # fmt: skip
+    best, at = np.zeros((b, greedy_chunks(v)), np.float32), np.zeros((b, greedy_chunks(v)), np.int32)
+    draw(logits, token, out, np.array([pos], np.int32), best, at, Sampling(temperature, top_k, top_p, seed=7), v,
+         pos + 2)  # fmt: skip
     assert np.array_equal(out[:, pos + 1], token)
     return token
 
 
 def test_greedy_sampler_is_first_argmax_over_chunks():
-    logits = np.random.default_rng(0).standard_normal((3, 2500)).astype(np.float32)
-    logits[1, 2100] = logits[1, 1500] = 9.0  # a tie across chunks: the first wins
-    logits[2, 1124] = logits[2, 100] = 9.0  # ... in one lane of two chunks
+    logits = np.random.default_rng(0).standard_normal((4, 5000)).astype(np.float32)
+    logits[1, 4500] = logits[1, 2100] = 9.0  # a tie across chunks: the first wins
+    logits[2, 1124] = logits[2, 100] = 9.0  # ... inside one chunk
+    logits[3, 4999] = 9.0  # the last entry of the last, partial chunk
     np.testing.assert_array_equal(_draw(logits), logits.argmax(-1))
-    none = np.full((1, 2500), -np.inf, np.float32)
+    none = np.full((1, 5000), -np.inf, np.float32)
     np.testing.assert_array_equal(_draw(none), [0])
 
 
@@ -209,7 +211,8 @@ gate/up projections + SwiGLU; down projection + residual."""
 def test_decode_layer_is_six_kernels():
     assert _layer_kernels(TINY, 2, 16) == LAYER
     engine = TinytonEngine(random_weights(TINY), 2, 16, Sampling(), graph=False)
-    assert engine.launches_per_token == 6 * TINY.num_hidden_layers + 3 + 2  # embedding, RoPE tables, lm_head; sampler
+    assert engine.launches_per_token == 6 * TINY.num_hidden_layers + 3 + 3  # embedding, RoPE tables, lm_head; the
+    # greedy draw's two kernels and the advance
     fused = engine.program.asm["fused"]
     puts = [region for region in fused.split("tta.fusion")[1:] if "tta.put" in region]
     assert len(puts) == TINY.num_hidden_layers and all(region.count("tta.matmul") == 4 for region in puts)

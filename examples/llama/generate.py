@@ -27,15 +27,11 @@ from model import (
     prefill_program,
     rope_tables,
 )
-from sampler import advance_kernel, sample_kernel, sample_numpy
+from sampler import advance_kernel, draw, greedy_chunks, sample_numpy
 from weights import BF16, Weights, load_checkpoint, random_weights
 
 import tinyton as tt
 from tinyton.runtime import driver
-
-SAMPLE_BLOCK, SAMPLE_WARPS = 4096, 8
-"""The sampler's chunk of the logits row and its warps: 16 lanes a thread, 32 chunks of a 128k vocabulary."""
-
 
 def _on_device(x):
     """A NumPy array moved to the GPU (kept on the host for the simulator); device arrays and torch tensors
@@ -71,22 +67,20 @@ class TinytonEngine:
         self.token = _on_device(np.zeros(batch, np.int32))
         self.pos = _on_device(np.zeros(1, np.int32))
         self.out = _on_device(np.zeros((batch, context), np.int32))
+        chunks = greedy_chunks(cfg.vocab_size)
+        self.best, self.at = _on_device(np.zeros((batch, chunks), np.float32)), _on_device(np.zeros((batch, chunks), np.int32))
         self.decode_arrays = (self.token, self.pos, self.cos, self.sin, *self.weights, *self.kcache, *self.vcache)
         self.program = decode_program.compile(cfg, *self.decode_arrays)
         self.step = tt.graphed(self._step) if graph else self._step
 
     @property
     def launches_per_token(self) -> int:
-        """Kernels of one decode step: the program (which also writes the caches' new rows), the draw, the
-        advance."""
-        return self.program.num_launches + 2
+        """Kernels of one decode step: the program (which also writes the caches' new rows), the draw (two
+        kernels greedy, one sampled), the advance."""
+        return self.program.num_launches + (3 if self.sampling.temperature == 0 else 2)
 
     def _choose(self, logits) -> None:
-        s = self.sampling
-        sample_kernel[(self.batch,)](
-            logits, self.token, self.out, self.pos, s.seed, 1.0 / max(s.temperature, 1e-6), s.top_k, s.top_p,
-            self.cfg.vocab_size, self.context, GREEDY=s.temperature == 0, BLOCK=SAMPLE_BLOCK,
-            num_warps=SAMPLE_WARPS)  # fmt: skip
+        draw(logits, self.token, self.out, self.pos, self.best, self.at, self.sampling, self.cfg.vocab_size, self.context)
         advance_kernel[(1,)](self.pos)
 
     def _step(self) -> None:
