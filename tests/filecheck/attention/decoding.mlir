@@ -2,9 +2,9 @@
 // RUN: tinyton-opt %s -p 'tinyton-fuse,tinyton-fusion-to-kernels{sm_count=1}' | filecheck %s --check-prefix=BUSY
 
 // Flash-decoding: one query row per head, 2 heads, a 1000-key cache (16 key blocks of 64) on a GPU of 132
-// SMs (the nominal H100 without a GPU). Two programs would leave it idle, so the KV loop is split into 4
-// chunks of 256 keys: a partials kernel (grid z = chunk) stores each chunk's row max, sum and unnormalised
-// accumulator, then a combine kernel rescales and sums them. On a GPU of one SM the 2 programs are
+// SMs (the nominal H100 without a GPU). Two programs would leave it idle, so the KV loop is split into 8
+// chunks of 128 keys (two key blocks each, `CHUNK_MIN_BLOCKS`): a partials kernel (grid z = chunk) stores
+// each chunk's row max, sum and unnormalised accumulator, then a combine kernel rescales and sums them. On a GPU of one SM the 2 programs are
 // enough: one kernel.
 
 func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<2x1000x64xf32>) -> tensor<2x1x64xf32> {
@@ -22,7 +22,7 @@ func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<
 }
 
 // CHECK:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention_partials decode_0_attention_combine"}
-// CHECK-LABEL: builtin.module @decode_0_attention_partials attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 4>}
+// CHECK-LABEL: builtin.module @decode_0_attention_partials attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 8>}
 // CHECK-NEXT:    func.func @decode_0_attention_partials(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}})
 // CHECK:           %[[CHUNK:.+]] = tt.program_id 2 : i32
 // CHECK:           %[[LB:.+]] = tt.mul %[[CHUNK]], %{{.+}} : i32
