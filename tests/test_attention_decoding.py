@@ -115,6 +115,22 @@ def test_run_time_position_mask_splits_and_empty_chunks_add_nothing(pos):
     np.testing.assert_allclose(program(q, k, v, at), reference(q, k, v, 0.125, 0.0, keep), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("pos", [-1, 0, 63, 64, 250, 499, 700])
+def test_run_time_position_ends_the_kv_loop(pos):
+    """Unsplit (300 heads fill the GPU): the KV loop stops at the end of the key block holding `pos`, so a
+    cache longer than its filled part is not read past it; no key visible (pos -1) is NumPy's NaN row, a
+    position past the cache sees it all."""
+    rng = np.random.default_rng(pos + 1)
+    q, k, v = randn(rng, 300, 1, 64), randn(rng, 300, 500, 64), randn(rng, 300, 500, 64)
+    at = np.array([pos], np.int32)
+    program = position_attention.compile(q, k, v, at)
+    assert program.num_launches == 1
+    keep = np.broadcast_to(np.arange(500) <= pos, (1, 500))
+    with np.errstate(invalid="ignore"):
+        want = reference(q, k, v, 0.125, 0.0, keep)
+    np.testing.assert_allclose(program(q, k, v, at), want, rtol=1e-4, atol=1e-5)
+
+
 def test_enough_programs_or_short_caches_keep_one_kernel():
     rng = np.random.default_rng(10)
     q, k = randn(rng, 2, 1, 16), randn(rng, 2, 100, 16)  # 2 key blocks: nothing to share out

@@ -25,11 +25,13 @@ from math import prod
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.index_masks import (
+    Affine,
     Mask,
     causal_offset,
     index_mask,
     is_constant,
     is_minus_inf,
+    key_limit,
     mask_ops,
 )
 from tinyton.dialects import tta
@@ -199,12 +201,23 @@ class Attention:
     @property
     def causal_step(self) -> ScoreStep | None:
         """The step `where(keep, s, -inf)` whose index mask keeps exactly the keys `j <= i + c`."""
+        return next((step for step, mask in self._minus_inf_masks() if causal_offset(mask) is not None), None)
+
+    @property
+    def key_limit(self) -> Affine | None:
+        """The last key kept when a step `where(keep, s, -inf)` keeps the keys `j <= limit` of every query, the
+        limit computed from one-element inputs (a decode step's position: the KV loop stops there)."""
+        return next((key_limit(mask) for _, mask in self._minus_inf_masks() if key_limit(mask) is not None), None)
+
+    def _minus_inf_masks(self) -> list[tuple[ScoreStep, Mask]]:
+        """The steps `where(keep, s, -inf)` of an index mask `keep`, with it."""
+        found = []
         for step in self.steps:
             if isinstance(step.op, tta.WhereOp) and step.operand == 1 and is_minus_inf(step.op.false_value):
                 mask = index_mask(step.op.condition)
-                if mask is not None and causal_offset(mask) is not None:
-                    return step
-        return None
+                if mask is not None:
+                    found.append((step, mask))
+        return found
 
     @property
     def causal_offset(self) -> int | None:

@@ -292,6 +292,14 @@ def mask_ops(value: SSAValue) -> list[Operation]:
     return seen
 
 
+def key_limit(mask: Mask) -> Affine | None:
+    """The last key kept, an affine expression of one-element inputs, when the mask keeps exactly the keys
+    `j <= limit` whatever the query (a decode step's `arange(S) <= pos`); None otherwise."""
+    if not isinstance(mask, Compare) or mask.predicate != "ge" or dict(mask.lhs.coef) != {-1: -1}:
+        return None
+    return Affine((), mask.lhs.const, mask.lhs.scalars)  # in normal form: limit - j >= 0
+
+
 def causal_offset(mask: Mask) -> int | None:
     """`c` when the mask keeps exactly the keys `j <= i + c` of query `i` (a causal mask, shifted)."""
     if not isinstance(mask, Compare) or mask.lhs.scalars:

@@ -32,6 +32,7 @@ from xdsl.ir import SSAValue
 from tinyton.analysis.attention import Attention, QView, ScoreStep, Select
 from tinyton.analysis.domain import contiguous_strides
 from tinyton.analysis.index_masks import (
+    Affine,
     Logic,
     Mask,
     index_mask,
@@ -183,10 +184,10 @@ class _Program:
     def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
         """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the
         part of it inside this program's chunk of keys (empty when a causal end comes before it)."""
-        if self.split is None:
-            return 0, split, end
         em = self.em
         value = lambda v: v if isinstance(v, SSAValue) else em.i32(v)
+        if self.split is None:  # a key limit may end the loop before the unmasked blocks do
+            return 0, em.binary(tt.MinimumOp, value(split), end) if self.att.key_limit is not None else split, end
         lb = em.mul_int(em.emit(tt.ProgramIdOp(2)), self.split.chunk)
         end = em.binary(tt.MinimumOp, value(end), em.add(lb, em.i32(self.split.chunk)))
         split = em.binary(tt.MaximumOp, em.binary(tt.MinimumOp, value(split), end), lb)
@@ -239,14 +240,28 @@ class _Program:
 
     def _kv_end(self, start: SSAValue) -> int | SSAValue:
         """Where the KV loop stops: S_kv, or for a causal mask (keys j <= i + c) the last key the block's
-        last query sees, so blocks above the diagonal are never visited."""
-        c = self.att.causal_offset
-        if c is None:
+        last query sees, so blocks above the diagonal are never visited, or for a key limit (keys j <= pos,
+        a decode step's cache) the end of the block holding it, so the cache past the position is not read."""
+        c, limit = self.att.causal_offset, self.att.key_limit
+        if c is None and limit is None:
             return self.s_kv
         em = self.em
-        end = em.i32(self.s_q + c) if self.packed else em.add(start, em.i32(self.bm + c))
-        end = em.binary(tt.MinimumOp, end, em.i32(self.s_kv))
+        end = em.i32(self.s_kv)
+        if c is not None:
+            end = em.binary(tt.MinimumOp, em.i32(self.s_q + c) if self.packed else em.add(start, em.i32(self.bm + c)), end)
+        if limit is not None:
+            kept = em.binary(tt.MaximumOp, em.add(self._affine_value(limit), em.i32(1)), em.i32(0))
+            end = em.binary(tt.MinimumOp, em.mul_int(em.div_int(em.add(kept, em.i32(self.bn - 1)), self.bn), self.bn), end)
         return em.binary(tt.MaximumOp, end, em.i32(0))
+
+    def _affine_value(self, affine: Affine) -> SSAValue:
+        """An index expression's constant and one-element-input part (i32), the inputs read here."""
+        em = self.em
+        value: SSAValue = em.i32(affine.const)
+        for scalar, coef in affine.scalars:
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
+            value = em.add(value, em.mul_int(read, coef))
+        return value
 
     def _mask_tile(self, mask: Mask, rows: SSAValue, cols: SSAValue) -> SSAValue:
         """An index mask (tinyton/analysis/attention.py) on this block: a `[BM, BN]` (or broadcastable) i1 tile."""
@@ -254,10 +269,7 @@ class _Program:
         if isinstance(mask, Logic):
             a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
             return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
-        value: SSAValue = em.i32(mask.lhs.const)
-        for scalar, coef in mask.lhs.scalars:  # a one-element integer input, read once per block
-            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
-            value = em.add(value, em.mul_int(read, coef))
+        value = self._affine_value(mask.lhs)  # one-element integer inputs, read once per block
         for position, coef in mask.lhs.coef:
             value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
         return em.cmp(mask.predicate, value, em.i32(0))
