@@ -12,9 +12,9 @@ from tinyton.compiler import compile_module, matmul_tuning, program
 from tinyton.dtypes import BF16
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import (
-    accumulator_registers,
+    gemv_registers,
     GEMV_CANDIDATES,
-    GEMV_ACC_REGISTERS,
+    GEMV_REGISTERS,
     SKINNY_CANDIDATES,
     SKINNY_SHARED,
     MatmulProblem,
@@ -112,7 +112,10 @@ def test_gemv_form_is_a_candidate_of_one_row_only():
     assert {t.fit(one) for t in GEMV_CANDIDATES} <= set(candidates(one))
     assert not any(t.gemv for t in candidates(few)), "rows of a batch take tensor-core tiles"
     swiglu = MatmulProblem(1, 1, 8192, 2048, "bfloat16", dots=2, fingerprint="swiglu")
-    assert all(accumulator_registers(swiglu, t) <= GEMV_ACC_REGISTERS for t in candidates(swiglu) if t.gemv)
+    assert all(gemv_registers(swiglu, t) <= GEMV_REGISTERS for t in candidates(swiglu) if t.gemv)
+    kv = MatmulProblem(8, 1, 64, 2048, "bfloat16", dots=4, fingerprint="rope")  # k, its two halves, v
+    assert MatmulTiles(1, 4, 512, 4, 3) not in candidates(kv), "spilled 4 bytes (ptxas, sm_90a)"
+    assert MatmulTiles(1, 4, 256, 4, 4) in candidates(kv)
 
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")

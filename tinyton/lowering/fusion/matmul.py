@@ -217,8 +217,8 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
 
     A one-row tile (BM = 1: a decode step's `x @ w.T`, picked by the tuner) is the GEMV form: the products
     of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores,
-    reduced over K once after the loop, and both tiles are loaded one K step ahead: no tensor-core tile of
-    16 rows, so BN may be 4 and a 512-wide key projection still has a program for every SM."""
+    reduced over K once after the loop, and both tiles are loaded `num_stages - 1` K steps ahead: no
+    tensor-core tile of 16 rows, so BN may be 4 and a 512-wide key projection still has a program for every SM."""
     em, dom = rg.em, rg.dom
     n = len(dom.shape)
     b_view = dom.view(op.rhs)
@@ -276,20 +276,27 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         return _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), mask, zero_b)
 
     def ahead(k0: SSAValue) -> list[SSAValue]:
-        """The GEMV form's tiles of the K step at `k0`, loaded a step before they are used."""
+        """The GEMV form's tiles of A (plain) and B of the K step at `k0`, loaded before the step."""
         kka, kkb, masks = masks_at(k0, bounded=True)
         return [*([] if computed else [plain_a(kka, masks[0])]), stored_b(kkb, masks[1])]
 
-    # a computed left operand's K tiles are loaded one iteration ahead, carried in registers: their latency
-    # overlaps a K step instead of stalling each one (the pipeliner stages only loads that feed a dot)
+    # a computed left operand's K tiles (and the GEMV form's A and B tiles) are loaded `depth` K steps ahead,
+    # carried in registers: their latency overlaps K steps instead of stalling each one (the pipeliner stages
+    # only loads that feed a dot); the GEMV form keeps `num_stages - 1` steps in flight
     leaves = _prologue_leaves(rg, prologue) if computed else []
-    tiles0 = _tiles_at(rg, leaves, em.i32(0)) + (ahead(em.i32(0)) if gemv else [])
+    depth = max(1, rg.geom.notes["STAGES"] - 1) if gemv else 1
+
+    def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
+        return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0) if gemv else [])
+
+    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=i > 0)]
+    per_step = len(tiles0) // depth
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True)
-        loaded = carried[1 + len(stats) :]
+        ring = carried[1 + len(stats) :]
+        loaded, later = ring[:per_step], ring[per_step:]
+        next_tiles = [*later, *step_tiles(em.add(k0, em.i32(depth * bk)), bounded=True)]
         if gemv:
-            next_tiles += ahead(em.add(k0, em.i32(bk)))
             loaded, (*a_now, b) = loaded[: len(leaves)], loaded[len(leaves) :]
         kka, kkb, masks = masks_at(k0, bounded=False)
         if computed:

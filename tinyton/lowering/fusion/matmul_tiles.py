@@ -70,7 +70,8 @@ class MatmulProblem:
 class MatmulTiles:
     """Output tile `[block_m, block_n]`, K step `block_k`, the warps of a program, and the K tiles in flight
     (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through). `block_m` 1 is the
-    GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile."""
+    GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile, its
+    `num_stages - 1` next K steps' tiles in registers."""
 
     block_m: int
     block_n: int
@@ -128,15 +129,21 @@ so that each keeps enough bytes in flight to stream at the copy bandwidth. None 
 fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of ~400 KB of PTX."""
 
 GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
-    MatmulTiles(1, 4, 1024, 4),
-    MatmulTiles(1, 8, 512, 4),
-    MatmulTiles(1, 4, 2048, 8),
-    MatmulTiles(1, 16, 256, 4),
-    MatmulTiles(1, 4, 512, 4),
+    MatmulTiles(1, 4, 1024, 4, 2),
+    MatmulTiles(1, 4, 1024, 4, 3),
+    MatmulTiles(1, 8, 512, 4, 2),
+    MatmulTiles(1, 8, 512, 4, 3),
+    MatmulTiles(1, 4, 2048, 8, 2),
+    MatmulTiles(1, 16, 256, 4, 3),
+    MatmulTiles(1, 4, 512, 4, 2),
+    MatmulTiles(1, 4, 512, 4, 3),
+    MatmulTiles(1, 4, 256, 4, 4),
 )
 """Added for one-row problems (batch-1 decode): the GEMV form, 4 to 16 columns a program, so that even a
-512-wide projection has 128 programs, each streaming `[BN, BK]` tiles of 4 KiB to 16 KiB one K step ahead
-(the smallest for regions of three or four dots: Llama's query and key/value projections with RoPE)."""
+512-wide projection has 128 programs, each streaming `[BN, BK]` tiles of 2 KiB to 16 KiB, `num_stages - 1` K
+steps loaded ahead in registers (the small tiles for regions of three or four dots: Llama's query and
+key/value projections with RoPE; on the H200 of 2026-12-02 one step ahead left their 128 programs waiting on
+each load, the 1B key/value projection at 0.45 TB/s)."""
 
 SKINNY_SHARED = 192 * 1024
 """Most shared memory a skinny candidate's stages may take (each stage: the left tile and one right tile per
@@ -163,9 +170,17 @@ warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills; at 64, 70 to
 (tests/test_fp8_matmul.py checks the candidates)."""
 
 
-GEMV_ACC_REGISTERS = 64
-"""Most partial-sum registers per thread of a GEMV candidate over all its dots: Llama's key/value region has
-four (k, its two rotated halves, v), each lane's tiles loaded ahead take as many again."""
+GEMV_REGISTERS = 96
+"""Most registers per thread a GEMV candidate's partial sums and the tiles it loads ahead may take over all its
+dots (`gemv_registers`): ptxas -v (sm_90a) on Llama-3.2-1B's key/value region of four dots gave 92 registers at
+96 and spilled at 128."""
+
+
+def gemv_registers(p: MatmulProblem, t: MatmulTiles) -> int:
+    """Registers per thread of a GEMV program's f32 partial sums and the `num_stages - 1` K steps of B tiles
+    it holds loaded ahead."""
+    lanes = p.dots * t.block_n * t.block_k // (32 * t.num_warps)
+    return lanes + (t.num_stages - 1) * lanes * p.itemsize // 4
 
 
 def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
@@ -181,7 +196,7 @@ def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if stage_bytes(p, t) <= SKINNY_SHARED]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
-    gemv = [t for t in gemv if accumulator_registers(p, t) <= GEMV_ACC_REGISTERS]
+    gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny, *gemv]))
     budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
     fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
