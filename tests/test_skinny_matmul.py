@@ -59,20 +59,26 @@ def test_skinny_tiles_compute_the_product(monkeypatch, backend, tiles):
     np.testing.assert_allclose(np.asarray(got), _reference(*args), rtol=2e-2, atol=2e-2)
 
 
+def _decode_projection_kernels(tiles):
+    """Each of `tiles` on the 4096 x 4096 normed decode projection, compiled for sm_90a: (tiles, PTX, shared
+    bytes), after checking with ptxas -v that none spills."""
+    args = _inputs(1, 4096, 4096)
+    graph = tt.jit(_normed_projection).compile(*args).graph
+    for t in tiles:
+        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda p, t=t: t.fit(p))
+        kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
+        usage = register_usage(kernel.asm["ptx"], "sm_90a")
+        assert usage is not None and usage[1] == 0, (t, usage)
+        yield t, kernel.asm["ptx"], kernel.shared_bytes
+
+
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 def test_skinny_tiles_stream_without_spills():
     """ptxas -v (sm_90a) on the decode projection of each skinny candidate: no spills, and the shared memory
     of four K steps of the weights in flight (TMA copies of `w`'s `[BN, BK]` blocks)."""
-    args = _inputs(1, 4096, 4096)
-    graph = tt.jit(_normed_projection).compile(*args).graph
-    for t in SKINNY_CANDIDATES:
-        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda p, t=t: t.fit(p))
-        kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
-        ptx = kernel.asm["ptx"]
-        usage = register_usage(ptx, "sm_90a")
-        assert usage is not None and usage[1] == 0, (t, usage)
+    for t, ptx, shared in _decode_projection_kernels(SKINNY_CANDIDATES):
         assert "cp.async.bulk.tensor" in ptx, t
-        assert kernel.shared_bytes >= t.num_stages * t.block_n * t.block_k * 2, (t, kernel.shared_bytes)
+        assert shared >= t.num_stages * t.block_n * t.block_k * 2, (t, shared)
 
 
 def test_decode_shapes_are_tuned_over_skinny_tiles():
@@ -120,14 +126,7 @@ def test_gemv_form_is_a_candidate_of_one_row_only():
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 def test_gemv_form_compiles_without_spills():
-    """ptxas -v (sm_90a) on the 4096 x 4096 decode projection in each GEMV form: no spills, no dot, and the
-    weights read by 16-byte vector loads."""
-    args = _inputs(1, 4096, 4096)
-    graph = tt.jit(_normed_projection).compile(*args).graph
-    for t in GEMV_CANDIDATES:
-        (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda p, t=t: t.fit(p))
-        kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
-        ptx = kernel.asm["ptx"]
-        usage = register_usage(ptx, "sm_90a")
-        assert usage is not None and usage[1] == 0, (t, usage)
+    """ptxas -v (sm_90a) on the decode projection in each GEMV form: no spills, no dot, and the weights read
+    by 16-byte vector loads."""
+    for t, ptx, _ in _decode_projection_kernels(GEMV_CANDIDATES):
         assert "mma" not in ptx and "ld.global.v4" in ptx, t
