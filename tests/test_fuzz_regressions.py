@@ -801,3 +801,61 @@ def test_where_wraps_an_out_of_range_int_as_numpy(fuse: bool) -> None:
     for got, want in zip(run(program, c, u, i, fuse=fuse), expected):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# ---- fuzz seed 20261203 (H200, 9,100 cases): a shared arange, a float16 reference, NaN signs, huge trig ------
+
+
+@BOTH
+def test_an_arange_shared_by_two_regions_is_not_yielded(fuse: bool) -> None:
+    """Case 4936 (fused only, both backends): two `take_along_axis` shared one `arange` (cse), which the first
+    region then yielded for the second; its (16,) did not fit that region's (16, 16, 1) domain (NotFusable
+    escaped). Index ranges are now copied for each reader, as views are."""
+    x = np.random.default_rng(0).integers(-100, 100, (16, 16, 1)).astype(np.int32)
+    program = tt.jit(lambda x: tt.take_along_axis(tt.take_along_axis(x, tt.argmax(x, axis=1, keepdims=True), axis=1),
+                                                   (x // 3) % 1, axis=-2))  # fmt: skip
+    want = np.take_along_axis(np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True), axis=1), (x // 3) % 1, axis=-2)
+    np.testing.assert_array_equal(run(program, x, fuse=fuse), want)
+
+
+def test_float16_logsumexp_reference_rounds_each_step(tmp_path) -> None:
+    """Case 1534 (both backends, a fuzzer bug): a float16 logsumexp of two values near -0.68 is log(s) ~ 0.69
+    rounded to float16 beside the shift, as scipy computes it too; the reference bounded those steps by float32's
+    rounding and rejected tinyton's (and scipy's) 0.01196 for 0.01185."""
+    x = np.array([[-0.6787, -0.6797], [-0.68, -0.6797]], np.float16)
+    source = "import tinyton as tt\n\n\ndef lse(x):\n    return tt.logsumexp(x, axis=-1)\n"
+    assert not check(Case(20261203, 1534, "lse", source, [x], "small"), tmp_path).problems
+
+
+def test_copysign_from_a_nan_is_unchecked(tmp_path) -> None:
+    """Case 147 (GPU only, a fuzzer bug): `copysign(x, -log(int8))` takes a NaN's sign bit, which is the
+    hardware's (x86 makes -NaN for log(-1), the GPU +NaN); the reference now leaves it unchecked."""
+    y = np.array([-1.0, 2.0, np.nan], np.float32)
+    expected = SHIM.copysign(Ref(np.float32([1.5, 1.5, 1.5]), 0.0), Ref(y, 0.0))
+    np.testing.assert_array_equal(np.isinf(expected.err), [False, False, True])
+
+
+@tt.jit
+def rope_of_huge_values(x):
+    return tt.sqrt(tt.concatenate([-x[..., 2:], x[..., :2]], -1) * tt.sin(x * 0.5) + x * tt.cos(x * 0.5))
+
+
+def _check_huge_trig(fuse: bool) -> None:
+    x = np.float32([[-0.36897138, -8.5070587e37, -0.50853038, 1.5285122]])
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(np.concatenate([-x[..., 2:], x[..., :2]], -1) * np.sin(x * np.float32(0.5)) + x * np.cos(x * np.float32(0.5)))
+    np.testing.assert_allclose(run(rope_of_huge_values, x, fuse=fuse), want, rtol=1e-4)
+
+
+@BOTH
+def test_trig_of_huge_values_is_numpys(fuse: bool) -> None:
+    """Case 5771 (H200, both forms): cos(-4.25e37) had the wrong sign on the GPU (`sin.approx`/`cos.approx` took
+    arguments past 2**20), so a RoPE-shaped sum went negative and its sqrt NaN; the lowering now reduces such
+    arguments by Payne-Hanek (tests/test_trig_accuracy.py checks its IR on the host to 2**128)."""
+    _check_huge_trig(fuse)
+
+
+@pytest.mark.gpu
+@BOTH
+def test_trig_of_huge_values_is_numpys_on_gpu(fuse: bool) -> None:
+    _check_huge_trig(fuse)

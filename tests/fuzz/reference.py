@@ -212,8 +212,8 @@ def _float_error(name: str, r: np.ndarray, x: list[np.ndarray], e: list[np.ndarr
         return ea + eb + 2 * f32 * r
     if name == "logaddexp":
         return np.maximum(ea, eb) + 4 * f32 * (1 + np.where(np.isfinite(r), np.abs(r), 0))
-    if name == "copysign":
-        return _guard(ea, ~is_robust(b, eb) & (np.abs(a) + ea > 0))
+    if name == "copysign":  # a NaN's sign bit is the hardware's (x86 makes -NaN, the GPU +NaN: seed 20261203 case 147)
+        return _guard(ea, (~is_robust(b, eb) | np.isnan(b)) & (np.abs(a) + ea > 0))
     if name == "arctan2":  # |grad| = 1 / hypot(a, b); the branch cut on the negative b axis
         radius = np.hypot(a, b)
         cut = ~is_robust(a, ea) & (b - eb < 0)

@@ -58,15 +58,17 @@ def erase_dead_ops(fn: func.FuncOp) -> None:
 
 
 def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
-    """Give every user of a layout op (transpose/reshape/broadcast_to) its own copy, the users in one seed
-    group one copy between them (an attention backward reads q in its forward and in dk: one array).
+    """Give every user of a layout op (transpose/reshape/broadcast_to) or an `arange` its own copy, the users
+    in one seed group one copy between them (an attention backward reads q in its forward and in dk: one array).
 
-    Views cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
-    forcing the view to be materialised for the others. Matmuls reading a view as their left operand share
-    one copy per output shape: sibling projections share an operand (tinyton/analysis/matmul_operands.py)."""
+    Views and index ranges cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
+    forcing it to be materialised for the others (an `arange` shared by two `take_along_axis` was yielded by
+    the first one's region, whose domain it did not fit: fuzz seed 20261203 case 4936). Matmuls reading a view
+    as their left operand share one copy per output shape: sibling projections share an operand
+    (tinyton/analysis/matmul_operands.py)."""
     seed_of = {op: i for i, (ops, _) in enumerate(seeds) for op in ops}
     for op in list(fn.body.block.ops):
-        if not isinstance(op, VIEWS):
+        if not isinstance(op, (*VIEWS, tta.ArangeOp)):
             continue
         uses = list(op.result.uses)
         siblings = bool(uses) and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses)

@@ -15,35 +15,35 @@ intrinsic, so tests JIT the same IR on the host and compare with NumPy):
 
 Measured against float64 NumPy on the host (tests/test_trig_accuracy.py, every float32 nearest a multiple
 of pi/2 included): at most 1.8 ulp for sin and cos and 3.7 for tan up to 2**20. Beyond REDUCTION_LIMIT,
-x * 2/pi rounds to the wrong quadrant near half-integers (r passes the polynomials' interval: 50 ulp at
-2**22) and from 2**25 the first FMA is no longer exact (r grows without bound), so the approximate PTX
-instructions take over there: values in [-1, 1], but not NumPy's (which reduces by Payne-Hanek, with all
-the bits of 2/pi), as they were before. NaN and infinities give NaN.
+x * 2/pi would round to the wrong quadrant near half-integers, so larger arguments are reduced as NumPy's libm
+does (Payne-Hanek, `_large_reduction`): x times 2/pi's bits in 24-bit chunks, each product exact in float64,
+summed modulo 4 (the chunks whose products are multiples of 4 add nothing), r = the fraction times pi/2 to
+~2**-45 absolute (the approximate PTX `sin.approx` there before gave cos(-4.25e37) with the wrong sign: fuzz
+seed 20261203 case 5771 on an H200). NaN and infinities give NaN.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import i32
+from xdsl.dialects.builtin import f32, f64, i32
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import llvm_extra
-from tinyton.lowering.tt_to_llvm.elementwise import _intrinsic
 from tinyton.lowering.tt_to_llvm.emitter import Emitter
 from tinyton.lowering.tt_to_llvm.formulas import Formulas
 
 TWO_OVER_PI = 0.6366197466850281
+PI_OVER_2_F64 = 1.5707963267948966
 PI_OVER_2 = (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15)
 """pi/2 as three float32s (float32's pi/2, then the float32 of each remainder)."""
 REDUCTION_LIMIT = 2.0**20
-"""The largest |x| the Cody-Waite reduction serves; beyond it the PTX approximations (`fallback`)."""
+"""The largest |x| the Cody-Waite reduction serves; beyond it the Payne-Hanek one (`_large_reduction`)."""
+TWO_OVER_PI_BITS = "a2f9836e4e441529fc2757d1f534ddc0db6295993c439041fe5163"
+"""The first 216 bits of 2/pi after the binary point, in hex: nine 24-bit chunks, enough for every float32
+(x < 2**128: the chunk products reach ~2**-88 below the fraction's last needed bit)."""
+TWO_OVER_PI_CHUNKS = tuple(int(TWO_OVER_PI_BITS[i : i + 6], 16) * 2.0 ** (-4 * (i + 6)) for i in range(0, 54, 6))
 SIN_P = (-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1)
 COS_P = (2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2)
-
-Fallback = Callable[[Emitter, SSAValue], SSAValue]
-
 
 def reduce_quadrant(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAValue]:
     """(sin(r), cos(r), q): x = r + q*pi/2 (mod 2*pi) with q in 0..3, |r| <= pi/4 (plus rounding).
@@ -55,16 +55,37 @@ def reduce_quadrant(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue, SSAVa
     for part in PI_OVER_2:
         r = f.fma(neg_j, f.c(part), r)
     r = f.select(f.cmp("oeq", j, f.c(0.0)), x, r)  # keeps -0.0
+    m = f.fma(f.c(-4.0), f.call("llvm.trunc", f.mul(j, f.c(0.25))), j)  # j mod 4, exactly in floats
+    large_r, large_m = _large_reduction(em, x)
+    large = f.cmp("ugt", f.abs(x), f.c(REDUCTION_LIMIT))  # NaN too
+    r, m = f.select(large, large_r, r), f.select(large, large_m, m)
     z = f.mul(r, r)
     # sin(r) = r + r*z*P(z): copysign gives sin(-0.0) = -0.0 (the sum would be +0.0); sin(r) has r's sign
     sin = f.copysign(f.fma(f.mul(r, z), f.poly(z, SIN_P), r), r)
     one_minus = f.fma(z, f.c(-0.5), f.c(1.0))
     cos = f.fma(f.mul(z, z), f.poly(z, COS_P), one_minus)
-    # j mod 4, exactly in floats (j may pass int32 and is NaN for NaN and inf: no fptosi of those)
-    m = f.fma(f.c(-4.0), f.call("llvm.trunc", f.mul(j, f.c(0.25))), j)
+    # (m may be -3..3 and is NaN for NaN and inf: no fptosi of those)
     m = f.select(f.cmp("uno", m, m), f.c(0.0), m)
     q = em.int_op("and", em.value(llvm_extra.FPToSIOp(m, i32)), em.const(3))
     return sin, cos, q
+
+
+def _large_reduction(em: Emitter, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(r, q) with x*2/pi = q + r*2/pi (mod 4), q an integer 0..4 as a float, for any float32 x (Payne-Hanek):
+    x*c exact in float64 for each 24-bit chunk c of 2/pi, taken modulo 4 exactly (p - 4*floor(p/4)), summed."""
+    xd = em.value(llvm.FPExtOp(x, f64))
+    d = Formulas(em, xd)
+
+    def mod4(v: SSAValue) -> SSAValue:
+        return d.fma(d.c(-4.0), d.call("llvm.floor", d.mul(v, d.c(0.25))), v)
+
+    total = d.c(0.0)
+    for chunk in TWO_OVER_PI_CHUNKS:
+        total = d.add(total, mod4(d.mul(xd, d.c(chunk))))
+    total = mod4(total)
+    q = d.call("llvm.rint", total)
+    r = d.mul(d.sub(total, q), d.c(PI_OVER_2_F64))
+    return em.value(llvm.FPTruncOp(r, f32)), em.value(llvm.FPTruncOp(q, f32))
 
 
 def _quadrant_value(em: Emitter, sin: SSAValue, cos: SSAValue, q: SSAValue) -> SSAValue:
@@ -74,37 +95,21 @@ def _quadrant_value(em: Emitter, sin: SSAValue, cos: SSAValue, q: SSAValue) -> S
     return em.select(negate, em.value(llvm.FNegOp(v)), v)
 
 
-def _beyond(em: Emitter, x: SSAValue, accurate: SSAValue, fallback: Fallback | None) -> SSAValue:
-    """`accurate` up to REDUCTION_LIMIT, `fallback(x)` beyond (None: `accurate` everywhere, for tests)."""
-    if fallback is None:
-        return accurate
-    f = Formulas(em, x)
-    return f.select(f.cmp("ugt", f.abs(x), f.c(REDUCTION_LIMIT)), fallback(em, x), accurate)
-
-
-_approx_sin = _intrinsic("llvm.nvvm.sin.approx.f")
-_approx_cos = _intrinsic("llvm.nvvm.cos.approx.f")
-
-
-def sin_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_sin) -> SSAValue:
+def sin_f32(em: Emitter, x: SSAValue) -> SSAValue:
     sin, cos, q = reduce_quadrant(em, x)
-    return _beyond(em, x, _quadrant_value(em, sin, cos, q), fallback)
+    return _quadrant_value(em, sin, cos, q)
 
 
-def cos_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_cos) -> SSAValue:
+def cos_f32(em: Emitter, x: SSAValue) -> SSAValue:
     """cos(x) = sin(x + pi/2): one quadrant on."""
     sin, cos, q = reduce_quadrant(em, x)
-    return _beyond(em, x, _quadrant_value(em, sin, cos, em.int_op("add", q, em.const(1))), fallback)
+    return _quadrant_value(em, sin, cos, em.int_op("add", q, em.const(1)))
 
 
-def _approx_tan(em: Emitter, x: SSAValue) -> SSAValue:
-    return Formulas(em, x).div(_approx_sin(em, x), _approx_cos(em, x))
-
-
-def tan_f32(em: Emitter, x: SSAValue, fallback: Fallback | None = _approx_tan) -> SSAValue:
+def tan_f32(em: Emitter, x: SSAValue) -> SSAValue:
     """sin(r)/cos(r) in even quadrants, -cos(r)/sin(r) in odd ones."""
     sin, cos, q = reduce_quadrant(em, x)
     odd = em.icmp("ne", em.int_op("and", q, em.const(1)), em.const(0))
     num = em.select(odd, em.value(llvm.FNegOp(cos)), sin)
     den = em.select(odd, sin, cos)
-    return _beyond(em, x, Formulas(em, x).div(num, den), fallback)
+    return Formulas(em, x).div(num, den)
