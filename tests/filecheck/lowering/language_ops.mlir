@@ -31,8 +31,8 @@
 // PTX-DAG: st.global.cs.
 // PTX-DAG: ex2.approx.f32
 // PTX-DAG: lg2.approx.f32
-// PTX-DAG: sin.approx.f32
-// PTX-DAG: cos.approx.f32
+// PTX-DAG: cvt.rni.f32.f32
+// PTX-DAG: cvt.rmi.f64.f64
 // PTX-DAG: cvt.rmi.f32.f32
 // PTX-DAG: cvt.rpi.f32.f32
 // PTX-DAG: sqrt.rn.f32
