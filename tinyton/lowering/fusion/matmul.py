@@ -14,8 +14,6 @@ tile); the row statistics it needs come from a loop over K before the product's 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from itertools import pairwise
 
 from xdsl.ir import Operation, SSAValue
 
@@ -25,6 +23,7 @@ from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
+from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_load
 from tinyton.lowering.fusion.region import COMBINE, accumulator_element, inside_bounds, reduction_kind
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
@@ -239,7 +238,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
     # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
     # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
-    b_desc = _descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain and not gemv else None
+    b_desc = descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain and not gemv else None
     b_kmajor = b_desc is None and b_k == 1
     b_shape = (bn, bk) if b_kmajor else (bk, bn)
     oriented = (lambda v: _transposed(em, v)) if b_kmajor else (lambda v: v)
@@ -256,7 +255,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
-    a_desc = None if stats or computed or gemv else _descriptor(rg, a_view, n - 2, n - 2, False)
+    a_desc = None if stats or computed or gemv else descriptor(rg, a_view, n - 2, n - 2, False)
 
     def masks_at(k0: SSAValue, bounded: bool) -> tuple[SSAValue, SSAValue, list[SSAValue | None]]:
         """The K indices of A's and B's tiles at `k0` and their masks (`bounded`: `k0` may be past K)."""
@@ -311,7 +310,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
         elif a_desc is None:
             a = plain_a(kka, masks[0])
         else:
-            a = _descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
+            a = descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
         if gemv:
             row = em.cast(a, acc_el) if b_kmajor else _transposed(em, em.cast(a, acc_el))
             out = [em.binary(tt.AddOp, carried[0], em.binary(tt.MulOp, row, em.cast(b, acc_el)))]
@@ -320,7 +319,7 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
                 b = stored_b(kkb, masks[1])
                 b = em.emit(tt.TransOp(b, (1, 0))) if b_kmajor else b
             else:
-                b = _descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
+                b = descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
             out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
         for (red, chain), part in zip(stats, carried[1:]):
             env = {op.lhs: a}
@@ -338,49 +337,6 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     return em.cast(acc, element_type(op.result.type))
 
 
-@dataclass
-class Descriptor:
-    """A matmul operand read as blocks of the matrix as stored: `sizes`/`strides`/`outer` (the scalar index
-    of each batch dimension it has) outermost first; `transposed` when the stored matrix is the operand's
-    transpose (`w` of `x @ w.T`: its `[BN, BK]` blocks are read and fed to the dot through `tt.trans`)."""
-
-    base: SSAValue
-    sizes: tuple[int, ...]
-    strides: tuple[int, ...]
-    outer: tuple[SSAValue, ...]
-    transposed: bool
-
-
-def _descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) -> Descriptor | None:
-    """The descriptor of a matmul operand whose tiles are then `tt.descriptor_load`s (TMA on sm_90): a
-    row-major matrix, or for B (`may_transpose`) a column-major one, under batch dimensions that each have
-    their own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads)."""
-    geom, rank = rg.geom, len(view.shape)
-    sources = [geom.source_of(batch), geom.source_of(batch + 1)]
-    if sources[0].axes != (batch,) or sources[1].axes != (batch + 1,):
-        return None
-    (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]
-    if sc == 1 and sr >= c:
-        sizes, strides, transposed = (r, c), (sr, 1), False
-    elif may_transpose and sr == 1 and sc >= r:
-        sizes, strides, transposed = (c, r), (sc, 1), True
-    else:
-        return None
-    outer = []
-    for source in reversed([s for s in geom.sources if s.axes and s.axes[-1] < batch]):
-        if source.dim is not None or source.index is None:
-            return None
-        dims = [(view.shape[j], view.strides[j]) for j in (a - batch + rank - 2 for a in source.axes) if j >= 0]
-        read = [(d, st) for d, st in dims if d != 1 and st != 0]
-        if not read:  # broadcast over this batch index
-            continue
-        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in pairwise(read)):
-            return None  # broadcast over part of a merged batch index, or not one stride
-        sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
-        outer.insert(0, source.index)
-    return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
-
-
 def _transposed(em: Emitter, value: SSAValue | None) -> SSAValue | None:
     """A `[r, c]` tile as `[c, r]` (a scalar as it is)."""
     if value is None or not shape_of(value.type):
@@ -392,36 +348,8 @@ def _start(em: Emitter, source) -> SSAValue:
     return source.start if source.start is not None else em.i32(0)
 
 
-def _stored_block(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]):
-    """Pointers and mask of the block at `starts` of the stored matrix (one batch element of it)."""
-    rows = em.binary(tt.AddOp, em.to_shape(starts[0], (block[0], 1)), em.arange(block[0], 2, 0))
-    cols = em.binary(tt.AddOp, em.to_shape(starts[1], (1, block[1])), em.arange(block[1], 2, 1))
-    offset = em.binary(tt.AddOp, em.mul_int(rows, desc.strides[-2]), cols)
-    for index, stride in zip(desc.outer, desc.strides[:-2]):
-        offset = em.binary(tt.AddOp, offset, em.to_shape(em.mul_int(index, stride), block))
-    ptrs = em.emit(tt.AddPtrOp(em.to_shape(desc.base, block), em.to_shape(offset, block)))
-    row_ok = em.cmp("lt", rows, em.i32(desc.sizes[-2])) if desc.sizes[-2] % block[0] else None
-    col_ok = em.cmp("lt", cols, em.i32(desc.sizes[-1])) if desc.sizes[-1] % block[1] else None
-    mask = em.and_(row_ok, col_ok)
-    return ptrs, None if mask is None else em.to_shape(mask, block)
-
-
 def _masked_load(em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue) -> SSAValue:
     return em.emit(tt.LoadOp(ptrs, mask, zero if mask else None))
-
-
-def _descriptor_load(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]) -> SSAValue:
-    """The operand's `block` at `starts`: a descriptor load of the stored block (transposed back when the
-    operand is the stored matrix's transpose)."""
-    if desc.transposed:
-        starts, block = starts[::-1], block[::-1]
-    ptrs, mask = _stored_block(em, desc, starts, block)
-    el = tt.element_type(ptrs.type).pointee
-    load = em.emit(tt.DescriptorLoadOp(
-        ptrs, mask, em.const(0.0, el, block) if mask else None, desc.base, [em.i32(d) for d in desc.sizes],
-        [em.i32(st) for st in desc.strides], [*desc.outer, *starts], "zero",
-    ))
-    return em.emit(tt.TransOp(load, (1, 0))) if desc.transposed else load
 
 
 def _acc(red: tta.ReduceOp):

@@ -1,0 +1,84 @@
+"""Matmul operands read as blocks of the matrix as stored (`tt.descriptor_load`: TMA on sm_90, masked loads
+elsewhere): which operands qualify, and the load of one block. Used by the K loop of matmul.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.domain import View
+from tinyton.dialects import tt
+from tinyton.lowering.fusion.emitter import Emitter
+
+
+@dataclass
+class Descriptor:
+    """A matmul operand read as blocks of the matrix as stored: `sizes`/`strides`/`outer` (the scalar index
+    of each batch dimension it has) outermost first; `transposed` when the stored matrix is the operand's
+    transpose (`w` of `x @ w.T`: its `[BN, BK]` blocks are read and fed to the dot through `tt.trans`)."""
+
+    base: SSAValue
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    outer: tuple[SSAValue, ...]
+    transposed: bool
+
+
+def descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) -> Descriptor | None:
+    """The descriptor of a matmul operand whose tiles are then `tt.descriptor_load`s (TMA on sm_90): a
+    row-major matrix, or for B (`may_transpose`) a column-major one, under batch dimensions that each have
+    their own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads)."""
+    geom, rank = rg.geom, len(view.shape)
+    sources = [geom.source_of(batch), geom.source_of(batch + 1)]
+    if sources[0].axes != (batch,) or sources[1].axes != (batch + 1,):
+        return None
+    (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]
+    if sc == 1 and sr >= c:
+        sizes, strides, transposed = (r, c), (sr, 1), False
+    elif may_transpose and sr == 1 and sc >= r:
+        sizes, strides, transposed = (c, r), (sc, 1), True
+    else:
+        return None
+    outer = []
+    for source in reversed([s for s in geom.sources if s.axes and s.axes[-1] < batch]):
+        if source.dim is not None or source.index is None:
+            return None
+        dims = [(view.shape[j], view.strides[j]) for j in (a - batch + rank - 2 for a in source.axes) if j >= 0]
+        read = [(d, st) for d, st in dims if d != 1 and st != 0]
+        if not read:  # broadcast over this batch index
+            continue
+        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in pairwise(read)):
+            return None  # broadcast over part of a merged batch index, or not one stride
+        sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
+        outer.insert(0, source.index)
+    return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
+
+
+def _stored_block(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]):
+    """Pointers and mask of the block at `starts` of the stored matrix (one batch element of it)."""
+    rows = em.binary(tt.AddOp, em.to_shape(starts[0], (block[0], 1)), em.arange(block[0], 2, 0))
+    cols = em.binary(tt.AddOp, em.to_shape(starts[1], (1, block[1])), em.arange(block[1], 2, 1))
+    offset = em.binary(tt.AddOp, em.mul_int(rows, desc.strides[-2]), cols)
+    for index, stride in zip(desc.outer, desc.strides[:-2]):
+        offset = em.binary(tt.AddOp, offset, em.to_shape(em.mul_int(index, stride), block))
+    ptrs = em.emit(tt.AddPtrOp(em.to_shape(desc.base, block), em.to_shape(offset, block)))
+    row_ok = em.cmp("lt", rows, em.i32(desc.sizes[-2])) if desc.sizes[-2] % block[0] else None
+    col_ok = em.cmp("lt", cols, em.i32(desc.sizes[-1])) if desc.sizes[-1] % block[1] else None
+    mask = em.and_(row_ok, col_ok)
+    return ptrs, None if mask is None else em.to_shape(mask, block)
+
+
+def descriptor_load(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]) -> SSAValue:
+    """The operand's `block` at `starts`: a descriptor load of the stored block (transposed back when the
+    operand is the stored matrix's transpose)."""
+    if desc.transposed:
+        starts, block = starts[::-1], block[::-1]
+    ptrs, mask = _stored_block(em, desc, starts, block)
+    el = tt.element_type(ptrs.type).pointee
+    load = em.emit(tt.DescriptorLoadOp(
+        ptrs, mask, em.const(0.0, el, block) if mask else None, desc.base, [em.i32(d) for d in desc.sizes],
+        [em.i32(st) for st in desc.strides], [*desc.outer, *starts], "zero",
+    ))
+    return em.emit(tt.TransOp(load, (1, 0))) if desc.transposed else load
