@@ -859,3 +859,14 @@ def test_trig_of_huge_values_is_numpys(fuse: bool) -> None:
 @BOTH
 def test_trig_of_huge_values_is_numpys_on_gpu(fuse: bool) -> None:
     _check_huge_trig(fuse)
+
+
+def test_prod_underflowing_in_numpys_order_only_is_unchecked() -> None:
+    """Seed 53 case 2313 (a fuzzer bug): a float64 `prod` whose left-to-right partial products underflow (NumPy:
+    -0.0) while the exact product is -3.2e-34 (tinyton's tree order keeps it): the order is the
+    implementation's, so the reference leaves it unchecked, as it did where NumPy's result was not 0."""
+    x = np.array([[1e-200, 1e-200, 1e300, -3.2e66]])
+    expected = SHIM.prod(Ref(x, 0.0), axis=-1)
+    assert np.isinf(expected.err).all()
+    exact = np.array([[1e-200, 2.0, 1e100]])  # no partial product leaves the range: checked
+    assert np.isfinite(SHIM.prod(Ref(exact, 0.0), axis=-1).err).all()
