@@ -179,7 +179,7 @@ dots (`gemv_registers`): ptxas -v (sm_90a) on Llama-3.2-1B's key/value region of
 def gemv_registers(p: MatmulProblem, t: MatmulTiles) -> int:
     """Registers per thread of a GEMV program's f32 partial sums and the `num_stages - 1` K steps of B tiles
     it holds loaded ahead."""
-    lanes = p.dots * t.block_n * t.block_k // (32 * t.num_warps)
+    lanes = accumulator_registers(p, t)
     return lanes + (t.num_stages - 1) * lanes * p.itemsize // 4
 
 
