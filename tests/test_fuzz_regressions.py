@@ -870,3 +870,27 @@ def test_prod_underflowing_in_numpys_order_only_is_unchecked() -> None:
     assert np.isinf(expected.err).all()
     exact = np.array([[1e-200, 2.0, 1e100]])  # no partial product leaves the range: checked
     assert np.isfinite(SHIM.prod(Ref(exact, 0.0), axis=-1).err).all()
+
+
+@tt.jit
+def yielded_cast_beside_its_reshapes(x0, x1):
+    v3 = tt.expand_dims(x1.astype(tt.float32), -2)
+    v4 = v3 - tt.logsumexp(v3, axis=-1, keepdims=True)
+    v6 = tt.take_along_axis(x1, x0 % 7, axis=-1)
+    return tt.where(v6, v6, v3), tt.maximum(v4, x0 % 7)
+
+
+@BOTH
+def test_yielded_value_takes_its_reshapes_layout(fuse: bool) -> None:
+    """Seed 53 case 1415: a row-reduction region yielded the cast `x1.astype(float32)` (7, 1, 7) besides its
+    reshapes to (7, 1, 1, 7); the yield counted as a user that was no reshape, so the cast was right-aligned in
+    the (7, 1, 1, 7) domain and NotFusable escaped. A yield is stored through the reshapes' placement."""
+    rng = np.random.default_rng(1415)
+    x0 = rng.integers(-20, 20, (7, 1, 7))
+    x1 = rng.random((7, 1, 7)) > 0.5
+    v3 = np.expand_dims(x1.astype(np.float32), -2)
+    lse = np.log(np.exp(v3).sum(-1, keepdims=True))
+    v6 = np.take_along_axis(x1, x0 % 7, axis=-1)
+    got = run(yielded_cast_beside_its_reshapes, x0, x1, fuse=fuse)
+    np.testing.assert_allclose(got[0], np.where(v6, v6, v3))
+    np.testing.assert_allclose(got[1], np.maximum(v3 - lse, x0 % 7), rtol=1e-6)

@@ -359,8 +359,9 @@ def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
 def _aligned_by_reshape(op: Operation, shape: Sequence[int]) -> list[int] | None:
     """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users are reshapes
     to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index along axis 0, each
-    consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned, NumPy's rule)."""
-    users = {u.operation for u in op.results[0].uses}
+    consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned, NumPy's rule).
+    A yield among the users is stored through the map chosen here, so it does not constrain it."""
+    users = {u.operation for u in op.results[0].uses if not isinstance(u.operation, tta.YieldOp)}
     if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
         return None
     outs = {shape_of(u.results[0].type) for u in users}
