@@ -40,15 +40,20 @@ def host_trig():
 
     llb.initialize_native_target()
     llb.initialize_native_asmprinter()
+    class HostContext(Emitter):
+        """The part of a KernelContext the trig lowering uses: an emitter with the module's helpers."""
+
+        module_ops: dict = {}
+
     functions = []
     for name in FUNCTIONS:
         fn = llvm.FuncOp(name, llvm.LLVMFunctionType([f32], f32), body=Region(Block(arg_types=[f32])))
-        em = Emitter(fn)
+        em = HostContext(fn)
         em.insert(llvm.ReturnOp(getattr(trig, f"{name}_f32")(em, fn.body.block.args[0])))
         em.finish()
         functions.append(fn)
     machine = llb.Target.from_default_triple().create_target_machine()
-    module = to_llvmlite(ModuleOp(functions), triple=llb.get_default_triple(), data_layout=str(machine.target_data))
+    module = to_llvmlite(ModuleOp([*HostContext.module_ops.values(), *functions]), triple=llb.get_default_triple(), data_layout=str(machine.target_data))
     parsed = llb.parse_assembly(str(module))
     parsed.verify()
     engine = llb.create_mcjit_compiler(parsed, machine)
