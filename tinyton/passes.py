@@ -68,6 +68,12 @@ def _push_slices() -> type[ModulePass]:
     return PushSlicesPass
 
 
+def _push_gathers() -> type[ModulePass]:
+    from tinyton.rewrites.gathers import PushGathersPass
+
+    return PushGathersPass
+
+
 def _split_heads() -> type[ModulePass]:
     from tinyton.rewrites.heads import SplitHeadsPass
 
@@ -97,6 +103,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-fuse": _fuse,
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
+    "tinyton-push-gathers": _push_gathers,
     "tinyton-in-place": _in_place,
     "tinyton-split-heads": _split_heads,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,

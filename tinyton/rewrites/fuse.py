@@ -60,6 +60,7 @@ from tinyton.rewrites.heads import SplitHeadsPass
 from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
+from tinyton.rewrites.gathers import PushGathersPass
 from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
@@ -274,7 +275,8 @@ def merge_equal_ops(module: ModuleOp) -> None:
 class FusePass(ModulePass):
     """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
     heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), slices of computed
-    values onto the arrays read (`tinyton-push-slices`, concatenations first), row scales behind matmuls
+    values onto the arrays read (`tinyton-push-slices`, concatenations first), gathers of them onto their
+    operands (`tinyton-push-gathers`), row scales behind matmuls
     (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
     general rules above."""
@@ -292,6 +294,8 @@ class FusePass(ModulePass):
             canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
             PushSlicesPass().apply(ctx, op)
+        with stage("gathers pushed to the arrays read"):
+            PushGathersPass().apply(ctx, op)
         with stage("row scales behind matmuls"):
             RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):

@@ -36,7 +36,7 @@ Window = tuple[int, int, int]
 """(start, step, size) of one dim of a slice."""
 
 
-class _Builder:
+class Builder:
     """Inserts ops before `anchor`, located where it is."""
 
     def __init__(self, anchor: Operation):
@@ -72,7 +72,7 @@ class _Builder:
 
 def concatenate_to_slices(op: tta.ConcatenateOp) -> None:
     """Replace `op` by a select between its parts (see the module docstring)."""
-    b = _Builder(op)
+    b = Builder(op)
     out, axis = shape_of(op.result.type), op.axis.value.data
     if prod(out) == 0:
         zero = b.add(tta.ConstantOp(_zero(element_type(op.result.type))))
@@ -119,7 +119,7 @@ def push_slice(op: tta.SliceOp) -> bool:
     if not isinstance(source, OpResult) or prod(out) == 0:
         return False
     producer = source.op
-    b = _Builder(op)
+    b = Builder(op)
     windows = _windows(op)
     fill = op.fill
     if isinstance(producer, tta.SliceOp):
@@ -169,7 +169,7 @@ costs next to nothing; with more rows the dots are the cost (a prompt's projecti
 another kernel)."""
 
 
-def _push_into_product(b: _Builder, producer: tta.MatmulOp, windows: Sequence[Window], fill) -> SSAValue | None:
+def _push_into_product(b: Builder, producer: tta.MatmulOp, windows: Sequence[Window], fill) -> SSAValue | None:
     """A window along the columns of a product with few rows (RoPE's halves of each head of a decode step's
     q or k) is the product of the same left operand and a window of the right operand, a sibling matmul
     that shares its kernel (its loads read the right operand at shifted columns)."""
@@ -183,7 +183,7 @@ def _push_into_product(b: _Builder, producer: tta.MatmulOp, windows: Sequence[Wi
     return b.add(tta.MatmulOp(producer.lhs, b.slice(producer.rhs, window)))
 
 
-def _select_fill(b: _Builder, op: tta.SliceOp, unpadded: SSAValue) -> SSAValue:
+def _select_fill(b: Builder, op: tta.SliceOp, unpadded: SSAValue) -> SSAValue:
     """`where(inside, unpadded, fill)`: a padding slice of a computed value."""
     out = shape_of(op.result.type)
     inside = None
@@ -201,7 +201,7 @@ def _select_fill(b: _Builder, op: tta.SliceOp, unpadded: SSAValue) -> SSAValue:
     return b.add(tta.WhereOp(inside, unpadded, fill))
 
 
-def _push_through_reshape(b: _Builder, producer: tta.ReshapeOp, windows: Sequence[Window],
+def _push_through_reshape(b: Builder, producer: tta.ReshapeOp, windows: Sequence[Window],
                           out: Sequence[int]) -> SSAValue | None:
     """A slice of a reshape that only adds or removes size-1 dims: the slice of its input, reshaped."""
     src, mid = shape_of(producer.input.type), shape_of(producer.result.type)
@@ -215,7 +215,7 @@ def _push_through_reshape(b: _Builder, producer: tta.ReshapeOp, windows: Sequenc
     return b.broadcast(reshaped, out)
 
 
-def _arange_window(b: _Builder, producer: tta.ArangeOp, window: Window) -> SSAValue:
+def _arange_window(b: Builder, producer: tta.ArangeOp, window: Window) -> SSAValue:
     """`arange(a, e)[s::t]` is `arange(n) * t + (a + s)`."""
     start, step, n = window
     first = producer.start.value.data + start
