@@ -1,4 +1,5 @@
-"""compute-sanitizer over every tinyton kernel of the examples and the benchmarks (issue 11).
+"""compute-sanitizer over every tinyton kernel of the examples, the benchmarks, the Triton-language cases of
+the tests and a slice of the differential fuzzer's programs (issues 11 and 25).
 
     python bench/sanitize.py                               # memcheck, then racecheck and synccheck
     python bench/sanitize.py --tools memcheck,initcheck --groups matmul,attention
@@ -44,6 +45,9 @@ GROUPS = {
     "attention": ["bench/bench_attention.py"],
     "microgpt-bench-16": ["bench/bench_microgpt.py", "--embd", "16"],  # its one-shot sizes, a process each
     "microgpt-bench-64": ["bench/bench_microgpt.py", "--embd", "64"],
+    "llama": ["examples/llama/generate.py", "--config", "tiny", "--tokens", "4"],  # decode: GEMV, greedy draw
+    "language": ["bench/run_language_cases.py"],  # sort, gather, histogram, scans, atomics, descriptors...
+    "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
 }
 CANARY = "canary"
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
