@@ -241,3 +241,20 @@ def test_outputs_never_share_an_inputs_memory() -> None:
         out.add_(1)  # writing a result must not change the input
     torch.testing.assert_close(e.output[2], x * 2 + 1)
     torch.testing.assert_close(e.output[0], x + 1)
+
+
+def test_later_calls_convert_as_the_first_did() -> None:
+    """Each signature decides on its first call which arguments are narrowed (int64 ids), which results are
+    converted and which alias an input (copied): the later calls, which skip those checks, give the same."""
+    x, ids = torch.randn(4, 8), torch.tensor([3, 0, 2], dtype=torch.int64)
+
+    def fn(x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.clone(), x[ids] * 2
+
+    compiled = torch.compile(fn, backend="tinyton")
+    for call in range(3):
+        copy, rows = compiled(x, ids)
+        copy.add_(1)  # never the input's memory, on any call
+        torch.testing.assert_close(copy, x + 1)
+        torch.testing.assert_close(rows, x[ids] * 2)
+        assert rows.dtype == torch.float32 and copy.data_ptr() != x.data_ptr(), call

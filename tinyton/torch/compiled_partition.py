@@ -30,6 +30,53 @@ def _key(args: Sequence[Any]) -> tuple[Any, ...]:
     return tuple((a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
 
 
+def _narrowed(args: Sequence[Any]) -> list[Any]:
+    """int64 tensors as int32 where array programs have no int64 (indices, positions, token ids); CPU
+    tensors (scalars torch keeps on the host) on the GPU with CUDA ones, since a program runs on one device."""
+    narrow = array_dtype(torch.int64) != np.int64
+    device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+    return [a.to(device=device or a.device, dtype=torch.int32 if narrow and a.dtype == torch.int64 else a.dtype)
+            if isinstance(a, torch.Tensor) else a for a in args]
+
+
+class _Variant:
+    """One call signature's program, and the conversions around its calls, decided on its first call: which
+    arguments `_narrowed` changes, which results are not yet torch tensors of the graph's device and dtype, and
+    which alias an input (a program may return an input: `clone` is the identity in array programs, a
+    contiguous reshape shares its buffer; the graph's outputs are new tensors). The signature fixes all three,
+    so later calls convert only those (a single op's call is host-bound: every microsecond of it counts)."""
+
+    def __init__(self, program: Any, args: Sequence[Any], expected: Sequence[Any]) -> None:
+        self.program, self.expected = program, expected
+        self.converted = [i for i, (a, n) in enumerate(zip(args, _narrowed(args))) if a is not n]
+        self.fixed: list[int] = []
+        self.aliased: list[int] = []
+
+    def first_call(self, args: Sequence[Any]) -> list[Any]:
+        results = list(self.program(*_narrowed(args)))
+        self.fixed = [i for i, (r, e) in enumerate(zip(results, self.expected)) if _as_expected(r, e) is not r]
+        results = [_as_expected(r, e) for r, e in zip(results, self.expected)]
+        inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        self.aliased = [i for i, r in enumerate(results) if r.untyped_storage().data_ptr() in inputs]
+        return self._fresh(results)
+
+    def __call__(self, args: Sequence[Any]) -> list[Any]:
+        if self.converted:
+            args = list(args)
+            narrowed = _narrowed(args)
+            for i in self.converted:
+                args[i] = narrowed[i]
+        results = list(self.program(*args))
+        for i in self.fixed:
+            results[i] = _as_expected(results[i], self.expected[i])
+        return self._fresh(results)
+
+    def _fresh(self, results: list[Any]) -> list[Any]:
+        for i in self.aliased:
+            results[i] = results[i].clone()
+        return results
+
+
 class CompiledPartition(torch.nn.Module):
     """Calls the partition `gm` as tinyton array programs (one per signature), or in torch where tinyton cannot."""
 
@@ -40,56 +87,43 @@ class CompiledPartition(torch.nn.Module):
         self.returns_tuple = isinstance(output.args[0], (tuple, list))
         outputs = output.args[0] if self.returns_tuple else (output.args[0],)
         self.expected = [o.meta.get("val") for o in outputs]
-        self.programs: dict[tuple[Any, ...], Any] = {}
+        self.variants: dict[tuple[Any, ...], _Variant | None] = {}
 
     def forward(self, *args: Any) -> Any:
         key = _key(args)
-        program = self.programs.get(key, _MISSING)
-        if program is _MISSING:
+        variant = self.variants.get(key, _MISSING)
+        if variant is _MISSING:
             return self._first_call(key, args)
-        return self.gm(*args) if program is None else self._run(program, args)
+        if variant is None:
+            return self.gm(*args)
+        self.group.last = variant.program
+        return self._returned(variant(args))
 
     def _first_call(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         """Compile the signature and run it; on failure remember to run it in torch, and say why."""
         try:
-            inputs = self._narrowed(args)
+            inputs = _narrowed(args)
             graph = trace(self._program, inputs, name="torch_partition")
             program = build_program(graph, "torch_partition", [i for i, a in enumerate(inputs)
                                                               if isinstance(a, torch.Tensor)])
-            result = self._run(program, args)
+            variant = _Variant(program, args, self.expected)
+            self.group.last = program
+            results = variant.first_call(args)
         except Exception as e:  # noqa: BLE001 - a compiler failure must not fail the model: torch runs it
             reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             for op in self.group.ops:
                 self.report.fall_back(op, f"its group did not compile: {reason}")
-            self.programs[key] = None
+            self.variants[key] = None
             return self.gm(*args)
-        self.programs[key] = self.group.programs[key] = program
-        return result
+        self.variants[key] = variant
+        self.group.programs[key] = program
+        return self._returned(results)
 
     def _program(self, *args: Any) -> tuple[Any, ...]:
         return run_graph(self.gm, args)
 
-    @staticmethod
-    def _narrowed(args: Sequence[Any]) -> list[Any]:
-        """int64 tensors as int32 where array programs have no int64 (indices, positions, token ids); CPU
-        tensors (scalars torch keeps on the host) on the GPU with CUDA ones, since a program runs on one device."""
-        narrow = array_dtype(torch.int64) != np.int64
-        device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
-        return [a.to(device=device or a.device, dtype=torch.int32 if narrow and a.dtype == torch.int64 else a.dtype)
-                if isinstance(a, torch.Tensor) else a for a in args]
-
-    def _run(self, program: Any, args: Sequence[Any]) -> Any:
-        self.group.last = program
-        results = program(*self._narrowed(args))
-        inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
-        results = [_fresh(_as_expected(r, e), inputs) for r, e in zip(results, self.expected)]
+    def _returned(self, results: list[Any]) -> Any:
         return tuple(results) if self.returns_tuple else results[0]
-
-
-def _fresh(result: torch.Tensor, inputs: set[int]) -> torch.Tensor:
-    """`result`, copied if it is an input's memory: a program may return an input (`clone` is the identity in
-    array programs, a contiguous reshape shares its buffer), but the graph's outputs are new tensors."""
-    return result.clone() if result.untyped_storage().data_ptr() in inputs else result
 
 
 def _as_expected(result: Any, expected: Any) -> Any:
