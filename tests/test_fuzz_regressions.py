@@ -903,3 +903,23 @@ def test_sqrt_of_a_value_of_either_sign_is_unchecked() -> None:
     x = Ref(np.float32([-0.0, 0.0, 4.0, -1.0]), np.array([2e-6, 2e-6, 1e-6, 1e-6]))
     expected = SHIM.sqrt(x)
     np.testing.assert_array_equal(np.isinf(expected.err), [True, True, False, False])
+
+
+@tt.jit
+def yielded_tan_beside_a_wider_reshape(x1):
+    v2 = x1.sum(axis=-1)
+    v6 = tt.tan(x1)
+    return v6, tt.repeat(tt.where(v2 > v2, v2, -1).astype(tt.int64), 2, axis=0), v6[..., None], (x1 <= x1)[..., None]
+
+
+@BOTH
+def test_reshape_to_more_dims_than_the_kernel_leaves_the_layout_alone(fuse: bool) -> None:
+    """Seed 58 case 2675: `tan(x)` (2, 32, 2), returned and reshaped to (2, 32, 2, 1) in its kernel of domain
+    (2, 32, 2): placing `tan` where the reshape's dims sit, counted from the reshape's last dim, put its first
+    dim off the domain and NotFusable escaped (the case 1415 fix had stopped the yield from hiding it)."""
+    x1 = np.random.default_rng(2675).standard_normal((2, 32, 2)).astype(np.float32)
+    got = run(yielded_tan_beside_a_wider_reshape, x1, fuse=fuse)
+    np.testing.assert_allclose(got[0], np.tan(x1), rtol=1e-5)
+    np.testing.assert_array_equal(got[1], np.full((4, 32), -1))
+    np.testing.assert_allclose(got[2], np.tan(x1)[..., None], rtol=1e-5)
+    np.testing.assert_array_equal(got[3], np.ones((2, 32, 2, 1), bool))

@@ -356,12 +356,15 @@ def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
     return fits[0] if len(fits) == 1 else aligned
 
 
-def _aligned_by_reshape(op: Operation, shape: Sequence[int]) -> list[int] | None:
-    """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users are reshapes
-    to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index along axis 0, each
-    consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned, NumPy's rule).
-    A yield among the users is stored through the map chosen here, so it does not constrain it."""
-    users = {u.operation for u in op.results[0].uses if not isinstance(u.operation, tta.YieldOp)}
+def _aligned_by_reshape(op: Operation, shape: Sequence[int], external: Callable[[SSAValue], bool]) -> list[int] | None:
+    """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users in the
+    kernel are reshapes to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index
+    along axis 0, each consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned,
+    NumPy's rule). Users outside the kernel (a yield, another group's ops) read the result from memory, stored
+    through the map chosen here, so they do not constrain it (seed 53 case 1415: a yield beside in-kernel
+    reshapes)."""
+    users = {u.operation for u in op.results[0].uses
+             if u.operation.results and not external(u.operation.results[0])}
     if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
         return None
     outs = {shape_of(u.results[0].type) for u in users}
@@ -416,7 +419,10 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
                 s = shape_of(v.type)
                 constraints.append((len(out_shape) - len(s), dom.maps[v], s))
     n, k = len(dom.shape), len(out_shape)
-    aligned = [n + o for o in _aligned_by_reshape(op, out_shape) or [j - k for j in range(k)]]
+    by_reshape = _aligned_by_reshape(op, out_shape, external)
+    if by_reshape is None or min(by_reshape, default=0) < -n:  # a reshape to more dims than the domain has
+        by_reshape = [j - k for j in range(k)]  # (seed 58 case 2675: (2, 32, 2, 1) in a (2, 32, 2) kernel)
+    aligned = [n + o for o in by_reshape]
     out: list[int | None] = []
     for j, d in enumerate(out_shape):
         if d == 1:
