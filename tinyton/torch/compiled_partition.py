@@ -30,43 +30,54 @@ def _key(args: Sequence[Any]) -> tuple[Any, ...]:
     return tuple((a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
 
 
-def _narrowed(args: Sequence[Any]) -> list[Any]:
-    """int64 tensors as int32 where array programs have no int64 (indices, positions, token ids); CPU
-    tensors (scalars torch keeps on the host) on the GPU with CUDA ones, since a program runs on one device."""
+def _conversions(args: Sequence[Any]) -> dict[int, tuple[torch.device, torch.dtype]]:
+    """The (device, dtype) each tensor argument that a program cannot take as it is must become: int64 as
+    int32 where array programs have no int64 (indices, positions, token ids); a CPU tensor (a scalar torch keeps
+    on the host) on the GPU with the CUDA ones, since a program runs on one device."""
     narrow = array_dtype(torch.int64) != np.int64
     device = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
-    return [a.to(device=device or a.device, dtype=torch.int32 if narrow and a.dtype == torch.int64 else a.dtype)
-            if isinstance(a, torch.Tensor) else a for a in args]
+    out = {}
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            target = (device or a.device, torch.int32 if narrow and a.dtype == torch.int64 else a.dtype)
+            if target != (a.device, a.dtype):
+                out[i] = target
+    return out
+
+
+def _narrowed(args: Sequence[Any], conversions: dict[int, tuple[torch.device, torch.dtype]]) -> list[Any]:
+    """`args` with `conversions` applied."""
+    args = list(args)
+    for i, (device, dtype) in conversions.items():
+        args[i] = args[i].to(device=device, dtype=dtype)
+    return args
 
 
 class _Variant:
     """One call signature's program, and the conversions around its calls, decided on its first call: which
-    arguments `_narrowed` changes, which results are not yet torch tensors of the graph's device and dtype, and
-    which alias an input (a program may return an input: `clone` is the identity in array programs, a
-    contiguous reshape shares its buffer; the graph's outputs are new tensors). The signature fixes all three,
-    so later calls convert only those (a single op's call is host-bound: every microsecond of it counts)."""
+    arguments must change device or dtype (`_conversions`), which results are not yet torch tensors of the
+    graph's device and dtype, and which alias an input (a program may return an input: `clone` is the
+    identity in array programs, a contiguous reshape shares its buffer; the graph's outputs are new tensors).
+    The signature fixes all three, so later calls convert only those (a single op's call is host-bound: every
+    microsecond of it counts)."""
 
-    def __init__(self, program: Any, args: Sequence[Any], expected: Sequence[Any]) -> None:
-        self.program, self.expected = program, expected
-        self.converted = [i for i, (a, n) in enumerate(zip(args, _narrowed(args))) if a is not n]
+    def __init__(self, program: Any, conversions: dict[int, tuple[torch.device, torch.dtype]],
+                 expected: Sequence[Any]) -> None:
+        self.program, self.conversions, self.expected = program, conversions, expected
         self.fixed: list[int] = []
         self.aliased: list[int] = []
 
-    def first_call(self, args: Sequence[Any]) -> list[Any]:
-        results = list(self.program(*_narrowed(args)))
-        self.fixed = [i for i, (r, e) in enumerate(zip(results, self.expected)) if _as_expected(r, e) is not r]
-        results = [_as_expected(r, e) for r, e in zip(results, self.expected)]
+    def first_call(self, args: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+        """The first call, on `args` as given and as narrowed (`inputs`), deciding the conversions."""
+        raw = list(self.program(*inputs))
+        results = [_as_expected(r, e) for r, e in zip(raw, self.expected)]
+        self.fixed = [i for i, (r, converted) in enumerate(zip(raw, results)) if converted is not r]
         inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
         self.aliased = [i for i, r in enumerate(results) if r.untyped_storage().data_ptr() in inputs]
         return self._fresh(results)
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
-        if self.converted:
-            args = list(args)
-            narrowed = _narrowed(args)
-            for i in self.converted:
-                args[i] = narrowed[i]
-        results = list(self.program(*args))
+        results = list(self.program(*(_narrowed(args, self.conversions) if self.conversions else args)))
         for i in self.fixed:
             results[i] = _as_expected(results[i], self.expected[i])
         return self._fresh(results)
@@ -102,13 +113,14 @@ class CompiledPartition(torch.nn.Module):
     def _first_call(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         """Compile the signature and run it; on failure remember to run it in torch, and say why."""
         try:
-            inputs = _narrowed(args)
+            conversions = _conversions(args)
+            inputs = _narrowed(args, conversions)
             graph = trace(self._program, inputs, name="torch_partition")
             program = build_program(graph, "torch_partition", [i for i, a in enumerate(inputs)
                                                               if isinstance(a, torch.Tensor)])
-            variant = _Variant(program, args, self.expected)
+            variant = _Variant(program, conversions, self.expected)
             self.group.last = program
-            results = variant.first_call(args)
+            results = variant.first_call(args, inputs)
         except Exception as e:  # noqa: BLE001 - a compiler failure must not fail the model: torch runs it
             reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             for op in self.group.ops:
