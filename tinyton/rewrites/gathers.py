@@ -27,8 +27,8 @@ from xdsl.rewriter import Rewriter
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, shape_of, tile_type
-from tinyton.rewrites.outline import erase_dead_ops, functions
-from tinyton.rewrites.remap import ELEMENTWISE, Builder
+from tinyton.rewrites.outline import functions
+from tinyton.rewrites.remap import ELEMENTWISE, Builder, push_all
 
 
 def _elementwise_source(take: tta.TakeOp) -> Operation | None:
@@ -118,13 +118,7 @@ def push_gather(take: tta.TakeOp) -> bool:
 
 def push_gathers(fn: func.FuncOp) -> None:
     """Push every gather of `fn` up as far as it pays, then drop what no longer has users."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(fn.body.block.ops):
-            if isinstance(op, tta.TakeOp) and op.parent is not None:
-                changed |= push_gather(op)
-    erase_dead_ops(fn)
+    push_all(fn, tta.TakeOp, push_gather)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ Takes: a module of `func.func`s of tta ops. Gives: the same functions computing 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -225,15 +226,21 @@ def _arange_window(b: Builder, producer: tta.ArangeOp, window: Window) -> SSAVal
     return b.add(tta.AddOp(scaled, b.const(first)))
 
 
-def push_slices(fn: func.FuncOp) -> None:
-    """Push every slice of `fn` up as far as it goes, then drop what no longer has users."""
+def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]) -> None:
+    """Apply `push` (True when it rewrote) to every op of `kind` in `fn` until none moves, then drop what no
+    longer has users."""
     changed = True
     while changed:
         changed = False
         for op in list(fn.body.block.ops):
-            if isinstance(op, tta.SliceOp) and op.parent is not None:
-                changed |= push_slice(op)
+            if isinstance(op, kind) and op.parent is not None:
+                changed |= push(op)
     erase_dead_ops(fn)
+
+
+def push_slices(fn: func.FuncOp) -> None:
+    """Push every slice of `fn` up as far as it goes, then drop what no longer has users."""
+    push_all(fn, tta.SliceOp, push_slice)
 
 
 @dataclass(frozen=True)
