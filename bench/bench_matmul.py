@@ -7,8 +7,8 @@
 Per row: a hand-written tinyton kernel in Triton's style, the same kernel reading A and B through host
 tensor descriptors (TMA on Hopper; `TINYTON_TMA=0`: cp.async, for comparison) (grouped program order for L2 reuse, f32
 accumulator, output in the operands' dtype) with the best of a few tile configurations (picked per shape,
-time of the best shown), the array program `a @ b` (its tiles tuned on first use), `torch.matmul`
-(cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set). fp16 and bf16 operands; tf32
+time of the best shown), the array program `a @ b` and its linear-layer spelling `a @ w.T` (w stored [N, K];
+tiles tuned on first use), `torch.matmul` and `F.linear(a, w)` (cuBLAS) and Triton's tutorial matmul (autotuned over the same kind of set). fp16 and bf16 operands; tf32
 is fp32 operands with `input_precision="tf32"` (torch with `allow_tf32`, Triton's default for fp32 dots);
 the array program's fp32 `@` is exact (NumPy's semantics), so the tf32 row leaves it out.
 
@@ -153,6 +153,12 @@ def matmul_program(a, b):
     return a @ b
 
 
+@tt.jit
+def linear_program(x, w):
+    """`x @ w.T`, the spelling of a linear layer (w stored [N, K], as torch's weights are)."""
+    return x @ w.T
+
+
 def tflops(m: int, n: int, k: int, ms: float) -> float:
     return 2 * m * n * k / (ms * 1e-3) / 1e12
 
@@ -204,7 +210,7 @@ def fp8_row(m: int, n: int, k: int) -> list[object]:
     if not ONESHOT:
         check_close("torch._scaled_mm", scaled_mm(), want, tol=1e-2)
     t_tt, t_cublas = tflops(m, n, k, best[0]), tflops(m, n, k, peer(median_ms, scaled_mm))
-    return ["fp8", f"{m}x{n}x{k}", t_tt, "—", t_program, t_cublas, "—", f"{100 * t_tt / t_cublas:.0f}%", "—",
+    return ["fp8", f"{m}x{n}x{k}", t_tt, "—", t_program, "—", t_cublas, "—", "—", f"{100 * t_tt / t_cublas:.0f}%", "—",
             _config(best[1]), "—"]
 
 
@@ -221,15 +227,20 @@ def row(dtype: str, m: int, n: int, k: int) -> list[object]:
         check_close("triton", c_triton, want, tol=1e-2)
     ms_tt, config = best_tinyton(a, b, want, dtype)
     ms_desc, config_desc = best_tinyton(a, b, want, dtype, desc=True)
+    w = b.T.contiguous()
     if dtype == "tf32":
-        t_program = "—"
+        t_program = t_linear = "—"
     else:
         check_close("tinyton a @ b", matmul_program(a, b), want, tol=1e-2)
         t_program = tflops(m, n, k, median_ms(lambda: matmul_program(a, b)))
+        check_close("tinyton a @ w.T", linear_program(a, w), want, tol=1e-2)
+        t_linear = tflops(m, n, k, median_ms(lambda: linear_program(a, w)))
     ms_cublas = peer(median_ms, lambda: torch.matmul(a, b))
+    t_cublas_linear = tflops(m, n, k, peer(median_ms, lambda: torch.nn.functional.linear(a, w)))
     ms_triton = peer(median_ms, lambda: triton_reference.matmul(a, b, c_triton))
     t_tt, t_cublas, t_triton = (tflops(m, n, k, ms) for ms in (ms_tt, ms_cublas, ms_triton))
-    return [dtype, f"{m}x{n}x{k}", t_tt, tflops(m, n, k, ms_desc), t_program, t_cublas, t_triton,
+    return [dtype, f"{m}x{n}x{k}", t_tt, tflops(m, n, k, ms_desc), t_program, t_linear, t_cublas, t_cublas_linear,
+            t_triton,
             f"{100 * t_tt / t_cublas:.0f}%", f"{100 * t_tt / t_triton:.0f}%", _config(config), _config(config_desc)]
 
 
@@ -260,7 +271,8 @@ def main(argv: list[str]) -> None:
     print_table(
         "matmul, f32 accumulate (TFLOPS, median; tinyton kernel: best of its configurations; fp8: the cuBLAS "
         "column is torch._scaled_mm, the a @ b column tt.scaled_matmul)",
-        ["dtype", "M x N x K", "tinyton kernel", "kernel on descriptors", "tinyton a @ b", "cuBLAS", "Triton",
+        ["dtype", "M x N x K", "tinyton kernel", "kernel on descriptors", "tinyton a @ b", "tinyton a @ w.T", "cuBLAS",
+         "cuBLAS a @ w.T (F.linear)", "Triton",
          "kernel/cuBLAS", "kernel/Triton", "kernel config", "descriptor kernel config"],
         rows,
     )

@@ -4,11 +4,16 @@ NumPy at every depth, with masked tails in M, N and K (K also not a multiple of 
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from mma_kernels import matmul, matmul_f16, reference
+from xdsl.dialects import scf
 
+import tinyton
+from tinyton.compiler import compile_module
 from tinyton.dialects import tt
+from tinyton.frontend.programs import compile_array_program
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
@@ -73,6 +78,39 @@ def test_pipelined_ptx_assembles(block, warps: int, toolchain: str, arch: str):
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group" in ptx
     assert ("extern .shared" in ptx) == (kernel.shared_bytes > 48 * 1024)
     assemble_ptx(ptx, arch)
+
+
+def _linear_gelu(x, w, b):
+    return tinyton.tanh(x @ w.T + b)
+
+
+def _swiglu(x, w1, w3):
+    gate = x @ w1.T
+    return tinyton.sigmoid(gate) * gate * (x @ w3.T)
+
+
+@pytest.mark.parametrize("fn, dots", [(_linear_gelu, 1), (_swiglu, 2)], ids=["x@w.T", "swiglu"])
+def test_array_matmul_dots_stay_in_flight_on_sm_90a(fn, dots: int):
+    """`x @ w.T` (B the transpose of a pipelined slot, read K-major) and the two products of SwiGLU's one K
+    loop stay in flight on wgmma: each dot waits only for its previous iteration's instance (`tt.dot_wait D`,
+    D the loop's dots), all of them after the loop; the PTX keeps D wgmma groups pending."""
+    bf16 = ml_dtypes.bfloat16
+    x, weights = np.ones((512, 256), bf16), [np.ones((512, 256), bf16) for _ in range(dots)]
+    extra = [np.ones(512, bf16)] if fn is _linear_gelu else []
+    (kernel,) = compile_array_program(tinyton.jit(fn), (x, *weights, *extra)).kernels()
+    module = kernel.module.clone()
+    pipeline_module(module, 227 * 1024, arch="sm_90a")
+    (loop,) = _ops(module, scf.ForOp)
+    in_loop = [op for op in loop.body.walk() if isinstance(op, (tt.DotOp, tt.DotWaitOp))]
+    assert [type(op) for op in in_loop] == [tt.DotOp, tt.DotWaitOp] * dots
+    assert all(tt.ASYNC_DOT_ATTR in op.attributes for op in in_loop[::2])
+    assert [op.pending.value.data for op in in_loop[1::2]] == [dots] * dots
+    after = [op for op in _ops(module, tt.DotWaitOp) if op not in in_loop]
+    assert [op.pending.value.data for op in after] == [0] * dots
+    if find_tool("ptxas") is not None:
+        ptx = compile_module(kernel.module.clone(), num_warps=kernel.num_warps, arch="sm_90a").asm["ptx"]
+        assert f"wgmma.wait_group.sync.aligned {dots};" in ptx
+        assemble_ptx(ptx, "sm_90a")
 
 
 GPU_SHAPES = [(256, 256, 256), (300, 200, 100), (129, 65, 48), (1000, 777, 300), (64, 64, 16), (130, 70, 50)]

@@ -207,77 +207,108 @@ def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = Fals
     return [load(v) for v in leaves]
 
 
-def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
-                prologue: Sequence[Operation] = ()) -> SSAValue:
-    """Emit the K loop at program scope; returns the result tile `[BM, BN]` in the result type. The
-    reductions `stats` of `op.lhs` are computed in the same loop, into the program scope's memo. A computed
-    left operand is evaluated per K tile by its `prologue` ops (program order), whose per-row operands are
-    already in the program scope.
+class _Right:
+    """One product's right operand B: how its `[BK, BN]` tiles are read (descriptor blocks, or masked loads of
+    `[BN, BK]` tiles transposed when its K is contiguous) and its accumulator's element and precision."""
+
+    def __init__(self, rg, op: tta.MatmulOp, bk: int, gemv: bool):
+        em, dom = rg.em, rg.dom
+        n = len(dom.shape)
+        self.em, self.op = em, op
+        view = dom.view(op.rhs)
+        strides, self.k_stride = _strides(view, n - 2, n - 1, len(view.shape) - 1)
+        n_src = rg.geom.source_of(n - 1)
+        self.n_src, bn = n_src, n_src.block
+        self.element = element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
+        # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
+        # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
+        self.desc = descriptor(rg, view, n - 2, n - 1, True) if view.is_plain and not gemv else None
+        self.k_major = self.desc is None and self.k_stride == 1
+        self.shape = (bn, bk) if self.k_major else (bk, bn)
+        off = em.add(rg.offsets(strides, rg.root), em.i32(view.offset) if view.offset else None)
+        self.offsets = em.to_shape(self.oriented(off) if off is not None else em.i32(0), self.shape)
+        self.base = em.to_shape(rg.ptrs[view.base], self.shape)
+        # the columns in bounds, and inside a window of them (those outside read 0)
+        self.lanes = self.oriented(em.and_(n_src.mask, _columns_inside(em, view, n_src)))
+        self.k_lanes = em.arange(bk, 2, 1 if self.k_major else 0)
+        self.zero = em.const(0.0, self.element, self.shape)
+
+    def oriented(self, value: SSAValue | None) -> SSAValue | None:
+        """A `[BK, BN]`-oriented index or mask in the orientation B's tiles are loaded in."""
+        return _transposed(self.em, value) if self.k_major else value
+
+    def stored(self, k0: SSAValue, k_mask: Callable[[SSAValue], SSAValue | None]) -> SSAValue:
+        """B's tile at `k0` as stored (`[BN, BK]` when K-major); `k_mask(kk)` masks K indices past K (or None)."""
+        em = self.em
+        kk = em.add(k0, self.k_lanes)
+        mask = em.and_(k_mask(kk), self.lanes)
+        ptrs = em.emit(tt.AddPtrOp(self.base, em.binary(tt.AddOp, self.offsets, em.mul_int(kk, self.k_stride))))
+        return _masked_load(em, ptrs, em.to_shape(mask, self.shape) if mask is not None else None, self.zero)
+
+    def tile(self, k0: SSAValue, k_mask: Callable[[SSAValue], SSAValue | None]) -> SSAValue:
+        """B's `[BK, BN]` tile at `k0`, as the dot reads it."""
+        if self.desc is not None:
+            return descriptor_load(self.em, self.desc, (k0, _start(self.em, self.n_src)), self.shape)
+        b = self.stored(k0, k_mask)
+        return self.em.emit(tt.TransOp(b, (1, 0))) if self.k_major else b
+
+
+def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] = (),
+                 prologue: Sequence[Operation] = ()) -> list[SSAValue]:
+    """Emit one K loop at program scope for products of one left operand (SwiGLU's `x @ w1.T` and `x @ w3.T`:
+    `x`'s tile is read once a K step, both dots stay in flight); returns their result tiles `[BM, BN]` in
+    their result types. The reductions `stats` of the left operand are computed in the same loop, into the
+    program scope's memo. A computed left operand is evaluated per K tile by its `prologue` ops (program
+    order), whose per-row operands are already in the program scope.
 
     A one-row tile (BM = 1: a decode step's `x @ w.T`, picked by the tuner) is the GEMV form: the products
     of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores,
     reduced over K once after the loop, and both tiles are loaded `num_stages - 1` K steps ahead: no
     tensor-core tile of 16 rows, so BN may be 4 and a 512-wide key projection still has a program for every SM."""
     em, dom = rg.em, rg.dom
+    lhs = ops[0].lhs
+    assert all(op.lhs is lhs for op in ops), "the products of one K loop share their left operand"
     n = len(dom.shape)
-    b_view = dom.view(op.rhs)
-    b_strides, b_k = _strides(b_view, n - 2, n - 1, len(b_view.shape) - 1)
-    K = shape_of(op.lhs.type)[-1]
+    K = shape_of(lhs.type)[-1]
     bk = rg.geom.notes["BK"]
-    m_src, n_src = rg.geom.source_of(n - 2), rg.geom.source_of(n - 1)
-    bm, bn = m_src.block, n_src.block
+    m_src = rg.geom.source_of(n - 2)
+    bm = m_src.block
     gemv = bm == 1
-    el, el_b = element_type(op.lhs.type), element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
+    el = element_type(lhs.type)
+    rights = [_Right(rg, op, bk, gemv) for op in ops]
     imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
     computed = bool(prologue)
     if not computed:
-        a_view = dom.view(op.lhs)
+        a_view = dom.view(lhs)
         a_strides, a_k = _strides(a_view, n - 2, n - 2, len(a_view.shape) - 2)
         a_off = rg.offsets(a_strides, rg.root)
         a_off = em.to_shape(a_off if a_off is not None else em.i32(0), (bm, bk))
         a_base = em.to_shape(rg.ptrs[a_view.base], (bm, bk))
-    # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
-    # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
-    b_desc = descriptor(rg, b_view, n - 2, n - 1, True) if b_view.is_plain and not gemv else None
-    b_kmajor = b_desc is None and b_k == 1
-    b_shape = (bn, bk) if b_kmajor else (bk, bn)
-    oriented = (lambda v: _transposed(em, v)) if b_kmajor else (lambda v: v)
-    b_off = em.add(rg.offsets(b_strides, rg.root), em.i32(b_view.offset) if b_view.offset else None)
-    b_off = em.to_shape(oriented(b_off) if b_off is not None else em.i32(0), b_shape)
-    b_base = em.to_shape(rg.ptrs[b_view.base], b_shape)
-    # the columns in bounds, and inside a window of them (those outside read 0)
-    b_lanes = oriented(em.and_(n_src.mask, _columns_inside(em, b_view, n_src)))
     ka = em.arange(bk, 2, 1)
-    kb = ka if b_kmajor else em.arange(bk, 2, 0)
-    zero_a, zero_b = em.const(0.0, el, (bm, bk)), em.const(0.0, el_b, b_shape)
+    zero_a = em.const(0.0, el, (bm, bk))
     acc_el = accumulator_element(el)  # f32, or f64 for f64 operands
-    acc0 = em.const(0.0, acc_el, b_shape if gemv else (bm, bn))
-    precision = fp32_matmul_precision() if el == f32 and el_b == f32 else "ieee"
+    acc0 = [em.const(0.0, acc_el, r.shape if gemv else (bm, r.n_src.block)) for r in rights]
+    precisions = [fp32_matmul_precision() if el == f32 and r.element == f32 else "ieee" for r in rights]
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed or gemv else descriptor(rg, a_view, n - 2, n - 2, False)
 
-    def masks_at(k0: SSAValue, bounded: bool) -> tuple[SSAValue, SSAValue, list[SSAValue | None]]:
-        """The K indices of A's and B's tiles at `k0` and their masks (`bounded`: `k0` may be past K)."""
+    def k_mask(bounded: bool) -> Callable[[SSAValue], SSAValue | None]:
+        """The mask of K indices past K, made only where a tile needs it (`bounded`: its step may start past K)."""
+        return lambda kk: em.cmp("lt", kk, em.i32(K)) if K % bk or bounded else None
+
+    def a_mask(k0: SSAValue, bounded: bool) -> SSAValue | None:
+        mask = em.and_(k_mask(bounded)(em.add(k0, ka)), m_src.mask)
+        return em.to_shape(mask, (bm, bk)) if mask is not None else None
+
+    def plain_a(k0: SSAValue, bounded: bool) -> SSAValue:
         kka = em.add(k0, ka)
-        kkb = kka if b_kmajor else em.add(k0, kb)
-        masks = []
-        for kk, lanes, shape in ((kka, m_src.mask, (bm, bk)), (kkb, b_lanes, b_shape)):
-            m = em.and_(em.cmp("lt", kk, em.i32(K)) if K % bk or bounded else None, lanes)
-            masks.append(em.to_shape(m, shape) if m is not None else None)
-        return kka, kkb, masks
+        ptrs = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k))))
+        return _masked_load(em, ptrs, a_mask(k0, bounded), zero_a)
 
-    def plain_a(kka: SSAValue, mask: SSAValue | None) -> SSAValue:
-        return _masked_load(em, em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k)))), mask, zero_a)
-
-    def stored_b(kkb: SSAValue, mask: SSAValue | None) -> SSAValue:
-        """B's tile as stored (`[BN, BK]` when K-major)."""
-        return _masked_load(em, em.emit(tt.AddPtrOp(b_base, em.binary(tt.AddOp, b_off, em.mul_int(kkb, b_k)))), mask, zero_b)
-
-    def ahead(k0: SSAValue) -> list[SSAValue]:
-        """The GEMV form's tiles of A (plain) and B of the K step at `k0`, loaded before the step."""
-        kka, kkb, masks = masks_at(k0, bounded=True)
-        return [*([] if computed else [plain_a(kka, masks[0])]), stored_b(kkb, masks[1])]
+    def ahead(k0: SSAValue, bounded: bool) -> list[SSAValue]:
+        """The GEMV form's tiles of A (plain) and of each B of the K step at `k0`, loaded before the step."""
+        return [*([] if computed else [plain_a(k0, bounded)]), *(r.stored(k0, k_mask(bounded)) for r in rights)]
 
     # a computed left operand's K tiles (and the GEMV form's A and B tiles) are loaded `depth` K steps ahead,
     # carried in registers: their latency overlaps K steps instead of stalling each one (the pipeliner stages
@@ -286,55 +317,57 @@ def emit_matmul(rg, op: tta.MatmulOp, stats: Sequence[RowReduction] = (),
     depth = max(1, rg.geom.notes["STAGES"] - 1) if gemv else 1
 
     def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
-        return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0) if gemv else [])
+        return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0, bounded) if gemv else [])
 
     tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=i > 0)]
     per_step = len(tiles0) // depth
+    accs = len(ops)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        ring = carried[1 + len(stats) :]
+        ring = carried[accs + len(stats) :]
         loaded, later = ring[:per_step], ring[per_step:]
         next_tiles = [*later, *step_tiles(em.add(k0, em.i32(depth * bk)), bounded=True)]
         if gemv:
-            loaded, (*a_now, b) = loaded[: len(leaves)], loaded[len(leaves) :]
-        kka, kkb, masks = masks_at(k0, bounded=False)
+            loaded, b_tiles = loaded[: len(loaded) - accs], loaded[len(loaded) - accs :]
+            loaded, a_now = (loaded, []) if computed else (loaded[:-1], loaded[-1:])
         if computed:
-            k_mask, load = _k_tiles(rg, k0)
+            tile_mask, load = _k_tiles(rg, k0)
             env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
             _evaluate(rg, prologue, env, load)
-            a = em.to_shape(env[op.lhs], (bm, bk))
-            if k_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
-                a = em.select(em.to_shape(k_mask, (bm, bk)), a, zero_a)
+            a = em.to_shape(env[lhs], (bm, bk))
+            if tile_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
+                a = em.select(em.to_shape(tile_mask, (bm, bk)), a, zero_a)
         elif gemv:
             a = a_now[0]
         elif a_desc is None:
-            a = plain_a(kka, masks[0])
+            a = plain_a(k0, bounded=False)
         else:
             a = descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
-        if gemv:
-            row = em.cast(a, acc_el) if b_kmajor else _transposed(em, em.cast(a, acc_el))
-            out = [em.binary(tt.AddOp, carried[0], em.binary(tt.MulOp, row, em.cast(b, acc_el)))]
-        else:
-            if b_desc is None:
-                b = stored_b(kkb, masks[1])
-                b = em.emit(tt.TransOp(b, (1, 0))) if b_kmajor else b
+        out = []
+        for i, (r, acc) in enumerate(zip(rights, carried)):
+            if gemv:
+                row = em.cast(a, acc_el) if r.k_major else _transposed(em, em.cast(a, acc_el))
+                out.append(em.binary(tt.AddOp, acc, em.binary(tt.MulOp, row, em.cast(b_tiles[i], acc_el))))
             else:
-                b = descriptor_load(em, b_desc, (k0, _start(em, n_src)), (bk, bn))
-            out = [em.emit(tt.DotOp(a, b, carried[0], precision, max_num_imprecise_acc=imprecise))]
-        for (red, chain), part in zip(stats, carried[1:]):
-            env = {op.lhs: a}
+                b = r.tile(k0, k_mask(False))
+                out.append(em.emit(tt.DotOp(a, b, acc, precisions[i], max_num_imprecise_acc=imprecise)))
+        for (red, chain), part in zip(stats, carried[accs:]):
+            env = {lhs: a}
             _evaluate(rg, chain, env, lambda v: a)
-            v = _masked_identity(em, red, env[red.input], masks[0])
+            v = _masked_identity(em, red, env[red.input], a_mask(k0, bounded=False))
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return [*out, *next_tiles]
 
     stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
-    acc, *partials = em.for_loop(0, K, bk, [acc0, *row0, *tiles0], body, stages)[: 1 + len(stats)]
-    for (red, _), part in zip(stats, partials):
+    results = em.for_loop(0, K, bk, [*acc0, *row0, *tiles0], body, stages)
+    for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
-    if gemv:  # the lanes' sums over K, as the `[1, BN]` row
-        acc = em.expand(em.emit(tt.ReduceSumOp(acc, 1 if b_kmajor else 0)), 0)
-    return em.cast(acc, element_type(op.result.type))
+    out = []
+    for r, acc in zip(rights, results[:accs]):
+        if gemv:  # the lanes' sums over K, as the `[1, BN]` row
+            acc = em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0)
+        out.append(em.cast(acc, element_type(r.op.result.type)))
+    return out
 
 
 def _transposed(em: Emitter, value: SSAValue | None) -> SSAValue | None:

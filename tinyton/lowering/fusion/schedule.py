@@ -23,7 +23,7 @@ from tinyton.analysis.matmul_operands import lhs_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import identity
-from tinyton.lowering.fusion.matmul import emit_matmul, emit_row_statistics
+from tinyton.lowering.fusion.matmul import emit_matmuls, emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.region import (
     ARG_KINDS,
@@ -152,8 +152,8 @@ class Scheduler:
                 el = accumulator_element(element_type(op.input.type))
                 value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
                 rg.root.memo[op.result] = self._finish(op, value)
-            elif isinstance(op, tta.MatmulOp):
-                rg.root.memo[op.result] = self._matmul(op)
+            elif isinstance(op, tta.MatmulOp) and op.result not in rg.root.memo:
+                self._matmuls(op)
         for value, ptr in self.outputs:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
@@ -182,10 +182,11 @@ class Scheduler:
             for op, i, _ in loads.values():
                 rg.operand(op, i, scope)
 
-    def _matmul(self, op: tta.MatmulOp) -> SSAValue:
-        """The product's tile. A computed left operand's prologue reads per-row values: they and the row
-        statistics they need are computed first (one loop over K), the other statistics of the left operand
-        in the product's loop."""
+    def _matmuls(self, op: tta.MatmulOp) -> None:
+        """The tiles of the product and of the region's other products of its left operand, from one K loop
+        (into the program scope's memo). A computed left operand's prologue reads per-row values: they and the
+        row statistics they need are computed first (one loop over K), the other statistics of the left
+        operand in the products' loop."""
         rg = self.rg
         members = set(self.ops)
         external = lambda v: v in rg.dom.views or not (isinstance(v, OpResult) and v.op in members)  # noqa: E731
@@ -203,7 +204,9 @@ class Scheduler:
                 if not external(v) and not (isinstance(v, OpResult) and v.op in ops):
                     self.ensure(v, rg.root)  # a per-row value the prologue reads
         mine = [(red, chain) for red, source, chain in pending if source == op.lhs]
-        return emit_matmul(rg, op, mine, prologue)
+        products = [m for m in self.ops if isinstance(m, tta.MatmulOp) and m.lhs is op.lhs]
+        for product, tile in zip(products, emit_matmuls(rg, products, mine, prologue)):
+            rg.root.memo[product.result] = tile
 
     def _row_prologues(self, external) -> list[tuple[tta.ReduceOp, SSAValue, list[Operation]]]:
         """The reductions of a matmul region: row statistics of an array in memory, each with its source and

@@ -18,13 +18,15 @@ prologue and the body, run `S-1` iterations ahead on extra loop-carried values; 
 iteration past the loop's end is masked off entirely. The loop's own copies of those values are
 dropped when nothing else uses them.
 
-On sm_90a a wgmma dot that accumulates into a carried value and reads only pipelined slots stays in
-flight for one more iteration (Triton's `warp_group_dot_wait {pendings = 1}`): it is marked
-`tt.async_dot`, followed by `tt.dot_wait 1` (the previous iteration's dot is done) and, after the loop,
-by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so the copy of iteration `i+S-1`
-overwrites the slot iteration `i-2` read, whose dot every warp finished before the barrier of
-`tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dot, is left alone. A float8 dot that
-promotes its partial sums (`max_num_imprecise_acc`) waits for its wgmmas itself and is not left in flight.
+On sm_90a the wgmma dots of a body, when each accumulates into a carried value and reads only pipelined
+slots (B perhaps through the `tt.trans` of a slot: `w` of `x @ w.T`, read K-major), stay in flight for one
+more iteration (Triton's `warp_group_dot_wait {pendings = D}`): each is marked `tt.async_dot` and followed by
+`tt.dot_wait D`, D the number of dots (the groups complete in order, so the previous iteration's instance of
+that dot is done) and, after the loop, by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so
+the copy of iteration `i+S-1` overwrites the slot iteration `i-2` read, whose dots every warp finished before
+the barrier of `tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dots, is left alone.
+A float8 dot that promotes its partial sums (`max_num_imprecise_acc`) waits for its wgmmas itself, and a body
+holding one keeps all its dots synchronous.
 
 On sm_90, when every such load is a `tt.descriptor_load` that TMA can read, the copies are TMA copies
 completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipeline_tma.py).
@@ -37,7 +39,7 @@ leaves the loop as it is.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import scf
@@ -53,7 +55,7 @@ from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
-from tinyton.lowering.tt_to_llvm.mma_layout import uses_mma
+from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
 from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, issue_tma, uses_tma
 from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
 
@@ -105,8 +107,8 @@ class _Plan:
     carried: list[int]
     """Indices of the iter_args that the loads' addresses depend on."""
     ops: list[Operation]
-    async_dot: tt.DotOp | None = None
-    """The loop's one wgmma dot when it may stay in flight across iterations."""
+    async_dots: list[tt.DotOp] = field(default_factory=list)
+    """The loop's wgmma dots when they may stay in flight across iterations (all of the body's or none)."""
     tma: bool = False
     """Whether the tiles arrive by TMA (tinyton/lowering/tt_to_llvm/pipeline_tma.py) rather than cp.async."""
     barriers: SSAValue | None = None
@@ -114,8 +116,8 @@ class _Plan:
 
     @property
     def extra_slots(self) -> int:
-        """Slots per buffer beyond the stages: one when a dot stays in flight."""
-        return int(self.async_dot is not None)
+        """Slots per buffer beyond the stages: one when dots stay in flight."""
+        return int(bool(self.async_dots))
 
     @property
     def stage_bytes(self) -> int:
@@ -174,23 +176,30 @@ def _plan(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> _Plan | None
         carried |= reached
         roots += [block.last_op.operands[i] for i in carried]
     ordered = [op for op in block.ops if op in ops]
-    return _Plan(loop, loads, sorted(carried), ordered, _async_dot(block, loads, num_warps, arch), tma)
+    return _Plan(loop, loads, sorted(carried), ordered, _async_dots(block, loads, num_warps, arch), tma)
 
 
-def _async_dot(block: Block, loads: list[Load], num_warps: int, arch: str) -> tt.DotOp | None:
-    """The body's dot that may stay in flight: the only dot, on wgmma, not promoting float8 partial sums (their
-    adds need the wgmmas done), both operands pipelined loads, its accumulator a carried value used by nothing
-    else and its result only yielded in that value's place."""
+def _async_dots(block: Block, loads: list[Load], num_warps: int, arch: str) -> list[tt.DotOp]:
+    """The body's dots when every one may stay in flight (`_may_stay_in_flight`); none otherwise."""
     dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
-    if len(dots) != 1 or not uses_wgmma(dot := dots[0], num_warps, arch) or promotion_steps(dot) is not None:
-        return None
+    loaded = {ld.result for ld in loads}
+    return dots if all(_may_stay_in_flight(d, block, loaded, num_warps, arch) for d in dots) else []
+
+
+def _may_stay_in_flight(dot: tt.DotOp, block: Block, loaded: set[SSAValue], num_warps: int, arch: str) -> bool:
+    """Whether `dot` may stay in flight: on wgmma, not promoting float8 partial sums (their adds need the
+    wgmmas done), A and B pipelined loads (B perhaps read K-major through its transpose), its accumulator a
+    carried value used by nothing else and its result only yielded in that value's place."""
+    if not uses_wgmma(dot, num_warps, arch) or promotion_steps(dot) is not None:
+        return False
+    a, b = dot.a, k_major_b(dot) or dot.b
+    if not {a, b} <= loaded or a is b:
+        return False
     acc, yield_op = dot.acc, block.last_op
-    if not {dot.a, dot.b} <= {ld.result for ld in loads} or dot.a is dot.b:
-        return None
     if not isinstance(acc, BlockArgument) or acc.owner is not block or acc.index == 0 or acc.uses.get_length() != 1:
-        return None
+        return False
     uses = list(dot.result.uses)
-    return dot if len(uses) == 1 and uses[0].operation is yield_op and uses[0].index == acc.index - 1 else None
+    return len(uses) == 1 and uses[0].operation is yield_op and uses[0].index == acc.index - 1
 
 
 def _stage_count(loop: scf.ForOp, module: ModuleOp, plan: _Plan, shared_limit: int) -> int:
@@ -259,19 +268,21 @@ def _advance(b: _Builder, slot: SSAValue, slots: int) -> SSAValue:
     return b.value(tt.SelectOp(at_end, b.value(_constant(0)), b.value(tt.AddOp(slot, one))))
 
 
-def _keep_in_flight(loop: scf.ForOp, dot: tt.DotOp) -> None:
-    """Leave `dot` in flight: the body waits for the previous iteration's, the code after the loop for all."""
-    dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
+def _keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp]) -> None:
+    """Leave `dots` in flight: after each the body waits for the previous iteration's instance of it (all
+    but the last `len(dots)` groups done), the code after the loop for all."""
     body = loop.body.block
-    body.insert_op_after(wait := tt.DotWaitOp(dot.result, 1), dot)
-    body.last_op.operands[dot.acc.index - 1] = wait.result
-    result = loop.results[dot.acc.index - 1]
-    after = tt.DotWaitOp(result, 0)
-    result.replace_all_uses_with(after.result)
-    after.operands[0] = result
     outer = loop.parent_block()
     assert outer is not None
-    outer.insert_op_after(after, loop)
+    for dot in dots:
+        dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
+        body.insert_op_after(wait := tt.DotWaitOp(dot.result, len(dots)), dot)
+        body.last_op.operands[dot.acc.index - 1] = wait.result
+        result = loop.results[dot.acc.index - 1]
+        after = tt.DotWaitOp(result, 0)
+        result.replace_all_uses_with(after.result)
+        after.operands[0] = result
+        outer.insert_op_after(after, loop)
 
 
 def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
@@ -282,8 +293,8 @@ def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
 
 def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
-    if plan.async_dot is not None:
-        _keep_in_flight(loop, plan.async_dot)
+    if plan.async_dots:
+        _keep_in_flight(loop, plan.async_dots)
     outer = loop.parent_block()
     assert outer is not None
     before = _Builder(outer, loop)
