@@ -428,7 +428,8 @@ def libm_kernel(x_ptr, out_ptr, n, BLOCK: tt.constexpr):
 @pytest.mark.parametrize("device", DEVICES)
 def test_libm_functions_in_kernels(device: str) -> None:
     gpu = on_gpu(device)
-    x = np.array([-3.7, -1.5, -0.5, -1e-4, 0.0, 2.5e-5, 0.3, 0.5, 1.5, 2.5, 9.0, np.nan, np.inf], np.float32)
+    x = np.array([-3.7, -1.5, -0.5, -1e-4, 0.0, 2.5e-5, 0.3, 0.5, 1.5, 2.5, 9.0, 10.5, -60.0, np.nan, np.inf],
+                 np.float32)
     out = np.zeros((7, 16), np.float32)
     libm_kernel[(1,)](x, out, len(x), BLOCK=16)
     with np.errstate(all="ignore"):

@@ -2,12 +2,14 @@
 tuner picks from one window per candidate: this shows how far apart they really are), for the bf16 model
 blocks of bench_fusion and the plain `x @ w.T` of the same shape.
 
-    python bench/probes/probe_matmul_tiles.py [--size 4096] [--rounds 5]
+    python bench/probes/probe_matmul_tiles.py [--size 4096] [--rounds 5] [--blocks gelu_mlp,swiglu]
+        [--tiles 128x128x64w8s2,128x256x64w8s3]   # these tiles only (default: the tuner's candidates, s3 and s4)
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 
 import ml_dtypes
@@ -32,13 +34,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--blocks", default="x @ w.T,gelu_mlp,swiglu")
+    parser.add_argument("--tiles", default="")
     args = parser.parse_args()
     n, bf16 = args.size, ml_dtypes.bfloat16
     x, w, b = np.zeros((n, n), bf16), np.zeros((n, n), bf16), np.zeros(n, bf16)
     blocks = {"x @ w.T": (linear, (x, w)), "gelu_mlp": (gelu_mlp, (x, w, b)), "swiglu": (swiglu, (x, w, w))}
-    tiles = [t for t in CANDIDATES if t.block_m >= 64 and t.num_warps >= 4]
-    tiles += [MatmulTiles(t.block_m, t.block_n, t.block_k, t.num_warps, 4) for t in tiles if t.num_stages == 3]
-    for name, (fn, inputs) in blocks.items():
+    if args.tiles:
+        tiles = [MatmulTiles(*map(int, re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", t).groups()))
+                 for t in args.tiles.split(",")]
+    else:
+        tiles = [t for t in CANDIDATES if t.block_m >= 64 and t.num_warps >= 4]
+        tiles += [MatmulTiles(t.block_m, t.block_n, t.block_k, t.num_warps, 4) for t in tiles if t.num_stages == 3]
+    for name in args.blocks.split(","):
+        fn, inputs = blocks[name]
         graph = fn.compile(*inputs).graph
         timers = {}
         for t in tiles:

@@ -42,13 +42,15 @@ ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e
 
 
 def _tanh(ctx: KernelContext, x: SSAValue) -> SSAValue:
-    """Cephes tanhf: x + x**3 P(x**2) below |x| = 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1))."""
+    """Cephes tanhf: x + x**3 P(x**2) below |x| = 0.625, else sign(x) (1 - 2 / (exp(2|x|) + 1)), |x| taken as
+    at most 10 there (tanh(10) rounds to 1.0, and exp stays finite for the quotient's Newton step; NaN stays)."""
     m = Formulas(ctx, x)
     z = m.mul(x, x)
     small = m.fma(m.mul(m.poly(z, TANH_P), z), x, x)
-    e = m.exp(m.mul(m.abs(x), m.c(2.0)))
-    large = m.copysign(m.sub(m.c(1.0), m.div(m.c(2.0), m.add(e, m.c(1.0)))), x)
-    return m.select(m.cmp("olt", m.abs(x), m.c(0.625)), small, large)
+    ax = m.abs(x)
+    e = m.exp(m.mul(m.select(m.cmp("ogt", ax, m.c(10.0)), m.c(10.0), ax), m.c(2.0)))
+    large = m.copysign(m.sub(m.c(1.0), m.quotient(m.c(2.0), m.add(e, m.c(1.0)))), x)
+    return m.select(m.cmp("olt", ax, m.c(0.625)), small, large)
 
 
 def _log10(ctx: KernelContext, x: SSAValue) -> SSAValue:
