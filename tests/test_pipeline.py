@@ -14,6 +14,10 @@ import tinyton
 from tinyton.compiler import compile_module
 from tinyton.dialects import tt
 from tinyton.frontend.programs import compile_array_program
+from tinyton.lowering.fusion.kernels import fusion_to_kernels
+from tinyton.lowering.fusion.matmul_tiles import CANDIDATES, MatmulTiles
+from tinyton.lowering.ptx.usage import register_usage
+from tinyton.rewrites.pipeline import fuse_module
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
@@ -111,6 +115,22 @@ def test_array_matmul_dots_stay_in_flight_on_sm_90a(fn, dots: int):
         ptx = compile_module(kernel.module.clone(), num_warps=kernel.num_warps, arch="sm_90a").asm["ptx"]
         assert f"wgmma.wait_group.sync.aligned {dots};" in ptx
         assemble_ptx(ptx, "sm_90a")
+
+
+@needs_ptxas
+def test_two_stage_candidate_fits_two_programs_an_sm():
+    """The tuner's two-stage 128x128x64 tile exists so that two programs share an SM (one's GELU epilogue
+    overlapping the other's K loop): its buffers (three slots with the dot in flight) and registers allow it."""
+    two_stage = MatmulTiles(128, 128, 64, 8, 2)
+    assert two_stage in CANDIDATES
+    bf16 = ml_dtypes.bfloat16
+    graph = tinyton.jit(_linear_gelu).compile(np.ones((512, 256), bf16), np.ones((512, 256), bf16),
+                                              np.ones(512, bf16)).graph
+    (spec,) = fusion_to_kernels(fuse_module(graph, fuse=True), choose_tiles=lambda _: two_stage)
+    kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
+    registers, spills = register_usage(kernel.asm["ptx"], "sm_90a")
+    assert spills == 0 and 2 * registers * 32 * spec.num_warps <= 65536
+    assert 2 * kernel.shared_bytes <= 227 * 1024
 
 
 GPU_SHAPES = [(256, 256, 256), (300, 200, 100), (129, 65, 48), (1000, 777, 300), (64, 64, 16), (130, 70, 50)]
