@@ -165,17 +165,6 @@ def program_updates(fn: func.FuncOp) -> list[int]:
     return [] if updates is None else list(updates.get_values())
 
 
-def put_destinations(fusion: tta.FusionOp) -> list[tuple[SSAValue, SSAValue]]:
-    """(region result, program value) for each result of `fusion` that a put computes: the result shares the
-    buffer of the put's destination (tinyton/rewrites/in_place.py makes that safe)."""
-    found = []
-    for out, value in zip(fusion.outputs, fusion.yield_op.values):
-        if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
-            dest = value.op.dest
-            found.append((out, fusion.inputs[dest.index] if dest in fusion.block.args else dest))
-    return found
-
-
 def sm_count() -> int:
     """The GPU's multiprocessors, the target fact that decides flash-decoding splits (a nominal H100's
     without a GPU, so the simulator runs the kernels an H100 would)."""
@@ -207,12 +196,14 @@ def build_program(
     from tinyton.lowering.fusion import (  # on first use, as the fusion passes
         Scratch,
         fusion_to_kernels,
+        group_launches,
+        put_destinations,
     )
 
     with stage("fuse"):
         fused = fused_module(graph, fuse)
     with stage("generate kernels (tta.fusion -> tt)"):
-        launches = list(fusion_to_kernels(fused, matmul_tiles, attention_blocks, sm_count(), row_shape))
+        launches = group_launches(fusion_to_kernels(fused, matmul_tiles, attention_blocks, sm_count(), row_shape))
     body = program_function(fused).body.block
 
     slot: dict[SSAValue | Scratch, int] = {}
@@ -239,8 +230,9 @@ def build_program(
     for k in launches:
         if k in in_place:
             continue
-        for out, dest in put_destinations(k.fusion):  # a put writes into its destination's buffer
-            slot[out] = buffer(dest)
+        for fusion in k.fusions:
+            for out, dest in put_destinations(fusion):  # a put writes into its destination's buffer
+                slot[out] = buffer(dest)
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
             slot[k.outputs[0]] = buffer(k.inputs[k.alias])
             continue

@@ -7,6 +7,9 @@ from tinyton.lowering.fusion.kernels import (
     Scratch,
     build_kernels,
     fusion_to_kernels,
+    put_destinations,
 )
+from tinyton.lowering.fusion.launch_groups import KernelGroup, group_launches
 
-__all__ = ["FusionToKernelsPass", "KernelParam", "KernelSpec", "Scratch", "build_kernels", "fusion_to_kernels"]
+__all__ = ["FusionToKernelsPass", "KernelGroup", "KernelParam", "KernelSpec", "Scratch", "build_kernels",
+           "fusion_to_kernels", "group_launches", "put_destinations"]

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import SSAValue
+from xdsl.ir import OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from tinyton.analysis.attention import Attention, find_attention
@@ -130,8 +130,29 @@ class KernelSpec:
         return [*self.inputs, *self.outputs, *self.scratch]
 
     @property
+    def fusions(self) -> list[tta.FusionOp]:
+        """The regions the launch computes (several for a `launch_groups.KernelGroup`)."""
+        return [self.fusion]
+
+    @property
     def kernel(self) -> func.FuncOp:
         return next(op for op in self.module.ops if isinstance(op, func.FuncOp))
+
+
+def put_destinations(fusion: tta.FusionOp) -> list[tuple[SSAValue, SSAValue]]:
+    """(region result, program value) for each result of `fusion` that a put computes: the result shares the
+    buffer of the put's destination (tinyton/rewrites/in_place.py makes that safe)."""
+    found = []
+    for out, value in zip(fusion.outputs, fusion.yield_op.values):
+        if isinstance(value, OpResult) and isinstance(value.op, tta.PutOp):
+            dest = value.op.dest
+            found.append((out, fusion.inputs[dest.index] if dest in fusion.block.args else dest))
+    return found
+
+
+def writes_of(spec: KernelSpec) -> set[SSAValue]:
+    """The program values a kernel writes: its results and the destinations its puts write into."""
+    return {*spec.outputs, *(dest for _, dest in put_destinations(spec.fusion))}
 
 
 def _hint(value: SSAValue, fallback: str) -> str:
