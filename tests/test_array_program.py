@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -86,10 +86,15 @@ class FakeSpec:
     alias: int | None = None
     scratch: tuple = ()
     fallback: tuple = ()
+    tiles: dict = field(default_factory=dict)
 
     @property
     def module(self):
         return self.fusion
+
+    @property
+    def fusions(self):
+        return [self.fusion]
 
     @property
     def inputs(self):
