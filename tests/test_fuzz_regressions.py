@@ -13,7 +13,9 @@ from fuzz.reference_ops import SHIM
 from fuzz.run import check
 
 import tinyton as tt
+import tinyton.compiler.program as program_module
 from tinyton.errors import CompilationError
+from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
 from tinyton.lowering.tt_to_llvm.math import ERF_SERIES
 
 BOTH = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
@@ -923,3 +925,21 @@ def test_reshape_to_more_dims_than_the_kernel_leaves_the_layout_alone(fuse: bool
     np.testing.assert_array_equal(got[1], np.full((4, 32), -1))
     np.testing.assert_allclose(got[2], np.tan(x1)[..., None], rtol=1e-5)
     np.testing.assert_array_equal(got[3], np.ones((2, 32, 2, 1), bool))
+
+
+@tt.jit
+def empty_dot(a, b):
+    return tt.matmul(a, b)
+
+
+@BOTH
+@pytest.mark.parametrize("tiles", [(1, 8, 64, 4, 3), (16, 64, 128, 4, 4)], ids=["gemv", "skinny"])
+def test_product_over_an_empty_k_reads_nothing(monkeypatch, tiles, fuse: bool) -> None:
+    """Seed 61 case 293 with `--tiles drawn`: `float32[0] @ float32[0]` (0) in the GEMV form loaded its first
+    K step unmasked, K (0) being a multiple of the step: a read past the arrays. A step is unmasked only
+    where it lies inside K whole."""
+    monkeypatch.setattr(program_module, "matmul_tiles", lambda p: MatmulTiles(*tiles).fit(p))
+    empty = np.zeros(0, np.float32)
+    assert run(empty_dot, empty, empty, fuse=fuse) == 0.0
+    x, w = np.ones((1, 0), np.float32), np.ones((0, 5), np.float32)
+    np.testing.assert_array_equal(run(empty_dot, x, w, fuse=fuse), np.zeros((1, 5), np.float32))

@@ -184,7 +184,7 @@ def test_swiglu_candidates_on_wgmma_do_not_spill():
     (problem,) = matmul_problems(swiglu, x, x, x)
     graph = swiglu.compile(x, x, x).graph
     on_wgmma = [t for t in candidates(problem) if t.block_m % 64 == 0 and t.num_warps % 4 == 0]
-    assert len(on_wgmma) == 5
+    assert len(on_wgmma) == 6  # 128 x 128 x 64 at three stages and at two
     for t in on_wgmma:
         (spec,) = fusion_to_kernels(fuse_module(graph.clone(), fuse=True), choose_tiles=lambda _, t=t: t)
         ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]

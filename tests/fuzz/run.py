@@ -8,6 +8,12 @@ dtype, NaN positions, values within the propagated error bound); a compile error
     python tests/fuzz/run.py --seed 0 --cases 10000          # the backend: TINYTON_BACKEND (auto: GPU if any)
     python tests/fuzz/run.py --seed 0 --index 123 --show     # one case, with its source
     python tests/fuzz/run.py --cases 10000 --jobs 16         # in 16 processes (GPU hosts: compiles dominate)
+    python tests/fuzz/run.py --tiles drawn --cases 2000      # matmul tiles drawn from the tuner's candidates
+
+Without a tuner (the simulator, or `TINYTON_TUNE=0`) every product takes the untuned default tiles, which a
+GPU's tuner rarely keeps; `--tiles drawn` (`TINYTON_FUZZ_TILES=drawn`) gives each product tiles drawn from
+the tuner's candidates for it instead (the GEMV and skinny forms of few-row products included, and with them
+launch groups), seeded by the case and the product's shape, so both backends check the tiles a GPU runs.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import builtins
 import importlib.util
 import multiprocessing
 import os
+import random
 import sys
 import tempfile
 import time
@@ -24,8 +31,10 @@ import traceback
 import types
 import warnings
 from concurrent.futures import ProcessPoolExecutor, TimeoutError, as_completed
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -37,9 +46,12 @@ from fuzz.reference import Ref, compare
 from fuzz.reference_ops import SHIM
 
 import tinyton as tt
+import tinyton.compiler.program as program_module
+from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, MatmulTiles, candidates
 
 DEFAULT_SEED = 20261123
 DEFAULT_CASES = 2000
+TILES_ENV = "TINYTON_FUZZ_TILES"
 
 
 @dataclass
@@ -75,6 +87,19 @@ def reference(fn: types.FunctionType, inputs: list[np.ndarray]) -> tuple[list[Re
     return (list(out), True) if isinstance(out, tuple) else ([out], False)
 
 
+def drawn_tiles(case: Case) -> AbstractContextManager:
+    """Matmul tiles drawn from the tuner's candidates, per case and product shape (`TINYTON_FUZZ_TILES=drawn`);
+    otherwise the compiler's own choice."""
+    if os.environ.get(TILES_ENV, "") != "drawn":
+        return nullcontext()
+
+    def choose(p: MatmulProblem) -> MatmulTiles:
+        options = candidates(p)
+        return options[random.Random(f"{case.seed}:{case.index}:{p.shape_class()}:{p.dots}").randrange(len(options))]
+
+    return mock.patch.object(program_module, "matmul_tiles", choose)
+
+
 def check(case: Case, directory: Path) -> Outcome:
     fn = load(case, directory)
     expected, is_tuple = reference(fn, case.inputs)
@@ -85,7 +110,7 @@ def check(case: Case, directory: Path) -> Outcome:
         ("unfused", lambda: program.compile(*case.inputs, fuse=False)(*case.inputs)),
     ):
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), drawn_tiles(case):
                 got = run()
         except Exception as e:  # noqa: BLE001 - every failure is a finding
             tb = traceback.format_exception(type(e), e, e.__traceback__, limit=-3)
@@ -147,7 +172,10 @@ def main() -> int:
     parser.add_argument("--max-failures", type=int, default=None)
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--time-limit", type=float, default=None, help="with --jobs: start no slice after this many seconds")
+    parser.add_argument("--tiles", choices=["default", "drawn"], default=os.environ.get(TILES_ENV) or "default",
+                        help="matmul tiles: the compiler's, or drawn from the tuner's candidates")
     args = parser.parse_args()
+    os.environ[TILES_ENV] = args.tiles  # the worker processes read it too
     indices = range(args.index, args.index + 1) if args.index is not None else range(args.start, args.start + args.cases)
     if args.show:
         for i in indices:
@@ -161,7 +189,8 @@ def main() -> int:
     for report in reports:
         print(report)
     failures = reports
-    print(f"{count} cases, seed {args.seed}, {len(failures)} failing, {time.perf_counter() - start:.1f} s")
+    print(f"{count} cases, seed {args.seed}, tiles {args.tiles}, {len(failures)} failing, "
+          f"{time.perf_counter() - start:.1f} s")
     return 1 if failures else 0
 
 

@@ -319,7 +319,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
         return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0, bounded) if gemv else [])
 
-    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=i > 0)]
+    # a step is masked unless it lies inside K whole (not the first one of an empty K either)
+    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=(i + 1) * bk > K)]
     per_step = len(tiles0) // depth
     accs = len(ops)
 
