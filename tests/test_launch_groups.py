@@ -7,6 +7,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tinyton as tt
 import tinyton.compiler.program as program_module
@@ -91,6 +93,36 @@ def test_a_kernel_writing_what_the_other_reads_keeps_its_launch(gemv_tiles):
     assert not any(isinstance(s.launch, KernelGroup) for s in program.steps)
     np.testing.assert_allclose(np.asarray(y), want_y, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cache, want_cache, rtol=1e-4, atol=1e-4)
+
+
+def three_products(x, w1, w2, w3):
+    """Three one-row products of one input, each with its own epilogue: one launch when all are GEMV kernels."""
+    return tt.tanh(x @ w1.T), (x @ w2.T) * 2.0, tt.maximum(x @ w3.T, 0.0)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(k=st.sampled_from([8, 64, 100, 256]),
+       widths=st.lists(st.sampled_from([40, 96, 136, 200]), min_size=3, max_size=3, unique=True),
+       block=st.sampled_from([(4, 256), (8, 64), (16, 128)]), dtype=st.sampled_from([np.float32, BF16]))
+def test_grouped_products_match_numpy_at_any_shape(monkeypatch, k, widths, block, dtype):
+    """Any widths (three distinct ones: equal widths would be sibling products of one region; programs per
+    part not a multiple of anything), K steps and dtypes: each part's programs compute its own columns, none
+    reads or writes another's."""
+    monkeypatch.setattr(program_module, "matmul_tiles",
+                        lambda p: tiles_module.MatmulTiles(1, *block, 4, 3).fit(p))
+    monkeypatch.setattr(programs_module, "_PROGRAMS", type(programs_module._PROGRAMS)())
+    rng = np.random.default_rng(k * 1000 + sum(widths))
+    x = rng.standard_normal((1, k)).astype(dtype)
+    ws = [rng.standard_normal((n, k)).astype(dtype) for n in widths]
+    got = tt.jit(three_products)(x, *ws)
+    program = next(iter(programs_module._PROGRAMS[three_products].values()))
+    assert program.num_launches == 1
+    xf = x.astype(np.float64)
+    want = [np.tanh(xf @ ws[0].astype(np.float64).T), (xf @ ws[1].astype(np.float64).T) * 2.0,
+            np.maximum(xf @ ws[2].astype(np.float64).T, 0.0)]
+    tol = 2e-2 if dtype is BF16 else 1e-4
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g).astype(np.float64), w, rtol=tol, atol=tol * np.sqrt(k))
 
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
