@@ -943,3 +943,24 @@ def test_product_over_an_empty_k_reads_nothing(monkeypatch, tiles, fuse: bool) -
     assert run(empty_dot, empty, empty, fuse=fuse) == 0.0
     x, w = np.ones((1, 0), np.float32), np.ones((0, 5), np.float32)
     np.testing.assert_array_equal(run(empty_dot, x, w, fuse=fuse), np.zeros((1, 5), np.float32))
+
+
+@tt.jit
+def divided_beside_a_variance(x1, x2):
+    return x1 / x2, tt.var(x1, axis=-3)
+
+
+@BOTH
+def test_row_division_by_a_subnormal_is_finite(fuse: bool) -> None:
+    """Seed 64 case 2393: `x1 / x2` in a region reducing another axis divides by one reciprocal per row;
+    x2 = 1e-39 (subnormal) has an infinite f32 reciprocal, so -0.22 / 1e-39 was -inf, not -2.2e38. A divisor
+    below 2^-64 now scales both operands by 2^64 first (the same quotient)."""
+    rng = np.random.default_rng(2393)
+    x1 = rng.standard_normal((4, 8, 3, 8)).astype(np.float32)
+    x2 = np.array([1e-39, -3e-40, 2e-30, 5e-20, 1.0, 0.0, -0.0, 1e-45], np.float32)
+    got = run(divided_beside_a_variance, x1, x2, fuse=fuse)
+    with np.errstate(all="ignore"):
+        want = x1 / x2
+    np.testing.assert_array_equal(np.isfinite(got[0]), np.isfinite(want))
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)
+    np.testing.assert_allclose(got[1], x1.var(axis=-3), rtol=1e-5)

@@ -26,12 +26,16 @@ func.func @softmax(%x: tensor<64x1000xf32>) -> tensor<64x1000xf32> {
 // CHECK:           %[[SUM:.+]] = tt.reduce_sum %{{.+}} axis = 0 : tensor<1024xf32> -> f32
 // Dividing by the row's sum: one reciprocal per row, then per element q = e * r refined by one Newton
 // step, q + (e - q * sum) * r, the correctly rounded quotient (q itself where the residual is NaN or q
-// overflowed to inf).
-// CHECK:           %[[R:.+]] = tt.div %{{.+}}, %[[SUM]] : f32
+// overflowed to inf). A sum below 2^-64 (its reciprocal may overflow) and the elements are both scaled by 2^64.
+// CHECK:           %[[SCALE:.+]] = tt.select %{{.+}}, %{{.+}}, %{{.+}} : i1, f32
+// CHECK:           %[[D:.+]] = tt.mul %[[SUM]], %[[SCALE]] : f32
+// CHECK:           %[[R:.+]] = tt.div %{{.+}}, %[[D]] : f32
+// CHECK:           %[[SS:.+]] = tt.splat %[[SCALE]]
+// CHECK:           %[[A:.+]] = tt.mul %[[E]], %[[SS]] : tensor<1024xf32>
 // CHECK:           %[[RS:.+]] = tt.splat %[[R]]
-// CHECK:           %[[Q:.+]] = tt.mul %[[E]], %[[RS]] : tensor<1024xf32>
+// CHECK:           %[[Q:.+]] = tt.mul %[[A]], %[[RS]] : tensor<1024xf32>
 // CHECK:           %[[NQ:.+]] = tt.neg %[[Q]]
-// CHECK:           %[[RES:.+]] = tt.fma %[[NQ]], %{{.+}}, %[[E]]
+// CHECK:           %[[RES:.+]] = tt.fma %[[NQ]], %{{.+}}, %[[A]]
 // CHECK:           %[[NAN:.+]] = tt.cmp "ne", %[[RES]], %[[RES]]
 // CHECK:           %[[AQ:.+]] = tt.abs %[[Q]]
 // CHECK:           %[[INF:.+]] = tt.cmp "eq", %[[AQ]], %{{.+}}
@@ -92,9 +96,10 @@ func.func @long_softmax(%x: tensor<264x40000xf32>) -> tensor<264x40000xf32> {
 // CHECK:             scf.yield %[[MNEW]], %{{.+}} : f32, f32
 // CHECK:           %[[EMPTY:.+]] = tt.cmp "eq", %[[M]], %{{.+}} : f32 -> i1
 // CHECK:           %[[SUM:.+]] = tt.select %[[EMPTY]], %{{.+}}, %[[S]] : i1, f32
+// CHECK:           %[[D:.+]] = tt.mul %[[SUM]], %{{.+}} : f32
 // CHECK:           scf.for
 // CHECK:             tt.splat %[[M]]
-// CHECK:             tt.splat %[[SUM]]
+// CHECK:             tt.splat %[[D]]
 // CHECK:             tt.store
 // CHECK:           func.return
 
