@@ -3,6 +3,7 @@
 # unfused and on the NumPy reference with TINYTON_BACKEND=cuda, one worker process per CPU core (kernel
 # compiles dominate: ~7 kernels a case), starting no new slice after LIMIT seconds (default 540, under the
 # device tool's 10 minutes). Usage: scripts/fuzz-gpu.sh [CASES] [SEED] [START] [LIMIT]; the log goes to $OUT.
+# TINYTON_FUZZ_TILES=drawn draws each product's tiles from the tuner's candidates (tests/fuzz/run.py --tiles).
 # Used through the lent-GPU `device` tool with the wheels of xDSL & co. carried in .whl, like gpu-check.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
