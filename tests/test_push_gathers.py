@@ -52,6 +52,25 @@ def test_cross_entropy_matches_numpy(fuse: bool) -> None:
         cross_entropy.compile(logits, wrong, fuse=fuse)(logits, wrong)
 
 
+@tt.jit
+def gathered_root_of_a_scalar(x, i):
+    return tt.sqrt(tt.sum(x))[None][i]
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+def test_a_gather_of_scalars_only_stays(fuse: bool) -> None:
+    """Fuzz seed 66 case 919: the gather of a reshaped scalar's root (`std(x)[..., None][..., i]`) was pushed
+    onto the root's scalar operand, giving `sqrt` of a scalar a tile's type (xDSL's VerifyException). Nothing
+    is gathered there, so the gather stays: its values, and its IndexError for an index out of bounds."""
+    x = np.arange(1, 5, dtype=np.float32)
+    for i in (np.zeros((0, 3), np.int32), np.array([[0, -1], [0, 0]], np.int32)):
+        got = gathered_root_of_a_scalar.compile(x, i, fuse=fuse)(x, i)
+        np.testing.assert_allclose(got, np.sqrt(x.sum())[None][i], rtol=1e-6)
+    wrong = np.array([0, 1], np.int32)
+    with pytest.raises(DeviceAssertionError, match="out of bounds"):
+        gathered_root_of_a_scalar.compile(x, wrong, fuse=fuse)(x, wrong)
+
+
 SHAPES = st.sampled_from([(5, 7), (3, 1, 6), (4, 3, 5), (1, 9), (6, 1)])
 
 

@@ -95,8 +95,8 @@ class _Indices:
 def push_gather(take: tta.TakeOp) -> bool:
     """Gather the operands of the elementwise op `take` reads from, if it pays; True if rewritten."""
     source = _elementwise_source(take)
-    if source is None:
-        return False
+    if source is None or not any(shape_of(v.type) for v in source.operands):
+        return False  # of scalars only, nothing would be gathered, and an index out of bounds must still raise
     b = Builder(take)
     shape = shape_of(source.results[0].type)
     indices = _Indices(b, take.indices, shape)
