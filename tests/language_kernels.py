@@ -235,6 +235,12 @@ def shape_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, OP: tl.constexp
     elif OP == "join":
         j = tl.join(x, -x)  # (M, N, 2) in row-major order: x and -x interleaved
         tl.store(o_ptr + tl.arange(0, 2 * M * N), tl.reshape(j, 2 * M * N))
+    elif OP == "row_groups":  # rows in groups of 4, each group summed: a reshape that splits the row dimension
+        g = tl.arange(0, M // 4)[:, None]
+        tl.store(o_ptr + g * N + cols, tl.sum(tl.reshape(x, (M // 4, 4, N)), axis=1))
+    elif OP == "regroup":  # each row cut in halves, every half a row: [2M, N/2]
+        halves = tl.reshape(x, (2 * M, N // 2)) + tl.arange(0, 2 * M)[:, None]
+        tl.store(o_ptr + tl.arange(0, 2 * M)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :], halves)
     elif OP == "rank3":
         k = tl.arange(0, 2)[None, None, :]
         x3 = tl.broadcast_to(tl.expand_dims(x, 2), (M, N, 2)) + k
@@ -253,12 +259,14 @@ SHAPE_REFERENCES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "join_split": lambda x: x * 3,
     "join": lambda x: np.stack([x, -x], axis=-1).reshape(-1),
     "rank3": lambda x: 2 * x + 1,
+    "row_groups": lambda x: x.reshape(x.shape[0] // 4, 4, x.shape[1]).sum(1),
+    "regroup": lambda x: x.reshape(2 * x.shape[0], x.shape[1] // 2) + np.arange(2 * x.shape[0])[:, None],
 }
 
 
 def shape_case(op: str, m: int = 16, n: int = 32) -> Case:
     x = RNG.integers(-100, 100, (m, n)).astype(np.int32)
-    size = 2 * m * n if op == "join" else m * n
+    size = {"join": 2 * m * n, "row_groups": m * n // 4}.get(op, m * n)
     return Case(shape_kernel, [x], SHAPE_REFERENCES[op], np.zeros(size, np.int32), {"M": m, "N": n, "OP": op})
 
 

@@ -12,7 +12,7 @@ from simt import run_program
 
 from tinyton.frontend.arguments import runtime_values
 
-CASES = {**{n: c for n, c in ALL_CASES.items() if n.startswith("scan-")}, **INDEXING_CASES}
+CASES = {**{n: c for n, c in ALL_CASES.items() if n.startswith(("scan-", "shape-", "reduce-keep_dims"))}, **INDEXING_CASES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

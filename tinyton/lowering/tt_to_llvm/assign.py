@@ -163,6 +163,8 @@ class LayoutAssignment:
                 layout = mma_tiling(op, self.num_warps).accumulator()
             case tt.TransOp():
                 layout = self.layout[op.input].permute(op.order.get_values())
+            case tt.ReshapeOp():
+                layout = self.layout[op.input].reshape(tt.shape_of(result.type))
             case tt.JoinOp():
                 layout = self.anchor([op.lhs, op.rhs], op.lhs).with_pair_dim()
             case tt.LoadOp():

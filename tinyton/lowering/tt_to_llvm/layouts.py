@@ -145,6 +145,20 @@ class Layout:
             tuple(perm(b) for b in self.warp),
         )
 
+    def reshape(self, shape: Sequence[int]) -> Layout:
+        """The same registers as a tile of `shape` holding the elements in the same row-major order (`tt.reshape`):
+        each basis's row-major offset read back in the new shape. Every size being a power of two, that offset,
+        a power of two, is one dimension's power of two there too."""
+        shape = tuple(shape)
+        assert prod(shape) == prod(self.shape) and not any(d & (d - 1) for d in (*shape, *self.shape)), shape
+        new = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
+
+        def move(b: Basis) -> Basis:
+            offset = sum(x * s for x, s in zip(b, self.strides()))
+            return tuple(offset // s % n for s, n in zip(new, shape))
+
+        return Layout(shape, tuple(map(move, self.reg)), tuple(map(move, self.lane)), tuple(map(move, self.warp)))
+
     def with_pair_dim(self) -> Layout:
         """This layout with a new last dimension of 2 held in register bit 0 (`tt.join`'s result)."""
         rank = self.rank + 1

@@ -1,29 +1,22 @@
 """
-Shape ops: `tt.trans` and `tt.hint` reuse registers, `tt.join`/`tt.split` pair registers, `tt.reshape`
-goes through shared memory.
+Shape ops: `tt.trans`, `tt.reshape` and `tt.hint` reuse registers, `tt.join`/`tt.split` pair registers.
 
 A transposed tile's layout is its input's with the basis entries permuted (`Layout.permute`), so the
-registers are the same. A join puts the new size-2 dimension in register bit 0 (`with_pair_dim`): each
-thread interleaves the registers of the two halves, and a split takes them apart again (after a layout
-conversion if the input holds the pair elsewhere). A reshape keeps the row-major order of the elements:
-the tile is written row-major and read back in the result's layout.
+registers are the same. A reshape keeps the row-major order of the elements, and every tile size is a power
+of two, so its layout is its input's with each basis's row-major offset read in the new shape
+(`Layout.reshape`): the same registers again (a tile reshaped to another layout than that is converted as
+any value is). A join puts the new size-2 dimension in register bit 0 (`with_pair_dim`): each thread
+interleaves the registers of the two halves, and a split takes them apart again (after a layout conversion
+if the input holds the pair elsewhere).
 """
 
 from __future__ import annotations
 
-from math import prod
-
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import (
-    KernelContext,
-    llvm_type,
-    lowers,
-    lowers_tile,
-)
+from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers, lowers_tile
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.shared import byte_size, load_tile, store_tile
 
 
 def _inverse(order: list[int]) -> list[int]:
@@ -62,12 +55,4 @@ def lower_split(ctx: KernelContext, op: tt.SplitOp) -> None:
 @lowers_tile(tt.ReshapeOp)
 def lower_reshape(ctx: KernelContext, op: tt.ReshapeOp, layout: Layout | None) -> list[SSAValue]:
     assert layout is not None
-    src = ctx.layout_of(op.input)
-    elem = llvm_type(op.input.type)
-    nbytes = prod(src.shape) * byte_size(elem)
-    start = ctx.smem_buffer(nbytes, f"a reshape of a {list(src.shape)} tile")
-    store_tile(ctx, ctx.get(op.input, src), src, elem, start)
-    ctx.barrier()
-    out = load_tile(ctx, layout, layout.shape, elem, start)
-    ctx.smem_read(start, nbytes)
-    return out
+    return ctx.get(op.input, layout.reshape(tt.shape_of(op.input.type)))
