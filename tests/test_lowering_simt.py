@@ -1,5 +1,5 @@
-"""The GPU lowering of scans, sorts, flips, gathers and histograms run without a GPU: program 0 of each case's
-llvm-dialect kernel on the lockstep SIMT interpreter (tests/simt.py), against NumPy. It checks the lowering's
+"""The GPU lowering of scans, sorts, flips, gathers, histograms and shape ops run without a GPU: program 0 of
+each case's llvm-dialect kernel on the lockstep SIMT interpreter (tests/simt.py), against NumPy. It checks the lowering's
 arithmetic, shuffles and shared-memory addressing; barriers and timing are the GPU tests' part."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from indexing_kernels import INDEXING_CASES
 from language_kernels import ALL_CASES
 from simt import run_program
 
+import tinyton as tt
 from tinyton.frontend.arguments import runtime_values
+from tinyton.frontend.programs import compile_array_program
 
 CASES = {**{n: c for n, c in ALL_CASES.items() if n.startswith(("scan-", "shape-", "reduce-keep_dims"))}, **INDEXING_CASES}
 
@@ -23,3 +25,19 @@ def test_lowered_kernel_matches_numpy(name):
     run_program(kernel, runtime_values([*case.inputs, out]))
     want = case.reference(*case.inputs)
     np.testing.assert_allclose(out.reshape(want.shape), want, rtol=case.rtol, atol=case.atol)
+
+
+def _cumsum(x):
+    return tt.cumsum(x, axis=-1)
+
+
+@pytest.mark.parametrize("n", [2048, 4096])
+def test_long_row_scan_of_an_array_program(n):
+    """A row longer than a register scan is cut into runs by reshapes (`Emitter.scan`), which keep their
+    registers (`Layout.reshape`): the kernel's scan matches NumPy's."""
+    x = np.random.default_rng(n).standard_normal((1, n)).astype(np.float32)
+    (kernel,) = compile_array_program(tt.jit(_cumsum), (x,)).kernels()
+    assert "tt.reshape" in str(kernel.module)
+    out = np.zeros_like(x)
+    run_program(kernel, runtime_values([x, out]))
+    np.testing.assert_allclose(out, np.cumsum(x, axis=-1), rtol=1e-5, atol=1e-4)
