@@ -973,3 +973,20 @@ def test_float64_scan_bound_counts_the_references_own_roundings() -> None:
     x = np.random.default_rng(1450).uniform(0.5, 1.0, 2048)
     bound = SHIM.cumsum(Ref(x, np.zeros_like(x))).err
     assert bound[-1] >= 2048 * np.finfo(np.float64).eps * x.sum()
+
+
+@tt.jit
+def stacked_padding(x):
+    p = tt.pad(x, ((0, 1), (0, 0)))
+    return tt.stack([p, -p], axis=-1)
+
+
+@BOTH
+def test_broadcast_of_a_padded_view_keeps_the_padding(fuse: bool) -> None:
+    """Seed 75 case 3351 (and seed 72 case 2004, drawn tiles): `stack([pad(x), ...], -1)` reshapes the padded
+    view to (2, 7, 1) and broadcasts it to (2, 7, 2); the broadcast widened every bound (0, 1) to the whole dim,
+    the padded row's (0, 1) of 2 rows too, so the kernel read x's row 1 past its end (the simulator's
+    OutOfBoundsError; garbage on a GPU). Only a broadcast dim's bound widens."""
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 7)
+    p = np.pad(x, ((0, 1), (0, 0)))
+    np.testing.assert_array_equal(run(stacked_padding, x, fuse=fuse), np.stack([p, -p], axis=-1))

@@ -84,8 +84,9 @@ class View:
         if isinstance(op, tta.BroadcastToOp):
             lead = len(out) - len(self.shape)
             src = [(1, 0)] * lead + list(zip(self.shape, self.strides))
-            if bounds is not None:
-                bounds = tuple((0, n) if b == (0, 1) else b for b, n in zip([(0, 1)] * lead + list(bounds), out))
+            if bounds is not None:  # a broadcast dim (size 1) read inside its bounds is read whole; others keep theirs
+                bounds = tuple((0, n) if d == 1 and b == (0, 1) else b
+                               for (d, _), b, n in zip(src, [(0, 1)] * lead + list(bounds), out))
             return replace(self, shape=out, strides=tuple(0 if d == 1 else s for (d, s) in src), bounds=bounds)
         if self.is_contiguous:
             return replace(self, shape=out, strides=contiguous_strides(out))
