@@ -33,18 +33,19 @@ completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipelin
 
 The depth is the loop's `tt.num_stages` attribute (`tt.range(..., num_stages=)`), else the module's
 (the launch option), else Triton's default of 3, reduced until the buffers fit `shared_limit`; 1 or 0
-leaves the loop as it is.
+leaves the loop as it is. Which loops qualify, their address slices, in-flight dots and depth are decided
+in pipeline_plan.py; this module rewrites them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, UnitAttr, i32
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 from xdsl.transforms.dead_code_elimination import region_dce
@@ -54,167 +55,21 @@ from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
-from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
-from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
-from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, issue_tma, uses_tma
-from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
+from tinyton.lowering.tt_to_llvm.pipeline_plan import (
+    Plan,
+    feeds_mma_only,
+    is_zero,
+    plan_loop,
+    stage_count,
+    tile_elements,
+)
+from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 
-STAGES_ATTR = tt.NUM_STAGES_ATTR
-DEFAULT_STAGES = 3
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
 def _constant(value: int) -> tt.ConstantOp:
     return tt.ConstantOp(IntegerAttr(value, 32), i32)
-
-
-def _is_zero(value: SSAValue | None) -> bool:
-    if value is None:
-        return True
-    op = value.owner
-    return isinstance(op, tt.ConstantOp) and isinstance(op.value, FloatAttr) and op.value.value.data == 0.0
-
-
-def _feeds_mma_only(load: Load) -> bool:
-    """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose
-    taking it as the K-major B operand of such dots (kᵀ of a key block loaded as stored)."""
-    users = [use.operation for use in load.result.uses]
-    return bool(users) and all(_dot_operand(u, load.result) for u in users)
-
-
-def _dot_operand(user: Operation, value: SSAValue) -> bool:
-    if isinstance(user, tt.TransOp):
-        users = [use.operation for use in user.result.uses]
-        return tuple(user.order.get_values()) == (1, 0) and bool(users) and all(
-            isinstance(u, tt.DotOp) and uses_mma(u) and u.b is user.result and u.a is not user.result
-            for u in users
-        )
-    return isinstance(user, tt.DotOp) and uses_mma(user) and value in (user.a, user.b) and value is not user.acc
-
-
-def _defined_in(value: SSAValue, block: Block) -> bool:
-    owner = value.owner
-    return owner is block if isinstance(value, BlockArgument) else owner.parent_block() is block
-
-
-@dataclass
-class _Plan:
-    """What pipelining one loop needs: the loads, the carried values their addresses follow, and
-    the body's ops computing those addresses and updates (in body order)."""
-
-    loop: scf.ForOp
-    loads: list[Load]
-    carried: list[int]
-    """Indices of the iter_args that the loads' addresses depend on."""
-    ops: list[Operation]
-    async_dots: list[tt.DotOp] = field(default_factory=list)
-    """The loop's wgmma dots when they may stay in flight across iterations (all of the body's or none)."""
-    tma: bool = False
-    """Whether the tiles arrive by TMA (tinyton/lowering/tt_to_llvm/pipeline_tma.py) rather than cp.async."""
-    barriers: SSAValue | None = None
-    """With TMA: the slots' mbarriers (made by `pipeline_loop`)."""
-
-    @property
-    def extra_slots(self) -> int:
-        """Slots per buffer beyond the stages: one when dots stay in flight."""
-        return int(bool(self.async_dots))
-
-    @property
-    def stage_bytes(self) -> int:
-        """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
-        tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * _elements(ld.result) for ld in self.loads)
-        return tiles + 8 * self.tma
-
-
-def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
-    """The ops of `block` that `values` depend on and the iter_args (indices) they reach; None when one
-    of those ops is not pure or has regions."""
-    ops: set[Operation] = set()
-    carried: set[int] = set()
-    pending = list(values)
-    while pending:
-        value = pending.pop()
-        if not _defined_in(value, block):
-            continue
-        if isinstance(value, BlockArgument):
-            if value.index > 0:
-                carried.add(value.index - 1)
-            continue
-        op = value.owner
-        if op in ops:
-            continue
-        if not op.has_trait(Pure) or op.regions:
-            return None
-        ops.add(op)
-        pending += op.operands
-    return ops, carried
-
-
-def _plan(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> _Plan | None:
-    block = loop.body.block
-    candidates = [
-        op for op in block.ops
-        if isinstance(op, (tt.LoadOp, tt.DescriptorLoadOp)) and tt.shape_of(op.result.type) and _feeds_mma_only(op)
-    ]
-    tma = tma and uses_tma(candidates, arch)
-    loads = candidates if tma else [op for op in candidates if _is_zero(op.other)]
-    if not loads:
-        return None
-    if tma:
-        roots = [v for load in loads for v in (*load.offsets, *load.shape, *load.strides)]
-    else:
-        roots = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
-    ops: set[Operation] = set()
-    carried: set[int] = set()
-    while True:
-        found = _slice(roots, block)
-        if found is None:
-            return None
-        ops, reached = found
-        if reached <= carried:
-            break
-        carried |= reached
-        roots += [block.last_op.operands[i] for i in carried]
-    ordered = [op for op in block.ops if op in ops]
-    return _Plan(loop, loads, sorted(carried), ordered, _async_dots(block, loads, num_warps, arch), tma)
-
-
-def _async_dots(block: Block, loads: list[Load], num_warps: int, arch: str) -> list[tt.DotOp]:
-    """The body's dots when every one may stay in flight (`_may_stay_in_flight`); none otherwise."""
-    dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
-    loaded = {ld.result for ld in loads}
-    return dots if all(_may_stay_in_flight(d, block, loaded, num_warps, arch) for d in dots) else []
-
-
-def _may_stay_in_flight(dot: tt.DotOp, block: Block, loaded: set[SSAValue], num_warps: int, arch: str) -> bool:
-    """Whether `dot` may stay in flight: on wgmma, not promoting float8 partial sums (their adds need the
-    wgmmas done), A and B pipelined loads (B perhaps read K-major through its transpose), its accumulator a
-    carried value used by nothing else and its result only yielded in that value's place."""
-    if not uses_wgmma(dot, num_warps, arch) or promotion_steps(dot) is not None:
-        return False
-    a, b = dot.a, k_major_b(dot) or dot.b
-    if not {a, b} <= loaded or a is b:
-        return False
-    acc, yield_op = dot.acc, block.last_op
-    if not isinstance(acc, BlockArgument) or acc.owner is not block or acc.index == 0 or acc.uses.get_length() != 1:
-        return False
-    uses = list(dot.result.uses)
-    return len(uses) == 1 and uses[0].operation is yield_op and uses[0].index == acc.index - 1
-
-
-def _stage_count(loop: scf.ForOp, module: ModuleOp, plan: _Plan, shared_limit: int) -> int:
-    attr = loop.attributes.get(STAGES_ATTR) or module.attributes.get(STAGES_ATTR)
-    stages = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_STAGES
-    while stages > 1 and (stages + plan.extra_slots) * plan.stage_bytes > shared_limit:
-        stages -= 1
-    return stages
-
-
-def _elements(value: SSAValue) -> int:
-    n = 1
-    for d in tt.shape_of(value.type):
-        n *= d
-    return n
 
 
 class _Builder:
@@ -235,7 +90,7 @@ class _Builder:
 
 
 def _issue(
-    b: _Builder, plan: _Plan, buffers: Sequence[SSAValue], iv: SSAValue, state: Sequence[SSAValue],
+    b: _Builder, plan: Plan, buffers: Sequence[SSAValue], iv: SSAValue, state: Sequence[SSAValue],
     slot: SSAValue, ub: SSAValue,
 ) -> list[SSAValue]:
     """Copy the tiles of the iteration at `iv` (whose carried values are `state`) into `slot`, commit,
@@ -291,7 +146,7 @@ def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
     return b.value(tt.SelectOp(at_end, b.value(tt.SubOp(b.value(_constant(1)), phase)), phase))
 
 
-def pipeline_loop(plan: _Plan, stages: int) -> scf.ForOp:
+def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dots:
         _keep_in_flight(loop, plan.async_dots)
@@ -422,9 +277,9 @@ def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     from shared memory by every iteration, they are copied there once instead of stored each time."""
     found = []
     for op in module.walk():
-        if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and _is_zero(op.other)):
+        if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and is_zero(op.other)):
             continue
-        if _feeds_mma_only(op) and all(_inside_loop(u.operation, op.parent_block()) for u in op.result.uses):
+        if feeds_mma_only(op) and all(_inside_loop(u.operation, op.parent_block()) for u in op.result.uses):
             found.append(op)
     return found
 
@@ -481,17 +336,17 @@ def pipeline_module(
     budget = shared_limit
     hoisted = []
     for load in _invariant_operands(module):
-        nbytes = tt.element_type(load.result.type).bitwidth // 8 * _elements(load.result)
+        nbytes = tt.element_type(load.result.type).bitwidth // 8 * tile_elements(load.result)
         if 2 * nbytes <= budget:  # keep room for the loops' buffers
             budget -= nbytes
             hoisted.append(_hoist(load))
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     pipelined: set[scf.ForOp] = set()
     for loop in reversed(loops):
-        plan = _plan(loop, warps, arch, tma)
+        plan = plan_loop(loop, warps, arch, tma)
         if plan is None:
             continue
-        stages = _stage_count(loop, module, plan, budget)
+        stages = stage_count(loop, module, plan, budget)
         if stages < 2:
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes

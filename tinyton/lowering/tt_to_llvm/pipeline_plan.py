@@ -1,0 +1,172 @@
+"""Which loops `tinyton-pipeline` (pipeline.py) rewrites, and how: the loads feeding tensor-core dots, the pure
+ops computing their addresses (cloned to run iterations ahead), the dots that may stay in flight across iterations,
+and the depth whose buffers fit the shared memory left."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.traits import Pure
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
+from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
+from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, uses_tma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
+
+STAGES_ATTR = tt.NUM_STAGES_ATTR
+DEFAULT_STAGES = 3
+
+
+def is_zero(value: SSAValue | None) -> bool:
+    """Whether a load's `other` is absent or 0.0 (`cp.async` zero-fills masked-off lanes)."""
+    if value is None:
+        return True
+    op = value.owner
+    return isinstance(op, tt.ConstantOp) and isinstance(op.value, FloatAttr) and op.value.value.data == 0.0
+
+
+def feeds_mma_only(load: Load) -> bool:
+    """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose
+    taking it as the K-major B operand of such dots (kᵀ of a key block loaded as stored)."""
+    users = [use.operation for use in load.result.uses]
+    return bool(users) and all(_dot_operand(u, load.result) for u in users)
+
+
+def _dot_operand(user: Operation, value: SSAValue) -> bool:
+    if isinstance(user, tt.TransOp):
+        users = [use.operation for use in user.result.uses]
+        return tuple(user.order.get_values()) == (1, 0) and bool(users) and all(
+            isinstance(u, tt.DotOp) and uses_mma(u) and u.b is user.result and u.a is not user.result
+            for u in users
+        )
+    return isinstance(user, tt.DotOp) and uses_mma(user) and value in (user.a, user.b) and value is not user.acc
+
+
+def _defined_in(value: SSAValue, block: Block) -> bool:
+    owner = value.owner
+    return owner is block if isinstance(value, BlockArgument) else owner.parent_block() is block
+
+
+@dataclass
+class Plan:
+    """What pipelining one loop needs: the loads, the carried values their addresses follow, and
+    the body's ops computing those addresses and updates (in body order)."""
+
+    loop: scf.ForOp
+    loads: list[Load]
+    carried: list[int]
+    """Indices of the iter_args that the loads' addresses depend on."""
+    ops: list[Operation]
+    async_dots: list[tt.DotOp] = field(default_factory=list)
+    """The loop's wgmma dots when they may stay in flight across iterations (all of the body's or none)."""
+    tma: bool = False
+    """Whether the tiles arrive by TMA (tinyton/lowering/tt_to_llvm/pipeline_tma.py) rather than cp.async."""
+    barriers: SSAValue | None = None
+    """With TMA: the slots' mbarriers (made by `pipeline_loop`)."""
+
+    @property
+    def extra_slots(self) -> int:
+        """Slots per buffer beyond the stages: one when dots stay in flight."""
+        return int(bool(self.async_dots))
+
+    @property
+    def stage_bytes(self) -> int:
+        """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
+        tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * tile_elements(ld.result) for ld in self.loads)
+        return tiles + 8 * self.tma
+
+
+def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
+    """The ops of `block` that `values` depend on and the iter_args (indices) they reach; None when one
+    of those ops is not pure or has regions."""
+    ops: set[Operation] = set()
+    carried: set[int] = set()
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if not _defined_in(value, block):
+            continue
+        if isinstance(value, BlockArgument):
+            if value.index > 0:
+                carried.add(value.index - 1)
+            continue
+        op = value.owner
+        if op in ops:
+            continue
+        if not op.has_trait(Pure) or op.regions:
+            return None
+        ops.add(op)
+        pending += op.operands
+    return ops, carried
+
+
+def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | None:
+    block = loop.body.block
+    candidates = [
+        op for op in block.ops
+        if isinstance(op, (tt.LoadOp, tt.DescriptorLoadOp)) and tt.shape_of(op.result.type) and feeds_mma_only(op)
+    ]
+    tma = tma and uses_tma(candidates, arch)
+    loads = candidates if tma else [op for op in candidates if is_zero(op.other)]
+    if not loads:
+        return None
+    if tma:
+        roots = [v for load in loads for v in (*load.offsets, *load.shape, *load.strides)]
+    else:
+        roots = [v for load in loads for v in (load.ptr, load.mask) if v is not None]
+    ops: set[Operation] = set()
+    carried: set[int] = set()
+    while True:
+        found = _slice(roots, block)
+        if found is None:
+            return None
+        ops, reached = found
+        if reached <= carried:
+            break
+        carried |= reached
+        roots += [block.last_op.operands[i] for i in carried]
+    ordered = [op for op in block.ops if op in ops]
+    return Plan(loop, loads, sorted(carried), ordered, _async_dots(block, loads, num_warps, arch), tma)
+
+
+def _async_dots(block: Block, loads: list[Load], num_warps: int, arch: str) -> list[tt.DotOp]:
+    """The body's dots when every one may stay in flight (`_may_stay_in_flight`); none otherwise."""
+    dots = [op for op in block.walk() if isinstance(op, tt.DotOp)]
+    loaded = {ld.result for ld in loads}
+    return dots if all(_may_stay_in_flight(d, block, loaded, num_warps, arch) for d in dots) else []
+
+
+def _may_stay_in_flight(dot: tt.DotOp, block: Block, loaded: set[SSAValue], num_warps: int, arch: str) -> bool:
+    """Whether `dot` may stay in flight: on wgmma, not promoting float8 partial sums (their adds need the
+    wgmmas done), A and B pipelined loads (B perhaps read K-major through its transpose), its accumulator a
+    carried value used by nothing else and its result only yielded in that value's place."""
+    if not uses_wgmma(dot, num_warps, arch) or promotion_steps(dot) is not None:
+        return False
+    a, b = dot.a, k_major_b(dot) or dot.b
+    if not {a, b} <= loaded or a is b:
+        return False
+    acc, yield_op = dot.acc, block.last_op
+    if not isinstance(acc, BlockArgument) or acc.owner is not block or acc.index == 0 or acc.uses.get_length() != 1:
+        return False
+    uses = list(dot.result.uses)
+    return len(uses) == 1 and uses[0].operation is yield_op and uses[0].index == acc.index - 1
+
+
+def stage_count(loop: scf.ForOp, module: ModuleOp, plan: Plan, shared_limit: int) -> int:
+    attr = loop.attributes.get(STAGES_ATTR) or module.attributes.get(STAGES_ATTR)
+    stages = attr.value.data if isinstance(attr, IntegerAttr) else DEFAULT_STAGES
+    while stages > 1 and (stages + plan.extra_slots) * plan.stage_bytes > shared_limit:
+        stages -= 1
+    return stages
+
+
+def tile_elements(value: SSAValue) -> int:
+    n = 1
+    for d in tt.shape_of(value.type):
+        n *= d
+    return n
