@@ -106,6 +106,9 @@ def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], se
 
 
 def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | None:
+    """How to pipeline `loop`: its loads that feed only tensor-core dots (all by TMA when they can be, else
+    those with a zero `other` by cp.async), the carried values and pure ops their addresses need; None when
+    there are none or an address needs an impure op."""
     block = loop.body.block
     candidates = [
         op for op in block.ops
