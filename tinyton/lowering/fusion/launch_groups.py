@@ -88,14 +88,14 @@ def group_launches(launches: Sequence[KernelSpec]) -> list[KernelSpec | KernelGr
         run.clear()
 
     for spec in launches:
-        joins = (run and groupable(spec) and spec.num_warps == run[0].num_warps
-                 and all(independent(earlier, spec) for earlier in run))
-        if run and not joins:
-            flush()
-        if groupable(spec):
-            run.append(spec)
-        else:
+        if not groupable(spec):
+            if run:
+                flush()
             out.append(spec)
+            continue
+        if run and (spec.num_warps != run[0].num_warps or not all(independent(e, spec) for e in run)):
+            flush()
+        run.append(spec)
     if run:
         flush()
     return out
@@ -114,9 +114,9 @@ def merge(parts: Sequence[KernelSpec]) -> KernelGroup:
     for old, new in mapping.items():
         new.name_hint = old.name_hint
     block.add_op(pid := tt.ProgramIdOp(0))
-    ends = list(accumulate(prod(p.grid) for p in parts))
-    bodies = [_body(kernel, mapping, pid.result, end - prod(part.grid), prod(part.grid))
-              for part, kernel, end in zip(parts, kernels, ends)]
+    sizes = [prod(p.grid) for p in parts]
+    ends = list(accumulate(sizes))
+    bodies = [_body(kernel, mapping, pid.result, end - size, size) for kernel, end, size in zip(kernels, ends, sizes)]
     chain = bodies[-1]
     for body, end in zip(reversed(bodies[:-1]), reversed(ends[:-1])):
         branch = Block()

@@ -301,14 +301,14 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         mask = em.and_(k_mask(bounded)(em.add(k0, ka)), m_src.mask)
         return em.to_shape(mask, (bm, bk)) if mask is not None else None
 
-    def plain_a(k0: SSAValue, bounded: bool) -> SSAValue:
-        kka = em.add(k0, ka)
-        ptrs = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(kka, a_k))))
-        return _masked_load(em, ptrs, a_mask(k0, bounded), zero_a)
+    def plain_a(k0: SSAValue, mask: SSAValue | None) -> SSAValue:
+        ptrs = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(em.add(k0, ka), a_k))))
+        return _masked_load(em, ptrs, mask, zero_a)
 
     def ahead(k0: SSAValue, bounded: bool) -> list[SSAValue]:
         """The GEMV form's tiles of A (plain) and of each B of the K step at `k0`, loaded before the step."""
-        return [*([] if computed else [plain_a(k0, bounded)]), *(r.stored(k0, k_mask(bounded)) for r in rights)]
+        a = [] if computed else [plain_a(k0, a_mask(k0, bounded))]
+        return [*a, *(r.stored(k0, k_mask(bounded)) for r in rights)]
 
     # a computed left operand's K tiles (and the GEMV form's A and B tiles) are loaded `depth` K steps ahead,
     # carried in registers: their latency overlaps K steps instead of stalling each one (the pipeliner stages
@@ -331,6 +331,9 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         if gemv:
             loaded, b_tiles = loaded[: len(loaded) - accs], loaded[len(loaded) - accs :]
             loaded, a_now = (loaded, []) if computed else (loaded[:-1], loaded[-1:])
+        # A's rows and K lanes in bounds, made once for its plain load and the row statistics that read it
+        plain = not (computed or gemv or a_desc is not None)
+        mask = a_mask(k0, bounded=False) if stats or plain else None
         if computed:
             tile_mask, load = _k_tiles(rg, k0)
             env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
@@ -340,8 +343,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
                 a = em.select(em.to_shape(tile_mask, (bm, bk)), a, zero_a)
         elif gemv:
             a = a_now[0]
-        elif a_desc is None:
-            a = plain_a(k0, bounded=False)
+        elif plain:
+            a = plain_a(k0, mask)
         else:
             a = descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
         out = []
@@ -355,7 +358,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         for (red, chain), part in zip(stats, carried[accs:]):
             env = {lhs: a}
             _evaluate(rg, chain, env, lambda v: a)
-            v = _masked_identity(em, red, env[red.input], a_mask(k0, bounded=False))
+            v = _masked_identity(em, red, env[red.input], mask)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return [*out, *next_tiles]
 

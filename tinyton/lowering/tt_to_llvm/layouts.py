@@ -151,10 +151,10 @@ class Layout:
         a power of two, is one dimension's power of two there too."""
         shape = tuple(shape)
         assert prod(shape) == prod(self.shape) and not any(d & (d - 1) for d in (*shape, *self.shape)), shape
-        new = tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
+        old, new = self.strides(), tuple(prod(shape[d + 1 :]) for d in range(len(shape)))
 
         def move(b: Basis) -> Basis:
-            offset = sum(x * s for x, s in zip(b, self.strides()))
+            offset = sum(x * s for x, s in zip(b, old))
             return tuple(offset // s % n for s, n in zip(new, shape))
 
         return Layout(shape, tuple(map(move, self.reg)), tuple(map(move, self.lane)), tuple(map(move, self.warp)))
