@@ -1,7 +1,8 @@
 """TMA for the array program's `a @ b` beyond row-major 2-D operands: `x @ w.T` (w read as stored, its
 blocks fed to the dot through `tt.trans`), batched operands (a descriptor of rank 3 whose outer index is
-the program's batch index, merged batch dimensions as one) and broadcast ones (a batch dimension of
-stride 0 drops out). Checked: the simulator against NumPy, shapes with tails included; the tensor maps
+the program's batch index, merged batch dimensions as one), broadcast ones (a batch dimension of stride 0
+drops out) and a batch no right operand varies along, folded into the rows (`row_axes`: x's 2-D map holds
+the rows of every batch element). Checked: the simulator against NumPy, shapes with tails included; the tensor maps
 and ptxas sm_90a on both PTX paths; sm_80 and `TINYTON_TMA=0` keep cp.async; on the GPU, against NumPy."""
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ CASES = {
 
 MAPS = {
     "x@w.T": [([200, 72], [64, 32]), ([136, 72], [64, 32])],
-    "batched x@w.T": [([3, 200, 72], [1, 64, 32]), ([136, 72], [64, 32])],
-    "4-D x@w.T": [([6, 64, 64], [1, 64, 32]), ([128, 64], [64, 32])],
+    "batched x@w.T": [([600, 72], [64, 32]), ([136, 72], [64, 32])],
+    "4-D x@w.T": [([384, 64], [64, 32]), ([128, 64], [64, 32])],
     "batched a@b": [([3, 200, 72], [1, 64, 32]), ([3, 72, 136], [1, 32, 64])],
-    "broadcast b": [([3, 200, 72], [1, 64, 32]), ([72, 136], [32, 64])],
+    "broadcast b": [([600, 72], [64, 32]), ([72, 136], [32, 64])],
     "broadcast a": [([200, 72], [64, 32]), ([3, 72, 136], [1, 32, 64])],
 }
 """The tensor maps (sizes, box) of each case on sm_90a: both operands on TMA."""

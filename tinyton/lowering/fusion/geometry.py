@@ -26,7 +26,7 @@ from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import SCAN_RUN
-from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
+from tinyton.lowering.fusion.matmul_tiles import MatmulTiles, row_axes
 from tinyton.lowering.fusion.row_shapes import (
     LOOP_CHUNK,
     MAX_ROW_BLOCK,
@@ -172,11 +172,14 @@ def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int,
 
 
 def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
-    """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says."""
+    """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says; the rows of a tile
+    enumerate M and the batch axes no right operand varies along (`row_axes`)."""
     shape = dom.shape
     n = len(shape)
-    batch = Source(tuple(range(n - 2)), prod(shape[:-2]))
-    m = Source((n - 2,), shape[-2], tiles.block_m, 0)
+    rows = row_axes(dom)
+    batch_axes = tuple(a for a in range(n - 2) if a not in rows)
+    batch = Source(batch_axes, prod(shape[a] for a in batch_axes))
+    m = Source(rows, prod(shape[a] for a in rows), tiles.block_m, 0)
     nn = Source((n - 1,), shape[-1], tiles.block_n, 1)
     notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k, "STAGES": tiles.num_stages}
     return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)

@@ -85,7 +85,7 @@ def _k_tiles(rg, k0: SSAValue, bounded: bool = False,
     def load(value: SSAValue) -> SSAValue:
         view = rg.dom.view(value)
         strides, k_stride = _operand_strides(view, rg.dom.k_maps[value])
-        rows = n - 2 in strides
+        rows = any(a in strides for a in m_src.axes)
         shape = (m_src.block if rows else 1, bk if k_stride else 1)
         key = ("k-loop rows", view.base, tuple(sorted(strides.items())), view.offset, shape)
         if rg.root.get(key) is None:  # loop invariant: the pointers of the rows
@@ -157,7 +157,8 @@ def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
     row = em.reduce(kind, acc, 1)
     if isinstance(red, tta.ReduceMeanOp):
         row = em.binary(tt.MulOp, row, em.const(1.0 / K, f32))
-    if len(rg.dom.shape) - 2 not in rg.dom.map_of(red.result):
+    rows = rg.geom.source_of(len(rg.dom.shape) - 2).axes
+    if not set(rows) & set(rg.dom.map_of(red.result)):
         row = em.reduce(kind, row, 0)
     return em.cast(row, element_type(red.result.type))
 
@@ -222,7 +223,7 @@ class _Right:
         self.element = element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
         # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
         # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
-        self.desc = descriptor(rg, view, n - 2, n - 1, True) if view.is_plain and not gemv else None
+        self.desc = descriptor(rg, view, right=True) if view.is_plain and not gemv else None
         self.k_major = self.desc is None and self.k_stride == 1
         self.shape = (bn, bk) if self.k_major else (bk, bn)
         off = em.add(rg.offsets(strides, rg.root), em.i32(view.offset) if view.offset else None)
@@ -291,7 +292,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     precisions = [fp32_matmul_precision() if el == f32 and r.element == f32 else "ieee" for r in rights]
     row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
-    a_desc = None if stats or computed or gemv else descriptor(rg, a_view, n - 2, n - 2, False)
+    a_desc = None if stats or computed or gemv else descriptor(rg, a_view, right=False)
 
     def k_mask(bounded: bool) -> Callable[[SSAValue], SSAValue | None]:
         """The mask of K indices past K, made only where a tile needs it (`bounded`: its step may start past K)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import pairwise
+from math import prod
 
 from xdsl.ir import SSAValue
 
@@ -26,34 +27,61 @@ class Descriptor:
     transposed: bool
 
 
-def descriptor(rg, view: View, batch: int, row_axis: int, may_transpose: bool) -> Descriptor | None:
+def descriptor(rg, view: View, right: bool) -> Descriptor | None:
     """The descriptor of a matmul operand whose tiles are then `tt.descriptor_load`s (TMA on sm_90): a
-    row-major matrix, or for B (`may_transpose`) a column-major one, under batch dimensions that each have
-    their own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads)."""
-    geom, rank = rg.geom, len(view.shape)
-    sources = [geom.source_of(batch), geom.source_of(batch + 1)]
-    if sources[0].axes != (batch,) or sources[1].axes != (batch + 1,):
+    row-major matrix, or for B (`right`) a column-major one, under batch dimensions that each have their
+    own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads). A's rows
+    are the M source's, batch axes folded into M included (`row_axes`) when they are one run of strides."""
+    geom, rank, n = rg.geom, len(view.shape), len(rg.geom.domain)
+    if geom.source_of(n - 1).axes != (n - 1,):
         return None
     (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]
+    if not right:
+        rows = _rows(view, geom.source_of(n - 2).axes, n)
+        if rows is None:
+            return None
+        r, sr = rows
     if sc == 1 and sr >= c:
         sizes, strides, transposed = (r, c), (sr, 1), False
-    elif may_transpose and sr == 1 and sc >= r:
+    elif right and sr == 1 and sc >= r:
         sizes, strides, transposed = (c, r), (sc, 1), True
     else:
         return None
     outer = []
-    for source in reversed([s for s in geom.sources if s.axes and s.axes[-1] < batch]):
+    for source in reversed([s for s in geom.sources if s.axes and s.axes[-1] < n - 2]):
         if source.dim is not None or source.index is None:
             return None
-        dims = [(view.shape[j], view.strides[j]) for j in (a - batch + rank - 2 for a in source.axes) if j >= 0]
-        read = [(d, st) for d, st in dims if d != 1 and st != 0]
+        read = _read(view, source.axes, n)
         if not read:  # broadcast over this batch index
             continue
-        if len(read) != len(source.axes) or any(st != d * inner for (_, st), (d, inner) in pairwise(read)):
+        if len(read) != len(source.axes) or not _one_stride(read):
             return None  # broadcast over part of a merged batch index, or not one stride
         sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
         outer.insert(0, source.index)
     return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
+
+
+def _read(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:
+    """(size, stride) of the dims of `view` (right-aligned in a domain of rank `n`) along `axes` it reads."""
+    dims = [(view.shape[j], view.strides[j]) for j in (a - n + len(view.shape) for a in axes) if j >= 0]
+    return [(d, st) for d, st in dims if d != 1 and st != 0]
+
+
+def _one_stride(dims: list[tuple[int, int]]) -> bool:
+    return all(st == d * inner for (_, st), (d, inner) in pairwise(dims))
+
+
+def _rows(view: View, axes: tuple[int, ...], n: int) -> tuple[int, int] | None:
+    """Rows and row stride of A's stored matrix over the M source's `axes`; None when they are not one run."""
+    if axes == (n - 2,):
+        return view.shape[-2], view.strides[-2]
+    dims = [(view.shape[j], view.strides[j]) for j in (a - n + len(view.shape) for a in axes) if j >= 0]
+    dims = [(d, st) for d, st in dims if d != 1]
+    if not dims:
+        return 1, view.strides[-2]
+    if any(st == 0 for _, st in dims) or not _one_stride(dims):
+        return None
+    return prod(d for d, _ in dims), dims[-1][1]
 
 
 def _stored_block(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]):

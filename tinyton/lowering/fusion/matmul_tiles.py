@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import OpResult
 
 from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
@@ -43,9 +44,10 @@ class MatmulProblem:
         op = dom.matmul
         assert op is not None
         *batch, m, n = shape_of(op.result.type)
+        folded = prod(dom.shape[a] for a in row_axes(dom)[:-1])  # batch axes read as rows
         k = shape_of(op.lhs.type)[-1]
         dtype = dtype_of(element_type(op.lhs.type)).name
-        plain = MatmulProblem(prod(batch), m, n, k, dtype)
+        plain = MatmulProblem(prod(batch) // folded, m * folded, n, k, dtype)
         if fusion is None:
             return plain
         ops = [o for o in fusion.block.ops if not isinstance(o, tta.YieldOp)]
@@ -53,7 +55,7 @@ class MatmulProblem:
         if ops == [op]:
             return plain
         timeable = all(isinstance(v.type, TensorType) for v in [*fusion.block.args, *fusion.yield_op.values])
-        return MatmulProblem(prod(batch), m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
+        return MatmulProblem(plain.batch, plain.m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
                              fusion if timeable else None)
 
     @property
@@ -64,6 +66,25 @@ class MatmulProblem:
     def shape_class(self) -> tuple[int, ...]:
         """Power-of-two buckets of (batch, m, n, k): problems in one class share a tuned configuration."""
         return tuple(next_power_of_2(max(1, d)) for d in (self.batch, self.m, self.n, self.k))
+
+
+def row_axes(dom: Domain) -> tuple[int, ...]:
+    """The domain axes a matmul region's output rows enumerate (row-major): M, after every batch axis along
+    which no right operand varies. A decode batch `(B, 1, K) @ w.T` is then one `[B, K] @ [K, N]` product:
+    each program's tile holds rows of several batch elements and the weights are read once, not once per
+    batch element (as a batched product over B they were read B times)."""
+    n = len(dom.shape)
+    products = [v.op for v in dom.maps if isinstance(v, OpResult) and isinstance(v.op, tta.MatmulOp)]
+    rights = [dom.view(op.rhs) for op in {dom.matmul, *products} if op is not None]
+
+    def shared(a: int) -> bool:
+        for view in rights:
+            j = a - n + len(view.shape)
+            if j >= 0 and view.shape[j] != 1 and view.strides[j] != 0:
+                return False
+        return True
+
+    return (*(a for a in range(n - 2) if dom.shape[a] != 1 and shared(a)), n - 2)
 
 
 @dataclass(frozen=True)
