@@ -24,7 +24,8 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_load
-from tinyton.lowering.fusion.region import COMBINE, accumulator_element, inside_bounds, reduction_kind
+from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
+from tinyton.lowering.fusion.region import inside_bounds
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 FLOAT8_IMPRECISE_ACC = 32

@@ -32,7 +32,7 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
     row-major matrix, or for B (`right`) a column-major one, under batch dimensions that each have their
     own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads). A's rows
     are the M source's, batch axes folded into M included (`row_axes`) when they are one run of strides."""
-    geom, rank, n = rg.geom, len(view.shape), len(rg.geom.domain)
+    geom, n = rg.geom, len(rg.geom.domain)
     if geom.source_of(n - 1).axes != (n - 1,):
         return None
     (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]

@@ -23,7 +23,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.emitter import Emitter
-from tinyton.lowering.fusion.region import accumulator_element
+from tinyton.lowering.fusion.reduction_kinds import accumulator_element
 
 Shape = tuple[int, ...]
 Owner = Callable[[SSAValue], Operation | None]

@@ -1,8 +1,9 @@
-"""`a ** b` of integer arrays in tt ops: square-and-multiply over the bits of the exponent.
+"""`a ** b` of arrays in tt ops, with NumPy's results.
 
-NumPy refuses negative integer exponents (a ValueError when it meets one); a compiled program cannot raise,
-so there the result is the integer part of 1 / a**|b|: 1 for a base of 1, +-1 for -1 (by the parity of b),
-else 0. Products wrap like NumPy's.
+Floats: exp(b log|a|), then C's special cases (`power`). Integers: square-and-multiply over the bits of the
+exponent (`int_power`). NumPy refuses negative integer exponents (a ValueError when it meets one); a compiled
+program cannot raise, so there the result is the integer part of 1 / a**|b|: 1 for a base of 1, +-1 for -1
+(by the parity of b), else 0. Products wrap like NumPy's.
 """
 
 from __future__ import annotations
@@ -11,8 +12,34 @@ from xdsl.dialects.builtin import IntegerType, Signedness
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
-from tinyton.dialects.tt import element_type
-from tinyton.lowering.fusion.emitter import Emitter
+from tinyton.dialects.tt import element_type, is_float, shape_of
+from tinyton.lowering.fusion.emitter import Emitter, f32
+
+
+def power(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """`a ** b` with C's (NumPy's) results (integers: `int_power`): exp(b log|a|) in f32 (f64 in f64);
+    a negative base (or -0.0) keeps its sign for odd integral exponents and gives NaN for finite
+    non-integral ones (but not for an infinite base or exponent, or -0.0); pow(x, 0), pow(1, y) and
+    pow(-1, +-inf) are 1."""
+    el = element_type(a.type)
+    if not is_float(el):
+        return int_power(em, a, b)
+    wide = el if el.bitwidth > 32 else f32  # f64 stays f64
+    a, b = em.cast(a, wide), em.cast(b, wide)
+    c = lambda v: em.const(v, wide)  # noqa: E731
+    or_ = lambda x, y: em.binary(tt.OrOp, x, y)  # noqa: E731
+    mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
+    b_inf = em.cmp("eq", em.emit(tt.AbsOp(b)), c(float("inf")))
+    odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))  # floor mod: false for inf and NaN
+    defined = or_(em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0)), b_inf)
+    defined = or_(defined, or_(em.cmp("eq", a, c(float("-inf"))), em.cmp("eq", a, c(0.0))))
+    signed = em.select(odd, em.emit(tt.NegOp(mag)), mag)
+    neg = em.select(defined, signed, em.to_shape(c(float("nan")), shape_of(signed.type)))
+    minus_zero = em.and_(em.cmp("eq", a, c(0.0)), em.cmp("lt", em.binary(tt.DivOp, c(1.0), a), c(0.0)))
+    out = em.select(or_(em.cmp("lt", a, c(0.0)), minus_zero), neg, mag)
+    one = or_(em.cmp("eq", b, c(0.0)), em.cmp("eq", a, c(1.0)))
+    one = or_(one, em.and_(em.cmp("eq", a, c(-1.0)), b_inf))
+    return em.cast(em.select(one, c(1.0), out), el)
 
 
 def int_power(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:

@@ -26,7 +26,8 @@ from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry, Source
-from tinyton.lowering.fusion.powers import int_power
+from tinyton.lowering.fusion.powers import power
+from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, scan_kind
 from tinyton.lowering.fusion.puts import store_put
 
 BINARY: dict[type[Operation], type[Operation]] = {
@@ -315,7 +316,7 @@ class RegionEmitter:
         if type(op) in UNARY:
             return em.emit(UNARY[type(op)](args[0]))
         if isinstance(op, tta.PowOp):
-            return self._pow(*args)
+            return power(em, *args)
         return em.binary(BINARY[type(op)], *args)
 
     def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
@@ -373,32 +374,6 @@ class RegionEmitter:
         kept = em.binary(tt.OrOp, undefined, em.cmp("eq", em.emit(tt.AbsOp(q)), em.const(float("inf"), f32)))
         return em.select(kept, q, em.emit(tt.FmaOp(residual, r, q)))
 
-
-    def _pow(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """`a ** b` with C's (NumPy's) results (integers: `int_power`): exp(b log|a|) in f32 (f64 in f64);
-        a negative base (or -0.0) keeps its sign for odd integral exponents and gives NaN for finite
-        non-integral ones (but not for an infinite base or exponent, or -0.0); pow(x, 0), pow(1, y) and
-        pow(-1, +-inf) are 1."""
-        em, el = self.em, element_type(a.type)
-        if not is_float(el):
-            return int_power(em, a, b)
-        wide = el if el.bitwidth > 32 else f32  # f64 stays f64
-        a, b = em.cast(a, wide), em.cast(b, wide)
-        c = lambda v: em.const(v, wide)  # noqa: E731
-        or_ = lambda x, y: em.binary(tt.OrOp, x, y)  # noqa: E731
-        mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
-        b_inf = em.cmp("eq", em.emit(tt.AbsOp(b)), c(float("inf")))
-        odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))  # floor mod: false for inf and NaN
-        defined = or_(em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0)), b_inf)
-        defined = or_(defined, or_(em.cmp("eq", a, c(float("-inf"))), em.cmp("eq", a, c(0.0))))
-        signed = em.select(odd, em.emit(tt.NegOp(mag)), mag)
-        neg = em.select(defined, signed, em.to_shape(c(float("nan")), shape_of(signed.type)))
-        minus_zero = em.and_(em.cmp("eq", a, c(0.0)), em.cmp("lt", em.binary(tt.DivOp, c(1.0), a), c(0.0)))
-        out = em.select(or_(em.cmp("lt", a, c(0.0)), minus_zero), neg, mag)
-        one = or_(em.cmp("eq", b, c(0.0)), em.cmp("eq", a, c(1.0)))
-        one = or_(one, em.and_(em.cmp("eq", a, c(-1.0)), b_inf))
-        return em.cast(em.select(one, c(1.0), out), el)
-
     def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
         """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets. An index
         outside `[-n, n)` stops the kernel (`tt.assert`: NumPy's IndexError) and is never read. The check is
@@ -422,32 +397,6 @@ class RegionEmitter:
         extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)
         ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, extra)
         return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
-
-
-COMBINE = {"sum": tt.AddOp, "prod": tt.MulOp, "max": tt.MaximumOp, "min": tt.MinimumOp}
-"""The tt op folding one more element into a reduction's accumulator, by `reduction_kind`."""
-
-_KINDS = {
-    tta.ReduceMaxOp: "max", tta.ReduceMinOp: "min", tta.ReduceProdOp: "prod", tta.ArgMaxOp: "argmax",
-    tta.ArgMinOp: "argmin",
-}
-
-
-def reduction_kind(op: tta.ReduceOp) -> str:
-    """"sum" (sums and means), "prod", "max", "min", "argmax" or "argmin"."""
-    return _KINDS.get(type(op), "sum")
-
-
-ARG_KINDS = ("argmax", "argmin")
-
-
-def scan_kind(op: tta.ScanOp) -> str:
-    return "prod" if isinstance(op, tta.CumProdOp) else "sum"
-
-
-def accumulator_element(element: Any) -> Any:
-    """Reductions accumulate in f32 (16- and 32-bit floats), f64 in f64; ints and bools in their own type."""
-    return f32 if is_float(element) and element.bitwidth <= 32 else element
 
 
 def _load_key(view: View, strides: dict[int, int]) -> tuple:

@@ -25,15 +25,8 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import identity
 from tinyton.lowering.fusion.matmul import emit_matmuls, emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
-from tinyton.lowering.fusion.region import (
-    ARG_KINDS,
-    COMBINE,
-    RegionEmitter,
-    Scope,
-    accumulator_element,
-    reduction_kind,
-    scan_kind,
-)
+from tinyton.lowering.fusion.reduction_kinds import ARG_KINDS, COMBINE, accumulator_element, reduction_kind, scan_kind
+from tinyton.lowering.fusion.region import RegionEmitter, Scope
 
 PRELOAD_ELEMENTS = 32
 """Most elements per thread that a whole-row kernel loads before computing (all inputs together, 32 f32

@@ -27,11 +27,8 @@ from tinyton.dialects.tt import element_type
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import identity
 from tinyton.lowering.fusion.pairs import Pair
-from tinyton.lowering.fusion.region import (
-    RegionEmitter,
-    accumulator_element,
-    reduction_kind,
-)
+from tinyton.lowering.fusion.reduction_kinds import accumulator_element, reduction_kind
+from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.schedule import Scheduler
 
 
