@@ -966,6 +966,25 @@ def test_row_division_by_a_subnormal_is_finite(fuse: bool) -> None:
     np.testing.assert_allclose(got[1], x1.var(axis=-3), rtol=1e-5)
 
 
+@tt.jit
+def column_argmax_of_a_quotient(x1, x2):
+    return tt.argmax(x1 / x2, axis=-2), x1 @ x1.T
+
+
+@BOTH
+def test_row_division_broadcasts_both_operands(fuse: bool) -> None:
+    """Seed 20261203 case 8714 (GPU, 10,000 cases): in the column reduction `argmax(x1 / x2, axis=-2)` (x1
+    `[32, 1]`, x2 `[2]`) the divisor is one value per column, so the quotient takes the per-row reciprocal;
+    the 2^64 scale of seed 64's fix was broadcast to x1's `[32, 1]` instead of `[32, 2]`: the simulator
+    raised, the GPU gave index 0 where NumPy gives 24. Both operands now broadcast."""
+    rng = np.random.default_rng(8714)
+    x1 = rng.standard_normal((32, 1)).astype(np.float16)
+    x2 = np.array([-0.7, 1.3], np.float32)
+    got = run(column_argmax_of_a_quotient, x1, x2, fuse=fuse)
+    np.testing.assert_array_equal(got[0], np.argmax(x1 / x2, axis=-2))
+    np.testing.assert_allclose(got[1], x1.astype(np.float32) @ x1.T.astype(np.float32), rtol=1e-3)
+
+
 def test_float64_scan_bound_counts_the_references_own_roundings() -> None:
     """Seed 69 case 1450 (a fuzzer bug): a float64 `cumsum` of 2,048 values differed from the reference by
     1.1e-11 against a bound of 1.12e-11; the reference is itself a float64 sum in NumPy's sequential order,

@@ -88,6 +88,8 @@ class Emitter:
         have = shape_of(value.type)
         if have == shape:
             return value
+        assert not have or (len(have) == len(shape) and all(h in (1, n) for h, n in zip(have, shape))), (
+            f"internal error: a {list(have)} tile cannot broadcast to {list(shape)}")  # else LLVM's garbage on a GPU
         key = (self.block, value, shape)
         if key not in self._consts:
             op = tt.SplatOp(value, shape) if not have else tt.BroadcastOp(value, shape)

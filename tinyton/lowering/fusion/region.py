@@ -363,7 +363,9 @@ class RegionEmitter:
                 self.root.memo[key] = (d, em.binary(tt.DivOp, em.const(1.0, f32), d), scale)
         d, r, scale = self.root.memo[key]
         a = em.cast(self.operand(op, 0, scope), f32)
-        a = em.binary(tt.MulOp, a, em.to_shape(scale, shape_of(a.type)))  # exact unless a/d overflows anyway
+        # exact unless a/d overflows anyway; `a` may vary along axes the divisor does not and the reverse (a
+        # column reduction's `x1[:, None] / x2`: [32, 1] by [1, 2]), so both broadcast (seed 20261203 case 8714)
+        a = em.binary(tt.MulOp, a, scale)
         q = em.binary(tt.MulOp, a, r)
         if el != f32:
             return em.cast(q, el)
