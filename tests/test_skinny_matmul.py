@@ -169,3 +169,18 @@ def test_only_the_batch_axes_the_weights_share_fold(monkeypatch, backend):
     a, b = rng.standard_normal((4, 8, 64)).astype(F32), rng.standard_normal((4, 64, 16)).astype(F32)
     assert _problem(lambda a, b: a @ b, a, b) == (4, 8, 16, 64)
     np.testing.assert_allclose(np.asarray(tt.jit(lambda a, b: a @ b)(a, b)), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_left_operand_broadcast_over_a_folded_batch_repeats_its_rows(monkeypatch, backend):
+    """`a @ broadcast_to(b, (3, K, N))`: the weights do not vary along the batch, so it folds into the rows, along
+    which `a` (2-D) is broadcast: its rows repeat per batch element. Read as a descriptor of `a`'s 40 rows, the
+    rows past 40 came back as zeros (found beside the fold); such a left operand now takes plain loads."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 64)).astype(np.float16), rng.standard_normal((64, 48)).astype(np.float16)
+    want = np.broadcast_to(a.astype(F32) @ b.astype(F32), (3, 40, 48))
+    right = tt.jit(lambda a, b: a @ tt.broadcast_to(b, (3, 64, 48)))
+    left = tt.jit(lambda a, b: tt.broadcast_to(a, (3, 40, 64)) @ b)
+    for fn in (right, left):
+        np.testing.assert_allclose(np.asarray(fn(a, b)).astype(F32), want, rtol=2e-2, atol=2e-2)

@@ -37,7 +37,7 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
         return None
     (r, c), (sr, sc) = view.shape[-2:], view.strides[-2:]
     if not right:
-        rows = _rows(view, geom.source_of(n - 2).axes, n)
+        rows = _rows(view, geom.source_of(n - 2).axes, geom.domain)
         if rows is None:
             return None
         r, sr = rows
@@ -71,15 +71,23 @@ def _one_stride(dims: list[tuple[int, int]]) -> bool:
     return all(st == d * inner for (_, st), (d, inner) in pairwise(dims))
 
 
-def _rows(view: View, axes: tuple[int, ...], n: int) -> tuple[int, int] | None:
-    """Rows and row stride of A's stored matrix over the M source's `axes`; None when they are not one run."""
+def _rows(view: View, axes: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, int] | None:
+    """Rows and row stride of A's stored matrix over the M source's `axes`; None when they are not one run of
+    strides, or A is broadcast along one of them (`a @ broadcast_to(b, (3, K, N))`: its rows repeat)."""
+    n = len(domain)
     if axes == (n - 2,):
         return view.shape[-2], view.strides[-2]
-    dims = [(view.shape[j], view.strides[j]) for j in (a - n + len(view.shape) for a in axes) if j >= 0]
-    dims = [(d, st) for d, st in dims if d != 1]
+    dims = []
+    for a in axes:
+        j = a - n + len(view.shape)
+        d, st = (view.shape[j], view.strides[j]) if j >= 0 else (1, 0)
+        if d != domain[a] or (d != 1 and st == 0):
+            return None
+        if d != 1:
+            dims.append((d, st))
     if not dims:
         return 1, view.strides[-2]
-    if any(st == 0 for _, st in dims) or not _one_stride(dims):
+    if not _one_stride(dims):
         return None
     return prod(d for d, _ in dims), dims[-1][1]
 
