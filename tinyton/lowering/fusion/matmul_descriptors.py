@@ -61,10 +61,15 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
     return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
 
 
+def _dims(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:
+    """(size, stride) of `view` (right-aligned in a domain of rank `n`) along each of `axes`; (1, 0) where it
+    has no such dim."""
+    return [(view.shape[j], view.strides[j]) if j >= 0 else (1, 0) for j in (a - n + len(view.shape) for a in axes)]
+
+
 def _read(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:
-    """(size, stride) of the dims of `view` (right-aligned in a domain of rank `n`) along `axes` it reads."""
-    dims = [(view.shape[j], view.strides[j]) for j in (a - n + len(view.shape) for a in axes) if j >= 0]
-    return [(d, st) for d, st in dims if d != 1 and st != 0]
+    """The dims of `view` along `axes` that it reads (not of size 1, not broadcast)."""
+    return [(d, st) for d, st in _dims(view, axes, n) if d != 1 and st != 0]
 
 
 def _one_stride(dims: list[tuple[int, int]]) -> bool:
@@ -72,24 +77,16 @@ def _one_stride(dims: list[tuple[int, int]]) -> bool:
 
 
 def _rows(view: View, axes: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, int] | None:
-    """Rows and row stride of A's stored matrix over the M source's `axes`; None when they are not one run of
-    strides, or A is broadcast along one of them (`a @ broadcast_to(b, (3, K, N))`: its rows repeat)."""
-    n = len(domain)
-    if axes == (n - 2,):
-        return view.shape[-2], view.strides[-2]
-    dims = []
-    for a in axes:
-        j = a - n + len(view.shape)
-        d, st = (view.shape[j], view.strides[j]) if j >= 0 else (1, 0)
-        if d != domain[a] or (d != 1 and st == 0):
-            return None
-        if d != 1:
-            dims.append((d, st))
-    if not dims:
-        return 1, view.strides[-2]
-    if not _one_stride(dims):
+    """Rows and row stride of A's stored matrix over the M source's `axes` (M, and the batch axes folded into
+    it); None when they are not one run of strides, or A is broadcast along one of them (`a @ broadcast_to(b,
+    (3, K, N))`: its rows repeat)."""
+    dims = _dims(view, axes, len(domain))
+    if any(d != domain[a] or (d != 1 and st == 0) for a, (d, st) in zip(axes, dims)):
         return None
-    return prod(d for d, _ in dims), dims[-1][1]
+    read = [(d, st) for d, st in dims if d != 1]
+    if not read:
+        return 1, view.strides[-2]
+    return (prod(d for d, _ in read), read[-1][1]) if _one_stride(read) else None
 
 
 def _stored_block(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAValue], block: tuple[int, int]):
