@@ -52,3 +52,36 @@ func.func @key_row(%x: tensor<2x1x32xf32>, %w: tensor<16x32xbf16>, %cos: tensor<
 // KERNEL-COUNT-3: tt.dot
 // KERNEL:         tt.store %{{.+}} : tensor<16x{{[0-9]+}}x!tt.ptr<bf16>>, tensor<16x{{[0-9]+}}xbf16>, tensor<16x{{[0-9]+}}xi1>
 // KERNEL-NEXT:    func.return
+
+// The same with heads of 32 columns (`w` 64 x 32, two heads): the default tile is 32 columns wide, one head,
+// so it holds both columns of each rotated pair (`rotations.py`); the halves are then the product's own tile
+// with its halves swapped, one `tt.gather`, not two more dots reading `w` again.
+
+func.func @query_row(%x: tensor<2x1x32xf32>, %w: tensor<64x32xbf16>, %cos: tensor<1x32xf32>, %sin: tensor<1x32xf32>) -> tensor<2x2x1x32xf32> {
+  %xb = tta.cast %x : tensor<2x1x32xf32> -> tensor<2x1x32xbf16>
+  %wt = tta.transpose %w permutation = [1, 0] : tensor<64x32xbf16> -> tensor<32x64xbf16>
+  %p = tta.matmul %xb, %wt : tensor<2x1x32xbf16>, tensor<32x64xbf16> -> tensor<2x1x64xbf16>
+  %pf = tta.cast %p : tensor<2x1x64xbf16> -> tensor<2x1x64xf32>
+  %split = tta.reshape %pf : tensor<2x1x64xf32> -> tensor<2x1x2x32xf32>
+  %q = tta.transpose %split permutation = [0, 2, 1, 3] : tensor<2x1x2x32xf32> -> tensor<2x2x1x32xf32>
+  %hi = tta.slice %q start = [0, 0, 0, 16] step = [1, 1, 1, 1] : tensor<2x2x1x32xf32> -> tensor<2x2x1x16xf32>
+  %neg = tta.neg %hi : tensor<2x2x1x16xf32>
+  %lo = tta.slice %q start = [0, 0, 0, 0] step = [1, 1, 1, 1] : tensor<2x2x1x32xf32> -> tensor<2x2x1x16xf32>
+  %rot = tta.concatenate %neg, %lo axis = 3 : tensor<2x2x1x16xf32>, tensor<2x2x1x16xf32> -> tensor<2x2x1x32xf32>
+  %qc = tta.mul %q, %cos : tensor<2x2x1x32xf32>, tensor<1x32xf32> -> tensor<2x2x1x32xf32>
+  %rs = tta.mul %rot, %sin : tensor<2x2x1x32xf32>, tensor<1x32xf32> -> tensor<2x2x1x32xf32>
+  %rope = tta.add %qc, %rs : tensor<2x2x1x32xf32>, tensor<2x2x1x32xf32> -> tensor<2x2x1x32xf32>
+  func.return %rope : tensor<2x2x1x32xf32>
+}
+
+// CHECK-LABEL: func.func @query_row
+// FUSE-LABEL: func.func @query_row
+// FUSE-COUNT-3:   tta.matmul
+
+// KERNEL-LABEL: builtin.module @query_row_1_matmul_epilogue
+// KERNEL:         tt.dot %{{.+}} : tensor<16x32xbf16>, tensor<32x32xbf16> -> tensor<16x32xf32>
+// KERNEL-NOT:     tt.dot
+// KERNEL:         tt.gather %{{.+}} axis = 1 : tensor<16x32xbf16>, tensor<16x32xi32> -> tensor<16x32xbf16>
+// KERNEL-NOT:     tt.dot
+// KERNEL-NOT:     tt.gather
+// KERNEL:         tt.store

@@ -27,6 +27,7 @@ from tinyton.dialects import tta
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import SCAN_RUN
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles, row_axes
+from tinyton.lowering.fusion.rotations import pairable, rotation_half
 from tinyton.lowering.fusion.row_shapes import (
     LOOP_CHUNK,
     MAX_ROW_BLOCK,
@@ -66,6 +67,10 @@ class Source:
     mask: SSAValue | None = None
     start: SSAValue | None = None
     """The scalar index of the block's first element (None: 0)."""
+    pair: int = 0
+    """Nonzero: the block's lanes are two runs of `block // 2` indices `pair` apart, a program's columns
+    `[c, c + block/2)` and `[c + pair, c + pair + block/2)` (RoPE's rotated halves of a head in one tile:
+    `rotations.py`); one run when the block is `2 * pair`."""
 
     @property
     def programs(self) -> int:
@@ -74,6 +79,11 @@ class Source:
     @property
     def needs_mask(self) -> bool:
         return self.dim is not None and (self.extent % self.block != 0 or self.extent == 0)
+
+    @property
+    def contiguous(self) -> bool:
+        """The block's lanes are consecutive indices (what a descriptor's box reads)."""
+        return not self.pair or self.block == 2 * self.pair
 
 
 @dataclass
@@ -173,13 +183,15 @@ def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int,
 
 def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says; the rows of a tile
-    enumerate M and the batch axes no right operand varies along (`row_axes`)."""
+    enumerate M and the batch axes no right operand varies along (`row_axes`), the columns both halves of
+    a head when the region rotates them (`rotations.py`)."""
     shape = dom.shape
     n = len(shape)
     rows = row_axes(dom)
     batch_axes = tuple(a for a in range(n - 2) if a not in rows)
     batch = Source(batch_axes, prod(shape[a] for a in batch_axes))
     m = Source(rows, prod(shape[a] for a in rows), tiles.block_m, 0)
-    nn = Source((n - 1,), shape[-1], tiles.block_n, 1)
+    half = rotation_half(dom)
+    nn = Source((n - 1,), shape[-1], tiles.block_n, 1, pair=half if pairable(half, tiles.block_n) else 0)
     notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k, "STAGES": tiles.num_stages}
     return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)

@@ -26,6 +26,7 @@ from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_load
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
 from tinyton.lowering.fusion.region import inside_bounds
+from tinyton.lowering.fusion.rotations import rotated_windows, swapped_halves
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 FLOAT8_IMPRECISE_ACC = 32
@@ -224,7 +225,7 @@ class _Right:
         self.element = element_type(op.rhs.type)  # float8 operands may mix e4m3 and e5m2
         # a B whose K is contiguous that no descriptor reads (`w` of `x @ w.T` through a window: RoPE's halves) is
         # loaded as `[BN, BK]` tiles and transposed, so a thread's K run is one vector copy, not 2-byte loads
-        self.desc = descriptor(rg, view, right=True) if view.is_plain and not gemv else None
+        self.desc = descriptor(rg, view, right=True) if view.is_plain and n_src.contiguous and not gemv else None
         self.k_major = self.desc is None and self.k_stride == 1
         self.shape = (bn, bk) if self.k_major else (bk, bn)
         off = em.add(rg.offsets(strides, rg.root), em.i32(view.offset) if view.offset else None)
@@ -277,7 +278,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     bm = m_src.block
     gemv = bm == 1
     el = element_type(lhs.type)
-    rights = [_Right(rg, op, bk, gemv) for op in ops]
+    rotated = rotated_windows(dom, ops) if rg.geom.source_of(n - 1).pair else {}
+    rights = [_Right(rg, op, bk, gemv) for op in ops if op not in rotated]
     imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
     computed = bool(prologue)
     if not computed:
@@ -324,7 +326,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     # a step is masked unless it lies inside K whole (not the first one of an empty K either)
     tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=(i + 1) * bk > K)]
     per_step = len(tiles0) // depth
-    accs = len(ops)
+    accs = len(rights)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         ring = carried[accs + len(stats) :]
@@ -368,12 +370,17 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     results = em.for_loop(0, K, bk, [*acc0, *row0, *tiles0], body, stages)
     for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
-    out = []
+    out: dict[tta.MatmulOp, SSAValue] = {}
     for r, acc in zip(rights, results[:accs]):
         if gemv:  # the lanes' sums over K, as the `[1, BN]` row
             acc = em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0)
-        out.append(em.cast(acc, element_type(r.op.result.type)))
-    return out
+        out[r.op] = em.cast(acc, element_type(r.op.result.type))
+    swapped = {whole: swapped_halves(em, out[whole]) for whole in set(rotated.values())}
+    for window, whole in rotated.items():  # RoPE's halves: the product's own tile, its halves swapped
+        inside = _columns_inside(em, dom.view(window.rhs), rg.geom.source_of(n - 1))
+        out[window] = swapped[whole] if inside is None else em.select(inside, swapped[whole], em.const(
+            0.0, element_type(window.result.type)))
+    return [out[op] for op in ops]
 
 
 def _transposed(em: Emitter, value: SSAValue | None) -> SSAValue | None:

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from math import prod
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import OpResult
 
 from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
 from tinyton.dialects.tt import DOT_MIN, element_type, shape_of
 from tinyton.dtypes import FLOAT8, dtype_of
 from tinyton.intmath import next_power_of_2
+from tinyton.lowering.fusion.rotations import products, rotated_windows
 from tinyton.lowering.fusion.row_shapes import fingerprint
 
 
@@ -26,7 +26,7 @@ from tinyton.lowering.fusion.row_shapes import fingerprint
 class MatmulProblem:
     """`batch` products of `[m, k] @ [k, n]` with operands of element type `dtype` (`float16`, `bfloat16`...),
     `dots` of them over one output tile (sibling matmuls sharing the left operand, as SwiGLU's gate and up:
-    an accumulator each), in a region that computes `fingerprint` around them ("" for a plain `a @ b`)."""
+    an accumulator each; RoPE's rotated halves are not dots where BN holds them, `rotations.py`), in a region that computes `fingerprint` around them ("" for a plain `a @ b`)."""
 
     batch: int
     m: int
@@ -52,6 +52,8 @@ class MatmulProblem:
             return plain
         ops = [o for o in fusion.block.ops if not isinstance(o, tta.YieldOp)]
         dots = sum(isinstance(o, tta.MatmulOp) for o in ops)
+        if n == next_power_of_2(n) >= DOT_MIN:  # every candidate's BN holds whole rotated pairs: no dots of theirs
+            dots -= len(rotated_windows(dom, products(dom)))
         if ops == [op]:
             return plain
         timeable = all(isinstance(v.type, TensorType) for v in [*fusion.block.args, *fusion.yield_op.values])
@@ -74,8 +76,7 @@ def row_axes(dom: Domain) -> tuple[int, ...]:
     each program's tile holds rows of several batch elements and the weights are read once, not once per
     batch element (as a batched product over B they were read B times)."""
     n = len(dom.shape)
-    products = [v.op for v in dom.maps if isinstance(v, OpResult) and isinstance(v.op, tta.MatmulOp)]
-    rights = [dom.view(op.rhs) for op in {dom.matmul, *products} if op is not None]
+    rights = [dom.view(op.rhs) for op in products(dom)]
 
     def shared(a: int) -> bool:
         for view in rights:

@@ -107,12 +107,19 @@ class RegionEmitter:
         if s.dim is None:  # the first of the program's `block` values
             s.index = em.mul_int(base, scale) if base is not None else em.i32(0)
             return
-        key = ("lanes", s.block, s.dim)
+        pair = 0 if s.contiguous else s.pair
+        key = ("lanes", s.block, s.dim, pair)
         if key not in self.root.memo:  # loop invariants: lanes and the bound
             with em.inside(self.root.block):
-                self.root.memo[key] = em.arange(s.block, self.geom.rank, s.dim)
-                self.root.memo[(*key, s.extent)] = em.to_shape(em.i32(s.extent), shape_of(self.root.memo[key].type))
+                lanes = em.arange(s.block, self.geom.rank, s.dim)
+                if pair:  # two runs of block / 2, `pair` apart
+                    run = s.block // 2
+                    lanes = em.add(em.mod_int(lanes, run), em.mul_int(em.div_int(lanes, run), pair))
+                self.root.memo[key] = lanes
+                self.root.memo[(*key, s.extent)] = em.to_shape(em.i32(s.extent), shape_of(lanes.type))
         lanes = self.root.memo[key]
+        if pair:  # a block's first index steps by one run
+            scale //= 2
         s.start = None if base is None else em.mul_int(base, scale)
         s.index = lanes if s.start is None else em.add(s.start, lanes)
         s.mask = em.cmp("lt", s.index, self.root.memo[(*key, s.extent)]) if s.needs_mask else None
