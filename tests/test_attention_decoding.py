@@ -1,6 +1,6 @@
 """Flash-decoding (issue 7, point 4): few queries against a long KV cache split the KV loop across
-programs (tinyton/lowering/fusion/attention_blocks.py `kv_split`), then a combine kernel rescales and sums
-the partial results (attention_combine.py): two launches, matching NumPy in float64 with causal masks,
+programs (tinyton/lowering/fusion/attention_blocks.py `kv_split`), then the last program of each row block
+rescales and sums the partial results (attention_combine.py): one launch, matching NumPy in float64 with causal masks,
 biases, grouped-query heads, boolean masks, ragged lengths and rows masked whole (NaN, as NumPy)."""
 
 from __future__ import annotations
@@ -31,14 +31,17 @@ from tinyton.lowering.ptx.toolchain import find_tool
 
 
 def assert_split(program, s_kv: int) -> None:
-    """Two launches (partials, combine), no (S_q, S_kv) buffer, f32 partials in scratch arrays."""
-    assert [s.launch.kind for s in program.steps] == ["attention", "attention_combine"]
-    partials, combine = (s.launch for s in program.steps)
-    assert partials.grid[2] == partials.tiles["kv_splits"] > 1 and combine.grid[2] == 1
+    """One launch whose programs split the KV loop, no (S_q, S_kv) buffer, f32 partials in scratch arrays and
+    an i32 counter per row block (kept from call to call, not allocated per call)."""
+    (step,) = program.steps
+    kernel = step.launch
+    assert kernel.kind == "attention" and kernel.grid[2] == kernel.tiles["kv_splits"] > 1
     allocated = program.buffer_specs[len(program.input_positions) :]
     assert not any(shape[-1] == s_kv for shape, _ in allocated), "an S_q x S_kv buffer is allocated"
-    assert allocated[1:] == [(s.shape, np.float32) for s in partials.scratch] and len(partials.scratch) == 3
-    assert all(s.shape[0] == partials.grid[2] for s in partials.scratch)
+    *partials, counter = kernel.scratch
+    assert allocated[1:] == [(s.shape, np.float32) for s in partials] and len(partials) == 3
+    assert all(s.shape[0] == kernel.grid[2] for s in partials)
+    assert counter.counter and program.counters == (counter.shape,) == ((kernel.grid[0] * kernel.grid[1],),)
 
 
 @pytest.mark.parametrize("s_kv", [1000, 2048, 3001])
@@ -172,7 +175,7 @@ def test_flash_decoding_on_the_gpu(b, h, s_q, s_kv, causal, dtype):
     rng = np.random.default_rng(s_kv)
     q, k, v = (randn(rng, b, h, s, 128).astype(np_dtype) for s in (s_q, s_kv, s_kv))
     program = (causal_attention.compile(q, k, v) if causal else batched_attention.compile(q, k, v, 0.125))
-    assert [s.launch.kind for s in program.steps] == ["attention", "attention_combine"]
+    assert [s.launch.kind for s in program.steps] == ["attention"] and program.steps[0].grid[2] > 1
     got = (program(q, k, v) if causal else program(q, k, v, 0.125)).astype(np.float64)
     want = causal_reference(q, k, v, 0.125) if causal else reference(q, k, v, 0.125)
     assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-2
@@ -181,7 +184,7 @@ def test_flash_decoding_on_the_gpu(b, h, s_q, s_kv, causal, dtype):
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_both_kernels_assemble(arch):
-    """The bench's small-batch decode (B=1, H=8, S_kv=32768, D=128, fp16): partials and combine."""
+    """The bench's small-batch decode (B=1, H=8, S_kv=32768, D=128, fp16): the split kernel with its combine."""
     q, kv = np.zeros((1, 8, 1, 128), np.float16), np.zeros((1, 8, 32768, 128), np.float16)
     steps = batched_attention.compile(q, kv, kv, 128**-0.5).steps
     assert steps[0].grid == (1, 8, 32)

@@ -32,8 +32,8 @@ FREED: list[tuple[int, ...]] = []
 
 
 class _Buffer:
-    def __init__(self, shape, dtype):
-        self.shape, self.dtype, self.ptr = tuple(shape), np.dtype(dtype), object()
+    def __init__(self, shape, dtype, zeroed=False):
+        self.shape, self.dtype, self.ptr, self.zeroed = tuple(shape), np.dtype(dtype), object(), zeroed
 
     def __del__(self):
         FREED.append(self.shape)
@@ -52,6 +52,7 @@ def device(monkeypatch):
     made, launched, compiled = [], [], []
     monkeypatch.setattr(tuning_runs.arrays, "to_device", lambda x: made.append(_Buffer(x.shape, x.dtype)) or made[-1])
     monkeypatch.setattr(tuning_runs.arrays, "empty", lambda s, d: made.append(_Buffer(s, d)) or made[-1])
+    monkeypatch.setattr(tuning_runs.arrays, "zeros", lambda s, d: made.append(_Buffer(s, d, zeroed=True)) or made[-1])
     monkeypatch.setattr(tuning_runs, "compile_module", lambda m, num_warps: compiled.append(m) or _Kernel(launched))
     monkeypatch.setattr(tuning_runs, "do_bench", lambda fn, warmup, rep, return_mode: fn() or 0.25)
     return made, launched, compiled
@@ -66,14 +67,13 @@ def test_matmul_candidate_is_one_launch_over_its_operands(device):
     assert launched[0][4] == tuple(b.ptr for b in made)
 
 
-def test_split_attention_candidate_launches_partials_and_combine(device):
+def test_split_attention_candidate_is_one_launch_with_its_scratch(device):
     made, launched, compiled = device
     p = AttentionProblem(1, 1, 32768, 64, 64, "float16", False)
     assert attention_tuning._timer(p, default_blocks(p), sm_count=132)() == 0.25
-    assert len(compiled) == len(launched) == 2  # flash-decoding: partials, then the combine
-    assert sum(b.dtype == np.float32 for b in made) >= 1  # the partial results' scratch
-    shared = set(launched[0][4]) & set(launched[1][4])
-    assert shared  # the combine reads what the partials kernel wrote
+    assert len(compiled) == len(launched) == 1  # flash-decoding: the chunks' last program combines
+    assert sum(b.dtype == np.float32 for b in made) >= 3  # the partial results' scratch
+    assert [b.zeroed for b in made if b.dtype == np.int32] == [True]  # the row blocks' counters, from 0
 
 
 @tt.jit

@@ -67,8 +67,9 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
                 if key not in samples:
                     samples[key] = arrays.to_device(_sample(key[0], key[1], ELEMENT_TO_NUMPY[element_type(value.type)]))
                 buffers[value] = samples[key]
-            elif isinstance(value, Scratch):
-                buffers[value] = arrays.empty(value.shape, ELEMENT_TO_NUMPY[value.element])
+            elif isinstance(value, Scratch):  # counters start at 0, as the program's do
+                make = arrays.zeros if value.counter else arrays.empty
+                buffers[value] = make(value.shape, ELEMENT_TO_NUMPY[value.element])
             else:
                 buffers[value] = arrays.empty(value.type.get_shape(), ELEMENT_TO_NUMPY[element_type(value.type)])
         kernel = compile_module(spec.module, num_warps=spec.num_warps)

@@ -3,9 +3,10 @@
 
 // Flash-decoding: one query row per head, 2 heads, a 1000-key cache (16 key blocks of 64) on a GPU of 132
 // SMs (the nominal H100 without a GPU). Two programs would leave it idle, so the KV loop is split into 8
-// chunks of 128 keys (two key blocks each, `CHUNK_MIN_BLOCKS`): a partials kernel (grid z = chunk) stores
-// each chunk's row max, sum and unnormalised accumulator, then a combine kernel rescales and sums them. On a GPU of one SM the 2 programs are
-// enough: one kernel.
+// chunks of 128 keys (two key blocks each, `CHUNK_MIN_BLOCKS`): each program (grid z = chunk) stores its
+// chunk's row max, sum and unnormalised accumulator, then counts itself in at its row block's counter (a
+// barrier, an acq_rel atomic); the one that counts last rescales and sums the chunks (loads past L1) and sets the
+// counter back to 0. One launch. On a GPU of one SM the 2 programs are enough: no split.
 
 func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<2x1000x64xf32>) -> tensor<2x1x64xf32> {
   %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<2x1000x64xf32> -> tensor<2x64x1000xf32>
@@ -21,9 +22,9 @@ func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<
   func.return %o : tensor<2x1x64xf32>
 }
 
-// CHECK:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention_partials decode_0_attention_combine"}
-// CHECK-LABEL: builtin.module @decode_0_attention_partials attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 8>}
-// CHECK-NEXT:    func.func @decode_0_attention_partials(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}})
+// CHECK:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention"}
+// CHECK-LABEL: builtin.module @decode_0_attention attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 8>}
+// CHECK-NEXT:    func.func @decode_0_attention(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}}, %counter: !tt.ptr<i32> {{.*}})
 // CHECK:           %[[CHUNK:.+]] = tt.program_id 2 : i32
 // CHECK:           %[[LB:.+]] = tt.mul %[[CHUNK]], %{{.+}} : i32
 // CHECK:           %[[END:.+]] = tt.minimum %{{.+}}, %{{.+}} : i32
@@ -37,16 +38,25 @@ func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<
 // CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x1x!tt.ptr<f32>>, tensor<16x1xf32>
 // CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x1x!tt.ptr<f32>>, tensor<16x1xf32>
 // CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<16x64x!tt.ptr<f32>>, tensor<16x64xf32>
+// CHECK:           %[[SLOT:.+]] = tt.addptr %counter, %{{.+}} : !tt.ptr<i32>, i32
+// CHECK-NEXT:      tt.debug_barrier
+// CHECK-NEXT:      %[[OLD:.+]] = tt.atomic_rmw "add", %[[SLOT]], %{{.+}} {sem = "acq_rel", scope = "gpu"} : !tt.ptr<i32>, i32
+// CHECK-NEXT:      %[[LAST:.+]] = tt.constant 7 : i32
+// CHECK-NEXT:      %[[IS_LAST:.+]] = tt.cmp "eq", %[[OLD]], %[[LAST]] : i32
+// CHECK-NEXT:      scf.if %[[IS_LAST]] {
+// CHECK-NEXT:        %[[ZERO:.+]] = tt.constant 0 : i32
+// CHECK-NEXT:        tt.store %[[SLOT]], %[[ZERO]] : !tt.ptr<i32>, i32
+// CHECK:             scf.for
+// CHECK:               tt.load %{{.+}} mask %{{.+}} other %{{.+}} {cache = ".cg"} : tensor<16x1x!tt.ptr<f32>>
+// CHECK:               tt.maximum %{{.+}} : tensor<16x1xf32>
+// CHECK:               tt.exp2 %{{.+}} : tensor<16x1xf32>
+// CHECK:               tt.exp2 %{{.+}} : tensor<16x1xf32>
+// CHECK:             tt.div
+// CHECK:             tt.store %{{.+}} mask %{{.+}} : tensor<16x64x!tt.ptr<f32>>, tensor<16x64xf32>
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:      }
 // CHECK-NEXT:      func.return
-// CHECK-LABEL: builtin.module @decode_0_attention_combine attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 1>}
-// CHECK-NEXT:    func.func @decode_0_attention_combine(%k: !tt.ptr<f32> {{.*}}, %q: !tt.ptr<f32> {{.*}}, %v: !tt.ptr<f32> {{.*}}, %out0: !tt.ptr<f32> {{.*}}, %partial0: !tt.ptr<f32> {{.*}}, %partial1: !tt.ptr<f32> {{.*}}, %partial2: !tt.ptr<f32> {{.*}})
-// CHECK:           scf.for
-// CHECK:             tt.load
-// CHECK:             tt.maximum %{{.+}} : tensor<1x1xf32>
-// CHECK:             tt.exp2 %{{.+}} : tensor<1x1xf32>
-// CHECK:             tt.exp2 %{{.+}} : tensor<1x1xf32>
-// CHECK:           tt.div
-// CHECK:           tt.store %{{.+}} mask %{{.+}} : tensor<1x64x!tt.ptr<f32>>, tensor<1x64xf32>
+// CHECK-NOT:   builtin.module
 
 // BUSY:       tta.fusion "attention"(%k, %q, %v) {kernel = "decode_0_attention"}
 // BUSY:       builtin.module @decode_0_attention attributes {tt.num_warps = 4 : i32, tinyton.grid = array<i64: 1, 2, 1>}

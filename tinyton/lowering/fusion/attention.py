@@ -19,7 +19,8 @@ are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -i
 
 Flash-decoding: given a `KVSplit` (attention_blocks.py), the grid gains a third axis of KV chunks; each
 program runs both loops clipped to its chunk and stores its `m`, `l` and unnormalised accumulator instead of
-the output, and attention_combine.py's kernel finishes the rows (two launches).
+the output; the last program of each row block to finish folds them into the rows (attention_combine.py), in
+the same launch.
 """
 
 from __future__ import annotations
@@ -196,7 +197,7 @@ class _Program:
     def _store_partials(self, rows: SSAValue, row_ok: SSAValue, dv_cols: SSAValue, m: SSAValue, total: SSAValue,
                         acc: SSAValue) -> None:
         """Store this chunk's row maxima (log2 units), sums and unnormalised accumulator, as
-        `[splits, batch, S_q]` and `[splits, batch, S_q, D_v]` f32 arrays (attention_combine.py reads them)."""
+        `[splits, batch, S_q]` and `[splits, batch, S_q, D_v]` f32 arrays (attention_combine.py folds them)."""
         em = self.em
         assert self.partials is not None
         chunk_row = em.add(em.mul_int(em.emit(tt.ProgramIdOp(2)), self.grid[1]), em.emit(tt.ProgramIdOp(1)))

@@ -1,4 +1,4 @@
-"""The second launch of flash-decoding: combine the partial results of a KV loop split across programs.
+"""Flash-decoding's combine: the partial results of a KV loop split across programs, folded into the rows.
 
 Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l_i` of `2^(s - m_i)` and
 its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
@@ -13,20 +13,38 @@ from __future__ import annotations
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
-COMBINE_ROWS = 16
-"""Query rows per combine program (fewer when S_q is smaller)."""
+def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], counters: SSAValue,
+                          out: SSAValue, out_element: Attribute, sizes: tuple[int, int, int, int],
+                          block_rows: int) -> None:
+    """Flash-decoding in one launch: after a program of the partials kernel (grid: row block, batch, chunk) has
+    stored its chunk's partials, it counts itself in at its (row block, batch)'s counter; the one that counts
+    last, whose partials are then all stored, combines the block's rows and sets the counter back to 0 for the
+    next launch (`sizes`: splits, batch, S_q, D_v). Every thread's stores are ordered before the count by a
+    barrier and the count's release; the last program's loads after it by its acquire (and bypass L1)."""
+    splits, batch = sizes[0], sizes[1]
+    block, b = em.emit(tt.ProgramIdOp(0)), em.emit(tt.ProgramIdOp(1))
+    counter = em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b)))
+    em.emit(tt.DebugBarrierOp())
+    arrived = em.emit(tt.AtomicRMWOp("add", counter, em.i32(1), sem="acq_rel", scope="gpu"))
+
+    def combine() -> None:
+        em.emit(tt.StoreOp(counter, em.i32(0)))
+        _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, ".cg")
+
+    em.if_then(em.cmp("eq", arrived, em.i32(splits - 1)), combine)
 
 
-def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, out_element: Attribute,
-                 splits: int, batch: int, s_q: int, d_v: int) -> tuple[int, int, int]:
-    """Emit the combine kernel (`partials`: pointers to m, l, acc; `out`: the output's pointer, a
-    contiguous `[batch, S_q, D_v]`); returns its grid."""
-    rows_per, dvp = min(COMBINE_ROWS, next_power_of_2(s_q)), max(16, next_power_of_2(d_v))
-    b = em.emit(tt.ProgramIdOp(1))
-    start = em.mul_int(em.emit(tt.ProgramIdOp(0)), rows_per)
+def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, out_element: Attribute,
+                  sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue, rows_per: int,
+                  cache: str | None = None) -> None:
+    """Fold the `splits` chunks' partials of rows `[start, start + rows_per)` of batch `b` and store the rows
+    (`cache`: the loads' PTX cache operator)."""
+    splits, batch, s_q, d_v = sizes
+    hints = {"cache": cache} if cache else {}
+    dvp = max(16, next_power_of_2(d_v))
     rows = em.binary(tt.AddOp, em.to_shape(start, (rows_per, 1)), em.arange(rows_per, 2, 0))  # [R, 1]
     row_ok = em.cmp("lt", rows, em.i32(s_q))
     cols = em.arange(dvp, 2, 1)  # [1, Dvp]
@@ -38,10 +56,10 @@ def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out
         m, total, acc = carried
         row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.add(em.mul_int(z, batch), b), s_q), (1, 1)), rows)
         m_z, l_z = (em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(p, (rows_per, 1)), row_index)), row_ok,
-                                      em.const(0.0, f32, (rows_per, 1)))) for p in (m_ptr, l_ptr))
+                                      em.const(0.0, f32, (rows_per, 1)), **hints)) for p in (m_ptr, l_ptr))
         offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, d_v), cols), shape)
         acc_z = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets)), tile_ok,
-                                  em.const(0.0, f32, shape)))
+                                  em.const(0.0, f32, shape), **hints))
         m_new = em.binary(tt.MaximumOp, m, m_z)
         m_safe = em.finite_max(m_new)
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))
@@ -57,4 +75,3 @@ def emit_combine(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out
     offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(b, s_q * d_v), (1, 1)), em.mul_int(rows, d_v))
     offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
     em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(out, shape), offsets)), result, tile_ok))
-    return cdiv(s_q, rows_per), batch, 1

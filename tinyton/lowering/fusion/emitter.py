@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import (
     i1,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.dialects import tt
@@ -249,6 +249,14 @@ class Emitter:
             loop.attributes[tt.NUM_STAGES_ATTR] = IntegerAttr(num_stages, 32)
         self.emit(loop)
         return list(loop.results)
+
+    def if_then(self, cond: SSAValue, then: Callable[[], None]) -> None:
+        """`scf.if cond { then() }`: what `then` emits runs only where `cond` (a scalar i1) holds."""
+        block = Block()
+        with self.inside(block):
+            then()
+            self.emit(scf.YieldOp())
+        self.emit(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
 
     @contextmanager
     def inside(self, block: Block) -> Iterator[None]:

@@ -8,7 +8,7 @@ Kernel parameters: one `!tt.ptr<T>` per region input, then one per region output
 buffers of the value's shape; rank-0 values are one-element buffers), then one per scratch buffer of a
 split region (partial results passed between programs: the one kernel with grid barriers of `grid.py`, whose
 last scratch buffer is the barrier's counter, or the kernels of `split.py`; a flash-decoding attention's
-partials and combine kernels, `attention_blocks.py`). Shapes are compile-time
+partials and the counters its programs count themselves in at, `attention_combine.py`). Shapes are compile-time
 constants (a traced program is specialised on them), so the kernel takes no scalar parameters and
 masks appear only where a block does not divide its extent.
 """
@@ -42,6 +42,7 @@ from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import PointerType, element_type, shape_of
 from tinyton.dtypes import dtype_of
+from tinyton.intmath import cdiv
 from tinyton.lowering.fusion import cache_policy, grid
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.attention_blocks import (
@@ -60,7 +61,7 @@ from tinyton.lowering.fusion.attention_backward import (
     emit_key_value_grads,
     emit_query_grads,
 )
-from tinyton.lowering.fusion.attention_combine import emit_combine
+from tinyton.lowering.fusion.attention_combine import combine_in_last_chunk
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.geometry import Geometry, plan, plan_matmul
 from tinyton.lowering.fusion.grid import GridScheduler, plan_grid
@@ -79,7 +80,6 @@ from tinyton.lowering.fusion.split import (
     stages,
 )
 
-COMBINE_WARPS = 4
 DIVISIBILITY = 16
 """Buffers come from the allocator (cuMemAlloc / NumPy), so every pointer is 16-byte aligned."""
 
@@ -282,8 +282,9 @@ def attention_problem(att: Attention) -> AttentionProblem:
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
                       sm_count: int) -> list[KernelSpec]:
-    """One flash-attention kernel, or, when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, a
-    partials kernel and a combine kernel (two launches, sharing the f32 scratch buffers m, l and acc)."""
+    """One flash-attention kernel; when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, its programs
+    store partials (f32 scratch buffers m, l and acc) and the last of each row block's combines them
+    (`attention_combine.py`)."""
     problem = attention_problem(att)
     split = kv_split(problem, blocks, sm_count)
     notes = {"block_m": blocks.bm, "block_n": blocks.bn}
@@ -295,24 +296,19 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
         return [KernelSpec(name, fusion.kind.data, _module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
                            fusion, notes)]
     rows = (split.count, problem.batch, problem.s_q)
-    scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32))
+    counters = Scratch((cdiv(problem.s_q, blocks.bm) * problem.batch,), i32, counter=True)
+    scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32), counters)
     notes["kv_splits"] = split.count
     n_in = len(fusion.block.args)
-    kernel, params = _kernel(fusion, f"{name}_partials", scratch)
+    kernel, params = _kernel(fusion, name, scratch)
     args = kernel.body.block.args
-    m, l_sum, acc = args[n_in + 1 :]
-    grid = emit_attention(Emitter(kernel.body.block), att, dict(zip(fusion.block.args, args)), blocks, split,
-                          (m, l_sum, acc))
-    first = KernelSpec(f"{name}_partials", fusion.kind.data, _module(kernel, blocks.num_warps), grid,
-                       blocks.num_warps, params, fusion, notes, scratch=scratch)
-    kernel, params = _kernel(fusion, f"{name}_combine", scratch)
-    out, m, l_sum, acc = kernel.body.block.args[n_in:]
-    out_type = element_type(att.pv.result.type)
-    grid = emit_combine(Emitter(kernel.body.block), (m, l_sum, acc), out, out_type, split.count, problem.batch,
-                        problem.s_q, problem.d_v)
-    second = KernelSpec(f"{name}_combine", "attention_combine", _module(kernel, COMBINE_WARPS), grid,
-                        COMBINE_WARPS, params, fusion, notes, scratch=scratch)
-    return [first, second]
+    out, m, l_sum, acc, counter = args[n_in:]
+    em = Emitter(kernel.body.block)
+    grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
+    combine_in_last_chunk(em, (m, l_sum, acc), counter, out, element_type(att.pv.result.type),
+                          (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm)
+    return [KernelSpec(name, fusion.kind.data, _module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
+                       fusion, notes, scratch=scratch)]
 
 
 def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,
