@@ -47,6 +47,8 @@ GROUPS = {
     "microgpt-bench-64": ["bench/bench_microgpt.py", "--embd", "64"],
     "llama": ["examples/llama/generate.py", "--config", "tiny", "--tokens", "4"],  # decode: GEMV, greedy draw
     "language": ["bench/run_language_cases.py"],  # sort, gather, histogram, scans, atomics, descriptors...
+    "splits": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_split_k.py",
+               "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
     "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
 }
 CANARY = "canary"

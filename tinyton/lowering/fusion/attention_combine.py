@@ -21,20 +21,13 @@ def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAVa
                           block_rows: int) -> None:
     """Flash-decoding in one launch: after a program of the partials kernel (grid: row block, batch, chunk) has
     stored its chunk's partials, it counts itself in at its (row block, batch)'s counter; the one that counts
-    last, whose partials are then all stored, combines the block's rows and sets the counter back to 0 for the
-    next launch (`sizes`: splits, batch, S_q, D_v). Every thread's stores are ordered before the count by a
-    barrier and the count's release; the last program's loads after it by its acquire (and bypass L1)."""
+    last, whose partials are then all stored, combines the block's rows (`Emitter.continue_in_last`; `sizes`:
+    splits, batch, S_q, D_v)."""
     splits, batch = sizes[0], sizes[1]
     block, b = em.emit(tt.ProgramIdOp(0)), em.emit(tt.ProgramIdOp(1))
-    counter = em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b)))
-    em.emit(tt.DebugBarrierOp())
-    arrived = em.emit(tt.AtomicRMWOp("add", counter, em.i32(1), sem="acq_rel", scope="gpu"))
-
-    def combine() -> None:
-        em.emit(tt.StoreOp(counter, em.i32(0)))
-        _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, ".cg")
-
-    em.if_then(em.cmp("eq", arrived, em.i32(splits - 1)), combine)
+    em.continue_in_last(em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b))), splits)
+    _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, ".cg")
+    em.close_branches()
 
 
 def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, out_element: Attribute,

@@ -63,6 +63,8 @@ class Emitter:
         self.block = block
         self._consts: dict[tuple, SSAValue] = {}
         """Constants, splats and broadcasts already emitted, per block (emitted once, reused)."""
+        self._open: list[Block] = []
+        """The blocks `continue_if` left, innermost last."""
 
     def emit(self, op: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.at_end(self.block))
@@ -250,13 +252,29 @@ class Emitter:
         self.emit(loop)
         return list(loop.results)
 
-    def if_then(self, cond: SSAValue, then: Callable[[], None]) -> None:
-        """`scf.if cond { then() }`: what `then` emits runs only where `cond` (a scalar i1) holds."""
-        block = Block()
-        with self.inside(block):
-            then()
+    def continue_if(self, cond: SSAValue) -> None:
+        """Emit what follows only where `cond` (a scalar i1) holds: into the then-block of an `scf.if`, until
+        `close_branches` (the rest of a kernel that only some of its programs finish)."""
+        then = Block()
+        self.emit(scf.IfOp(cond, [], Region(then), Region(Block([scf.YieldOp()]))))
+        self._open.append(self.block)
+        self.block = then
+
+    def continue_in_last(self, counter: SSAValue, arrivals: int) -> None:
+        """Count this program in at `counter` (an i32 in memory, 0 before the first of `arrivals` programs) and
+        emit what follows only in the program that counts last, which sets it back to 0 for the next launch.
+        A barrier and the count's release order every thread's stores before it, the last program's acquire
+        its loads after it (which should bypass L1: `cache=".cg"`)."""
+        self.emit(tt.DebugBarrierOp())
+        arrived = self.emit(tt.AtomicRMWOp("add", counter, self.i32(1), sem="acq_rel", scope="gpu"))
+        self.continue_if(self.cmp("eq", arrived, self.i32(arrivals - 1)))
+        self.emit(tt.StoreOp(counter, self.i32(0)))
+
+    def close_branches(self) -> None:
+        """End the blocks `continue_if` opened, innermost first, and emit after them again."""
+        while self._open:
             self.emit(scf.YieldOp())
-        self.emit(scf.IfOp(cond, [], Region(block), Region(Block([scf.YieldOp()]))))
+            self.block = self._open.pop()
 
     @contextmanager
     def inside(self, block: Block) -> Iterator[None]:

@@ -27,7 +27,7 @@ from tinyton.dialects import tta
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import SCAN_RUN
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles, row_axes
-from tinyton.lowering.fusion.rotations import pairable, rotation_half
+from tinyton.lowering.fusion.rotations import pairable, products, rotation_half
 from tinyton.lowering.fusion.row_shapes import (
     LOOP_CHUNK,
     MAX_ROW_BLOCK,
@@ -102,6 +102,8 @@ class Geometry:
     slice: int = 0
     per_sm: int = 0
     """Programs each SM must hold at once (ptxas caps the registers for it); 0: no cap."""
+    split_k: Source | None = None
+    """A matmul's K range index (extent: ranges; `split_k.py`), the outermost program index."""
 
     @property
     def programs(self) -> int:
@@ -184,7 +186,7 @@ def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int,
 def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says; the rows of a tile
     enumerate M and the batch axes no right operand varies along (`row_axes`), the columns both halves of
-    a head when the region rotates them (`rotations.py`)."""
+    a head when the region rotates them (`rotations.py`); with `split_k`, a program per K range of each tile."""
     shape = dom.shape
     n = len(shape)
     rows = row_axes(dom)
@@ -194,4 +196,8 @@ def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     half = rotation_half(dom)
     nn = Source((n - 1,), shape[-1], tiles.block_n, 1, pair=half if pairable(half, tiles.block_n) else 0)
     notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k, "STAGES": tiles.num_stages}
-    return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)
+    if tiles.split_k == 1 or len({op.lhs for op in products(dom)}) > 1:  # one K loop splits
+        return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)
+    ranges = Source((), tiles.split_k)
+    notes["SPLIT_K"] = tiles.split_k
+    return Geometry(shape, 2, [ranges, batch, m, nn], tiles.num_warps, notes=notes, split_k=ranges)

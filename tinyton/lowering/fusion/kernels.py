@@ -16,7 +16,7 @@ masks appear only where a block does not divide its extent.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Literal
 
@@ -198,24 +198,29 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     backward = backward_of(ops, results) if fusion.kind.data == "attention_backward" else None
     if backward is not None:
         return attention_backward_kernels(fusion, backward, name, choose_blocks)
-    kernel, params = _kernel(fusion, name)
-    args = kernel.body.block.args
-    em = Emitter(kernel.body.block)
     dom = analyze(ops, results)
     if dom.matmul is not None:
         problem = MatmulProblem.of(dom, fusion)
         geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
     else:
         geom = plan(dom, lambda rows, length: choose_rows(row_problem(fusion, rows, length)))
+    products = sum(isinstance(op, tta.MatmulOp) for op in ops)
+    scratch = _split_k_scratch(geom, products) if geom.split_k is not None else ()
+    kernel, params = _kernel(fusion, name, scratch)
+    args = kernel.body.block.args
+    em = Emitter(kernel.body.block)
     policy = cache_policy.ROW_LOADS if dom.matmul is None else None
     rg = RegionEmitter(dom, geom, em, dict(zip(fusion.block.args, args)), policy)
-    outputs = list(zip(results, args[n_in:]))
+    outputs = list(zip(results, args[n_in : n_in + len(results)]))
+    if scratch:
+        rg.split_buffers = (args[-2], args[-1])
     if geom.split is not None:
         chain = _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
         one = plan_grid(geom, sm_count)
         return chain if one is None else [_grid_kernel(fusion, name, ops, dom, one, chain)]
     rg.setup_programs()
     Scheduler(rg, ops, outputs).run()
+    em.close_branches()
     alias = None
     if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous and dom.views[results[0]].is_plain else None
@@ -223,7 +228,15 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     if geom.per_sm:
         module.attributes["tt.min_programs_per_sm"] = IntegerAttr(geom.per_sm, i32)
     return [KernelSpec(name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion,
-                       dict(geom.notes), alias)]
+                       dict(geom.notes), alias, scratch=scratch)]
+
+
+def _split_k_scratch(geom: Geometry, dots: int) -> tuple[Scratch, Scratch]:
+    """A split K loop's f32 partial products (a tile per product, range and output tile: `split_k.py`) and its
+    tiles' counters."""
+    tiles = geom.programs // geom.split_k.extent
+    tile = geom.notes["BM"] * geom.notes["BN"]
+    return Scratch((geom.programs * dots * tile,), f32), Scratch((tiles,), i32, counter=True)
 
 
 def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Scheduler) -> list[KernelSpec]:
@@ -387,14 +400,17 @@ def fusion_to_kernels(module: ModuleOp, choose_tiles: TileChooser = default_tile
 class FusionToKernelsPass(ModulePass):
     """Append each fusion's kernel as a nested module (`tinyton.grid`, `tt.num_warps` attributes) and
     tag the fusion with its kernel's name: the IR view of `fusion_to_kernels`, for inspection; `sm_count`
-    stands for the GPU's SMs (flash-decoding splits)."""
+    stands for the GPU's SMs (flash-decoding splits), `split_k` > 1 cuts the K loop of every matmul region's
+    default tiles in that many ranges (the split-K form a tuner may pick, `split_k.py`)."""
 
     name = "tinyton-fusion-to-kernels"
     sm_count: int = NOMINAL_SM_COUNT
+    split_k: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_fused_program(op, self.name)
-        for spec in fusion_to_kernels(op, sm_count=self.sm_count):
+        tiles = lambda p: replace(default_tiles(p), split_k=self.split_k)  # noqa: E731
+        for spec in fusion_to_kernels(op, tiles, sm_count=self.sm_count):
             named = spec.fusion.attributes.get("kernel")  # a split region's kernels: "name_0 name_1"
             names = f"{named.data} {spec.name}" if isinstance(named, StringAttr) and spec.scratch else spec.name
             spec.fusion.attributes["kernel"] = StringAttr(names)

@@ -27,6 +27,7 @@ from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_lo
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
 from tinyton.lowering.fusion.region import inside_bounds
 from tinyton.lowering.fusion.rotations import rotated_windows, swapped_halves
+from tinyton.lowering.fusion.split_k import range_bounds, sum_ranges
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
 FLOAT8_IMPRECISE_ACC = 32
@@ -323,8 +324,13 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
         return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0, bounded) if gemv else [])
 
-    # a step is masked unless it lies inside K whole (not the first one of an empty K either)
-    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=(i + 1) * bk > K)]
+    # a step is masked unless it lies inside K whole (not the first one of an empty K either); a split loop
+    # runs this program's range of K (its steps inside K but for the last range's)
+    split = rg.geom.split_k is not None
+    assert not (split and stats), "a split K loop's row statistics come from a loop of their own"
+    lb, ub = range_bounds(rg, K, bk) if split else (0, K)
+    step_at = (lambda i: em.add(lb, em.i32(i * bk))) if split else (lambda i: em.i32(i * bk))
+    tiles0 = [t for i in range(depth) for t in step_tiles(step_at(i), bounded=split or (i + 1) * bk > K)]
     per_step = len(tiles0) // depth
     accs = len(rights)
 
@@ -367,14 +373,14 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         return [*out, *next_tiles]
 
     stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
-    results = em.for_loop(0, K, bk, [*acc0, *row0, *tiles0], body, stages)
+    results = em.for_loop(lb, ub, bk, [*acc0, *row0, *tiles0], body, stages)
     for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
         rg.root.memo[red.result] = _finish_row(rg, red, part, K)
-    out: dict[tta.MatmulOp, SSAValue] = {}
-    for r, acc in zip(rights, results[:accs]):
-        if gemv:  # the lanes' sums over K, as the `[1, BN]` row
-            acc = em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0)
-        out[r.op] = em.cast(acc, element_type(r.op.result.type))
+    # the GEMV form's lanes summed over K, as the `[1, BN]` row; a split K: the ranges' sums, in the last program
+    sums = [em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0) if gemv else acc
+            for r, acc in zip(rights, results[:accs])]
+    sums = sum_ranges(rg, sums) if split else sums
+    out: dict[tta.MatmulOp, SSAValue] = {r.op: em.cast(acc, element_type(r.op.result.type)) for r, acc in zip(rights, sums)}
     swapped = {whole: swapped_halves(em, out[whole]) for whole in set(rotated.values())}
     for window, whole in rotated.items():  # RoPE's halves: the product's own tile, its halves swapped
         inside = _columns_inside(em, dom.view(window.rhs), rg.geom.source_of(n - 1))

@@ -8,7 +8,7 @@ what it is given, clamped to the problem (`fit`), so that every configuration is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from xdsl.dialects.builtin import TensorType
@@ -17,7 +17,7 @@ from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
 from tinyton.dialects.tt import DOT_MIN, element_type, shape_of
 from tinyton.dtypes import FLOAT8, dtype_of
-from tinyton.intmath import next_power_of_2
+from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.rotations import products, rotated_windows
 from tinyton.lowering.fusion.row_shapes import fingerprint
 
@@ -93,13 +93,15 @@ class MatmulTiles:
     """Output tile `[block_m, block_n]`, K step `block_k`, the warps of a program, and the K tiles in flight
     (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through). `block_m` 1 is the
     GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile, its
-    `num_stages - 1` next K steps' tiles in registers."""
+    `num_stages - 1` next K steps' tiles in registers. `split_k` > 1 cuts K into that many ranges, a program
+    each, the last of a tile's programs to finish summing their partial products (`split_k.py`)."""
 
     block_m: int
     block_n: int
     block_k: int
     num_warps: int
     num_stages: int = 3
+    split_k: int = 1
 
     def fit(self, p: MatmulProblem) -> MatmulTiles:
         """The same configuration with no block larger than the problem needs (and none below DOT_MIN)."""
@@ -111,7 +113,12 @@ class MatmulTiles:
 
         bm, bn, bk = clamp(self.block_m, p.m), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
         lanes = bn * bk if bm == 1 else bm * bn
-        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // 256)), self.num_stages)
+        splits = max(1, min(self.split_k, cdiv(p.k, bk)))
+        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // 256)), self.num_stages, splits)
+
+    def programs(self, p: MatmulProblem) -> int:
+        """Programs of the launch over `p` (its K ranges included)."""
+        return p.batch * cdiv(p.m, self.block_m) * cdiv(p.n, self.block_n) * self.split_k
 
     @property
     def gemv(self) -> bool:
@@ -170,6 +177,25 @@ steps loaded ahead in registers (the small tiles for regions of three or four do
 key/value projections with RoPE; on the H200 of 2026-12-02 one step ahead left their 128 programs waiting on
 each load, the 1B key/value projection at 0.45 TB/s)."""
 
+SPLIT_K_PROGRAMS = 264
+"""Programs a split-K candidate of a skinny tile aims at (two an SM of an H200's 132): a decode batch's key/value
+projection in `[16, 32]` tiles is 16 programs (8 heads x 2), which stream the weights from 16 SMs (25 µs for
+Llama-3.2-1B's 4 MiB at batch 8 on an H200); its K cut in 16 ranges gives 256."""
+SPLIT_K_MAX = 16
+"""Most K ranges of a split-K candidate (the last program to finish adds that many partial tiles)."""
+
+
+def split_k_candidates(p: MatmulProblem, t: MatmulTiles) -> list[MatmulTiles]:
+    """`t` with its K split in 2, 4, ... ranges while the launch has at most SPLIT_K_PROGRAMS programs and each
+    range a K step (none for a tile that has the programs already)."""
+    out, programs, steps = [], t.programs(p), cdiv(p.k, t.block_k)
+    splits = 2
+    while splits <= SPLIT_K_MAX and programs * splits <= SPLIT_K_PROGRAMS and steps >= splits:
+        out.append(replace(t, split_k=splits))
+        splits *= 2
+    return out
+
+
 SKINNY_SHARED = 192 * 1024
 """Most shared memory a skinny candidate's stages may take (each stage: the left tile and one right tile per
 sibling dot), so that a left operand staged for the dot and the epilogue still fit in an H100's 227 KiB
@@ -216,10 +242,11 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 
 
 def candidates(p: MatmulProblem) -> list[MatmulTiles]:
-    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit) fit to `p`, without those whose
-    accumulators would spill (the smallest if all would)."""
+    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms) fit to
+    `p`, without those whose accumulators would spill (the smallest if all would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if stage_bytes(p, t) <= SKINNY_SHARED]
+    skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny, *gemv]))

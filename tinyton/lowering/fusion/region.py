@@ -76,6 +76,14 @@ class RegionEmitter:
         """Per scan of a looped row: its running total before the current chunk (the walk's carried value)."""
         self.scan_next: dict[Operation, SSAValue] = {}
         """Per scan of a looped row: its running total after the current chunk."""
+        self.split_buffers: tuple[SSAValue, SSAValue] | None = None
+        """A split K loop's partial products and per-tile counters (kernel pointers; `split_k.py`)."""
+
+    def continue_in_last(self, counter: SSAValue, arrivals: int) -> None:
+        """The rest of the kernel only in the last of `arrivals` programs to count in at `counter`
+        (`Emitter.continue_in_last`); the program scope emits into its branch."""
+        self.em.continue_in_last(counter, arrivals)
+        self.root.block = self.em.block
 
     # ---- programs and chunks -------------------------------------------------------------
     def setup_programs(self, reverse: bool = False) -> None:

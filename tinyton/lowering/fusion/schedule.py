@@ -137,16 +137,16 @@ class Scheduler:
 
     def _straight(self) -> None:
         rg = self.rg
-        scope = Scope(rg.root.block, rg.root)
+        for op in self.ops:
+            if isinstance(op, tta.MatmulOp) and op.result not in rg.root.memo:
+                self._matmuls(op)
+        scope = Scope(rg.root.block, rg.root)  # after the products: a split K loop continues in a branch
         if rg.dom.matmul is None:
             self._load_inputs_first(scope)
-        for op in self.ops:
-            if op in self.reductions and rg.dom.matmul is None:
+            for op in self.reductions:
                 el = accumulator_element(element_type(op.input.type))
                 value = self._masked(self._operand(op, scope), reduction_kind(op), self._acc_shape(op), el)
                 rg.root.memo[op.result] = self._finish(op, value)
-            elif isinstance(op, tta.MatmulOp) and op.result not in rg.root.memo:
-                self._matmuls(op)
         for value, ptr in self.outputs:
             self.ensure(value, scope)
             rg.store(value, ptr, scope)
@@ -197,6 +197,9 @@ class Scheduler:
                 if not external(v) and not (isinstance(v, OpResult) and v.op in ops):
                     self.ensure(v, rg.root)  # a per-row value the prologue reads
         mine = [(red, chain) for red, source, chain in pending if source == op.lhs]
+        if mine and rg.geom.split_k is not None:  # each program's K loop sees its range only
+            emit_row_statistics(rg, [(red, op.lhs, chain) for red, chain in mine])
+            mine = []
         products = [m for m in self.ops if isinstance(m, tta.MatmulOp) and m.lhs is op.lhs]
         for product, tile in zip(products, emit_matmuls(rg, products, mine, prologue)):
             rg.root.memo[product.result] = tile

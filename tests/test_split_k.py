@@ -1,0 +1,96 @@
+"""Split-K (lowering/fusion/split_k.py): a skinny product's K cut into ranges, a program each, the last program of
+a tile to finish summing the ranges and running the epilogue, in one launch; with NumPy's results for the
+region kinds of a decode step (a normed projection with a residual, SwiGLU's two products, RoPE with a cache
+row stored, the GEMV form), ragged and empty ranges, and on every call (the counters are back at 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_rope_rotation import _inputs as rope_inputs
+from test_rope_rotation import _reference as rope_reference
+from test_rope_rotation import _rope_projection
+from test_skinny_matmul import _inputs, _normed_projection, _reference
+
+import tinyton as tt
+from tinyton.compiler import program
+from tinyton.dtypes import BF16
+from tinyton.lowering.fusion.matmul_tiles import (
+    SPLIT_K_PROGRAMS,
+    MatmulProblem,
+    MatmulTiles,
+    candidates,
+)
+
+F32 = np.float32
+BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _with_tiles(monkeypatch, backend: str, tiles: MatmulTiles) -> None:
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+
+
+def test_split_candidates_for_few_tiles_only():
+    """A decode batch's key/value projection (8 heads of 64 columns, 8 rows) gains split forms up to
+    SPLIT_K_PROGRAMS programs; a projection with programs for every SM, and a square product, none."""
+    kv = MatmulProblem(8, 8, 64, 2048, "bfloat16", dots=2)
+    splits = [t for t in candidates(kv) if t.split_k > 1]
+    assert splits and all(t.programs(kv) <= SPLIT_K_PROGRAMS and t.block_m == 16 for t in splits)
+    assert {t.split_k for t in splits} == {2, 4, 8, 16}
+    assert not any(t.split_k > 1 for t in candidates(MatmulProblem(1, 8, 16384, 2048, "bfloat16")))
+    assert not any(t.split_k > 1 for t in candidates(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k, splits", [(1000, 2), (1000, 3), (1000, 8), (300, 4)])
+def test_normed_projection_split(monkeypatch, backend, k, splits):
+    """RMSNorm into the product (its statistic in a loop of its own over all of K), a residual; 3 rows, 300
+    columns, K in steps of 64: 1000 (16 steps, the last ragged) in 2, 3 or 8 ranges; 300 (5 steps) in 4 ranges
+    of 2 steps, the last empty."""
+    tiles = MatmulTiles(16, 32, 64, 4, 3, split_k=splits)
+    _with_tiles(monkeypatch, backend, tiles)
+    args = _inputs(3, 300, k)
+    fresh = tt.jit(lambda *a: _normed_projection(*a))
+    compiled = fresh.compile(*args)
+    assert compiled.num_launches == 1 and compiled.steps[0].grid == (splits * 10, 1, 1)
+    for _ in range(2):  # the second call finds the counters at 0 again
+        np.testing.assert_allclose(np.asarray(fresh(*args)), _reference(*args), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("tiles", [MatmulTiles(16, 64, 128, 4, 4, split_k=4), MatmulTiles(1, 8, 128, 4, 3, split_k=4)],
+                         ids=["mma", "gemv"])
+def test_swiglu_products_split(monkeypatch, backend, tiles):
+    """Two products of one K loop, each range's partials stored per product; tensor-core and GEMV forms."""
+    _with_tiles(monkeypatch, backend, tiles)
+    rng = np.random.default_rng(3)
+    rows = 1 if tiles.gemv else 5
+    x = rng.standard_normal((rows, 512)).astype(BF16)
+    w1, w3 = ((rng.standard_normal((192, 512)) * 0.05).astype(BF16) for _ in range(2))
+    got = tt.jit(lambda x, w1, w3: tt.sigmoid(x @ w1.T) * (x @ w1.T) * (x @ w3.T))(x, w1, w3)
+    g, u = (x.astype(F32) @ w.astype(F32).T for w in (w1, w3))
+    g, u = g.astype(BF16).astype(F32), u.astype(BF16).astype(F32)
+    np.testing.assert_allclose(np.asarray(got).astype(F32), g / (1 + np.exp(-g)) * u, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch", [1, 3])
+def test_rope_projection_split(monkeypatch, backend, batch):
+    """RoPE's halves from the paired tile, in the last program of each tile."""
+    _with_tiles(monkeypatch, backend, MatmulTiles(16, 32, 32, 4, 3, split_k=4))
+    args = rope_inputs(batch, 3, 64)
+    got = tt.jit(lambda *a: _rope_projection(*a))(*args)
+    np.testing.assert_allclose(np.asarray(got), rope_reference(*args), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_statistic_of_the_left_operand_split(monkeypatch, backend):
+    """`(x @ w.T) * rsqrt(mean(x * x))`: the statistic of the product's own left operand, which an unsplit loop
+    accumulates beside the dot, comes from a loop over all of K before the split one."""
+    _with_tiles(monkeypatch, backend, MatmulTiles(16, 32, 64, 4, 3, split_k=4))
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((3, 700)).astype(F32), rng.standard_normal((100, 700)).astype(F32)
+    got = tt.jit(lambda x, w: (x @ w.T) * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-5))(x, w)
+    want = (x.astype(np.float64) @ w.T) / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-3)
