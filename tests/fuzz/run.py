@@ -13,7 +13,8 @@ dtype, NaN positions, values within the propagated error bound); a compile error
 Without a tuner (the simulator, or `TINYTON_TUNE=0`) every product takes the untuned default tiles, which a
 GPU's tuner rarely keeps; `--tiles drawn` (`TINYTON_FUZZ_TILES=drawn`) gives each product tiles drawn from
 the tuner's candidates for it instead (the GEMV and skinny forms of few-row products included, and with them
-launch groups), seeded by the case and the product's shape, so both backends check the tiles a GPU runs.
+launch groups; and split-K forms over smaller K steps, SPLIT_SHARE of them), seeded by the case and the
+product's shape, so both backends check the tiles a GPU runs.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import types
 import warnings
 from concurrent.futures import ProcessPoolExecutor, TimeoutError, as_completed
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from unittest import mock
 
@@ -47,11 +48,16 @@ from fuzz.reference_ops import SHIM
 
 import tinyton as tt
 import tinyton.compiler.program as program_module
+from tinyton.dialects.tt import DOT_MIN
+from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, MatmulTiles, candidates
 
 DEFAULT_SEED = 20261123
 DEFAULT_CASES = 2000
 TILES_ENV = "TINYTON_FUZZ_TILES"
+SPLIT_SHARE = 0.3
+"""Drawn tiles that also split K (`split_k.py`): the tuner's split forms need a K of many steps, which the
+fuzzer's products rarely have, so they are drawn over smaller K steps."""
 
 
 @dataclass
@@ -95,7 +101,12 @@ def drawn_tiles(case: Case) -> AbstractContextManager:
 
     def choose(p: MatmulProblem) -> MatmulTiles:
         options = candidates(p)
-        return options[random.Random(f"{case.seed}:{case.index}:{p.shape_class()}:{p.dots}").randrange(len(options))]
+        rng = random.Random(f"{case.seed}:{case.index}:{p.shape_class()}:{p.dots}")
+        tiles = options[rng.randrange(len(options))]
+        if rng.random() < SPLIT_SHARE:  # split-K, which the tuner tries on larger K only, over K steps of a quarter
+            quarter = max(DOT_MIN, next_power_of_2(p.k) // 4)
+            tiles = replace(tiles, block_k=min(tiles.block_k, quarter), split_k=rng.choice([2, 3, 4]))
+        return tiles
 
     return mock.patch.object(program_module, "matmul_tiles", choose)
 

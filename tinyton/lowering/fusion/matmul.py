@@ -4,11 +4,10 @@ Operands are read through their views, so `x @ w.T` or a broadcast batch costs n
 multiply as `TINYTON_FP32_MATMUL` says (`tf32x3` by default: float32 accuracy on tensor cores). The f32
 accumulator (f64 for f64 operands) then feeds the region's elementwise epilogue (bias, activation, residual) in registers.
 Row reductions of the left operand (RMSNorm's `mean(x * x)`, tinyton/rewrites/row_scale.py) accumulate
-in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`.
-A computed left operand (tinyton/analysis/matmul_operands.py: `(x * r * w).astype(bf16)`) is evaluated
-per K tile from tiles of the arrays it reads, each loaded one K step ahead and carried in registers (the
-pipeliner stages only loads feeding a dot; a decode step's normed projections otherwise waited for each
-tile); the row statistics it needs come from a loop over K before the product's (`emit_row_statistics`).
+in the same loop from the `[BM, BK]` tiles the dot reads, so the norm costs no extra pass over `x`; a
+computed left operand is evaluated per K tile (matmul_left.py). A one-row tile is the GEMV form
+(`emit_matmuls`); RoPE's rotated halves come from the product's own tile (rotations.py); a split K loop ends
+in its tile's last program (split_k.py).
 """
 
 from __future__ import annotations
@@ -18,14 +17,22 @@ from collections.abc import Callable, Sequence
 from xdsl.ir import Operation, SSAValue
 
 from tinyton.analysis.domain import View
-from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_load
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
-from tinyton.lowering.fusion.region import inside_bounds
+from tinyton.lowering.fusion.matmul_left import (
+    RowReduction,
+    acc_element,
+    evaluate,
+    finish_row,
+    k_tiles,
+    masked_identity,
+    masked_load,
+    prologue_leaves,
+    tiles_at,
+)
 from tinyton.lowering.fusion.rotations import rotated_windows, swapped_halves
 from tinyton.lowering.fusion.split_k import range_bounds, sum_ranges
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
@@ -34,12 +41,6 @@ FLOAT8_IMPRECISE_ACC = 32
 """`max_num_imprecise_acc` of an array program's float8 dot: one k32 wgmma's products at a time in Hopper's
 ~13-bit float8 accumulator, each partial added in f32 (NumPy's f32 accumulation, as cuBLAS's
 `torch._scaled_mm` without `use_fast_accum`), not Triton's kernel default of the whole K."""
-
-RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
-"""A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
-RowStatistic = tuple[tta.ReduceOp, SSAValue, Sequence[Operation]]
-"""A reduction over the last axis of an elementwise chain (in program order) of an array in memory."""
-
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
     """Per-domain-axis strides of a matmul operand (batch dims right-aligned) and its K stride."""
@@ -54,89 +55,6 @@ def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[
     return strides, view.strides[k_dim]
 
 
-def _evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf) -> None:
-    """The elementwise `ops` (program order) on K tiles, into `env`: their operands are values of `env`,
-    scalar constants, per-row values of the program scope, or arrays in memory (`leaf(value)` loads a tile)."""
-    em = rg.em
-    for op in ops:
-        args = []
-        for v in op.operands:
-            if v in env:
-                args.append(env[v])
-            elif _in_memory(rg, v):
-                env[v] = leaf(v)
-                args.append(env[v])
-            elif is_scalar_constant(v):
-                args.append(em.const(v.op.value.value.data, v.type))
-            else:
-                args.append(rg.root.get(v))
-        # a reshape of size-1 dims changes no tile: the maps (`dom.k_maps`) placed its operands
-        env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
-
-
-def _k_tiles(rg, k0: SSAValue, bounded: bool = False,
-             bk: int | None = None) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:  # fmt: skip
-    """The mask of the K chunk at `k0` (None: K divides, unless `bounded`: a chunk that may start past K) and a
-    loader of the `[BM or 1, BK or 1]` tile of an array in memory read in the K loop (its map: `rg.dom.k_maps`;
-    `bk`: a K step other than the product's)."""
-    em, n, bk = rg.em, len(rg.dom.shape), bk or rg.geom.notes["BK"]
-    m_src = rg.geom.source_of(n - 2)
-    K = shape_of(rg.dom.matmul.lhs.type)[-1]
-    kk = em.add(k0, em.arange(bk, 2, 1))
-    k_mask = em.cmp("lt", kk, em.i32(K)) if K % bk or bounded else None
-
-    def load(value: SSAValue) -> SSAValue:
-        view = rg.dom.view(value)
-        strides, k_stride = _operand_strides(view, rg.dom.k_maps[value])
-        rows = any(a in strides for a in m_src.axes)
-        shape = (m_src.block if rows else 1, bk if k_stride else 1)
-        key = ("k-loop rows", view.base, tuple(sorted(strides.items())), view.offset, shape)
-        if rg.root.get(key) is None:  # loop invariant: the pointers of the rows
-            with em.inside(rg.root.block):
-                off = em.add(rg.offsets(strides, rg.root), em.i32(view.offset) if view.offset else None)
-                ptrs = em.to_shape(rg.ptrs[view.base], shape)
-                rg.root.memo[key] = ptrs if off is None else em.emit(tt.AddPtrOp(ptrs, em.to_shape(off, shape)))
-        ptrs = rg.root.get(key)
-        if k_stride:
-            ptrs = em.emit(tt.AddPtrOp(ptrs, em.to_shape(em.mul_int(kk, k_stride), shape)))
-        element = element_type(view.base.type)
-        # a piece of a concatenation or padding reads only inside its bounds (fuzz seed 20261123 cases 1350, 1744
-        # read memory before or after the piece's array)
-        inside = inside_bounds(em, view, rg.dom.k_maps[value], lambda a: kk if a == K_AXIS else rg.offsets({a: 1}, rg.root))
-        if inside is False:  # the tile reads nothing but the view's fill
-            return em.const(view.fill or 0, element, shape)
-        mask = em.and_(em.and_(m_src.mask if rows else None, k_mask if k_stride else None), inside)
-        if mask is None:
-            return em.emit(tt.LoadOp(ptrs))
-        return _masked_load(em, ptrs, em.to_shape(mask, shape), em.const(view.fill or 0, element, shape))
-
-    return k_mask, load
-
-
-def _in_memory(rg, v: SSAValue) -> bool:
-    """Whether an operand of a K-tile computation is an array read a tile at a time: neither a scalar constant
-    nor a per-row value of the program scope."""
-    return not is_scalar_constant(v) and rg.root.get(v) is None
-
-
-def _prologue_leaves(rg, ops: Sequence[Operation]) -> list[SSAValue]:
-    """The arrays in memory that `_evaluate` loads a K tile of for `ops` (in its order, once each)."""
-    produced = {r for op in ops for r in op.results}
-    return list(dict.fromkeys(v for op in ops for v in op.operands if v not in produced and _in_memory(rg, v)))
-
-
-def _operand_strides(view: View, m: tuple[int | None, ...]) -> tuple[dict[int, int], int]:
-    """Per-domain-axis strides of an array read in a K loop through its map `m`, and its K stride (0: the
-    array is constant along K)."""
-    strides, k_stride = {}, 0
-    for a, st in zip(m, view.strides):
-        if a == K_AXIS:
-            k_stride = st
-        elif a is not None and st:
-            strides[a] = st
-    return strides, k_stride
-
-
 def _columns_inside(em: Emitter, view: View, n_src) -> SSAValue | None:
     """The `[1, BN]` lanes of a right operand's column window that lie inside its bounds (None: all)."""
     if view.bounds is None:
@@ -144,71 +62,6 @@ def _columns_inside(em: Emitter, view: View, n_src) -> SSAValue | None:
     (lo, hi), n = view.bounds[-1], view.shape[-1]
     inside = em.cmp("ge", n_src.index, em.i32(lo)) if lo > 0 else None
     return em.and_(inside, em.cmp("lt", n_src.index, em.i32(hi)) if hi < n else None)
-
-
-def _masked_identity(em: Emitter, red: tta.ReduceOp, value: SSAValue, mask: SSAValue | None) -> SSAValue:
-    """`value` in the reduction's accumulator type, the lanes outside `mask` its identity."""
-    kind, el = reduction_kind(red), _acc(red)
-    v = em.cast(value, el)
-    return v if mask is None else em.select(mask, v, em.const(identity(kind, el), el))
-
-
-def _finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
-    """`[BM, BK]` partials -> the reduction's `[BM, 1]` tile (`[1, 1]` when it has no row axis: M is 1
-    and the masked rows hold the identity)."""
-    em, kind = rg.em, reduction_kind(red)
-    row = em.reduce(kind, acc, 1)
-    if isinstance(red, tta.ReduceMeanOp):
-        row = em.binary(tt.MulOp, row, em.const(1.0 / K, f32))
-    rows = rg.geom.source_of(len(rg.dom.shape) - 2).axes
-    if not set(rows) & set(rg.dom.map_of(red.result)):
-        row = em.reduce(kind, row, 0)
-    return em.cast(row, element_type(red.result.type))
-
-
-ROW_STATISTICS_STEP = 4096
-"""The K step of a one-row product's statistics loop: a decode step's 2048- or 4096-wide row in one step (at
-the product's 512, its RMSNorm waited on four dependent loads before the weights' first)."""
-
-
-def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
-    """A loop over K before the products' computing `stats` (read by a left operand's prologue), into the
-    program scope's memo; its tiles are loaded one K step ahead, as the product's loop loads its prologue's."""
-    em, op = rg.em, rg.dom.matmul
-    K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
-    m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
-    bm = m_src.block
-    if bm == 1:
-        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP))
-    init = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _, _ in stats]
-    chains = [o for _, _, chain in stats for o in chain]
-    leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *_prologue_leaves(rg, chains)]))
-
-    def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = _tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True, bk=bk)
-        k_mask, load = _k_tiles(rg, k0, bk=bk)
-        env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[len(stats) :]))
-        out = []
-        for (red, _, chain), part in zip(stats, carried):
-            _evaluate(rg, chain, env, load)
-            value = em.to_shape(env[red.input], (bm, bk))
-            mask = em.and_(k_mask, m_src.mask)  # rows past M hold the identity too (`_finish_row` may sum rows)
-            out.append(em.binary(COMBINE[reduction_kind(red)], part, _masked_identity(em, red, value, mask)))
-        return [*out, *next_tiles]
-
-    results = em.for_loop(0, K, bk, [*init, *_tiles_at(rg, leaves, em.i32(0), bk=bk)], body)
-    for (red, _, _), acc in zip(stats, results):
-        rg.root.memo[red.result] = _finish_row(rg, red, acc, K)
-
-
-def _tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False,
-              bk: int | None = None) -> list[SSAValue]:  # fmt: skip
-    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K); none, and no
-    index arithmetic, for a plain left operand."""
-    if not leaves:
-        return []
-    load = _k_tiles(rg, k0, bounded, bk)[1]
-    return [load(v) for v in leaves]
 
 
 class _Right:
@@ -247,7 +100,7 @@ class _Right:
         kk = em.add(k0, self.k_lanes)
         mask = em.and_(k_mask(kk), self.lanes)
         ptrs = em.emit(tt.AddPtrOp(self.base, em.binary(tt.AddOp, self.offsets, em.mul_int(kk, self.k_stride))))
-        return _masked_load(em, ptrs, em.to_shape(mask, self.shape) if mask is not None else None, self.zero)
+        return masked_load(em, ptrs, em.to_shape(mask, self.shape) if mask is not None else None, self.zero)
 
     def tile(self, k0: SSAValue, k_mask: Callable[[SSAValue], SSAValue | None]) -> SSAValue:
         """B's `[BK, BN]` tile at `k0`, as the dot reads it."""
@@ -294,7 +147,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     acc_el = accumulator_element(el)  # f32, or f64 for f64 operands
     acc0 = [em.const(0.0, acc_el, r.shape if gemv else (bm, r.n_src.block)) for r in rights]
     precisions = [fp32_matmul_precision() if el == f32 and r.element == f32 else "ieee" for r in rights]
-    row0 = [em.const(identity(reduction_kind(red), _acc(red)), _acc(red), (bm, bk)) for red, _ in stats]
+    row0 = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed or gemv else descriptor(rg, a_view, right=False)
 
@@ -308,7 +161,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
 
     def plain_a(k0: SSAValue, mask: SSAValue | None) -> SSAValue:
         ptrs = em.emit(tt.AddPtrOp(a_base, em.binary(tt.AddOp, a_off, em.mul_int(em.add(k0, ka), a_k))))
-        return _masked_load(em, ptrs, mask, zero_a)
+        return masked_load(em, ptrs, mask, zero_a)
 
     def ahead(k0: SSAValue, bounded: bool) -> list[SSAValue]:
         """The GEMV form's tiles of A (plain) and of each B of the K step at `k0`, loaded before the step."""
@@ -318,11 +171,11 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     # a computed left operand's K tiles (and the GEMV form's A and B tiles) are loaded `depth` K steps ahead,
     # carried in registers: their latency overlaps K steps instead of stalling each one (the pipeliner stages
     # only loads that feed a dot); the GEMV form keeps `num_stages - 1` steps in flight
-    leaves = _prologue_leaves(rg, prologue) if computed else []
+    leaves = prologue_leaves(rg, prologue) if computed else []
     depth = max(1, rg.geom.notes["STAGES"] - 1) if gemv else 1
 
     def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
-        return _tiles_at(rg, leaves, k0, bounded) + (ahead(k0, bounded) if gemv else [])
+        return tiles_at(rg, leaves, k0, bounded) + (ahead(k0, bounded) if gemv else [])
 
     # a step is masked unless it lies inside K whole (not the first one of an empty K either); a split loop
     # runs this program's range of K (its steps inside K but for the last range's)
@@ -345,9 +198,9 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         plain = not (computed or gemv or a_desc is not None)
         mask = a_mask(k0, bounded=False) if stats or plain else None
         if computed:
-            tile_mask, load = _k_tiles(rg, k0)
+            tile_mask, load = k_tiles(rg, k0)
             env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
-            _evaluate(rg, prologue, env, load)
+            evaluate(rg, prologue, env, load)
             a = em.to_shape(env[lhs], (bm, bk))
             if tile_mask is not None:  # lanes past K are 0 (B's are, but 0 * inf or NaN is not 0)
                 a = em.select(em.to_shape(tile_mask, (bm, bk)), a, zero_a)
@@ -367,15 +220,15 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
                 out.append(em.emit(tt.DotOp(a, b, acc, precisions[i], max_num_imprecise_acc=imprecise)))
         for (red, chain), part in zip(stats, carried[accs:]):
             env = {lhs: a}
-            _evaluate(rg, chain, env, lambda v: a)
-            v = _masked_identity(em, red, env[red.input], mask)
+            evaluate(rg, chain, env, lambda v: a)
+            v = masked_identity(em, red, env[red.input], mask)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
         return [*out, *next_tiles]
 
     stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
     results = em.for_loop(lb, ub, bk, [*acc0, *row0, *tiles0], body, stages)
     for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
-        rg.root.memo[red.result] = _finish_row(rg, red, part, K)
+        rg.root.memo[red.result] = finish_row(rg, red, part, K)
     # the GEMV form's lanes summed over K, as the `[1, BN]` row; a split K: the ranges' sums, in the last program
     sums = [em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0) if gemv else acc
             for r, acc in zip(rights, results[:accs])]
@@ -400,9 +253,3 @@ def _start(em: Emitter, source) -> SSAValue:
     return source.start if source.start is not None else em.i32(0)
 
 
-def _masked_load(em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue) -> SSAValue:
-    return em.emit(tt.LoadOp(ptrs, mask, zero if mask else None))
-
-
-def _acc(red: tta.ReduceOp):
-    return accumulator_element(element_type(red.input.type))

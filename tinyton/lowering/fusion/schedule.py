@@ -23,7 +23,8 @@ from tinyton.analysis.matmul_operands import lhs_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import identity
-from tinyton.lowering.fusion.matmul import emit_matmuls, emit_row_statistics
+from tinyton.lowering.fusion.matmul import emit_matmuls
+from tinyton.lowering.fusion.matmul_left import emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.reduction_kinds import ARG_KINDS, COMBINE, accumulator_element, reduction_kind, scan_kind
 from tinyton.lowering.fusion.region import RegionEmitter, Scope
