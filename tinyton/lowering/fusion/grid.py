@@ -24,7 +24,8 @@ from tinyton.intmath import cdiv
 from tinyton.lowering.fusion.geometry import Geometry, Source
 from tinyton.lowering.fusion.pairs import Pair
 from tinyton.lowering.fusion.reduction_kinds import accumulator_element, reduction_kind
-from tinyton.lowering.fusion.region import RegionEmitter, Scope
+from tinyton.lowering.fusion.program_indices import Scope
+from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.split import SplitScheduler, scratch_layout
 
 GRID_WARPS = 8

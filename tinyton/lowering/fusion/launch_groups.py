@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Block, Region, SSAValue
 
 from tinyton.dialects import tt, tta
-from tinyton.lowering.fusion.kernels import KernelSpec, writes_of
+from tinyton.lowering.fusion.kernel_spec import KernelSpec, writes_of
 from tinyton.lowering.fusion.split import Scratch
 
 

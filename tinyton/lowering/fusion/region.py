@@ -1,4 +1,5 @@
-"""Emit the tt code of a region's ops: index arithmetic, masked loads and stores, elementwise ops.
+"""Emit the tt code of a region's ops: masked loads and stores, elementwise ops (the programs' indices and
+addresses: program_indices.py).
 
 Values live in *scopes*: the program scope (per-row values, hoisted out of loops) and a chunk scope
 (values varying along the reduced axis, recomputed per chunk of a looped row). A value's tile shape
@@ -9,10 +10,9 @@ follows its map: it has a tile dimension only where it varies, so per-row values
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from xdsl.dialects.builtin import Signedness, i1, i32
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import (
     Domain,
@@ -25,8 +25,9 @@ from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
-from tinyton.lowering.fusion.geometry import Geometry, Source
+from tinyton.lowering.fusion.geometry import Geometry
 from tinyton.lowering.fusion.powers import power
+from tinyton.lowering.fusion.program_indices import ProgramIndices, Scope
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, scan_kind
 from tinyton.lowering.fusion.puts import store_put
 
@@ -48,28 +49,13 @@ IN_REGISTERS = (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
 """Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
 
 
-class Scope:
-    """Memo of emitted values for one block; lookups fall back to the enclosing scope."""
-
-    def __init__(self, block: Block, parent: Scope | None = None):
-        self.block, self.parent, self.memo = block, parent, {}
-
-    def get(self, key: Any) -> SSAValue | None:
-        scope: Scope | None = self
-        while scope is not None:
-            if key in scope.memo:
-                return scope.memo[key]
-            scope = scope.parent
-        return None
-
-
-class RegionEmitter:
+class RegionEmitter(ProgramIndices):
     """Shared state of one kernel: domain, geometry, kernel pointers of the region's inputs."""
 
     def __init__(self, dom: Domain, geom: Geometry, em: Emitter, ptrs: dict[SSAValue, SSAValue],
                  evict: str | None = None):
-        self.dom, self.geom, self.em, self.ptrs = dom, geom, em, ptrs
-        self.root = Scope(em.block)
+        super().__init__(dom, geom, em)
+        self.ptrs = ptrs
         self.load_hints = hints(evict)
         """Properties of the loads of the region's inputs (`cache_policy.py`)."""
         self.scan_carry: dict[Operation, SSAValue] = {}
@@ -78,137 +64,6 @@ class RegionEmitter:
         """Per scan of a looped row: its running total after the current chunk."""
         self.split_buffers: tuple[SSAValue, SSAValue] | None = None
         """A split K loop's partial products and per-tile counters (kernel pointers; `split_k.py`)."""
-
-    def continue_in_last(self, counter: SSAValue, arrivals: int) -> None:
-        """The rest of the kernel only in the last of `arrivals` programs to count in at `counter`
-        (`Emitter.continue_in_last`); the program scope emits into its branch."""
-        self.em.continue_in_last(counter, arrivals)
-        self.root.block = self.em.block
-
-    # ---- programs and chunks -------------------------------------------------------------
-    def setup_programs(self, reverse: bool = False) -> None:
-        """Split `program_id(0)` into one index per source (the last source varies fastest); `reverse`
-        walks the programs from the last one (a kernel re-reading what the previous one read last finds it
-        in L2 first)."""
-        em, geom = self.em, self.geom
-        order = [s for s in geom.sources if s is not geom.k]
-        rest = em.emit(tt.ProgramIdOp(0)) if geom.programs > 1 else None
-        if reverse and rest is not None:
-            rest = em.binary(tt.SubOp, em.i32(geom.programs - 1), rest)
-        for i in reversed(range(len(order))):
-            s, n = order[i], order[i].programs
-            if n == 1 or rest is None:
-                idx = None
-            elif i == 0:
-                idx = rest
-            else:
-                idx = em.mod_int(rest, n)
-                rest = em.div_int(rest, n)
-            self._set_index(s, idx, s.block)
-
-    def set_k(self, start: SSAValue | None) -> None:
-        """Index and mask of the reduced axis for the chunk starting at `start` (None: 0)."""
-        self._set_index(self.geom.k, start, 1)
-
-    def _set_index(self, s: Source, base: SSAValue | None, scale: int) -> None:
-        em = self.em
-        if s.dim is None:  # the first of the program's `block` values
-            s.index = em.mul_int(base, scale) if base is not None else em.i32(0)
-            return
-        pair = 0 if s.contiguous else s.pair
-        key = ("lanes", s.block, s.dim, pair)
-        if key not in self.root.memo:  # loop invariants: lanes and the bound
-            with em.inside(self.root.block):
-                lanes = em.arange(s.block, self.geom.rank, s.dim)
-                if pair:  # two runs of block / 2, `pair` apart
-                    run = s.block // 2
-                    lanes = em.add(em.mod_int(lanes, run), em.mul_int(em.div_int(lanes, run), pair))
-                self.root.memo[key] = lanes
-                self.root.memo[(*key, s.extent)] = em.to_shape(em.i32(s.extent), shape_of(lanes.type))
-        lanes = self.root.memo[key]
-        if pair:  # a block's first index steps by one run
-            scale //= 2
-        s.start = None if base is None else em.mul_int(base, scale)
-        s.index = lanes if s.start is None else em.add(s.start, lanes)
-        s.mask = em.cmp("lt", s.index, self.root.memo[(*key, s.extent)]) if s.needs_mask else None
-
-    # ---- addresses ---------------------------------------------------------------------------
-    def offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
-        """`sum(index[a] * strides[a])` over the domain axes, one decomposed term per source."""
-        target = scope if self.kvar(a for a, st in strides.items() if st) else self.root
-        key = ("offsets", tuple(sorted(strides.items())))
-        if key not in target.memo:
-            with self.em.inside(target.block):
-                target.memo[key] = self._offsets(strides, target)
-        return target.memo[key]
-
-    def _offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
-        total = None
-        for s in self.geom.sources:
-            pairs = tuple((self.dom.shape[a], strides.get(a, 0)) for a in s.axes)
-            if not any(st for _, st in pairs):
-                continue
-            target = scope if s is self.geom.k else self.root
-            key = ("term", id(s), pairs)
-            term = target.get(key)
-            if term is None:
-                with self.em.inside(target.block):
-                    term = target.memo[key] = self._decompose(s.index, pairs)
-            total = self.em.add(total, term)
-        return total
-
-    def _decompose(self, index: SSAValue, pairs: Sequence[tuple[int, int]]) -> SSAValue | None:
-        """Offset of a row-major index over (extent, stride) pairs; contiguous runs are merged first."""
-        groups: list[tuple[int, int]] = []
-        for ext, st in pairs:
-            if ext == 1:
-                continue
-            if groups and groups[-1][1] == st * ext:
-                groups[-1] = (groups[-1][0] * ext, st)
-            else:
-                groups.append((ext, st))
-        em, inner, out = self.em, 1, None
-        for i in reversed(range(len(groups))):
-            ext, st = groups[i]
-            if st:
-                t = em.div_int(index, inner)
-                t = em.mod_int(t, ext) if i > 0 else t
-                out = em.add(out, em.mul_int(t, st))
-            inner *= ext
-        return out
-
-    def mask(self, shape: tuple[int, ...], scope: Scope) -> SSAValue | None:
-        """Lanes of a `shape` tile that lie inside the domain (None: all of them)."""
-        if not shape:
-            return None
-        parts = [s for s in self.geom.sources if s.dim is not None and shape[s.dim] > 1 and s.mask is not None]
-        if not parts:
-            return None
-        target = scope if any(s is self.geom.k for s in parts) else self.root
-        key = ("mask", shape)
-        if target.get(key) is None:
-            with self.em.inside(target.block):
-                m = None
-                for s in parts:
-                    m = self.em.and_(m, s.mask)
-                target.memo[key] = self.em.to_shape(m, shape)
-        return target.get(key)
-
-    def pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
-        """(pointer tile or scalar, tile shape) for kernel pointer `ptr` at per-axis strides plus `extra`."""
-        em = self.em
-        shape = broadcast_shape(self.geom.tile_shape(set(strides)), shape_of(extra.type) if extra else ())
-        off = em.add(self.offsets(strides, scope), extra)
-        if not shape:
-            return (ptr if off is None else em.emit(tt.AddPtrOp(ptr, off))), shape
-        key = ("splat", ptr, shape)
-        if key not in self.root.memo:  # loop invariant
-            with em.inside(self.root.block):
-                self.root.memo[key] = em.to_shape(ptr, shape)
-        return em.emit(tt.AddPtrOp(self.root.memo[key], em.to_shape(off, shape))), shape
-
-    def kvar(self, axes: Any) -> bool:
-        return self.geom.k is not None and self.dom.red in set(axes)
 
     @staticmethod
     def load_strides(view: View, m: Map) -> dict[int, int]:

@@ -27,7 +27,8 @@ from tinyton.lowering.fusion.matmul import emit_matmuls
 from tinyton.lowering.fusion.matmul_left import emit_row_statistics
 from tinyton.lowering.fusion.pairs import Pair, find_pair
 from tinyton.lowering.fusion.reduction_kinds import ARG_KINDS, COMBINE, accumulator_element, reduction_kind, scan_kind
-from tinyton.lowering.fusion.region import RegionEmitter, Scope
+from tinyton.lowering.fusion.program_indices import Scope
+from tinyton.lowering.fusion.region import RegionEmitter
 
 PRELOAD_ELEMENTS = 32
 """Most elements per thread that a whole-row kernel loads before computing (all inputs together, 32 f32

@@ -1,0 +1,121 @@
+"""The kernels of attention regions: the flash-attention forward (`attention.py`; flash-decoding's split KV
+loop combined by its last programs, `attention_combine.py`) and FlashAttention-2's backward
+(`attention_backward.py`)."""
+
+from __future__ import annotations
+
+from math import prod
+
+from xdsl.dialects.builtin import i32
+
+from tinyton.analysis.attention import Attention
+from tinyton.analysis.attention_backward import AttentionBackward
+from tinyton.dialects import tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.dtypes import dtype_of
+from tinyton.intmath import cdiv
+from tinyton.lowering.fusion.attention import emit_attention
+from tinyton.lowering.fusion.attention_backward import (
+    BackwardBuffers,
+    backward_blocks,
+    emit_delta,
+    emit_key_value_grads,
+    emit_query_grads,
+)
+from tinyton.lowering.fusion.attention_blocks import (
+    AttentionProblem,
+    BlockChooser,
+    Blocks,
+    kv_split,
+    packed_group_axes,
+)
+from tinyton.lowering.fusion.attention_combine import combine_in_last_chunk
+from tinyton.lowering.fusion.emitter import Emitter, f32
+from tinyton.lowering.fusion.kernel_spec import KernelSpec, finish_module, new_kernel
+from tinyton.lowering.fusion.split import Scratch
+
+
+def attention_problem(att: Attention) -> AttentionProblem:
+    """The sizes that choose an attention region's tiling."""
+    out = shape_of(att.pv.result.type)
+    group = prod(out[a] for a in packed_group_axes(att))  # decoding packs a group's query heads as rows
+    return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
+                            out[-1], dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
+
+
+def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
+                      sm_count: int) -> list[KernelSpec]:
+    """One flash-attention kernel; when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, its programs
+    store partials (f32 scratch buffers m, l and acc) and the last of each row block's combines them
+    (`attention_combine.py`)."""
+    problem = attention_problem(att)
+    split = kv_split(problem, blocks, sm_count)
+    notes = {"block_m": blocks.bm, "block_n": blocks.bn}
+    if split is None:
+        kernel, params = new_kernel(fusion, name)
+        args = kernel.body.block.args
+        grid = emit_attention(Emitter(kernel.body.block), att, dict(zip([*fusion.block.args, att.pv.result], args)),
+                              blocks)
+        return [KernelSpec(name, fusion.kind.data, finish_module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
+                           fusion, notes)]
+    rows = (split.count, problem.batch, problem.s_q)
+    counters = Scratch((cdiv(problem.s_q, blocks.bm) * problem.batch,), i32, counter=True)
+    scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32), counters)
+    notes["kv_splits"] = split.count
+    n_in = len(fusion.block.args)
+    kernel, params = new_kernel(fusion, name, scratch)
+    args = kernel.body.block.args
+    out, m, l_sum, acc, counter = args[n_in:]
+    em = Emitter(kernel.body.block)
+    grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
+    combine_in_last_chunk(em, (m, l_sum, acc), counter, out, element_type(att.pv.result.type),
+                          (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm)
+    return [KernelSpec(name, fusion.kind.data, finish_module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
+                       fusion, notes, scratch=scratch)]
+
+
+def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,
+                               choose_blocks: BlockChooser) -> list[KernelSpec]:
+    """FlashAttention-2's backward (attention_backward.py): the forward kernel storing the rows' logsumexp
+    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for lse, delta and (when
+    the program does not return it) the forward output."""
+    att = bwd.scores
+    rows = (prod(att.q.shape[:-2]) * att.q.shape[-2],)
+    results = list(fusion.yield_op.values)
+    o_scratch = bwd.lse is None and att.pv is not None and att.pv.result not in results
+    if bwd.lse is None and bwd.o is None and att.pv is None:
+        raise AssertionError("backward_of gives a forward output or a logsumexp")
+    scratch = [Scratch(rows, f32)]  # delta
+    if bwd.lse is None:
+        scratch.append(Scratch(rows, f32))  # lse, from the forward kernel
+    if o_scratch:
+        scratch.append(Scratch((*att.q.shape[:-2], att.q.shape[-2], shape_of(att.v.type)[-1]), element_type(att.v.type)))
+    scratch_t = tuple(scratch)
+    blocks = backward_blocks(bwd)
+    specs: list[KernelSpec] = []
+
+    def kernel(stage: str, kind: str, warps: int, emit) -> None:
+        kernel, params = new_kernel(fusion, f"{name}_{stage}", scratch_t)
+        args = list(kernel.body.block.args)
+        n = len(fusion.block.args) + len(results)
+        pointers = dict(zip([*fusion.block.args, *results], args))
+        extra = dict(zip(scratch_t, args[n:]))
+        lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[1]]
+        o_value = att.pv.result if bwd.lse is None else bwd.o
+        o = extra[scratch_t[-1]] if o_scratch else pointers[o_value] if o_value is not None else None
+        if o_scratch:
+            pointers[att.pv.result] = o
+        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[scratch_t[0]], o)
+        grid = emit(Emitter(kernel.body.block), pointers, buffers)
+        specs.append(KernelSpec(f"{name}_{stage}", kind, finish_module(kernel, warps), grid, warps, params, fusion,
+                                {}, scratch=scratch_t))
+
+    if bwd.lse is None:
+        forward = choose_blocks(attention_problem(att))
+        kernel("forward", "attention", forward.num_warps,
+               lambda em, ptrs, buf: emit_attention(em, att, ptrs, forward, lse=buf.lse, lse_guarded=bwd.guarded))
+    kernel("delta", "attention_delta", 4, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
+    kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
+           lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
+    kernel("dq", "attention_dq", blocks.dq.num_warps, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
+    return specs
