@@ -250,6 +250,28 @@ def test_pow_special_values_match_numpy(dtype) -> None:
     np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))
 
 
+def _check_pow_of_a_base_near_one(fuse: bool) -> None:
+    x = np.array([1.000876, 0.99912, 1.0001, 1.5, 1e-3], np.float32)
+    for exponent in (10000.0, -3333.0, 7.5):
+        got = run(power, x, np.full_like(x, exponent), fuse=fuse)
+        with np.errstate(all="ignore"):
+            want = np.power(x.astype(np.float64), exponent).astype(np.float32)
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+@BOTH
+def test_pow_of_a_base_near_one_is_accurate(fuse: bool) -> None:
+    """GPU fuzz seed 20261205 case 2947: `x ** 10000.0` at x = 1.000876 gave 6448.4 for NumPy's 6445.6: the f32
+    log of a base near 1 errs by ~2**-22 absolutely on the GPU (`lg2.approx`), and the exponent multiplies it."""
+    _check_pow_of_a_base_near_one(fuse)
+
+
+@pytest.mark.gpu
+@BOTH
+def test_pow_of_a_base_near_one_is_accurate_on_gpu(fuse: bool) -> None:
+    _check_pow_of_a_base_near_one(fuse)
+
+
 @tt.jit
 def mean_13(x):
     return tt.mean(x, axis=(1, 3)), x.sum(axis=(0, 2))

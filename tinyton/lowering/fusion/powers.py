@@ -1,6 +1,6 @@
 """`a ** b` of arrays in tt ops, with NumPy's results.
 
-Floats: exp(b log|a|), then C's special cases (`power`). Integers: square-and-multiply over the bits of the
+Floats: exp(b log|a|) in f64 (libdevice's on the GPU), then C's special cases (`power`). Integers: square-and-multiply over the bits of the
 exponent (`int_power`). NumPy refuses negative integer exponents (a ValueError when it meets one); a compiled
 program cannot raise, so there the result is the integer part of 1 / a**|b|: 1 for a base of 1, +-1 for -1
 (by the parity of b), else 0. Products wrap like NumPy's.
@@ -8,7 +8,7 @@ program cannot raise, so there the result is the integer part of 1 / a**|b|: 1 f
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerType, Signedness
+from xdsl.dialects.builtin import IntegerType, Signedness, f64
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
@@ -17,7 +17,7 @@ from tinyton.lowering.fusion.emitter import Emitter, f32
 
 
 def power(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
-    """`a ** b` with C's (NumPy's) results (integers: `int_power`): exp(b log|a|) in f32 (f64 in f64);
+    """`a ** b` with C's (NumPy's) results (integers: `int_power`): exp(b log|a|) in f64, the rest in f32 (f64 in f64);
     a negative base (or -0.0) keeps its sign for odd integral exponents and gives NaN for finite
     non-integral ones (but not for an infinite base or exponent, or -0.0); pow(x, 0), pow(1, y) and
     pow(-1, +-inf) are 1."""
@@ -28,7 +28,11 @@ def power(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     a, b = em.cast(a, wide), em.cast(b, wide)
     c = lambda v: em.const(v, wide)  # noqa: E731
     or_ = lambda x, y: em.binary(tt.OrOp, x, y)  # noqa: E731
-    mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b, em.emit(tt.LogOp(em.emit(tt.AbsOp(a)))))))
+    # |a| ** b = exp(b log|a|) in f64: an f32 log errs by ~2**-22 absolutely on the GPU (`lg2.approx`), which
+    # b multiplies (1.000876 ** 10000 was 6448.4 for NumPy's 6445.6: GPU fuzz seed 20261205 case 2947)
+    a64, b64 = em.cast(a, f64), em.cast(b, f64)
+    mag = em.emit(tt.ExpOp(em.binary(tt.MulOp, b64, em.emit(tt.LogOp(em.emit(tt.AbsOp(a64)))))))
+    mag = em.cast(mag, wide)
     b_inf = em.cmp("eq", em.emit(tt.AbsOp(b)), c(float("inf")))
     odd = em.cmp("eq", em.binary(tt.ModOp, b, c(2.0)), c(1.0))  # floor mod: false for inf and NaN
     defined = or_(em.cmp("eq", em.binary(tt.ModOp, b, c(1.0)), c(0.0)), b_inf)
