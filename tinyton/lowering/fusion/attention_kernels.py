@@ -56,8 +56,8 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
         args = kernel.body.block.args
         grid = emit_attention(Emitter(kernel.body.block), att, dict(zip([*fusion.block.args, att.pv.result], args)),
                               blocks)
-        return [KernelSpec(name, fusion.kind.data, finish_module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
-                           fusion, notes)]
+        module = finish_module(kernel, blocks.num_warps)
+        return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes)]
     rows = (split.count, problem.batch, problem.s_q)
     counters = Scratch((cdiv(problem.s_q, blocks.bm) * problem.batch,), i32, counter=True)
     scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32), counters)
@@ -70,8 +70,8 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
     combine_in_last_chunk(em, (m, l_sum, acc), counter, out, element_type(att.pv.result.type),
                           (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm)
-    return [KernelSpec(name, fusion.kind.data, finish_module(kernel, blocks.num_warps), grid, blocks.num_warps, params,
-                       fusion, notes, scratch=scratch)]
+    module = finish_module(kernel, blocks.num_warps)
+    return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes, scratch=scratch)]
 
 
 def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,

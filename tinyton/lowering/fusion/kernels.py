@@ -82,7 +82,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     if geom.split is not None:
         chain = _split_kernels(fusion, name, ops, Scheduler(rg, ops, outputs))
         one = plan_grid(geom, sm_count)
-        return chain if one is None else [_gridnew_kernel(fusion, name, ops, dom, one, chain)]
+        return chain if one is None else [_grid_kernel(fusion, name, ops, dom, one, chain)]
     rg.setup_programs()
     Scheduler(rg, ops, outputs).run()
     em.close_branches()
@@ -127,7 +127,7 @@ def _split_kernels(fusion: tta.FusionOp, name: str, ops: list, planner: Schedule
     return specs
 
 
-def _gridnew_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: Geometry,
+def _grid_kernel(fusion: tta.FusionOp, name: str, ops: list, dom: Domain, geom: Geometry,
                  chain: list[KernelSpec]) -> KernelSpec:
     """The one kernel of a split region (`grid.py`): scratch buffers of partials (the chain's when they are
     large enough: one of the two runs, so they share them), then the barriers' counters."""

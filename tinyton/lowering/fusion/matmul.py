@@ -233,7 +233,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     sums = [em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0) if gemv else acc
             for r, acc in zip(rights, results[:accs])]
     sums = sum_ranges(rg, sums) if split else sums
-    out: dict[tta.MatmulOp, SSAValue] = {r.op: em.cast(acc, element_type(r.op.result.type)) for r, acc in zip(rights, sums)}
+    out = {r.op: em.cast(acc, element_type(r.op.result.type)) for r, acc in zip(rights, sums)}
     swapped = {whole: swapped_halves(em, out[whole]) for whole in set(rotated.values())}
     for window, whole in rotated.items():  # RoPE's halves: the product's own tile, its halves swapped
         inside = _columns_inside(em, dom.view(window.rhs), rg.geom.source_of(n - 1))
