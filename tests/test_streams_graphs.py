@@ -195,3 +195,44 @@ def test_one_cached_launch_on_several_streams_and_in_a_torch_graph():
         graph.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(out, x * 5.0 + y)
+
+
+@tt.jit
+def rotate_add(src_ptr, dst_ptr, n, BLOCK: tt.constexpr):
+    """dst[i] = src[(i + 1) % n] + 1: each program reads what another program of the previous launch wrote."""
+    offsets = tt.program_id(0) * BLOCK + tt.arange(0, BLOCK)
+    mask = offsets < n
+    tt.store(dst_ptr + offsets, tt.load(src_ptr + (offsets + 1) % n, mask=mask) + 1.0, mask=mask)
+
+
+def rotate_add_chain(a, b, n: int, launches: int) -> None:
+    """`launches` launches back to back, alternating a -> b and b -> a: each reads its predecessor's output and
+    overwrites what its predecessor read."""
+    for i in range(launches):
+        src, dst = (a, b) if i % 2 == 0 else (b, a)
+        rotate_add[(tt.cdiv(n, 1024),)](src, dst, n, BLOCK=1024)
+
+
+@pytest.mark.gpu
+def test_overlapping_launches_see_their_predecessors_writes():
+    """On sm_90 each kernel begins with `griddepcontrol.wait` and is launched to overlap the kernel before it
+    (tinyton/lowering/tt_to_llvm/dependent_launch.py): a chain of dependent launches of many waves, on a stream
+    and replayed from a CUDA graph, gives what running them one after another gives."""
+    n, launches = (1 << 22) + 5, 40
+    x = np.arange(n, dtype=np.float32) % 1000
+    expected = np.roll(x, -launches) + launches
+    a, b = tt.to_device(x), tt.to_device(np.zeros(n, np.float32))
+    rotate_add_chain(a, b, n, launches)
+    driver.synchronize()
+    np.testing.assert_array_equal(a.numpy(), expected)
+    compiled = rotate_add.warmup(a, b, n, BLOCK=1024, grid=(1,))
+    hopper = int(driver.default_arch()[3:5]) >= 90
+    assert ("griddepcontrol.wait;" in compiled.asm["ptx"]) == compiled.overlaps == hopper
+    a.copy_from_host(x)
+    graph = tt.CudaGraph()
+    with graph.capture():
+        rotate_add_chain(a, b, n, launches)
+    for replays in (1, 2, 3):
+        graph.replay()
+        graph.synchronize()
+        np.testing.assert_array_equal(a.numpy(), np.roll(x, -launches * replays) + launches * replays)
