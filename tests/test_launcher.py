@@ -13,12 +13,7 @@ import numpy as np
 import pytest
 
 from tinyton.runtime import driver
-from tinyton.runtime.launch import (
-    LAUNCH_ATTRIBUTE_COOPERATIVE,
-    LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
-    LaunchConfig,
-    Launcher,
-)
+from tinyton.runtime.launch import LAUNCH_ATTRIBUTE_COOPERATIVE, LaunchConfig, Launcher
 
 LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -64,15 +59,6 @@ def test_cooperative_launches_carry_the_attribute():
     bound, fake = launcher(["i4"], cooperative=True)
     bound.launch((4, 1, 1), 128, 0, 0, (9,))
     assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1)]
-
-
-def test_overlapping_launches_carry_programmatic_stream_serialization():
-    bound, fake = launcher(["i4"], overlap=True)
-    bound.launch((4, 1, 1), 128, 0, 0, (9,))
-    assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
-    both, fake = launcher(["i4"], overlap=True, cooperative=True)
-    both.launch((4, 1, 1), 128, 0, 0, (9,))
-    assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1), (LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
 
 
 def test_launch_reuses_one_bound_launch_per_grid_block_and_shared_size():

@@ -108,9 +108,6 @@ class CompiledKernel:
         """Per device: the kernel's `Launcher` there."""
         self.tensor_maps: tuple[dict[str, Any], ...] = ()
         """Specs of the TMA maps the kernel takes after its parameters (tinyton/runtime/tensor_maps.py)."""
-        self.overlaps = False
-        """It begins with a programmatic dependent launch's wait, so it is launched to overlap the kernel before
-        it in the stream (tinyton/lowering/tt_to_llvm/dependent_launch.py)."""
         self.run_with_all_arguments: Callable[..., None] | None = None
         """`(grid, *every kernel argument, constexprs included)`: set by the `@jit` function that compiled
         it, which knows the parameters this variant fixed; what `compiled[grid](...)` calls."""
@@ -143,8 +140,8 @@ class CompiledKernel:
                 arch = self.arch or self.requested_arch or driver.default_arch()
                 toolchain = resolve_toolchain(self.toolchain)
             with stage("disk cache lookup"):
-                tma, overlap = tma_enabled(), launch_overlap_enabled()
-                key = cache.cache_key(self._texts["tt"], (self.num_warps, tma, overlap), toolchain, arch)
+                tma = tma_enabled()
+                key = cache.cache_key(self._texts["tt"], (self.num_warps, tma), toolchain, arch)
                 entry = cache.default_cache().get(key) if use_cache else None
             if entry is None:
                 from tinyton.lowering.tt_to_llvm import kernel_arch, lower_to_llvm
@@ -152,7 +149,7 @@ class CompiledKernel:
                 with stage("lower tt -> llvm"):
                     llvm = self.module.clone()
                     target = arch if self.arch else kernel_arch(self.module, self.num_warps, arch)
-                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target, tma, overlap)
+                    info = lower_to_llvm(llvm, self.num_warps, shared_limit(target), target, tma)
                 with stage(f"llvm -> PTX ({toolchain})"):
                     # Only the PTX wanted: the llvm dialect's text is not printed (a later `asm["llvm-mlir"]`
                     # compiles again, as after a disk-cache hit).
@@ -161,17 +158,14 @@ class CompiledKernel:
                     )
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
                 maps = [dict(spec) for spec in getattr(info, "tensor_maps", ())]
-                extra = {"tensor_maps": maps} if maps else {}
-                if info.overlaps:
-                    extra["overlaps"] = True
                 entry = cache.CacheEntry(
-                    self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds, extra
+                    self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds,
+                    {"tensor_maps": maps} if maps else {},
                 )
                 with stage("disk cache store"):
                     cache.default_cache().put(key, entry)
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
             self.tensor_maps = tuple(entry.extra.get("tensor_maps", ()))
-            self.overlaps = bool(entry.extra.get("overlaps", False))
             target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
             self.target_arch = target.group(1) if target else arch
 
@@ -187,9 +181,7 @@ class CompiledKernel:
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
             function = Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
             maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
-            launcher = Launcher(
-                function, self.param_kinds, dynamic, maps, cooperative=self.cooperative, overlap=self.overlaps
-            )
+            launcher = Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
             self._launchers[ordinal] = launcher
         return launcher
 
@@ -299,12 +291,6 @@ class CompiledKernel:
 
 SHARED_PER_PROGRAM = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024}
 """Shared memory one program may opt in to, per compute capability (CUDA's tables); others: 48 KiB."""
-
-
-def launch_overlap_enabled() -> bool:
-    """Whether sm_90 kernels start while the kernel before them finishes (`TINYTON_LAUNCH_OVERLAP=0`: each
-    launch waits for the one before, for comparison): tinyton/lowering/tt_to_llvm/dependent_launch.py."""
-    return os.environ.get("TINYTON_LAUNCH_OVERLAP", "1") != "0"
 
 
 def tma_enabled() -> bool:

@@ -95,10 +95,6 @@ class LaunchConfig(ctypes.Structure):
 
 LAUNCH_ATTRIBUTE_COOPERATIVE = 2
 """`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: every program runs at once, or the launch is refused (grid barriers)."""
-LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
-"""`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`: the kernel may start before the one before it in the
-stream completes (it waits for it with `griddepcontrol.wait`: tinyton/lowering/tt_to_llvm/dependent_launch.py);
-captured into a CUDA graph, a programmatic edge."""
 
 MAX_BOUND = 4096
 """Launches bound per `Launcher` (one per grid, block and shared size), and configurations per bound launch
@@ -131,15 +127,13 @@ class Launcher:
         launch_kernel: Callable[..., int] | None = None,
         *,
         cooperative: bool = False,
-        overlap: bool = False,
     ):
         """`dynamic_shared`: bytes of dynamic shared memory the kernel declares (`extern .shared`), added to
         every launch's `shared_bytes`; `appended`: pointer parameters the kernel takes after its own, each
         computed from a launch's values and stream (the TMA maps, tinyton/runtime/tensor_maps.py); `launch_kernel`: the
         C function called with cuLaunchKernelEx's arguments (default: the driver's; a stand-in measures the
         host path without a GPU); `cooperative`: launch with the cooperative attribute, which runs every
-        program at once or refuses (a kernel with a grid barrier); `overlap`: launch with the programmatic
-        stream serialization attribute (a kernel that begins with `griddepcontrol.wait`)."""
+        program at once or refuses (a kernel with a grid barrier)."""
         self.function = function
         self.ordinal: int | None = function.module.ordinal if launch_kernel is None else None
         """The device the function was loaded on: each launch makes its context current first (None: a
@@ -155,18 +149,10 @@ class Launcher:
         self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
         self._launch = launch_kernel or driver.with_context().launch_kernel_ex
         self._func = ctypes.c_void_p(function.address)
-        chosen = [
-            attribute
-            for attribute, wanted in (
-                (LAUNCH_ATTRIBUTE_COOPERATIVE, cooperative),
-                (LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, overlap),
-            )
-            if wanted
-        ]
-        self._attributes = (LaunchAttribute * max(1, len(chosen)))()
-        for slot, attribute in zip(self._attributes, chosen):
-            slot.id, slot.value = attribute, 1
-        self._num_attributes = len(chosen)
+        self._attributes = (LaunchAttribute * 1)()
+        if cooperative:
+            self._attributes[0].id, self._attributes[0].value = LAUNCH_ATTRIBUTE_COOPERATIVE, 1
+        self._cooperative = cooperative
         self._bound: dict[tuple[tuple[int, int, int], int, int], Launch] = {}
 
     def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0) -> Launch:
@@ -192,7 +178,7 @@ class Launcher:
                 configs.clear()
             made = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(block_threads, 1, 1))
             made.shared_bytes, made.stream = shared_bytes + self.dynamic_shared, stream or None
-            made.attrs, made.num_attrs = self._attributes, self._num_attributes
+            made.attrs, made.num_attrs = self._attributes, int(self._cooperative)
             configs[stream] = ctypes.byref(made)  # keeps `made` alive
             return configs[stream]
 

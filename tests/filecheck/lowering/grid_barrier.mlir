@@ -1,14 +1,11 @@
 // tt.grid_barrier: bar.sync, thread 0 arrives with atom.add.release.gpu (the leader adds 2**31 - (programs - 1),
 // here 2**31 - 7, the others 1) and spins on ld.acquire.gpu until bit 31 of the counter flips, bar.sync. Two
-// barriers in one kernel assemble (the asm's labels and registers are local to its braces). Launched
-// cooperatively, such a kernel does not begin with a programmatic dependent launch's wait, even on sm_90.
+// barriers in one kernel assemble (the asm's labels and registers are local to its braces).
 // RUN: tinyton-opt %s -p tinyton-to-llvm | filecheck %s
-// RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch=sm_90}' | filecheck %s --check-prefix=SM90
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 | filecheck %s --check-prefix=PTX
 // RUN: %if ptxas %{ tinyton-opt %s -p tinyton-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
 
-// SM90-NOT:   griddepcontrol
 // CHECK:      llvm.inline_asm has_side_effects "ld.global.b32
 // CHECK:      nvvm.barrier0
 // CHECK-NEXT: llvm.inline_asm has_side_effects "{{.*}}selp.u32 %gb_r1, 2147483641, 1, $1;{{.*}}atom.add.release.gpu.global.u32 %gb_r2, [$0], %gb_r1;{{.*}}GB_SPIN:{{.*}}ld.acquire.gpu.global.u32 %gb_r3, [$0];{{.*}}", "l,b" %{{.+}}, %{{.+}} : (!llvm.ptr<1>, i1) -> ()

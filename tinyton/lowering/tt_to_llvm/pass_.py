@@ -34,7 +34,6 @@ from tinyton.lowering.tt_to_llvm import (
     combine,
     control_flow,
     debug,
-    dependent_launch,
     dot,
     elementwise,
     indexing,
@@ -86,9 +85,6 @@ class KernelInfo:
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
     tensor_maps: tuple[dict[str, Any], ...] = ()
     """The TMA maps the kernel takes after its parameters, one pointer each (tinyton/runtime/tensor_maps.py)."""
-    overlaps: bool = False
-    """The kernel begins with a programmatic dependent launch's wait: it may be launched to overlap the kernel
-    before it (dependent_launch.py)."""
 
 
 def is_kernel(function: func.FuncOp) -> bool:
@@ -98,18 +94,12 @@ def is_kernel(function: func.FuncOp) -> bool:
 
 
 def lower_to_llvm(
-    module: ModuleOp,
-    num_warps: int | None = None,
-    shared_limit: int = SMEM_LIMIT,
-    arch: str = "",
-    use_tma: bool = True,
-    overlap: bool = True,
+    module: ModuleOp, num_warps: int | None = None, shared_limit: int = SMEM_LIMIT, arch: str = "", use_tma: bool = True
 ) -> KernelInfo:
     """Lower the module's one tt kernel in place (pipelining its loops first); `num_warps` overrides
     `tt.num_warps`; `shared_limit` is the shared memory the target lets a program use; `arch` the target
     (`sm_90a` lowers dots to wgmma where they fit; else mma.sync; sm_90* pipelines descriptor loads with
-    TMA unless `use_tma` is false, and begins with the wait of a programmatic dependent launch unless
-    `overlap` is false: dependent_launch.py)."""
+    TMA unless `use_tma` is false)."""
     try:
         check_kernel_module(module, TinytonToLLVMPass.name)
     except CompilationError as e:
@@ -152,7 +142,6 @@ def lower_to_llvm(
         ctx.set(arg, None, [param])
     map_params = fn.body.block.args[len(kernel.args):]
     ctx.tensor_maps = {op: map_params[i] for op, i in map_of.items()}
-    overlaps = overlap and dependent_launch.emit_prologue(ctx, kernel, arch)
     ctx.lower_block(kernel.body.block)
     ctx.insert(llvm.ReturnOp())
     ctx.finish()
@@ -171,7 +160,7 @@ def lower_to_llvm(
     kernel.detach()
     kernel.erase()
     module.attributes[NUM_WARPS_ATTR] = IntegerAttr(warps, 32)
-    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps), overlaps)
+    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps))
 
 
 def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:
@@ -185,20 +174,18 @@ def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:
 
 @dataclass(frozen=True)
 class TinytonToLLVMPass(ModulePass):
-    """tt kernel -> llvm + nvvm (`num_warps` defaults to the module's `tt.num_warps`, else 4; `overlap`: an sm_90
-    kernel begins with a programmatic dependent launch's wait)."""
+    """tt kernel -> llvm + nvvm (`num_warps` defaults to the module's `tt.num_warps`, else 4)."""
 
     name = "tinyton-to-llvm"
 
     num_warps: int | None = None
     shared_limit: int = SMEM_LIMIT
     arch: str = ""
-    overlap: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Lower the module's kernel, or each nested kernel module (as `tinyton-fusion-to-kernels` makes)."""
         nested = [m for m in op.ops if isinstance(m, ModuleOp)]
         if any(isinstance(f, func.FuncOp) and is_kernel(f) for f in op.ops) or not nested:
-            lower_to_llvm(op, self.num_warps, self.shared_limit, self.arch, overlap=self.overlap)
+            lower_to_llvm(op, self.num_warps, self.shared_limit, self.arch)
         for module in nested:
-            lower_to_llvm(module, self.num_warps, self.shared_limit, self.arch, overlap=self.overlap)
+            lower_to_llvm(module, self.num_warps, self.shared_limit, self.arch)
