@@ -5,7 +5,10 @@ and small problems keep the SM-count heuristic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 from test_attention import batched_attention, randn, reference
 from test_attention_tuning import FakeDevice  # the stand-in GPU of the block tuning tests
 
@@ -32,6 +35,30 @@ def test_decoding_candidates_carry_split_counts():
     assert {b.splits for b in candidates(DECODE, 132)} == set(counts)
     prefill = AttentionProblem(16, 2048, 2048, 128, 128, "float16", False)
     assert {b.splits for b in candidates(prefill)} == {0}, "prefill keeps one KV loop per program"
+
+
+def test_float32_decoding_measures_key_blocks_and_splits():
+    """Llama's decode attention is f32 over a bf16 cache (the FMA path): its key block and split are measured
+    too; an f32 prefill keeps the one default."""
+    decode = AttentionProblem(8, 4, 1024, 64, 64, "float32", False)
+    found = candidates(decode, 132)
+    assert {b.bn for b in found} == {16, 32, 64} and {b.bm for b in found} == {16}
+    for bn in (16, 32, 64):
+        blocks = replace(default_blocks(decode), bn=bn)
+        assert {b.splits for b in found if b.bn == bn} == set(split_counts(decode, blocks, 132))
+    prefill = AttentionProblem(28, 2048, 2048, 128, 128, "float32", False)
+    assert candidates(prefill) == [default_blocks(prefill)]
+
+
+@pytest.mark.parametrize(("blocks", "chunks", "scale"), [(Blocks(16, 16, 4, splits=8), 7, 0.125), (Blocks(16, 64, 4, splits=2), 2, 0.5)])
+def test_a_float32_decode_runs_each_measured_key_block(monkeypatch, blocks, chunks, scale):
+    """300 keys in blocks of 16 cut in 8 chunks of 3 blocks: 7 chunks; in blocks of 64 cut in 2: 2."""
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: blocks)
+    rng = np.random.default_rng(1)
+    q, k, v = randn(rng, 3, 1, 64), randn(rng, 3, 300, 64), randn(rng, 3, 300, 64)
+    program = batched_attention.compile(q, k, v, scale)  # a scale of its own: a program of its own
+    assert program.steps[0].launch.tiles["kv_splits"] == chunks
+    np.testing.assert_allclose(program(q, k, v, scale), reference(q, k, v, scale), rtol=1e-4, atol=1e-5)
 
 
 def test_a_measured_split_count_is_what_the_kernel_runs(monkeypatch):

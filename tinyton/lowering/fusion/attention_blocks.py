@@ -98,10 +98,13 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups); for decoding, each of those with the KV loop split in half, the heuristic's count,
-    twice it, or not at all (`split_counts`). f32 (FMA) problems keep the default."""
+    twice it, or not at all (`split_counts`). An f32 (FMA) problem keeps the default, unless it decodes
+    (Llama's f32 attention over a bf16 cache): then its key blocks of 16 to 64 that fit `SHARED_BUDGET`,
+    each with the split counts, as a decode step's attention is a few latencies long and the split sets how
+    many there are."""
     default = default_blocks(p)
     if p.element_bytes != 2:
-        return [default]
+        return _fma_decoding_candidates(p, default, sm_count)
     widest = max(_padded(p.d), _padded(p.d_v))
     key_blocks = (32, 64, 128) if widest <= 64 else (32, 64) if widest <= 128 else (32,)
     query_blocks = (16,) if p.s_q <= 16 else tuple(dict.fromkeys(min(bm, _padded(p.s_q)) for bm in (64, 128)))
@@ -111,6 +114,22 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
             for warps in (4, 8) if bm == 128 else (4,):
                 found.append(Blocks(bm, bn, warps))
     found = [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
+    return list(dict.fromkeys(found))
+
+
+def _fma_decoding_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
+    """The FMA path's candidates: the default alone, or for decoding its query block with each key block
+    whose staged operands fit, split as `split_counts` says."""
+    if p.s_q > default.bm:
+        return [default]
+    dp, dvp = _padded(p.d), _padded(p.d_v)
+    bm = default.bm
+    fitting = [
+        replace(default, bn=bn)
+        for bn in (64, 32, 16)
+        if (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes <= SHARED_BUDGET
+    ]
+    found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
     return list(dict.fromkeys(found))
 
 

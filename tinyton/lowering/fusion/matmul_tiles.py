@@ -114,7 +114,8 @@ class MatmulTiles:
         bm, bn, bk = clamp(self.block_m, p.m), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
         lanes = bn * bk if bm == 1 else bm * bn
         splits = max(1, min(self.split_k, cdiv(p.k, bk)))
-        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // 256)), self.num_stages, splits)
+        per_warp = LANES_PER_SKINNY_WARP if bm == DOT_MIN else 256
+        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // per_warp)), self.num_stages, splits)
 
     def programs(self, p: MatmulProblem) -> int:
         """Programs of the launch over `p` (its K ranges included)."""
@@ -150,15 +151,24 @@ programs share an SM and one's epilogue overlaps the other's K loop: a GELU-tanh
 
 SKINNY_ROWS = 64
 SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(16, 32, 128, 2, 4),
+    MatmulTiles(16, 32, 128, 4, 4),
     MatmulTiles(16, 32, 256, 4, 4),
+    MatmulTiles(16, 32, 64, 4, 8),
     MatmulTiles(16, 64, 128, 4, 4),
     MatmulTiles(32, 32, 128, 4, 4),
 )
 """Added for problems of at most SKINNY_ROWS rows (a decode step's few tokens against a weight matrix: a
 projection, SwiGLU's gate and up, Llama's key/value projections with RoPE), which read the weights once and
 are bound by memory: narrow tiles, so that there are programs for every SM, and deep K steps four in flight,
-so that each keeps enough bytes in flight to stream at the copy bandwidth. None has fewer than 2 warps once
+so that each keeps enough bytes in flight to stream at the copy bandwidth (or shallow K steps eight in flight,
+whose smaller stages let more programs share an SM). None has fewer than 2 warps once
 fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of ~400 KB of PTX."""
+
+LANES_PER_SKINNY_WARP = 128
+"""A 16-row tile keeps a warp per 128 of its outputs when fit (other tiles one per 256): the 16 x 32 tiles get 4
+warps as well as 2. On the H200 (ncu, 2026-12-02) Llama-3.2-1B's batch-1 gate/up projection at 16 x 32 x 128 on
+2 warps ran 4 warps an SM (its stages' shared memory allows 2 programs), stalled on loads, at 2.8 TB/s."""
 
 GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(1, 4, 1024, 4, 2),
