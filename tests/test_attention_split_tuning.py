@@ -38,26 +38,37 @@ def test_decoding_candidates_carry_split_counts():
 
 
 def test_float32_decoding_measures_key_blocks_and_splits():
-    """Llama's decode attention is f32 over a bf16 cache (the FMA path): its key block and split are measured
-    too; an f32 prefill keeps the one default."""
+    """Llama's decode attention is f32 over a bf16 cache: its key block and split are measured too, on FMAs
+    and on TF32x3 tensor cores."""
     decode = AttentionProblem(8, 4, 1024, 64, 64, "float32", False)
     found = candidates(decode, 132)
     assert {b.bn for b in found} == {16, 32, 64} and {b.bm for b in found} == {16}
     for bn in (16, 32, 64):
         blocks = replace(default_blocks(decode), bn=bn)
-        assert {b.splits for b in found if b.bn == bn} == set(split_counts(decode, blocks, 132))
-    prefill = AttentionProblem(28, 2048, 2048, 128, 128, "float32", False)
-    assert candidates(prefill) == [default_blocks(prefill)]
+        for tf32x3 in (False, True):
+            chosen = {b.splits for b in found if b.bn == bn and b.tf32x3 == tf32x3}
+            assert chosen == set(split_counts(decode, blocks, 132))
 
 
-@pytest.mark.parametrize(("blocks", "chunks", "scale"), [(Blocks(16, 16, 4, splits=8), 7, 0.125), (Blocks(16, 64, 4, splits=2), 2, 0.5)])
-def test_a_float32_decode_runs_each_measured_key_block(monkeypatch, blocks, chunks, scale):
-    """300 keys in blocks of 16 cut in 8 chunks of 3 blocks: 7 chunks; in blocks of 64 cut in 2: 2."""
+FLOAT32_DECODES = [
+    (Blocks(16, 16, 4, splits=8), 7, 0.125),
+    (Blocks(16, 64, 4, splits=2), 2, 0.5),
+    (Blocks(16, 32, 4, splits=4, tf32x3=True), 4, 0.25),
+    (Blocks(16, 64, 4, splits=1, tf32x3=True), 0, 0.75),
+]
+"""Blocks, the chunks they cut 300 keys into (blocks of 16 in 8 chunks of 3 blocks: 7 chunks), a scale of
+their own (a program of their own)."""
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize(("blocks", "chunks", "scale"), FLOAT32_DECODES)
+def test_a_float32_decode_runs_each_measured_form(monkeypatch, backend, blocks, chunks, scale):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
     monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: blocks)
     rng = np.random.default_rng(1)
     q, k, v = randn(rng, 3, 1, 64), randn(rng, 3, 300, 64), randn(rng, 3, 300, 64)
-    program = batched_attention.compile(q, k, v, scale)  # a scale of its own: a program of its own
-    assert program.steps[0].launch.tiles["kv_splits"] == chunks
+    program = batched_attention.compile(q, k, v, scale)
+    assert program.steps[0].launch.tiles.get("kv_splits", 0) == chunks
     np.testing.assert_allclose(program(q, k, v, scale), reference(q, k, v, scale), rtol=1e-4, atol=1e-5)
 
 

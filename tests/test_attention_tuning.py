@@ -4,6 +4,8 @@ dtype, head dims, causality and sequence class; the defaults without a GPU. Meas
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,12 +75,15 @@ def test_measured_once_then_read_from_the_disk_cache(gpu):
     assert gpu.measured, "the GPU's name is part of the key"
 
 
-def test_small_and_float32_problems_take_the_default(gpu):
+def test_small_problems_take_the_default(gpu):
     small = AttentionProblem(2, 64, 64, 64, 64, "float16", False)
-    f32 = AttentionProblem(28, 2048, 2048, 128, 128, "float32", False)
     assert attention_tuning.attention_blocks(small) == default_blocks(small)
-    assert attention_tuning.attention_blocks(f32) == default_blocks(f32)
     assert not gpu.measured
+
+
+def test_float32_problems_measure_fmas_against_tf32x3_tensor_cores():
+    f32 = AttentionProblem(28, 2048, 2048, 128, 128, "float32", False)
+    assert candidates(f32) == [default_blocks(f32), replace(default_blocks(f32), tf32x3=True)]
 
 
 def test_candidates_by_head_dim_and_sequence():

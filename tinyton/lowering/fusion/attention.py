@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from math import prod
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention, QView, ScoreStep, Select
@@ -330,7 +330,7 @@ class _Program:
         em = self.em
         cols, col_ok = self._columns(j, masked)
         kt = self._key_block(j, cols, col_ok)
-        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn)), input_precision=self._precision(q)))
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
@@ -339,8 +339,14 @@ class _Program:
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
         v = self._value_block(j, col_ok, dv_cols)
         scaled = em.binary(tt.MulOp, acc, alpha)
-        acc_new = em.emit(tt.DotOp(em.cast(p, element_type(self.att.v.type)), v, scaled))
+        p = em.cast(p, element_type(self.att.v.type))
+        acc_new = em.emit(tt.DotOp(p, v, scaled, input_precision=self._precision(p)))
         return [m_new, l_new, acc_new]
+
+    def _precision(self, a: SSAValue) -> str:
+        """f32 operands: three TF32 products on the tensor cores where the blocks say (`Blocks.tf32x3`), else
+        FMAs; 16-bit ones run on the tensor cores whatever it says."""
+        return "tf32x3" if self.blocks.tf32x3 and isinstance(element_type(a.type), Float32Type) else "ieee"
 
     def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
               mask: SSAValue | None) -> SSAValue:  # fmt: skip

@@ -65,6 +65,9 @@ class Blocks:
     splits: int = 0
     """Chunks of the KV loop (flash-decoding): 0 lets `kv_split` decide from the SM count; a measured choice
     (`candidates` of a decoding problem) names the count, 1 for none."""
+    tf32x3: bool = False
+    """f32 operands: both products as three TF32 products each on the tensor cores (f32's accuracy, as f32
+    matmuls have by default: tinyton/lowering/matmul_precision.py) instead of FMAs."""
 
 
 BlockChooser = Callable[[AttentionProblem], Blocks]
@@ -98,13 +101,13 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups); for decoding, each of those with the KV loop split in half, the heuristic's count,
-    twice it, or not at all (`split_counts`). An f32 (FMA) problem keeps the default, unless it decodes
-    (Llama's f32 attention over a bf16 cache): then its key blocks of 16 to 64 that fit `SHARED_BUDGET`,
-    each with the split counts, as a decode step's attention is a few latencies long and the split sets how
-    many there are."""
+    twice it, or not at all (`split_counts`). An f32 problem tries its default blocks on FMAs and on TF32x3
+    tensor cores; decoding (Llama's f32 attention over a bf16 cache) also its key blocks of 16 to 64 that fit
+    `SHARED_BUDGET`, each with the split counts, as a decode step's attention is a few latencies long and the
+    split sets how many there are."""
     default = default_blocks(p)
     if p.element_bytes != 2:
-        return _fma_decoding_candidates(p, default, sm_count)
+        return _float32_candidates(p, default, sm_count)
     widest = max(_padded(p.d), _padded(p.d_v))
     key_blocks = (32, 64, 128) if widest <= 64 else (32, 64) if widest <= 128 else (32,)
     query_blocks = (16,) if p.s_q <= 16 else tuple(dict.fromkeys(min(bm, _padded(p.s_q)) for bm in (64, 128)))
@@ -117,11 +120,11 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     return list(dict.fromkeys(found))
 
 
-def _fma_decoding_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
-    """The FMA path's candidates: the default alone, or for decoding its query block with each key block
-    whose staged operands fit, split as `split_counts` says."""
+def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
+    """An f32 problem's candidates: the default on FMAs and on TF32x3 tensor cores, and for decoding its
+    query block with each key block whose staged operands fit, split as `split_counts` says, both ways."""
     if p.s_q > default.bm:
-        return [default]
+        return [default, replace(default, tf32x3=True)]
     dp, dvp = _padded(p.d), _padded(p.d_v)
     bm = default.bm
     fitting = [
@@ -130,7 +133,7 @@ def _fma_decoding_candidates(p: AttentionProblem, default: Blocks, sm_count: int
         if (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes <= SHARED_BUDGET
     ]
     found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found)]))
 
 
 def split_counts(p: AttentionProblem, blocks: Blocks, sm_count: int) -> tuple[int, ...]:
