@@ -7,7 +7,7 @@ The `S_q × S_kv` score matrix exists only one `[BM, BN]` block at a time, in re
 
 The score steps between `q @ kᵀ` and the softmax (scale, additive bias, `where` masks; see
 tinyton/analysis/attention.py) are applied to each score block, reading bias and mask arrays through their
-broadcast strides. All of it computes in float32 whatever the inputs' dtype, in base 2 (log2(e) folded into
+broadcast strides (attention_scores.py). All of it computes in float32 whatever the inputs' dtype, in base 2 (log2(e) folded into
 the scale where it can be, so each score costs one FMA and one `ex2`); the probabilities are cast to v's
 dtype for the second product (tensor cores for fp16 and bf16). Key blocks are loaded as stored (`[BN, D]`)
 and transposed, so the dot reads them K-major and the pipeliner copies them with 16-byte `cp.async`.
@@ -27,39 +27,23 @@ from __future__ import annotations
 
 from math import prod
 
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, i1, i32
+from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, QView, ScoreStep, Select
+from tinyton.analysis.attention import Attention, QView, Select
 from tinyton.analysis.domain import contiguous_strides
-from tinyton.analysis.index_masks import (
-    Affine,
-    Logic,
-    Mask,
-    index_mask,
-    is_constant,
-    is_minus_inf,
-)
-from tinyton.dialects import tt, tta
+from tinyton.analysis.index_masks import is_constant
+from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
+from tinyton.lowering.fusion.attention_scores import ScoreSteps
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
-LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
-_STEP_OPS: dict[type, type] = {
-    tta.AddOp: tt.AddOp,
-    tta.SubOp: tt.SubOp,
-    tta.MulOp: tt.MulOp,
-    tta.DivOp: tt.DivOp,
-    tta.MaximumOp: tt.MaximumOp,
-    tta.MinimumOp: tt.MinimumOp,
-}
 
-
-class _Program:
+class _Program(ScoreSteps):
     """Emits one program's code: batch offsets, tile pointers, the KV loop; with a `split`, the program's
     chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
@@ -255,26 +239,6 @@ class _Program:
             end = em.binary(tt.MinimumOp, em.mul_int(em.div_int(em.add(kept, em.i32(self.bn - 1)), self.bn), self.bn), end)
         return em.binary(tt.MaximumOp, end, em.i32(0))
 
-    def _affine_value(self, affine: Affine) -> SSAValue:
-        """An index expression's constant and one-element-input part (i32), the inputs read here."""
-        em = self.em
-        value: SSAValue = em.i32(affine.const)
-        for scalar, coef in affine.scalars:
-            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
-            value = em.add(value, em.mul_int(read, coef))
-        return value
-
-    def _mask_tile(self, mask: Mask, rows: SSAValue, cols: SSAValue) -> SSAValue:
-        """An index mask (tinyton/analysis/attention.py) on this block: a `[BM, BN]` (or broadcastable) i1 tile."""
-        em = self.em
-        if isinstance(mask, Logic):
-            a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
-            return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
-        value = self._affine_value(mask.lhs)  # one-element integer inputs, read once per block
-        for position, coef in mask.lhs.coef:
-            value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
-        return em.cmp(mask.predicate, value, em.i32(0))
-
     def _below(self, index: SSAValue, size: int, bound: int) -> SSAValue | None:
         """`index < bound` for an index block of `size` lanes from 0; None when every lane is in range."""
         return None if size <= bound else self.em.cmp("lt", index, self.em.i32(bound))
@@ -305,23 +269,6 @@ class _Program:
         v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
         v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
         return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
-
-    def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
-                     masked: bool) -> SSAValue:
-        """The score steps on a `[BM, BN]` block of `q @ kᵀ` (the causal mask and the bounds of S_kv only when
-        `masked`), in log2 units (log2(e) folded into a scale); keys past S_kv are -inf."""
-        em = self.em
-        folded = self._log2e_step()
-        for step in self.att.steps:
-            if step is folded:
-                s = em.binary(tt.MulOp, s, self._folded_scale(step))
-            elif masked or not self._is_causal_step(step):
-                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
-        if folded is None:
-            s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
-        if col_ok is not None:
-            s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
-        return s
 
     def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
                   m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
@@ -364,63 +311,6 @@ class _Program:
         row_stride, col_stride = (0 if d == 1 else st for d, st in zip(shape[-2:], strides[-2:]))
         return self.load(view.base, rows, cols, row_stride, col_stride, mask, (shape, strides))
 
-    def _is_causal_step(self, step: ScoreStep) -> bool:
-        """The `where` that applies the causal mask (the unmasked loop only visits blocks it keeps whole)."""
-        return step is self.att.causal_step
-
-    def _log2e_step(self) -> ScoreStep | None:
-        """The multiplication or division of the scores by one value (a constant, or a one-element array
-        such as a runtime scale) that log2(e) folds into (the exp2 of the softmax then needs no extra
-        multiply, and a division becomes a multiplication): the last such step, followed only by `where`
-        masks whose other value is a constant (-inf stays -inf)."""
-        for step in reversed(self.att.steps):
-            op = step.op
-            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(prod(shape_of(v.type)) == 1 for v in step.others):
-                return step if isinstance(op, tta.MulOp) or step.operand == 0 else None
-            masked_value = op.operands[3 - step.operand] if isinstance(op, tta.WhereOp) and step.operand else None
-            if masked_value is None or not is_minus_inf(masked_value):
-                return None
-        return None
-
-    def _folded_scale(self, step: ScoreStep) -> SSAValue:
-        """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
-        value read once (before the KV loop) and multiplied (divided into log2(e), for a divisor) there."""
-        em, (value,) = self.em, step.others
-        divides = isinstance(step.op, tta.DivOp)
-        if is_constant(value):
-            number = value.op.value.value.data
-            return em.const(LOG2E / number if divides else number * LOG2E, f32)
-        if self.scale is None:
-            read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
-            self.scale = em.binary(tt.DivOp, em.const(LOG2E, f32), read) if divides else em.binary(tt.MulOp, read, em.const(LOG2E, f32))
-        return self.scale
-
-    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
-        """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
-        the block's indices, or splatted."""
-        em = self.em
-        operands = []
-        for i, value in enumerate(step.op.operands):
-            if i == step.operand:
-                operands.append(s)
-            elif (index := index_mask(value)) is not None:
-                operands.append(self._mask_tile(index, rows, cols))
-            elif is_constant(value):
-                attr = value.op.value
-                element = i1 if element_type(value.type) == i1 else f32
-                number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
-                operands.append(em.const(number, element))
-            else:
-                row_stride, col_stride = self._matrix_strides(value)
-                tile = self.load(value, rows, cols, row_stride, col_stride, mask)
-                operands.append(tile if element_type(value.type) == i1 else em.cast(tile, f32))
-        op = step.op
-        if isinstance(op, tta.WhereOp):
-            cond, yes, no = operands
-            return em.select(em.to_shape(cond, (self.bm, self.bn)), yes, no)
-        if isinstance(op, tta.NegOp):
-            return em.emit(tt.NegOp(s))
-        return em.binary(_STEP_OPS[type(op)], *operands)
 
 
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,

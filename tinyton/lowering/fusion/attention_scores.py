@@ -1,0 +1,142 @@
+"""The score steps of a flash-attention program: what runs on each `[BM, BN]` block of `q @ kᵀ` before the
+online softmax (tinyton/analysis/attention.py finds them: scales, additive biases, `where` masks).
+
+Index masks (causal, sliding windows, key limits) are computed from the block's row and column indices; bias
+and mask arrays are loaded through their broadcast strides; constants are splatted. One multiplication or
+division by a single value takes log2(e) in with it (`_log2e_step`), so the softmax's exp2 needs no multiply
+of its own and a division by `sqrt(d)` costs what `* scale` costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import prod
+
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.attention import Attention, ScoreStep
+from tinyton.analysis.index_masks import Affine, Logic, Mask, index_mask, is_constant, is_minus_inf
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.lowering.fusion.emitter import Emitter, f32
+
+LOG2E = 1.4426950408889634
+
+_STEP_OPS: dict[type, type] = {
+    tta.AddOp: tt.AddOp,
+    tta.SubOp: tt.SubOp,
+    tta.MulOp: tt.MulOp,
+    tta.DivOp: tt.DivOp,
+    tta.MaximumOp: tt.MaximumOp,
+    tta.MinimumOp: tt.MinimumOp,
+}
+
+
+class ScoreSteps:
+    """The score-step half of an attention program (`attention._Program`), which provides the emitter, the
+    region, the kernel's pointers, the block sizes and the loads."""
+
+    em: Emitter
+    att: Attention
+    pointers: dict[SSAValue, SSAValue]
+    bm: int
+    bn: int
+    scale: SSAValue | None
+    load: Callable[..., SSAValue]
+    _matrix_strides: Callable[[SSAValue], tuple[int, int]]
+
+    def _affine_value(self, affine: Affine) -> SSAValue:
+        """An index expression's constant and one-element-input part (i32), the inputs read here."""
+        em = self.em
+        value: SSAValue = em.i32(affine.const)
+        for scalar, coef in affine.scalars:
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
+            value = em.add(value, em.mul_int(read, coef))
+        return value
+
+    def _mask_tile(self, mask: Mask, rows: SSAValue, cols: SSAValue) -> SSAValue:
+        """An index mask (tinyton/analysis/attention.py) on this block: a `[BM, BN]` (or broadcastable) i1 tile."""
+        em = self.em
+        if isinstance(mask, Logic):
+            a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
+            return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
+        value = self._affine_value(mask.lhs)  # one-element integer inputs, read once per block
+        for position, coef in mask.lhs.coef:
+            value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
+        return em.cmp(mask.predicate, value, em.i32(0))
+
+    def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
+                     masked: bool) -> SSAValue:
+        """The score steps on a `[BM, BN]` block of `q @ kᵀ` (the causal mask and the bounds of S_kv only when
+        `masked`), in log2 units (log2(e) folded into a scale); keys past S_kv are -inf."""
+        em = self.em
+        folded = self._log2e_step()
+        for step in self.att.steps:
+            if step is folded:
+                s = em.binary(tt.MulOp, s, self._folded_scale(step))
+            elif masked or not self._is_causal_step(step):
+                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
+        if folded is None:
+            s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
+        if col_ok is not None:
+            s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
+        return s
+
+    def _is_causal_step(self, step: ScoreStep) -> bool:
+        """The `where` that applies the causal mask (the unmasked loop only visits blocks it keeps whole)."""
+        return step is self.att.causal_step
+
+    def _log2e_step(self) -> ScoreStep | None:
+        """The multiplication or division of the scores by one value (a constant, or a one-element array
+        such as a runtime scale) that log2(e) folds into (the exp2 of the softmax then needs no extra
+        multiply, and a division becomes a multiplication): the last such step, followed only by `where`
+        masks whose other value is a constant (-inf stays -inf)."""
+        for step in reversed(self.att.steps):
+            op = step.op
+            if isinstance(op, (tta.MulOp, tta.DivOp)) and all(prod(shape_of(v.type)) == 1 for v in step.others):
+                return step if isinstance(op, tta.MulOp) or step.operand == 0 else None
+            masked_value = op.operands[3 - step.operand] if isinstance(op, tta.WhereOp) and step.operand else None
+            if masked_value is None or not is_minus_inf(masked_value):
+                return None
+        return None
+
+    def _folded_scale(self, step: ScoreStep) -> SSAValue:
+        """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
+        value read once (before the KV loop) and multiplied (divided into log2(e), for a divisor) there."""
+        em, (value,) = self.em, step.others
+        divides = isinstance(step.op, tta.DivOp)
+        if is_constant(value):
+            number = value.op.value.value.data
+            return em.const(LOG2E / number if divides else number * LOG2E, f32)
+        if self.scale is None:
+            read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
+            self.scale = em.binary(tt.DivOp, em.const(LOG2E, f32), read) if divides else em.binary(tt.MulOp, read, em.const(LOG2E, f32))
+        return self.scale
+
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+        """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
+        the block's indices, or splatted."""
+        em = self.em
+        operands = []
+        for i, value in enumerate(step.op.operands):
+            if i == step.operand:
+                operands.append(s)
+            elif (index := index_mask(value)) is not None:
+                operands.append(self._mask_tile(index, rows, cols))
+            elif is_constant(value):
+                attr = value.op.value
+                element = i1 if element_type(value.type) == i1 else f32
+                number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
+                operands.append(em.const(number, element))
+            else:
+                row_stride, col_stride = self._matrix_strides(value)
+                tile = self.load(value, rows, cols, row_stride, col_stride, mask)
+                operands.append(tile if element_type(value.type) == i1 else em.cast(tile, f32))
+        op = step.op
+        if isinstance(op, tta.WhereOp):
+            cond, yes, no = operands
+            return em.select(em.to_shape(cond, (self.bm, self.bn)), yes, no)
+        if isinstance(op, tta.NegOp):
+            return em.emit(tt.NegOp(s))
+        return em.binary(_STEP_OPS[type(op)], *operands)
