@@ -24,16 +24,27 @@ from config import CONFIGS
 from generate import Sampling, TinytonEngine
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def decode_arguments(description: str, layers: int) -> argparse.ArgumentParser:
+    """The options of a decode probe: the model, its layers, the batch and the cache's context."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="llama-3.2-1b")
-    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=layers)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--context", type=int, default=1024)
+    return parser
+
+
+def engine_of(args: argparse.Namespace) -> TinytonEngine:
+    """The model of `args` (random weights, its layers cut to `--layers`) on tinyton, with plain launches."""
+    cfg = replace(CONFIGS[args.model], num_hidden_layers=args.layers)
+    return TinytonEngine(torch_weights(cfg), args.batch, args.context, Sampling(), graph=False)
+
+
+def main() -> None:
+    parser = decode_arguments(__doc__.splitlines()[0], layers=2)
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args()
-    cfg = replace(CONFIGS[args.model], num_hidden_layers=args.layers)
-    engine = TinytonEngine(torch_weights(cfg), args.batch, args.context, Sampling(), graph=False)
+    engine = engine_of(args)
     for _ in range(args.steps):
         _set_position(engine, args.context // 2)
         engine.step()

@@ -10,10 +10,7 @@ bandwidth).
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import bench_path
 
@@ -22,26 +19,18 @@ bench_path.add()
 import torch
 from bench_llm import _set_position, copy_bandwidth, step_bytes
 from common import print_table
-from llama_torch import torch_weights
-from torch.profiler import ProfilerActivity, profile
-
-sys.path.insert(0, str(Path(bench_path.BENCH).parent / "examples" / "llama"))
 from config import CONFIGS
-from generate import Sampling, TinytonEngine
+from decode_steps import decode_arguments, engine_of
+from torch.profiler import ProfilerActivity, profile
 
 CALLS = 20
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="llama-3.2-1b")
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--context", type=int, default=1024)
-    args = parser.parse_args()
+    args = decode_arguments(__doc__.splitlines()[0], layers=4).parse_args()
     cfg = replace(CONFIGS[args.model], num_hidden_layers=args.layers)
     position = args.context // 2
-    engine = TinytonEngine(torch_weights(cfg), args.batch, args.context, Sampling(), graph=False)
+    engine = engine_of(args)
     _set_position(engine, position)
     engine.step()
     torch.cuda.synchronize()
