@@ -7,9 +7,10 @@ The `S_q × S_kv` score matrix exists only one `[BM, BN]` block at a time, in re
 
 The score steps between `q @ kᵀ` and the softmax (scale, additive bias, `where` masks; see
 tinyton/analysis/attention.py) are applied to each score block, reading bias and mask arrays through their
-broadcast strides (attention_scores.py). All of it computes in float32 whatever the inputs' dtype, in base 2 (log2(e) folded into
-the scale where it can be, so each score costs one FMA and one `ex2`); the probabilities are cast to v's
-dtype for the second product (tensor cores for fp16 and bf16). Key blocks are loaded as stored (`[BN, D]`)
+broadcast strides (attention_scores.py). All of it computes in float32 whatever the inputs' dtype, in base 2
+(log2(e) folded into the scale where it can be, so each score costs one FMA and one `ex2`); the probabilities
+are cast to v's dtype for the second product (tensor cores for fp16 and bf16; f32 on FMAs, or as three TF32
+products where the tuner found that faster: `Blocks.tf32x3`). Key blocks are loaded as stored (`[BN, D]`)
 and transposed, so the dot reads them K-major and the pipeliner copies them with 16-byte `cp.async`.
 
 The KV loop is split in two (Triton's tutorial does it with its STAGE argument): blocks every query of the

@@ -111,7 +111,8 @@ class ScoreSteps:
             return em.const(LOG2E / number if divides else number * LOG2E, f32)
         if self.scale is None:
             read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
-            self.scale = em.binary(tt.DivOp, em.const(LOG2E, f32), read) if divides else em.binary(tt.MulOp, read, em.const(LOG2E, f32))
+            log2e = em.const(LOG2E, f32)
+            self.scale = em.binary(tt.DivOp, log2e, read) if divides else em.binary(tt.MulOp, read, log2e)
         return self.scale
 
     def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
