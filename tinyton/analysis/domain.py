@@ -72,6 +72,12 @@ class View:
         """No offset and no bounds: what a matmul operand's descriptors and tiles read."""
         return self.offset == 0 and self.bounds is None
 
+    def dims(self, axes: tuple[int, ...], rank: int) -> list[tuple[int, int]]:
+        """(size, stride) along each of `axes` of a domain of `rank` dims that this view broadcasts into
+        (right-aligned, as NumPy broadcasts); (1, 0) where the view has no such dim."""
+        own = (a - rank + len(self.shape) for a in axes)
+        return [(self.shape[j], self.strides[j]) if j >= 0 else (1, 0) for j in own]
+
     def apply(self, op: Operation) -> View | None:
         """The view after a transpose / broadcast_to / reshape / slice; None if it needs a copy."""
         out = shape_of(op.results[0].type)

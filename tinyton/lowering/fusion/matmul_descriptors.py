@@ -61,15 +61,9 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
     return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
 
 
-def _dims(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:
-    """(size, stride) of `view` (right-aligned in a domain of rank `n`) along each of `axes`; (1, 0) where it
-    has no such dim."""
-    return [(view.shape[j], view.strides[j]) if j >= 0 else (1, 0) for j in (a - n + len(view.shape) for a in axes)]
-
-
 def _read(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:
     """The dims of `view` along `axes` that it reads (not of size 1, not broadcast)."""
-    return [(d, st) for d, st in _dims(view, axes, n) if d != 1 and st != 0]
+    return [(d, st) for d, st in view.dims(axes, n) if d != 1 and st != 0]
 
 
 def _one_stride(dims: list[tuple[int, int]]) -> bool:
@@ -80,7 +74,7 @@ def _rows(view: View, axes: tuple[int, ...], domain: tuple[int, ...]) -> tuple[i
     """Rows and row stride of A's stored matrix over the M source's `axes` (M, and the batch axes folded into
     it); None when they are not one run of strides, or A is broadcast along one of them (`a @ broadcast_to(b,
     (3, K, N))`: its rows repeat)."""
-    dims = _dims(view, axes, len(domain))
+    dims = view.dims(axes, len(domain))
     if any(d != domain[a] or (d != 1 and st == 0) for a, (d, st) in zip(axes, dims)):
         return None
     read = [(d, st) for d, st in dims if d != 1]

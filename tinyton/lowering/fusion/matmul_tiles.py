@@ -79,11 +79,7 @@ def row_axes(dom: Domain) -> tuple[int, ...]:
     rights = [dom.view(op.rhs) for op in products(dom)]
 
     def shared(a: int) -> bool:
-        for view in rights:
-            j = a - n + len(view.shape)
-            if j >= 0 and view.shape[j] != 1 and view.strides[j] != 0:
-                return False
-        return True
+        return all(d == 1 or st == 0 for view in rights for d, st in view.dims((a,), n))
 
     return (*(a for a in range(n - 2) if dom.shape[a] != 1 and shared(a)), n - 2)
 
