@@ -38,7 +38,9 @@ def test_split_candidates_for_few_tiles_only():
     splits = [t for t in candidates(kv) if t.split_k > 1]
     assert splits and all(t.programs(kv) <= SPLIT_K_PROGRAMS and t.block_m == 16 for t in splits)
     assert {t.split_k for t in splits} == {2, 4, 8, 16}
-    assert not any(t.split_k > 1 for t in candidates(MatmulProblem(1, 8, 16384, 2048, "bfloat16")))
+    assert not any(t.split_k > 1 for t in candidates(MatmulProblem(1, 8, 32768, 2048, "bfloat16")))
+    gate_up = MatmulProblem(1, 1, 8192, 2048, "bfloat16", dots=2)  # 256 programs of [16, 32]: cut in two too
+    assert MatmulTiles(16, 32, 128, 2, 4, split_k=2) in candidates(gate_up)
     assert not any(t.split_k > 1 for t in candidates(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")))
 
 

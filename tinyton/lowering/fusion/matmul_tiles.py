@@ -183,10 +183,12 @@ steps loaded ahead in registers (the small tiles for regions of three or four do
 key/value projections with RoPE; on the H200 of 2026-12-02 one step ahead left their 128 programs waiting on
 each load, the 1B key/value projection at 0.45 TB/s)."""
 
-SPLIT_K_PROGRAMS = 264
-"""Programs a split-K candidate of a skinny tile aims at (two an SM of an H200's 132): a decode batch's key/value
+SPLIT_K_PROGRAMS = 528
+"""Most programs of a split-K candidate of a skinny tile (four an SM of an H200's 132): a decode batch's key/value
 projection in `[16, 32]` tiles is 16 programs (8 heads x 2), which stream the weights from 16 SMs (25 µs for
-Llama-3.2-1B's 4 MiB at batch 8 on an H200); its K cut in 16 ranges gives 256."""
+Llama-3.2-1B's 4 MiB at batch 8 on an H200); its K cut in 16 ranges gives 256. Four, not two: batch 1's gate/up
+projection in `[16, 32]` tiles is 256 programs, under two an SM, whose shared memory holds three (ncu on the
+H200, 2026-12-02: 2.8 TB/s, a third of the stalls on loads); cut in two it fills the SMs."""
 SPLIT_K_MAX = 16
 """Most K ranges of a split-K candidate (the last program to finish adds that many partial tiles)."""
 
