@@ -89,3 +89,19 @@ def test_a_stored_choice_no_longer_among_the_candidates_is_measured_again(tmp_pa
     assert tuner.choose("key", ["gone", "only"], scripted(times, log)) == "gone"
     log.clear()
     assert tuner.choose("key", ["only"], scripted(times, log)) == "only" and log
+
+
+def test_the_log_lists_every_candidate_fastest_first(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TINYTON_TUNE_LOG", "1")
+    times = {"slow": [2.0], "fast": [0.5], "broken": [1.0]}
+
+    def prepare(c: str):
+        if c == "broken":
+            raise RuntimeError("out of resources")
+        return lambda: times[c][0]
+
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=True))
+    assert tuner.choose("key", list(times), prepare, default="slow") == "fast"
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("tinyton:   ")]
+    assert [line.split()[-1] for line in lines] == ["fast", "slow", "broken"]
+    assert "500.0 µs" in lines[0] and "failed" in lines[2]

@@ -6,7 +6,8 @@ tinyton/compiler/tuning_runs.py), which returns a timer of one short window (`do
 flushed before each run). The winner is a JSON record of the disk cache (`KernelCache.put_record`, hashed
 with the compiler's version), so later processes on the same GPU skip the measurement, and each measurement
 prints what it cost. The array-program matmul tiles, attention blocks and row-kernel shapes use it
-(tinyton/compiler/*_tuning.py); `TINYTON_TUNE=0` turns all three off (`tuning_enabled`).
+(tinyton/compiler/*_tuning.py); `TINYTON_TUNE=0` turns all three off (`tuning_enabled`), `TINYTON_TUNE_LOG=1`
+prints every candidate's time.
 
 How it measures (`measure`): a window of one candidate moves by 2-4 % with the GPU's clocks and whatever ran
 just before, more than the gap between neighbouring shapes; one window each, taken right after each
@@ -34,6 +35,10 @@ from tinyton.runtime.cache import KernelCache, cache_key, default_cache
 C = TypeVar("C")
 Timer = Callable[[], float]
 """Milliseconds of one short timing window of a prepared candidate."""
+
+LOG_ENV = "TINYTON_TUNE_LOG"
+"""Set (to anything but 0): each measurement also prints every candidate's median, fastest first, so one run
+on a GPU shows how the forms compare and not only which won."""
 
 ROUNDS = 3
 FINAL_ROUNDS = 6
@@ -81,6 +86,10 @@ class Tuner(Generic[C]):
         versus += f", default {result.median(candidates.index(default)) * 1e3:.1f} µs)" if default in candidates else ")"
         print(f"tinyton: tuned {self.name} {key} over {len(candidates)} candidates in "
               f"{time.perf_counter() - start:.1f} s: {best}{versus}", file=sys.stderr)
+        if os.environ.get(LOG_ENV, "0") not in ("", "0"):
+            for i in sorted(range(len(candidates)), key=result.median):
+                timed = f"{result.median(i) * 1e3:9.1f} µs" if result.samples[i] else "   failed   "
+                print(f"tinyton:   {timed}  {candidates[i]}", file=sys.stderr)
         return best
 
 
