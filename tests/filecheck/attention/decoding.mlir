@@ -5,8 +5,8 @@
 // SMs (the nominal H100 without a GPU). Two programs would leave it idle, so the KV loop is split into 8
 // chunks of 128 keys (two key blocks each, `CHUNK_MIN_BLOCKS`): each program (grid z = chunk) stores its
 // chunk's row max, sum and unnormalised accumulator, then counts itself in at its row block's counter (a
-// barrier, an acq_rel atomic); the one that counts last rescales and sums the chunks (loads past L1) and sets the
-// counter back to 0. One launch. On a GPU of one SM the 2 programs are enough: no split.
+// barrier, an acq_rel atomic); the one that counts last sets the counter back to 0, loads the 8 chunks' partials
+// at once (past L1), then rescales and sums them in chunk order, unrolled. One launch. On a GPU of one SM the 2 programs are enough: no split.
 
 func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<2x1000x64xf32>) -> tensor<2x1x64xf32> {
   %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<2x1000x64xf32> -> tensor<2x64x1000xf32>
@@ -46,11 +46,14 @@ func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<
 // CHECK-NEXT:      scf.if %[[IS_LAST]] {
 // CHECK-NEXT:        %[[ZERO:.+]] = tt.constant 0 : i32
 // CHECK-NEXT:        tt.store %[[SLOT]], %[[ZERO]] : !tt.ptr<i32>, i32
-// CHECK:             scf.for
-// CHECK:               tt.load %{{.+}} mask %{{.+}} other %{{.+}} {cache = ".cg"} : tensor<16x1x!tt.ptr<f32>>
-// CHECK:               tt.maximum %{{.+}} : tensor<16x1xf32>
-// CHECK:               tt.exp2 %{{.+}} : tensor<16x1xf32>
-// CHECK:               tt.exp2 %{{.+}} : tensor<16x1xf32>
+// CHECK-NOT:         scf.for
+// CHECK:             tt.load %{{.+}} mask %{{.+}} other %{{.+}} {cache = ".cg"} : tensor<16x1x!tt.ptr<f32>>
+// CHECK-COUNT-8:     tt.load %{{.+}} mask %{{.+}} other %{{.+}} {cache = ".cg"} : tensor<16x64x!tt.ptr<f32>>
+// CHECK-NOT:         tt.load
+// CHECK:             tt.maximum %{{.+}} : tensor<16x1xf32>
+// CHECK:             tt.exp2 %{{.+}} : tensor<16x1xf32>
+// CHECK:             tt.exp2 %{{.+}} : tensor<16x1xf32>
+// CHECK-NOT:         tt.load
 // CHECK:             tt.div
 // CHECK:             tt.store %{{.+}} mask %{{.+}} : tensor<16x64x!tt.ptr<f32>>, tensor<16x64xf32>
 // CHECK-NEXT:      } else {

@@ -3,7 +3,7 @@
 Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l_i` of `2^(s - m_i)` and
 its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
 `m = max m_i`, the row's output is `sum(acc_i 2^(m_i - m)) / sum(l_i 2^(m_i - m))`, folded over the chunks
-one at a time as the online softmax folds key blocks. A chunk that saw no key (a causal end before it, or
+one at a time as the online softmax folds key blocks (their loads issued `COMBINE_LOADS` chunks at a time). A chunk that saw no key (a causal end before it, or
 every score -inf) has `m_i = -inf`, `l_i = 0` and adds nothing; a row that no chunk saw gives 0 / 0 = NaN,
 as the one-kernel path and NumPy's softmax do.
 """
@@ -15,6 +15,13 @@ from xdsl.ir import Attribute, SSAValue
 from tinyton.dialects import tt
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32
+
+COMBINE_LOADS = 8
+"""Chunks whose partials the combining program loads at once before folding them (the fold is unrolled, in
+chunk order). Folded one loaded chunk at a time, a loop's L2 round trips ran one after another: a decode step's
+attention on the H200 (12 chunks, 2026-12-02) waited on twelve in its last program. Eight chunks' `[16, 64]`
+accumulators are 64 registers a thread on 4 warps."""
+
 
 def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], counters: SSAValue,
                           out: SSAValue, out_element: Attribute, sizes: tuple[int, int, int, int],
@@ -44,26 +51,29 @@ def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], ou
     shape = (rows_per, dvp)
     tile_ok = em.to_shape(em.and_(row_ok, em.cmp("lt", cols, em.i32(d_v)) if dvp > d_v else None), shape)
     m_ptr, l_ptr, acc_ptr = partials
+    batch_rows = em.binary(tt.AddOp, em.to_shape(em.mul_int(b, s_q), (1, 1)), rows)  # chunk 0's rows of batch b
 
-    def body(z: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        m, total, acc = carried
-        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.add(em.mul_int(z, batch), b), s_q), (1, 1)), rows)
+    def load(z: int) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """Chunk `z`'s `m`, `l` and accumulator rows."""
+        row_index = em.binary(tt.AddOp, em.to_shape(em.i32(z * batch * s_q), (1, 1)), batch_rows)
         m_z, l_z = (em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(p, (rows_per, 1)), row_index)), row_ok,
                                       em.const(0.0, f32, (rows_per, 1)), **hints)) for p in (m_ptr, l_ptr))
         offsets = em.to_shape(em.binary(tt.AddOp, em.mul_int(row_index, d_v), cols), shape)
         acc_z = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(acc_ptr, shape), offsets)), tile_ok,
                                   em.const(0.0, f32, shape), **hints))
-        m_new = em.binary(tt.MaximumOp, m, m_z)
-        m_safe = em.finite_max(m_new)
-        alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))
-        beta = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_z, m_safe)))
-        total = em.binary(tt.AddOp, em.binary(tt.MulOp, total, alpha), em.binary(tt.MulOp, l_z, beta))
-        acc = em.binary(tt.AddOp, em.binary(tt.MulOp, acc, alpha), em.binary(tt.MulOp, acc_z, beta))
-        return [m_new, total, acc]
+        return m_z, l_z, acc_z
 
-    start_values = [em.const(float("-inf"), f32, (rows_per, 1)), em.const(0.0, f32, (rows_per, 1)),
-                    em.const(0.0, f32, shape)]
-    _, total, acc = em.for_loop(0, splits, 1, start_values, body)
+    m = em.const(float("-inf"), f32, (rows_per, 1))
+    total, acc = em.const(0.0, f32, (rows_per, 1)), em.const(0.0, f32, shape)
+    for first in range(0, splits, COMBINE_LOADS):
+        for m_z, l_z, acc_z in [load(z) for z in range(first, min(first + COMBINE_LOADS, splits))]:
+            m_new = em.binary(tt.MaximumOp, m, m_z)
+            m_safe = em.finite_max(m_new)
+            alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))
+            beta = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_z, m_safe)))
+            total = em.binary(tt.AddOp, em.binary(tt.MulOp, total, alpha), em.binary(tt.MulOp, l_z, beta))
+            acc = em.binary(tt.AddOp, em.binary(tt.MulOp, acc, alpha), em.binary(tt.MulOp, acc_z, beta))
+            m = m_new
     result = em.cast(em.binary(tt.DivOp, acc, total), out_element)
     offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(b, s_q * d_v), (1, 1)), em.mul_int(rows, d_v))
     offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
