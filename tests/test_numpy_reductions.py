@@ -66,6 +66,9 @@ OPS: dict[str, tuple[Any, Any, tuple, bool, bool]] = {
 }
 
 
+SCANS = ("cumsum", "cumprod")
+
+
 @st.composite
 def arrays(draw: st.DrawFn, dtype: Any, positive: bool = False) -> np.ndarray:
     shape = tuple(draw(st.lists(st.sampled_from(DIMS), min_size=0, max_size=3).filter(lambda s: np.prod(s) <= MAX_SIZE)))
@@ -117,6 +120,10 @@ def check(name: str, x: np.ndarray, kwargs: dict[str, Any]) -> None:
     try:
         with np.errstate(all="ignore"):
             expected = np.asarray(reference(x, **kwargs))
+            if name in SCANS and x.dtype == np.float16:
+                # float16 scans accumulate in float32 (docs/fusion.md); NumPy's add one float16 rounding a
+                # step, which drifts: 300 x 4.78 ran to 1198 at step 245 (exactly 1171.4)
+                expected = np.asarray(reference(x.astype(np.float32), **kwargs)).astype(np.float16)
     except (ValueError, TypeError, IndexError) as e:  # NumPy's error: a CompilationError at the user's line
         with pytest.raises(CompilationError):
             tt.jit(lambda a: impl(a, **kwargs))(x)
