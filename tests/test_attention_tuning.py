@@ -4,9 +4,7 @@ dtype, head dims, causality and sequence class; the defaults without a GPU. Meas
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest

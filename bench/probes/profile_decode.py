@@ -10,8 +10,6 @@ bandwidth).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import bench_path
 
 bench_path.add()
@@ -19,7 +17,6 @@ bench_path.add()
 import torch
 from bench_llm import _set_position, copy_bandwidth, step_bytes
 from common import print_table
-from config import CONFIGS
 from decode_steps import decode_arguments, engine_of
 from torch.profiler import ProfilerActivity, profile
 
@@ -28,7 +25,6 @@ CALLS = 20
 
 def main() -> None:
     args = decode_arguments(__doc__.splitlines()[0], layers=4).parse_args()
-    cfg = replace(CONFIGS[args.model], num_hidden_layers=args.layers)
     position = args.context // 2
     engine = engine_of(args)
     _set_position(engine, position)
@@ -47,7 +43,7 @@ def main() -> None:
     rows = [[name, steps[name].grid if name in steps else "", steps[name].launch.num_warps if name in steps else "",
              f"{us:.1f}"] for name, us in durations.items()]  # fmt: skip
     total = sum(durations.values())
-    roof = step_bytes(cfg, args.batch, position) / copy_bandwidth() / 1e3
+    roof = step_bytes(engine.cfg, args.batch, position) / copy_bandwidth() / 1e3
     print_table(f"{args.model} ({args.layers} layers) decode batch {args.batch}: {total:.1f} µs of kernels, "
                 f"roofline {roof:.1f} µs", ["kernel", "grid", "warps", "µs"], rows)  # fmt: skip
 

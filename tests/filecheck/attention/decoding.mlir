@@ -6,7 +6,8 @@
 // chunks of 128 keys (two key blocks each, `CHUNK_MIN_BLOCKS`): each program (grid z = chunk) stores its
 // chunk's row max, sum and unnormalised accumulator, then counts itself in at its row block's counter (a
 // barrier, an acq_rel atomic); the one that counts last sets the counter back to 0, loads the 8 chunks' partials
-// at once (past L1), then rescales and sums them in chunk order, unrolled. One launch. On a GPU of one SM the 2 programs are enough: no split.
+// at once (past L1), then rescales and sums them in chunk order, unrolled. One launch. On a GPU of one SM the 2
+// programs are enough: no split.
 
 func.func @decode(%q: tensor<2x1x64xf32>, %k: tensor<2x1000x64xf32>, %v: tensor<2x1000x64xf32>) -> tensor<2x1x64xf32> {
   %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<2x1000x64xf32> -> tensor<2x64x1000xf32>

@@ -313,7 +313,6 @@ class _Program(ScoreSteps):
         return self.load(view.base, rows, cols, row_stride, col_stride, mask, (shape, strides))
 
 
-
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
                    partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,

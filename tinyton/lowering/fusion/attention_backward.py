@@ -29,8 +29,8 @@ from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention import _Program
-from tinyton.lowering.fusion.attention_scores import LOG2E
 from tinyton.lowering.fusion.attention_blocks import Blocks
+from tinyton.lowering.fusion.attention_scores import LOG2E
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 

@@ -91,10 +91,15 @@ def default_blocks(p: AttentionProblem) -> Blocks:
     bm_max = max(16, min(64, next_power_of_2(p.s_q)))
     for bm in (64, 32, 16):
         for bn in (64, 32, 16):
-            staged = (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes
-            if bm <= bm_max and staged <= SHARED_BUDGET:
+            if bm <= bm_max and _fma_staged_bytes(p, bm, bn) <= SHARED_BUDGET:
                 return Blocks(bm, bn, 4)
     return Blocks(16, 16, 4)
+
+
+def _fma_staged_bytes(p: AttentionProblem, bm: int, bn: int) -> int:
+    """Shared memory the FMA path stages its two dots' operands in: q, a key block, the scores, a value block."""
+    dp, dvp = _padded(p.d), _padded(p.d_v)
+    return (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes
 
 
 def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Blocks]:
@@ -125,13 +130,7 @@ def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> 
     query block with each key block whose staged operands fit, split as `split_counts` says, both ways."""
     if p.s_q > default.bm:
         return [default, replace(default, tf32x3=True)]
-    dp, dvp = _padded(p.d), _padded(p.d_v)
-    bm = default.bm
-    fitting = [
-        replace(default, bn=bn)
-        for bn in (64, 32, 16)
-        if (bm * dp + dp * bn + bm * bn + bn * dvp) * p.element_bytes <= SHARED_BUDGET
-    ]
+    fitting = [replace(default, bn=bn) for bn in (64, 32, 16) if _fma_staged_bytes(p, default.bm, bn) <= SHARED_BUDGET]
     found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
     return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found)]))
 

@@ -3,9 +3,9 @@
 Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l_i` of `2^(s - m_i)` and
 its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
 `m = max m_i`, the row's output is `sum(acc_i 2^(m_i - m)) / sum(l_i 2^(m_i - m))`, folded over the chunks
-one at a time as the online softmax folds key blocks (their loads issued `COMBINE_LOADS` chunks at a time). A chunk that saw no key (a causal end before it, or
-every score -inf) has `m_i = -inf`, `l_i = 0` and adds nothing; a row that no chunk saw gives 0 / 0 = NaN,
-as the one-kernel path and NumPy's softmax do.
+one at a time as the online softmax folds key blocks (their loads issued `COMBINE_LOADS` chunks at a time). A
+chunk that saw no key (a causal end before it, or every score -inf) has `m_i = -inf`, `l_i = 0` and adds
+nothing; a row that no chunk saw gives 0 / 0 = NaN, as the one-kernel path and NumPy's softmax do.
 """
 
 from __future__ import annotations

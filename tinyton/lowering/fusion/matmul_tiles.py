@@ -164,7 +164,8 @@ fit: a left operand computed per K tile (RMSNorm's) on one warp made kernels of 
 LANES_PER_SKINNY_WARP = 128
 """A 16-row tile keeps a warp per 128 of its outputs when fit (other tiles one per 256): the 16 x 32 tiles get 4
 warps as well as 2. On the H200 (ncu, 2026-12-02) Llama-3.2-1B's batch-1 gate/up projection at 16 x 32 x 128 on
-2 warps ran 4 warps an SM (its stages' shared memory allows 2 programs), stalled on loads, at 2.8 TB/s."""
+2 warps ran 4 warps an SM (its 256 programs 1.9 an SM; their stages' shared memory allows 3), stalled on loads,
+at 2.8 TB/s."""
 
 GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(1, 4, 1024, 4, 2),
