@@ -33,7 +33,7 @@ from tinyton.runtime.launch import Launcher, Module
 from tinyton.runtime.devices import current_device
 from tinyton.runtime.spans import memory_span
 from tinyton.runtime.staging import stage_arguments
-from tinyton.runtime.tensor_maps import device_tensor_map
+from tinyton.runtime.tensor_maps import DeviceTensorMap
 
 cache = lazy_module("tinyton.runtime.cache")  # the disk cache: loaded with the first kernel compiled to PTX
 
@@ -180,7 +180,7 @@ class CompiledKernel:
             self._check_loadable()
             dynamic = self.shared_bytes if self.shared_bytes > driver.STATIC_SHARED_LIMIT else 0
             function = Module.from_ptx(ptx, ordinal).function(self.name, dynamic_shared_bytes=dynamic)
-            maps = [functools.partial(device_tensor_map, spec) for spec in self.tensor_maps]
+            maps = [DeviceTensorMap(spec) for spec in self.tensor_maps]
             launcher = Launcher(function, self.param_kinds, dynamic, maps, cooperative=self.cooperative)
             self._launchers[ordinal] = launcher
         return launcher

@@ -6,7 +6,9 @@ sibling's accumulator change which tile is fastest; int and bool inputs are zero
 standalone `a @ b` kernel of the shape for a region with scalar operands, and keeps the fastest in the disk
 cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for the tiling to matter (few
 FLOPs and few bytes: `worth_tuning`), the lowering's default is used: compiling and timing ten candidates
-costs seconds per shape class, for microseconds of work.
+costs seconds per shape class, for microseconds of work. A winner with fewer programs than the GPU has SMs
+(a 128-row projection in 128 x 128 tiles: 16 programs) is measured again against its split-K forms (the
+skinny candidates carry theirs from the start).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     MatmulTiles,
     candidates,
     default_tiles,
+    split_k_candidates,
 )
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 from tinyton.runtime import driver
@@ -55,7 +58,13 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     dtype = f"{p.dtype}:{fp32_matmul_precision()}" if p.dtype == "float32" else p.dtype  # tf32x3 and ieee tile differently
     key = (driver.device().name, dtype, p.dots, p.fingerprint, problem.shape_class())
     samples: Samples = {}
-    return TUNER.choose(key, candidates(problem), lambda tiles: _timer(problem, tiles, samples), default=default_tiles(problem))
+    timer = lambda tiles: _timer(problem, tiles, samples)  # noqa: E731
+    tiles = TUNER.choose(key, candidates(problem), timer, default=default_tiles(problem))
+    if tiles.split_k == 1 and tiles.programs(p) < driver.device().sm_count:
+        splits = split_k_candidates(p, tiles)
+        if splits:  # a second measurement: the winner's K cut in ranges, so that its programs fill the SMs
+            tiles = TUNER.choose((*key, "split_k"), [tiles, *splits], timer, default=tiles)
+    return tiles
 
 
 def _matmul_module(p: MatmulProblem) -> ModuleOp:

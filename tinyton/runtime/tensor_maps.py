@@ -21,7 +21,7 @@ The descriptor cache of the SM keeps the map after its first use, so TMA reads i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,18 +65,24 @@ class _Slab:
 _slabs: dict[int, _Slab] = {}
 
 
-def _resolve(entry: int | str, values: Sequence[Any]) -> int:
-    return int(values[int(entry[1:])]) if isinstance(entry, str) else int(entry)
+def key_function(spec: Mapping[str, Any]) -> Callable[[Sequence[Any]], tuple]:
+    """`values -> key` of `spec`'s map: the base address, sizes, strides and the spec's constants, as one
+    generated expression (a cached launch computes it every time: no per-entry dispatch)."""
+    def term(entry: int | str) -> str:
+        return f"int(v[{int(entry[1:])}])" if isinstance(entry, str) else repr(int(entry))
+
+    def dims(entries: Sequence[int | str]) -> str:
+        return "(" + "".join(f"{term(e)}, " for e in entries) + ")"
+
+    constants = (tuple(spec["box"]), spec["dtype"], spec["padding"], spec["swizzle"])
+    source = (f"lambda v: (int(v[{int(spec['base'])}]), {dims(spec['shape'])}, {dims(spec['strides'])}, "
+              f"*{constants!r})")
+    return eval(source)  # noqa: S307 - built from ints and the spec's constants only
 
 
 def tensor_map_key(spec: Mapping[str, Any], values: Sequence[Any]) -> tuple:
     """What the encoded map depends on: the base address, sizes, strides and the spec's constants."""
-    return (
-        int(values[spec["base"]]),
-        tuple(_resolve(e, values) for e in spec["shape"]),
-        tuple(_resolve(e, values) for e in spec["strides"]),
-        tuple(spec["box"]), spec["dtype"], spec["padding"], spec["swizzle"],
-    )
+    return key_function(spec)(values)
 
 
 def check_tensor_map(key: tuple, itemsize: int) -> None:
@@ -121,20 +127,25 @@ def encode(key: tuple) -> np.ndarray:
     return np.array([int(w) for w in tensor_map.opaque], dtype=np.uint64)
 
 
-def device_tensor_map(spec: Mapping[str, Any], values: Sequence[Any], stream: int = 0) -> int:
-    """The device address of the map of `spec` for a launch with parameter `values` on `stream` (encoded and
-    uploaded on that stream on first use)."""
-    key = tensor_map_key(spec, values)
-    found = _cache.get(key)
-    if found is None:
-        ordinal = driver.active_ordinal()
-        slab = _slabs.get(ordinal)
-        if slab is None:
-            slab = _slabs[ordinal] = _Slab()
-        if slab.used == MAX_CACHED:
-            clear()
-        found = _cache[key] = slab.upload(encode(key), stream)
-    return found
+class DeviceTensorMap:
+    """`(values, stream) -> address`: the device address of `spec`'s map for a launch with parameter `values`
+    on `stream` (encoded and uploaded on that stream on first use)."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self.key = key_function(spec)
+
+    def __call__(self, values: Sequence[Any], stream: int = 0) -> int:
+        key = self.key(values)
+        found = _cache.get(key)
+        if found is None:
+            ordinal = driver.active_ordinal()
+            slab = _slabs.get(ordinal)
+            if slab is None:
+                slab = _slabs[ordinal] = _Slab()
+            if slab.used == MAX_CACHED:
+                clear()
+            found = _cache[key] = slab.upload(encode(key), stream)
+        return found
 
 
 def clear() -> None:

@@ -9,7 +9,7 @@ CompilationError from fusion or codegen), its calls run the partition in torch, 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,18 +58,21 @@ class _Variant:
     arguments must change device or dtype (`_conversions`), which results are not yet torch tensors of the
     graph's device and dtype, and which alias an input (a program may return an input: `clone` is the
     identity in array programs, a contiguous reshape shares its buffer; the graph's outputs are new tensors).
-    The signature fixes all three, so later calls convert only those (a single op's call is host-bound: every
-    microsecond of it counts)."""
+    The signature fixes all three, and the program's runner (its allocations and launches for these argument
+    types and devices), so later calls convert only those and go straight to the runner (a single op's call is
+    host-bound: every microsecond of it counts)."""
 
     def __init__(self, program: Any, conversions: dict[int, tuple[torch.device, torch.dtype]],
                  expected: Sequence[Any]) -> None:
         self.program, self.conversions, self.expected = program, conversions, expected
         self.fixed: list[int] = []
         self.aliased: list[int] = []
+        self.run: Callable[[Sequence[Any]], Any] | None = None
 
     def first_call(self, args: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
         """The first call, on `args` as given and as narrowed (`inputs`), deciding the conversions."""
-        raw = list(self.program(*inputs))
+        self.run = self.program.runner(inputs)
+        raw = list(self.run(inputs))
         results = [_as_expected(r, e) for r, e in zip(raw, self.expected)]
         self.fixed = [i for i, (r, converted) in enumerate(zip(raw, results)) if converted is not r]
         inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
@@ -77,7 +80,7 @@ class _Variant:
         return self._fresh(results)
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
-        results = list(self.program(*(_narrowed(args, self.conversions) if self.conversions else args)))
+        results = list(self.run(_narrowed(args, self.conversions) if self.conversions else args))
         for i in self.fixed:
             results[i] = _as_expected(results[i], self.expected[i])
         return self._fresh(results)
@@ -88,11 +91,13 @@ class _Variant:
         return results
 
 
-class CompiledPartition(torch.nn.Module):
-    """Calls the partition `gm` as tinyton array programs (one per signature), or in torch where tinyton cannot."""
+class CompiledPartition:
+    """Calls the partition `gm` as tinyton array programs (one per signature), or in torch where tinyton cannot.
+
+    A plain callable, not an `nn.Module`: the outer graph calls it as an attribute (`self.tinyton_0(...)`), and a
+    module's `__call__` (hooks, forward dispatch) would cost every call microseconds for nothing."""
 
     def __init__(self, gm: GraphModule, group: Group, report: Report) -> None:
-        super().__init__()
         self.gm, self.group, self.report = gm, group, report
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.returns_tuple = isinstance(output.args[0], (tuple, list))
@@ -100,7 +105,7 @@ class CompiledPartition(torch.nn.Module):
         self.expected = [o.meta.get("val") for o in outputs]
         self.variants: dict[tuple[Any, ...], _Variant | None] = {}
 
-    def forward(self, *args: Any) -> Any:
+    def __call__(self, *args: Any) -> Any:
         key = _key(args)
         variant = self.variants.get(key, _MISSING)
         if variant is _MISSING:

@@ -57,6 +57,6 @@ def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
             sub = getattr(fused, node.target)
             group = Group(graph, [op_name(n) for n in sub.graph.nodes if n.op == "call_function"])
             report.groups.append(group)
+            delattr(fused, node.target)  # the submodule becomes a plain callable attribute (CompiledPartition)
             setattr(fused, node.target, CompiledPartition(sub, group, report))
-    fused.recompile()
-    return fused
+    return GraphModule(fused, fused.graph)  # compiled now: a lazy module's first `forward` is a stand-in
