@@ -5,6 +5,8 @@ row stored, the GEMV form), ragged and empty ranges, and on every call (the coun
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from test_rope_rotation import _inputs as rope_inputs
@@ -13,7 +15,7 @@ from test_rope_rotation import _rope_projection
 from test_skinny_matmul import _inputs, _normed_projection, _reference
 
 import tinyton as tt
-from tinyton.compiler import program
+from tinyton.compiler import matmul_tuning, program
 from tinyton.dtypes import BF16
 from tinyton.lowering.fusion.matmul_tiles import (
     SPLIT_K_PROGRAMS,
@@ -96,3 +98,23 @@ def test_statistic_of_the_left_operand_split(monkeypatch, backend):
     got = tt.jit(lambda x, w: (x @ w.T) * tt.rsqrt(tt.mean(x * x, axis=-1, keepdims=True) + 1e-5))(x, w)
     want = (x.astype(np.float64) @ w.T) / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-3)
+
+
+def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_forms(monkeypatch):
+    """A 128-row projection's winning 128 x 128 tile is 16 programs on a 132-SM GPU: a second measurement
+    puts it against its K cut in 2 to 16 ranges. A winner with programs for every SM is kept as it is."""
+    measured: list[list[MatmulTiles]] = []
+
+    def choose(key, tiles, prepare, default=None):
+        measured.append(list(tiles))
+        return MatmulTiles(128, 128, 64, 8) if len(measured) == 1 else tiles[-1]
+
+    monkeypatch.setattr(matmul_tuning, "tuning_enabled", lambda: True)
+    monkeypatch.setattr(matmul_tuning.TUNER, "choose", choose)
+    monkeypatch.setattr(matmul_tuning.driver, "device", lambda: SimpleNamespace(name="GPU", sm_count=132))
+    projection = MatmulProblem(1, 128, 2048, 2048, "bfloat16")
+    assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 128, 64, 8, split_k=16)
+    assert [t.split_k for t in measured[1]] == [1, 2, 4, 8, 16]
+    measured.clear()
+    assert matmul_tuning.matmul_tiles(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")) == MatmulTiles(128, 128, 64, 8)
+    assert len(measured) == 1
