@@ -1,8 +1,8 @@
 """Split an ATen graph into tinyton partitions and the ops that run in torch.
 
 torch's `CapabilityBasedPartitioner` groups the supported nodes (tinyton/torch/support.py) into the largest
-partitions that keep the graph acyclic; each becomes a submodule that `CompiledPartition` runs as one
-array program (fused by tinyton into as few kernels as it can). Unsupported ops stay in the outer graph
+partitions that keep the graph acyclic; each becomes a callable attribute of the outer graph, a
+`CompiledPartition` that runs it as one array program (fused by tinyton into as few kernels as it can). Unsupported ops stay in the outer graph
 and run in torch between the partitions; partitions of views and copies alone stay in torch too (a view
 there costs nothing, a kernel would copy).
 """
