@@ -27,7 +27,8 @@ _MISSING = object()
 
 
 def _key(args: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple((a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else (type(a), a) for a in args)
+    """The call signature (`get_device()`: the device's index, -1 for the CPU, without making a device object)."""
+    return tuple([(a.shape, a.dtype, a.get_device()) if isinstance(a, torch.Tensor) else (type(a), a) for a in args])
 
 
 def _conversions(args: Sequence[Any]) -> dict[int, tuple[torch.device, torch.dtype]]:
