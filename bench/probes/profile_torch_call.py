@@ -48,13 +48,19 @@ def kernel_us(fn, inputs) -> tuple[float, int]:
     return sum(durations.values()), len(durations)
 
 
-@torch.no_grad()
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def case_arguments(description: str, cases: str) -> argparse.ArgumentParser:
+    """The options that pick bench_torch's cases: a model's shapes, a sequence length, a dtype, case names."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", default="TinyLlama-1.1B")
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--dtype", default="bf16")
-    parser.add_argument("--cases", default="")
+    parser.add_argument("--cases", default=cases, help="comma-separated case names")
+    return parser
+
+
+@torch.no_grad()
+def main() -> None:
+    parser = case_arguments(__doc__.splitlines()[0], "")
     parser.add_argument("--profile", default="matmul (q_proj)", help="the case whose tinyton call is cProfiled")
     args = parser.parse_args()
     rows = []

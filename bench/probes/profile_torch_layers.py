@@ -10,9 +10,6 @@ how many TMA maps were encoded during the timed calls (a miss uploads a map befo
 
 from __future__ import annotations
 
-import argparse
-import time
-from collections.abc import Callable
 
 import bench_path
 
@@ -21,33 +18,17 @@ bench_path.add()
 import torch
 from bench_torch import CONFIGS, DTYPES, cases
 from common import print_table
-from profile_torch_call import kernel_durations, kernel_us
+from profile_array_call import us_per_call
+from profile_torch_call import case_arguments, kernel_durations, kernel_us
 
 import tinyton.torch
 from tinyton.runtime import tensor_maps
 from tinyton.torch.compiled_partition import CompiledPartition, _key
 
 
-def us_per_call(fn: Callable[[], object], calls: int = 2000) -> float:
-    best = float("inf")
-    for _ in range(3):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / calls * 1e6)
-    return best
-
-
 @torch.no_grad()
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="TinyLlama-1.1B")
-    parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--dtype", default="bf16")
-    parser.add_argument("--cases", default="matmul (q_proj),rmsnorm,softmax,silu_mul")
-    args = parser.parse_args()
+    args = case_arguments(__doc__.splitlines()[0], "matmul (q_proj),rmsnorm,softmax,silu_mul").parse_args()
     encoded = [0]
     encode = tensor_maps.encode
 
