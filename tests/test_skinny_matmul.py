@@ -88,6 +88,9 @@ def test_decode_shapes_are_tuned_over_skinny_tiles():
     assert {t.fit(decode) for t in SKINNY_CANDIDATES} <= set(candidates(decode))
     square = MatmulProblem(1, 4096, 4096, 4096, "bfloat16")
     assert not {t.fit(square) for t in SKINNY_CANDIDATES} & set(candidates(square)), "only for few rows"
+    k_and_v = MatmulProblem(1, 128, 256, 2048, "bfloat16", dots=2)  # TinyLlama's k and v: one left operand
+    assert not matmul_tuning.worth_tuning(MatmulProblem(1, 128, 256, 2048, "bfloat16"))
+    assert matmul_tuning.worth_tuning(k_and_v), "sibling dots count: both weights are read"
     key_value = MatmulProblem(8, 1, 64, 2048, "bfloat16", dots=4)  # Llama-3.2-1B's k/v + RoPE + cache write
     assert {MatmulTiles(16, 32, 128, 2, 4), MatmulTiles(16, 32, 128, 4, 4)} <= set(candidates(key_value))
     assert MatmulTiles(16, 32, 256, 4, 4) not in candidates(key_value), "295 KiB of stages"
