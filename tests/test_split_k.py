@@ -5,6 +5,7 @@ row stored, the GEMV form), ragged and empty ranges, and on every call (the coun
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -63,13 +64,14 @@ def test_normed_projection_split(monkeypatch, backend, k, splits):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("tiles", [MatmulTiles(16, 64, 128, 4, 4, split_k=4), MatmulTiles(1, 8, 128, 4, 3, split_k=4)],
-                         ids=["mma", "gemv"])
+@pytest.mark.parametrize("tiles", [MatmulTiles(16, 64, 128, 4, 4, split_k=4), MatmulTiles(128, 64, 64, 4, 3, split_k=4),
+                                   MatmulTiles(1, 8, 128, 4, 3, split_k=4)], ids=["mma", "mid-rows", "gemv"])
 def test_swiglu_products_split(monkeypatch, backend, tiles):
-    """Two products of one K loop, each range's partials stored per product; tensor-core and GEMV forms."""
+    """Two products of one K loop, each range's partials stored per product; tensor-core tiles of 16 and of 128
+    rows (130 rows: the second row block masked), and the GEMV form."""
     _with_tiles(monkeypatch, backend, tiles)
     rng = np.random.default_rng(3)
-    rows = 1 if tiles.gemv else 5
+    rows = 1 if tiles.gemv else 130 if tiles.block_m == 128 else 5
     x = rng.standard_normal((rows, 512)).astype(BF16)
     w1, w3 = ((rng.standard_normal((192, 512)) * 0.05).astype(BF16) for _ in range(2))
     got = tt.jit(lambda x, w1, w3: tt.sigmoid(x @ w1.T) * (x @ w1.T) * (x @ w3.T))(x, w1, w3)
@@ -102,19 +104,29 @@ def test_statistic_of_the_left_operand_split(monkeypatch, backend):
 
 def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_forms(monkeypatch):
     """A 128-row projection's winning 128 x 128 tile is 16 programs on a 132-SM GPU: a second measurement
-    puts it against its K cut in 2 to 16 ranges. A winner with programs for every SM is kept as it is."""
+    puts it against its K cut in 2 to 16 ranges, and against the 128 x 64 tile's forms that fill the SMs. A
+    winner with programs for every SM is kept as it is at 4096 rows; at 128 rows (a 16-row tile that reads
+    the weights eight times) it meets the large tiles' split forms."""
     measured: list[list[MatmulTiles]] = []
+    winner = MatmulTiles(128, 128, 64, 8)
 
     def choose(key, tiles, prepare, default=None):
         measured.append(list(tiles))
-        return MatmulTiles(128, 128, 64, 8) if len(measured) == 1 else tiles[-1]
+        return winner if len(measured) == 1 else tiles[-1]
 
     monkeypatch.setattr(matmul_tuning, "tuning_enabled", lambda: True)
     monkeypatch.setattr(matmul_tuning.TUNER, "choose", choose)
     monkeypatch.setattr(matmul_tuning.driver, "device", lambda: SimpleNamespace(name="GPU", sm_count=132))
     projection = MatmulProblem(1, 128, 2048, 2048, "bfloat16")
-    assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 128, 64, 8, split_k=16)
-    assert [t.split_k for t in measured[1]] == [1, 2, 4, 8, 16]
+    assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 64, 64, 4, split_k=16)
+    wide, narrow = MatmulTiles(128, 128, 64, 8), MatmulTiles(128, 64, 64, 4)
+    assert measured[1] == [winner, *(replace(wide, split_k=s) for s in (2, 4, 8, 16)),
+                           *(replace(narrow, split_k=s) for s in (4, 8, 16))]
     measured.clear()
-    assert matmul_tuning.matmul_tiles(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")) == MatmulTiles(128, 128, 64, 8)
+    winner = MatmulTiles(16, 64, 64, 4)  # 256 programs
+    matmul_tuning.matmul_tiles(projection)
+    assert measured[1][0] == winner and {t.split_k for t in measured[1][1:]} == {4, 8, 16}
+    measured.clear()
+    winner = MatmulTiles(128, 128, 64, 8)
+    assert matmul_tuning.matmul_tiles(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")) == winner
     assert len(measured) == 1

@@ -259,9 +259,13 @@ def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny, *gemv]))
-    budget = FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
-    fitting = [t for t in tiles if accumulator_registers(p, t) <= budget]
+    fitting = [t for t in tiles if accumulator_registers(p, t) <= register_budget(p)]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
+
+
+def register_budget(p: MatmulProblem) -> int:
+    """Most f32 accumulator registers per thread a tile of `p` may hold without spilling."""
+    return FLOAT8_ACC_REGISTERS if p.dtype in FLOAT8_NAMES else ACC_REGISTERS
 
 
 def default_tiles(p: MatmulProblem) -> MatmulTiles:
