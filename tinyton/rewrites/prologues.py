@@ -17,7 +17,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.matmul_operands import K_LOOP_OPS
+from tinyton.analysis.matmul_operands import K_LOOP_OPS, PROLOGUE_MAX_ROWS, left_rows
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -72,7 +72,7 @@ def duplicate_shared_prologues(fn: func.FuncOp) -> None:
         for value in op.results:
             uses = list(value.uses)
             shapes = [_product_shape(u.operation, u.index) for u in uses]
-            if not uses or None in shapes or len(set(shapes)) < 2:
+            if not uses or None in shapes or len(set(shapes)) < 2 or left_rows(value) > PROLOGUE_MAX_ROWS:
                 continue
             cone = exclusive_cone(value, {u.operation for u in uses}, order)
             if not cone:
@@ -96,7 +96,7 @@ def prologue_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) ->
     order = dict(index)
     groups, claimed = [], set()
     for op in ops:
-        if not isinstance(op, tta.MatmulOp) or op in claimed:
+        if not isinstance(op, tta.MatmulOp) or op in claimed or left_rows(op.lhs) > PROLOGUE_MAX_ROWS:
             continue
         users = {u.operation for u in op.lhs.uses}
         if not all(isinstance(u, tta.MatmulOp) for u in users) or not all(u in order for u in users):
