@@ -4,7 +4,9 @@ The signature is what the traced program is specialised on: each tensor's shape,
 value of each int (symbolic sizes of a dynamic graph), so a new batch size or sequence length compiles a new
 variant and nothing stale is reused. int64 inputs are passed as int32 where array programs have no int64,
 and results are given back in torch's dtypes. If tinyton cannot compile or run a signature (a
-CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why.
+CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why. An
+output that is a view of an input (a weight's transpose that AOTAutograd saves for the backward) is made by
+torch's view ops on that input, as eager makes it: a program would copy it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
+from torch.fx.node import map_arg
 
 from tinyton.compiler import build_program
 from tinyton.frontend.tracing import trace
@@ -24,6 +27,24 @@ from tinyton.torch.interpret import run_graph
 from tinyton.torch.report import Group, Report
 
 _MISSING = object()
+aten = torch.ops.aten
+INPUT_VIEWS = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,
+                         aten.expand.default, aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor,
+                         aten.select.int})
+"""ATen ops whose result shares its input's storage: a chain of them from an input is an output torch makes."""
+
+
+def _input_view(node: Node) -> list[Node] | None:
+    """The chain of INPUT_VIEWS ops (in order) that makes `node` from an input of its graph, or None: `node` is
+    computed, an input itself, or its view's other arguments are computed."""
+    chain = []
+    while isinstance(node, Node) and node.op == "call_function" and node.target in INPUT_VIEWS:
+        chain.append(node)
+        node = node.args[0]
+    if not chain or not isinstance(node, Node) or node.op != "placeholder":
+        return None
+    computed = [a for n in chain for a in n.all_input_nodes if a.op != "placeholder" and a not in chain]
+    return None if computed else chain[::-1]
 
 
 def _key(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -103,7 +124,11 @@ class CompiledPartition:
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.returns_tuple = isinstance(output.args[0], (tuple, list))
         outputs = output.args[0] if self.returns_tuple else (output.args[0],)
-        self.expected = [o.meta.get("val") for o in outputs]
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        views = {i: chain for i, o in enumerate(outputs) if (chain := _input_view(o)) is not None}
+        self.views = views if len(views) < len(outputs) else {}  # a program with no result: none is made
+        self.count = len(outputs)
+        self.expected = [o.meta.get("val") for i, o in enumerate(outputs) if i not in self.views]
         self.variants: dict[tuple[Any, ...], _Variant | None] = {}
 
     def __call__(self, *args: Any) -> Any:
@@ -114,7 +139,7 @@ class CompiledPartition:
         if variant is None:
             return self.gm(*args)
         self.group.last = variant.program
-        return self._returned(variant(args))
+        return self._returned(args, variant(args))
 
     def _first_call(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         """Compile the signature and run it; on failure remember to run it in torch, and say why."""
@@ -135,13 +160,25 @@ class CompiledPartition:
             return self.gm(*args)
         self.variants[key] = variant
         self.group.programs[key] = program
-        return self._returned(results)
+        return self._returned(args, results)
 
     def _program(self, *args: Any) -> tuple[Any, ...]:
-        return run_graph(self.gm, args)
+        return tuple(r for i, r in enumerate(run_graph(self.gm, args)) if i not in self.views)
 
-    def _returned(self, results: list[Any]) -> Any:
+    def _returned(self, args: Sequence[Any], results: list[Any]) -> Any:
+        """The graph's outputs: the program's `results`, and between them the views of inputs made by torch."""
+        if self.views:
+            computed = iter(results)
+            results = [self._view(args, self.views[i]) if i in self.views else next(computed)
+                       for i in range(self.count)]
         return tuple(results) if self.returns_tuple else results[0]
+
+    def _view(self, args: Sequence[Any], chain: list[Node]) -> torch.Tensor:
+        """The view of an input that `chain` makes, made by torch's ops on the argument."""
+        env: dict[Node, Any] = dict(zip(self.placeholders, args))
+        for node in chain:
+            env[node] = node.target(*map_arg(node.args, env.__getitem__), **map_arg(node.kwargs, env.__getitem__))
+        return env[chain[-1]]
 
 
 def _as_expected(result: Any, expected: Any) -> Any:
