@@ -105,8 +105,8 @@ def test_statistic_of_the_left_operand_split(monkeypatch, backend):
 def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_forms(monkeypatch):
     """A 128-row projection's winning 128 x 128 tile is 16 programs on a 132-SM GPU: a second measurement
     puts it against its K cut in 2 to 16 ranges, and against the 128 x 64 tile's forms that fill the SMs. A
-    winner with programs for every SM is kept as it is at 4096 rows; at 128 rows (a 16-row tile that reads
-    the weights eight times) it meets the large tiles' split forms."""
+    winner with programs for every SM is kept as it is at 4096 rows; at 128 or 512 rows (a 16-row tile that
+    reads the weights 8 or 32 times) it meets the large tiles' split forms."""
     measured: list[list[MatmulTiles]] = []
     winner = MatmulTiles(128, 128, 64, 8)
 
@@ -126,6 +126,10 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
     winner = MatmulTiles(16, 64, 64, 4)  # 256 programs
     matmul_tuning.matmul_tiles(projection)
     assert measured[1][0] == winner and {t.split_k for t in measured[1][1:]} == {4, 8, 16}
+    measured.clear()
+    key_value = MatmulProblem(1, 512, 512, 4096, "bfloat16", dots=2)  # a 512-row prompt's k and v: 256 programs
+    matmul_tuning.matmul_tiles(key_value)
+    assert measured[1][0] == winner and all(t.programs(key_value) >= 66 for t in measured[1][1:])
     measured.clear()
     winner = MatmulTiles(128, 128, 64, 8)
     assert matmul_tuning.matmul_tiles(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")) == winner

@@ -8,9 +8,9 @@ cache. Without a GPU (or with `TINYTON_TUNE=0`), and for problems too small for 
 FLOPs and few bytes: `worth_tuning`), the lowering's default is used: compiling and timing ten candidates
 costs seconds per shape class, for microseconds of work. A winner with fewer programs than the GPU has SMs
 (a 128-row projection in 128 x 128 tiles: 16 programs) is measured again against its split-K forms (the
-skinny candidates carry theirs from the start); a product of at most MID_ROWS rows is measured again against
-the split-K forms of MID_SPLIT_TILES that fill the SMs, too (its 16-row winner reads the weights once per 16
-rows).
+skinny candidates carry theirs from the start); a product of more rows than the skinny ones is measured again
+against the split-K forms of LARGE_SPLIT_TILES that fill the SMs, too (its 16-row winner reads the weights
+once per 16 rows).
 """
 
 from __future__ import annotations
@@ -77,22 +77,22 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     return tiles
 
 
-MID_ROWS = 256
-"""Products of more than SKINNY_ROWS and at most this many rows (a short prompt's projections, a large decode batch) are measured against
-split-K forms of MID_SPLIT_TILES as well: their winner is often a 16-row tile that has programs for every SM
-but reads the weights once per 16 rows (TinyLlama's 128-row down projection, 128 x 2048 x 5632 bf16: 34 µs on
-16 x 64 tiles on the H200, 2026-12-03, where its 23 MiB of weights take 5 µs at the copy bandwidth)."""
-MID_SPLIT_TILES: tuple[MatmulTiles, ...] = (MatmulTiles(128, 64, 64, 4), MatmulTiles(128, 128, 64, 8))
-"""Tensor-core tiles whose split-K forms a MID_ROWS product is measured against (fit to the problem)."""
+LARGE_SPLIT_TILES: tuple[MatmulTiles, ...] = (MatmulTiles(128, 64, 64, 4), MatmulTiles(128, 128, 64, 8))
+"""Tensor-core tiles whose split-K forms a product of more than SKINNY_ROWS rows is measured against when they
+leave SMs idle: its winner is often a 16-row tile that has programs for every SM but reads the weights once per
+16 rows. On the H200 (2026-12-03) TinyLlama's 128-row down projection (128 x 2048 x 5632 bf16) took 34.4 µs
+on 16 x 64 tiles, 17.9 as 128 x 64 tiles in 4 K ranges (its 23 MiB of weights take 5 at the copy bandwidth);
+Qwen2.5-7B's 512-row key/value projections (two 512-wide dots) ran at 124 TFLOPS on 16 x 64 tiles."""
 
 
 def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulTiles]:
     """The split-K forms to measure `winner` against: its own when it has fewer programs than the GPU has SMs,
-    and for a product of SKINNY_ROWS to MID_ROWS rows those of MID_SPLIT_TILES that give at least half as many
-    programs as SMs (and whose accumulators fit in registers, their stages in SKINNY_SHARED)."""
+    and for a product of more than SKINNY_ROWS rows those of LARGE_SPLIT_TILES that leave SMs idle unsplit and
+    give at least half as many programs as SMs split (and whose accumulators fit in registers, their stages in
+    SKINNY_SHARED). A large product's tiles fill the SMs: it gets none."""
     forms = split_k_candidates(p, winner) if winner.split_k == 1 and winner.programs(p) < sms else []
-    if SKINNY_ROWS < p.m <= MID_ROWS:  # fewer rows: the skinny candidates carry their split forms
-        for t in dict.fromkeys(t.fit(p) for t in MID_SPLIT_TILES):
+    if p.m > SKINNY_ROWS:  # fewer rows: the skinny candidates carry their split forms
+        for t in dict.fromkeys(t.fit(p) for t in LARGE_SPLIT_TILES):
             fits = accumulator_registers(p, t) <= register_budget(p) and stage_bytes(p, t) <= SKINNY_SHARED
             if fits and t.programs(p) < sms:
                 forms += [s for s in split_k_candidates(p, t) if s.programs(p) >= sms // 2]
