@@ -91,6 +91,19 @@ def test_rope_projection_split(monkeypatch, backend, batch):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_wide_tile_split(monkeypatch, backend):
+    """A 128 x 256 tensor-core tile in 4 K ranges (LARGE_SPLIT_TILES' widest), with a bias epilogue: 130 rows
+    and 300 columns mask the second row block and the second column block, K 700 a ragged last step."""
+    _with_tiles(monkeypatch, backend, MatmulTiles(128, 256, 64, 8, 3, split_k=4))
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((130, 700)).astype(BF16), (rng.standard_normal((300, 700)) * 0.05).astype(BF16)
+    b = rng.standard_normal(300).astype(F32)
+    got = tt.jit(lambda x, w, b: x @ w.T + b)(x, w, b)
+    want = x.astype(F32) @ w.astype(F32).T
+    np.testing.assert_allclose(np.asarray(got).astype(F32), want.astype(BF16).astype(F32) + b, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_statistic_of_the_left_operand_split(monkeypatch, backend):
     """`(x @ w.T) * rsqrt(mean(x * x))`: the statistic of the product's own left operand, which an unsplit loop
     accumulates beside the dot, comes from a loop over all of K before the split one."""
@@ -104,7 +117,8 @@ def test_statistic_of_the_left_operand_split(monkeypatch, backend):
 
 def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_forms(monkeypatch):
     """A 128-row projection's winning 128 x 128 tile is 16 programs on a 132-SM GPU: a second measurement
-    puts it against its K cut in 2 to 16 ranges, and against the 128 x 64 tile's forms that fill the SMs. A
+    puts it against its K cut in 2 to 16 ranges, and against the 128 x 64 and 128 x 256 tiles' forms that fill
+    the SMs (8 programs of 128 x 256: only 16 ranges give half the SMs a program). A
     winner with programs for every SM is kept as it is at 4096 rows; at 128 or 512 rows (a 16-row tile that
     reads the weights 8 or 32 times) it meets the large tiles' split forms."""
     measured: list[list[MatmulTiles]] = []
@@ -118,10 +132,10 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
     monkeypatch.setattr(matmul_tuning.TUNER, "choose", choose)
     monkeypatch.setattr(matmul_tuning.driver, "device", lambda: SimpleNamespace(name="GPU", sm_count=132))
     projection = MatmulProblem(1, 128, 2048, 2048, "bfloat16")
-    assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 64, 64, 4, split_k=16)
-    wide, narrow = MatmulTiles(128, 128, 64, 8), MatmulTiles(128, 64, 64, 4)
-    assert measured[1] == [winner, *(replace(wide, split_k=s) for s in (2, 4, 8, 16)),
-                           *(replace(narrow, split_k=s) for s in (4, 8, 16))]
+    assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 256, 64, 8, split_k=16)
+    square, narrow, wide = MatmulTiles(128, 128, 64, 8), MatmulTiles(128, 64, 64, 4), MatmulTiles(128, 256, 64, 8)
+    assert measured[1] == [winner, *(replace(square, split_k=s) for s in (2, 4, 8, 16)),
+                           *(replace(narrow, split_k=s) for s in (4, 8, 16)), replace(wide, split_k=16)]
     measured.clear()
     winner = MatmulTiles(16, 64, 64, 4)  # 256 programs
     matmul_tuning.matmul_tiles(projection)
