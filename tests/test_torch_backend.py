@@ -272,3 +272,19 @@ def test_views_of_inputs_are_made_by_torch() -> None:
     loss.backward()
     want = torch.func.grad(lambda w: F.silu(x @ w.T).square().sum())(w.detach())
     torch.testing.assert_close(w.grad, want, **TOL)
+
+
+def test_permuted_inputs_are_passed_without_a_copy() -> None:
+    """A transposed input (the weight's transpose a backward receives) is passed as the contiguous weight and
+    transposed back inside the program; a contiguous call of the same shapes is a variant of its own."""
+    from tinyton.torch.compiled_partition import _permutations
+
+    torch.manual_seed(0)
+    x, w = torch.randn(6, 16), torch.randn(8, 16)
+    assert _permutations([x, w.T, w[:, :4]]) == {1: (1, 0)}  # a column slice is no permutation: copied
+    f = torch.compile(lambda a, b: torch.tanh(a @ b), backend=ttt.backend)
+    torch.testing.assert_close(f(x, w.T), torch.tanh(x @ w.T), **TOL)
+    torch.testing.assert_close(f(x, w.T.contiguous()), torch.tanh(x @ w.T), **TOL)
+    t = torch.randn(2, 3, 4).permute(2, 0, 1)
+    g = torch.compile(lambda t: t * 2 + 1, backend=ttt.backend)
+    torch.testing.assert_close(g(t), t * 2 + 1)

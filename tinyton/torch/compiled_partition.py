@@ -6,7 +6,9 @@ variant and nothing stale is reused. int64 inputs are passed as int32 where arra
 and results are given back in torch's dtypes. If tinyton cannot compile or run a signature (a
 CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why. An
 output that is a view of an input (a weight's transpose that AOTAutograd saves for the backward) is made by
-torch's view ops on that input, as eager makes it: a program would copy it.
+torch's view ops on that input, as eager makes it: a program would copy it. An input that is such a view, a
+permutation of a contiguous tensor (that transpose arriving in the backward), is passed as the contiguous tensor
+and permuted back inside the program, where a view costs nothing (`.contiguous()` would copy it).
 """
 
 from __future__ import annotations
@@ -48,8 +50,38 @@ def _input_view(node: Node) -> list[Node] | None:
 
 
 def _key(args: Sequence[Any]) -> tuple[Any, ...]:
-    """The call signature (`get_device()`: the device's index, -1 for the CPU, without making a device object)."""
-    return tuple([(a.shape, a.dtype, a.get_device()) if isinstance(a, torch.Tensor) else (type(a), a) for a in args])
+    """The call signature (`get_device()`: the device's index, -1 for the CPU, without making a device object;
+    a non-contiguous tensor's strides, which decide how it is passed: `_permutations`)."""
+    return tuple([((a.shape, a.dtype, a.get_device()) if a.is_contiguous() else (a.shape, a.dtype, a.get_device(),
+                   a.stride())) if isinstance(a, torch.Tensor) else (type(a), a) for a in args])
+
+
+def _permutations(args: Sequence[Any]) -> dict[int, tuple[int, ...]]:
+    """Per non-contiguous tensor argument that is a permutation of a contiguous tensor (a saved weight's
+    transpose), the order of its dims that makes it that contiguous tensor."""
+    out = {}
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and not a.is_contiguous():
+            order = tuple(sorted(range(a.dim()), key=lambda d: (-a.stride(d), d)))
+            if a.permute(order).is_contiguous():
+                out[i] = order
+    return out
+
+
+def _permuted(args: Sequence[Any], permutations: dict[int, tuple[int, ...]]) -> list[Any]:
+    """`args` with each permuted tensor as its contiguous tensor (a view: nothing is copied)."""
+    args = list(args)
+    for i, order in permutations.items():
+        args[i] = args[i].permute(order)
+    return args
+
+
+def _restored(args: Sequence[Any], permutations: dict[int, tuple[int, ...]]) -> list[Any]:
+    """Traced `args` with each permuted one transposed back to the layout the graph was written for."""
+    args = list(args)
+    for i, order in permutations.items():
+        args[i] = args[i].transpose(tuple(order.index(d) for d in range(len(order))))
+    return args
 
 
 def _conversions(args: Sequence[Any]) -> dict[int, tuple[torch.device, torch.dtype]]:
@@ -84,9 +116,9 @@ class _Variant:
     types and devices), so later calls convert only those and go straight to the runner (a single op's call is
     host-bound: every microsecond of it counts)."""
 
-    def __init__(self, program: Any, conversions: dict[int, tuple[torch.device, torch.dtype]],
-                 expected: Sequence[Any]) -> None:
-        self.program, self.conversions, self.expected = program, conversions, expected
+    def __init__(self, program: Any, permutations: dict[int, tuple[int, ...]],
+                 conversions: dict[int, tuple[torch.device, torch.dtype]], expected: Sequence[Any]) -> None:
+        self.program, self.permutations, self.conversions, self.expected = program, permutations, conversions, expected
         self.fixed: list[int] = []
         self.aliased: list[int] = []
         self.run: Callable[[Sequence[Any]], Any] | None = None
@@ -102,7 +134,8 @@ class _Variant:
         return self._fresh(results)
 
     def __call__(self, args: Sequence[Any]) -> list[Any]:
-        results = list(self.run(_narrowed(args, self.conversions) if self.conversions else args))
+        inputs = _permuted(args, self.permutations) if self.permutations else args
+        results = list(self.run(_narrowed(inputs, self.conversions) if self.conversions else inputs))
         for i in self.fixed:
             results[i] = _as_expected(results[i], self.expected[i])
         return self._fresh(results)
@@ -144,12 +177,14 @@ class CompiledPartition:
     def _first_call(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> Any:
         """Compile the signature and run it; on failure remember to run it in torch, and say why."""
         try:
-            conversions = _conversions(args)
-            inputs = _narrowed(args, conversions)
-            graph = trace(self._program, inputs, name="torch_partition")
+            permutations = _permutations(args)
+            permuted = _permuted(args, permutations)
+            conversions = _conversions(permuted)
+            inputs = _narrowed(permuted, conversions)
+            graph = trace(lambda *a: self._program(*_restored(a, permutations)), inputs, name="torch_partition")
             program = build_program(graph, "torch_partition", [i for i, a in enumerate(inputs)
                                                               if isinstance(a, torch.Tensor)])
-            variant = _Variant(program, conversions, self.expected)
+            variant = _Variant(program, permutations, conversions, self.expected)
             self.group.last = program
             results = variant.first_call(args, inputs)
         except Exception as e:  # noqa: BLE001 - a compiler failure must not fail the model: torch runs it
