@@ -5,8 +5,9 @@ value of each int (symbolic sizes of a dynamic graph), so a new batch size or se
 variant and nothing stale is reused. int64 inputs are passed as int32 where array programs have no int64,
 and results are given back in torch's dtypes. If tinyton cannot compile or run a signature (a
 CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why. An
-output that is a view of an input (a weight's transpose that AOTAutograd saves for the backward) is made by
-torch's view ops on that input, as eager makes it: a program would copy it. An input that is such a view, a
+output that is a view (a weight's transpose, a reshaped activation, which AOTAutograd saves for the backward) is
+made by torch's view ops on the input or the program's result it views, as eager makes it: a program would copy
+it. An input that is such a view, a
 permutation of a contiguous tensor (that transpose arriving in the backward), is passed as the contiguous tensor
 and permuted back inside the program, where a view costs nothing (`.contiguous()` would copy it).
 """
@@ -30,23 +31,21 @@ from tinyton.torch.report import Group, Report
 
 _MISSING = object()
 aten = torch.ops.aten
-INPUT_VIEWS = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,
-                         aten.expand.default, aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor,
-                         aten.select.int})
-"""ATen ops whose result shares its input's storage: a chain of them from an input is an output torch makes."""
+VIEWS = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int, aten.expand.default,
+                   aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor, aten.select.int})
+"""ATen ops whose result shares its input's storage: an output made by a chain of them is made by torch."""
 
 
-def _input_view(node: Node) -> list[Node] | None:
-    """The chain of INPUT_VIEWS ops (in order) that makes `node` from an input of its graph, or None: `node` is
-    computed, an input itself, or its view's other arguments are computed."""
-    chain = []
-    while isinstance(node, Node) and node.op == "call_function" and node.target in INPUT_VIEWS:
-        chain.append(node)
-        node = node.args[0]
-    if not chain or not isinstance(node, Node) or node.op != "placeholder":
-        return None
-    computed = [a for n in chain for a in n.all_input_nodes if a.op != "placeholder" and a not in chain]
-    return None if computed else chain[::-1]
+def _view_chain(node: Node) -> tuple[Node, list[Node]]:
+    """The value `node` is a view of, and the chain of VIEWS ops (in order) that makes it from that value: empty
+    when `node` is no view, or when a view's other arguments (sizes of a dynamic graph) are computed."""
+    chain, base = [], node
+    while base.op == "call_function" and base.target in VIEWS and isinstance(base.args[0], Node):
+        if any(a.op != "placeholder" for a in base.all_input_nodes if a is not base.args[0]):
+            break
+        chain.append(base)
+        base = base.args[0]
+    return base, chain[::-1]
 
 
 def _key(args: Sequence[Any]) -> tuple[Any, ...]:
@@ -158,10 +157,16 @@ class CompiledPartition:
         self.returns_tuple = isinstance(output.args[0], (tuple, list))
         outputs = output.args[0] if self.returns_tuple else (output.args[0],)
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        views = {i: chain for i, o in enumerate(outputs) if (chain := _input_view(o)) is not None}
-        self.views = views if len(views) < len(outputs) else {}  # a program with no result: none is made
-        self.count = len(outputs)
-        self.expected = [o.meta.get("val") for i, o in enumerate(outputs) if i not in self.views]
+        chains = [_view_chain(o) for o in outputs]
+        if all(base.op == "placeholder" and chain for base, chain in chains):  # a program with no result: none
+            chains = [(o, []) for o in outputs]
+        self.returned: list[Node] = list(dict.fromkeys(
+            base for base, chain in chains if base.op != "placeholder" or not chain))
+        self.outputs = [(base, chain) for base, chain in chains]
+        """Per output of the graph: the value it is a view of (an input, or a result of the program: the nodes
+        `returned`) and the view ops that make it (none: the value itself)."""
+        self.views = any(chain for _, chain in chains)
+        self.expected = [n.meta.get("val") for n in self.returned]
         self.variants: dict[tuple[Any, ...], _Variant | None] = {}
 
     def __call__(self, *args: Any) -> Any:
@@ -198,22 +203,20 @@ class CompiledPartition:
         return self._returned(args, results)
 
     def _program(self, *args: Any) -> tuple[Any, ...]:
-        return tuple(r for i, r in enumerate(run_graph(self.gm, args)) if i not in self.views)
+        return run_graph(self.gm, args, self.returned)
 
     def _returned(self, args: Sequence[Any], results: list[Any]) -> Any:
-        """The graph's outputs: the program's `results`, and between them the views of inputs made by torch."""
+        """The graph's outputs: the program's `results`, or torch's views of them or of inputs."""
         if self.views:
-            computed = iter(results)
-            results = [self._view(args, self.views[i]) if i in self.views else next(computed)
-                       for i in range(self.count)]
+            env: dict[Node, Any] = dict(zip(self.placeholders, args))
+            env.update(zip(self.returned, results))
+            for _, chain in self.outputs:
+                for node in chain:
+                    if node not in env:
+                        env[node] = node.target(*map_arg(node.args, env.__getitem__),
+                                                **map_arg(node.kwargs, env.__getitem__))
+            results = [env[chain[-1]] if chain else env[base] for base, chain in self.outputs]
         return tuple(results) if self.returns_tuple else results[0]
-
-    def _view(self, args: Sequence[Any], chain: list[Node]) -> torch.Tensor:
-        """The view of an input that `chain` makes, made by torch's ops on the argument."""
-        env: dict[Node, Any] = dict(zip(self.placeholders, args))
-        for node in chain:
-            env[node] = node.target(*map_arg(node.args, env.__getitem__), **map_arg(node.kwargs, env.__getitem__))
-        return env[chain[-1]]
 
 
 def _as_expected(result: Any, expected: Any) -> Any:

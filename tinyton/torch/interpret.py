@@ -56,8 +56,9 @@ def run_node(node: Node, env: dict[Node, Any]) -> Any:
     return conform(rule(*args, **kwargs), node.meta.get("val"))
 
 
-def run_graph(gm: GraphModule, args: Sequence[Any]) -> tuple[Any, ...]:
-    """The graph's outputs for traced (and int) inputs, in the order of its output node."""
+def run_graph(gm: GraphModule, args: Sequence[Any], nodes: Sequence[Node] | None = None) -> tuple[Any, ...]:
+    """The graph's outputs for traced (and int) inputs, in the order of its output node, or the values of
+    `nodes`."""
     env: dict[Node, Any] = {}
     inputs = iter(args)
     for node in gm.graph.nodes:
@@ -66,6 +67,8 @@ def run_graph(gm: GraphModule, args: Sequence[Any]) -> tuple[Any, ...]:
         elif node.op == "call_function":
             env[node] = run_node(node, env)
         elif node.op == "output":
+            if nodes is not None:
+                return tuple(env[n] for n in nodes)
             outputs = torch.fx.node.map_arg(node.args[0], env.__getitem__)
             return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
     raise Unsupported("graph without an output")
