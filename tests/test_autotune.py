@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from tinyton.compiler.autotune import (
     FINAL_ROUNDS,
     MARGIN,
     ROUNDS,
     Tuner,
+    agrees,
     decide,
     measure,
 )
@@ -105,3 +108,41 @@ def test_the_log_lists_every_candidate_fastest_first(tmp_path, capsys, monkeypat
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("tinyton:   ")]
     assert [line.split()[-1] for line in lines] == ["fast", "slow", "broken"]
     assert "500.0 µs" in lines[0] and "failed" in lines[2]
+
+
+class _Computing:
+    """A stand-in timer whose candidate also computes results (as tuning_runs' timers do)."""
+
+    def __init__(self, ms: float, results: list[np.ndarray]):
+        self.ms, self._results = ms, results
+
+    def __call__(self) -> float:
+        return self.ms
+
+    def results(self) -> list[np.ndarray]:
+        return self._results
+
+
+def test_a_candidate_computing_other_results_is_not_used(tmp_path, capsys):
+    """The fastest candidate's results differ from the default's in whole values: it is rejected, the tuner
+    says so, and the next fastest wins; rounding differences (another summation order) are agreement."""
+    good = np.linspace(-3, 3, 64, dtype=np.float32).reshape(8, 8)
+    timers = {"default": _Computing(3.0, [good]), "fast but wrong": _Computing(1.0, [good * 0.5]),
+              "rounded": _Computing(2.0, [good * (1 + 1e-3)])}
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path))
+    assert tuner.choose(("k",), list(timers), timers.__getitem__, default="default") == "rounded"
+    assert "fast but wrong computed other results than the reference candidate" in capsys.readouterr().err
+    assert agrees([good], [good + 0.1]) is None and agrees([np.array([1, 2])], [np.array([1, 3])]) is not None
+    assert agrees([np.array([np.nan, 1.0])], [np.array([np.nan, 1.0])]) is None
+
+
+def test_a_program_that_accumulates_into_its_results_is_not_compared():
+    """A reference whose results change from run to run (atomics into an output) decides nothing."""
+    runs = itertools.count()
+
+    class Accumulating(_Computing):
+        def results(self) -> list[np.ndarray]:
+            return [np.full(4, float(next(runs)))]
+
+    timers = {"default": Accumulating(3.0, []), "other": _Computing(1.0, [np.zeros(4)])}
+    assert measure(list(timers), timers.__getitem__, default="default").choice == 1

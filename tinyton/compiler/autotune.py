@@ -14,7 +14,10 @@ just before, more than the gap between neighbouring shapes; one window each, tak
 compile, once let a 13 % slower row shape win on an H100. So every candidate is prepared first, then timed
 in ROUNDS interleaved rounds (every candidate once a round, each round starting one later), the fastest
 two and the default are timed FINAL_ROUNDS more times in turn, and the medians decide; the default keeps
-its place unless a challenger is faster by MARGIN (`decide`).
+its place unless a challenger is faster by MARGIN (`decide`). Before deciding, the finalists' results on the
+tuning's inputs are compared with the default's (`agrees`): a candidate that computes other values (a tile
+form the lowering gets wrong on this GPU) is not used, and the tuner says so, rather than the fastest wrong
+kernel winning silently.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from tinyton.runtime import driver
 from tinyton.runtime.cache import KernelCache, cache_key, default_cache
@@ -54,6 +59,8 @@ class Measurement(Generic[C]):
     candidates: Sequence[C]
     samples: list[list[float]]
     choice: int
+    rejected: dict[int, str] = field(default_factory=dict)
+    """Candidates whose results disagreed with the reference candidate's, and how."""
 
     def median(self, index: int) -> float:
         return _median(self.samples[index])
@@ -86,6 +93,9 @@ class Tuner(Generic[C]):
         versus += f", default {result.median(candidates.index(default)) * 1e3:.1f} µs)" if default in candidates else ")"
         print(f"tinyton: tuned {self.name} {key} over {len(candidates)} candidates in "
               f"{time.perf_counter() - start:.1f} s: {best}{versus}", file=sys.stderr)
+        for i, how in result.rejected.items():
+            print(f"tinyton: tuning {self.name} {key}: {candidates[i]} computed other results than the reference "
+                  f"candidate ({how}); not used. This is a compiler bug: please report it.", file=sys.stderr)
         if os.environ.get(LOG_ENV, "0") not in ("", "0"):
             for i in sorted(range(len(candidates)), key=result.median):
                 timed = f"{result.median(i) * 1e3:9.1f} µs" if result.samples[i] else "   failed   "
@@ -104,7 +114,54 @@ def measure(candidates: Sequence[C], prepare: Callable[[C], Timer], default: C |
     if incumbent is not None and incumbent not in finalists:
         finalists.append(incumbent)
     _rounds(timers, samples, finalists, FINAL_ROUNDS)
-    return Measurement(candidates, samples, decide(samples, incumbent))
+    rejected = _disagreeing(timers, finalists, incumbent)
+    for i in rejected:
+        samples[i].clear()
+    return Measurement(candidates, samples, decide(samples, incumbent if incumbent not in rejected else None), rejected)
+
+
+RESULT_TOLERANCE = 0.05
+"""Relative tolerance (of the results' largest magnitude) within which candidates agree: another tile or K split
+sums in another order, so floats differ in their last bits; a wrong tile differs in whole values."""
+
+
+def _disagreeing(timers: Sequence[Timer | None], finalists: Sequence[int], incumbent: int | None) -> dict[int, str]:
+    """The finalists whose results (timers with a `results()`: tuning_runs) differ from the reference's (the
+    incumbent's, else the first finalist's), with the largest difference; none when the reference's own results
+    change from run to run (a program that accumulates into its outputs)."""
+    ran = [i for i in finalists if timers[i] is not None and hasattr(timers[i], "results")]
+    reference = incumbent if incumbent in ran else (ran[0] if ran else None)
+    if reference is None:
+        return {}
+    try:
+        expected = timers[reference].results()
+        if agrees(timers[reference].results(), expected) is not None:
+            return {}
+        found = {}
+        for i in ran:
+            if i != reference and (how := agrees(timers[i].results(), expected)) is not None:
+                found[i] = how
+        return found
+    except Exception:  # noqa: BLE001 - a comparison that cannot run decides nothing
+        return {}
+
+
+def agrees(got: Sequence[Any], expected: Sequence[Any]) -> str | None:
+    """None when each result matches the expected one (floats within RESULT_TOLERANCE of the largest finite
+    magnitude, NaN where NaN; others exactly), else what differs."""
+    for index, (g, e) in enumerate(zip(got, expected)):
+        g, e = np.asarray(g), np.asarray(e)
+        if g.shape != e.shape:
+            return f"result {index}: shape {g.shape}, expected {e.shape}"
+        if e.dtype.kind in "fV":
+            g64, e64 = g.astype(np.float64), e.astype(np.float64)
+            finite = np.abs(e64[np.isfinite(e64)])
+            scale = float(finite.max()) if finite.size else 1.0
+            if not np.allclose(g64, e64, rtol=RESULT_TOLERANCE, atol=RESULT_TOLERANCE * scale, equal_nan=True):
+                return f"result {index}: largest difference {float(np.nanmax(np.abs(g64 - e64))):.3g} at scale {scale:.3g}"
+        elif not np.array_equal(g, e):
+            return f"result {index}: {int(np.count_nonzero(g != e))} elements differ"
+    return None
 
 
 def decide(samples: Sequence[Sequence[float]], default: int | None, margin: float = MARGIN) -> int:

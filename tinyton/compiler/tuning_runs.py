@@ -75,8 +75,9 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
         kernel = compile_module(spec.module, num_warps=spec.num_warps)
         args = tuple(buffers[value].ptr for value in spec.bindings)
         launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))
-
-    return _ProgramTimer(launches, list(buffers.values()))
+    returned = function.body.block.last_op
+    outputs = [buffers[v] for v in returned.operands if v in buffers] if isinstance(returned, func.ReturnOp) else []
+    return _ProgramTimer(launches, list(buffers.values()), outputs)
 
 
 def _sample(position: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -94,9 +95,16 @@ class _ProgramTimer:
 
     launches: list[tuple[Any, ...]]
     buffers: list[arrays.DeviceArray]
+    outputs: list[arrays.DeviceArray]
 
     def __call__(self) -> float:
         return float(do_bench(self._run, warmup=WINDOW_WARMUP_MS, rep=WINDOW_MS, return_mode="median"))
+
+    def results(self) -> list[np.ndarray]:
+        """The program's results of one run (on the tuning's inputs), on the host: what the tuner compares
+        between candidates (`autotune.agrees`)."""
+        self._run()
+        return [out.numpy() for out in self.outputs]
 
     def _run(self) -> None:
         for launch, grid, threads, args in self.launches:
