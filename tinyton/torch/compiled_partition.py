@@ -4,12 +4,12 @@ The signature is what the traced program is specialised on: each tensor's shape,
 value of each int (symbolic sizes of a dynamic graph), so a new batch size or sequence length compiles a new
 variant and nothing stale is reused. int64 inputs are passed as int32 where array programs have no int64,
 and results are given back in torch's dtypes. If tinyton cannot compile or run a signature (a
-CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why. An
-output that is a view (a weight's transpose, a reshaped activation, which AOTAutograd saves for the backward) is
-made by torch's view ops on the input or the program's result it views, as eager makes it: a program would copy
-it. An input that is such a view, a
-permutation of a contiguous tensor (that transpose arriving in the backward), is passed as the contiguous tensor
-and permuted back inside the program, where a view costs nothing (`.contiguous()` would copy it).
+CompilationError from fusion or codegen), its calls run the partition in torch, and explain says why.
+
+Views are never copied. An output that is a view (a weight's transpose, a reshaped activation: what AOTAutograd
+saves for the backward) is made by torch's view ops on the input or the program's result it views, as eager
+makes it. An input that is a permutation of a contiguous tensor (that transpose, arriving in the backward) is
+passed as the contiguous tensor and permuted back inside the program, where a view costs nothing.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class CompiledPartition:
             chains = [(o, []) for o in outputs]
         self.returned: list[Node] = list(dict.fromkeys(
             base for base, chain in chains if base.op != "placeholder" or not chain))
-        self.outputs = [(base, chain) for base, chain in chains]
+        self.outputs = chains
         """Per output of the graph: the value it is a view of (an input, or a result of the program: the nodes
         `returned`) and the view ops that make it (none: the value itself)."""
         self.views = any(chain for _, chain in chains)
