@@ -11,13 +11,21 @@ and the ops that ran in torch, then the geomean per contestant.
 
     python bench/bench_torch.py                                   # everything (max-autotune compiles for minutes)
     python bench/bench_torch.py --no-max-autotune --seqs 128 --dtypes fp32
+    python bench/bench_torch.py --configs Qwen2.5-7B --seqs 512 --out rows.jsonl     # a part, kept
+    python bench/bench_torch.py --report rows.jsonl more.jsonl                        # parts merged: table, geomeans
+
+The whole suite takes longer than one device call; `--out` keeps each part's rows (with the hash of tinyton's
+sources they ran on) and `--report` merges parts into one table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +49,7 @@ from common import (
 from torch_models import LlamaBlock, rope_tables
 
 import tinyton.torch
+from tinyton.runtime.cache import tinyton_version
 
 
 @dataclass(frozen=True)
@@ -123,11 +132,11 @@ def call_us(fn: Callable, inputs: tuple) -> float:
 
 
 @torch.no_grad()
-def run(args: argparse.Namespace) -> None:
+def run(args: argparse.Namespace) -> list[dict]:
+    """Measure the selected rows; each is printed as it is measured (a run cut by the device call's limit keeps
+    what it measured) and appended to `args.out` as a JSON line (`--report` merges such files)."""
     contestants = ["eager", "inductor"] + ([] if args.no_max_autotune else ["max-autotune"])
-    header = ["model", "seq", "dtype", "case", *(f"{c} µs" for c in contestants), "tinyton µs",
-              *(f"x {c}" for c in contestants), "tinyton call µs", "inductor call µs", "launches", "ran in torch"]
-    rows, ratios = [], {c: [] for c in contestants}
+    rows = []
     for model in args.configs.split(","):
         cfg = pick(CONFIGS[model], SMALL)
         for seq in (int(s) for s in pick(args.seqs, "8").split(",")):
@@ -140,21 +149,41 @@ def run(args: argparse.Namespace) -> None:
                     explanation = tinyton.torch.explain(fn, *inputs)  # compiles as backend="tinyton" does
                     ours = explanation.compiled
                     check_close(f"{model} {seq} {dtype_name} {name}", ours(*inputs), fn(*inputs), TOLERANCE[dtype])
-                    tinyton_us, tinyton_call = timed(ours, inputs), call_us(ours, inputs)
-                    theirs, inductor_call = [], math.nan
+                    row = {"model": model, "seq": seq, "dtype": dtype_name, "case": name, "µs": {}, "inductor call": math.nan,
+                           "tinyton": timed(ours, inputs), "tinyton call": call_us(ours, inputs),
+                           "launches": explanation.num_launches, "ran in torch": ", ".join(explanation.fallbacks) or "-",
+                           "source": tinyton_version(), "device": device_name(), "date": time.strftime("%Y-%m-%d")}
                     for c in contestants:
-                        theirs.append(peer(timed, peer_fn := compiled(fn, c), inputs))
+                        row["µs"][c] = peer(timed, peer_fn := compiled(fn, c), inputs)
                         if c == "inductor":  # before the next contestant's reset drops its compiled code
-                            inductor_call = peer(call_us, peer_fn, inputs)
-                    for c, us in zip(contestants, theirs):
-                        ratios[c].append(us / tinyton_us)
-                    rows.append([model, seq, dtype_name, name, *theirs, tinyton_us,
-                                 *(f"{us / tinyton_us:.2f}" for us in theirs), tinyton_call, inductor_call,
-                                 explanation.num_launches, ", ".join(explanation.fallbacks) or "-"])
-                    print(f"# {rows[-1]}", flush=True)  # a run cut by the device call's limit keeps what it measured
-    print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {device_name()}", header, rows)
-    if not ONESHOT:
-        for c, values in ratios.items():
+                            row["inductor call"] = peer(call_us, peer_fn, inputs)
+                    rows.append(row)
+                    print(f"# {row}", flush=True)
+                    if args.out:
+                        with open(args.out, "a") as out:
+                            out.write(json.dumps(row) + "\n")
+    return rows
+
+
+def report(rows: list[dict]) -> None:
+    """The rows as one table (a row measured again replaces the earlier one), and tinyton's geomean speed-up over
+    each contestant, with the source versions (hashes of tinyton's sources) and devices they were measured on."""
+    rows = list({(r["model"], r["seq"], r["dtype"], r["case"]): r for r in rows}.values())
+    contestants = list(dict.fromkeys(c for row in rows for c in row["µs"]))
+    header = ["model", "seq", "dtype", "case", *(f"{c} µs" for c in contestants), "tinyton µs",
+              *(f"x {c}" for c in contestants), "tinyton call µs", "inductor call µs", "launches", "ran in torch"]
+    table = [[r["model"], r["seq"], r["dtype"], r["case"], *(r["µs"].get(c, math.nan) for c in contestants),
+              r["tinyton"], *(f"{r['µs'][c] / r['tinyton']:.2f}" if c in r["µs"] else "-" for c in contestants),
+              r["tinyton call"], r["inductor call"], r["launches"], r["ran in torch"]] for r in rows]
+    print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {', '.join(sorted({r['device'] for r in rows}))}",
+                header, table)
+    if ONESHOT:
+        return
+    print(f"sources: {dict(Counter(r['source'] for r in rows))}; {len(rows)} of the suite's "
+          f"{len(CONFIGS) * 3 * len(DTYPES) * 8} rows")
+    for c in contestants:
+        values = [r["µs"][c] / r["tinyton"] for r in rows if c in r["µs"] and math.isfinite(r["µs"][c] / r["tinyton"])]
+        if values:
             geomean = math.exp(sum(map(math.log, values)) / len(values))
             print(f"geomean speed-up of tinyton over {c}: {geomean:.2f}x (min {min(values):.2f}x, {len(values)} rows)")
 
@@ -166,9 +195,15 @@ def main() -> None:
     parser.add_argument("--dtypes", default="fp32,bf16")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--no-max-autotune", action="store_true", help="skip inductor's max-autotune (slow to compile)")
+    parser.add_argument("--out", help="append each measured row to this file as a JSON line")
+    parser.add_argument("--report", nargs="+", metavar="FILE",
+                        help="measure nothing: the table and geomeans of the rows in these files (from --out)")
     args = parser.parse_args()
+    if args.report:
+        report([json.loads(line) for name in args.report for line in Path(name).read_text().splitlines() if line])
+        return
     torch._dynamo.config.cache_size_limit = 64
-    run(args)
+    report(run(args))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ class CacheEntry:
 
 
 @cache
-def _tinyton_version() -> str:
+def tinyton_version() -> str:
     """A hash of the compiler's own sources: an edited lowering (a development checkout) must never be served
     PTX that an older lowering produced. (It identifies a release as well as its version number would,
     without loading importlib.metadata on every cold start. os.walk and plain strings, not pathlib's rglob:
@@ -65,7 +65,7 @@ def cache_key(source: str, specialization: object, toolchain: str, arch: str) ->
 
     `specialization` must have a deterministic `repr` (tuples of str/int/bool do).
     """
-    payload = json.dumps([source, _tinyton_version(), repr(specialization), toolchain, arch])
+    payload = json.dumps([source, tinyton_version(), repr(specialization), toolchain, arch])
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
