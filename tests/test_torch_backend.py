@@ -288,3 +288,13 @@ def test_permuted_inputs_are_passed_without_a_copy() -> None:
     t = torch.randn(2, 3, 4).permute(2, 0, 1)
     g = torch.compile(lambda t: t * 2 + 1, backend=ttt.backend)
     torch.testing.assert_close(g(t), t * 2 + 1)
+
+
+def test_explain_lists_each_launch_with_its_programs_and_tiles() -> None:
+    """The summary names each launch as profilers do, with its programs, warps and tiles: a projection that
+    leaves the GPU idle shows on the CPU already."""
+    torch.manual_seed(0)
+    e = check(lambda x, w: torch.relu(x @ w.T), torch.randn(40, 64), torch.randn(48, 64))
+    line = next(line for line in str(e).splitlines() if "kernel 0:" in line)
+    assert "matmul_epilogue" in line and "torch_partition_0_matmul_epilogue" in line, line
+    assert "1 program of 4 warps, BM 64, BN 64, BK 32, STAGES 3" in line, line  # the default tiles: 40 x 48 in one

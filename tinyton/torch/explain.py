@@ -2,33 +2,38 @@
 
 It compiles `fn_or_module` with the tinyton backend, calls it once on `inputs`, and reports the ATen ops
 that ran in torch (each with its reason), the tinyton kernels one forward call launches, and per tinyton
-group its ATen ops and the fused kernels they became (each `tta.fusion` region's kind and ops).
+group its ATen ops and the kernels they became: each launch's kind, ops, name, programs and tiles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
 import torch
-from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.dialects import tta
-from tinyton.dialects.tta import program_function
 from tinyton.torch.backend import reported_backend
 from tinyton.torch.report import Report
 
 FORWARD_GRAPHS = ("forward", "inference")
 
 
-def fused_kernels(fused: ModuleOp) -> list[str]:
-    """One line per kernel of a fused program: its kind and the ops inside."""
+def launched_kernels(program: Any) -> list[str]:
+    """One line per kernel launch of a compiled program: its kind and ops, then its name (as profilers show
+    it), its programs and warps and the blocks its lowering chose (a matmul's BM x BN x BK tile, stages and
+    K ranges; a row kernel's rows and block), so a launch that leaves the GPU idle shows in the summary."""
     lines = []
-    for op in program_function(fused).body.block.ops:
-        if isinstance(op, tta.FusionOp):
-            inner = [o.name.removeprefix("tta.") for o in op.body.block.ops if not isinstance(o, tta.YieldOp)]
-            lines.append(f"{op.kind.data}: {' '.join(inner)}")
+    for step in program.steps:
+        launch = step.launch
+        ops = [o.name.removeprefix("tta.") for f in launch.fusions for o in f.body.block.ops
+               if not isinstance(o, tta.YieldOp)]
+        notes = [f"{key} {value}" for part in getattr(launch, "parts", (launch,)) for key, value in part.tiles.items()]
+        programs = prod(step.grid)
+        shape = f"{launch.name}, {programs} program{'s' * (programs != 1)} of {launch.num_warps} warps"
+        lines.append(f"{launch.kind}: {' '.join(ops)} [{', '.join([shape, *notes])}]")
     return lines
 
 
@@ -66,7 +71,7 @@ class Explanation:
         for i, group in enumerate(self.report.groups):
             lines.append(f"group {i} ({group.graph}, {len(group.ops)} ATen ops: {' '.join(sorted(set(group.ops)))})")
             if group.last is not None:
-                lines += [f"  kernel {k}: {line}" for k, line in enumerate(fused_kernels(group.last.fused))]
+                lines += [f"  kernel {k}: {line}" for k, line in enumerate(launched_kernels(group.last))]
             else:
                 lines.append("  not called" if not group.programs else "  ran in torch")
         return "\n".join(lines)
