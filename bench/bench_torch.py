@@ -149,10 +149,11 @@ def run(args: argparse.Namespace) -> list[dict]:
                     explanation = tinyton.torch.explain(fn, *inputs)  # compiles as backend="tinyton" does
                     ours = explanation.compiled
                     check_close(f"{model} {seq} {dtype_name} {name}", ours(*inputs), fn(*inputs), TOLERANCE[dtype])
-                    row = {"model": model, "seq": seq, "dtype": dtype_name, "case": name, "µs": {}, "inductor call": math.nan,
-                           "tinyton": timed(ours, inputs), "tinyton call": call_us(ours, inputs),
-                           "launches": explanation.num_launches, "ran in torch": ", ".join(explanation.fallbacks) or "-",
-                           "source": tinyton_version(), "device": device_name(), "date": time.strftime("%Y-%m-%d")}
+                    row = {"model": model, "seq": seq, "dtype": dtype_name, "case": name, "µs": {},
+                           "inductor call": math.nan, "tinyton": timed(ours, inputs),
+                           "tinyton call": call_us(ours, inputs), "launches": explanation.num_launches,
+                           "ran in torch": ", ".join(explanation.fallbacks) or "-", "source": tinyton_version(),
+                           "device": device_name(), "date": time.strftime("%Y-%m-%d")}
                     for c in contestants:
                         row["µs"][c] = peer(timed, peer_fn := compiled(fn, c), inputs)
                         if c == "inductor":  # before the next contestant's reset drops its compiled code
@@ -175,14 +176,15 @@ def report(rows: list[dict]) -> None:
     table = [[r["model"], r["seq"], r["dtype"], r["case"], *(r["µs"].get(c, math.nan) for c in contestants),
               r["tinyton"], *(f"{r['µs'][c] / r['tinyton']:.2f}" if c in r["µs"] else "-" for c in contestants),
               r["tinyton call"], r["inductor call"], r["launches"], r["ran in torch"]] for r in rows]
-    print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {', '.join(sorted({r['device'] for r in rows}))}",
-                header, table)
+    devices = ", ".join(sorted({r["device"] for r in rows}))
+    print_table(f"torch.compile(backend='tinyton') vs eager and inductor, {devices}", header, table)
     if ONESHOT:
         return
     print(f"sources: {dict(Counter(r['source'] for r in rows))}; {len(rows)} of the suite's "
           f"{len(CONFIGS) * 3 * len(DTYPES) * 8} rows")
     for c in contestants:
-        values = [r["µs"][c] / r["tinyton"] for r in rows if c in r["µs"] and math.isfinite(r["µs"][c] / r["tinyton"])]
+        values = [r["µs"][c] / r["tinyton"] for r in rows if c in r["µs"]]
+        values = [v for v in values if math.isfinite(v)]
         if values:
             geomean = math.exp(sum(map(math.log, values)) / len(values))
             print(f"geomean speed-up of tinyton over {c}: {geomean:.2f}x (min {min(values):.2f}x, {len(values)} rows)")

@@ -158,7 +158,8 @@ def agrees(got: Sequence[Any], expected: Sequence[Any]) -> str | None:
             finite = np.abs(e64[np.isfinite(e64)])
             scale = float(finite.max()) if finite.size else 1.0
             if not np.allclose(g64, e64, rtol=RESULT_TOLERANCE, atol=RESULT_TOLERANCE * scale, equal_nan=True):
-                return f"result {index}: largest difference {float(np.nanmax(np.abs(g64 - e64))):.3g} at scale {scale:.3g}"
+                largest = float(np.nanmax(np.abs(g64 - e64)))
+                return f"result {index}: largest difference {largest:.3g} at scale {scale:.3g}"
         elif not np.array_equal(g, e):
             return f"result {index}: {int(np.count_nonzero(g != e))} elements differ"
     return None

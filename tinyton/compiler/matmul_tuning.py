@@ -80,12 +80,12 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
 LARGE_SPLIT_TILES: tuple[MatmulTiles, ...] = (
     MatmulTiles(128, 64, 64, 4), MatmulTiles(128, 128, 64, 8), MatmulTiles(128, 256, 64, 8))
 """Tensor-core tiles whose split-K forms a product of more than SKINNY_ROWS rows is measured against when they
-leave SMs idle: its winner is often a 16-row tile that has programs for every SM but reads the weights once per
-16 rows, or a 128 x 128 tile one wave of programs short of the SMs (a 512-row prompt's projections of 3584
-columns: 112 programs on 132 SMs, 355-474 TFLOPS in Qwen2.5-7B's block on the H200, where the 128 x 256 tile
-runs at ~690 when it has the programs). On the H200 (2026-12-03) TinyLlama's 128-row down projection (128 x 2048 x 5632 bf16) took 34.4 µs
-on 16 x 64 tiles, 17.9 as 128 x 64 tiles in 4 K ranges (its 23 MiB of weights take 5 at the copy bandwidth);
-Qwen2.5-7B's 512-row key/value projections (two 512-wide dots) ran at 124 TFLOPS on 16 x 64 tiles."""
+leave SMs idle. Its winner is often a 16-row tile that has programs for every SM but reads the weights once per
+16 rows: on the H200 (2026-12-03) TinyLlama's 128-row down projection (128 x 2048 x 5632 bf16) took 34.4 µs on
+16 x 64 tiles, 17.9 as 128 x 64 tiles in 4 K ranges (its 23 MiB of weights take 5 at the copy bandwidth), and
+Qwen2.5-7B's 512-row key/value projections (two 512-wide dots) ran at 124 TFLOPS on 16 x 64 tiles. Or a 128 x 128
+tile one wave short of the SMs: a 512-row prompt's projections of 3584 columns are 112 programs on 132 SMs
+(355-474 TFLOPS in Qwen2.5-7B's block), where the 128 x 256 tile runs at ~690 when it has the programs."""
 
 
 def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulTiles]:
