@@ -28,19 +28,16 @@ from tinyton.runtime.torch_interop import from_host
 from tinyton.torch.common import array_dtype
 from tinyton.torch.interpret import run_graph
 from tinyton.torch.report import Group, Report
+from tinyton.torch.rules import ALIASING
 
 _MISSING = object()
-aten = torch.ops.aten
-VIEWS = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int, aten.expand.default,
-                   aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor, aten.select.int})
-"""ATen ops whose result shares its input's storage: an output made by a chain of them is made by torch."""
 
 
 def _view_chain(node: Node) -> tuple[Node, list[Node]]:
-    """The value `node` is a view of, and the chain of VIEWS ops (in order) that makes it from that value: empty
+    """The value `node` is a view of, and the chain of ALIASING ops (in order) that makes it from that value: empty
     when `node` is no view, or when a view's other arguments (sizes of a dynamic graph) are computed."""
     chain, base = [], node
-    while base.op == "call_function" and base.target in VIEWS and isinstance(base.args[0], Node):
+    while base.op == "call_function" and base.target in ALIASING and isinstance(base.args[0], Node):
         if any(a.op != "placeholder" for a in base.all_input_nodes if a is not base.args[0]):
             break
         chain.append(base)

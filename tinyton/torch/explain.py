@@ -30,7 +30,8 @@ def launched_kernels(program: Any) -> list[str]:
         launch = step.launch
         ops = [o.name.removeprefix("tta.") for f in launch.fusions for o in f.body.block.ops
                if not isinstance(o, tta.YieldOp)]
-        notes = [f"{key} {value}" for part in getattr(launch, "parts", (launch,)) for key, value in part.tiles.items()]
+        parts = getattr(launch, "parts", (launch,))  # a KernelGroup's kernels, each with its tiles
+        notes = [f"{key} {value}" for part in parts for key, value in part.tiles.items()]
         programs = prod(step.grid)
         shape = f"{launch.name}, {programs} program{'s' * (programs != 1)} of {launch.num_warps} warps"
         lines.append(f"{launch.kind}: {' '.join(ops)} [{', '.join([shape, *notes])}]")

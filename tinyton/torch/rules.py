@@ -27,12 +27,14 @@ RULES: dict[Any, Callable[..., Any]] = {
     operator.getitem: getitem,
 }
 
+aten = shape_rules.aten
+ALIASING = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,
+                      aten.expand.default, aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor,
+                      aten.select.int})
+"""ATen ops whose result shares its input's storage: a partition's output made by a chain of them is made by
+torch (tinyton/torch/compiled_partition.py)."""
+
 VIEWS = frozenset(
-    shape_rules.RULES[op] for op in (
-        shape_rules.aten.view.default, shape_rules.aten.permute.default, shape_rules.aten.t.default,
-        shape_rules.aten.transpose.int, shape_rules.aten.expand.default, shape_rules.aten.unsqueeze.default,
-        shape_rules.aten.squeeze.dims, shape_rules.aten.clone.default, shape_rules.aten.slice.Tensor,
-        shape_rules.aten.select.int, shape_rules.aten.split_with_sizes.default,
-    )
+    RULES[op] for op in (*ALIASING, aten.clone.default, aten.split_with_sizes.default)
 ) | {getitem}
 """Rules of ops that compute nothing (views and copies): a group of only these stays in torch."""
