@@ -16,11 +16,11 @@ fi
 python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e '.[test]'  # torch among them: the torch backend's CPU tests and examples/torch_nanogpt.py
+python -m pip install -q --no-cache-dir -e '.[test]'  # torch among them: the torch backend's CPU tests and examples/torch_nanogpt.py
 
 # ptxas checks every generated kernel; take it from the CUDA toolkit, else from NVIDIA's pip package.
 if ! command -v ptxas >/dev/null; then
-    python -m pip install -q nvidia-cuda-nvcc-cu12
+    python -m pip install -q --no-cache-dir nvidia-cuda-nvcc-cu12
     export PATH="$PATH:$(python -c 'import nvidia.cuda_nvcc, os; print(os.path.join(os.path.dirname(nvidia.cuda_nvcc.__file__), "bin"))')"
 fi
 
