@@ -3,7 +3,8 @@
 `tinyton-pipeline` (tinyton/lowering/tt_to_llvm/pipeline.py) rewrites a loop whose body loads the operands of a
 `tt.dot` into these ops, as Triton's `ttg.local_alloc` / `async_copy_global_to_local` / `async_commit_group`
 / `async_wait` / `local_load`. A buffer is a `memref<S x R x C x T, 3>`: `S` slots of one `R x C` tile,
-in shared memory (address space 3). Only the lowering sees these ops (the simulator runs the loop as
+in shared memory (address space 3), or a `memref<S x P x R x C x T, 3>` whose slots hold `P` such tiles side by
+side, `part` 0 to P - 1 (the right operands of dots that one wgmma issues, pipeline_plan.py). Only the lowering sees these ops (the simulator runs the loop as
 written), and they lower to `cp.async` + commit/wait groups and to `ldmatrix` reads of the slot; a wgmma dot
 reading the slots may stay in flight across iterations (`tt.async_dot`, `tt.dot_wait`).
 """
@@ -22,6 +23,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -42,26 +44,34 @@ NUM_STAGES_ATTR = "tt.num_stages"
 """Attribute of an `scf.for` (or of the module) asking `tinyton-pipeline` for that many stages."""
 
 
-def buffer_type(stages: int, shape: tuple[int, ...], elem: Attribute) -> MemRefType:
-    return MemRefType(elem, [stages, *shape], memory_space=IntegerAttr(SHARED_SPACE, 32))
+def buffer_type(stages: int, shape: tuple[int, ...], elem: Attribute, parts: int = 1) -> MemRefType:
+    dims = [stages, parts, *shape] if parts > 1 else [stages, *shape]
+    return MemRefType(elem, dims, memory_space=IntegerAttr(SHARED_SPACE, 32))
+
+
+def buffer_parts(buffer: Attribute) -> int:
+    """How many tiles one slot of a buffer holds side by side."""
+    assert isinstance(buffer, MemRefType)
+    shape = buffer.get_shape()
+    return shape[1] if len(shape) == 4 else 1
 
 
 def slot_type(buffer: Attribute) -> TensorType:
     """The tile type one slot of a buffer holds."""
     assert isinstance(buffer, MemRefType)
-    return tile_type(buffer.element_type, buffer.get_shape()[1:])
+    return tile_type(buffer.element_type, buffer.get_shape()[-2:] if buffer_parts(buffer) > 1 else buffer.get_shape()[1:])
 
 
 @irdl_op_definition
 class LocalAllocOp(IRDLOperation):
-    """Shared memory for `stages` tiles, live for the whole kernel."""
+    """Shared memory for `stages` slots of `parts` tiles each, live for the whole kernel."""
 
     name = "tt.local_alloc"
     result = result_def(MemRefType)
     assembly_format = "attr-dict `:` type($result)"
 
-    def __init__(self, stages: int, shape: tuple[int, ...], elem: Attribute):
-        super().__init__(result_types=[buffer_type(stages, shape, elem)])
+    def __init__(self, stages: int, shape: tuple[int, ...], elem: Attribute, parts: int = 1):
+        super().__init__(result_types=[buffer_type(stages, shape, elem, parts)])
 
 
 @irdl_op_definition
@@ -119,20 +129,35 @@ class AsyncWaitOp(IRDLOperation):
 
 @irdl_op_definition
 class LocalLoadOp(IRDLOperation):
-    """The tile in slot `slot` of `buffer` (a `tt.dot` reads it straight from shared memory)."""
+    """The tile in slot `slot` of `buffer`, its `part` (0 if absent) when the slot holds several (a `tt.dot`
+    reads it straight from shared memory)."""
 
     name = "tt.local_load"
     buffer = operand_def(MemRefType)
     slot = operand_def(i32)
+    part = opt_prop_def(IntegerAttr[I32])
     result = result_def(TensorType)
     traits = traits_def(MemoryReadEffect())
-    assembly_format = "$buffer `[` $slot `]` attr-dict `:` type($buffer) `->` type($result)"
+    assembly_format = "$buffer `[` $slot (`part` $part^)? `]` attr-dict `:` type($buffer) `->` type($result)"
 
-    def __init__(self, buffer: SSAValue | Operation, slot: SSAValue | Operation):
-        super().__init__(operands=[buffer, slot], result_types=[slot_type(SSAValue.get(buffer).type)])
+    def __init__(self, buffer: SSAValue | Operation, slot: SSAValue | Operation, part: int = 0):
+        super().__init__(
+            operands=[buffer, slot], result_types=[slot_type(SSAValue.get(buffer).type)],
+            properties={"part": IntegerAttr(part, 32)} if part else {},
+        )
+
+    @property
+    def part_index(self) -> int:
+        return part_index(self.part)
 
     def verify_(self) -> None:
         require(self.result.type == slot_type(self.buffer.type), "local_load gives the buffer's tile type")
+        require(self.part_index < buffer_parts(self.buffer.type), "local_load of a part the buffer's slots do not have")
+
+
+def part_index(part: IntegerAttr | None) -> int:
+    """The value of an optional `part` property (0 when absent)."""
+    return 0 if part is None else part.value.data
 
 
 ASYNC_DOT_ATTR = "tt.async_dot"

@@ -21,6 +21,7 @@ how to encode it from the launch's parameter values (`KernelInfo.tensor_maps`).
 from __future__ import annotations
 
 from xdsl.dialects.builtin import (
+    I32,
     IntegerAttr,
     MemRefType,
     StringAttr,
@@ -29,13 +30,14 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -43,7 +45,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect
 
-from tinyton.dialects.tt_shared import SHARED_SPACE
+from tinyton.dialects.tt_shared import SHARED_SPACE, buffer_parts, part_index, slot_type
 from tinyton.dialects.tt_types import (
     element_type,
     is_pointer,
@@ -130,7 +132,7 @@ class BarrierInitOp(IRDLOperation):
 @irdl_op_definition
 class TmaCopyOp(IRDLOperation):
     """Where `valid`: copy the block at `offsets` of the descriptor `base`/`shape`/`strides` into slot
-    `slot` of `buffer` with TMA, completing on mbarrier `slot` of `barriers` (out-of-range elements are
+    `slot` of `buffer` (its tile `part` when the slot holds several) with TMA, completing on mbarrier `slot` of `barriers` (out-of-range elements are
     filled with zeros, or NaN with padding "nan")."""
 
     name = "tt.tma_copy"
@@ -143,22 +145,28 @@ class TmaCopyOp(IRDLOperation):
     slot = operand_def(i32)
     valid = operand_def(i1)
     padding = prop_def(StringAttr)
+    part = opt_prop_def(IntegerAttr[I32])
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
 
     def __init__(
         self, base: Operand, shape: list[Operand], strides: list[Operand], offsets: list[Operand],
-        buffer: Operand, barriers: Operand, slot: Operand, valid: Operand, padding: str,
+        buffer: Operand, barriers: Operand, slot: Operand, valid: Operand, padding: str, part: int = 0,
     ):
-        super().__init__(
-            operands=[base, shape, strides, offsets, buffer, barriers, slot, valid],
-            properties={"padding": StringAttr(padding)},
-        )
+        properties: dict[str, Attribute] = {"padding": StringAttr(padding)}
+        if part:
+            properties["part"] = IntegerAttr(part, 32)
+        super().__init__(operands=[base, shape, strides, offsets, buffer, barriers, slot, valid], properties=properties)
+
+    @property
+    def part_index(self) -> int:
+        return part_index(self.part)
 
     def verify_(self) -> None:
         buffer = self.buffer.type
         assert isinstance(buffer, MemRefType)
-        require(len(buffer.get_shape()) <= 1 + len(self.offsets), "tma_copy needs an offset per block dimension")
+        require(len(slot_type(buffer).get_shape()) <= len(self.offsets), "tma_copy needs an offset per block dimension")
+        require(self.part_index < buffer_parts(buffer), "tma_copy into a part the buffer's slots do not have")
         require(
             element_type(self.base.type).pointee == buffer.element_type,
             f"tma_copy from {type_name(self.base.type)} into a buffer of {type_name(buffer.element_type)}",

@@ -34,10 +34,10 @@ BUFFER_ALIGN = 1024
 
 
 def slot_swizzle(buffer: SSAValue) -> Swizzle:
-    """The swizzled tile geometry of one slot of `buffer`."""
+    """The swizzled tile geometry of one tile of a slot of `buffer` (slots may hold several, side by side)."""
     t = buffer.type
     assert isinstance(t, MemRefType)
-    _, rows, cols = t.get_shape()
+    *_, rows, cols = t.get_shape()
     return Swizzle(rows, cols, byte_size(t.element_type))
 
 
@@ -45,14 +45,15 @@ def reserve_buffers(ctx: KernelContext, kernel: func.FuncOp) -> None:
     """Give every `tt.local_alloc` of the kernel its shared memory."""
     for op in kernel.walk():
         if isinstance(op, tt.LocalAllocOp):
-            stages = op.result.type.get_shape()[0]
-            ctx.local_buffers[op.result] = ctx.reserve_smem(stages * slot_swizzle(op.result).nbytes, BUFFER_ALIGN)
+            tiles = op.result.type.get_shape()[0] * tt.buffer_parts(op.result.type)
+            ctx.local_buffers[op.result] = ctx.reserve_smem(tiles * slot_swizzle(op.result).nbytes, BUFFER_ALIGN)
 
 
-def slot_base(ctx: KernelContext, buffer: SSAValue, slot: SSAValue) -> SSAValue:
-    """Byte address (`!llvm.ptr<3>` to i8) of slot `slot` of `buffer`."""
-    index = ctx.int_op("mul", ctx.scalar(slot), ctx.const(slot_swizzle(buffer).nbytes))
-    return ctx.smem_ptr(i8, index, ctx.local_buffers[buffer])
+def slot_base(ctx: KernelContext, buffer: SSAValue, slot: SSAValue, part: int = 0) -> SSAValue:
+    """Byte address (`!llvm.ptr<3>` to i8) of slot `slot` of `buffer` (of its tile `part`)."""
+    tile_bytes = slot_swizzle(buffer).nbytes
+    index = ctx.int_op("mul", ctx.scalar(slot), ctx.const(tt.buffer_parts(buffer.type) * tile_bytes))
+    return ctx.smem_ptr(i8, index, ctx.local_buffers[buffer] + part * tile_bytes)
 
 
 def fence_async_proxy(ctx: KernelContext) -> None:
@@ -116,7 +117,7 @@ def lower_local_load(ctx: KernelContext, op: tt.LocalLoadOp, layout: Layout | No
     assert layout is not None
     elem = llvm_type(op.result.type)
     swizzle = slot_swizzle(op.buffer)
-    base = slot_base(ctx, op.buffer, op.slot)
+    base = slot_base(ctx, op.buffer, op.slot, op.part_index)
     out = []
     for r in range(layout.num_regs):
         row, col = ctx.coords(layout, r)

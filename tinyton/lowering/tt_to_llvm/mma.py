@@ -180,7 +180,7 @@ def shared_operands(
             continue
         source = value.owner
         if isinstance(source, tt.LocalLoadOp):
-            bases[i] = slot_base(ctx, source.buffer, source.slot)
+            bases[i] = slot_base(ctx, source.buffer, source.slot, source.part_index)
         else:
             staged.append((i, value, tile))
     if staged:

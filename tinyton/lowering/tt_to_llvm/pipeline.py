@@ -56,6 +56,7 @@ from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.pipeline_plan import (
+    Load,
     Plan,
     feeds_mma_only,
     is_zero,
@@ -90,7 +91,7 @@ class _Builder:
 
 
 def _issue(
-    b: _Builder, plan: Plan, buffers: Sequence[SSAValue], iv: SSAValue, state: Sequence[SSAValue],
+    b: _Builder, plan: Plan, buffers: Sequence[tuple[SSAValue, int]], iv: SSAValue, state: Sequence[SSAValue],
     slot: SSAValue, ub: SSAValue,
 ) -> list[SSAValue]:
     """Copy the tiles of the iteration at `iv` (whose carried values are `state`) into `slot`, commit,
@@ -106,7 +107,8 @@ def _issue(
         assert plan.barriers is not None
         issue_tma(b.add, plan.loads, mapping, buffers, plan.barriers, slot, valid)
         return [mapping.get(yields[i], yields[i]) for i in plan.carried]
-    for load, buffer in zip(plan.loads, buffers):
+    for load, (buffer, part) in zip(plan.loads, buffers):
+        assert part == 0, "only TMA copies fill slots of several tiles"
         shape = tt.shape_of(load.ptr.type)
         mask = b.value(tt.SplatOp(valid, shape))
         if load.mask is not None:
@@ -123,15 +125,16 @@ def _advance(b: _Builder, slot: SSAValue, slots: int) -> SSAValue:
     return b.value(tt.SelectOp(at_end, b.value(_constant(0)), b.value(tt.AddOp(slot, one))))
 
 
-def _keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp]) -> None:
+def _keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> None:
     """Leave `dots` in flight: after each the body waits for the previous iteration's instance of it (all
-    but the last `len(dots)` groups done), the code after the loop for all."""
+    but the last `groups` commit groups done: one a dot, or a set of dots issued together), the code after
+    the loop for all."""
     body = loop.body.block
     outer = loop.parent_block()
     assert outer is not None
     for dot in dots:
         dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
-        body.insert_op_after(wait := tt.DotWaitOp(dot.result, len(dots)), dot)
+        body.insert_op_after(wait := tt.DotWaitOp(dot.result, groups), dot)
         body.last_op.operands[dot.acc.index - 1] = wait.result
         result = loop.results[dot.acc.index - 1]
         after = tt.DotWaitOp(result, 0)
@@ -146,19 +149,29 @@ def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
     return b.value(tt.SelectOp(at_end, b.value(tt.SubOp(b.value(_constant(1)), phase)), phase))
 
 
+def _buffers(before: _Builder, plan: Plan, slots: int) -> list[tuple[SSAValue, int]]:
+    """Per load, its buffer of `slots` slots and its part of each slot: a buffer of its own, or one shared with
+    the loads of its group (`plan.together`), one tile each side by side."""
+    placed: dict[Load, tuple[SSAValue, int]] = {}
+    for group in [*plan.together, *([ld] for ld in plan.loads)]:
+        if group[0] in placed:
+            continue
+        tile = group[0].result.type
+        buffer = before.value(tt.LocalAllocOp(slots, tt.shape_of(tile), tt.element_type(tile), len(group)))
+        placed.update((ld, (buffer, part)) for part, ld in enumerate(group))
+    return [placed[ld] for ld in plan.loads]
+
+
 def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dots:
-        _keep_in_flight(loop, plan.async_dots)
+        _keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     outer = loop.parent_block()
     assert outer is not None
     before = _Builder(outer, loop)
     ahead = stages - 1
     slots = stages + plan.extra_slots
-    buffers = [
-        before.value(tt.LocalAllocOp(slots, tt.shape_of(ld.result.type), tt.element_type(ld.result.type)))
-        for ld in plan.loads
-    ]
+    buffers = _buffers(before, plan, slots)
     if plan.tma:
         plan.barriers = before.value(tt.BarrierAllocOp(slots))
         before.add(tt.BarrierInitOp(plan.barriers))
@@ -184,8 +197,8 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
         b.add(tt.TmaWaitOp(plan.barriers, read_slot, phase))
     else:
         b.add(tt.AsyncWaitOp(stages - 2))
-    for load, buffer in zip(plan.loads, buffers):
-        load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, read_slot)))
+    for load, (buffer, part) in zip(plan.loads, buffers):
+        load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, read_slot, part)))
     iv_ahead = b.value(tt.AddOp(body.args[0], lookahead))
     next_state = _issue(b, plan, buffers, iv_ahead, ahead_args, write_slot, loop.ub)
     b = _Builder(body, yield_op)

@@ -1,6 +1,6 @@
 """Which loops `tinyton-pipeline` (pipeline.py) rewrites, and how: the loads feeding tensor-core dots, the pure
-ops computing their addresses (cloned to run iterations ahead), the dots that may stay in flight across iterations,
-and the depth whose buffers fit the shared memory left."""
+ops computing their addresses (cloned to run iterations ahead), the dots that may stay in flight across iterations
+(and those of one left operand that one wgmma issues), and the depth whose buffers fit the shared memory left."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
 from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
 from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, uses_tma
-from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma
+from tinyton.lowering.tt_to_llvm.swizzle import LINE_BYTES
+from tinyton.lowering.tt_to_llvm.wgmma_layout import MAX_N, WgmmaTiling, uses_wgmma
 
 STAGES_ATTR = tt.NUM_STAGES_ATTR
 DEFAULT_STAGES = 3
@@ -68,6 +69,14 @@ class Plan:
     """Whether the tiles arrive by TMA (tinyton/lowering/tt_to_llvm/pipeline_tma.py) rather than cp.async."""
     barriers: SSAValue | None = None
     """With TMA: the slots' mbarriers (made by `pipeline_loop`)."""
+    together: list[list[Load]] = field(default_factory=list)
+    """Groups of right-operand loads whose in-flight dots one wgmma issues (`issued_together`): each group's tiles
+    share one buffer, side by side in each slot, in the order of their dots."""
+
+    @property
+    def dot_groups(self) -> int:
+        """wgmma commit groups of an iteration: one per in-flight dot, those issued together counting once."""
+        return len(self.async_dots) - sum(len(g) - 1 for g in self.together)
 
     @property
     def extra_slots(self) -> int:
@@ -134,7 +143,50 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | N
         carried |= reached
         roots += [block.last_op.operands[i] for i in carried]
     ordered = [op for op in block.ops if op in ops]
-    return Plan(loop, loads, sorted(carried), ordered, _async_dots(block, loads, num_warps, arch), tma)
+    dots = _async_dots(block, loads, num_warps, arch)
+    together = issued_together(dots, loads, num_warps) if tma else []
+    return Plan(loop, loads, sorted(carried), ordered, dots, tma, together=together)
+
+
+def issued_together(dots: list[tt.DotOp], loads: list[Load], num_warps: int) -> list[list[Load]]:
+    """The right operands of in-flight wgmma dots of one left operand (SwiGLU's gate and up, Llama's key and
+    value), grouped up to MAX_N columns: their B tiles side by side in a slot are one wider B, so that one
+    m64n256 wgmma does the work of two m64n128 (A read once from shared memory, as a 128 x 256 tile's, which the
+    H200 ran ~25 % faster than a 128 x 128 tile's two dots). A group takes dots in program order whose tile
+    each warpgroup issues whole (one instruction wide) and whose B tiles, put one after the other, are laid out
+    as one: N x K tiles of one 128-byte panel, or K x N tiles of whole panels."""
+    by_result = {ld.result: ld for ld in loads}
+    candidates: dict[tuple[SSAValue, object, bool, object], list[Load]] = {}
+    for dot in dots:
+        b = k_major_b(dot) or dot.b
+        load = by_result.get(b)
+        if load is None or not _own_tile(b, dot) or not _joinable(dot, b is not dot.b, num_warps):
+            continue
+        candidates.setdefault((dot.a, dot.b.type, b is not dot.b, dot.acc.type), []).append(load)
+    groups = []
+    for (_, b_type, _, _), members in candidates.items():
+        per = MAX_N // tt.shape_of(b_type)[1]
+        groups += [members[i : i + per] for i in range(0, len(members), per) if len(members[i : i + per]) > 1]
+    return groups
+
+
+def _own_tile(b: SSAValue, dot: tt.DotOp) -> bool:
+    """Whether `dot` is the only reader of the loaded tile `b` (directly, or through its one transpose)."""
+    users = [use.operation for use in b.uses]
+    if users == [dot]:
+        return True
+    return len(users) == 1 and isinstance(users[0], tt.TransOp) and [u.operation for u in users[0].result.uses] == [dot]
+
+
+def _joinable(dot: tt.DotOp, k_major: bool, num_warps: int) -> bool:
+    (m, k), (_, n) = tt.shape_of(dot.a.type), tt.shape_of(dot.b.type)
+    tiling = WgmmaTiling.of(m, n, num_warps)
+    size = tt.element_type(dot.b.type).bitwidth // 8
+    if size != 2:  # 16-bit operands (float8 dots promote their partial sums: never in flight)
+        return False
+    row_bytes = (k if k_major else n) * size
+    whole = row_bytes <= LINE_BYTES if k_major else row_bytes % LINE_BYTES == 0
+    return tiling.groups_n == 1 and tiling.reps_n == 1 and whole
 
 
 def _async_dots(block: Block, loads: list[Load], num_warps: int, arch: str) -> list[tt.DotOp]:

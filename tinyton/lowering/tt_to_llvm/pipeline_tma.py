@@ -48,13 +48,15 @@ def uses_tma(loads: Sequence[Load], arch: str) -> bool:
 
 
 def issue_tma(
-    add, loads: Sequence[tt.DescriptorLoadOp], mapping: dict[SSAValue, SSAValue], buffers: Sequence[SSAValue],
-    barriers: SSAValue, slot: SSAValue, valid: SSAValue,
+    add, loads: Sequence[tt.DescriptorLoadOp], mapping: dict[SSAValue, SSAValue],
+    buffers: Sequence[tuple[SSAValue, int]], barriers: SSAValue, slot: SSAValue, valid: SSAValue,
 ) -> None:
-    """Copy the blocks of one iteration (whose offsets `mapping` renames) into `slot`, then arrive."""
-    for load, buffer in zip(loads, buffers):
+    """Copy the blocks of one iteration (whose offsets `mapping` renames) into `slot` (each into its buffer's
+    part), then arrive."""
+    for load, (buffer, part) in zip(loads, buffers):
         offsets = [mapping.get(v, v) for v in load.offsets]
         add(tt.TmaCopyOp(
-            load.base, list(load.shape), list(load.strides), offsets, buffer, barriers, slot, valid, load.padding.data
+            load.base, list(load.shape), list(load.strides), offsets, buffer, barriers, slot, valid, load.padding.data,
+            part,
         ))
     add(tt.TmaArriveOp(barriers, slot, valid))

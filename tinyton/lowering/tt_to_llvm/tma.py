@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, i32, i64
 from xdsl.ir import BlockArgument, SSAValue
 
 from tinyton.dialects import nvvm, tt
@@ -108,9 +108,8 @@ def tensor_map_spec(
 
 
 def copy_spec(op: tt.TmaCopyOp, kernel: func.FuncOp) -> dict[str, Any]:
-    buffer = op.buffer.type
-    assert isinstance(buffer, MemRefType)
-    spec = tensor_map_spec(op.base, op.shape, op.strides, tuple(buffer.get_shape()[1:]), op.padding.data, kernel)
+    block = tuple(tt.shape_of(tt.slot_type(op.buffer.type)))
+    spec = tensor_map_spec(op.base, op.shape, op.strides, block, op.padding.data, kernel)
     assert spec is not None, "the pipeliner only makes tt.tma_copy of descriptors TMA can read"
     return spec
 
@@ -186,7 +185,7 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
     param = ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
     pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
-    dst = _address(ctx, slot_base(ctx, op.buffer, op.slot))
+    dst = _address(ctx, slot_base(ctx, op.buffer, op.slot, op.part_index))
     *outer, row, col = (ctx.scalar(v) for v in op.offsets)
     rank = len(op.offsets)
     coords = ", ".join(f"${4 + i}" for i in range(rank))

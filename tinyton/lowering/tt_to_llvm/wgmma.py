@@ -16,7 +16,9 @@ leading offset steps one panel along N, the stride offset 8 rows along K. Triton
 descriptors (`createDescriptor` in its WGMMA lowering).
 
 Per dot: `wgmma.fence`, one `wgmma.mma_async` per 64 x N block and K step of 16, `commit_group`, and
-`wait_group 0`, whose inline asm takes and returns the accumulators so that no use of them can move
+`wait_group 0`; dots whose B tiles the pipeliner put side by side in one slot (`issued_together`: SwiGLU's gate
+and up) are one such dot whose instructions are as many times wider, their accumulators concatenated (the
+registers of columns N.. of an m64n(2N) accumulator are those of the second dot's m64nN, in the same order), whose inline asm takes and returns the accumulators so that no use of them can move
 above it. A dot the pipeliner left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait`
 is that `wait_group N` (wgmma orders the accumulator registers between consecutive instructions of one
 shape, so the next iteration's dot may take them before they are final). A float8 dot with
@@ -159,10 +161,34 @@ def _b_offset(tile: Swizzle, col: SSAValue, kk: int, k_major: bool, ctx: KernelC
     return ctx.int_op("add", ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), ctx.const(kk * tile.row_bytes))
 
 
+def issued_together(op: tt.DotOp) -> list[tt.DotOp]:
+    """The dots whose wgmmas are issued as one with `op`'s, in the order of their B tiles: those whose B is
+    another tile of the slot `op`'s B is in (the pipeliner puts them side by side, pipeline_plan.py
+    `issued_together`); `[op]` when that slot holds one tile."""
+    source = _b_slot(op)
+    if source is None or tt.buffer_parts(source.buffer.type) == 1:
+        return [op]
+    parts: dict[int, tt.DotOp] = {}
+    for other in op.parent_block().ops:
+        slot = _b_slot(other) if isinstance(other, tt.DotOp) else None
+        if slot is not None and slot.buffer is source.buffer and slot.slot is source.slot:
+            parts[slot.part_index] = other
+    assert sorted(parts) == list(range(tt.buffer_parts(source.buffer.type))), "a slot's tiles feed one dot each"
+    return [parts[p] for p in sorted(parts)]
+
+
+def _b_slot(op: tt.DotOp) -> tt.LocalLoadOp | None:
+    owner = (k_major_b(op) or op.b).owner
+    return owner if isinstance(owner, tt.LocalLoadOp) else None
+
+
 def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
     tiling = wgmma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
     assert ctx.num_warps % WARPGROUP == 0
+    group = issued_together(op)
+    if op is not group[0]:
+        return ctx.get(op.result, layout)  # issued with the first dot of its group
     m, k = tt.shape_of(op.a.type)
     types = (PTX_TYPES[tt.element_type(op.a.type)], PTX_TYPES[tt.element_type(op.b.type)])
     step = k_step(op)
@@ -170,7 +196,7 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     a_tile, bt = Swizzle(m, k, tt.element_type(op.a.type).bitwidth // 8), b_tile(op)
     from_registers = register_a(op, ctx.layout_of(op.a), ctx.num_warps)
     a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
-    acc = list(ctx.get(op.acc, layout))
+    accs = [list(ctx.get(dot.acc, layout)) for dot in group]
     a_base, b_base = shared_operands(ctx, op, (None if from_registers else op.a, k_major or op.b), (a_tile, bt), True)
     a_bits = _descriptor_bits(a_tile, 16)
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
@@ -179,7 +205,8 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     trans_b = None if a_tile.elem_bytes == 1 else 0 if k_major is not None else 1
 
     def issue(kk: int, i: int, j: int, block: list[SSAValue] | None) -> list[SSAValue]:
-        """The wgmma of K step `kk` for the instruction block (i, j) of this warpgroup, into `block`."""
+        """The wgmma of K step `kk` for the instruction block (i, j) of this warpgroup, into `block` (the
+        group's B tiles side by side: as many instructions wide)."""
         if a_words is not None:
             a: SSAValue | list[SSAValue] = a_words[i][kk // step]
         else:
@@ -188,12 +215,13 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
             a = _descriptor(ctx, a_base, a_offset, a_bits)
         col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
         b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
-        return _wgmma(ctx, (tiling.instr_n, step), types, a, b_desc, trans_b, block)
+        return _wgmma(ctx, (len(group) * tiling.instr_n, step), types, a, b_desc, trans_b, block)
 
     blocks = [(i, j, (i * tiling.reps_n + j) * per) for i in range(tiling.reps_m) for j in range(tiling.reps_n)]
     steps = promotion_steps(op)
     if steps is not None:
-        assert tt.ASYNC_DOT_ATTR not in op.attributes, "a promoted float8 dot is not left in flight"
+        assert tt.ASYNC_DOT_ATTR not in op.attributes and len(group) == 1, "a promoted float8 dot is issued alone"
+        (acc,) = accs
         for i, j, base in blocks:
             for first in range(0, k, steps * step):
                 ctx.insert(nvvm.WgmmaFenceOp())
@@ -208,11 +236,15 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
     ctx.insert(nvvm.WgmmaFenceOp())
     for kk in range(0, k, step):
         for i, j, base in blocks:
-            acc[base : base + per] = issue(kk, i, j, acc[base : base + per])
+            out = issue(kk, i, j, [r for acc in accs for r in acc[base : base + per]])
+            for g, acc in enumerate(accs):
+                acc[base : base + per] = out[g * per : (g + 1) * per]
     ctx.insert(nvvm.WgmmaCommitGroupOp())
-    if tt.ASYNC_DOT_ATTR in op.attributes:
-        return acc
-    return _wait(ctx, 0, acc)
+    if tt.ASYNC_DOT_ATTR not in op.attributes:
+        accs = [_wait(ctx, 0, acc) for acc in accs]
+    for dot, acc in zip(group[1:], accs[1:]):
+        ctx.set(dot.result, layout, acc)
+    return accs[0]
 
 
 def _wait(ctx: KernelContext, pending: int, acc: list[SSAValue]) -> list[SSAValue]:
