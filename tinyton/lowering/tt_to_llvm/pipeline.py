@@ -21,8 +21,10 @@ dropped when nothing else uses them.
 On sm_90a the wgmma dots of a body, when each accumulates into a carried value and reads only pipelined
 slots (B perhaps through the `tt.trans` of a slot: `w` of `x @ w.T`, read K-major), stay in flight for one
 more iteration (Triton's `warp_group_dot_wait {pendings = D}`): each is marked `tt.async_dot` and followed by
-`tt.dot_wait D`, D the number of dots (the groups complete in order, so the previous iteration's instance of
-that dot is done) and, after the loop, by `tt.dot_wait 0`. The buffers then get one extra slot (`S + 1`), so
+`tt.dot_wait D`, D the number of commit groups (the groups complete in order, so the previous iteration's
+instance of that dot is done) and, after the loop, by `tt.dot_wait 0`. Dots of one left operand that one wgmma
+can issue (`issued_together`: SwiGLU's gate and up) get one buffer whose slots hold their B tiles side by side,
+each copy and read naming its part, and count as one group. The buffers then get one extra slot (`S + 1`), so
 the copy of iteration `i+S-1` overwrites the slot iteration `i-2` read, whose dots every warp finished before
 the barrier of `tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dots, is left alone.
 A float8 dot that promotes its partial sums (`max_num_imprecise_acc`) waits for its wgmmas itself, and a body
