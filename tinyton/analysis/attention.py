@@ -4,7 +4,7 @@
                                        q: an array, or a strided view of one by reshapes and transposes)
     s  = f(s0, bias, mask, constants)  a chain of elementwise ops, one use each (scale, bias, mask)
     p  = softmax(s, axis=-1)           max, sub, exp, sum, div
-    o  = p @ v
+    o  = p @ v                         or p.astype(v.dtype) @ v (float8 v: FlashAttention-3's e4m3 P)
 
 Index masks (index_masks.py) are computed in the kernel from the block's indices and one-element integer inputs (a decode
 step's `arange(T) <= pos`); k and v may each be `where(index mask, a, b)` of two views (the new row written
@@ -183,6 +183,8 @@ class Attention:
     """reduce_max, sub, exp, reduce_sum, div."""
     pv: tta.MatmulOp | None
     """`p @ v`; None only in a backward that is given the logsumexp (analysis/attention_backward.py)."""
+    p_cast: tta.CastOp | None = None
+    """The cast of the probabilities to v's element type before `p @ v` (spelled out: the kernel casts anyway)."""
     k_select: Select | None = None
     v_select: Select | None = None
     k_stored: Stored | None = None
@@ -196,7 +198,8 @@ class Attention:
         selects += [op for st in (self.k_stored, self.v_stored) if st is not None for op in st.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
-        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *([self.pv] if self.pv else [])]
+        last = [op for op in (self.p_cast, self.pv) if op is not None]
+        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *last]
 
     @property
     def causal_step(self) -> ScoreStep | None:
@@ -311,7 +314,11 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     pv = results[0].op if isinstance(results[0], OpResult) else None
     if not isinstance(pv, tta.MatmulOp):
         return None
-    div = pv.lhs.op if isinstance(pv.lhs, OpResult) else None
+    p_cast = pv.lhs.op if isinstance(pv.lhs, OpResult) and isinstance(pv.lhs.op, tta.CastOp) else None
+    if p_cast is not None and element_type(p_cast.result.type) != element_type(pv.rhs.type):
+        return None
+    p = p_cast.input if p_cast is not None else pv.lhs
+    div = p.op if isinstance(p, OpResult) else None
     if not isinstance(div, tta.DivOp):
         return None
     e, total = div.lhs, div.rhs
@@ -334,7 +341,7 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     k = transpose.input if transpose is not None else qk.rhs
     k_select, v_select = select_of(k), select_of(pv.rhs)
     found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps,
-                      (rmax, sub, exp, rsum, div), pv, k_select, v_select,
+                      (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
                       stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}
     return found if computed(found.ops) == computed(ops) else None

@@ -24,7 +24,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects.tt_elementwise import CMP_PREDICATES, CastOpBase, UnaryOpBase
-from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
+from tinyton.dialects.tt_types import FLOAT, FLOAT8_TYPES, INT, element_kind, element_type, require, shape_of
 from tinyton.dialects.tta_shapes import (
     array_type,
     broadcast_shapes,
@@ -264,13 +264,15 @@ class WhereOp(_ElementwiseOp):
 
 @irdl_op_definition
 class CastOp(CastOpBase):
-    """`x.astype(dtype)` among bool, int32, float32, float16, bfloat16; floats to ints truncate."""
+    """`x.astype(dtype)` among the array dtypes and float8 (e4m3fn, e5m2: the dtypes of matmul operands, which
+    casts make and read); floats to ints truncate."""
 
     name = "tta.cast"
 
     def verify_(self) -> None:
-        verify_value("cast input", self.input.type)
-        verify_value("cast result", self.result.type)
+        for what, t in (("cast input", self.input.type), ("cast result", self.result.type)):
+            if not isinstance(element_type(t), FLOAT8_TYPES):
+                verify_value(what, t)
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
 
 

@@ -120,9 +120,13 @@ def mean(x: Any, axis: Axis = None, keepdims: bool = False, dtype: Any = None) -
 
 
 def matmul(a: Any, b: Any) -> Traced:
-    """`a @ b` with NumPy's rules for 1-D operands (promoted to a matrix, the added axis removed); two float8
-    operands (e4m3 and e5m2 may mix) give float32."""
+    """`a @ b` with NumPy's rules for 1-D operands (promoted to a matrix, the added axis removed); float8
+    operands (e4m3 and e5m2 may mix, or meet a 16- or 32-bit float) give float32.
+
+    ml_dtypes' NumPy widens a float8 operand for a product with another float type: `p @ v` of float32
+    probabilities and a float8 `v` is a float32 product."""
     if not all(isinstance(x, Traced) and x.element in FLOAT8 for x in (a, b)):
+        a, b = (x.to(np.float32) if isinstance(x, Traced) and x.element in FLOAT8 else x for x in (a, b))
         a, b = as_traced([a, b])
     if a.ndim == 0 or b.ndim == 0:
         raise error(f"matmul: Input operand {0 if a.ndim == 0 else 1} does not have enough dimensions")

@@ -10,8 +10,8 @@ xDSL's `PDLMatcher` itself and implements the one external rewrite: outline the 
 `tta.fusion` of that kind. Adding a pattern needs a `.pdl.mlir` file, no Python.
 
 Native constraints (what PDL cannot say): `has_one_use`, `used_only_by` (an intermediate used outside
-the chain refuses the rewrite, since a template kernel writes only the root) and `numel_below` (32-bit
-indexing). "Same axis, keepdims" is declarative: both reductions bind the same `pdl.attribute`.
+the chain refuses the rewrite, since a template kernel writes only the root), `numel_below` (32-bit
+indexing) and `element_of` (two values of one element type). "Same axis, keepdims" is declarative: both reductions bind the same `pdl.attribute`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
-from tinyton.dialects.tt import shape_of
+from tinyton.dialects.tt import element_type, shape_of
 from tinyton.rewrites.attention import attention_scores, last_axis, outline_attention
 from tinyton.rewrites.attention_backward import backward_groups
 from tinyton.rewrites.attention_canonical import canonicalize_attention
@@ -53,6 +53,7 @@ NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
     "numel_below": lambda v, limit: prod(shape_of(v.type)) < limit.value.data,
     "last_axis": last_axis,
     "attention_scores": attention_scores,
+    "element_of": lambda a, b: element_type(a.type) == element_type(b.type),
 }
 
 

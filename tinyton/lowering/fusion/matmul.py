@@ -42,6 +42,11 @@ FLOAT8_IMPRECISE_ACC = 32
 ~13-bit float8 accumulator, each partial added in f32 (NumPy's f32 accumulation, as cuBLAS's
 `torch._scaled_mm` without `use_fast_accum`), not Triton's kernel default of the whole K."""
 
+
+def imprecise_acc(element, k: int) -> int | None:
+    """The `max_num_imprecise_acc` of an array program's dot of `element` operands over K steps of `k`."""
+    return min(FLOAT8_IMPRECISE_ACC, k) if isinstance(element, tt.FLOAT8_TYPES) else None
+
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
     """Per-domain-axis strides of a matmul operand (batch dims right-aligned) and its K stride."""
     strides = {}
@@ -134,7 +139,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     el = element_type(lhs.type)
     rotated = rotated_windows(dom, ops) if rg.geom.source_of(n - 1).pair else {}
     rights = [_Right(rg, op, bk, gemv) for op in ops if op not in rotated]
-    imprecise = min(FLOAT8_IMPRECISE_ACC, bk) if isinstance(el, tt.FLOAT8_TYPES) else None
+    imprecise = imprecise_acc(el, bk)
     computed = bool(prologue)
     if not computed:
         a_view = dom.view(lhs)

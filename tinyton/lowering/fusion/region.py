@@ -24,6 +24,7 @@ from tinyton.analysis.domain import (
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
+from tinyton.lowering.fusion.casts import numpy_cast
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry
 from tinyton.lowering.fusion.powers import power
@@ -182,7 +183,7 @@ class RegionEmitter(ProgramIndices):
         if isinstance(op, tta.WhereOp):
             return em.select(*args)
         if isinstance(op, tta.CastOp):
-            return em.cast(args[0], element_type(op.result.type))
+            return numpy_cast(em, args[0], element_type(op.result.type))
         if type(op) in UNARY:
             return em.emit(UNARY[type(op)](args[0]))
         if isinstance(op, tta.PowOp):

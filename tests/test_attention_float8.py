@@ -1,0 +1,125 @@
+"""Float8 attention (FlashAttention-3's e4m3 forward) in array programs, and the float8 matmuls it rests on.
+
+q, k and v in float8: `softmax(q @ k.mT * scale) @ v` (float32 probabilities, v widened as NumPy widens it)
+and `softmax(...).astype(v.dtype) @ v` (the probabilities cast to float8: both products on e4m3 tensor cores)
+are each one flash-attention kernel. The cast spelling casts the kernel's unnormalised probability blocks (as
+FlashAttention-3 does), not NumPy's normalised ones: its results differ from NumPy's by float8 rounding, and lie
+closer to the exact attention than NumPy's own. A float8 operand with a float32 or 16-bit one gives float32
+(ml_dtypes' NumPy), as two float8 operands do.
+"""
+
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx.usage import register_usage
+
+E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
+BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _softmax(s):
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return e / tt.sum(e, axis=-1, keepdims=True)
+
+
+@tt.jit
+def widened(q, k, v):
+    return _softmax(q @ k.mT * 0.125) @ v
+
+
+@tt.jit
+def cast_probabilities(q, k, v):
+    return _softmax(q @ k.mT * 0.125).astype(v.dtype) @ v
+
+
+@tt.jit
+def causal_cast(q, k, v):
+    s = q @ k.mT * 0.125
+    n = s.shape[-1]
+    s = tt.where(tt.arange(n)[:, None] >= tt.arange(n)[None, :], s, -np.inf)
+    return _softmax(s).astype(v.dtype) @ v
+
+
+def _inputs(shape=(2, 3, 77, 64), dtype=E4M3, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(dtype) for _ in range(3)]
+
+
+def _probabilities(q, k, causal=False):
+    qf, kf = (x.astype(np.float32) for x in (q, k))
+    s = qf @ kf.swapaxes(-1, -2) * np.float32(0.125)
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.arange(n)[:, None] >= np.arange(n)[None, :], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("program", [widened, cast_probabilities, causal_cast], ids=["widened", "cast", "causal"])
+def test_float8_attention_is_one_flash_kernel(program):
+    assert program.compile(*_inputs()).num_launches == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_widened_probabilities_match_numpy(monkeypatch, backend):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    q, k, v = _inputs()
+    got = np.asarray(widened(q, k, v))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, _probabilities(q, k) @ v.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("program, causal", [(cast_probabilities, False), (causal_cast, True)], ids=["full", "causal"])
+@pytest.mark.parametrize("shape", [(2, 3, 77, 64), (1, 2, 300, 128)], ids=["77x64", "300x128"])
+def test_float8_probabilities_are_as_accurate_as_numpys(monkeypatch, backend, program, causal, shape):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    q, k, v = _inputs(shape)
+    got = np.asarray(program(q, k, v))
+    p, vf = _probabilities(q, k, causal), v.astype(np.float32)
+    exact, numpy = p @ vf, p.astype(E4M3).astype(np.float32) @ vf
+    assert got.dtype == np.float32
+    ours, theirs = np.abs(got - exact), np.abs(numpy - exact)
+    assert ours.max() <= 1.5 * theirs.max() and np.sqrt((ours**2).mean()) <= 1.5 * np.sqrt((theirs**2).mean())
+    np.testing.assert_allclose(got, numpy, atol=0.15)
+
+
+def test_a_cast_to_another_float8_type_is_not_rewritten():
+    """`p.astype(e5m2) @ v` of an e4m3 v: NumPy's mixed product, computed as written (no flash kernel)."""
+    program = tt.jit(lambda q, k, v: _softmax(q @ k.mT * 0.125).astype(E5M2) @ v)
+    q, k, v = _inputs()
+    assert program.compile(q, k, v).num_launches > 1
+    want = _probabilities(q, k).astype(E5M2).astype(np.float32) @ v.astype(np.float32)
+    np.testing.assert_allclose(np.asarray(program(q, k, v)), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_both_products_run_on_e4m3_wgmma(monkeypatch):
+    """On sm_90a q kᵀ and p v are e4m3 wgmmas (k32 steps), float32 accumulators; ptxas -v: no spills."""
+    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
+    ptx = cast_probabilities.compile(*_inputs((2, 8, 1024, 128))).asm["ptx"]
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)\.f32\.e4m3\.e4m3", ptx))
+    assert len(shapes) == 2 and "mma.sync" not in ptx
+    assert (register_usage(ptx, "sm_90a") or (0, 0))[1] == 0
+    assemble_ptx(ptx, "sm_90a")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("a_dtype, b_dtype", [(np.float32, E4M3), (E5M2, BF16), (np.float16, E4M3)],
+                         ids=["f32@e4m3", "e5m2@bf16", "f16@e4m3"])
+def test_a_float8_operand_with_another_float_gives_float32(monkeypatch, backend, a_dtype, b_dtype):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((33, 70)).astype(a_dtype), rng.standard_normal((70, 45)).astype(b_dtype)
+    got = np.asarray(tt.jit(lambda a, b: a @ b)(a, b))
+    want = a @ b
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
