@@ -26,14 +26,12 @@ from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.matmul_tiles import (
     MatmulProblem,
     SKINNY_ROWS,
-    SKINNY_SHARED,
     MatmulTiles,
-    accumulator_registers,
     candidates,
     default_tiles,
-    register_budget,
+    fits,
     split_k_candidates,
-    stage_bytes,
+    wave_split,
 )
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 from tinyton.runtime import driver
@@ -92,14 +90,17 @@ def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulT
     """The split-K forms to measure `winner` against: its own when it has fewer programs than the GPU has SMs,
     and for a product of more than SKINNY_ROWS rows those of LARGE_SPLIT_TILES that leave SMs idle unsplit and
     give at least half as many programs as SMs split (and whose accumulators fit in registers, their stages in
-    SKINNY_SHARED). A large product's tiles fill the SMs: it gets none."""
-    forms = split_k_candidates(p, winner) if winner.split_k == 1 and winner.programs(p) < sms else []
+    SKINNY_SHARED), each also in the number of ranges that fills the SMs' waves best where no power of two does
+    (`wave_split`). A large product's tiles fill the SMs: it gets none."""
+    forms = []
+    if winner.split_k == 1 and winner.programs(p) < sms:
+        forms += [*split_k_candidates(p, winner), wave_split(p, winner, sms)]
     if p.m > SKINNY_ROWS:  # fewer rows: the skinny candidates carry their split forms
         for t in dict.fromkeys(t.fit(p) for t in LARGE_SPLIT_TILES):
-            fits = accumulator_registers(p, t) <= register_budget(p) and stage_bytes(p, t) <= SKINNY_SHARED
-            if fits and t.programs(p) < sms:
-                forms += [s for s in split_k_candidates(p, t) if s.programs(p) >= sms // 2]
-    return list(dict.fromkeys(f for f in forms if f != winner))
+            if fits(p, t) and t.programs(p) < sms:
+                splits = [*split_k_candidates(p, t), wave_split(p, t, sms)]
+                forms += [s for s in splits if s is not None and s.programs(p) >= sms // 2]
+    return list(dict.fromkeys(f for f in forms if f is not None and f != winner))
 
 
 def _matmul_module(p: MatmulProblem) -> ModuleOp:
