@@ -163,6 +163,9 @@ class CompiledPartition:
         """Per output of the graph: the value it is a view of (an input, or a result of the program: the nodes
         `returned`) and the view ops that make it (none: the value itself)."""
         self.views = any(chain for _, chain in chains)
+        read = {n for _, chain in chains for node in chain for n in node.all_input_nodes} | {b for b, _ in chains}
+        self.view_inputs = [(i, p) for i, p in enumerate(self.placeholders) if p in read]
+        """The inputs (position, placeholder) that the view ops read: the only ones `_returned` looks up."""
         self.expected = [n.meta.get("val") for n in self.returned]
         self.variants: dict[tuple[Any, ...], _Variant | None] = {}
 
@@ -205,7 +208,7 @@ class CompiledPartition:
     def _returned(self, args: Sequence[Any], results: list[Any]) -> Any:
         """The graph's outputs: the program's `results`, or torch's views of them or of inputs."""
         if self.views:
-            env: dict[Node, Any] = dict(zip(self.placeholders, args))
+            env: dict[Node, Any] = {p: args[i] for i, p in self.view_inputs}
             env.update(zip(self.returned, results))
             for _, chain in self.outputs:
                 for node in chain:
