@@ -46,10 +46,9 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr, i32
+from xdsl.dialects.builtin import ModuleOp, i32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import Pure
 from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -58,7 +57,6 @@ from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
 from tinyton.lowering.tt_to_llvm.pipeline_plan import (
-    Load,
     Plan,
     feeds_mma_only,
     is_zero,
@@ -66,34 +64,22 @@ from tinyton.lowering.tt_to_llvm.pipeline_plan import (
     stage_count,
     tile_elements,
 )
+from tinyton.lowering.tt_to_llvm.pipeline_build import (
+    Builder,
+    advance,
+    buffers,
+    constant,
+    drop_dead_carried,
+    flip,
+    keep_in_flight,
+)
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
 
-def _constant(value: int) -> tt.ConstantOp:
-    return tt.ConstantOp(IntegerAttr(value, 32), i32)
-
-
-class _Builder:
-    """Appends ops before `anchor` (or at the end of a block)."""
-
-    def __init__(self, block: Block, anchor: Operation | None):
-        self.block, self.anchor = block, anchor
-
-    def add(self, op: Operation) -> Operation:
-        if self.anchor is None:
-            self.block.add_op(op)
-        else:
-            self.block.insert_op_before(op, self.anchor)
-        return op
-
-    def value(self, op: Operation) -> SSAValue:
-        return self.add(op).results[0]
-
-
 def _issue(
-    b: _Builder, plan: Plan, buffers: Sequence[tuple[SSAValue, int]], iv: SSAValue, state: Sequence[SSAValue],
+    b: Builder, plan: Plan, buffers: Sequence[tuple[SSAValue, int]], iv: SSAValue, state: Sequence[SSAValue],
     slot: SSAValue, ub: SSAValue,
 ) -> list[SSAValue]:
     """Copy the tiles of the iteration at `iv` (whose carried values are `state`) into `slot`, commit,
@@ -120,60 +106,16 @@ def _issue(
     return [mapping.get(yields[i], yields[i]) for i in plan.carried]
 
 
-def _advance(b: _Builder, slot: SSAValue, slots: int) -> SSAValue:
-    """`(slot + 1) % slots`."""
-    one, last = b.value(_constant(1)), b.value(_constant(slots - 1))
-    at_end = b.value(tt.CmpOp("eq", slot, last))
-    return b.value(tt.SelectOp(at_end, b.value(_constant(0)), b.value(tt.AddOp(slot, one))))
-
-
-def _keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> None:
-    """Leave `dots` in flight: after each the body waits for the previous iteration's instance of it (all
-    but the last `groups` commit groups done: one a dot, or a set of dots issued together), the code after
-    the loop for all."""
-    body = loop.body.block
-    outer = loop.parent_block()
-    assert outer is not None
-    for dot in dots:
-        dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
-        body.insert_op_after(wait := tt.DotWaitOp(dot.result, groups), dot)
-        body.last_op.operands[dot.acc.index - 1] = wait.result
-        result = loop.results[dot.acc.index - 1]
-        after = tt.DotWaitOp(result, 0)
-        result.replace_all_uses_with(after.result)
-        after.operands[0] = result
-        outer.insert_op_after(after, loop)
-
-
-def _flip(b: _Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
-    """The mbarrier phase of the next iteration's read slot: flipped when `slot` is the last one."""
-    at_end = b.value(tt.CmpOp("eq", slot, b.value(_constant(slots - 1))))
-    return b.value(tt.SelectOp(at_end, b.value(tt.SubOp(b.value(_constant(1)), phase)), phase))
-
-
-def _buffers(before: _Builder, plan: Plan, slots: int) -> list[tuple[SSAValue, int]]:
-    """Per load, its buffer of `slots` slots and its part of each slot: a buffer of its own, or one shared with
-    the loads of its group (`plan.together`), one tile each side by side."""
-    placed: dict[Load, tuple[SSAValue, int]] = {}
-    for group in [*plan.together, *([ld] for ld in plan.loads)]:
-        if group[0] in placed:
-            continue
-        tile = group[0].result.type
-        buffer = before.value(tt.LocalAllocOp(slots, tt.shape_of(tile), tt.element_type(tile), len(group)))
-        placed.update((ld, (buffer, part)) for part, ld in enumerate(group))
-    return [placed[ld] for ld in plan.loads]
-
-
 def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dots:
-        _keep_in_flight(loop, plan.async_dots, plan.dot_groups)
+        keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     outer = loop.parent_block()
     assert outer is not None
-    before = _Builder(outer, loop)
+    before = Builder(outer, loop)
     ahead = stages - 1
     slots = stages + plan.extra_slots
-    buffers = _buffers(before, plan, slots)
+    slot_buffers = buffers(before, plan, slots)
     if plan.tma:
         plan.barriers = before.value(tt.BarrierAllocOp(slots))
         before.add(tt.BarrierInitOp(plan.barriers))
@@ -183,8 +125,8 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     for s in range(ahead):
         if s:
             iv = before.value(tt.AddOp(iv, loop.step))
-        state = _issue(before, plan, buffers, iv, state, before.value(_constant(s)), loop.ub)
-    lookahead = before.value(tt.MulOp(before.value(_constant(ahead)), loop.step))
+        state = _issue(before, plan, slot_buffers, iv, state, before.value(constant(s)), loop.ub)
+    lookahead = before.value(tt.MulOp(before.value(constant(ahead)), loop.step))
 
     # The new loop carries the original values, the state S-1 iterations ahead and the two slots.
     body = loop.body.block
@@ -194,18 +136,18 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     write_slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args)) if plan.tma else None
     first = body.first_op
-    b = _Builder(body, first)
+    b = Builder(body, first)
     if plan.barriers is not None and phase is not None:
         b.add(tt.TmaWaitOp(plan.barriers, read_slot, phase))
     else:
         b.add(tt.AsyncWaitOp(stages - 2))
-    for load, (buffer, part) in zip(plan.loads, buffers):
+    for load, (buffer, part) in zip(plan.loads, slot_buffers):
         load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, read_slot, part)))
     iv_ahead = b.value(tt.AddOp(body.args[0], lookahead))
-    next_state = _issue(b, plan, buffers, iv_ahead, ahead_args, write_slot, loop.ub)
-    b = _Builder(body, yield_op)
-    next_read, next_write = _advance(b, read_slot, slots), _advance(b, write_slot, slots)
-    phases = [] if phase is None else [_flip(b, phase, read_slot, slots)]
+    next_state = _issue(b, plan, slot_buffers, iv_ahead, ahead_args, write_slot, loop.ub)
+    b = Builder(body, yield_op)
+    next_read, next_write = advance(b, read_slot, slots), advance(b, write_slot, slots)
+    phases = [] if phase is None else [flip(b, phase, read_slot, slots)]
     yield_op.detach()
     body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write, *phases))
     yield_op.erase()
@@ -213,8 +155,8 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
         load.detach()
         load.erase()
 
-    inits = [*loop.iter_args, *state, before.value(_constant(0)), before.value(_constant(ahead))]
-    inits += [before.value(_constant(0))] if plan.tma else []
+    inits = [*loop.iter_args, *state, before.value(constant(0)), before.value(constant(ahead))]
+    inits += [before.value(constant(0))] if plan.tma else []
     region = loop.detach_region(loop.body)
     new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
     new_loop.attributes.update(loop.attributes)
@@ -226,65 +168,7 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     loop.detach()
     loop.erase()
     region_dce(new_loop.body)
-    return _drop_dead_carried(new_loop)
-
-
-def _drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
-    """Remove iter_args whose result is unused and whose value only feeds its own update; gives the loop."""
-    body = loop.body.block
-    yield_op = body.last_op
-    dead = []
-    for i, (arg, res) in enumerate(zip(body.args[1:], loop.results)):
-        if res.uses:
-            continue
-        users = _forward(arg, yield_op)
-        if users is not None and all(u.index == i for u in users):
-            dead.append(i)
-    if not dead:
-        return loop
-    keep = [i for i in range(len(loop.iter_args)) if i not in dead]
-    operands = list(yield_op.operands)
-    yield_op.detach()
-    body.add_op(scf.YieldOp(*(operands[i] for i in keep)))
-    yield_op.erase()
-    region_dce(loop.body)
-    for i in reversed(dead):
-        body.erase_arg(body.args[1 + i])
-    inits = [loop.iter_args[i] for i in keep]
-    region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
-    new_loop.attributes.update(loop.attributes)
-    block = loop.parent_block()
-    assert block is not None
-    block.insert_op_before(new_loop, loop)
-    for i, new in zip(keep, new_loop.results):
-        loop.results[i].replace_all_uses_with(new)
-    loop.detach()
-    loop.erase()
-    return new_loop
-
-
-@dataclass(frozen=True)
-class _YieldUse:
-    index: int
-
-
-def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
-    """The yield operands that `value` reaches through pure ops only (None: it reaches anything else)."""
-    out: list[_YieldUse] = []
-    seen: set[Operation] = set()
-    pending = [value]
-    while pending:
-        for use in pending.pop().uses:
-            user = use.operation
-            if user is yield_op:
-                out.append(_YieldUse(use.index))
-            elif user not in seen:
-                if not user.has_trait(Pure) or user.regions:
-                    return None
-                seen.add(user)
-                pending += user.results
-    return out
+    return drop_dead_carried(new_loop)
 
 
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
@@ -311,9 +195,9 @@ def _inside_loop(op: Operation, outer: Block | None) -> bool:
 
 def _hoist(load: tt.LoadOp) -> tt.LocalLoadOp:
     """Replace the load with a one-slot buffer filled by `cp.async` (one commit group) and read back."""
-    b = _Builder(load.parent_block(), load)
+    b = Builder(load.parent_block(), load)
     buffer = b.value(tt.LocalAllocOp(1, tt.shape_of(load.result.type), tt.element_type(load.result.type)))
-    slot = b.value(_constant(0))
+    slot = b.value(constant(0))
     b.add(tt.AsyncCopyOp(load.ptr, buffer, slot, load.mask))
     b.add(tt.AsyncCommitOp())
     read = b.add(tt.LocalLoadOp(buffer, slot))

@@ -1,0 +1,140 @@
+"""Building blocks of the pipeliner's rewrites (pipeline.py, warp_specialize.py): an op builder, the buffers of
+a plan's loads, a slot counter and its mbarrier phase, dots left in flight, and the removal of dead loop-carried
+values."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i32
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import Pure
+from xdsl.transforms.dead_code_elimination import region_dce
+
+from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.pipeline_plan import Load, Plan
+
+
+def constant(value: int) -> tt.ConstantOp:
+    return tt.ConstantOp(IntegerAttr(value, 32), i32)
+
+
+class Builder:
+    """Appends ops before `anchor` (or at the end of a block)."""
+
+    def __init__(self, block: Block, anchor: Operation | None):
+        self.block, self.anchor = block, anchor
+
+    def add(self, op: Operation) -> Operation:
+        if self.anchor is None:
+            self.block.add_op(op)
+        else:
+            self.block.insert_op_before(op, self.anchor)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        return self.add(op).results[0]
+
+
+def advance(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
+    """`(slot + 1) % slots`."""
+    one, last = b.value(constant(1)), b.value(constant(slots - 1))
+    at_end = b.value(tt.CmpOp("eq", slot, last))
+    return b.value(tt.SelectOp(at_end, b.value(constant(0)), b.value(tt.AddOp(slot, one))))
+
+
+def keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> None:
+    """Leave `dots` in flight: after each the body waits for the previous iteration's instance of it (all
+    but the last `groups` commit groups done: one a dot, or a set of dots issued together), the code after
+    the loop for all."""
+    body = loop.body.block
+    outer = loop.parent_block()
+    assert outer is not None
+    for dot in dots:
+        dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
+        body.insert_op_after(wait := tt.DotWaitOp(dot.result, groups), dot)
+        body.last_op.operands[dot.acc.index - 1] = wait.result
+        result = loop.results[dot.acc.index - 1]
+        after = tt.DotWaitOp(result, 0)
+        result.replace_all_uses_with(after.result)
+        after.operands[0] = result
+        outer.insert_op_after(after, loop)
+
+
+def flip(b: Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:
+    """The mbarrier phase of the next iteration's read slot: flipped when `slot` is the last one."""
+    at_end = b.value(tt.CmpOp("eq", slot, b.value(constant(slots - 1))))
+    return b.value(tt.SelectOp(at_end, b.value(tt.SubOp(b.value(constant(1)), phase)), phase))
+
+
+def buffers(before: Builder, plan: Plan, slots: int) -> list[tuple[SSAValue, int]]:
+    """Per load, its buffer of `slots` slots and its part of each slot: a buffer of its own, or one shared with
+    the loads of its group (`plan.together`), one tile each side by side."""
+    placed: dict[Load, tuple[SSAValue, int]] = {}
+    for group in [*plan.together, *([ld] for ld in plan.loads)]:
+        if group[0] in placed:
+            continue
+        tile = group[0].result.type
+        buffer = before.value(tt.LocalAllocOp(slots, tt.shape_of(tile), tt.element_type(tile), len(group)))
+        placed.update((ld, (buffer, part)) for part, ld in enumerate(group))
+    return [placed[ld] for ld in plan.loads]
+
+
+def drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
+    """Remove iter_args whose result is unused and whose value only feeds its own update; gives the loop."""
+    body = loop.body.block
+    yield_op = body.last_op
+    dead = []
+    for i, (arg, res) in enumerate(zip(body.args[1:], loop.results)):
+        if res.uses:
+            continue
+        users = forward(arg, yield_op)
+        if users is not None and all(u.index == i for u in users):
+            dead.append(i)
+    if not dead:
+        return loop
+    keep = [i for i in range(len(loop.iter_args)) if i not in dead]
+    operands = list(yield_op.operands)
+    yield_op.detach()
+    body.add_op(scf.YieldOp(*(operands[i] for i in keep)))
+    yield_op.erase()
+    region_dce(loop.body)
+    for i in reversed(dead):
+        body.erase_arg(body.args[1 + i])
+    inits = [loop.iter_args[i] for i in keep]
+    region = loop.detach_region(loop.body)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
+    new_loop.attributes.update(loop.attributes)
+    block = loop.parent_block()
+    assert block is not None
+    block.insert_op_before(new_loop, loop)
+    for i, new in zip(keep, new_loop.results):
+        loop.results[i].replace_all_uses_with(new)
+    loop.detach()
+    loop.erase()
+    return new_loop
+
+
+@dataclass(frozen=True)
+class YieldUse:
+    index: int
+
+
+def forward(value: SSAValue, yield_op: Operation) -> list[YieldUse] | None:
+    """The yield operands that `value` reaches through pure ops only (None: it reaches anything else)."""
+    out: list[YieldUse] = []
+    seen: set[Operation] = set()
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            user = use.operation
+            if user is yield_op:
+                out.append(YieldUse(use.index))
+            elif user not in seen:
+                if not user.has_trait(Pure) or user.regions:
+                    return None
+                seen.add(user)
+                pending += user.results
+    return out
