@@ -51,6 +51,17 @@ class DeferredModule(ModuleType):
             _run_body(self)
         return ModuleType.__getattribute__(self, attr)
 
+    def __setattr__(self, attr: str, value: Any) -> None:
+        """The body first: set before it, `program.matmul_tiles = f` would be undone by the body's own import."""
+        if type(self) is DeferredModule:
+            _run_body(self)
+        ModuleType.__setattr__(self, attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        if type(self) is DeferredModule:
+            _run_body(self)
+        ModuleType.__delattr__(self, attr)
+
 
 def _run_body(module: DeferredModule) -> None:
     name = ModuleType.__getattribute__(module, "__name__")

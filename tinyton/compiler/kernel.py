@@ -108,6 +108,8 @@ class CompiledKernel:
         """Per device: the kernel's `Launcher` there."""
         self.tensor_maps: tuple[dict[str, Any], ...] = ()
         """Specs of the TMA maps the kernel takes after its parameters (tinyton/runtime/tensor_maps.py)."""
+        self.launch_warps = num_warps
+        """Warps a program is launched with once compiled: `num_warps`, and a warp-specialised kernel's producer."""
         self.run_with_all_arguments: Callable[..., None] | None = None
         """`(grid, *every kernel argument, constexprs included)`: set by the `@jit` function that compiled
         it, which knows the parameters this variant fixed; what `compiled[grid](...)` calls."""
@@ -158,14 +160,17 @@ class CompiledKernel:
                     )
                 self.shared_bytes = int(getattr(info, "shared_bytes", 0) or 0)
                 maps = [dict(spec) for spec in getattr(info, "tensor_maps", ())]
+                extra: dict[str, Any] = {"tensor_maps": maps} if maps else {}
+                if getattr(info, "launch_warps", 0) > self.num_warps:
+                    extra["launch_warps"] = info.launch_warps
                 entry = cache.CacheEntry(
-                    self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds,
-                    {"tensor_maps": maps} if maps else {},
+                    self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds, extra
                 )
                 with stage("disk cache store"):
                     cache.default_cache().put(key, entry)
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
             self.tensor_maps = tuple(entry.extra.get("tensor_maps", ()))
+            self.launch_warps = entry.extra.get("launch_warps", self.num_warps)
             target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
             self.target_arch = target.group(1) if target else arch
 
@@ -243,7 +248,8 @@ class CompiledKernel:
 
     @property
     def threads(self) -> int:
-        return 32 * self.num_warps
+        """Threads of a program (its `launcher` compiles the kernel first, which knows of producer warps)."""
+        return 32 * self.launch_warps
 
     def check_host_arrays(self, args: Sequence[Any]) -> None:
         """Refuse, before running, NumPy arguments that cannot be a pointer (negative strides) and read-only

@@ -13,8 +13,8 @@ Design rules, so that every consumer (simulator, lowering, fusion codegen) stays
 This module holds the program-geometry, reduction and dot ops and the dialect itself; the types are in
 `tt_types`, pointer arithmetic, loads and stores in `tt_memory`, the elementwise ops in `tt_elementwise`,
 `tt_math` and `tt_libm`, shape ops in `tt_shapes`, reductions and scans with a combine region in `tt_combine`,
-debugging ops in `tt_debug`, and the atomic, random, indexing, shared-memory and TMA ops in their own modules
-(all re-exported here).
+debugging ops in `tt_debug`, and the atomic, random, indexing, shared-memory, TMA and warp-specialisation ops in
+their own modules (all re-exported here).
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ from tinyton.dialects.tt_shared import (
 )
 from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
+)
+from tinyton.dialects.tt_warps import (
+    PRODUCER_WARPS, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp, WarpSpecializeOp,
 )
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp
@@ -402,6 +405,7 @@ Tt = Dialect(
         DotOp,
         *SHARED_OPS,
         *TMA_OPS,
+        *WARP_OPS,
         *ATOMIC_OPS,
         *RANDOM_OPS,
         *MATH_OPS,
@@ -428,6 +432,6 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "ProgramIdOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
     "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
-    "TMA_OPS", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
+    "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PRODUCER_WARPS", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
     "UnaryOp", "verify_tile_shape", "XorOp",
 ]  # fmt: skip

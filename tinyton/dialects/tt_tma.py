@@ -118,15 +118,21 @@ class BarrierAllocOp(IRDLOperation):
 
 @irdl_op_definition
 class BarrierInitOp(IRDLOperation):
-    """Initialise every mbarrier of `barriers` to one arrival per phase, visible to all threads after."""
+    """Initialise every mbarrier of `barriers` to `arrivals` arrivals per phase (1 if absent), visible to all
+    threads after."""
 
     name = "tt.barrier_init"
     barriers = operand_def(MemRefType)
+    arrivals = opt_prop_def(IntegerAttr[I32])
     traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$barriers attr-dict `:` type($barriers)"
+    assembly_format = "$barriers (`arrivals` $arrivals^)? attr-dict `:` type($barriers)"
 
-    def __init__(self, barriers: Operand):
-        super().__init__(operands=[barriers])
+    def __init__(self, barriers: Operand, arrivals: int = 1):
+        super().__init__(operands=[barriers], properties={"arrivals": IntegerAttr(arrivals, 32)} if arrivals != 1 else {})
+
+    @property
+    def arrival_count(self) -> int:
+        return 1 if self.arrivals is None else self.arrivals.value.data
 
 
 @irdl_op_definition

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, IntegerType, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, UnitAttr, i32, i64
 from xdsl.ir import Block, Region
 
 from tinyton.dialects.tt import element_type, is_float, shape_of
@@ -36,6 +36,8 @@ CONSTEXPR_WHILE_MAX_TRIPS = 4096
 """A `while` whose condition stays a constexpr this long is taken for an endless loop."""
 LOOP_HINTS = {"num_stages": "tt.num_stages", "loop_unroll_factor": "tt.loop_unroll_factor"}
 """`tt.range` keyword -> the `scf.for` attribute that carries it."""
+LOOP_FLAGS = {"warp_specialize": "tt.warp_specialize"}
+"""`tt.range` keywords that, True, put a unit attribute on the `scf.for` (tinyton/lowering/tt_to_llvm/warp_specialize.py)."""
 
 
 class Loops:
@@ -144,7 +146,7 @@ class Loops:
             for i in range(len(template.tiles())):
                 self.scope[f"{n}#{i}"] = new.tiles()[i] if same else new
 
-    def runtime_loop(self, node: ast.For, bounds: tuple[Any, Any, Any], hints: dict[str, int]) -> None:
+    def runtime_loop(self, node: ast.For, bounds: tuple[Any, Any, Any], hints: dict[str, int | bool]) -> None:
         """`scf.for` carrying the reassigned variables that hold numbers or tiles before the loop."""
         var = node.target.id
         space, variable = self.loop_space(bounds)
@@ -171,7 +173,10 @@ class Loops:
                 block.erase_arg(arg)
         loop = scf.ForOp(*(b.value for b in space), [t.value for t, k in zip(inits, kept) if k], block)
         for name, value in hints.items():
-            loop.attributes[LOOP_HINTS[name]] = IntegerAttr(value, 32)
+            if name in LOOP_FLAGS:
+                loop.attributes[LOOP_FLAGS[name]] = UnitAttr()
+            else:
+                loop.attributes[LOOP_HINTS[name]] = IntegerAttr(value, 32)
         self.b.insert(loop)
         results = iter(loop.results)
         line = self.line(node)
@@ -279,7 +284,9 @@ def _needs_64_bits(bound: Any) -> bool:
     return isinstance(bound, int) and not -(2**31) <= bound < 2**31
 
 
-def loop_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[tuple[Any, Any, Any], dict[str, int]]:
+def loop_arguments(
+    fn: Any, args: list[Any], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, Any, Any], dict[str, int | bool]]:
     """((start, end, step), loop hints) of `range(...)` / `tt.range(...)` / `tt.static_range(...)`."""
     if fn is range:
         if kwargs or not 1 <= len(args) <= 3:
@@ -301,4 +308,10 @@ def loop_arguments(fn: Any, args: list[Any], kwargs: dict[str, Any]) -> tuple[tu
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise CompilationError(f"tt.range(): {name} must be a constexpr non-negative int, got {describe(value)}")
             hints[name] = value
+    for name in LOOP_FLAGS:
+        value = named.get(name, False)
+        if not isinstance(value, bool):
+            raise CompilationError(f"tt.range(): {name} must be a constexpr bool, got {describe(value)}")
+        if value:
+            hints[name] = True
     return bounds, hints

@@ -97,7 +97,9 @@ def range(  # Triton's spelling: tt.range
 ) -> builtins.range:
     """A loop that always becomes `scf.for` (never unrolled by the frontend). `num_stages` and
     `loop_unroll_factor` travel as `tt.num_stages` / `tt.loop_unroll_factor` attributes of the loop for
-    the lowering (a software pipeliner may read them); the other Triton hints are accepted and ignored."""
+    the lowering (the software pipeliner reads the first); `warp_specialize=True` asks it for a producer
+    warpgroup loading the loop's TMA operands while the program's warps compute (sm_90a); the other Triton
+    hints are accepted and ignored."""
     return static_range(arg1, arg2, step)
 
 

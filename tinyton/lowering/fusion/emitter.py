@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    UnitAttr,
     i1,
     i32,
 )
@@ -232,9 +233,10 @@ class Emitter:
     def for_loop(
         self, lb: int | SSAValue, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],
         body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]], num_stages: int | None = None,
+        warp_specialize: bool = False,
     ) -> list[SSAValue]:
         """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`; `num_stages`
-        asks the pipeliner for that depth.
+        asks the pipeliner for that depth, `warp_specialize` for a producer warpgroup.
 
         The body is built before the loop op is inserted, so code emitted meanwhile into the enclosing
         block (hoisted loop invariants) lands before the loop."""
@@ -249,6 +251,8 @@ class Emitter:
         loop = scf.ForOp(*bounds, list(carried), block)
         if num_stages is not None:
             loop.attributes[tt.NUM_STAGES_ATTR] = IntegerAttr(num_stages, 32)
+        if warp_specialize:
+            loop.attributes[tt.WARP_SPECIALIZE_ATTR] = UnitAttr()
         self.emit(loop)
         return list(loop.results)
 

@@ -196,6 +196,8 @@ def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     half = rotation_half(dom)
     nn = Source((n - 1,), shape[-1], tiles.block_n, 1, pair=half if pairable(half, tiles.block_n) else 0)
     notes = {"BM": tiles.block_m, "BN": tiles.block_n, "BK": tiles.block_k, "STAGES": tiles.num_stages}
+    if tiles.warp_specialize:
+        notes["WARP_SPECIALIZE"] = 1
     if tiles.split_k == 1 or len({op.lhs for op in products(dom)}) > 1:  # one K loop splits
         return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)
     ranges = Source((), tiles.split_k)

@@ -231,7 +231,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
         return [*out, *next_tiles]
 
     stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
-    results = em.for_loop(lb, ub, bk, [*acc0, *row0, *tiles0], body, stages)
+    warp_specialize = bool(rg.geom.notes.get("WARP_SPECIALIZE")) and not gemv
+    results = em.for_loop(lb, ub, bk, [*acc0, *row0, *tiles0], body, stages, warp_specialize)
     for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
         rg.root.memo[red.result] = finish_row(rg, red, part, K)
     # the GEMV form's lanes summed over K, as the `[1, BN]` row; a split K: the ranges' sums, in the last program

@@ -7,6 +7,7 @@ what it is given, clamped to the problem (`fit`), so that every configuration is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from math import prod
@@ -90,7 +91,9 @@ class MatmulTiles:
     (`num_stages`: the depth of the shared-memory ring the K loop is pipelined through). `block_m` 1 is the
     GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile, its
     `num_stages - 1` next K steps' tiles in registers. `split_k` > 1 cuts K into that many ranges, a program
-    each, the last of a tile's programs to finish summing their partial products (`split_k.py`)."""
+    each, the last of a tile's programs to finish summing their partial products (`split_k.py`).
+    `warp_specialize` asks for a producer warpgroup that loads the K steps while the program's warps compute
+    (tinyton/lowering/tt_to_llvm/warp_specialize.py; sm_90a, TMA operands)."""
 
     block_m: int
     block_n: int
@@ -98,6 +101,7 @@ class MatmulTiles:
     num_warps: int
     num_stages: int = 3
     split_k: int = 1
+    warp_specialize: bool = False
 
     def fit(self, p: MatmulProblem) -> MatmulTiles:
         """The same configuration with no block larger than the problem needs (and none below DOT_MIN)."""
@@ -111,7 +115,8 @@ class MatmulTiles:
         lanes = bn * bk if bm == 1 else bm * bn
         splits = max(1, min(self.split_k, cdiv(p.k, bk)))
         per_warp = LANES_PER_SKINNY_WARP if bm == DOT_MIN else 256
-        return MatmulTiles(bm, bn, bk, max(1, min(self.num_warps, lanes // per_warp)), self.num_stages, splits)
+        warps = max(1, min(self.num_warps, lanes // per_warp))
+        return MatmulTiles(bm, bn, bk, warps, self.num_stages, splits, self.warp_specialize and warps % 4 == 0)
 
     def programs(self, p: MatmulProblem) -> int:
         """Programs of the launch over `p` (its K ranges included)."""
@@ -143,6 +148,22 @@ decode-like shapes, square ones, and the large tiles that tensor cores want (64-
 warpgroups for wgmma on Hopper). The two-stage 128 x 128 x 64 tile takes 96 KiB of shared memory, so two
 programs share an SM and one's epilogue overlaps the other's K loop: a GELU-tanh epilogue's 16M tanh cost
 ~60 µs more on the one-program-an-SM tiles (bf16 4096^3 on an H200: 252 µs, against 264 at 128 x 256 x 64)."""
+
+
+WARP_SPECIALIZED_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(128, 256, 64, 8, 4, warp_specialize=True),
+    MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True),
+)
+"""The large tiles with a producer warpgroup (four stages: the consumers release their slots themselves, no slot
+is kept for the dots in flight), measured beside CANDIDATES when `TINYTON_WARP_SPECIALIZE=1` (`warp_specialized`):
+they have not run on a GPU yet, and a wrong mbarrier protocol hangs rather than failing."""
+
+WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
+
+
+def warp_specialized() -> bool:
+    """Whether the tuner measures the warp-specialised tiles (`TINYTON_WARP_SPECIALIZE=1`)."""
+    return os.environ.get(WARP_SPECIALIZE_ENV, "0") not in ("", "0")
 
 
 SKINNY_ROWS = 64
@@ -284,7 +305,8 @@ def candidates(p: MatmulProblem) -> list[MatmulTiles]:
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
-    tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *skinny, *gemv]))
+    large = [t.fit(p) for t in WARP_SPECIALIZED_CANDIDATES] if warp_specialized() and p.m > SKINNY_ROWS else []
+    tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *large, *skinny, *gemv]))
     fitting = [t for t in tiles if accumulator_registers(p, t) <= register_budget(p)]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
 

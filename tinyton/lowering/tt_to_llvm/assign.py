@@ -117,6 +117,9 @@ class LayoutAssignment:
             self._visit_if(op)
         elif isinstance(op, scf.WhileOp):
             self._visit_while(op)
+        elif isinstance(op, tt.WarpSpecializeOp):
+            for region in op.regions:
+                self._visit_block(region.block)
         elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp, tt.InlineAsmOp)):
             self._assign_results(op)
         elif len(op.results) == 1 and is_tile(op.results[0]):

@@ -273,6 +273,10 @@ class AxisAnalysis:
             for region in (op.before_region, op.after_region):
                 self._visit_block(region.block)
             return
+        if isinstance(op, tt.WarpSpecializeOp):
+            for region in op.regions:
+                self._visit_block(region.block)
+            return
         if isinstance(op, scf.IfOp):
             for region in (op.true_region, op.false_region):
                 if region.blocks:

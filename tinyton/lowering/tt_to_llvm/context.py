@@ -43,6 +43,10 @@ SMEM_ANYWHERE = (0, 1 << 30)
 """`smem_pending` when any byte may still be read."""
 
 
+NAMED_BARRIER = 1
+"""The hardware barrier a warp-specialised kernel's consumers synchronise on (0 is every thread's)."""
+
+
 class LoweringError(DiagnosticException):
     """The kernel cannot be lowered (unsupported op, too much shared memory, ...)."""
 
@@ -151,6 +155,11 @@ class KernelContext(Emitter):
         """Byte offset of each `tt.local_alloc` buffer (and `tt.barrier_alloc` mbarriers)."""
         self.tensor_maps: dict[Operation, SSAValue] = {}
         """The parameter holding the TMA map each `tt.tma_copy` reads (tinyton/lowering/tt_to_llvm/tma.py)."""
+        self.barrier_threads: int | None = None
+        """Threads of the named barrier `barrier()` stands for (a warp-specialised kernel's consumers: its producer
+        warps take no part); None: every thread of the program."""
+        self.leader_warp = 0
+        """The warp whose lane 0 issues the program's TMA copies and mbarrier arrivals (the producer's first)."""
         self.smem_bytes = 0
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""
@@ -277,7 +286,11 @@ class KernelContext(Emitter):
         return self.gep(base, index, elem)
 
     def barrier(self) -> None:
-        self.insert(nvvm.Barrier0Op())
+        if self.barrier_threads is None:
+            self.insert(nvvm.Barrier0Op())
+            return
+        operands = [self.const(NAMED_BARRIER), self.const(self.barrier_threads)]
+        self.insert(llvm.CallIntrinsicOp("llvm.nvvm.barrier.cta.sync.aligned.count", operands, []))
 
     # --- values -------------------------------------------------------------------------------
 

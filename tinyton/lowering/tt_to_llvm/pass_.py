@@ -46,6 +46,7 @@ from tinyton.lowering.tt_to_llvm import (
     scan,
     shapes,
     tma,
+    warp_roles,
 )
 from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis
@@ -60,6 +61,7 @@ from tinyton.lowering.tt_to_llvm.context import (
 )
 from tinyton.lowering.tt_to_llvm.float8_dot import prepare_float8_dots
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
+from tinyton.lowering.tt_to_llvm.warp_specialize import launch_registers
 from tinyton.lowering.tt_to_llvm.emitter import GLOBAL_PTR
 from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import runs_on_wgmma, uses_wgmma
@@ -85,6 +87,8 @@ class KernelInfo:
     """The tt type of each parameter, printed: `!tt.ptr<f32>`, `i32`, `f32`."""
     tensor_maps: tuple[dict[str, Any], ...] = ()
     """The TMA maps the kernel takes after its parameters, one pointer each (tinyton/runtime/tensor_maps.py)."""
+    launch_warps: int = 0
+    """Warps to launch: `num_warps` and a warp-specialised kernel's producer warps (0: `num_warps`)."""
 
 
 def is_kernel(function: func.FuncOp) -> bool:
@@ -126,7 +130,10 @@ def lower_to_llvm(
         body=Region(Block(arg_types=params)),
     )
     fn.attributes["nvvm.kernel"] = UnitAttr()
-    fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * warps, 1, 1])
+    launch = warp_roles.launch_warps(kernel, warps)
+    fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * launch, 1, 1])
+    if launch > warps:  # setmaxnreg moves registers between warpgroups: launch with all of them
+        fn.attributes["nvvm.maxnreg"] = IntegerAttr(launch_registers(32 * launch), i32)
     if isinstance(least := module.attributes.get(MIN_PROGRAMS_ATTR), IntegerAttr):
         fn.attributes["nvvm.minctasm"] = IntegerAttr(least.value.data, i32)
 
@@ -160,7 +167,7 @@ def lower_to_llvm(
     kernel.detach()
     kernel.erase()
     module.attributes[NUM_WARPS_ATTR] = IntegerAttr(warps, 32)
-    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps))
+    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps), launch)
 
 
 def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:

@@ -74,6 +74,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     keep_in_flight,
 )
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
+from tinyton.lowering.tt_to_llvm.warp_specialize import specialize_loop, wants_warp_specialization
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -245,10 +246,14 @@ def pipeline_module(
         plan = plan_loop(loop, warps, arch, tma)
         if plan is None:
             continue
+        plan.warp_specialized = wants_warp_specialization(plan, warps, arch)
         stages = stage_count(loop, module, plan, budget)
         if stages < 2:
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
+        if plan.warp_specialized:
+            specialize_loop(plan, stages, warps)
+            continue
         new_loop = pipeline_loop(plan, stages)
         if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies
             pipelined.add(new_loop)

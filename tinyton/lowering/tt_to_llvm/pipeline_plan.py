@@ -78,16 +78,19 @@ class Plan:
         """wgmma commit groups of an iteration: one per in-flight dot, those issued together counting once."""
         return len(self.async_dots) - sum(len(g) - 1 for g in self.together)
 
+    warp_specialized: bool = False
+    """Whether a producer warpgroup fills the slots (warp_specialize.py): consumers release each slot themselves."""
+
     @property
     def extra_slots(self) -> int:
-        """Slots per buffer beyond the stages: one when dots stay in flight."""
-        return int(bool(self.async_dots))
+        """Slots per buffer beyond the stages: one when dots stay in flight (unless warp-specialised)."""
+        return int(bool(self.async_dots) and not self.warp_specialized)
 
     @property
     def stage_bytes(self) -> int:
         """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
         tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * tile_elements(ld.result) for ld in self.loads)
-        return tiles + 8 * self.tma
+        return tiles + 8 * self.tma * (1 + self.warp_specialized)
 
 
 def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:

@@ -51,12 +51,9 @@ def issue_tma(
     add, loads: Sequence[tt.DescriptorLoadOp], mapping: dict[SSAValue, SSAValue],
     buffers: Sequence[tuple[SSAValue, int]], barriers: SSAValue, slot: SSAValue, valid: SSAValue,
 ) -> None:
-    """Copy the blocks of one iteration (whose offsets `mapping` renames) into `slot` (each into its buffer's
-    part), then arrive."""
+    """Copy the blocks of one iteration (whose sizes, strides and offsets `mapping` renames: they may be computed
+    in the loop) into `slot` (each into its buffer's part), then arrive."""
     for load, (buffer, part) in zip(loads, buffers):
-        offsets = [mapping.get(v, v) for v in load.offsets]
-        add(tt.TmaCopyOp(
-            load.base, list(load.shape), list(load.strides), offsets, buffer, barriers, slot, valid, load.padding.data,
-            part,
-        ))
+        shape, strides, offsets = ([mapping.get(v, v) for v in values] for values in (load.shape, load.strides, load.offsets))
+        add(tt.TmaCopyOp(load.base, shape, strides, offsets, buffer, barriers, slot, valid, load.padding.data, part))
     add(tt.TmaArriveOp(barriers, slot, valid))

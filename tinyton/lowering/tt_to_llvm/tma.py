@@ -159,8 +159,14 @@ def _barrier(ctx: KernelContext, barriers: SSAValue, slot: SSAValue) -> SSAValue
 
 
 def _leader(ctx: KernelContext) -> SSAValue:
-    """True in thread 0 only."""
-    return ctx.cached(("tma-leader",), lambda: ctx.icmp("eq", ctx.int_op("or", ctx.lane, ctx.warp), ctx.const(0)))
+    """True in lane 0 of the leader warp only (thread 0, or the producer's first thread)."""
+    warp = ctx.leader_warp
+
+    def build() -> SSAValue:
+        other = ctx.int_op("xor", ctx.warp, ctx.const(warp)) if warp else ctx.warp
+        return ctx.icmp("eq", ctx.int_op("or", ctx.lane, other), ctx.const(0))
+
+    return ctx.cached(("tma-leader", warp), build)
 
 
 @lowers(tt.BarrierAllocOp)
@@ -174,7 +180,8 @@ def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
     leader = _leader(ctx)
     for s in range(slots):
         bar = _address(ctx, ctx.smem_ptr(i64, s, ctx.local_buffers[op.barriers]))
-        _inline_asm(ctx, ["@$0 mbarrier.init.shared::cta.b64 [$1], 1;"], [], [("b", leader), ("r", bar)], None)
+        line = f"@$0 mbarrier.init.shared::cta.b64 [$1], {op.arrival_count};"
+        _inline_asm(ctx, [line], [], [("b", leader), ("r", bar)], None)
     ctx.insert(nvvm.FenceMbarrierInitOp())
     ctx.barrier()
 
@@ -211,8 +218,9 @@ def lower_tma_arrive(ctx: KernelContext, op: tt.TmaArriveOp) -> None:
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
 
 
-@lowers(tt.TmaWaitOp)
-def lower_tma_wait(ctx: KernelContext, op: tt.TmaWaitOp) -> None:
+@lowers(tt.TmaWaitOp, tt.BarrierWaitOp)
+def lower_tma_wait(ctx: KernelContext, op: tt.TmaWaitOp | tt.BarrierWaitOp) -> None:
+    """Every thread waits for the phase; `tt.tma_wait` then synchronises the program."""
     bar = _barrier(ctx, op.barriers, op.slot)
     lines = [
         "{",
@@ -223,4 +231,13 @@ def lower_tma_wait(ctx: KernelContext, op: tt.TmaWaitOp) -> None:
         "}",
     ]
     _inline_asm(ctx, lines, [], [("r", bar), ("r", ctx.scalar(op.phase))], None)
-    ctx.barrier()
+    if isinstance(op, tt.TmaWaitOp):
+        ctx.barrier()
+
+
+@lowers(tt.BarrierArriveOp)
+def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
+    """Lane 0 of each warp arrives (the warp's lanes are past the `wgmma.wait_group` that freed the slot)."""
+    pred = ctx.int_op("and", ctx.icmp("eq", ctx.lane, ctx.const(0)), ctx.scalar(op.valid))
+    bar = _barrier(ctx, op.barriers, op.slot)
+    _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
