@@ -150,7 +150,7 @@ def test_transpose_keeps_each_dimensions_facts():
 
 def test_kernel_info_and_module():
     info, module = lowered(kernels.vadd())
-    assert info == KernelInfo("vadd", 4, 0, ("!tt.ptr<f32>", "!tt.ptr<f32>", "!tt.ptr<f32>", "i32"))
+    assert info == KernelInfo("vadd", 4, 0, ("!tt.ptr<f32>", "!tt.ptr<f32>", "!tt.ptr<f32>", "i32"), launch_warps=4)
     text = str(module)
     assert "llvm.func @vadd" in text and "nvvm.kernel" in text and "nvvm.reqntid = array<i32: 128, 1, 1>" in text
     assert "func.func" not in text and "tt." not in text.replace("tt.num_warps", "")

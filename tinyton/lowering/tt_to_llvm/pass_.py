@@ -88,7 +88,7 @@ class KernelInfo:
     tensor_maps: tuple[dict[str, Any], ...] = ()
     """The TMA maps the kernel takes after its parameters, one pointer each (tinyton/runtime/tensor_maps.py)."""
     launch_warps: int = 0
-    """Warps to launch: `num_warps` and a warp-specialised kernel's producer warps (0: `num_warps`)."""
+    """Warps to launch: `num_warps`, and a warp-specialised kernel's producer warps."""
 
 
 def is_kernel(function: func.FuncOp) -> bool:

@@ -1,0 +1,187 @@
+"""Warp specialisation (lowering/tt_to_llvm/warp_specialize.py, warp_roles.py): a K loop whose operands arrive by TMA
+split into a producer warpgroup and the program's warps, asked for by `tl.range(..., warp_specialize=True)` in a
+kernel and by a `warp_specialize` tile in an array program; which loops qualify; the PTX's registers, barriers and
+launch size; the tuner's warp-specialised candidates only on request; on a GPU, NumPy's results.
+
+The simulator runs the loop as written (the split is the lowering's), so the results below are NumPy's on it by
+construction; the PTX tests are what holds the split's shape without a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.dialects import scf
+
+import tinyton as tt
+import tinyton.language as tl
+from tinyton.compiler import compile_module, program
+from tinyton.dialects import tt as ttd
+from tinyton.frontend.tracing import trace
+from tinyton.lowering.fusion import fusion_to_kernels
+from tinyton.lowering.fusion.matmul_tiles import (
+    WARP_SPECIALIZE_ENV,
+    WARP_SPECIALIZED_CANDIDATES,
+    MatmulProblem,
+    MatmulTiles,
+    candidates,
+)
+from tinyton.lowering.ptx import assemble_ptx
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx.usage import register_usage
+from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
+from tinyton.rewrites.pipeline import fuse_module
+from tinyton.tools.tensor_descriptor import TensorDescriptor
+
+BF16 = ml_dtypes.bfloat16
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+WIDE = MatmulTiles(128, 256, 64, 8, 4, warp_specialize=True)
+PAIR = MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True)
+
+
+@tt.jit
+def ws_matmul(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=4, warp_specialize=True):
+        acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
+    rm = pid_m * BM + tl.arange(0, BM)[:, None]
+    rn = pid_n * BN + tl.arange(0, BN)[None, :]
+    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+
+
+def swiglu(x, w1, w3):
+    gate = x @ w1.T
+    return tt.sigmoid(gate) * gate * (x @ w3.T)
+
+
+def gelu_linear(x, w, b):
+    y = x @ w.T + b
+    return 0.5 * y * (1 + tt.tanh(0.7978845608 * (y + 0.044715 * y * y * y)))
+
+
+def _array_inputs(fn, m=300, n=520, k=264, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(BF16)
+    ws = [(rng.standard_normal((n, k)) * 0.05).astype(BF16) for _ in range(2 if fn is swiglu else 1)]
+    return [x, *ws] if fn is swiglu else [x, *ws, rng.standard_normal(n).astype(BF16)]
+
+
+def _kernel(fn, tiles):
+    (spec,) = fusion_to_kernels(fuse_module(trace(fn, _array_inputs(fn))), choose_tiles=lambda p: tiles.fit(p))
+    return spec
+
+
+def _split(module) -> ttd.WarpSpecializeOp | None:
+    return next((op for op in module.walk() if isinstance(op, ttd.WarpSpecializeOp)), None)
+
+
+@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR)], ids=["gelu", "swiglu"])
+def test_an_array_tile_splits_its_kernel(fn, tiles):
+    """The producer copies and waits only; the consumers hold the dots (SwiGLU's two on one slot's two parts),
+    release the slots, and run the epilogue's stores; no `tt.tma_wait` (no barrier of all threads) is left."""
+    spec = _kernel(fn, tiles)
+    module = spec.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=spec.num_warps, arch="sm_90a")
+    split = _split(module)
+    assert split is not None and split.producer_warps.value.data == 4
+    producer = [type(op) for op in split.producer.walk()]
+    consumer = [type(op) for op in split.consumer.walk()]
+    assert ttd.TmaCopyOp in producer and ttd.DotOp not in producer and ttd.StoreOp not in producer
+    assert consumer.count(ttd.DotOp) == (2 if fn is swiglu else 1) and ttd.StoreOp in consumer
+    assert ttd.BarrierArriveOp in consumer and ttd.TmaCopyOp not in consumer
+    assert not any(isinstance(op, ttd.TmaWaitOp) for op in module.walk())
+    inits = [op.arrival_count for op in module.walk() if isinstance(op, ttd.BarrierInitOp)]
+    assert sorted(inits) == [1, spec.num_warps]
+    slots = {op.result.type.get_shape()[0] for op in module.walk() if isinstance(op, ttd.LocalAllocOp)}
+    assert slots == {4}  # the stages asked for: no slot kept for the dots in flight
+
+
+def test_only_what_qualifies_is_split():
+    """No request, a target without wgmma or TMA (sm_80): the usual pipeline."""
+    plain = _kernel(gelu_linear, MatmulTiles(128, 256, 64, 8, 4))
+    module = plain.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=8, arch="sm_90a")
+    assert _split(module) is None
+    module = _kernel(gelu_linear, WIDE).module.clone()
+    pipeline_module(module, 160 * 1024, num_warps=8, arch="sm_80")
+    assert _split(module) is None
+
+
+@needs_ptxas
+@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR)], ids=["gelu", "swiglu"])
+def test_ptx_of_a_split_kernel(fn, tiles):
+    """384 threads launched with 168 registers each (`.maxnreg`), the producer's cut to 40 and the consumers'
+    raised to 232; the only barriers of all threads initialise the mbarriers, before the split; no spills."""
+    spec = _kernel(fn, tiles)
+    kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
+    ptx = kernel.asm["ptx"]
+    assert kernel.threads == 384
+    assert re.search(r"\.reqntid 384, 1, 1", ptx) and re.search(r"\.maxnreg 168", ptx)
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    split = ptx.index("setmaxnreg.dec")
+    assert ptx.count("bar.sync \t0;") == 2 and ptx.rindex("bar.sync \t0;") < split
+    assert register_usage(ptx, "sm_90a") == (168, 0)
+    if fn is swiglu:  # the two products are one wgmma a K step (dots issued together) in the split kernel too
+        assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)", ptx)) == {"m64n256k16"}
+    assemble_ptx(ptx, "sm_90a")
+
+
+def _ws_kernel(m=256, n=256, k=256):
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    return a, b, TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128])
+
+
+@needs_ptxas
+def test_a_kernel_asks_for_it_with_tl_range():
+    """Triton's spelling: `tl.range(0, K, BK, warp_specialize=True)` over tensor-descriptor loads."""
+    a, b, ad, bd = _ws_kernel()
+    c = np.zeros((256, 256), np.float32)
+    compiled = ws_matmul.compile(ad, bd, c, 256, 256, 256, 128, 128, 64, num_warps=8)
+    loop = next(op for op in compiled.module.walk() if isinstance(op, scf.ForOp))
+    assert ttd.WARP_SPECIALIZE_ATTR in loop.attributes
+    kernel = compile_module(compiled.module.clone(), num_warps=8, arch="sm_90a")
+    ptx = kernel.asm["ptx"]
+    assert "setmaxnreg.dec" in ptx and kernel.threads == 384
+    assemble_ptx(ptx, "sm_90a")
+
+
+def test_a_kernel_with_the_request_computes_numpys_product():
+    a, b, ad, bd = _ws_kernel(200, 136, 264)
+    c = np.zeros((200, 136), np.float32)
+    ws_matmul[(tt.cdiv(200, 128), tt.cdiv(136, 128))](ad, bd, c, 200, 136, 264, 128, 128, 64, num_warps=8)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
+def test_the_tuner_measures_warp_specialised_tiles_on_request(monkeypatch):
+    """Not yet run on a GPU (a wrong mbarrier protocol hangs), so only with TINYTON_WARP_SPECIALIZE=1."""
+    problem = MatmulProblem(1, 4096, 4096, 4096, "bfloat16")
+    assert not any(t.warp_specialize for t in candidates(problem))
+    monkeypatch.setenv(WARP_SPECIALIZE_ENV, "1")
+    assert {t for t in candidates(problem) if t.warp_specialize} == {t.fit(problem) for t in WARP_SPECIALIZED_CANDIDATES}
+    assert not any(t.warp_specialize for t in candidates(MatmulProblem(1, 16, 4096, 4096, "bfloat16")))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True))],
+                         ids=["gelu", "swiglu", "two-stages"])
+def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles):
+    """300 rows, 520 columns, K 264: masked row and column blocks, a ragged last K step zero-filled by TMA."""
+    monkeypatch.setenv("TINYTON_BACKEND", "cuda")
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+    args = _array_inputs(fn, seed=3)
+    got = np.asarray(tt.jit(fn)(*args)).astype(np.float32)
+    with monkeypatch.context() as m:
+        m.setenv("TINYTON_BACKEND", "sim")
+        want = np.asarray(tt.jit(fn)(*args)).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.gpu
+def test_a_split_kernel_matches_numpy_on_the_gpu(monkeypatch):
+    monkeypatch.setenv("TINYTON_BACKEND", "cuda")
+    test_a_kernel_with_the_request_computes_numpys_product()
