@@ -114,14 +114,14 @@ def test_only_what_qualifies_is_split():
 @needs_ptxas
 @pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR)], ids=["gelu", "swiglu"])
 def test_ptx_of_a_split_kernel(fn, tiles):
-    """384 threads launched with 168 registers each (`.maxnreg`), the producer's cut to 40 and the consumers'
-    raised to 232; the only barriers of all threads initialise the mbarriers, before the split; no spills."""
+    """384 threads launched with 168 registers each (`.maxnreg`), the producer's cut to 24 and the consumers'
+    raised to 240; the only barriers of all threads initialise the mbarriers, before the split; no spills."""
     spec = _kernel(fn, tiles)
     kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
     ptx = kernel.asm["ptx"]
     assert kernel.threads == 384
     assert re.search(r"\.reqntid 384, 1, 1", ptx) and re.search(r"\.maxnreg 168", ptx)
-    assert "setmaxnreg.dec.sync.aligned.u32 40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 24;" in ptx and "setmaxnreg.inc.sync.aligned.u32 240;" in ptx
     split = ptx.index("setmaxnreg.dec")
     assert ptx.count("bar.sync \t0;") == 2 and ptx.rindex("bar.sync \t0;") < split
     assert register_usage(ptx, "sm_90a") == (168, 0)

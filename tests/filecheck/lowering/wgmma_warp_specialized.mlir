@@ -6,7 +6,7 @@
 // its dot; the stores after the loop run in the consumers (a column maximum, reduced across their warps through
 // shared memory). Three stages, no extra slot: the consumers release the slots themselves. Lowered: 256 threads
 // (`.reqntid`) launched with 248 registers each (`.maxnreg`: the whole register file, which setmaxnreg only moves
-// between warpgroups), the producer's cut to 40 (the consumers already hold the most a thread may: no `inc`), its
+// between warpgroups), the producer's cut to 24 (the consumers already hold the most a thread may: no `inc`), its
 // TMA issued by its first thread (warp 4, lane 0), and no barrier of all threads after the split: the
 // consumers' reduction synchronises on named barrier 1 of their 128 threads.
 // REQUIRES: mlir-tools
@@ -20,7 +20,7 @@
 // TT:      %[[EMPTY:.*]] = tt.barrier_alloc : memref<3xi64, 3 : i32>
 // TT:      tt.barrier_init %[[FULL]] :
 // TT:      tt.barrier_init %[[EMPTY]] arrivals 4 :
-// TT:      tt.warp_specialize producer(4 warps, 40 registers) {
+// TT:      tt.warp_specialize producer(4 warps, 24 registers) {
 // TT:        scf.for
 // TT:          tt.barrier_wait %[[EMPTY]][%[[PSLOT:.*]]] phase
 // TT:          "tt.tma_copy"(%a_ptr
@@ -43,7 +43,7 @@
 // LLVM:     nvvm.reqntid = array<i32: 256, 1, 1>, nvvm.maxnreg = 248 : i32
 // LLVM:     mbarrier.init.shared::cta.b64 [$1], 1;
 // LLVM:     mbarrier.init.shared::cta.b64 [$1], 4;
-// LLVM:     setmaxnreg.dec.sync.aligned.u32 40;
+// LLVM:     setmaxnreg.dec.sync.aligned.u32 24;
 // LLVM:     mbarrier.try_wait.parity
 // LLVM:     cp.async.bulk.tensor.2d
 // LLVM-NOT: setmaxnreg.inc

@@ -93,7 +93,7 @@ class Plan:
         return tiles + 8 * self.tma * (1 + self.warp_specialized)
 
 
-def _slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
+def pure_slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
     """The ops of `block` that `values` depend on and the iter_args (indices) they reach; None when one
     of those ops is not pure or has regions."""
     ops: set[Operation] = set()
@@ -137,7 +137,7 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | N
     ops: set[Operation] = set()
     carried: set[int] = set()
     while True:
-        found = _slice(roots, block)
+        found = pure_slice(roots, block)
         if found is None:
             return None
         ops, reached = found

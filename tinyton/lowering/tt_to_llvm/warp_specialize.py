@@ -1,31 +1,40 @@
 """The warp-specialised form of `tinyton-pipeline`: a producer warpgroup loads, the program's warps compute.
 
-A K loop marked `tt.warp_specialize` (Triton's `tl.range(..., warp_specialize=True)`, an array program's
-warp-specialised tile) whose loads all go through TMA and whose wgmma dots may stay in flight, at the top of
-its kernel, becomes (dialects/tt_warps.py)
+A K loop whose loads all go through TMA and whose wgmma dots may stay in flight, marked `tt.warp_specialize`
+(Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile) at the top of its
+kernel, or directly in the body of a loop over tiles so marked at the top (a persistent kernel, as Triton's
+persistent matmul spells it), becomes (dialects/tt_warps.py)
 
     full, empty = S mbarriers each      full: one arrival (with the copies' bytes); empty: one per consumer warp
     tt.warp_specialize
-      producer (a warpgroup of its own, 40 registers a thread):
+      producer (a warpgroup of its own, 24 registers a thread):
+        (for tile: what the K loop's bounds and offsets need)
         for i: wait empty[i % S] (phase flipped: a fresh barrier's previous phase counts as complete), one
                thread copies iteration i's tiles into slot i % S, completing full[i % S]
       consumers (the program's warps, the registers the producer gave up):
+        (for tile: ...)
         for i: wait full[i % S]; the dots on slot i % S, in flight; once the previous iteration's dots are done,
-               each warp releases that iteration's slot (an arrival on empty)
-        the rest of the kernel
+               each warp releases that iteration's slot (an arrival on empty); after the loop, the last one
+        the rest of the kernel (of the tile)
+
+The slot and its phase run on across the tiles: the producer fills the next tile's first slots while the
+consumers finish the last tile's dots and run its epilogue.
 
 No barrier among all threads follows the split: the consumers wait on mbarriers only, and the lowering names
 their barriers for their own threads (`bar.sync 1, N`). The producer runs up to S iterations ahead whatever the
 consumers do, instead of one thread issuing each copy between the consumers' barriers (pipeline.py).
-Loops this does not fit (not at the kernel's top, an op before them that writes memory, dots that cannot stay in
-flight) are pipelined as usual: like Triton's, the attribute is a request.
+Loops this does not fit (elsewhere, an op before the split that writes memory, dots that cannot stay in flight,
+a tile loop whose offsets need loop-carried values or loads) are pipelined as usual: like Triton's, the
+attribute is a request.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import IntegerAttr, i1, i32
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.traits import MemoryEffectKind, get_effects
 from xdsl.transforms.dead_code_elimination import region_dce
 
@@ -39,15 +48,17 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     flip,
     keep_in_flight,
 )
-from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan
+from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan, pure_slice
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 
 REGISTER_FILE = 65536
 """32-bit registers of an SM, shared by a program's threads."""
 MOST_REGISTERS = 248
 """Most registers a thread may hold in `setmaxnreg`'s steps of 8 (255 is the hardware's most)."""
-PRODUCER_REGISTERS = 40
-"""Registers a producer thread keeps (`setmaxnreg.dec`): addresses and loop counters (CUTLASS gives 40 too)."""
+PRODUCER_REGISTERS = 24
+"""Registers a producer thread keeps (`setmaxnreg.dec`, its least): its loop's counters, offsets and mbarrier
+addresses fit (ptxas -v, sm_90a: no spills in the kernels of tests/test_warp_specialize.py). CUTLASS keeps 40 and
+gives two consumer warpgroups 232; a 128 x 256 tile with a GELU-tanh epilogue spills 16 bytes there, none at 240."""
 
 
 def launch_registers(threads: int) -> int:
@@ -59,21 +70,40 @@ def launch_registers(threads: int) -> int:
 
 
 def consumer_registers(num_warps: int) -> int:
-    """Registers a consumer thread grows to (`setmaxnreg.inc`): what the producer warpgroup's 40 leave, in steps
+    """Registers a consumer thread grows to (`setmaxnreg.inc`): what the producer warpgroup's 24 leave, in steps
     of 8; never fewer than it is launched with (`launch_registers`)."""
     spare = REGISTER_FILE - 32 * tt.PRODUCER_WARPS * PRODUCER_REGISTERS
     return min(MOST_REGISTERS, spare // (32 * num_warps) // 8 * 8)
 
 
+def tile_loop(loop: scf.ForOp) -> scf.ForOp | None:
+    """The loop over tiles marked `tt.warp_specialize` at the top of the kernel whose body holds `loop`, if any."""
+    outer = loop.parent_op()
+    if isinstance(outer, scf.ForOp) and tt.WARP_SPECIALIZE_ATTR in outer.attributes and _at_top(outer):
+        return outer
+    return None
+
+
+def _at_top(op: Operation) -> bool:
+    block = op.parent_block()
+    return block is not None and isinstance(block.parent_op(), func.FuncOp)
+
+
 def wants_warp_specialization(plan: Plan, num_warps: int, arch: str) -> bool:
     """Whether `plan`'s loop asks for, and fits, the warp-specialised form."""
     loop = plan.loop
-    block = loop.parent_block()
-    if tt.WARP_SPECIALIZE_ATTR not in loop.attributes or not plan.tma or not plan.async_dots or arch != "sm_90a":
+    if not plan.tma or not plan.async_dots or arch != "sm_90a" or num_warps % tt.PRODUCER_WARPS:
         return False
-    if num_warps % tt.PRODUCER_WARPS or block is None or not isinstance(block.parent_op(), func.FuncOp):
+    outer = tile_loop(loop)
+    if outer is None:
+        if tt.WARP_SPECIALIZE_ATTR not in loop.attributes or not _at_top(loop):
+            return False
+    elif _tile_slice(plan, outer) is None:
         return False
-    return not any(_writes(op) for op in block.ops if op.is_before_in_block(loop))
+    site = outer or loop
+    block = site.parent_block()
+    assert block is not None
+    return not any(_writes(op) for op in block.ops if op.is_before_in_block(site))
 
 
 def _writes(op: Operation) -> bool:
@@ -82,83 +112,156 @@ def _writes(op: Operation) -> bool:
     return effects is None or any(e.kind == MemoryEffectKind.WRITE for e in effects)
 
 
-def specialize_loop(plan: Plan, stages: int, num_warps: int) -> None:
-    """Rewrite `plan`'s loop and the rest of its kernel into a producer and consumers (see the module)."""
+def _tile_slice(plan: Plan, outer: scf.ForOp) -> list[Operation] | None:
+    """The pure ops of the tile loop's body that the K loop's bounds and copies need (body order), or None when
+    they need a value carried by the tile loop or an op that is not pure (a load)."""
     loop = plan.loop
-    kernel = loop.parent_block()
+    roots = [loop.lb, loop.ub, loop.step, *(loop.iter_args[i] for i in plan.carried)]
+    roots += [v for op in plan.ops for v in op.operands] + [v for ld in plan.loads for v in ld.operands]
+    found = pure_slice(roots, outer.body.block)
+    if found is None or found[1]:
+        return None
+    return [op for op in outer.body.block.ops if op in found[0]]
+
+
+def specialize_loop(plan: Plan, stages: int, num_warps: int) -> None:
+    """Rewrite `plan`'s loop (and its tile loop) and the rest of its kernel into a producer and consumers."""
+    loop = plan.loop
+    outer = tile_loop(loop)
+    site = outer or loop
+    kernel = site.parent_block()
     assert kernel is not None
-    before = Builder(kernel, loop)
+    before = Builder(kernel, site)
     slot_buffers = buffers(before, plan, stages)
     full, empty = (before.value(tt.BarrierAllocOp(stages)) for _ in range(2))
     before.add(tt.BarrierInitOp(full))
     before.add(tt.BarrierInitOp(empty, num_warps))
-    producer = _producer(plan, stages, slot_buffers, full, empty)
+    ring = _Ring(stages, slot_buffers, full, empty)
+    producer = Block()
+    start = Builder(producer, None)
+    zero = start.value(constant(0))
+    start.add(_produce(plan, ring, {}, zero, zero) if outer is None else _produce_tiles(plan, outer, ring, zero))
     consumer = Block()
-    rest = [op for op in kernel.ops if loop.is_before_in_block(op) and not isinstance(op, func.ReturnOp)]
-    for op in [loop, *rest]:
+    rest = [op for op in kernel.ops if site.is_before_in_block(op) and not isinstance(op, func.ReturnOp)]
+    for op in [site, *rest]:
         op.detach()
         consumer.add_op(op)
-    _consume(plan, stages, slot_buffers, full, empty)
+    zero = Builder(consumer, site).value(constant(0))
+    if outer is None:
+        _consume(plan, ring, zero, zero)
+    else:
+        _consume_tiles(plan, outer, ring, zero)
     split = tt.WarpSpecializeOp(Region(producer), Region(consumer), PRODUCER_REGISTERS, consumer_registers(num_warps))
     kernel.insert_op_before(split, kernel.last_op)
 
 
-def _producer(plan: Plan, slots: int, slot_buffers, full, empty) -> Block:
-    """A loop over the iterations of `plan`'s loop computing only its tiles' offsets and copying them."""
+@dataclass(frozen=True)
+class _Ring:
+    """The slots' buffers (per load: buffer, part) and their `full` and `empty` mbarriers."""
+
+    slots: int
+    buffers: list[tuple[SSAValue, int]]
+    full: SSAValue
+    empty: SSAValue
+
+
+def _produce(plan: Plan, ring: _Ring, outside: dict[SSAValue, SSAValue], slot0: SSAValue, phase0: SSAValue) -> scf.ForOp:
+    """A loop over the iterations of `plan`'s loop computing only its tiles' offsets and copying them, its slot
+    and phase starting at `slot0`/`phase0` and its last results; `outside` renames the values it reads from
+    around the loop (a tile loop's body, cloned)."""
     loop = plan.loop
     old = loop.body.block
-    block = Block()
-    start = Builder(block, None)
-    zero = start.value(constant(0))
-    inits = [*(loop.iter_args[i] for i in plan.carried), zero, zero]
+    rename = lambda v: outside.get(v, v)  # noqa: E731
+    inits = [*(rename(loop.iter_args[i]) for i in plan.carried), slot0, phase0]
     body = Block(arg_types=[i32, *(old.args[1 + i].type for i in plan.carried), i32, i32])
-    mapping = {old.args[0]: body.args[0], **{old.args[1 + i]: arg for i, arg in zip(plan.carried, body.args[1:])}}
+    mapping = dict(outside)
+    mapping.update({old.args[0]: body.args[0], **{old.args[1 + i]: arg for i, arg in zip(plan.carried, body.args[1:])}})
     b = Builder(body, None)
     for op in plan.ops:
         b.add(op.clone(value_mapper=mapping))
     slot, phase = body.args[-2:]
-    b.add(tt.BarrierWaitOp(empty, slot, b.value(tt.SubOp(b.value(constant(1)), phase))))
-    issue_tma(b.add, plan.loads, mapping, slot_buffers, full, slot, b.value(tt.ConstantOp(IntegerAttr(1, 1), i1)))
+    b.add(tt.BarrierWaitOp(ring.empty, slot, b.value(tt.SubOp(b.value(constant(1)), phase))))
+    issue_tma(b.add, plan.loads, mapping, ring.buffers, ring.full, slot, b.value(tt.ConstantOp(IntegerAttr(1, 1), i1)))
     yields = old.last_op.operands
     state = [mapping.get(yields[i], yields[i]) for i in plan.carried]
-    b.add(scf.YieldOp(*state, advance(b, slot, slots), flip(b, phase, slot, slots)))
-    block.add_op(scf.ForOp(loop.lb, loop.ub, loop.step, inits, Region(body)))
-    return block
+    b.add(scf.YieldOp(*state, advance(b, slot, ring.slots), flip(b, phase, slot, ring.slots)))
+    return scf.ForOp(rename(loop.lb), rename(loop.ub), rename(loop.step), inits, Region(body))
 
 
-def _consume(plan: Plan, slots: int, slot_buffers, full, empty) -> None:
-    """Turn `plan`'s loop (now in the consumers' block) into waits on `full`, reads of the slots, the dots in
-    flight and the release of each slot once the dots reading it are done."""
+def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) -> scf.ForOp:
+    """The tile loop with only what the K loop's copies need, the slot and phase carried across the tiles."""
+    old = outer.body.block
+    body = Block(arg_types=[i32, i32, i32])
+    b = Builder(body, None)
+    mapping: dict[SSAValue, SSAValue] = {old.args[0]: body.args[0]}
+    for op in _tile_slice(plan, outer) or []:
+        b.add(op.clone(value_mapper=mapping))
+    inner = b.add(_produce(plan, ring, mapping, *body.args[1:]))
+    b.add(scf.YieldOp(*inner.results[-2:]))
+    return scf.ForOp(outer.lb, outer.ub, outer.step, [zero, zero], Region(body))
+
+
+def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Turn `plan`'s loop into waits on `full`, reads of the slots, the dots in flight and the release of each slot
+    once the dots reading it are done (the last slot's after the loop); gives the slot and phase after it."""
     loop = plan.loop
     keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     body = loop.body.block
     slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args))
     top = Builder(body, body.first_op)
-    top.add(tt.BarrierWaitOp(full, slot, phase))
-    for load, (buffer, part) in zip(plan.loads, slot_buffers):
+    top.add(tt.BarrierWaitOp(ring.full, slot, phase))
+    for load, (buffer, part) in zip(plan.loads, ring.buffers):
         load.result.replace_all_uses_with(top.value(tt.LocalLoadOp(buffer, slot, part)))
         load.detach()
         load.erase()
+    end = Builder(body, body.last_op)
+    end.add(tt.BarrierArriveOp(ring.empty, _previous(end, slot, ring.slots),
+                               end.value(tt.CmpOp("gt", body.args[0], loop.lb))))
+    new_loop = _carry(loop, [slot0, phase0], [advance(end, slot, ring.slots), flip(end, phase, slot, ring.slots)])
+    waits = new_loop
+    while isinstance(waits.next_op, tt.DotWaitOp):  # the dots' last waits, which keep_in_flight put after it
+        waits = waits.next_op
+    after = Builder(new_loop.parent_block(), waits.next_op)
+    slot_out, phase_out = new_loop.results[-2:]
+    after.add(tt.BarrierArriveOp(ring.empty, _previous(after, slot_out, ring.slots),
+                                 after.value(tt.CmpOp("lt", new_loop.lb, new_loop.ub))))
+    region_dce(new_loop.body)
+    new_loop = drop_dead_carried(new_loop)  # the addresses the loads were carried by
+    slot_out, phase_out = new_loop.results[-2:]
+    return slot_out, phase_out
+
+
+def _consume_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) -> None:
+    """`_consume` inside the tile loop, the slot and phase carried across the tiles."""
+    body = outer.body.block
+    slot = body.insert_arg(i32, len(body.args))
+    phase = body.insert_arg(i32, len(body.args))
+    slot_out, phase_out = _consume(plan, ring, slot, phase)
+    _carry(outer, [zero, zero], [slot_out, phase_out])
+
+
+def _previous(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
+    """`(slot - 1) mod slots`."""
+    at_first = b.value(tt.CmpOp("eq", slot, b.value(constant(0))))
+    return b.value(tt.SelectOp(at_first, b.value(constant(slots - 1)), b.value(tt.SubOp(slot, b.value(constant(1))))))
+
+
+def _carry(loop: scf.ForOp, inits: list[SSAValue], yields: list[SSAValue]) -> scf.ForOp:
+    """`loop` rebuilt with its body's last arguments carried from `inits`, yielding `yields` for them."""
+    body = loop.body.block
     yield_op = body.last_op
-    end = Builder(body, yield_op)
-    at_first = end.value(tt.CmpOp("eq", slot, end.value(constant(0))))
-    previous = end.value(tt.SelectOp(at_first, end.value(constant(slots - 1)), end.value(tt.SubOp(slot, end.value(constant(1))))))
-    end.add(tt.BarrierArriveOp(empty, previous, end.value(tt.CmpOp("gt", body.args[0], loop.lb))))
-    phases = [advance(end, slot, slots), flip(end, phase, slot, slots)]
     yield_op.detach()
-    body.add_op(scf.YieldOp(*yield_op.operands, *phases))
+    body.add_op(scf.YieldOp(*yield_op.operands, *yields))
     yield_op.erase()
-    outer = loop.parent_block()
-    assert outer is not None
-    zero = Builder(outer, loop).value(constant(0))
+    parent = loop.parent_block()
+    assert parent is not None
     region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, zero, zero], region)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *inits], region)
     new_loop.attributes.update(loop.attributes)
-    outer.insert_op_before(new_loop, loop)
+    parent.insert_op_before(new_loop, loop)
     for old, new in zip(loop.results, new_loop.results):
         old.replace_all_uses_with(new)
     loop.detach()
     loop.erase()
-    region_dce(new_loop.body)
-    drop_dead_carried(new_loop)
+    return new_loop
