@@ -1,6 +1,7 @@
 """Warp specialisation (lowering/tt_to_llvm/warp_specialize.py, warp_roles.py): a K loop whose operands arrive by TMA
 split into a producer warpgroup and the program's warps, asked for by `tl.range(..., warp_specialize=True)` in a
-kernel and by a `warp_specialize` tile in an array program; which loops qualify; the PTX's registers, barriers and
+kernel and by a `warp_specialize` tile in an array program, whose kernel is also persistent (a program an SM
+walking over the tiles, lowering/fusion/persistent.py); which loops qualify; the PTX's registers, barriers and
 launch size; the tuner's warp-specialised candidates only on request; on a GPU, NumPy's results.
 
 The simulator runs the loop as written (the split is the lowering's), so the results below are NumPy's on it by
@@ -10,6 +11,7 @@ construction; the PTX tests are what holds the split's shape without a GPU.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -70,8 +72,10 @@ def _array_inputs(fn, m=300, n=520, k=264, seed=0):
     return [x, *ws] if fn is swiglu else [x, *ws, rng.standard_normal(n).astype(BF16)]
 
 
-def _kernel(fn, tiles):
-    (spec,) = fusion_to_kernels(fuse_module(trace(fn, _array_inputs(fn))), choose_tiles=lambda p: tiles.fit(p))
+def _kernel(fn, tiles, sm_count=132):
+    module = fuse_module(trace(fn, _array_inputs(fn)))
+    (spec,) = fusion_to_kernels(module, choose_tiles=lambda p: tiles.fit(p), sm_count=sm_count)
+    spec.module.verify()
     return spec
 
 
@@ -98,6 +102,29 @@ def test_an_array_tile_splits_its_kernel(fn, tiles):
     assert sorted(inits) == [1, spec.num_warps]
     slots = {op.result.type.get_shape()[0] for op in module.walk() if isinstance(op, ttd.LocalAllocOp)}
     assert slots == {4}  # the stages asked for: no slot kept for the dots in flight
+
+
+def test_warp_specialised_tiles_run_persistent_programs():
+    """A program an SM (here 4 of 15 tiles) walks over the tiles `pid, pid + 4, ...`, the loop marked for the
+    pipeliner; on the simulator (which runs it as written) the program gives the unsplit kernel's values."""
+    spec = _kernel(swiglu, PAIR, sm_count=4)
+    assert spec.grid == (4, 1, 1)
+    (tiles,) = [op for op in spec.module.walk() if isinstance(op, scf.ForOp) and ttd.WARP_SPECIALIZE_ATTR in op.attributes
+                and isinstance(op.parent_op(), type(next(iter(spec.module.ops))))]
+    assert not any(isinstance(op, ttd.ProgramIdOp) for op in tiles.walk())
+
+
+@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR)], ids=["gelu", "swiglu"])
+def test_persistent_programs_compute_what_one_program_a_tile_does(monkeypatch, fn, tiles):
+    monkeypatch.setenv("TINYTON_BACKEND", "sim")
+    monkeypatch.setattr(program, "sm_count", lambda: 2)
+    args = _array_inputs(fn, seed=2)
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: replace(tiles, warp_specialize=False).fit(p))
+    want = np.asarray(tt.jit(lambda *a: fn(*a))(*args))
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+    persistent = tt.jit(lambda *a: fn(*a))
+    assert persistent.compile(*args).steps[0].grid == (2, 1, 1)
+    np.testing.assert_array_equal(np.asarray(persistent(*args)), want)
 
 
 def test_only_what_qualifies_is_split():
@@ -169,10 +196,14 @@ def test_the_tuner_measures_warp_specialised_tiles_on_request(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True))],
                          ids=["gelu", "swiglu", "two-stages"])
-def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles):
-    """300 rows, 520 columns, K 264: masked row and column blocks, a ragged last K step zero-filled by TMA."""
+@pytest.mark.parametrize("programs", [None, 2], ids=["an-sm-each", "two-programs"])
+def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles, programs):
+    """300 rows, 520 columns, K 264: masked row and column blocks, a ragged last K step zero-filled by TMA; with
+    two programs each walks over several tiles, the ring running on across them."""
     monkeypatch.setenv("TINYTON_BACKEND", "cuda")
     monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+    if programs:
+        monkeypatch.setattr(program, "sm_count", lambda: programs)
     args = _array_inputs(fn, seed=3)
     got = np.asarray(tt.jit(fn)(*args)).astype(np.float32)
     with monkeypatch.context() as m:

@@ -37,6 +37,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     TileChooser,
     default_tiles,
 )
+from tinyton.lowering.fusion.persistent import persist
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.row_shapes import RowChooser, default_row_shape, row_problem
 from tinyton.lowering.fusion.schedule import Scheduler
@@ -89,10 +90,11 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     alias = None
     if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous and dom.views[results[0]].is_plain else None
+    programs = persist(kernel, geom.programs, sm_count) if geom.notes.get("WARP_SPECIALIZE") else geom.programs
     module = finish_module(kernel, geom.num_warps)
     if geom.per_sm:
         module.attributes["tt.min_programs_per_sm"] = IntegerAttr(geom.per_sm, i32)
-    return [KernelSpec(name, fusion.kind.data, module, (geom.programs, 1, 1), geom.num_warps, params, fusion,
+    return [KernelSpec(name, fusion.kind.data, module, (programs, 1, 1), geom.num_warps, params, fusion,
                        dict(geom.notes), alias, scratch=scratch)]
 
 

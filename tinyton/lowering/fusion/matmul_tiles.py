@@ -92,7 +92,8 @@ class MatmulTiles:
     GEMV form of a one-row product (`matmul.emit_matmul`): CUDA-core lanes, no tensor-core tile, its
     `num_stages - 1` next K steps' tiles in registers. `split_k` > 1 cuts K into that many ranges, a program
     each, the last of a tile's programs to finish summing their partial products (`split_k.py`).
-    `warp_specialize` asks for a producer warpgroup that loads the K steps while the program's warps compute
+    `warp_specialize` makes the kernel persistent (a program an SM walking over the tiles, `persistent.py`) with a
+    producer warpgroup that loads the K steps while the program's warps compute, across the tiles
     (tinyton/lowering/tt_to_llvm/warp_specialize.py; sm_90a, TMA operands)."""
 
     block_m: int
@@ -116,7 +117,8 @@ class MatmulTiles:
         splits = max(1, min(self.split_k, cdiv(p.k, bk)))
         per_warp = LANES_PER_SKINNY_WARP if bm == DOT_MIN else 256
         warps = max(1, min(self.num_warps, lanes // per_warp))
-        return MatmulTiles(bm, bn, bk, warps, self.num_stages, splits, self.warp_specialize and warps % 4 == 0)
+        specialized = self.warp_specialize and warps % 4 == 0 and bm >= 64 and splits == 1  # whole warpgroups
+        return MatmulTiles(bm, bn, bk, warps, self.num_stages, splits, specialized)
 
     def programs(self, p: MatmulProblem) -> int:
         """Programs of the launch over `p` (its K ranges included)."""

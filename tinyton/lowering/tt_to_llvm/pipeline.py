@@ -243,6 +243,8 @@ def pipeline_module(
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     pipelined: set[scf.ForOp] = set()
     for loop in reversed(loops):
+        if loop.parent is None:  # rebuilt: a tile loop around a warp-specialised one
+            continue
         plan = plan_loop(loop, warps, arch, tma)
         if plan is None:
             continue
