@@ -216,3 +216,48 @@ def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles, prog
 def test_a_split_kernel_matches_numpy_on_the_gpu(monkeypatch):
     monkeypatch.setenv("TINYTON_BACKEND", "cuda")
     test_a_kernel_with_the_request_computes_numpys_product()
+
+
+@tt.jit
+def persistent_matmul(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      NUM_SMS: tl.constexpr):
+    """Triton's persistent spelling: a loop over the tiles marked `warp_specialize`, the K loop inside it (strides
+    of multiples of 16 elements: TMA's 16 bytes, known when the kernel is specialised)."""
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(M, BM) * tiles_n
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True, warp_specialize=True):
+        pid_m, pid_n = tile // tiles_n, tile % tiles_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc)
+        rm = pid_m * BM + tl.arange(0, BM)[:, None]
+        rn = pid_n * BN + tl.arange(0, BN)[None, :]
+        tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+
+
+def _persistent(m=300, n=384, k=256, programs=3):
+    a, b, ad, bd = _ws_kernel(m, n, k)
+    return a, b, ad, bd, np.zeros((m, n), np.float32), (m, n, k, 128, 128, 64, programs)
+
+
+@needs_ptxas
+def test_a_persistent_kernel_splits_across_its_tiles():
+    a, b, ad, bd, c, rest = _persistent()
+    compiled = persistent_matmul.compile(ad, bd, c, *rest, num_warps=8)
+    module = compiled.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=8, arch="sm_90a")
+    split = _split(module)
+    assert split is not None
+    producer_loops = [op for op in split.producer.walk() if isinstance(op, scf.ForOp)]
+    assert len(producer_loops) == 2  # the tiles, and the K steps of each
+    kernel = compile_module(compiled.module.clone(), num_warps=8, arch="sm_90a")
+    assert kernel.threads == 384 and "setmaxnreg.inc" in kernel.asm["ptx"]
+    assemble_ptx(kernel.asm["ptx"], "sm_90a")
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_persistent_kernel_computes_numpys_product(monkeypatch, backend):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    a, b, ad, bd, c, rest = _persistent()
+    persistent_matmul[(3,)](ad, bd, c, *rest, num_warps=8)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)

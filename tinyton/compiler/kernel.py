@@ -248,7 +248,8 @@ class CompiledKernel:
 
     @property
     def threads(self) -> int:
-        """Threads of a program (its `launcher` compiles the kernel first, which knows of producer warps)."""
+        """Threads of a program: its warps and a warp-specialised kernel's producer warps, which compiling tells."""
+        self.stage("ptx")
         return 32 * self.launch_warps
 
     def check_host_arrays(self, args: Sequence[Any]) -> None:
