@@ -142,7 +142,8 @@ def test_only_what_qualifies_is_split():
 @pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR)], ids=["gelu", "swiglu"])
 def test_ptx_of_a_split_kernel(fn, tiles):
     """384 threads launched with 168 registers each (`.maxnreg`), the producer's cut to 24 and the consumers'
-    raised to 240; the only barriers of all threads initialise the mbarriers, before the split; no spills."""
+    raised to 240; the only barriers of all threads initialise the mbarriers, before the split; no spills; the
+    mbarrier waits trap after seconds."""
     spec = _kernel(fn, tiles)
     kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a")
     ptx = kernel.asm["ptx"]
@@ -152,6 +153,7 @@ def test_ptx_of_a_split_kernel(fn, tiles):
     split = ptx.index("setmaxnreg.dec")
     assert ptx.count("bar.sync \t0;") == 2 and ptx.rindex("bar.sync \t0;") < split
     assert register_usage(ptx, "sm_90a") == (168, 0)
+    assert "trap;" in ptx  # a wait whose phase never completes fails the launch, never hangs the GPU
     if fn is swiglu:  # the two products are one wgmma a K step (dots issued together) in the split kernel too
         assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)", ptx)) == {"m64n256k16"}
     assemble_ptx(ptx, "sm_90a")

@@ -218,18 +218,26 @@ def lower_tma_arrive(ctx: KernelContext, op: tt.TmaArriveOp) -> None:
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
 
 
+WAIT_TRIES = 1 << 24
+"""Tries of `mbarrier.try_wait` before a wait traps (each suspends the thread up to a time limit of the hardware's,
+~10 µs on Hopper per the PTX ISA's description, so well over a second in all)."""
+
+
 @lowers(tt.TmaWaitOp, tt.BarrierWaitOp)
 def lower_tma_wait(ctx: KernelContext, op: tt.TmaWaitOp | tt.BarrierWaitOp) -> None:
-    """Every thread waits for the phase; `tt.tma_wait` then synchronises the program."""
+    """Every thread waits for the phase; `tt.tma_wait` then synchronises the program. A warp-specialised kernel's
+    wait (`tt.barrier_wait`) that has not ended after WAIT_TRIES tries (each a bounded wait of the hardware's:
+    seconds in all) traps: a phase that never completes (a copy or an arrival the kernel never makes) fails the
+    launch instead of hanging the GPU. (The counter costs registers: the pipelined loops' waits, whose protocol
+    has run on GPUs, go without it: 203 registers, not 236, for a SwiGLU tile.)"""
     bar = _barrier(ctx, op.barriers, op.slot)
-    lines = [
-        "{",
-        ".reg .pred done;",
-        "wait:",
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;",
-        "@!done bra.uni wait;",
-        "}",
-    ]
+    wait = "mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1;"
+    if isinstance(op, tt.TmaWaitOp):
+        lines = ["{", ".reg .pred done;", "wait:", wait, "@!done bra.uni wait;", "}"]
+    else:
+        lines = ["{", ".reg .pred done;", ".reg .u32 tries;", "mov.u32 tries, 0;", "wait:", wait, "@done bra.uni ready;",
+                 "add.u32 tries, tries, 1;", f"setp.lt.u32 done, tries, {WAIT_TRIES};", "@done bra.uni wait;", "trap;",
+                 "ready:", "}"]
     _inline_asm(ctx, lines, [], [("r", bar), ("r", ctx.scalar(op.phase))], None)
     if isinstance(op, tt.TmaWaitOp):
         ctx.barrier()
