@@ -179,11 +179,9 @@ class TmaCopyOp(IRDLOperation):
         )
 
 
-@irdl_op_definition
-class TmaArriveOp(IRDLOperation):
-    """Where `valid`: thread 0 arrives on mbarrier `slot` (after every `tt.tma_copy` into that slot)."""
+class SlotArriveBase(IRDLOperation):
+    """An arrival on mbarrier `slot` of `barriers` where `valid` (who arrives: the op's own docstring)."""
 
-    name = "tt.tma_arrive"
     barriers = operand_def(MemRefType)
     slot = operand_def(i32)
     valid = operand_def(i1)
@@ -194,12 +192,9 @@ class TmaArriveOp(IRDLOperation):
         super().__init__(operands=[barriers, slot, valid])
 
 
-@irdl_op_definition
-class TmaWaitOp(IRDLOperation):
-    """Wait until mbarrier `slot` completes phase `phase` (0 or 1: the slot's use count modulo 2), then
-    synchronise the program (every earlier read of the slots is over)."""
+class SlotWaitBase(IRDLOperation):
+    """A wait until mbarrier `slot` of `barriers` completes phase `phase` (0 or 1: the slot's use count modulo 2)."""
 
-    name = "tt.tma_wait"
     barriers = operand_def(MemRefType)
     slot = operand_def(i32)
     phase = operand_def(i32)
@@ -208,6 +203,21 @@ class TmaWaitOp(IRDLOperation):
 
     def __init__(self, barriers: Operand, slot: Operand, phase: Operand):
         super().__init__(operands=[barriers, slot, phase])
+
+
+@irdl_op_definition
+class TmaArriveOp(SlotArriveBase):
+    """Where `valid`: thread 0 arrives on mbarrier `slot` (after every `tt.tma_copy` into that slot)."""
+
+    name = "tt.tma_arrive"
+
+
+@irdl_op_definition
+class TmaWaitOp(SlotWaitBase):
+    """Wait until mbarrier `slot` completes phase `phase`, then synchronise the program (every earlier read of
+    the slots is over)."""
+
+    name = "tt.tma_wait"
 
 
 TMA_OPS = (DescriptorLoadOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)

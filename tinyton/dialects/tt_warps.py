@@ -24,14 +24,14 @@ Only the lowering sees these ops (the simulator runs the loop as written).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, i1, i32
-from xdsl.ir import Operation, Region, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, region_def, traits_def
+from xdsl.dialects.builtin import I32, IntegerAttr
+from xdsl.ir import Region
+from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, region_def, traits_def
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoTerminator
 
+from tinyton.dialects.tt_tma import SlotArriveBase, SlotWaitBase
 from tinyton.dialects.tt_types import require
 
-Operand = SSAValue | Operation
 
 WARP_SPECIALIZE_ATTR = "tt.warp_specialize"
 """Unit attribute of an `scf.for` (Triton's `tl.range(..., warp_specialize=True)`) asking the pipeliner for a
@@ -75,34 +75,18 @@ class WarpSpecializeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class BarrierWaitOp(IRDLOperation):
-    """Wait until mbarrier `slot` of `barriers` completes phase `phase` (0 or 1); no barrier among threads
-    follows (`tt.tma_wait` adds one)."""
+class BarrierWaitOp(SlotWaitBase):
+    """Wait until mbarrier `slot` of `barriers` completes phase `phase`; no barrier among threads follows
+    (`tt.tma_wait` adds one)."""
 
     name = "tt.barrier_wait"
-    barriers = operand_def(MemRefType)
-    slot = operand_def(i32)
-    phase = operand_def(i32)
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    assembly_format = "$barriers `[` $slot `]` `phase` $phase attr-dict `:` type($barriers)"
-
-    def __init__(self, barriers: Operand, slot: Operand, phase: Operand):
-        super().__init__(operands=[barriers, slot, phase])
 
 
 @irdl_op_definition
-class BarrierArriveOp(IRDLOperation):
+class BarrierArriveOp(SlotArriveBase):
     """Where `valid`: each warp arrives once on mbarrier `slot` (after all its lanes are done with the slot)."""
 
     name = "tt.barrier_arrive"
-    barriers = operand_def(MemRefType)
-    slot = operand_def(i32)
-    valid = operand_def(i1)
-    traits = traits_def(MemoryWriteEffect())
-    assembly_format = "$barriers `[` $slot `]` `if` $valid attr-dict `:` type($barriers)"
-
-    def __init__(self, barriers: Operand, slot: Operand, valid: Operand):
-        super().__init__(operands=[barriers, slot, valid])
 
 
 WARP_OPS = (WarpSpecializeOp, BarrierWaitOp, BarrierArriveOp)
