@@ -34,8 +34,8 @@ def test_only_the_files_that_can_match_are_chosen() -> None:
     everything = patterns.load_patterns()
     both = patterns.load_patterns(patterns.PATTERN_FILES, RMSNORM_OPS | SOFTMAX_OPS)
     assert [p.pattern.sym_name.data for p in both] == [
-        p.pattern.sym_name.data for p in everything if p.pattern.sym_name.data != "attention"
-    ]
+        p.pattern.sym_name.data for p in everything if not p.pattern.sym_name.data.startswith("attention")
+    ]  # attention.pdl.mlir's patterns need a tta.matmul
 
 
 def _rmsnorm(x, w):
