@@ -1,12 +1,12 @@
 """Issue 7 benchmark: the naive attention array program, rewritten into one flash-attention kernel.
 
     python bench/bench_attention.py         # on a GPU host with torch and Triton; prints Markdown tables
-    python bench/bench_attention.py decode  # only some tables: any of fp16, bf16, decode, backward, spellings
+    python bench/bench_attention.py decode  # only some tables: any of fp16, bf16, fp8, decode, backward, spellings
 
 TFLOPS (4·B·H·S_q·S_kv·D, halved when causal) of tinyton's rewritten program next to torch's
 scaled_dot_product_attention (flash and cuDNN backends where present), a Triton flash-attention kernel
 (bench/triton_attention.py) and tinyton unfused (the same program with fuse=False, which builds the S x S
-scores), all on the same tensors; then decode steps (S_q = 1 against a KV cache) in µs, small batches
+scores), all on the same tensors; `fp8`: e4m3 q, k and v next to bf16 on the same values; then decode steps (S_q = 1 against a KV cache) in µs, small batches
 included (two launches: the KV loop split across programs, then the combine kernel). Kinds: full,
 causal (a mask from `tt.arange`), bias (an S x S array added to the scores) and gqa (grouped-query: each
 key/value head serves GQA_GROUP query heads, broadcast over a group axis; SDPA's `enable_gqa`).
@@ -47,6 +47,23 @@ def attention(q, k, v, scale):
     s = (q @ tt.swapaxes(k, -1, -2)) * scale
     e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
     return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def float8_attention(q, k, v, scale):
+    """FlashAttention-3's float8 forward as NumPy spells it: the probabilities cast to v's e4m3 for `p @ v`."""
+    s = (q @ tt.swapaxes(k, -1, -2)) * scale
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)).astype(v.dtype) @ v
+
+
+@tt.jit
+def causal_float8_attention(q, k, v, scale):
+    n = q.shape[-2]
+    keep = tt.arange(n).reshape(n, 1) >= tt.arange(n)
+    s = tt.where(keep, (q @ tt.swapaxes(k, -1, -2)) * scale, float("-inf"))
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)).astype(v.dtype) @ v
 
 
 @tt.jit
@@ -146,6 +163,8 @@ def main(tables: list[str]) -> None:
             ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "Triton", "tinyton unfused", "tinyton / best SDPA", "launches"],
             rows,
         )
+    if "fp8" in tables:
+        float8_table()
     rows = []
     for b, h, s_kv, d in DECODES if "decode" in tables else []:
         q = torch.randn(b, h, 1, d, device=DEVICE, dtype=torch.float16)
@@ -173,5 +192,30 @@ def main(tables: list[str]) -> None:
         spelling_table(torch.float16)
 
 
+def float8_table() -> None:
+    """The full and causal shapes with e4m3 q, k and v (both products on float8 tensor cores), next to tinyton's and
+    SDPA's bf16 on the same values: SDPA has no float8 attention to compare with."""
+    rows = []
+    for shape, kind in [(shape, kind) for shape, kind in CASES if kind in ("full", "causal")]:
+        b, h, s, d = shape
+        causal = kind == "causal"
+        q, k, v = (torch.randn(shape, device=DEVICE, dtype=torch.bfloat16) for _ in range(3))
+        q8, k8, v8 = (x.to(torch.float8_e4m3fn) for x in (q, k, v))
+        q, k, v = (x.to(torch.bfloat16) for x in (q8, k8, v8))  # the same values in both dtypes
+        program = causal_float8_attention if causal else float8_attention
+        reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+        check_close(f"tinyton float8 {shape} {kind}", program(q8, k8, v8, d**-0.5).reshape(shape), reference, tol=6e-2)
+        bf16 = causal_attention if causal else attention
+        times = {
+            "tinyton e4m3": median_ms(lambda: program(q8, k8, v8, d**-0.5)),
+            "tinyton bf16": median_ms(lambda: bf16(q, k, v, d**-0.5)),
+            "SDPA cuDNN bf16": peer(measure, lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(q, k, v, is_causal=causal)),
+        }
+        figures = [tflops(shape, s, causal, t) if isinstance(t, float) else t for t in times.values()]
+        rows.append([f"{shape} {kind}", *figures, program.compile(q8, k8, v8, d**-0.5).num_launches])
+        print(f"# {rows[-1]}", flush=True)
+    print_table("Attention forward, float8 e4m3 (TFLOPS)", ["(B, H, S, D)", *times, "launches"], rows)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["fp16", "bf16", "decode", "backward", "spellings"])
+    main(sys.argv[1:] or ["fp16", "bf16", "fp8", "decode", "backward", "spellings"])
