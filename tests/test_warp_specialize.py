@@ -5,22 +5,27 @@ walking over the tiles, lowering/fusion/persistent.py); which loops qualify; the
 launch size; the tuner's warp-specialised candidates only on request; on a GPU, NumPy's results.
 
 The simulator runs the loop as written (the split is the lowering's), so the results below are NumPy's on it by
-construction; the PTX tests are what holds the split's shape without a GPU.
+construction; what holds the split without a GPU is its protocol, run on a model of the mbarriers
+(ws_protocol.py: every dot gets its tiles, no slot is overwritten early, nothing waits forever, and the model finds
+a missing release and a wrong phase), and its PTX.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 from xdsl.dialects import scf
+from xdsl.parser import Parser
 
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.compiler import compile_module, program
+from tinyton.dialects import tinyton_context
 from tinyton.dialects import tt as ttd
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
@@ -37,6 +42,7 @@ from tinyton.lowering.ptx.usage import register_usage
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.tools.tensor_descriptor import TensorDescriptor
+from ws_protocol import ProtocolError, check
 
 BF16 = ml_dtypes.bfloat16
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
@@ -125,6 +131,62 @@ def test_persistent_programs_compute_what_one_program_a_tile_does(monkeypatch, f
     persistent = tt.jit(lambda *a: fn(*a))
     assert persistent.compile(*args).steps[0].grid == (2, 1, 1)
     np.testing.assert_array_equal(np.asarray(persistent(*args)), want)
+
+
+def _split_module(fn, tiles, programs):
+    spec = _kernel(fn, tiles, sm_count=programs)
+    module = spec.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=spec.num_warps, arch="sm_90a")
+    return spec, module
+
+
+@pytest.mark.parametrize("fn, tiles, programs", [(gelu_linear, WIDE, 4), (swiglu, PAIR, 4), (swiglu, PAIR, 32),
+                                                 (gelu_linear, MatmulTiles(128, 128, 32, 8, 2, warp_specialize=True), 1)],
+                         ids=["gelu", "swiglu", "a-tile-each", "one-program-two-stages"])
+def test_the_mbarrier_protocol_feeds_every_dot_its_tiles(fn, tiles, programs):
+    """The split kernel's producer and consumers run as coroutines on a model of the mbarriers (ws_protocol.py):
+    every program's consumers read each K step of each of its tiles from the slot the producer copied it to,
+    no slot is overwritten before its release, and neither side waits forever, the ring running on across the
+    tiles (4 programs over 9 or 15 tiles; one program over 9 with 9 K steps of 32 in 2 slots)."""
+    spec, module = _split_module(fn, tiles, programs)
+    fitted = tiles.fit(MatmulProblem(1, 300, 520, 264, "bfloat16", dots=2 if fn is swiglu else 1))
+    grid_tiles = -(-300 // fitted.block_m) * -(-520 // fitted.block_n)
+    steps = -(-264 // fitted.block_k)
+    operands = 3 if fn is swiglu else 2  # x's tile and a tile of each weight a K step
+    for pid in range(spec.grid[0]):
+        mine = len(range(pid, grid_tiles, spec.grid[0]))
+        assert check(module, pid) == (operands * steps * mine,) * 2
+
+
+def test_the_protocol_check_finds_a_missing_release():
+    """Without the release of each tile's last slot, a program of more tiles than slots waits forever."""
+    _, module = _split_module(gelu_linear, WIDE, 1)
+    split = _split(module)
+    releases = [op for op in split.consumer.walk() if isinstance(op, ttd.BarrierArriveOp)]
+    (last,) = [op for op in releases if not any(isinstance(o, ttd.LocalLoadOp) for o in op.parent_block().ops)]
+    last.detach()
+    last.erase()
+    with pytest.raises(ProtocolError, match="deadlock"):
+        check(module, 0)
+
+
+def test_the_protocol_check_finds_a_wrong_phase():
+    """A producer waiting for the empty slots' current phase, not the previous one, never starts."""
+    _, module = _split_module(gelu_linear, WIDE, 4)
+    wait = next(op for op in _split(module).producer.walk() if isinstance(op, ttd.BarrierWaitOp))
+    loop = wait.parent_op()
+    wait.operands[2] = loop.body.block.args[-1]  # the phase itself
+    with pytest.raises(ProtocolError, match="deadlock"):
+        check(module, 0)
+
+
+def test_the_protocol_of_a_split_loop_at_the_top_of_its_kernel():
+    """tests/filecheck/lowering/wgmma_warp_specialized.mlir's kernel (no tile loop): K 256 in steps of 32."""
+    text = (Path(__file__).parent / "filecheck/lowering/wgmma_warp_specialized.mlir").read_text()
+    module = Parser(tinyton_context(), text).parse_module()
+    pipeline_module(module, 227 * 1024, arch="sm_90a")
+    m_n_k = {3: 200, 4: 136, 5: 256}
+    assert check(module, 0, m_n_k) == (2 * 8,) * 2
 
 
 def test_only_what_qualifies_is_split():
