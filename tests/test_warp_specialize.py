@@ -189,6 +189,35 @@ def test_the_protocol_of_a_split_loop_at_the_top_of_its_kernel():
     assert check(module, 0, m_n_k) == (2 * 8,) * 2
 
 
+@tt.jit
+def ws_clamped(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The loop reads each dot's result (a clamp): its dots wait for themselves, not in flight."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=3, warp_specialize=True):
+        acc = tl.minimum(tl.dot(a_desc.load([pid_m * BM, k]), b_desc.load([k, pid_n * BN]), acc), 1e4)
+    rm = pid_m * BM + tl.arange(0, BM)[:, None]
+    rn = pid_n * BN + tl.arange(0, BN)[None, :]
+    tl.store(c_ptr + rm * N + rn, acc, mask=(rm < M) & (rn < N))
+
+
+def test_dots_that_wait_for_themselves_release_their_own_slot():
+    """No dot in flight: each iteration releases the slot it read once its dots are done; the protocol holds for
+    K 256 in steps of 64 over 3 slots, and the simulator gives NumPy's product."""
+    a, b, ad, bd = _ws_kernel(200, 144, 256)
+    c = np.zeros((200, 144), np.float32)
+    compiled = ws_clamped.compile(ad, bd, c, 200, 144, 256, 128, 128, 64, num_warps=8)
+    module = compiled.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=8, arch="sm_90a")
+    assert _split(module) is not None
+    assert not any(ttd.ASYNC_DOT_ATTR in op.attributes for op in module.walk())
+    kernel = next(op for op in module.walk() if isinstance(op, ttd.WarpSpecializeOp)).parent_block()
+    k = next(i for i, arg in enumerate(kernel.args) if arg.name_hint == "K")
+    assert check(module, 0, {k: 256}) == (2 * 4,) * 2
+    ws_clamped[(2, 2)](ad, bd, c, 200, 144, 256, 128, 128, 64, num_warps=8)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
 def test_only_what_qualifies_is_split():
     """No request, a target without wgmma or TMA (sm_80): the usual pipeline."""
     plain = _kernel(gelu_linear, MatmulTiles(128, 256, 64, 8, 4))
@@ -242,9 +271,13 @@ def test_a_kernel_asks_for_it_with_tl_range():
 
 
 def test_a_kernel_with_the_request_computes_numpys_product():
-    a, b, ad, bd = _ws_kernel(200, 136, 264)
-    c = np.zeros((200, 136), np.float32)
-    ws_matmul[(tt.cdiv(200, 128), tt.cdiv(136, 128))](ad, bd, c, 200, 136, 264, 128, 128, 64, num_warps=8)
+    """200 x 144 x 272: row and column blocks masked, a ragged last K step (strides of multiples of 16 elements,
+    which TMA needs)."""
+    a, b, ad, bd = _ws_kernel(200, 144, 272)
+    c = np.zeros((200, 144), np.float32)
+    compiled = ws_matmul.compile(ad, bd, c, 200, 144, 272, 128, 128, 64, num_warps=8)
+    assert "setmaxnreg.dec" in compile_module(compiled.module.clone(), num_warps=8, arch="sm_90a").asm["ptx"]
+    ws_matmul[(tt.cdiv(200, 128), tt.cdiv(144, 128))](ad, bd, c, 200, 144, 272, 128, 128, 64, num_warps=8)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
 
 

@@ -1,6 +1,6 @@
 """The warp-specialised form of `tinyton-pipeline`: a producer warpgroup loads, the program's warps compute.
 
-A K loop whose loads all go through TMA and whose wgmma dots may stay in flight, marked `tt.warp_specialize`
+A K loop whose loads all go through TMA (its dots in flight, or waiting for themselves), marked `tt.warp_specialize`
 (Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile) at the top of its
 kernel, or directly in the body of a loop over tiles so marked at the top (a persistent kernel, as Triton's
 persistent matmul spells it), becomes (dialects/tt_warps.py)
@@ -15,6 +15,7 @@ persistent matmul spells it), becomes (dialects/tt_warps.py)
         (for tile: ...)
         for i: wait full[i % S]; the dots on slot i % S, in flight; once the previous iteration's dots are done,
                each warp releases that iteration's slot (an arrival on empty); after the loop, the last one
+               (dots that wait for themselves, whose result the loop reads: its own slot at its end)
         the rest of the kernel (of the tile)
 
 The slot and its phase run on across the tiles: the producer fills the next tile's first slots while the
@@ -23,8 +24,8 @@ consumers finish the last tile's dots and run its epilogue.
 No barrier among all threads follows the split: the consumers wait on mbarriers only, and the lowering names
 their barriers for their own threads (`bar.sync 1, N`). The producer runs up to S iterations ahead whatever the
 consumers do, instead of one thread issuing each copy between the consumers' barriers (pipeline.py).
-Loops this does not fit (elsewhere, an op before the split that writes memory, dots that cannot stay in flight,
-a tile loop whose offsets need loop-carried values or loads) are pipelined as usual: like Triton's, the
+Loops this does not fit (elsewhere, an op before the split that writes memory, a tile loop whose offsets need
+loop-carried values or loads) are pipelined as usual: like Triton's, the
 attribute is a request.
 """
 
@@ -92,7 +93,7 @@ def _at_top(op: Operation) -> bool:
 def wants_warp_specialization(plan: Plan, num_warps: int, arch: str) -> bool:
     """Whether `plan`'s loop asks for, and fits, the warp-specialised form."""
     loop = plan.loop
-    if not plan.tma or not plan.async_dots or arch != "sm_90a" or num_warps % tt.PRODUCER_WARPS:
+    if not plan.tma or arch != "sm_90a" or num_warps % tt.PRODUCER_WARPS:
         return False
     outer = tile_loop(loop)
     if outer is None:
@@ -202,10 +203,13 @@ def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) ->
 
 
 def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tuple[SSAValue, SSAValue]:
-    """Turn `plan`'s loop into waits on `full`, reads of the slots, the dots in flight and the release of each slot
-    once the dots reading it are done (the last slot's after the loop); gives the slot and phase after it."""
+    """Turn `plan`'s loop into waits on `full`, reads of the slots, its dots and the release of each slot once the
+    dots reading it are done: dots in flight release the previous iteration's slot (the last one's after the
+    loop), dots that wait for themselves their own iteration's; gives the slot and phase after the loop."""
     loop = plan.loop
-    keep_in_flight(loop, plan.async_dots, plan.dot_groups)
+    in_flight = bool(plan.async_dots)
+    if in_flight:
+        keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     body = loop.body.block
     slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args))
@@ -216,16 +220,20 @@ def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tupl
         load.detach()
         load.erase()
     end = Builder(body, body.last_op)
-    end.add(tt.BarrierArriveOp(ring.empty, _previous(end, slot, ring.slots),
-                               end.value(tt.CmpOp("gt", body.args[0], loop.lb))))
+    if in_flight:
+        end.add(tt.BarrierArriveOp(ring.empty, _previous(end, slot, ring.slots),
+                                   end.value(tt.CmpOp("gt", body.args[0], loop.lb))))
+    else:
+        end.add(tt.BarrierArriveOp(ring.empty, slot, end.value(tt.ConstantOp(IntegerAttr(1, 1), i1))))
     new_loop = _carry(loop, [slot0, phase0], [advance(end, slot, ring.slots), flip(end, phase, slot, ring.slots)])
-    waits = new_loop
-    while isinstance(waits.next_op, tt.DotWaitOp):  # the dots' last waits, which keep_in_flight put after it
-        waits = waits.next_op
-    after = Builder(new_loop.parent_block(), waits.next_op)
-    slot_out, phase_out = new_loop.results[-2:]
-    after.add(tt.BarrierArriveOp(ring.empty, _previous(after, slot_out, ring.slots),
-                                 after.value(tt.CmpOp("lt", new_loop.lb, new_loop.ub))))
+    if in_flight:
+        waits = new_loop
+        while isinstance(waits.next_op, tt.DotWaitOp):  # the dots' last waits, which keep_in_flight put after it
+            waits = waits.next_op
+        after = Builder(new_loop.parent_block(), waits.next_op)
+        slot_out = new_loop.results[-2]
+        after.add(tt.BarrierArriveOp(ring.empty, _previous(after, slot_out, ring.slots),
+                                     after.value(tt.CmpOp("lt", new_loop.lb, new_loop.ub))))
     region_dce(new_loop.body)
     new_loop = drop_dead_carried(new_loop)  # the addresses the loads were carried by
     slot_out, phase_out = new_loop.results[-2:]
