@@ -118,7 +118,8 @@ def _tile_slice(plan: Plan, outer: scf.ForOp) -> list[Operation] | None:
     they need a value carried by the tile loop or an op that is not pure (a load)."""
     loop = plan.loop
     roots = [loop.lb, loop.ub, loop.step, *(loop.iter_args[i] for i in plan.carried)]
-    roots += [v for op in plan.ops for v in op.operands] + [v for ld in plan.loads for v in ld.operands]
+    roots += [v for op in plan.ops for v in op.operands]
+    roots += [v for ld in plan.loads for v in (ld.base, *ld.shape, *ld.strides, *ld.offsets)]  # what TMA reads
     found = pure_slice(roots, outer.body.block)
     if found is None or found[1]:
         return None
