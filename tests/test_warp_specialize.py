@@ -218,6 +218,22 @@ def test_dots_that_wait_for_themselves_release_their_own_slot():
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
 
 
+@needs_ptxas
+def test_two_programs_share_an_sm_when_their_rings_are_small():
+    """One consumer warpgroup on two stages of 128 x 128 x 64 (64 KiB): two programs an SM, each launched with half
+    the register file (128 a thread: `.maxnreg`, `.minnctapersm 2`), its consumers raised to 232; programs for
+    twice the SMs; the protocol holds over 15 tiles in 8 programs."""
+    tiles = MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True)
+    spec = _kernel(gelu_linear, tiles, sm_count=4)
+    assert spec.grid == (8, 1, 1) and spec.module.attributes["tt.min_programs_per_sm"].value.data == 2
+    ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
+    assert re.search(r"\.maxnreg 128", ptx) and re.search(r"\.minnctapersm 2", ptx)
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in ptx and register_usage(ptx, "sm_90a") == (128, 0)
+    _, module = _split_module(gelu_linear, tiles, 4)
+    for pid in range(8):
+        assert check(module, pid) == (2 * 5 * len(range(pid, 15, 8)),) * 2
+
+
 def test_only_what_qualifies_is_split():
     """No request, a target without wgmma or TMA (sm_80): the usual pipeline."""
     plain = _kernel(gelu_linear, MatmulTiles(128, 256, 64, 8, 4))
@@ -291,8 +307,9 @@ def test_the_tuner_measures_warp_specialised_tiles_on_request(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True))],
-                         ids=["gelu", "swiglu", "two-stages"])
+@pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True)),
+                                       (gelu_linear, MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True))],
+                         ids=["gelu", "swiglu", "two-stages", "two-an-sm"])
 @pytest.mark.parametrize("programs", [None, 2], ids=["an-sm-each", "two-programs"])
 def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles, programs):
     """300 rows, 520 columns, K 264: masked row and column blocks, a ragged last K step zero-filled by TMA; with

@@ -36,8 +36,9 @@ from tinyton.lowering.fusion.matmul_tiles import (
     MatmulProblem,
     TileChooser,
     default_tiles,
+    stage_bytes,
 )
-from tinyton.lowering.fusion.persistent import persist
+from tinyton.lowering.fusion.persistent import persist, programs_per_sm
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.row_shapes import RowChooser, default_row_shape, row_problem
 from tinyton.lowering.fusion.schedule import Scheduler
@@ -67,7 +68,8 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     dom = analyze(ops, results)
     if dom.matmul is not None:
         problem = MatmulProblem.of(dom, fusion)
-        geom = plan_matmul(dom, choose_tiles(problem).fit(problem))
+        tiles = choose_tiles(problem).fit(problem)
+        geom = plan_matmul(dom, tiles)
     else:
         geom = plan(dom, lambda rows, length: choose_rows(row_problem(fusion, rows, length)))
     products = sum(isinstance(op, tta.MatmulOp) for op in ops)
@@ -90,10 +92,13 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     alias = None
     if len(ops) == 1 and isinstance(ops[0], tta.ReshapeOp) and results[0] in dom.views:
         alias = 0 if dom.views[results[0]].is_contiguous and dom.views[results[0]].is_plain else None
-    programs = persist(kernel, geom.programs, sm_count) if geom.notes.get("WARP_SPECIALIZE") else geom.programs
+    programs, per_sm = geom.programs, geom.per_sm
+    if geom.notes.get("WARP_SPECIALIZE"):  # a matmul region's warp-specialised tile: persistent programs
+        per_sm = programs_per_sm(stage_bytes(problem, tiles), tiles.num_warps)
+        programs = persist(kernel, geom.programs, sm_count, per_sm)
     module = finish_module(kernel, geom.num_warps)
-    if geom.per_sm:
-        module.attributes["tt.min_programs_per_sm"] = IntegerAttr(geom.per_sm, i32)
+    if per_sm:
+        module.attributes["tt.min_programs_per_sm"] = IntegerAttr(per_sm, i32)
     return [KernelSpec(name, fusion.kind.data, module, (programs, 1, 1), geom.num_warps, params, fusion,
                        dict(geom.notes), alias, scratch=scratch)]
 

@@ -155,10 +155,12 @@ programs share an SM and one's epilogue overlaps the other's K loop: a GELU-tanh
 WARP_SPECIALIZED_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(128, 256, 64, 8, 4, warp_specialize=True),
     MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True),
+    MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True),
 )
-"""The large tiles with a producer warpgroup (four stages: the consumers release their slots themselves, no slot
-is kept for the dots in flight), measured beside CANDIDATES when `TINYTON_WARP_SPECIALIZE=1` (`warp_specialized`):
-they have not run on a GPU yet, and a wrong mbarrier protocol hangs rather than failing."""
+"""The large tiles with a producer warpgroup, persistent (four stages: the consumers release their slots
+themselves, no slot is kept for the dots in flight; the last, one consumer warpgroup on two stages, puts two
+programs on an SM, one's epilogue beside the other's dots: `persistent.programs_per_sm`), measured beside
+CANDIDATES when `TINYTON_WARP_SPECIALIZE=1` (`warp_specialized`): they have not run on a GPU yet."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 

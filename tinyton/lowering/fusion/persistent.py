@@ -17,10 +17,32 @@ from xdsl.ir import Block, Region
 from tinyton.dialects import tt
 
 
-def persist(kernel: func.FuncOp, tiles: int, sm_count: int) -> int:
+REGISTER_FILE = 65536
+"""32-bit registers of an SM."""
+SHARED_FOR_TWO = 100 * 1024
+"""Most shared memory a persistent program's ring of stages may take for two programs to share an SM (an H100's
+228 KiB, less each program's epilogue buffers and 1 KiB the driver keeps): then one program's epilogue runs
+while the other's dots do, as two-stage 128 x 128 tiles let the unsplit kernels do (docs/benchmarks.md)."""
+
+
+LEAST_LAUNCH_REGISTERS = 128
+"""Registers a thread of a warp-specialised program must be launched with: ptxas refuses a wgmma of a 128 x 128
+tile's 64 accumulator registers at 80 ("Insufficient registers", two programs of 12 warps an SM), whatever the
+consumers' `setmaxnreg.inc` gives them later."""
+
+
+def programs_per_sm(ring_bytes: int, num_warps: int) -> int:
+    """Persistent programs of `num_warps` warps (and the producer warpgroup) that share an SM: two when their rings
+    of stages are small enough and each thread still starts with LEAST_LAUNCH_REGISTERS, else one."""
+    threads = 32 * (num_warps + tt.PRODUCER_WARPS)
+    fits = ring_bytes <= SHARED_FOR_TWO and REGISTER_FILE // 2 // threads >= LEAST_LAUNCH_REGISTERS
+    return 2 if fits else 1
+
+
+def persist(kernel: func.FuncOp, tiles: int, sm_count: int, per_sm: int = 1) -> int:
     """Wrap `kernel`'s body in a loop over its `tiles` (each its former `program_id(0)`); gives the programs to
-    launch: as many as the GPU has SMs, or tiles if fewer."""
-    programs = min(tiles, sm_count)
+    launch: `per_sm` for each of the GPU's SMs, or tiles if fewer."""
+    programs = min(tiles, sm_count * per_sm)
     block = kernel.body.block
     body = Block(arg_types=[i32])
     for op in [op for op in block.ops if not isinstance(op, func.ReturnOp)]:

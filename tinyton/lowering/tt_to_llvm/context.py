@@ -53,6 +53,12 @@ class LoweringError(DiagnosticException):
 
 NUM_WARPS_ATTR = "tt.num_warps"
 MIN_PROGRAMS_ATTR = "tt.min_programs_per_sm"
+
+
+def programs_per_sm(module: Operation) -> int:
+    """The programs the module's kernel asks to fit on an SM at once (`tt.min_programs_per_sm`, else 1)."""
+    attr = module.attributes.get(MIN_PROGRAMS_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 1
 """Module attribute: programs each SM must hold at once (a grid-barrier kernel's); ptxas caps the registers
 for it (`.minnctapersm`)."""
 DEFAULT_NUM_WARPS = 4
@@ -160,6 +166,8 @@ class KernelContext(Emitter):
         warps take no part); None: every thread of the program."""
         self.leader_warp = 0
         """The warp whose lane 0 issues the program's TMA copies and mbarrier arrivals (the producer's first)."""
+        self.programs_per_sm = 1
+        """Programs that share an SM (`tt.min_programs_per_sm`): a warp-specialised program's share of its registers."""
         self.smem_bytes = 0
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""

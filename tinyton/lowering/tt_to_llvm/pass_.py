@@ -58,6 +58,7 @@ from tinyton.lowering.tt_to_llvm.context import (
     LoweringError,
     kernel_num_warps,
     llvm_type,
+    programs_per_sm,
 )
 from tinyton.lowering.tt_to_llvm.float8_dot import prepare_float8_dots
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
@@ -133,7 +134,7 @@ def lower_to_llvm(
     launch = warp_roles.launch_warps(kernel, warps)
     fn.attributes["nvvm.reqntid"] = DenseArrayBase.from_list(i32, [32 * launch, 1, 1])
     if launch > warps:  # setmaxnreg moves registers between warpgroups: launch with all of them
-        fn.attributes["nvvm.maxnreg"] = IntegerAttr(launch_registers(32 * launch), i32)
+        fn.attributes["nvvm.maxnreg"] = IntegerAttr(launch_registers(32 * launch, programs_per_sm(module)), i32)
     if isinstance(least := module.attributes.get(MIN_PROGRAMS_ATTR), IntegerAttr):
         fn.attributes["nvvm.minctasm"] = IntegerAttr(least.value.data, i32)
 
@@ -143,6 +144,7 @@ def lower_to_llvm(
         fn, warps, LayoutAssignment(kernel, warps, arch), AxisAnalysis(kernel), smem, convert_layout, shared_limit,
         wgmma,
     )
+    ctx.programs_per_sm = programs_per_sm(module)
     async_copy.reserve_buffers(ctx, kernel)
     tma.reserve_barriers(ctx, kernel)
     for arg, param in zip(kernel.args, fn.body.block.args):

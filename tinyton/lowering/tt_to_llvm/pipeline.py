@@ -55,7 +55,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
-from tinyton.lowering.tt_to_llvm.context import kernel_num_warps
+from tinyton.lowering.tt_to_llvm.context import kernel_num_warps, programs_per_sm
 from tinyton.lowering.tt_to_llvm.pipeline_plan import (
     Plan,
     feeds_mma_only,
@@ -254,7 +254,7 @@ def pipeline_module(
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
         if plan.warp_specialized:
-            specialize_loop(plan, stages, warps)
+            specialize_loop(plan, stages, warps, programs_per_sm(module))
             continue
         new_loop = pipeline_loop(plan, stages)
         if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies

@@ -38,7 +38,7 @@ def lower_warp_specialize(ctx: KernelContext, op: tt.WarpSpecializeOp) -> None:
     ctx.func.body.add_block(consumer)
     ctx.move_to(consumer)
     ctx.smem_pending = pending
-    launched = launch_registers(32 * (consumers + op.producer_warps.value.data))
+    launched = launch_registers(32 * (consumers + op.producer_warps.value.data), ctx.programs_per_sm)
     if op.consumer_registers.value.data > launched:  # one consumer warpgroup already has the most it may hold
         _set_registers(ctx, "inc", op.consumer_registers.value.data)
     ctx.barrier_threads = 32 * consumers

@@ -62,18 +62,18 @@ addresses fit (ptxas -v, sm_90a: no spills in the kernels of tests/test_warp_spe
 gives two consumer warpgroups 232; a 128 x 256 tile with a GELU-tanh epilogue spills 16 bytes there, none at 240."""
 
 
-def launch_registers(threads: int) -> int:
-    """Registers per thread a warp-specialised program is launched with (`.maxnreg`): the whole register file,
-    one program an SM. `setmaxnreg` only moves a program's registers between its warpgroups, so without it
-    ptxas would launch with what the code needs (59 for a small kernel) and the consumers' `setmaxnreg.inc`
-    would wait forever for registers the program never had."""
-    return min(MOST_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+def launch_registers(threads: int, per_sm: int = 1) -> int:
+    """Registers per thread a warp-specialised program is launched with (`.maxnreg`): its share of the register
+    file, `per_sm` programs an SM. `setmaxnreg` only moves a program's registers between its warpgroups, so
+    without it ptxas would launch with what the code needs (59 for a small kernel) and the consumers'
+    `setmaxnreg.inc` would wait forever for registers the program never had."""
+    return min(MOST_REGISTERS, REGISTER_FILE // per_sm // threads // 8 * 8)
 
 
-def consumer_registers(num_warps: int) -> int:
-    """Registers a consumer thread grows to (`setmaxnreg.inc`): what the producer warpgroup's 24 leave, in steps
-    of 8; never fewer than it is launched with (`launch_registers`)."""
-    spare = REGISTER_FILE - 32 * tt.PRODUCER_WARPS * PRODUCER_REGISTERS
+def consumer_registers(num_warps: int, per_sm: int = 1) -> int:
+    """Registers a consumer thread grows to (`setmaxnreg.inc`): what the producer warpgroup's 24 leave of the
+    program's share, in steps of 8; never fewer than it is launched with (`launch_registers`)."""
+    spare = REGISTER_FILE // per_sm - 32 * tt.PRODUCER_WARPS * PRODUCER_REGISTERS
     return min(MOST_REGISTERS, spare // (32 * num_warps) // 8 * 8)
 
 
@@ -126,8 +126,9 @@ def _tile_slice(plan: Plan, outer: scf.ForOp) -> list[Operation] | None:
     return [op for op in outer.body.block.ops if op in found[0]]
 
 
-def specialize_loop(plan: Plan, stages: int, num_warps: int) -> None:
-    """Rewrite `plan`'s loop (and its tile loop) and the rest of its kernel into a producer and consumers."""
+def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1) -> None:
+    """Rewrite `plan`'s loop (and its tile loop) and the rest of its kernel into a producer and consumers
+    (`per_sm` programs sharing an SM's registers)."""
     loop = plan.loop
     outer = tile_loop(loop)
     site = outer or loop
@@ -153,7 +154,8 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int) -> None:
         _consume(plan, ring, zero, zero)
     else:
         _consume_tiles(plan, outer, ring, zero)
-    split = tt.WarpSpecializeOp(Region(producer), Region(consumer), PRODUCER_REGISTERS, consumer_registers(num_warps))
+    registers = consumer_registers(num_warps, per_sm)
+    split = tt.WarpSpecializeOp(Region(producer), Region(consumer), PRODUCER_REGISTERS, registers)
     kernel.insert_op_before(split, kernel.last_op)
 
 
