@@ -13,6 +13,9 @@ sees, as Triton's Hopper pipeline does:
     tt.tma_arrive               thread 0 arrives on the slot's mbarrier (after all copies of the slot)
     tt.tma_wait                 every thread waits for the slot's phase `phase`, then a barrier
 
+`tt.descriptor_store` is the store counterpart an array program's warp-specialised matmul writes its output tile
+with: a masked `tt.store` that names the block the same way, stored by TMA from shared memory on sm_90.
+
 A `tt.tma_copy` names its tensor map by the descriptor's operands: the lowering appends one kernel
 parameter per distinct map (a pointer to a 128-byte `CUtensorMap` in global memory) and tells the runtime
 how to encode it from the launch's parameter values (`KernelInfo.tensor_maps`).
@@ -98,6 +101,41 @@ class DescriptorLoadOp(IRDLOperation):
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
         require(self.result.type == expected, f"descriptor_load gives {type_name(expected)}")
         require(self.other is None or self.other.type == expected, f"other must be {type_name(expected)}")
+
+
+@irdl_op_definition
+class DescriptorStoreOp(IRDLOperation):
+    """`tt.store(ptr, value, mask)` of the block at `offsets` of the descriptor `base`/`shape`/`strides`, whose
+    `mask` is exactly the block's part inside `shape` (TMA clips the block to it). A warp-specialised kernel's
+    consumers store it on sm_90 with TMA from shared memory (tinyton/lowering/tt_to_llvm/tma.py); everywhere
+    else, the simulator included, it is that store."""
+
+    name = "tt.descriptor_store"
+    ptr = operand_def(TensorType)
+    value = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    base = operand_def()
+    shape = var_operand_def(i32)
+    strides = var_operand_def(i32)
+    offsets = var_operand_def(i32)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(
+        self, ptr: Operand, value: Operand, mask: Operand | None, base: Operand, shape: list[Operand],
+        strides: list[Operand], offsets: list[Operand],
+    ):
+        super().__init__(operands=[ptr, value, [mask] if mask else [], base, shape, strides, offsets])
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.ptr.type))
+        require(is_pointer(self.base.type) and not shape_of(self.base.type), "descriptor_store needs a scalar base pointer")
+        require(
+            len(self.shape) == len(self.strides) == len(self.offsets) >= rank == 2,
+            "descriptor_store of a 2-D block needs at least 2 sizes, strides and offsets, as many of each",
+        )
+        expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
+        require(self.value.type == expected, f"descriptor_store stores {type_name(expected)}")
 
 
 def barrier_type(slots: int) -> MemRefType:
@@ -220,4 +258,4 @@ class TmaWaitOp(SlotWaitBase):
     name = "tt.tma_wait"
 
 
-TMA_OPS = (DescriptorLoadOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)
+TMA_OPS = (DescriptorLoadOp, DescriptorStoreOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)

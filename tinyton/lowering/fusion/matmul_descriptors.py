@@ -1,5 +1,7 @@
 """Matmul operands read as blocks of the matrix as stored (`tt.descriptor_load`: TMA on sm_90, masked loads
-elsewhere): which operands qualify, and the load of one block. Used by the K loop of matmul.py."""
+elsewhere): which operands qualify, and the load of one block. Used by the K loop of matmul.py. And a
+warp-specialised matmul's output tile stored as a block of the output (`tt.descriptor_store`: TMA from its
+consumers on sm_90, a masked store elsewhere; region.py)."""
 
 from __future__ import annotations
 
@@ -109,3 +111,24 @@ def descriptor_load(em: Emitter, desc: Descriptor, starts: tuple[SSAValue, SSAVa
         [em.i32(st) for st in desc.strides], [*desc.outer, *starts], "zero",
     ))
     return em.emit(tt.TransOp(load, (1, 0))) if desc.transposed else load
+
+
+def descriptor_store(rg, value: SSAValue, ptr: SSAValue, tile: SSAValue) -> bool:
+    """Store the region's output `value`, whose register tile is `tile`, as a block of its row-major output at
+    `ptr` (rows: every axis but the last, as the M source enumerates them); False, storing nothing, when the
+    tile is not such a block (a broadcast or rotated output, other tile shapes)."""
+    em, geom, dom = rg.em, rg.geom, rg.dom
+    n = len(dom.shape)
+    m_src, n_src = geom.source_of(n - 2), geom.source_of(n - 1)
+    whole = dom.map_of(value) == tuple(range(n)) and tuple(tt.shape_of(value.type)) == tuple(dom.shape)
+    if not (whole and m_src.axes == tuple(range(n - 1)) and n_src.axes == (n - 1,) and n_src.contiguous):
+        return False
+    block = (m_src.block, n_src.block)
+    if tuple(tt.shape_of(tile.type)) != block:
+        return False
+    desc = Descriptor(ptr, (prod(dom.shape[:-1]), dom.shape[-1]), (dom.shape[-1], 1), (), False)
+    starts = tuple(s.start if s.start is not None else em.i32(0) for s in (m_src, n_src))
+    ptrs, mask = _stored_block(em, desc, starts, block)
+    em.emit(tt.DescriptorStoreOp(ptrs, tile, mask, ptr, [em.i32(d) for d in desc.sizes],
+                                 [em.i32(st) for st in desc.strides], list(starts)))
+    return True

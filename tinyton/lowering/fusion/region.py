@@ -27,6 +27,7 @@ from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.casts import numpy_cast
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry
+from tinyton.lowering.fusion.matmul_descriptors import descriptor_store
 from tinyton.lowering.fusion.powers import power
 from tinyton.lowering.fusion.program_indices import ProgramIndices, Scope
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, scan_kind
@@ -121,6 +122,8 @@ class RegionEmitter(ProgramIndices):
             return store_put(self, value.op, ptr, scope)
         m = self.dom.map_of(value)
         reg = self.operand_value(value, m, scope)
+        if self.geom.notes.get("WARP_SPECIALIZE") and descriptor_store(self, value, ptr, reg):
+            return  # a warp-specialised kernel's consumers store the tile with TMA
         strides = {a: st for a, st in zip(m, contiguous_strides(shape_of(value.type))) if a is not None}
         p, shape = self.pointers(ptr, strides, scope)
         shape = broadcast_shape(shape, shape_of(reg.type))

@@ -172,6 +172,13 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     return drop_dead_carried(new_loop)
 
 
+def _staged_stores(module: ModuleOp) -> int:
+    """Shared memory a warp-specialised kernel's TMA store stages its largest tile in (tma.py), kept out of the
+    buffers' budget."""
+    tiles = [op.value for op in module.walk() if isinstance(op, tt.DescriptorStoreOp)]
+    return max((tt.element_type(v.type).bitwidth // 8 * tile_elements(v) for v in tiles), default=0)
+
+
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
     from shared memory by every iteration, they are copied there once instead of stored each time."""
@@ -233,7 +240,7 @@ def pipeline_module(
     module's kernels (innermost first); `num_warps` (default: the module's) and `arch` tell whether a dot
     runs on wgmma and may stay in flight, and whether descriptor loads may use TMA (unless `tma` is off)."""
     warps = kernel_num_warps(module, num_warps)
-    budget = shared_limit
+    budget = shared_limit - _staged_stores(module)
     hoisted = []
     for load in _invariant_operands(module):
         nbytes = tt.element_type(load.result.type).bitwidth // 8 * tile_elements(load.result)

@@ -31,17 +31,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import IntegerAttr, i32, i64
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from tinyton.dialects import nvvm, tt
 from tinyton.dtypes import dtype_of
-from tinyton.lowering.tt_to_llvm.async_copy import slot_base, slot_swizzle
+from tinyton.lowering.tt_to_llvm.async_copy import fence_async_proxy, slot_base, slot_swizzle
 from tinyton.lowering.tt_to_llvm.axis_info import POINTER_ALIGNMENT_ATTR
-from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers
 from tinyton.lowering.tt_to_llvm.memory import _inline_asm
 from tinyton.lowering.tt_to_llvm.shared import byte_size
-from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
+from tinyton.lowering.tt_to_llvm.swizzle import Swizzle, store_swizzled
 
 TMA_DTYPES = frozenset({"float16", "bfloat16", "float32", "int8", "uint8", "int16", "int32", "float8e4nv", "float8e5"})
 MAX_BOX = 256
@@ -114,14 +114,20 @@ def copy_spec(op: tt.TmaCopyOp, kernel: func.FuncOp) -> dict[str, Any]:
     return spec
 
 
-def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[tt.TmaCopyOp, int]]:
-    """The distinct maps the kernel's `tt.tma_copy` ops read, in order (one parameter each), and the map
-    of each copy."""
+def store_spec(op: tt.DescriptorStoreOp, kernel: func.FuncOp) -> dict[str, Any] | None:
+    """The map a descriptor store writes through; None when TMA cannot write it."""
+    return tensor_map_spec(op.base, op.shape, op.strides, tuple(tt.shape_of(op.value.type)), "zero", kernel)
+
+
+def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[Operation, int]]:
+    """The distinct maps the kernel's `tt.tma_copy` and TMA-stored `tt.descriptor_store` ops use, in order (one
+    parameter each), and the map of each."""
     specs: list[dict[str, Any]] = []
-    index: dict[tt.TmaCopyOp, int] = {}
+    index: dict[Operation, int] = {}
     for op in kernel.walk():
-        if isinstance(op, tt.TmaCopyOp):
-            spec = copy_spec(op, kernel)
+        if isinstance(op, (tt.TmaCopyOp, tt.DescriptorStoreOp)):
+            spec = copy_spec(op, kernel) if isinstance(op, tt.TmaCopyOp) else store_spec(op, kernel)
+            assert spec is not None, "descriptor stores TMA cannot write were expanded"
             if spec not in specs:
                 specs.append(spec)
             index[op] = specs.index(spec)
@@ -139,6 +145,25 @@ def expand_descriptor_loads(kernel: func.FuncOp) -> None:
             op.result.replace_all_uses_with(load.result)
             op.detach()
             op.erase()
+
+
+def expand_descriptor_stores(kernel: func.FuncOp, tma: bool) -> None:
+    """The descriptor stores that are not a warp-specialised kernel's consumers' (or that TMA cannot write, or
+    without TMA) become the masked stores they stand for."""
+    for op in list(kernel.walk()):
+        if isinstance(op, tt.DescriptorStoreOp) and not (tma and _in_consumers(op) and store_spec(op, kernel)):
+            block = op.parent_block()
+            assert block is not None
+            block.insert_op_before(tt.StoreOp(op.ptr, op.value, op.mask), op)
+            op.detach()
+            op.erase()
+
+
+def _in_consumers(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, tt.WarpSpecializeOp):
+        op, parent = parent, parent.parent_op()
+    return parent is not None and op.parent_region() is parent.consumer
 
 
 def reserve_barriers(ctx: KernelContext, kernel: func.FuncOp) -> None:
@@ -249,3 +274,34 @@ def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
     pred = ctx.int_op("and", ctx.icmp("eq", ctx.lane, ctx.const(0)), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
+
+
+@lowers(tt.DescriptorStoreOp)
+def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None:
+    """The block goes to shared memory in the map's swizzled panels, then thread 0 stores each panel with TMA
+    (`cp.async.bulk.tensor ... .bulk_group`) and waits until TMA has read them before the consumers go on (the
+    buffer is free again: their next barrier is after that wait)."""
+    layout = ctx.layout_of(op.value)
+    rows, cols = tt.shape_of(op.value.type)
+    elem = llvm_type(op.value.type)
+    tile = Swizzle(rows, cols, byte_size(elem))
+    start = ctx.smem_buffer(tile.nbytes, f"the {rows}x{cols} tile of a TMA store", 1024)
+    store_swizzled(ctx, ctx.get(op.value, layout), layout, elem, tile, start)
+    fence_async_proxy(ctx)
+    ctx.barrier()
+    leader = _leader(ctx)
+    param = ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
+    *outer, row, col = (ctx.scalar(v) for v in op.offsets)
+    rank = len(op.offsets)
+    coords = ", ".join(f"${3 + i}" for i in range(rank))
+    for p in range(tile.cols // tile.panel_cols):
+        at = _address(ctx, ctx.smem_ptr(i8, 0, start + p * tile.panel_bytes))
+        x = ctx.int_op("add", col, ctx.const(p * tile.panel_cols))
+        lines = ["{", ".reg .b64 map;", "cvta.global.u64 map, $1;",
+                 f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map, {{{coords}}}], [$2];", "}"]
+        inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in (x, row, *reversed(outer))]
+        _inline_asm(ctx, lines, [], inputs, None)
+    _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;", "@$0 cp.async.bulk.wait_group.read 0;"], [], [("b", leader)],
+                None)
+    ctx.barrier()
+    ctx.smem_pending = None

@@ -81,8 +81,16 @@ class MemoryFunctions(SimFunctions):
         result[mask] = buffer[index]
         return (result[()] if result.ndim == 0 else result,)
 
+    @impl(tt.DescriptorStoreOp)
+    def run_descriptor_store(self, interpreter: Interpreter, op: tt.DescriptorStoreOp, args: PythonValues) -> PythonValues:
+        """The masked store it stands for (its descriptor operands only matter to TMA)."""
+        return self._store(interpreter, op, args)
+
     @impl(tt.StoreOp)
     def run_store(self, interpreter: Interpreter, op: tt.StoreOp, args: PythonValues) -> PythonValues:
+        return self._store(interpreter, op, args)
+
+    def _store(self, interpreter: Interpreter, op: tt.StoreOp | tt.DescriptorStoreOp, args: PythonValues) -> PythonValues:
         launch = self.launch(interpreter)
         ptr: Pointer = args[0]
         value = args[1]
