@@ -49,21 +49,26 @@ def attention(q, k, v, scale):
     return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
 
 
+def _softmax(s):
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return e / tt.sum(e, axis=-1, keepdims=True)
+
+
+def _causal_scores(q, k, scale):
+    n = q.shape[-2]
+    keep = tt.arange(n).reshape(n, 1) >= tt.arange(n)
+    return tt.where(keep, (q @ tt.swapaxes(k, -1, -2)) * scale, float("-inf"))
+
+
 @tt.jit
 def float8_attention(q, k, v, scale):
     """FlashAttention-3's float8 forward as NumPy spells it: the probabilities cast to v's e4m3 for `p @ v`."""
-    s = (q @ tt.swapaxes(k, -1, -2)) * scale
-    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
-    return (e / tt.sum(e, axis=-1, keepdims=True)).astype(v.dtype) @ v
+    return _softmax((q @ tt.swapaxes(k, -1, -2)) * scale).astype(v.dtype) @ v
 
 
 @tt.jit
 def causal_float8_attention(q, k, v, scale):
-    n = q.shape[-2]
-    keep = tt.arange(n).reshape(n, 1) >= tt.arange(n)
-    s = tt.where(keep, (q @ tt.swapaxes(k, -1, -2)) * scale, float("-inf"))
-    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
-    return (e / tt.sum(e, axis=-1, keepdims=True)).astype(v.dtype) @ v
+    return _softmax(_causal_scores(q, k, scale)).astype(v.dtype) @ v
 
 
 @tt.jit
