@@ -24,7 +24,7 @@ from tinyton.analysis.attention_backward import backward_of
 from tinyton.analysis.domain import Domain, analyze
 from tinyton.analysis.pass_inputs import check_fused_program
 from tinyton.dialects import tta
-from tinyton.dialects.tt import shape_of
+from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion import cache_policy, grid
 from tinyton.lowering.fusion.attention_blocks import NOMINAL_SM_COUNT, BlockChooser, default_blocks
 from tinyton.lowering.fusion.attention_kernels import attention_backward_kernels, attention_kernels, attention_problem
@@ -94,7 +94,8 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
         alias = 0 if dom.views[results[0]].is_contiguous and dom.views[results[0]].is_plain else None
     programs, per_sm = geom.programs, geom.per_sm
     if geom.notes.get("WARP_SPECIALIZE"):  # a matmul region's warp-specialised tile: persistent programs
-        per_sm = programs_per_sm(stage_bytes(problem, tiles), tiles.num_warps)
+        staged = tiles.block_m * tiles.block_n * max(element_type(v.type).bitwidth // 8 for v in results)
+        per_sm = programs_per_sm(stage_bytes(problem, tiles) + staged, tiles.num_warps)  # ring, TMA store's tile
         programs = persist(kernel, geom.programs, sm_count, per_sm)
     module = finish_module(kernel, geom.num_warps)
     if per_sm:

@@ -20,9 +20,10 @@ from tinyton.dialects import tt
 REGISTER_FILE = 65536
 """32-bit registers of an SM."""
 SHARED_FOR_TWO = 100 * 1024
-"""Most shared memory a persistent program's ring of stages may take for two programs to share an SM (an H100's
-228 KiB, less each program's epilogue buffers and 1 KiB the driver keeps): then one program's epilogue runs
-while the other's dots do, as two-stage 128 x 128 tiles let the unsplit kernels do (docs/benchmarks.md)."""
+"""Most shared memory a persistent program's ring of stages and the output tile its TMA store stages may take for
+two programs to share an SM (an H100's 228 KiB, less each program's other buffers and 1 KiB the driver keeps):
+then one program's epilogue runs while the other's dots do, as two-stage 128 x 128 tiles let the unsplit kernels
+do (docs/benchmarks.md)."""
 
 
 LEAST_LAUNCH_REGISTERS = 128
@@ -31,11 +32,11 @@ tile's 64 accumulator registers at 80 ("Insufficient registers", two programs of
 consumers' `setmaxnreg.inc` gives them later."""
 
 
-def programs_per_sm(ring_bytes: int, num_warps: int) -> int:
-    """Persistent programs of `num_warps` warps (and the producer warpgroup) that share an SM: two when their rings
-    of stages are small enough and each thread still starts with LEAST_LAUNCH_REGISTERS, else one."""
+def programs_per_sm(shared_bytes: int, num_warps: int) -> int:
+    """Persistent programs of `num_warps` warps (and the producer warpgroup) that share an SM: two when the shared
+    memory each takes is small enough and each thread still starts with LEAST_LAUNCH_REGISTERS, else one."""
     threads = 32 * (num_warps + tt.PRODUCER_WARPS)
-    fits = ring_bytes <= SHARED_FOR_TWO and REGISTER_FILE // 2 // threads >= LEAST_LAUNCH_REGISTERS
+    fits = shared_bytes <= SHARED_FOR_TWO and REGISTER_FILE // 2 // threads >= LEAST_LAUNCH_REGISTERS
     return 2 if fits else 1
 
 
