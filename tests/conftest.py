@@ -1,8 +1,22 @@
-"""Shared pytest setup: tests marked `gpu` are skipped, with the reason, without a GPU."""
+"""Shared pytest setup: tests marked `gpu` are skipped, with the reason, without a GPU; tests marked `isolated`
+run in a process of their own, under a time limit.
+
+A GPU kernel that traps (a warp-specialised kernel's mbarrier wait that never completes) leaves its process's
+CUDA context unusable, and one that hangs stops the whole run: an `isolated` test re-runs itself in a child
+pytest (its node id, `TINYTON_ISOLATED` set there), and fails with the child's output, or after ISOLATED_SECONDS.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+
+ISOLATED_ENV = "TINYTON_ISOLATED"
+ISOLATED_SECONDS = 300
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -16,3 +30,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason=f"no usable CUDA GPU: {driver.unavailable_reason()}")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    if pyfuncitem.get_closest_marker("isolated") is None or os.environ.get(ISOLATED_ENV):
+        return None
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", pyfuncitem.nodeid]
+    try:
+        child = subprocess.run(command, cwd=Path(pyfuncitem.config.rootpath), env={**os.environ, ISOLATED_ENV: "1"},
+                               capture_output=True, text=True, timeout=ISOLATED_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{pyfuncitem.nodeid} did not end in {ISOLATED_SECONDS} s in its own process (a hang)")
+    if child.returncode != 0:
+        pytest.fail(f"{pyfuncitem.nodeid} failed in its own process:\n{(child.stdout + child.stderr)[-4000:]}")
+    return True

@@ -313,6 +313,7 @@ def test_the_tuner_measures_warp_specialised_tiles_on_request(monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.isolated
 @pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True)),
                                        (gelu_linear, MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True))],
                          ids=["gelu", "swiglu", "two-stages", "two-an-sm"])
@@ -333,6 +334,7 @@ def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles, prog
 
 
 @pytest.mark.gpu
+@pytest.mark.isolated
 def test_a_split_kernel_matches_numpy_on_the_gpu(monkeypatch):
     monkeypatch.setenv("TINYTON_BACKEND", "cuda")
     test_a_kernel_with_the_request_computes_numpys_product()
@@ -375,7 +377,7 @@ def test_a_persistent_kernel_splits_across_its_tiles():
     assemble_ptx(kernel.asm["ptx"], "sm_90a")
 
 
-@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])])
 def test_a_persistent_kernel_computes_numpys_product(monkeypatch, backend):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     a, b, ad, bd, c, rest = _persistent()
