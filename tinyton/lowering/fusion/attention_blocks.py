@@ -45,7 +45,12 @@ class AttentionProblem:
 
     @property
     def element_bytes(self) -> int:
-        return 4 if self.dtype in ("float32", "float64") else 2
+        return 4 if self.dtype in ("float32", "float64") else 1 if self.dtype.startswith("float8") else 2
+
+    @property
+    def tensor_cores(self) -> bool:
+        """16-bit and float8 operands: both products on tensor cores (f32 ones on FMAs or TF32x3)."""
+        return self.element_bytes < 4
 
     def seq_class(self) -> tuple[int, int]:
         """Power-of-two buckets of (S_q, S_kv): problems of one class share a tuned tiling."""
@@ -84,7 +89,7 @@ def default_blocks(p: AttentionProblem) -> Blocks:
     32. f32 operands run on FMAs, staging both dots' operands: the largest of 64, 32, 16 that fits
     `SHARED_BUDGET`."""
     dp, dvp = _padded(p.d), _padded(p.d_v)
-    if p.element_bytes == 2:
+    if p.tensor_cores:
         bm = 128 if p.s_q > 64 else 64 if p.s_q > 16 else 16
         bn = 64 if max(dp, dvp) <= 128 else 32
         return Blocks(bm, bn, 8 if bm == 128 else 4)
@@ -111,7 +116,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     `SHARED_BUDGET`, each with the split counts, as a decode step's attention is a few latencies long and the
     split sets how many there are."""
     default = default_blocks(p)
-    if p.element_bytes != 2:
+    if not p.tensor_cores:
         return _float32_candidates(p, default, sm_count)
     widest = max(_padded(p.d), _padded(p.d_v))
     key_blocks = (32, 64, 128) if widest <= 64 else (32, 64) if widest <= 128 else (32,)
