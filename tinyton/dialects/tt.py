@@ -54,7 +54,7 @@ from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, DescriptorStoreOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
 from tinyton.dialects.tt_warps import (
-    PRODUCER_WARPS, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp, WarpSpecializeOp,
+    PRODUCER_WARPS, REGISTER_FILE, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp, WarpSpecializeOp,
 )
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp
@@ -432,6 +432,6 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "ProgramIdOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
     "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
-    "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PRODUCER_WARPS", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
+    "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PRODUCER_WARPS", "REGISTER_FILE", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
     "UnaryOp", "verify_tile_shape", "XorOp",
 ]  # fmt: skip

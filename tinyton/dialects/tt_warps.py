@@ -40,6 +40,10 @@ producer warpgroup that loads its operands while the program's warps compute."""
 PRODUCER_WARPS = 4
 """A warpgroup: `setmaxnreg` applies to whole warpgroups."""
 
+REGISTER_FILE = 65536
+"""32-bit registers of an SM (Ampere's and Hopper's), which the programs on it share and `setmaxnreg` moves between
+a program's warpgroups."""
+
 
 @irdl_op_definition
 class WarpSpecializeOp(IRDLOperation):

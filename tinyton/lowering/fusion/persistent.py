@@ -17,8 +17,6 @@ from xdsl.ir import Block, Region
 from tinyton.dialects import tt
 
 
-REGISTER_FILE = 65536
-"""32-bit registers of an SM."""
 SHARED_FOR_TWO = 100 * 1024
 """Most shared memory a persistent program's ring of stages and the output tile its TMA store stages may take for
 two programs to share an SM (an H100's 228 KiB, less each program's other buffers and 1 KiB the driver keeps):
@@ -36,7 +34,7 @@ def programs_per_sm(shared_bytes: int, num_warps: int) -> int:
     """Persistent programs of `num_warps` warps (and the producer warpgroup) that share an SM: two when the shared
     memory each takes is small enough and each thread still starts with LEAST_LAUNCH_REGISTERS, else one."""
     threads = 32 * (num_warps + tt.PRODUCER_WARPS)
-    fits = shared_bytes <= SHARED_FOR_TWO and REGISTER_FILE // 2 // threads >= LEAST_LAUNCH_REGISTERS
+    fits = shared_bytes <= SHARED_FOR_TWO and tt.REGISTER_FILE // 2 // threads >= LEAST_LAUNCH_REGISTERS
     return 2 if fits else 1
 
 

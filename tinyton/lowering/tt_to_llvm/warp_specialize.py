@@ -1,7 +1,7 @@
 """The warp-specialised form of `tinyton-pipeline`: a producer warpgroup loads, the program's warps compute.
 
-A K loop whose loads all go through TMA (its dots in flight, or waiting for themselves), marked `tt.warp_specialize`
-(Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile) at the top of its
+A K loop whose loads all go through TMA (its dots in flight, or waiting for themselves), marked
+`tt.warp_specialize` (Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile) at the top of its
 kernel, or directly in the body of a loop over tiles so marked at the top (a persistent kernel, as Triton's
 persistent matmul spells it), becomes (dialects/tt_warps.py)
 
@@ -25,8 +25,7 @@ No barrier among all threads follows the split: the consumers wait on mbarriers 
 their barriers for their own threads (`bar.sync 1, N`). The producer runs up to S iterations ahead whatever the
 consumers do, instead of one thread issuing each copy between the consumers' barriers (pipeline.py).
 Loops this does not fit (elsewhere, an op before the split that writes memory, a tile loop whose offsets need
-loop-carried values or loads) are pipelined as usual: like Triton's, the
-attribute is a request.
+loop-carried values or loads) are pipelined as usual: like Triton's, the attribute is a request.
 """
 
 from __future__ import annotations
@@ -52,8 +51,6 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
 from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan, pure_slice
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 
-REGISTER_FILE = 65536
-"""32-bit registers of an SM, shared by a program's threads."""
 MOST_REGISTERS = 248
 """Most registers a thread may hold in `setmaxnreg`'s steps of 8 (255 is the hardware's most)."""
 PRODUCER_REGISTERS = 24
@@ -67,13 +64,13 @@ def launch_registers(threads: int, per_sm: int = 1) -> int:
     file, `per_sm` programs an SM. `setmaxnreg` only moves a program's registers between its warpgroups, so
     without it ptxas would launch with what the code needs (59 for a small kernel) and the consumers'
     `setmaxnreg.inc` would wait forever for registers the program never had."""
-    return min(MOST_REGISTERS, REGISTER_FILE // per_sm // threads // 8 * 8)
+    return min(MOST_REGISTERS, tt.REGISTER_FILE // per_sm // threads // 8 * 8)
 
 
 def consumer_registers(num_warps: int, per_sm: int = 1) -> int:
     """Registers a consumer thread grows to (`setmaxnreg.inc`): what the producer warpgroup's 24 leave of the
     program's share, in steps of 8; never fewer than it is launched with (`launch_registers`)."""
-    spare = REGISTER_FILE // per_sm - 32 * tt.PRODUCER_WARPS * PRODUCER_REGISTERS
+    spare = tt.REGISTER_FILE // per_sm - 32 * tt.PRODUCER_WARPS * PRODUCER_REGISTERS
     return min(MOST_REGISTERS, spare // (32 * num_warps) // 8 * 8)
 
 
