@@ -1,9 +1,9 @@
 """The warp-specialised form of `tinyton-pipeline`: a producer warpgroup loads, the program's warps compute.
 
 A K loop whose loads all go through TMA (its dots in flight, or waiting for themselves), marked
-`tt.warp_specialize` (Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile) at the top of its
-kernel, or directly in the body of a loop over tiles so marked at the top (a persistent kernel, as Triton's
-persistent matmul spells it), becomes (dialects/tt_warps.py)
+`tt.warp_specialize` (Triton's `tl.range(..., warp_specialize=True)`, an array program's warp-specialised tile)
+at the top of its kernel, or directly in the body of a loop over tiles so marked at the top (a persistent
+kernel, as Triton's persistent matmul spells it), becomes (dialects/tt_warps.py)
 
     full, empty = S mbarriers each      full: one arrival (with the copies' bytes); empty: one per consumer warp
     tt.warp_specialize
