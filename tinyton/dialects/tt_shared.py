@@ -3,10 +3,11 @@
 `tinyton-pipeline` (tinyton/lowering/tt_to_llvm/pipeline.py) rewrites a loop whose body loads the operands of a
 `tt.dot` into these ops, as Triton's `ttg.local_alloc` / `async_copy_global_to_local` / `async_commit_group`
 / `async_wait` / `local_load`. A buffer is a `memref<S x R x C x T, 3>`: `S` slots of one `R x C` tile,
-in shared memory (address space 3), or a `memref<S x P x R x C x T, 3>` whose slots hold `P` such tiles side by
-side, `part` 0 to P - 1 (the right operands of dots that one wgmma issues, pipeline_plan.py). Only the lowering sees these ops (the simulator runs the loop as
-written), and they lower to `cp.async` + commit/wait groups and to `ldmatrix` reads of the slot; a wgmma dot
-reading the slots may stay in flight across iterations (`tt.async_dot`, `tt.dot_wait`).
+in shared memory (address space 3), or a `memref<S x P x R x C x T, 3>` whose slots hold `P` such tiles side
+by side, `part` 0 to P - 1 (the right operands of dots that one wgmma issues, pipeline_plan.py). Only the
+lowering sees these ops (the simulator runs the loop as written), and they lower to `cp.async` + commit/wait
+groups and to `ldmatrix` reads of the slot; a wgmma dot reading the slots may stay in flight across iterations
+(`tt.async_dot`, `tt.dot_wait`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def buffer_parts(buffer: Attribute) -> int:
 def slot_type(buffer: Attribute) -> TensorType:
     """The tile type one slot of a buffer holds."""
     assert isinstance(buffer, MemRefType)
-    return tile_type(buffer.element_type, buffer.get_shape()[-2:] if buffer_parts(buffer) > 1 else buffer.get_shape()[1:])
+    shape = buffer.get_shape()
+    return tile_type(buffer.element_type, shape[-2:] if buffer_parts(buffer) > 1 else shape[1:])
 
 
 @irdl_op_definition

@@ -129,7 +129,8 @@ class DescriptorStoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         rank = len(shape_of(self.ptr.type))
-        require(is_pointer(self.base.type) and not shape_of(self.base.type), "descriptor_store needs a scalar base pointer")
+        scalar_pointer = is_pointer(self.base.type) and not shape_of(self.base.type)
+        require(scalar_pointer, "descriptor_store needs a scalar base pointer")
         require(
             len(self.shape) == len(self.strides) == len(self.offsets) >= rank == 2,
             "descriptor_store of a 2-D block needs at least 2 sizes, strides and offsets, as many of each",
@@ -166,7 +167,8 @@ class BarrierInitOp(IRDLOperation):
     assembly_format = "$barriers (`arrivals` $arrivals^)? attr-dict `:` type($barriers)"
 
     def __init__(self, barriers: Operand, arrivals: int = 1):
-        super().__init__(operands=[barriers], properties={"arrivals": IntegerAttr(arrivals, 32)} if arrivals != 1 else {})
+        properties = {"arrivals": IntegerAttr(arrivals, 32)} if arrivals != 1 else {}
+        super().__init__(operands=[barriers], properties=properties)
 
     @property
     def arrival_count(self) -> int:
@@ -176,8 +178,8 @@ class BarrierInitOp(IRDLOperation):
 @irdl_op_definition
 class TmaCopyOp(IRDLOperation):
     """Where `valid`: copy the block at `offsets` of the descriptor `base`/`shape`/`strides` into slot
-    `slot` of `buffer` (its tile `part` when the slot holds several) with TMA, completing on mbarrier `slot` of `barriers` (out-of-range elements are
-    filled with zeros, or NaN with padding "nan")."""
+    `slot` of `buffer` (its tile `part` when the slot holds several) with TMA, completing on mbarrier `slot` of
+    `barriers` (out-of-range elements are filled with zeros, or NaN with padding "nan")."""
 
     name = "tt.tma_copy"
     base = operand_def()

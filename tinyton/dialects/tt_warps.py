@@ -75,7 +75,8 @@ class WarpSpecializeOp(IRDLOperation):
     def verify_(self) -> None:
         for what in ("producer", "consumer"):
             count = getattr(self, f"{what}_registers").value.data
-            require(24 <= count <= 256 and count % 8 == 0, f"setmaxnreg takes 24 to 256 registers in steps of 8, got {count}")
+            valid = 24 <= count <= 256 and count % 8 == 0
+            require(valid, f"setmaxnreg takes 24 to 256 registers in steps of 8, got {count}")
 
 
 @irdl_op_definition

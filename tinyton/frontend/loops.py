@@ -37,7 +37,8 @@ CONSTEXPR_WHILE_MAX_TRIPS = 4096
 LOOP_HINTS = {"num_stages": "tt.num_stages", "loop_unroll_factor": "tt.loop_unroll_factor"}
 """`tt.range` keyword -> the `scf.for` attribute that carries it."""
 LOOP_FLAGS = {"warp_specialize": "tt.warp_specialize"}
-"""`tt.range` keywords that, True, put a unit attribute on the `scf.for` (tinyton/lowering/tt_to_llvm/warp_specialize.py)."""
+"""`tt.range` keywords that, True, put a unit attribute on the `scf.for`
+(tinyton/lowering/tt_to_llvm/warp_specialize.py)."""
 
 
 class Loops:

@@ -11,7 +11,8 @@ xDSL's `PDLMatcher` itself and implements the one external rewrite: outline the 
 
 Native constraints (what PDL cannot say): `has_one_use`, `used_only_by` (an intermediate used outside
 the chain refuses the rewrite, since a template kernel writes only the root), `numel_below` (32-bit
-indexing) and `element_of` (two values of one element type). "Same axis, keepdims" is declarative: both reductions bind the same `pdl.attribute`.
+indexing) and `element_of` (two values of one element type). "Same axis, keepdims" is declarative: both
+reductions bind the same `pdl.attribute`.
 """
 
 from __future__ import annotations

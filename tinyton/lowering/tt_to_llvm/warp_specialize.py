@@ -166,7 +166,9 @@ class _Ring:
     empty: SSAValue
 
 
-def _produce(plan: Plan, ring: _Ring, outside: dict[SSAValue, SSAValue], slot0: SSAValue, phase0: SSAValue) -> scf.ForOp:
+def _produce(
+    plan: Plan, ring: _Ring, outside: dict[SSAValue, SSAValue], slot0: SSAValue, phase0: SSAValue
+) -> scf.ForOp:
     """A loop over the iterations of `plan`'s loop computing only its tiles' offsets and copying them, its slot
     and phase starting at `slot0`/`phase0` and its last results; `outside` renames the values it reads from
     around the loop (a tile loop's body, cloned)."""

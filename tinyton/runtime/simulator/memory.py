@@ -82,7 +82,9 @@ class MemoryFunctions(SimFunctions):
         return (result[()] if result.ndim == 0 else result,)
 
     @impl(tt.DescriptorStoreOp)
-    def run_descriptor_store(self, interpreter: Interpreter, op: tt.DescriptorStoreOp, args: PythonValues) -> PythonValues:
+    def run_descriptor_store(
+        self, interpreter: Interpreter, op: tt.DescriptorStoreOp, args: PythonValues
+    ) -> PythonValues:
         """The masked store it stands for (its descriptor operands only matter to TMA)."""
         return self._store(interpreter, op, args)
 
@@ -90,7 +92,9 @@ class MemoryFunctions(SimFunctions):
     def run_store(self, interpreter: Interpreter, op: tt.StoreOp, args: PythonValues) -> PythonValues:
         return self._store(interpreter, op, args)
 
-    def _store(self, interpreter: Interpreter, op: tt.StoreOp | tt.DescriptorStoreOp, args: PythonValues) -> PythonValues:
+    def _store(
+        self, interpreter: Interpreter, op: tt.StoreOp | tt.DescriptorStoreOp, args: PythonValues
+    ) -> PythonValues:
         launch = self.launch(interpreter)
         ptr: Pointer = args[0]
         value = args[1]
