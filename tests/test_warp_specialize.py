@@ -372,6 +372,11 @@ def test_a_persistent_kernel_splits_across_its_tiles():
     assert split is not None
     producer_loops = [op for op in split.producer.walk() if isinstance(op, scf.ForOp)]
     assert len(producer_loops) == 2  # the tiles, and the K steps of each
+    kernel = split.parent_block()
+    sizes = {i: {"M": 300, "N": 384, "K": 256}[arg.name_hint] for i, arg in enumerate(kernel.args)
+             if arg.name_hint in ("M", "N", "K")}
+    for pid in range(3):  # 9 tiles over 3 programs, 4 K steps of 2 tiles each
+        assert check(module, pid, sizes) == (3 * 4 * 2,) * 2
     kernel = compile_module(compiled.module.clone(), num_warps=8, arch="sm_90a")
     assert kernel.threads == 384 and "setmaxnreg.inc" in kernel.asm["ptx"]
     assemble_ptx(kernel.asm["ptx"], "sm_90a")
