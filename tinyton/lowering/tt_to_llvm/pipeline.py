@@ -68,6 +68,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     Builder,
     advance,
     buffers,
+    carry,
     constant,
     drop_dead_carried,
     flip,
@@ -149,25 +150,15 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     b = Builder(body, yield_op)
     next_read, next_write = advance(b, read_slot, slots), advance(b, write_slot, slots)
     phases = [] if phase is None else [flip(b, phase, read_slot, slots)]
-    yield_op.detach()
-    body.add_op(scf.YieldOp(*yield_op.operands, *next_state, next_read, next_write, *phases))
-    yield_op.erase()
     for load in plan.loads:
         load.detach()
         load.erase()
 
-    inits = [*loop.iter_args, *state, before.value(constant(0)), before.value(constant(ahead))]
+    inits = [*state, before.value(constant(0)), before.value(constant(ahead))]
     inits += [before.value(constant(0))] if plan.tma else []
-    region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
-    new_loop.attributes.update(loop.attributes)
-    outer.insert_op_before(new_loop, loop)
-    for old, new in zip(loop.results, new_loop.results):
-        old.replace_all_uses_with(new)
+    new_loop = carry(loop, inits, [*next_state, next_read, next_write, *phases])
     if not plan.tma:
         outer.insert_op_after(tt.AsyncWaitOp(0), new_loop)
-    loop.detach()
-    loop.erase()
     region_dce(new_loop.body)
     return drop_dead_carried(new_loop)
 

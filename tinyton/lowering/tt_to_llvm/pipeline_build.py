@@ -1,6 +1,6 @@
 """Building blocks of the pipeliner's rewrites (pipeline.py, warp_specialize.py): an op builder, the buffers of
-a plan's loads, a slot counter and its mbarrier phase, dots left in flight, and the removal of dead loop-carried
-values."""
+a plan's loads, a slot counter and its mbarrier phase, dots left in flight, and loops rebuilt with more carried
+values or without dead ones."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
     for i, (arg, res) in enumerate(zip(body.args[1:], loop.results)):
         if res.uses:
             continue
-        users = forward(arg, yield_op)
+        users = _forward(arg, yield_op)
         if users is not None and all(u.index == i for u in users):
             dead.append(i)
     if not dead:
@@ -103,14 +103,30 @@ def drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
     region_dce(loop.body)
     for i in reversed(dead):
         body.erase_arg(body.args[1 + i])
-    inits = [loop.iter_args[i] for i in keep]
+    return _rebuilt(loop, [loop.iter_args[i] for i in keep], keep)
+
+
+def carry(loop: scf.ForOp, inits: Sequence[SSAValue], yields: Sequence[SSAValue]) -> scf.ForOp:
+    """`loop` rebuilt with its body's last arguments (added by the caller) carried from `inits`, the body
+    yielding `yields` for them; its old results are the new loop's first ones."""
+    body = loop.body.block
+    yield_op = body.last_op
+    yield_op.detach()
+    body.add_op(scf.YieldOp(*yield_op.operands, *yields))
+    yield_op.erase()
+    return _rebuilt(loop, [*loop.iter_args, *inits], range(len(loop.results)))
+
+
+def _rebuilt(loop: scf.ForOp, inits: Sequence[SSAValue], kept: Sequence[int]) -> scf.ForOp:
+    """A loop over `loop`'s body (its arguments and yield already matching `inits`) in `loop`'s place; the old
+    results `kept` become its results, in order."""
     region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, inits, region)
+    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, list(inits), region)
     new_loop.attributes.update(loop.attributes)
     block = loop.parent_block()
     assert block is not None
     block.insert_op_before(new_loop, loop)
-    for i, new in zip(keep, new_loop.results):
+    for i, new in zip(kept, new_loop.results):
         loop.results[i].replace_all_uses_with(new)
     loop.detach()
     loop.erase()
@@ -118,20 +134,20 @@ def drop_dead_carried(loop: scf.ForOp) -> scf.ForOp:
 
 
 @dataclass(frozen=True)
-class YieldUse:
+class _YieldUse:
     index: int
 
 
-def forward(value: SSAValue, yield_op: Operation) -> list[YieldUse] | None:
+def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
     """The yield operands that `value` reaches through pure ops only (None: it reaches anything else)."""
-    out: list[YieldUse] = []
+    out: list[_YieldUse] = []
     seen: set[Operation] = set()
     pending = [value]
     while pending:
         for use in pending.pop().uses:
             user = use.operation
             if user is yield_op:
-                out.append(YieldUse(use.index))
+                out.append(_YieldUse(use.index))
             elif user not in seen:
                 if not user.has_trait(Pure) or user.regions:
                     return None

@@ -43,6 +43,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     Builder,
     advance,
     buffers,
+    carry,
     constant,
     drop_dead_carried,
     flip,
@@ -227,7 +228,7 @@ def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tupl
                                    end.value(tt.CmpOp("gt", body.args[0], loop.lb))))
     else:
         end.add(tt.BarrierArriveOp(ring.empty, slot, end.value(tt.ConstantOp(IntegerAttr(1, 1), i1))))
-    new_loop = _carry(loop, [slot0, phase0], [advance(end, slot, ring.slots), flip(end, phase, slot, ring.slots)])
+    new_loop = carry(loop, [slot0, phase0], [advance(end, slot, ring.slots), flip(end, phase, slot, ring.slots)])
     if in_flight:
         waits = new_loop
         while isinstance(waits.next_op, tt.DotWaitOp):  # the dots' last waits, which keep_in_flight put after it
@@ -248,30 +249,10 @@ def _consume_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) ->
     slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args))
     slot_out, phase_out = _consume(plan, ring, slot, phase)
-    _carry(outer, [zero, zero], [slot_out, phase_out])
+    carry(outer, [zero, zero], [slot_out, phase_out])
 
 
 def _previous(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
     """`(slot - 1) mod slots`."""
     at_first = b.value(tt.CmpOp("eq", slot, b.value(constant(0))))
     return b.value(tt.SelectOp(at_first, b.value(constant(slots - 1)), b.value(tt.SubOp(slot, b.value(constant(1))))))
-
-
-def _carry(loop: scf.ForOp, inits: list[SSAValue], yields: list[SSAValue]) -> scf.ForOp:
-    """`loop` rebuilt with its body's last arguments carried from `inits`, yielding `yields` for them."""
-    body = loop.body.block
-    yield_op = body.last_op
-    yield_op.detach()
-    body.add_op(scf.YieldOp(*yield_op.operands, *yields))
-    yield_op.erase()
-    parent = loop.parent_block()
-    assert parent is not None
-    region = loop.detach_region(loop.body)
-    new_loop = scf.ForOp(loop.lb, loop.ub, loop.step, [*loop.iter_args, *inits], region)
-    new_loop.attributes.update(loop.attributes)
-    parent.insert_op_before(new_loop, loop)
-    for old, new in zip(loop.results, new_loop.results):
-        old.replace_all_uses_with(new)
-    loop.detach()
-    loop.erase()
-    return new_loop
