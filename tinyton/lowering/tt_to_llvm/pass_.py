@@ -119,8 +119,7 @@ def lower_to_llvm(
             + ("; put each kernel in a builtin.module of its own" if kernels else "")
         )
     kernel = kernels[0]
-    tma.expand_descriptor_loads(kernel)
-    tma.expand_descriptor_stores(kernel, use_tma and arch.startswith("sm_90"))
+    tma.expand_descriptors(kernel, use_tma and arch.startswith("sm_90"))
     maps, map_of = tma.tensor_map_specs(kernel)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)

@@ -134,29 +134,24 @@ def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[Op
     return specs, index
 
 
-def expand_descriptor_loads(kernel: func.FuncOp) -> None:
-    """The descriptor loads TMA does not read become the masked loads they stand for."""
+def expand_descriptors(kernel: func.FuncOp, tma_stores: bool) -> None:
+    """The descriptor loads TMA does not read, and the descriptor stores it does not write (all of them without
+    `tma_stores`; else those outside a warp-specialised kernel's consumers, or of a map TMA cannot write), become
+    the masked loads and stores they stand for."""
     for op in list(kernel.walk()):
         if isinstance(op, tt.DescriptorLoadOp):
-            load = tt.LoadOp(op.ptr, op.mask, op.other)
-            block = op.parent_block()
-            assert block is not None
-            block.insert_op_before(load, op)
-            op.result.replace_all_uses_with(load.result)
-            op.detach()
-            op.erase()
-
-
-def expand_descriptor_stores(kernel: func.FuncOp, tma: bool) -> None:
-    """The descriptor stores that are not a warp-specialised kernel's consumers' (or that TMA cannot write, or
-    without TMA) become the masked stores they stand for."""
-    for op in list(kernel.walk()):
-        if isinstance(op, tt.DescriptorStoreOp) and not (tma and _in_consumers(op) and store_spec(op, kernel)):
-            block = op.parent_block()
-            assert block is not None
-            block.insert_op_before(tt.StoreOp(op.ptr, op.value, op.mask), op)
-            op.detach()
-            op.erase()
+            plain: Operation = tt.LoadOp(op.ptr, op.mask, op.other)
+        elif isinstance(op, tt.DescriptorStoreOp) and not (tma_stores and _in_consumers(op) and store_spec(op, kernel)):
+            plain = tt.StoreOp(op.ptr, op.value, op.mask)
+        else:
+            continue
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(plain, op)
+        for old, new in zip(op.results, plain.results):
+            old.replace_all_uses_with(new)
+        op.detach()
+        op.erase()
 
 
 def _in_consumers(op: Operation) -> bool:
@@ -211,19 +206,30 @@ def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
     ctx.barrier()
 
 
+def _panels(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorStoreOp, tile: Swizzle, shared: SSAValue):
+    """Per 128-byte panel of `tile` (at the shared-window address `shared`): its address and the coordinates of
+    its box in `op`'s map, innermost first, as `cp.async.bulk.tensor` takes them."""
+    *outer, row, col = (ctx.scalar(v) for v in op.offsets)
+    for p in range(tile.cols // tile.panel_cols):
+        at = ctx.int_op("add", shared, ctx.const(p * tile.panel_bytes))
+        yield at, [ctx.int_op("add", col, ctx.const(p * tile.panel_cols)), row, *reversed(outer)]
+
+
+def _map(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorStoreOp) -> SSAValue:
+    """The address of the map `op` reads or writes through."""
+    return ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
+
+
 @lowers(tt.TmaCopyOp)
 def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
     tile: Swizzle = slot_swizzle(op.buffer)
-    param = ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
+    param = _map(ctx, op)
     pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
     dst = _address(ctx, slot_base(ctx, op.buffer, op.slot, op.part_index))
-    *outer, row, col = (ctx.scalar(v) for v in op.offsets)
     rank = len(op.offsets)
     coords = ", ".join(f"${4 + i}" for i in range(rank))
-    for p in range(tile.cols // tile.panel_cols):
-        at = ctx.int_op("add", dst, ctx.const(p * tile.panel_bytes))
-        x = ctx.int_op("add", col, ctx.const(p * tile.panel_cols))
+    for at, box in _panels(ctx, op, tile, dst):
         lines = [
             "{",
             ".reg .b64 map;",
@@ -232,7 +238,7 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
             f"@$0 cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [$3], [map, {{{coords}}}], [$1];",
             "}",
         ]
-        inputs = [("b", pred), ("r", bar), ("l", param), ("r", at)] + [("r", v) for v in (x, row, *reversed(outer))]
+        inputs = [("b", pred), ("r", bar), ("l", param), ("r", at)] + [("r", v) for v in box]
         _inline_asm(ctx, lines, [], inputs, None)
 
 
@@ -279,8 +285,9 @@ def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
 @lowers(tt.DescriptorStoreOp)
 def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None:
     """The block goes to shared memory in the map's swizzled panels, then thread 0 stores each panel with TMA
-    (`cp.async.bulk.tensor ... .bulk_group`) and waits until TMA has read them before the consumers go on (the
-    buffer is free again: their next barrier is after that wait)."""
+    (`cp.async.bulk.tensor ... .bulk_group`) and waits until TMA has read them; the buffer counts as read until
+    the next barrier (`smem_buffer` puts the next round beside it, or a barrier first), which comes after that
+    wait."""
     layout = ctx.layout_of(op.value)
     rows, cols = tt.shape_of(op.value.type)
     elem = llvm_type(op.value.type)
@@ -290,18 +297,14 @@ def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None
     fence_async_proxy(ctx)
     ctx.barrier()
     leader = _leader(ctx)
-    param = ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
-    *outer, row, col = (ctx.scalar(v) for v in op.offsets)
+    param = _map(ctx, op)
     rank = len(op.offsets)
     coords = ", ".join(f"${3 + i}" for i in range(rank))
-    for p in range(tile.cols // tile.panel_cols):
-        at = _address(ctx, ctx.smem_ptr(i8, 0, start + p * tile.panel_bytes))
-        x = ctx.int_op("add", col, ctx.const(p * tile.panel_cols))
+    for at, box in _panels(ctx, op, tile, _address(ctx, ctx.smem_ptr(i8, 0, start))):
         lines = ["{", ".reg .b64 map;", "cvta.global.u64 map, $1;",
                  f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map, {{{coords}}}], [$2];", "}"]
-        inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in (x, row, *reversed(outer))]
+        inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in box]
         _inline_asm(ctx, lines, [], inputs, None)
     _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;", "@$0 cp.async.bulk.wait_group.read 0;"], [], [("b", leader)],
                 None)
-    ctx.barrier()
-    ctx.smem_pending = None
+    ctx.smem_read(start, tile.nbytes)  # until TMA has read it: thread 0 waited, and the next round's barrier follows
