@@ -38,7 +38,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     default_tiles,
     stage_bytes,
 )
-from tinyton.lowering.fusion.persistent import persist, programs_per_sm
+from tinyton.lowering.fusion.persistent import persist, programs_sharing_an_sm
 from tinyton.lowering.fusion.region import RegionEmitter
 from tinyton.lowering.fusion.row_shapes import RowChooser, default_row_shape, row_problem
 from tinyton.lowering.fusion.schedule import Scheduler
@@ -95,7 +95,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     programs, per_sm = geom.programs, geom.per_sm
     if geom.notes.get("WARP_SPECIALIZE"):  # a matmul region's warp-specialised tile: persistent programs
         staged = tiles.block_m * tiles.block_n * max(element_type(v.type).bitwidth // 8 for v in results)
-        per_sm = programs_per_sm(stage_bytes(problem, tiles) + staged, tiles.num_warps)  # ring, TMA store's tile
+        per_sm = programs_sharing_an_sm(stage_bytes(problem, tiles) + staged, tiles.num_warps)  # ring, TMA store's tile
         programs = persist(kernel, geom.programs, sm_count, per_sm)
     module = finish_module(kernel, geom.num_warps)
     if per_sm:

@@ -159,7 +159,7 @@ WARP_SPECIALIZED_CANDIDATES: tuple[MatmulTiles, ...] = (
 )
 """The large tiles with a producer warpgroup, persistent (four stages: the consumers release their slots
 themselves, no slot is kept for the dots in flight; the last, one consumer warpgroup on two stages, puts two
-programs on an SM, one's epilogue beside the other's dots: `persistent.programs_per_sm`), measured beside
+programs on an SM, one's epilogue beside the other's dots: `persistent.programs_sharing_an_sm`), measured beside
 CANDIDATES when `TINYTON_WARP_SPECIALIZE=1` (`warp_specialized`): they have not run on a GPU yet."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"

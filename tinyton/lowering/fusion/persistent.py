@@ -30,7 +30,7 @@ tile's 64 accumulator registers at 80 ("Insufficient registers", two programs of
 consumers' `setmaxnreg.inc` gives them later."""
 
 
-def programs_per_sm(shared_bytes: int, num_warps: int) -> int:
+def programs_sharing_an_sm(shared_bytes: int, num_warps: int) -> int:
     """Persistent programs of `num_warps` warps (and the producer warpgroup) that share an SM: two when the shared
     memory each takes is small enough and each thread still starts with LEAST_LAUNCH_REGISTERS, else one."""
     threads = 32 * (num_warps + tt.PRODUCER_WARPS)

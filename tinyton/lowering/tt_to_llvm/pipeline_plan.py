@@ -72,14 +72,13 @@ class Plan:
     together: list[list[Load]] = field(default_factory=list)
     """Groups of right-operand loads whose in-flight dots one wgmma issues (`issued_together`): each group's tiles
     share one buffer, side by side in each slot, in the order of their dots."""
+    warp_specialized: bool = False
+    """Whether a producer warpgroup fills the slots (warp_specialize.py): consumers release each slot themselves."""
 
     @property
     def dot_groups(self) -> int:
         """wgmma commit groups of an iteration: one per in-flight dot, those issued together counting once."""
         return len(self.async_dots) - sum(len(g) - 1 for g in self.together)
-
-    warp_specialized: bool = False
-    """Whether a producer warpgroup fills the slots (warp_specialize.py): consumers release each slot themselves."""
 
     @property
     def extra_slots(self) -> int:

@@ -19,9 +19,10 @@ Per dot: `wgmma.fence`, one `wgmma.mma_async` per 64 x N block and K step of 16,
 `wait_group 0`, whose inline asm takes and returns the accumulators so that no use of them can move above it.
 Dots whose B tiles the pipeliner put side by side in one slot (`issued_together`: SwiGLU's gate and up) are one
 such dot whose instructions are as many times wider, their accumulators concatenated (the registers of columns
-N.. of an m64n(2N) accumulator are those of the second dot's m64nN, in the same order). A dot the pipeliner left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait`
-is that `wait_group N` (wgmma orders the accumulator registers between consecutive instructions of one
-shape, so the next iteration's dot may take them before they are final). A float8 dot with
+N.. of an m64n(2N) accumulator are those of the second dot's m64nN, in the same order). A dot the pipeliner
+left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait` is that `wait_group N` (wgmma orders
+the accumulator registers between consecutive instructions of one shape, so the next iteration's dot may take
+them before they are final). A float8 dot with
 `max_num_imprecise_acc` (`float8_dot.promotion_steps`) goes block by block as Triton's does: per chain of
 that many K steps a fence, the wgmmas into a fresh partial (the first with scale-d false), commit,
 `wait_group 0`, and one `add.f32` per accumulator register (at least N / 2 registers more than the
