@@ -1,8 +1,8 @@
 """Shared pytest setup: tests marked `gpu` are skipped, with the reason, without a GPU; tests marked `isolated`
 run in a process of their own, under a time limit.
 
-A GPU kernel that traps (a warp-specialised kernel's mbarrier wait that never completes) leaves its process's
-CUDA context unusable, and one that hangs stops the whole run: an `isolated` test re-runs itself in a child
+A GPU kernel that traps leaves its process's CUDA context unusable, and one that hangs (a warp-specialised
+kernel's mbarrier wait whose phase never completes) stops the whole run: an `isolated` test re-runs itself in a child
 pytest (its node id, `TINYTON_ISOLATED` set there), and fails with the child's output, or after ISOLATED_SECONDS.
 """
 

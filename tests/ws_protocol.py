@@ -6,7 +6,7 @@ count of arrivals, and `try_wait.parity P` passes once the phase of parity P has
 has the other parity). A TMA copy writes its slot at once, tagged with the producer's loop counters; a consumer's
 read of the slot must find the tag of its own loop counters (the same iteration of the same tile), and a copy must
 not overwrite a slot before the consumers released it. Both blocked with no progress is a deadlock (the GPU would
-hang, or trap after seconds). What this does not check: the lowering to PTX (FileCheck and ptxas do), timing.
+hang). What this does not check: the lowering to PTX (FileCheck and ptxas do), timing.
 """
 
 from __future__ import annotations

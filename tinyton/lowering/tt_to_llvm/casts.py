@@ -7,6 +7,10 @@ NumPy) and anything becomes a boolean as `!= 0`. float8 (e4m3fn, e5m2) travels a
 through f32 (to) or f16 (from) with the sm_89+ PTX instructions `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`
 and `cvt.rn.f16x2.{e4m3,e5m2}x2`, as Triton does: round to nearest even, saturating to the largest
 finite value. bf16 converts through f32.
+
+A tile of f32 becomes f16 or bf16 two registers at a time (`cvt.rn.{f16,bf16}x2.f32`): ptxas serialises every
+wgmma of a loop (a wait after each, C7514) when the accumulators it produces are rounded one by one
+(`cvt.rn.bf16.f32`), as a matmul's epilogue in bf16 (`x @ w.T + b`) does; two at a time it keeps them in flight.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def _to_float8(ctx: KernelContext, x: SSAValue, name: str) -> SSAValue:
 def _from_float8(ctx: KernelContext, bits: SSAValue, name: str) -> SSAValue:
     """float8 bits as an f32: `cvt.rn.f16x2` on sm_90+, bit arithmetic before (the instruction is sm_89+ and
     tinyton targets PTX 8.0)."""
-    if int(ctx.assign.arch[3:5] or 90) < 90:
+    if ctx.sm < 90:
         return _from_float8_bits(ctx, bits, name)
     pair = _inline_asm(ctx, [f"cvt.rn.f16x2.{name}x2 $0, $1;"], ["=r"], [("h", ctx.value(llvm.ZExtOp(bits, i16)))], i32)
     assert pair is not None
@@ -124,7 +128,29 @@ def cast(ctx: KernelContext, x: SSAValue, to: Attribute) -> SSAValue:
     return convert(ctx, x, x.type, to)
 
 
+PAIRED = {bf16: "bf16x2", Float16Type(): "f16x2"}
+"""Types an f32 tile is rounded to two registers at a time, and the name of the pair in `cvt`."""
+
+
+def _round_pairs(ctx: KernelContext, regs: list[SSAValue], dst: Attribute) -> list[SSAValue]:
+    """f32 registers rounded to `dst` (bf16 or f16) with one `cvt.rn.*x2.f32` per pair (sm_80 and later)."""
+    to = llvm_type(dst)
+    done: dict[tuple[SSAValue, SSAValue], tuple[SSAValue, SSAValue]] = {}
+    out = []
+    for low, high in zip(regs[0::2], regs[1::2]):
+        if (low, high) not in done:
+            asm = llvm.InlineAsmOp(f"cvt.rn.{PAIRED[dst]}.f32 $0, $2, $1;", "=r,f,f", [low, high], [i32])
+            pair = ctx.value(asm)  # `high` rounded in the upper half, `low` in the lower
+            halves = (pair, ctx.int_op("lshr", pair, ctx.const(16)))
+            done[low, high] = tuple(ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(h, i16)), to)) for h in halves)
+        out += done[low, high]
+    return out
+
+
 @lowers_tile(tt.CastOp)
 def lower_cast(ctx: KernelContext, op: tt.CastOp, layout: Layout | None) -> list[SSAValue]:
     src, dst = tt.element_type(op.input.type), tt.element_type(op.result.type)
-    return map_registers(ctx, lambda c, x: convert(c, x, src, dst), ctx.get(op.input, layout))
+    regs = ctx.get(op.input, layout)
+    if src == f32 and dst in PAIRED and len(regs) % 2 == 0 and ctx.sm >= 80:
+        return _round_pairs(ctx, regs, dst)
+    return map_registers(ctx, lambda c, x: convert(c, x, src, dst), regs)

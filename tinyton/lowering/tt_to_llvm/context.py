@@ -10,6 +10,7 @@ emitted at its definition point the first time a consumer asks for it in some la
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -292,6 +293,12 @@ class KernelContext(Emitter):
             ),
         )
         return self.gep(base, index, elem)
+
+    @property
+    def sm(self) -> int:
+        """The target's compute capability as one number (sm_90a: 90, sm_120: 120)."""
+        found = re.match(r"sm_(\d+)", self.assign.arch)
+        return int(found[1]) if found else 90
 
     def barrier(self) -> None:
         if self.barrier_threads is None:

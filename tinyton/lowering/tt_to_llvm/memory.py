@@ -14,7 +14,6 @@ either way. Stores are predicated to one thread of each group of replicas.
 
 from __future__ import annotations
 
-import re
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -150,8 +149,7 @@ def l2_policy(ctx: KernelContext, op: tt.LoadOp | tt.StoreOp) -> SSAValue | None
     of 16x262144 ran 10 % (fp32) to 39 % (fp16) faster under do_bench than its plain one."""
     if op.evict is None or op.evict.data not in ("evict_first", "evict_last"):
         return None
-    sm = re.match(r"sm_(\d+)", ctx.assign.arch)
-    if sm is not None and int(sm.group(1)) < 80:
+    if ctx.sm < 80:
         return None
     asm = llvm.InlineAsmOp(
         f"createpolicy.fractional.L2::{op.evict.data}.b64 $0, 1.0;", "=l", [], [i64], has_side_effects=False

@@ -1,0 +1,67 @@
+"""A matmul's wgmma stay in flight whatever its epilogue does (ptxas -v, sm_90a, no GPU needed).
+
+ptxas serialises every wgmma of a kernel (a wait after each: "C7514 ... serialized due to non wgmma instructions
+reading accumulator registers") when the accumulators are rounded to bf16 or f16 one register at a time and
+then computed with, as `x @ w.T + b` and `(x @ w.T) * 2` did in bf16: the tensor cores then idle while each
+product finishes. tinyton rounds an f32 tile two registers at a time (`cvt.rn.bf16x2.f32`, casts.py), which
+ptxas keeps in flight. Both PTX paths, the plain pipelined kernels and the warp-specialised ones."""
+
+from __future__ import annotations
+
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tinyton as tt
+from tinyton.compiler import compile_module
+from tinyton.frontend.tracing import trace
+from tinyton.lowering.fusion import fusion_to_kernels
+from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
+from tinyton.lowering.ptx import mlir_path
+from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.rewrites.pipeline import fuse_module
+
+pytestmark = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
+              "llvmlite"]
+
+
+def doubled(x, w):
+    return (x @ w.T) * 2
+
+
+def biased(x, w, b):
+    return x @ w.T + b
+
+
+def gelu_tanh(x, w, b):
+    y = x @ w.T + b
+    return 0.5 * y * (1 + tt.tanh(0.7978845608 * (y + 0.044715 * y * y * y)))
+
+
+def swiglu(x, w1, w3):
+    gate = x @ w1.T
+    return tt.sigmoid(gate) * gate * (x @ w3.T)
+
+
+def _inputs(fn, dtype):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(shape).astype(dtype) for shape in ((512, 512), (512, 512), (512,)))
+    return {doubled: [x, w], biased: [x, w, b], gelu_tanh: [x, w, b], swiglu: [x, w, w.copy()]}[fn]
+
+
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+@pytest.mark.parametrize("tiles", [MatmulTiles(128, 128, 64, 8, 3), MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True)],
+                         ids=["pipelined", "warp-specialised"])
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("fn", [doubled, biased, gelu_tanh, swiglu])
+def test_no_epilogue_serialises_the_wgmma(fn, dtype, tiles, toolchain):
+    (spec,) = fusion_to_kernels(fuse_module(trace(fn, _inputs(fn, dtype))), choose_tiles=lambda p: tiles.fit(p),
+                                sm_count=132)
+    ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a", toolchain=toolchain).asm["ptx"]
+    assert "wgmma.mma_async" in ptx
+    report = subprocess.run([find_tool("ptxas"), "-arch=sm_90a", "-v", "-", "-o", "/dev/null"], input=ptx,
+                            capture_output=True, text=True, check=True).stderr
+    assert "C7514" not in report, report
