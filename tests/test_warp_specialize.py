@@ -2,7 +2,7 @@
 split into a producer warpgroup and the program's warps, asked for by `tl.range(..., warp_specialize=True)` in a
 kernel and by a `warp_specialize` tile in an array program, whose kernel is also persistent (a program an SM
 walking over the tiles, lowering/fusion/persistent.py); which loops qualify; the PTX's registers, barriers and
-launch size; the tuner's warp-specialised candidates only on request; on a GPU, NumPy's results.
+launch size; the tuner's warp-specialised candidates on Hopper; on a GPU, NumPy's results.
 
 The simulator runs the loop as written (the split is the lowering's), so the results below are NumPy's on it by
 construction; what holds the split without a GPU is its protocol, run on a model of the mbarriers
@@ -35,6 +35,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     MatmulProblem,
     MatmulTiles,
     candidates,
+    warp_specialized,
 )
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
@@ -321,13 +322,17 @@ def test_a_kernel_with_the_request_computes_numpys_product():
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
 
 
-def test_the_tuner_measures_warp_specialised_tiles_on_request(monkeypatch):
-    """Not yet run on a GPU (a wrong mbarrier protocol hangs), so only with TINYTON_WARP_SPECIALIZE=1."""
+def test_the_tuner_measures_warp_specialised_tiles_on_hopper(monkeypatch):
+    """Beside the other candidates where the GPU is a Hopper (the tuner's `warp_specialize`), unless
+    TINYTON_WARP_SPECIALIZE=0; never for a few rows."""
     problem = MatmulProblem(1, 4096, 4096, 4096, "bfloat16")
     assert not any(t.warp_specialize for t in candidates(problem))
-    monkeypatch.setenv(WARP_SPECIALIZE_ENV, "1")
-    assert {t for t in candidates(problem) if t.warp_specialize} == {t.fit(problem) for t in WARP_SPECIALIZED_CANDIDATES}
-    assert not any(t.warp_specialize for t in candidates(MatmulProblem(1, 16, 4096, 4096, "bfloat16")))
+    assert {t for t in candidates(problem, warp_specialize=True) if t.warp_specialize} == {
+        t.fit(problem) for t in WARP_SPECIALIZED_CANDIDATES}
+    assert not any(t.warp_specialize for t in candidates(MatmulProblem(1, 16, 4096, 4096, "bfloat16"), True))
+    assert warp_specialized()
+    monkeypatch.setenv(WARP_SPECIALIZE_ENV, "0")
+    assert not warp_specialized()
 
 
 @pytest.mark.gpu

@@ -31,6 +31,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     default_tiles,
     fits,
     split_k_candidates,
+    warp_specialized,
     wave_split,
 )
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
@@ -68,7 +69,9 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     key = (driver.device().name, dtype, p.dots, p.fingerprint, problem.shape_class())
     samples: Samples = {}
     timer = lambda tiles: _timer(problem, tiles, samples)  # noqa: E731
-    tiles = TUNER.choose(key, candidates(problem), timer, default=default_tiles(problem))
+    hopper = driver.device().compute_capability[0] == 9  # wgmma, TMA and setmaxnreg: sm_90a
+    options = candidates(problem, warp_specialize=hopper and warp_specialized())
+    tiles = TUNER.choose(key, options, timer, default=default_tiles(problem))
     splits = split_forms(p, tiles, driver.device().sm_count)
     if splits:  # a second measurement: K cut in ranges, so that large tiles' programs fill the SMs
         tiles = TUNER.choose((*key, "split_k"), [tiles, *splits], timer, default=tiles)

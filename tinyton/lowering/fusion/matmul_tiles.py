@@ -160,14 +160,14 @@ WARP_SPECIALIZED_CANDIDATES: tuple[MatmulTiles, ...] = (
 """The large tiles with a producer warpgroup, persistent (four stages: the consumers release their slots
 themselves, no slot is kept for the dots in flight; the last, one consumer warpgroup on two stages, puts two
 programs on an SM, one's epilogue beside the other's dots: `persistent.programs_sharing_an_sm`), measured beside
-CANDIDATES when `TINYTON_WARP_SPECIALIZE=1` (`warp_specialized`): they have not run on a GPU yet."""
+CANDIDATES on Hopper (`candidates(..., warp_specialize=True)`) unless `TINYTON_WARP_SPECIALIZE=0`."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 
 
 def warp_specialized() -> bool:
-    """Whether the tuner measures the warp-specialised tiles (`TINYTON_WARP_SPECIALIZE=1`)."""
-    return os.environ.get(WARP_SPECIALIZE_ENV, "0") not in ("", "0")
+    """Whether the tuner may measure the warp-specialised tiles (`TINYTON_WARP_SPECIALIZE=0`: never)."""
+    return os.environ.get(WARP_SPECIALIZE_ENV, "1") != "0"
 
 
 SKINNY_ROWS = 64
@@ -301,15 +301,16 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
     return p.dots * lanes // (32 * t.num_warps)
 
 
-def candidates(p: MatmulProblem) -> list[MatmulTiles]:
-    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms) fit to
-    `p`, without those whose accumulators would spill (the smallest if all would)."""
+def candidates(p: MatmulProblem, warp_specialize: bool = False) -> list[MatmulTiles]:
+    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms; with
+    `warp_specialize`, a Hopper GPU's, the WARP_SPECIALIZED_CANDIDATES) fit to `p`, without those whose
+    accumulators would spill (the smallest if all would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if fits(p, t)]
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
-    large = [t.fit(p) for t in WARP_SPECIALIZED_CANDIDATES] if warp_specialized() and p.m > SKINNY_ROWS else []
+    large = [t.fit(p) for t in WARP_SPECIALIZED_CANDIDATES] if warp_specialize and p.m > SKINNY_ROWS else []
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *large, *skinny, *gemv]))
     fitting = [t for t in tiles if accumulator_registers(p, t) <= register_budget(p)]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
