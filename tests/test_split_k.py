@@ -146,7 +146,8 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
 
     monkeypatch.setattr(matmul_tuning, "tuning_enabled", lambda: True)
     monkeypatch.setattr(matmul_tuning.TUNER, "choose", choose)
-    monkeypatch.setattr(matmul_tuning.driver, "device", lambda: SimpleNamespace(name="GPU", sm_count=132, compute_capability=(9, 0)))
+    hopper = SimpleNamespace(name="GPU", sm_count=132, compute_capability=(9, 0))
+    monkeypatch.setattr(matmul_tuning.driver, "device", lambda: hopper)
     projection = MatmulProblem(1, 128, 2048, 2048, "bfloat16")
     assert matmul_tuning.matmul_tiles(projection) == MatmulTiles(128, 256, 64, 8, split_k=16)
     square, narrow, wide = MatmulTiles(128, 128, 64, 8), MatmulTiles(128, 64, 64, 4), MatmulTiles(128, 256, 64, 8)
