@@ -38,8 +38,9 @@ def main() -> None:
         swiglu = lambda: F.silu(F.linear(x, w1)) * F.linear(x, w3)  # noqa: E731
         gelu = lambda: F.gelu(F.linear(x, w1, b), approximate="tanh")  # noqa: E731
         swiglu_compiled = median_us(torch.compile(swiglu))
+        swiglu_tflops = 2 * tflop / swiglu_compiled * 1e6
         print(f"{m}x{n}x{k} bf16: cuBLAS x @ w.T {linear:.1f} µs ({tflop / linear * 1e6:.0f} TFLOPS) | SwiGLU eager "
-              f"{median_us(swiglu):.1f}, compile {swiglu_compiled:.1f} µs ({2 * tflop / swiglu_compiled * 1e6:.0f} TFLOPS) | "
+              f"{median_us(swiglu):.1f}, compile {swiglu_compiled:.1f} µs ({swiglu_tflops:.0f} TFLOPS) | "
               f"GELU eager {median_us(gelu):.1f}, compile {median_us(torch.compile(gelu)):.1f} µs", flush=True)
 
 
