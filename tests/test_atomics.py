@@ -12,9 +12,8 @@ import tinyton as tt
 import tinyton.language as tl
 from tinyton.errors import CompilationError
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
+from toolchains import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 

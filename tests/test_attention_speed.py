@@ -14,11 +14,10 @@ from test_attention import batched_attention, causal_attention, masked_attention
 
 from tinyton.compiler import compile_module
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
+from toolchains import needs_ptxas
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 def kernel_of(program, *args):

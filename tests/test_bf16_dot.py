@@ -7,7 +7,6 @@ dot kernels for sm_80 and sm_90 on both PTX paths, and the `gpu` tests rerun the
 from __future__ import annotations
 
 import re
-import shutil
 
 import ml_dtypes
 import numpy as np
@@ -32,15 +31,14 @@ from tinyton.lowering.fusion.matmul_tiles import (
     candidates,
     default_tiles,
 )
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.runtime.cache import KernelCache
 from tinyton.runtime.simulator.tiles import round_tf32
+from toolchains import TOOLCHAINS, needs_ptxas
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32
 on_gpu = pytest.mark.gpu
-needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas (CUDA toolkit) is not installed")
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22")), "llvmlite"]
 
 
 @pytest.fixture

@@ -13,10 +13,9 @@ from sim_helpers import run_sim
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime import simulator
+from toolchains import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 

@@ -14,9 +14,8 @@ from tinyton.cli.compile import main as tinyton_main
 from tinyton.compiler import target
 from tinyton.errors import CompilationError
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
+from toolchains import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 F16 = np.float16
 
 

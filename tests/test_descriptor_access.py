@@ -15,12 +15,11 @@ from sim_helpers import run_sim
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.compiler import compile_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.tools.tensor_descriptor import TensorDescriptor
+from toolchains import TOOLCHAINS
 
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
 VECTOR = ("ld.global.v4.b32", "st.global.v4.b32")
 
 

@@ -24,15 +24,13 @@ from tinyton.errors import CompilationError
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, candidates
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
 from tinyton.rewrites.pipeline import fuse_module
+from toolchains import TOOLCHAINS, needs_ptxas
 
 E4M3, E5M2 = float8e4nv.np, float8e5.np
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
 on_gpu = pytest.mark.gpu
 
 

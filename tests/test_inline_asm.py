@@ -15,6 +15,7 @@ from tinyton.frontend.arguments import runtime_values
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime import driver
 from tinyton.runtime.simulator import SimulatorError
+from toolchains import needs_ptxas
 
 RNG = np.random.default_rng(4)
 
@@ -93,9 +94,6 @@ def cases() -> dict[str, tuple]:
         ),
         "half-pairs": (half_pairs_kernel, f16, [np.zeros(n, np.float16)], [f16[0] + f16[1]], "add.rn.f16x2"),
     }
-
-
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 @needs_ptxas

@@ -11,8 +11,8 @@ from memory_kernels import MEMORY_CASES
 import tinyton as triton
 import tinyton.language as tl
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime.simulator import DeviceAssertionError
+from toolchains import needs_ptxas
 
 
 def test_language_module_is_importable_as_tl():
@@ -90,9 +90,6 @@ def test_assume_is_accepted_and_a_false_constexpr_refused():
     np.testing.assert_array_equal(x, [1, 0] * 4)
     with pytest.raises(triton.CompilationError, match="tl.assume: the condition is false"):
         assume_kernel[(1,)](x, 2, N=0)
-
-
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 
 @needs_ptxas

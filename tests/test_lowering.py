@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from tinyton.dialects import tinyton_context, tt
-from tinyton.lowering.ptx import compile_llvm_module, mlir_path
+from tinyton.lowering.ptx import compile_llvm_module
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.tt_to_llvm import (
     KernelInfo,
@@ -33,11 +33,9 @@ from tinyton.lowering.tt_to_llvm.assign import LayoutAssignment
 from tinyton.lowering.tt_to_llvm.axis_info import AxisAnalysis, vector_width
 from tinyton.lowering.tt_to_llvm.layouts import blocked, register_map, replica_mask
 from tinyton.passes import ALL_PASSES
+from toolchains import TOOLCHAINS, needs_mlir, needs_ptxas
 
 LIT_KERNELS = sorted(p for p in (Path(__file__).parent / "filecheck" / "lowering").glob("*.mlir") if p.stem != "errors")
-needs_mlir = pytest.mark.skipif(not mlir_path.available(), reason="LLVM 22 tools not found")
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-TOOLCHAINS = [pytest.param("mlir", marks=needs_mlir), "llvmlite"]
 
 
 def parse(text: str) -> ModuleOp:

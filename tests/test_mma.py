@@ -8,14 +8,10 @@ import pytest
 from mma_kernels import dot_tile, matmul, matmul_f16, reference
 
 from tinyton.compiler import compile_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.tt_to_llvm.layouts import LANES
 from tinyton.lowering.tt_to_llvm.mma_layout import MmaTiling
-
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+from toolchains import TOOLCHAINS, needs_ptxas
 
 
 def _arrays(m: int, n: int, k: int, out=np.float32, seed: int = 0):

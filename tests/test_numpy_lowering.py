@@ -15,15 +15,12 @@ import pytest
 import tinyton as tt
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
-from tinyton.lowering.ptx import assemble_ptx, compile_llvm_module, mlir_path
+from tinyton.lowering.ptx import assemble_ptx, compile_llvm_module
 from tinyton.lowering.ptx.libdevice import libdevice_path
-from tinyton.lowering.ptx.toolchain import ToolchainError, find_tool
+from tinyton.lowering.ptx.toolchain import ToolchainError
 from tinyton.lowering.tt_to_llvm import lower_to_llvm
 from tinyton.rewrites.pipeline import fuse_module
-
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="LLVM 22 tools")),
-              "llvmlite"]  # fmt: skip
+from toolchains import TOOLCHAINS, needs_ptxas
 
 
 def float_math(x, y):

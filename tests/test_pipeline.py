@@ -18,13 +18,10 @@ from tinyton.lowering.fusion.kernels import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import CANDIDATES, MatmulTiles
 from tinyton.lowering.ptx.usage import register_usage
 from tinyton.rewrites.pipeline import fuse_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
-
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+from toolchains import TOOLCHAINS, needs_ptxas
 
 
 def _kernel(block=(64, 64, 32), warps=4, num_stages=None, mnk=(256, 256, 256)):

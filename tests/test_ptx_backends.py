@@ -24,11 +24,8 @@ from tinyton.lowering.ptx import (
     mlir_path,
     resolve_toolchain,
 )
-from tinyton.lowering.ptx.toolchain import find_tool
+from toolchains import TOOLCHAINS, needs_mlir, needs_ptxas
 
-needs_mlir = pytest.mark.skipif(not mlir_path.available(), reason="LLVM 22 tools not found")
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-TOOLCHAINS = [pytest.param("mlir", marks=needs_mlir), "llvmlite"]
 KERNELS = {"vector_add": vector_add, "row_sum": row_sum, "op_zoo": op_zoo}
 
 # What each kernel's PTX must contain, whatever the toolchain.

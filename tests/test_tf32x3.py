@@ -18,10 +18,9 @@ import tinyton as tt
 from tinyton.compiler import compile_module
 from tinyton.errors import CompilationError
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.runtime.simulator.tiles import round_tf32, split_tf32x3
+from toolchains import needs_ptxas
 
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 TF32_MMA = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 MAX = np.finfo(np.float32).max
 

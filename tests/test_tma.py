@@ -14,15 +14,12 @@ import pytest
 import tinyton as tt
 import tinyton.language as tl
 from tinyton.compiler import compile_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.runtime import driver, tensor_maps
 from tinyton.tools.tensor_descriptor import TensorDescriptor
+from toolchains import TOOLCHAINS, needs_ptxas
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 on_gpu = pytest.mark.gpu
 
 

@@ -12,12 +12,8 @@ import pytest
 
 import tinyton as tt
 from tinyton.compiler import compile_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
-
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+from tinyton.lowering.ptx import assemble_ptx
+from toolchains import TOOLCHAINS, needs_ptxas
 
 
 @tt.jit

@@ -37,17 +37,16 @@ from tinyton.lowering.fusion.matmul_tiles import (
     candidates,
     warp_specialized,
 )
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.usage import register_usage
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.tools.tensor_descriptor import TensorDescriptor
 from sass import accumulator_reads_before_the_last_wait, nvdisasm, sass
 from ws_protocol import ProtocolError, check
+from toolchains import TOOLCHAINS, needs_ptxas
 
 BF16 = ml_dtypes.bfloat16
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 WIDE = MatmulTiles(128, 256, 64, 8, 4, warp_specialize=True)
 PAIR = MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True)
 
@@ -278,10 +277,6 @@ def _ws_kernel(m=256, n=256, k=256):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
     return a, b, TensorDescriptor.from_tensor(a, [128, 64]), TensorDescriptor.from_tensor(b, [64, 128])
-
-
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
 
 
 @needs_ptxas

@@ -12,18 +12,15 @@ from mma_kernels import dot_tile
 
 import tinyton as tt
 from tinyton.compiler import compile_module
-from tinyton.lowering.ptx import assemble_ptx, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.tt_to_llvm import kernel_arch
 from tinyton.lowering.tt_to_llvm.layouts import LANES
 from tinyton.lowering.tt_to_llvm.wgmma_layout import WgmmaTiling
 from tinyton.runtime import driver
 from tinyton.runtime.simulator.tiles import round_tf32
+from toolchains import TOOLCHAINS, needs_ptxas
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps): one warpgroup, two along M, two along N, n16, 64-byte A rows.
 WGMMA_BLOCKS = [(64, 64, 32, 4), (128, 128, 64, 4), (128, 256, 64, 8), (64, 256, 64, 8), (64, 16, 16, 4),

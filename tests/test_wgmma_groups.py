@@ -19,13 +19,12 @@ from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
 from tinyton.lowering.ptx import assemble_ptx
-from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.rewrites.pipeline import fuse_module
+from toolchains import needs_ptxas
 
 F32 = np.float32
-needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 WIDE = MatmulTiles(128, 128, 64, 8, 3)
 
 

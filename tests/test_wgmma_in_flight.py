@@ -19,13 +19,11 @@ from tinyton.compiler import compile_module
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
-from tinyton.lowering.ptx import mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.rewrites.pipeline import fuse_module
+from toolchains import TOOLCHAINS, needs_ptxas
 
-pytestmark = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-TOOLCHAINS = [pytest.param("mlir", marks=pytest.mark.skipif(not mlir_path.available(), reason="no LLVM 22 tools")),
-              "llvmlite"]
+pytestmark = needs_ptxas
 
 
 def doubled(x, w):
