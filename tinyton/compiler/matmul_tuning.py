@@ -66,13 +66,14 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     if not tuning_enabled() or not worth_tuning(p):
         return default_tiles(problem)
     dtype = f"{p.dtype}:{fp32_matmul_precision()}" if p.dtype == "float32" else p.dtype  # tf32x3 and ieee tile differently
-    key = (driver.device().name, dtype, p.dots, p.fingerprint, problem.shape_class())
+    device = driver.device()
+    key = (device.name, dtype, p.dots, p.fingerprint, problem.shape_class())
     samples: Samples = {}
     timer = lambda tiles: _timer(problem, tiles, samples)  # noqa: E731
-    hopper = driver.device().compute_capability[0] == 9  # wgmma, TMA and setmaxnreg: sm_90a
+    hopper = device.compute_capability[0] == 9  # wgmma, TMA and setmaxnreg: sm_90a
     options = candidates(problem, warp_specialize=hopper and warp_specialized())
     tiles = TUNER.choose(key, options, timer, default=default_tiles(problem))
-    splits = split_forms(p, tiles, driver.device().sm_count)
+    splits = split_forms(p, tiles, device.sm_count)
     if splits:  # a second measurement: K cut in ranges, so that large tiles' programs fill the SMs
         tiles = TUNER.choose((*key, "split_k"), [tiles, *splits], timer, default=tiles)
     return tiles
