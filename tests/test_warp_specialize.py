@@ -268,6 +268,9 @@ def test_ptx_of_a_split_kernel(fn, tiles):
     # the output tile goes out by TMA, a 64-column panel at a time, from shared memory the consumers filled
     stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group", ptx)
     assert len(stores) == tiles.block_n // 64 and "cp.async.bulk.wait_group.read 0;" in ptx
+    # thread 0 waits for the last tile's store only at the end; each store waits for the one before, not itself
+    first_store, last_wait = ptx.index("bulk_group ["), ptx.rindex("cp.async.bulk.wait_group 0;")
+    assert ptx.index("cp.async.bulk.wait_group.read 0;") < first_store < last_wait
     if fn is swiglu:  # the two products are one wgmma a K step (dots issued together) in the split kernel too
         assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)", ptx)) == {"m64n256k16"}
     assemble_ptx(ptx, "sm_90a")

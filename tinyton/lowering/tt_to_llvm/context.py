@@ -167,6 +167,8 @@ class KernelContext(Emitter):
         warps take no part); None: every thread of the program."""
         self.leader_warp = 0
         """The warp whose lane 0 issues the program's TMA copies and mbarrier arrivals (the producer's first)."""
+        self.store_tile: int | None = None
+        """Byte offset of the shared-memory tile TMA stores stage their blocks in (tma.reserve_store_tile)."""
         self.programs_per_sm = 1
         """Programs that share an SM (`tt.min_programs_per_sm`): a warp-specialised program's share of its registers."""
         self.smem_bytes = 0

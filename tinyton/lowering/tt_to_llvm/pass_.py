@@ -147,11 +147,13 @@ def lower_to_llvm(
     ctx.programs_per_sm = programs_per_sm(module)
     async_copy.reserve_buffers(ctx, kernel)
     tma.reserve_barriers(ctx, kernel)
+    tma.reserve_store_tile(ctx, kernel)
     for arg, param in zip(kernel.args, fn.body.block.args):
         ctx.set(arg, None, [param])
     map_params = fn.body.block.args[len(kernel.args):]
     ctx.tensor_maps = {op: map_params[i] for op, i in map_of.items()}
     ctx.lower_block(kernel.body.block)
+    tma.finish_stores(ctx)
     ctx.insert(llvm.ReturnOp())
     ctx.finish()
 

@@ -275,29 +275,48 @@ def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
 
 
+def reserve_store_tile(ctx: KernelContext, kernel: func.FuncOp) -> None:
+    """Give the kernel's TMA stores one shared-memory tile for the whole kernel (the largest they stage), so that
+    a store's copy out of it may run on while the program goes on: the next store waits for it, not this one."""
+    tiles = [_staged_tile(op) for op in kernel.walk() if isinstance(op, tt.DescriptorStoreOp)]
+    if tiles:
+        ctx.store_tile = ctx.reserve_smem(max(t.nbytes for t in tiles), 1024)
+
+
+def _staged_tile(op: tt.DescriptorStoreOp) -> Swizzle:
+    rows, cols = tt.shape_of(op.value.type)
+    return Swizzle(rows, cols, byte_size(llvm_type(op.value.type)))
+
+
 @lowers(tt.DescriptorStoreOp)
 def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None:
-    """The block goes to shared memory in the map's swizzled panels, then thread 0 stores each panel with TMA
-    (`cp.async.bulk.tensor ... .bulk_group`) and waits until TMA has read them; the buffer counts as read until
-    the next barrier (`smem_buffer` puts the next round beside it, or a barrier first), which comes after that
-    wait."""
+    """The block goes to the kernel's store tile (`reserve_store_tile`) in the map's swizzled panels, then thread 0
+    stores each panel with TMA (`cp.async.bulk.tensor ... .bulk_group`) and commits them, without waiting.
+    Before writing, thread 0 waits until TMA has read the previous store's panels (`wait_group.read 0`) and a
+    barrier tells the other threads: a persistent matmul's tile goes out while the next tile's K loop runs,
+    instead of holding the leader's warpgroup (and with it the tensor cores) until it has."""
     layout = ctx.layout_of(op.value)
-    rows, cols = tt.shape_of(op.value.type)
-    elem = llvm_type(op.value.type)
-    tile = Swizzle(rows, cols, byte_size(elem))
-    start = ctx.smem_buffer(tile.nbytes, f"the {rows}x{cols} tile of a TMA store", 1024)
-    store_swizzled(ctx, ctx.get(op.value, layout), layout, elem, tile, start)
+    tile = _staged_tile(op)
+    assert ctx.store_tile is not None, "reserve_store_tile gives every TMA store its tile before lowering"
+    leader = _leader(ctx)
+    _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group.read 0;"], [], [("b", leader)], None)
+    ctx.barrier()
+    store_swizzled(ctx, ctx.get(op.value, layout), layout, llvm_type(op.value.type), tile, ctx.store_tile)
     fence_async_proxy(ctx)
     ctx.barrier()
-    leader = _leader(ctx)
     param = _map(ctx, op)
     rank = len(op.offsets)
     coords = ", ".join(f"${3 + i}" for i in range(rank))
-    for at, box in _panels(ctx, op, tile, _address(ctx, ctx.smem_ptr(i8, 0, start))):
+    for at, box in _panels(ctx, op, tile, _address(ctx, ctx.smem_ptr(i8, 0, ctx.store_tile))):
         lines = ["{", ".reg .b64 map;", "cvta.global.u64 map, $1;",
                  f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map, {{{coords}}}], [$2];", "}"]
         inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in box]
         _inline_asm(ctx, lines, [], inputs, None)
-    _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;", "@$0 cp.async.bulk.wait_group.read 0;"], [], [("b", leader)],
-                None)
-    ctx.smem_read(start, tile.nbytes)  # until TMA has read it: thread 0 waited, and the next round's barrier follows
+    _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;"], [], [("b", leader)], None)
+
+
+def finish_stores(ctx: KernelContext) -> None:
+    """At the kernel's end thread 0 waits for its TMA stores to complete: the store tile must outlive their reads."""
+    if ctx.store_tile is not None:
+        ctx.leader_warp = 0
+        _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group 0;"], [], [("b", _leader(ctx))], None)
