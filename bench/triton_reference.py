@@ -151,3 +151,42 @@ def matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
     (m, k), (_, n) = a.shape, b.shape
     grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
     _matmul_kernel[grid](a, b, c, m, n, k)
+
+
+
+@triton.jit
+def _persistent_tma_kernel(a_desc, w_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           NUM_SMS: tl.constexpr, FP16: tl.constexpr):
+    """`x @ w.T` as Triton's persistent TMA tutorial builds it: one program per SM walking the tiles in grouped
+    order, X and W read and the tile stored through tensor descriptors."""
+    GROUP: tl.constexpr = 8
+    num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
+        group = tile // (GROUP * num_n)
+        size = min(num_m - group * GROUP, GROUP)
+        pid_m = group * GROUP + tile % size
+        pid_n = tile % (GROUP * num_n) // size
+        acc = tl.zeros((BM, BN), tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = a_desc.load([pid_m * BM, k * BK])
+            w = w_desc.load([pid_n * BN, k * BK])
+            acc = tl.dot(a, w.T, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16 if FP16 else tl.bfloat16))
+
+
+PERSISTENT_CONFIGS = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (64, 128, 64, 4, 4)]
+"""(BM, BN, BK, num_warps, num_stages) the persistent kernel is timed with (the tutorial autotunes over such a set)."""
+
+
+def persistent_linear(x: torch.Tensor, w: torch.Tensor, c: torch.Tensor, config: tuple[int, ...]) -> None:
+    """c = x @ w.T (w [N, K]) by the persistent TMA kernel with `config` (`PERSISTENT_CONFIGS`)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, bk, warps, stages = config
+    (m, k), n = x.shape, w.shape[0]
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
+    descriptors = (TensorDescriptor.from_tensor(x, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
+                   TensorDescriptor.from_tensor(c, [bm, bn]))
+    grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
+    _persistent_tma_kernel[grid](*descriptors, m, n, k, BM=bm, BN=bn, BK=bk, NUM_SMS=sms,
+                                 FP16=c.dtype == torch.float16, num_warps=warps, num_stages=stages)
