@@ -2,8 +2,9 @@
 // tt.scaled_matmul give their float8 dots): each k32 wgmma sums into a fresh partial accumulator (scale-d
 // false: the asm has no tied accumulator inputs), is committed and waited for, and its 32 registers (m64n64:
 // N / 2 per thread) are added to the f32 accumulator by `add.f32`, the CUDA cores' full f32 (Hopper's float8
-// wgmma keeps ~13 fraction bits of its sum). Two K steps per dot: two such groups. The dot is not left in
-// flight by the pipeliner (no `wait_group 1`).
+// wgmma keeps ~13 fraction bits of its sum), the first once the second is issued (`wait_group 1`: only the
+// second may still run), the second after `wait_group 0`. Two K steps per dot: two such groups. The dot is not
+// left in flight by the pipeliner (its last wait is `wait_group 0`).
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | filecheck %s --check-prefix=LLVM
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 | filecheck %s --check-prefix=PTX
@@ -15,24 +16,25 @@
 // LLVM:          nvvm.wgmma.fence.aligned
 // LLVM:          llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {{.*}}, p, 1, 1;{{.*}}", "{{(=f,)+}}l,l,r"
 // LLVM:          nvvm.wgmma.commit.group.sync.aligned
-// LLVM-NEXT:     llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
-// LLVM-COUNT-32: llvm.fadd
+// LLVM-NOT:      wgmma.wait_group
 // LLVM:          nvvm.wgmma.fence.aligned
 // LLVM:          llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {{.*}}", "{{(=f,)+}}l,l,r"
 // LLVM:          nvvm.wgmma.commit.group.sync.aligned
-// LLVM-NEXT:     llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
+// LLVM-NEXT:     llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;"
+// LLVM-COUNT-32: llvm.fadd
+// LLVM:          llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
 // LLVM-COUNT-32: llvm.fadd
 // LLVM-NOT:      wgmma.mma_async
-// LLVM-NOT:      wgmma.wait_group.sync.aligned 1
+// LLVM-NOT:      wgmma.wait_group
 
 // PTX:           wgmma.fence.sync.aligned;
 // PTX:           wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2
 // PTX:           wgmma.commit_group.sync.aligned;
-// PTX:           wgmma.wait_group.sync.aligned 0;
-// PTX-COUNT-32:  add.rn.f32
 // PTX:           wgmma.fence.sync.aligned;
 // PTX:           wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2
 // PTX:           wgmma.commit_group.sync.aligned;
+// PTX:           wgmma.wait_group.sync.aligned 1;
+// PTX-COUNT-32:  add.rn.f32
 // PTX:           wgmma.wait_group.sync.aligned 0;
 // PTX-COUNT-32:  add.rn.f32
 // PTX-NOT:       wgmma.mma_async

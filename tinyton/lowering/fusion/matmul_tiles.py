@@ -276,9 +276,10 @@ gate and up) at that tile would hold 256 and spill (the H200 ran such a SwiGLU a
 
 FLOAT8_ACC_REGISTERS = 64
 """The same for a float8 matmul: its wgmmas sum into partial accumulators that are then added to it
-(`matmul.FLOAT8_IMPRECISE_ACC`), registers beside it. ptxas -v (CUDA 13.0, sm_90a): at 128 (128 x 256 on 8
-warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of spills; at 64, 70 to 227 registers and none
-(tests/test_fp8_matmul.py checks the candidates)."""
+(`matmul.FLOAT8_IMPRECISE_ACC`), two of them live beside it (one added while the next is computed). ptxas -v
+(CUDA 13.0, sm_90a): at 128 (128 x 256 on 8 warps, 128 x 128 on 4) 255 registers and 52 to 580 bytes of
+spills with one partial, 2 KiB with two; at 64, 70 to 240 registers and none (tests/test_fp8_matmul.py checks
+the candidates)."""
 
 
 GEMV_REGISTERS = 96
