@@ -218,7 +218,8 @@ def test_fp8_tile_candidates_on_wgmma_do_not_spill(spelling):
     tiles = candidates(MatmulProblem(1, 1024, 1024, 1024, "float8e4nv"))
     assert all(t.block_m * t.block_n <= 64 * 32 * t.num_warps for t in tiles)
     on_wgmma = [t for t in tiles if t.block_m % 64 == 0 and t.num_warps % 4 == 0]
-    assert len(on_wgmma) == 6  # 128 x 128 x 64 at three stages and at two
+    assert len(on_wgmma) == 8  # 128 x 128 x 64 at three stages and at two; FLOAT8_CANDIDATES' 128-deep ones
+    assert {(t.block_m, t.block_k) for t in on_wgmma if t.block_k == 128} == {(128, 128), (64, 128)}
     for t in on_wgmma:
         (spec,) = _array_kernels(spelling, t)
         ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]

@@ -162,6 +162,17 @@ themselves, no slot is kept for the dots in flight; the last, one consumer warpg
 programs on an SM, one's epilogue beside the other's dots: `persistent.programs_sharing_an_sm`), measured beside
 CANDIDATES on Hopper (`candidates(..., warp_specialize=True)`) unless `TINYTON_WARP_SPECIALIZE=0`."""
 
+FLOAT8_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(128, 128, 128, 8, 4),
+    MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True),
+    MatmulTiles(64, 128, 128, 4, 4),
+)
+"""Float8 tiles whose K step is 128 elements: 128 bytes, what a 64-deep step of 16-bit operands reads. A promoted
+float8 dot waits for its last wgmma before its iteration's slot is released, so a 64-deep step drained the tensor
+cores every two k32 wgmmas (the 2026-12-03 H200 suite: `tt.scaled_matmul` at ~350 TFLOPS on the CANDIDATES,
+`torch._scaled_mm` at 1,250); measured beside CANDIDATES for float8 products of more than SKINNY_ROWS rows (the
+warp-specialised one where those are)."""
+
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 
 
@@ -304,14 +315,16 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 
 def candidates(p: MatmulProblem, warp_specialize: bool = False) -> list[MatmulTiles]:
     """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms; with
-    `warp_specialize`, a Hopper GPU's, the WARP_SPECIALIZED_CANDIDATES) fit to `p`, without those whose
-    accumulators would spill (the smallest if all would)."""
+    `warp_specialize`, a Hopper GPU's, the WARP_SPECIALIZED_CANDIDATES; for float8, the FLOAT8_CANDIDATES) fit to
+    `p`, without those whose accumulators would spill (the smallest if all would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     skinny = [t for t in skinny if fits(p, t)]
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
     large = [t.fit(p) for t in WARP_SPECIALIZED_CANDIDATES] if warp_specialize and p.m > SKINNY_ROWS else []
+    if p.dtype in FLOAT8_NAMES and p.m > SKINNY_ROWS:
+        large += [t.fit(p) for t in FLOAT8_CANDIDATES if warp_specialize or not t.warp_specialize]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *large, *skinny, *gemv]))
     fitting = [t for t in tiles if accumulator_registers(p, t) <= register_budget(p)]
     return fitting or [min(tiles, key=lambda t: accumulator_registers(p, t))]
