@@ -75,6 +75,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     keep_in_flight,
 )
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
+from tinyton.lowering.tt_to_llvm.tma import staged_store_bytes
 from tinyton.lowering.tt_to_llvm.warp_specialize import specialize_loop, wants_warp_specialization
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -163,13 +164,6 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     return drop_dead_carried(new_loop)
 
 
-def _staged_stores(module: ModuleOp) -> int:
-    """Shared memory a warp-specialised kernel's TMA store stages its largest tile in (tma.py), kept out of the
-    buffers' budget."""
-    tiles = [op.value for op in module.walk() if isinstance(op, tt.DescriptorStoreOp)]
-    return max((tt.element_type(v.type).bitwidth // 8 * tile_elements(v) for v in tiles), default=0)
-
-
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
     from shared memory by every iteration, they are copied there once instead of stored each time."""
@@ -231,7 +225,7 @@ def pipeline_module(
     module's kernels (innermost first); `num_warps` (default: the module's) and `arch` tell whether a dot
     runs on wgmma and may stay in flight, and whether descriptor loads may use TMA (unless `tma` is off)."""
     warps = kernel_num_warps(module, num_warps)
-    budget = shared_limit - _staged_stores(module)
+    budget = shared_limit - staged_store_bytes(module)
     hoisted = []
     for load in _invariant_operands(module):
         nbytes = tt.element_type(load.result.type).bitwidth // 8 * tile_elements(load.result)

@@ -275,12 +275,18 @@ def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
 
 
+def staged_store_bytes(root: Operation) -> int:
+    """Bytes of the shared-memory tile the TMA stores under `root` stage their blocks in (the largest; 0: none),
+    which the pipeliner keeps out of its buffers' budget."""
+    return max((_staged_tile(op).nbytes for op in root.walk() if isinstance(op, tt.DescriptorStoreOp)), default=0)
+
+
 def reserve_store_tile(ctx: KernelContext, kernel: func.FuncOp) -> None:
-    """Give the kernel's TMA stores one shared-memory tile for the whole kernel (the largest they stage), so that
-    a store's copy out of it may run on while the program goes on: the next store waits for it, not this one."""
-    tiles = [_staged_tile(op) for op in kernel.walk() if isinstance(op, tt.DescriptorStoreOp)]
-    if tiles:
-        ctx.store_tile = ctx.reserve_smem(max(t.nbytes for t in tiles), 1024)
+    """Give the kernel's TMA stores one shared-memory tile for the whole kernel (`staged_store_bytes`), so that a
+    store's copy out of it may run on while the program goes on: the next store waits for it, not this one."""
+    nbytes = staged_store_bytes(kernel)
+    if nbytes:
+        ctx.store_tile = ctx.reserve_smem(nbytes, 1024)
 
 
 def _staged_tile(op: tt.DescriptorStoreOp) -> Swizzle:
