@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +54,7 @@ def _linear(name: str) -> bool:
     return name.startswith("Llama")
 
 
-def _best(run: callable, configs: list, check: callable) -> float:
+def _best(run: Callable[[tuple], None], configs: list[tuple], check: Callable[[tuple], object]) -> float:
     """The least median time over `configs` (each checked first); NaN when none runs (a shape it refuses)."""
     best = math.nan
     for config in configs:
@@ -91,7 +92,7 @@ def row(dtype: str, name: str, batch: int, m: int, n: int, k: int) -> list[objec
         def kernel(config: tuple[int, ...] = config) -> None:
             tinyton_matmul(a, b, c, config, "ieee", desc=True)
 
-        def checked(run: callable) -> callable:
+        def checked(run: Callable[[tuple], None]) -> Callable[[tuple], object]:
             return lambda config: (run(config), check_close(f"{name} {config}", c, want, tol=2e-2))
 
         t_kernel = tflops(m, n, k, _best(kernel, [config], checked(kernel)))
