@@ -171,7 +171,8 @@ FLOAT8_CANDIDATES: tuple[MatmulTiles, ...] = (
 float8 dot waits for its last wgmma before its iteration's slot is released, so a 64-deep step drained the tensor
 cores every two k32 wgmmas (the 2026-12-03 H200 suite: `tt.scaled_matmul` at ~350 TFLOPS on the CANDIDATES,
 `torch._scaled_mm` at 1,250); measured beside CANDIDATES for float8 products of more than SKINNY_ROWS rows (the
-warp-specialised one where those are)."""
+warp-specialised one where those are; ptxas -v: no spills for `x @ w.T`, 21 bytes for the warp-specialised one
+where B is stored K x N and goes through registers to be transposed)."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 
