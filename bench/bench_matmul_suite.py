@@ -4,8 +4,8 @@
     python bench/bench_matmul_suite.py --dtypes bf16 --only 8B  # rows whose name contains "8B"
 
 Per shape: tinyton's array program in the shape's spelling (`a @ b` for the squares, odd and batched shapes,
-`x @ w.T` for the layers of Llama-3-8B and -70B, w stored [N, K] as torch's weights are; tiles tuned on first
-use), tinyton's hand-written kernel on tensor descriptors (bench_matmul.py's, one configuration per shape class,
+`x @ w.T` for the layers of Llama-3-8B and -70B, w stored [N, K] as torch's weights are, and a 25th row of 4096^3
+as `a.T @ b`, a stored [K, M] as a weight gradient's is; tiles tuned on first use), tinyton's hand-written kernel on tensor descriptors (bench_matmul.py's, one configuration per shape class,
 on b = w.T for the layers), cuBLAS in the same spelling (`torch.matmul`, `F.linear`), and Triton's persistent TMA
 kernel (triton_reference.py, the best of its configurations, on w = b.T for the others). fp8: e4m3 `x @ w.T` with
 per-tensor scales and a bf16 result, `tt.scaled_matmul` against `torch._scaled_mm` (whose dimensions must be
@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+
+import tinyton as tt
 
 from bench_matmul import CONFIGS, linear_program, matmul_program, scaled_program, tflops, tinyton_matmul
 from common import DEVICE, check_close, device_name, median_ms, peer, print_table
@@ -46,12 +48,23 @@ SUITE: list[tuple[str, int, int, int, int]] = [  # (name, batch, M, N, K); batch
     ("K-heavy 2048x2048x16384", 0, 2048, 2048, 16384),
     ("batched 8x1024x1024x1024", 8, 1024, 1024, 1024),
     ("batched 32x512x512x128", 32, 512, 512, 128),
+    ("square 4096, a.T @ b", 0, 4096, 4096, 4096),  # the weight-gradient spelling: A stored K x M
 ]
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def _linear(name: str) -> bool:
     return name.startswith("Llama")
+
+
+def _spelling(name: str) -> str:
+    return "x @ w.T" if _linear(name) else "a.T @ b" if "a.T @ b" in name else "a @ b"
+
+
+@tt.jit
+def transposed_program(at, b):
+    """`a.T @ b` with a stored [K, M] (a weight gradient `x.T @ dy`)."""
+    return at.T @ b
 
 
 def _best(run: Callable[[tuple], None], configs: list[tuple], check: Callable[[tuple], object]) -> float:
@@ -80,12 +93,15 @@ def row(dtype: str, name: str, batch: int, m: int, n: int, k: int) -> list[objec
         b = torch.randn(*lead, k, n, device=DEVICE, dtype=dt) / k**0.5
         w = b.mT.contiguous()
         ours, cublas = (lambda: matmul_program(a, b)), (lambda: torch.matmul(a, b))
+        if _spelling(name) == "a.T @ b":
+            at = a.T.contiguous()
+            ours, cublas = (lambda: transposed_program(at, b)), (lambda: torch.matmul(at.T, b))
     want = cublas()
     check_close(f"tinyton {name}", ours(), want, tol=2e-2)
     t_ours = tflops(m, n, k * max(batch, 1), median_ms(ours))
     t_cublas = tflops(m, n, k * max(batch, 1), peer(median_ms, cublas))
     t_kernel = t_triton = math.nan
-    if not batch:
+    if not batch and _spelling(name) != "a.T @ b":  # (the kernel columns read A row-major)
         c = torch.empty(m, n, device=DEVICE, dtype=dt)
         config = CONFIGS["decode" if m <= 16 else "16-bit"][0]
 
@@ -98,7 +114,7 @@ def row(dtype: str, name: str, batch: int, m: int, n: int, k: int) -> list[objec
         t_kernel = tflops(m, n, k, _best(kernel, [config], checked(kernel)))
         persistent = lambda config: triton_reference.persistent_linear(a, w, c, config)  # noqa: E731
         t_triton = tflops(m, n, k, peer(_best, persistent, triton_reference.PERSISTENT_CONFIGS, checked(persistent)))
-    return [dtype, name, "x @ w.T" if _linear(name) else "a @ b", t_ours, t_kernel, t_cublas, t_triton,
+    return [dtype, name, _spelling(name), t_ours, t_kernel, t_cublas, t_triton,
             f"{100 * t_ours / t_cublas:.0f}%"]
 
 
@@ -134,7 +150,7 @@ def main() -> None:
             if args.only not in name:
                 continue
             if dtype == "fp8":
-                if batch or m % 16:
+                if batch or m % 16 or _spelling(name) == "a.T @ b":
                     continue
                 rows.append(fp8_row(name, m, n, k))
             else:
