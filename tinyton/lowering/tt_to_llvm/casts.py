@@ -135,16 +135,14 @@ PAIRED = {bf16: "bf16x2", Float16Type(): "f16x2"}
 def _round_pairs(ctx: KernelContext, regs: list[SSAValue], dst: Attribute) -> list[SSAValue]:
     """f32 registers rounded to `dst` (bf16 or f16) with one `cvt.rn.*x2.f32` per pair (sm_80 and later)."""
     to = llvm_type(dst)
-    done: dict[tuple[SSAValue, SSAValue], tuple[SSAValue, SSAValue]] = {}
-    out = []
-    for low, high in zip(regs[0::2], regs[1::2]):
-        if (low, high) not in done:
-            asm = llvm.InlineAsmOp(f"cvt.rn.{PAIRED[dst]}.f32 $0, $2, $1;", "=r,f,f", [low, high], [i32])
-            pair = ctx.value(asm)  # `high` rounded in the upper half, `low` in the lower
-            halves = (pair, ctx.int_op("lshr", pair, ctx.const(16)))
-            done[low, high] = tuple(ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(h, i16)), to)) for h in halves)
-        out += done[low, high]
-    return out
+
+    def round_pair(ctx: KernelContext, low: SSAValue, high: SSAValue) -> tuple[SSAValue, SSAValue]:
+        asm = llvm.InlineAsmOp(f"cvt.rn.{PAIRED[dst]}.f32 $0, $2, $1;", "=r,f,f", [low, high], [i32])
+        pair = ctx.value(asm)  # `high` rounded in the upper half, `low` in the lower
+        low_half, high_half = pair, ctx.int_op("lshr", pair, ctx.const(16))
+        return tuple(ctx.value(llvm.BitcastOp(ctx.value(llvm.TruncOp(h, i16)), to)) for h in (low_half, high_half))
+
+    return [half for pair in map_registers(ctx, round_pair, regs[0::2], regs[1::2]) for half in pair]
 
 
 @lowers_tile(tt.CastOp)

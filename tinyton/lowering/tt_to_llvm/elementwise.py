@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from math import log, log2
+from typing import TypeVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -41,6 +42,7 @@ from tinyton.lowering.tt_to_llvm.context import (
 from tinyton.lowering.tt_to_llvm.fmod import fmod
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
+T = TypeVar("T")
 Unary = Callable[[KernelContext, SSAValue], SSAValue]
 Binary = Callable[[KernelContext, SSAValue, SSAValue], SSAValue]
 
@@ -244,9 +246,9 @@ _FCMP = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": 
 """Like NumPy: ordered comparisons are false on NaN, `!=` is true."""
 
 
-def map_registers(ctx: KernelContext, fn: Callable[..., SSAValue], *operands: list[SSAValue]) -> list[SSAValue]:
+def map_registers(ctx: KernelContext, fn: Callable[..., T], *operands: list[SSAValue]) -> list[T]:
     """Apply `fn` register by register, once per distinct tuple of operands (splats repeat)."""
-    done: dict[tuple[SSAValue, ...], SSAValue] = {}
+    done: dict[tuple[SSAValue, ...], T] = {}
     out = []
     for args in zip(*operands):
         if args not in done:

@@ -324,5 +324,5 @@ def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None
 def finish_stores(ctx: KernelContext) -> None:
     """At the kernel's end thread 0 waits for its TMA stores to complete: the store tile must outlive their reads."""
     if ctx.store_tile is not None:
-        ctx.leader_warp = 0
+        assert ctx.leader_warp == 0, "the kernel's end is the program's warps' (the stores' leader), not a producer's"
         _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group 0;"], [], [("b", _leader(ctx))], None)
