@@ -4,7 +4,7 @@ transposed to it) with f32 accumulation, widened to f16 with the same results wh
 `tt.scaled_matmul` (torch._scaled_mm: per-tensor and per-row/column scales, f32/f16/bf16 out) in array
 programs, the scales in the matmul kernel's epilogue. Hopper's float8 wgmma sums in ~13 fraction bits, not
 f32: `max_num_imprecise_acc` (Triton's) bounds how many products share one such sum before an f32 add;
-array programs set it to one wgmma's 32. Simulator against NumPy here (f32 accumulation whatever the
+array programs set it to 128 (four k32 wgmmas, DeepSeek-V3's interval). Simulator against NumPy here (f32 accumulation whatever the
 setting); PTX ptxas-checked for sm_80, sm_90 and sm_90a on both toolchains; the GPU tests (marked `gpu`)
 check the device against NumPy within what that arithmetic guarantees (`_wgmma_error_bound`)."""
 
@@ -22,8 +22,10 @@ from tinyton.compiler import compile_module
 from tinyton.dtypes import BF16, float8e4nv, float8e5
 from tinyton.errors import CompilationError
 from tinyton.frontend.tracing import trace
+from tinyton.compiler import program
 from tinyton.lowering.fusion import fusion_to_kernels
-from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, candidates
+from tinyton.lowering.fusion.matmul import FLOAT8_IMPRECISE_ACC
+from tinyton.lowering.fusion.matmul_tiles import FLOAT8_CANDIDATES, MatmulProblem, MatmulTiles, candidates
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
@@ -190,9 +192,9 @@ def scaled_any(a, b, scale_a, scale_b, out):
 
 @needs_ptxas
 @pytest.mark.parametrize("spelling", [product, product_wt], ids=["b", "w.T"])
-def test_fp8_array_matmul_adds_each_wgmma_in_f32(spelling, monkeypatch):
-    """Array programs promote every k32 wgmma (NumPy's f32 accumulation): a wait and N / 2 `add.f32` per
-    instruction (the default tiles: 64 x 64, one m64n64k32 per K step)."""
+def test_fp8_array_matmul_adds_each_partial_in_f32(spelling, monkeypatch):
+    """Array programs promote their partial sums (NumPy's f32 accumulation): the default tiles (64 x 64, one
+    m64n64k32 per K step, too shallow to be left in flight) wait for each instruction and add its N / 2 registers."""
     monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
     a, b = _operands(256, 128, 256, (E4M3, E4M3))
     ptx = tt.jit(spelling.fn).compile(a, b if spelling is product else np.ascontiguousarray(b.T)).asm["ptx"]
@@ -319,16 +321,17 @@ def _assert_within(got: np.ndarray, expected: np.ndarray, bound: np.ndarray) -> 
     assert np.all(error <= bound), f"at {worst}: |{got[worst]} - {expected[worst]}| > {bound[worst]}"
 
 
-def _small_after_large(m: int, n: int, k: int, seed: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    """Operands whose first k32 step sums to 8192 (32 x 16 x 16) and whose later steps add products of 0.25
-    to 0.77 (multiples of 2^-6, sums below 25). Every wgmma sum is then exact in 13 fraction bits when it
-    starts from zero, and so is the f32 total (below 2^14, multiples of 2^-6): the promoted path must give
-    a @ b exactly. A chain holding 8192 has a unit of 1 in 13 fraction bits and cannot keep the later steps'
-    fractions."""
+def _small_after_large(m: int, n: int, k: int, seed: int = 4, large: int = WGMMA_K) -> tuple[np.ndarray, np.ndarray]:
+    """Operands whose first `large` K elements (one promotion interval: a k32 step, or the array programs' 128)
+    sum to 256 x `large` (16 x 16 products) and whose later steps add products of 0.25 to 0.77 (multiples of 2^-6,
+    sums below 128 an interval). Every wgmma sum is then exact in 13 fraction bits when it starts from zero or
+    from large products only, and so is the f32 total (below 2^16, multiples of 2^-6): a path promoting at least
+    every `large` products, on boundaries of them, must give a @ b exactly. A chain holding the large sum has a
+    unit of 1 or more in 13 fraction bits and cannot keep the later steps' fractions."""
     rng = np.random.default_rng(seed)
     a = rng.choice([0.5, 0.75, 0.875], (m, k)).astype(E4M3)
     b = rng.choice([0.5, 0.625, 0.75, 0.875], (k, n)).astype(E4M3)
-    a[:, :WGMMA_K], b[:WGMMA_K] = 16.0, 16.0
+    a[:, :large], b[:large] = 16.0, 16.0
     return a, b
 
 
@@ -399,7 +402,7 @@ def test_gpu_every_float8_value_widens_exactly(dtype, arch, monkeypatch):
 def _scaled_bound(a, b, sa, sb, out) -> np.ndarray:
     """`_wgmma_error_bound` of promoted wgmmas through the scales (two f32 products), then the rounding
     to `out` (half a unit: 2^-24 of the value for f32, 2^-8 for bf16's 8-bit significand)."""
-    accumulated = _wgmma_error_bound(a, b, 1) * sa * sb
+    accumulated = _wgmma_error_bound(a, b, FLOAT8_IMPRECISE_ACC // WGMMA_K) * sa * sb
     rounding = {np.float32: 2.0**-24, BF16: 2.0**-8}[out]
     return accumulated + (2 * 2.0**-24 + rounding) * (np.abs(_reference(a, b) * sa * sb) + accumulated)
 
@@ -416,6 +419,23 @@ def test_gpu_scaled_matmul_of_w_transposed_matches_numpy():
 
 
 @on_gpu
+@pytest.mark.parametrize("tiles", [*FLOAT8_CANDIDATES, MatmulTiles(128, 128, 64, 8, 3)],
+                         ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}{'-ws' if t.warp_specialize else ''}")
+def test_gpu_promoted_float8_tiles_match_numpy(monkeypatch, tiles):
+    """Every float8 tile form on the tuner's list (promoted dots in flight: 64- and 128-deep K steps, 4 and 8
+    warps, warp-specialised persistent programs), odd sizes: within the promoted bound, and exact on
+    `_small_after_large`."""
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: tiles.fit(p))
+    rng = np.random.default_rng(5)
+    a, b = _operands(1000, 776, 640, (E4M3, E4M3))
+    sa, sb = rng.random((1000, 1)).astype(np.float32), rng.random((1, 776)).astype(np.float32)
+    got = np.asarray(tt.jit(scaled.fn)(a, np.ascontiguousarray(b.T), sa, sb)).astype(np.float64)
+    _assert_within(got, _reference(a, b) * sa * sb, _scaled_bound(a, b, sa, sb, BF16))
+    a, b = _small_after_large(384, 256, 512, large=FLOAT8_IMPRECISE_ACC)
+    np.testing.assert_array_equal(tt.jit(product_wt.fn)(a, np.ascontiguousarray(b.T)), _reference(a, b).astype(np.float32))
+
+
+@on_gpu
 @pytest.mark.parametrize("out", [np.float32, BF16], ids=["f32", "bf16"])
 def test_gpu_scaled_matmul_matches_numpy(out):
     rng = np.random.default_rng(2)
@@ -428,7 +448,8 @@ def test_gpu_scaled_matmul_matches_numpy(out):
 @on_gpu
 @pytest.mark.parametrize("spelling", [product, product_wt], ids=["b", "w.T"])
 def test_gpu_fp8_array_matmul_is_exact_where_f32_is(spelling):
-    """Array programs promote every wgmma: `_small_after_large` comes out exactly, as from NumPy."""
-    a, b = _small_after_large(256, 192, 512)
+    """Array programs promote at least every 128 products, on multiples of 128: `_small_after_large` with its large
+    products in the first 128 comes out exactly, as from NumPy."""
+    a, b = _small_after_large(256, 192, 512, large=FLOAT8_IMPRECISE_ACC)
     got = spelling(a, b if spelling is product else np.ascontiguousarray(b.T))
     np.testing.assert_array_equal(got, _reference(a, b).astype(np.float32))

@@ -16,6 +16,7 @@ import pytest
 
 import tinyton as tt
 from tinyton.compiler import compile_module
+from tinyton.dialects import tt as tt_dialect
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles
@@ -63,3 +64,31 @@ def test_no_epilogue_serialises_the_wgmma(fn, dtype, tiles, toolchain):
     report = subprocess.run([find_tool("ptxas"), "-arch=sm_90a", "-v", "-", "-o", "/dev/null"], input=ptx,
                             capture_output=True, text=True, check=True).stderr
     assert "C7514" not in report, report
+
+
+def scaled(x, w, scale_x, scale_w):
+    return tt.scaled_matmul(x, w.T, scale_x, scale_w, out_dtype=tt.bfloat16)
+
+
+FLOAT8_TILES = [MatmulTiles(128, 128, 128, 8, 4), MatmulTiles(64, 128, 128, 4, 4), MatmulTiles(128, 128, 64, 8, 3),
+                MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True)]
+
+
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+@pytest.mark.parametrize("tiles", FLOAT8_TILES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}{'-ws' if t.warp_specialize else ''}")
+def test_promoted_float8_dots_stay_in_flight(tiles, toolchain):
+    """A float8 product promotes its partial sums (`matmul.FLOAT8_IMPRECISE_ACC`) as a `tt.promoted_dot` whose last
+    chain runs on into the next iteration: no `wgmma.wait_group 0` but the one for that chain at each iteration's
+    top and the one after the loop, and ptxas keeps the wgmmas in flight (C7514 when the carried chain's registers
+    are read after any other wait)."""
+    rng = np.random.default_rng(0)
+    x, w = (rng.standard_normal((512, 512)).astype(ml_dtypes.float8_e4m3fn) for _ in range(2))
+    one = np.ones((1, 1), np.float32)
+    (spec,) = fusion_to_kernels(fuse_module(trace(scaled, [x, w, one, one])), choose_tiles=lambda p: tiles.fit(p),
+                                sm_count=132)
+    assert any(isinstance(op, tt_dialect.DotOp) and op.max_num_imprecise_acc is not None for op in spec.module.walk())
+    ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a", toolchain=toolchain).asm["ptx"]
+    assert ptx.count("wgmma.wait_group.sync.aligned 0;") == 2 and "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in ptx
+    report = subprocess.run([find_tool("ptxas"), "-arch=sm_90a", "-v", "-", "-o", "/dev/null"], input=ptx,
+                            capture_output=True, text=True, check=True).stderr
+    assert "C7514" not in report and " 0 bytes spill stores" in report, report

@@ -48,7 +48,7 @@ from tinyton.dialects.tt_elementwise import (
 )
 from tinyton.dialects.tt_shared import (
     ASYNC_DOT_ATTR, SHARED_OPS, AsyncCommitOp, AsyncCopyOp, AsyncWaitOp, DotWaitOp, LocalAllocOp, LocalLoadOp,
-    NUM_STAGES_ATTR, buffer_parts, slot_type,
+    NUM_STAGES_ATTR, PromotedDotOp, buffer_parts, slot_type,
 )
 from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, DescriptorStoreOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
@@ -429,7 +429,7 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "is_float", "is_int", "is_pointer", "JoinOp", "LIBM_OPS", "LoadEffects", "LoadOp", "LocalAllocOp",
     "LocalLoadOp", "DescriptorStoreOp", "buffer_parts", "slot_type", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp", "MEMORY_OPS",
     "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
-    "ProgramIdOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
+    "ProgramIdOp", "PromotedDotOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
     "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
     "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PRODUCER_WARPS", "REGISTER_FILE", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",

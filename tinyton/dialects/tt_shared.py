@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, TensorType, i32
+from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, StringAttr, TensorType, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
@@ -186,4 +186,40 @@ class DotWaitOp(IRDLOperation):
         )
 
 
-SHARED_OPS = (LocalAllocOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, LocalLoadOp, DotWaitOp)
+@irdl_op_definition
+class PromotedDotOp(IRDLOperation):
+    """A float8 `tt.dot` of one K tile left in flight while its partial sums are promoted (the pipeliner's form of
+    a `max_num_imprecise_acc` dot, tinyton/lowering/tt_to_llvm/float8_dot.py): its K steps go in chains of
+    wgmmas, each into a fresh partial; `result` is `acc` plus `pending` (the previous iteration's last chain,
+    waited for once this tile's first chain is issued) plus every chain but the last, added in f32; the last
+    chain is `pending_out`, still running (read it through `tt.dot_wait`). `result + pending_out` is
+    `acc + pending + a @ b`. Carrying the running chain's registers to the next iteration, where the same
+    registers are read, spares the tensor cores the drain a promoted `tt.dot` ends with."""
+
+    name = "tt.promoted_dot"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    a = operand_def(TensorType)
+    b = operand_def(TensorType)
+    acc = operand_def(T)
+    pending = operand_def(T)
+    max_num_imprecise_acc = prop_def(IntegerAttr[I32])
+    result = result_def(T)
+    pending_out = result_def(T)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$a `,` $b `,` $acc `,` $pending `max_num_imprecise_acc` `=` $max_num_imprecise_acc attr-dict "
+        "`:` type($a) `,` type($b) `->` type($result)"
+    )
+
+    def __init__(self, a: SSAValue, b: SSAValue, acc: SSAValue, pending: SSAValue, max_num_imprecise_acc: int):
+        super().__init__(
+            operands=[a, b, acc, pending], properties={"max_num_imprecise_acc": IntegerAttr(max_num_imprecise_acc, 32)},
+            result_types=[acc.type, acc.type],
+        )
+
+    @property
+    def input_precision(self) -> StringAttr:
+        return StringAttr("ieee")
+
+
+SHARED_OPS = (LocalAllocOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, LocalLoadOp, DotWaitOp, PromotedDotOp)

@@ -1,35 +1,53 @@
-// The float8 dot of wgmma_float8.mlir with `max_num_imprecise_acc = 32` (what array programs and
-// tt.scaled_matmul give their float8 dots): each k32 wgmma sums into a fresh partial accumulator (scale-d
-// false: the asm has no tied accumulator inputs), is committed and waited for, and its 32 registers (m64n64:
-// N / 2 per thread) are added to the f32 accumulator by `add.f32`, the CUDA cores' full f32 (Hopper's float8
-// wgmma keeps ~13 fraction bits of its sum), the first once the second is issued (`wait_group 1`: only the
-// second may still run), the second after `wait_group 0`. Two K steps per dot: two such groups. The dot is not
-// left in flight by the pipeliner (its last wait is `wait_group 0`).
+// The float8 dot of wgmma_float8.mlir with `max_num_imprecise_acc = 32` in a pipelined loop: the pipeliner
+// leaves it in flight as a `tt.promoted_dot` whose second chain (each of the two k32 steps of the 64-deep tile
+// is a chain: a fresh partial, scale-d false, no tied accumulator inputs) is carried to the next iteration.
+// An iteration: `wait_group 0` for the chain carried in (ptxas serialises every wgmma, C7514, when registers a
+// wgmma wrote before the loop's back edge are read after any other wait), the first chain, the carried chain's
+// 32 registers (m64n64: N / 2 per thread) added to the f32 accumulator by `add.f32` while it runs (the CUDA
+// cores' full f32: Hopper's float8 wgmma keeps ~13 fraction bits of its sum), the second chain, `wait_group 1`
+// (the first is done) and its adds. After the loop: `tt.dot_wait 0` and the last chain's adds.
 // REQUIRES: mlir-tools
+// RUN: tinyton-opt %s -p 'tinyton-pipeline{arch="sm_90a"}' | filecheck %s --check-prefix=PIPE
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | filecheck %s --check-prefix=LLVM
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 | filecheck %s --check-prefix=PTX
 // RUN: %if ptxas %{ tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | mlir-opt --convert-nvvm-to-llvm | mlir-translate --mlir-to-llvmir | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90a -mattr=+ptx80 -o %t.ptx && ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
 // RUN: tinyton-opt %s | filecheck %s --check-prefix=ROUNDTRIP
+// RUN: tinyton-opt %s -p 'tinyton-pipeline{arch="sm_90a"}' | tinyton-opt | filecheck %s --check-prefix=PIPE
 
 // ROUNDTRIP: tt.dot %{{.*}}, %{{.*}}, %{{.*}} max_num_imprecise_acc = 32 : tensor<64x64xf8E4M3FN>, tensor<64x64xf8E5M2> -> tensor<64x64xf32>
 
+// PIPE:      %{{[0-9]+}} = tt.constant 0.000000e+00 : f32 -> tensor<64x64xf32>
+// PIPE:      %[[ZERO:[0-9]+]] = tt.constant 0.000000e+00 : f32 -> tensor<64x64xf32>
+// PIPE:      %[[SUMS:[0-9]+]], %[[CHAINS:[0-9]+]], {{.*}} = scf.for {{.*}} iter_args(%[[ACC:[0-9]+]] = %{{[0-9]+}}, %[[PENDING:[0-9]+]] = %[[ZERO]], {{.*}}) -> (tensor<64x64xf32>, tensor<64x64xf32>, i32, i32)
+// PIPE:        %[[SUM:[0-9]+]], %[[RUNNING:[0-9]+]] = tt.promoted_dot %{{[0-9]+}}, %{{[0-9]+}}, %[[ACC]], %[[PENDING]] max_num_imprecise_acc = 32
+// PIPE:        scf.yield %[[SUM]], %[[RUNNING]], {{.*}}
+// PIPE:      tt.async_wait 0
+// PIPE-NEXT: %[[LAST:[0-9]+]] = tt.dot_wait %[[CHAINS]], 0
+// PIPE-NEXT: tt.add %[[SUMS]], %[[LAST]]
+// PIPE-NOT:  tt.dot
+
+// LLVM:          ^bb2:
+// LLVM:          llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
 // LLVM:          nvvm.wgmma.fence.aligned
 // LLVM:          llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {{.*}}, p, 1, 1;{{.*}}", "{{(=f,)+}}l,l,r"
 // LLVM:          nvvm.wgmma.commit.group.sync.aligned
-// LLVM-NOT:      wgmma.wait_group
+// LLVM-COUNT-32: llvm.fadd
 // LLVM:          nvvm.wgmma.fence.aligned
 // LLVM:          llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {{.*}}", "{{(=f,)+}}l,l,r"
 // LLVM:          nvvm.wgmma.commit.group.sync.aligned
 // LLVM-NEXT:     llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 1;"
 // LLVM-COUNT-32: llvm.fadd
+// LLVM-NOT:      wgmma.mma_async
 // LLVM:          llvm.inline_asm has_side_effects "wgmma.wait_group.sync.aligned 0;"
 // LLVM-COUNT-32: llvm.fadd
 // LLVM-NOT:      wgmma.mma_async
 // LLVM-NOT:      wgmma.wait_group
 
+// PTX:           wgmma.wait_group.sync.aligned 0;
 // PTX:           wgmma.fence.sync.aligned;
 // PTX:           wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2
 // PTX:           wgmma.commit_group.sync.aligned;
+// PTX-COUNT-32:  add.rn.f32
 // PTX:           wgmma.fence.sync.aligned;
 // PTX:           wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2
 // PTX:           wgmma.commit_group.sync.aligned;

@@ -37,10 +37,12 @@ from tinyton.lowering.fusion.rotations import rotated_windows, swapped_halves
 from tinyton.lowering.fusion.split_k import range_bounds, sum_ranges
 from tinyton.lowering.matmul_precision import fp32_matmul_precision
 
-FLOAT8_IMPRECISE_ACC = 32
-"""`max_num_imprecise_acc` of an array program's float8 dot: one k32 wgmma's products at a time in Hopper's
-~13-bit float8 accumulator, each partial added in f32 (NumPy's f32 accumulation, as cuBLAS's
-`torch._scaled_mm` without `use_fast_accum`), not Triton's kernel default of the whole K."""
+FLOAT8_IMPRECISE_ACC = 128
+"""`max_num_imprecise_acc` of an array program's float8 dot: at most 128 products (four k32 wgmmas) summed in
+Hopper's ~13-bit float8 accumulator before the partial is added in f32 (NumPy's f32 accumulation, as cuBLAS's
+`torch._scaled_mm` without `use_fast_accum`), DeepSeek-V3's interval, not Triton's kernel default of the whole K.
+The tiles' K steps are at most 128, so each iteration's partial is one chain the pipeliner keeps in flight
+(`float8_dot.one_chain`)."""
 
 
 def imprecise_acc(element, k: int) -> int | None:

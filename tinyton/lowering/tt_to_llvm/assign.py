@@ -120,19 +120,22 @@ class LayoutAssignment:
         elif isinstance(op, tt.WarpSpecializeOp):
             for region in op.regions:
                 self._visit_block(region.block)
-        elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp, tt.InlineAsmOp)):
+        elif isinstance(op, (tt.SplitOp, tt.CombineReduceOp, tt.ScanOp, tt.InlineAsmOp, tt.PromotedDotOp)):
             self._assign_results(op)
         elif len(op.results) == 1 and is_tile(op.results[0]):
             self._assign(op, op.results[0])
 
     def _assign_results(self, op: Operation) -> None:
-        """Ops with several results of one layout: the halves of a split, reductions, scans, inline asm."""
+        """Ops with several results of one layout: the halves of a split, reductions, scans, inline asm, a promoted
+        dot (its sum and its running chain)."""
         match op:
             case tt.SplitOp():
                 whole = self.layout[op.input]
                 layout = whole.without_pair_dim() if whole.has_pair_dim() else self.default(op.lhs)
             case tt.CombineReduceOp():
                 layout = self.layout[op.inputs[0]].slice(op.axis.value.data)
+            case tt.PromotedDotOp():
+                layout = wgmma_tiling(op, self.num_warps).accumulator()
             case tt.InlineAsmOp():
                 layout = self.anchor([v for v in op.args if is_tile(v)], op.outputs[0]) if is_tile(op.outputs[0]) else None
             case _:  # a scan: in its input's layout when the scan can walk it, else the default

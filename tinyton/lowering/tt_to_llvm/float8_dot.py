@@ -20,10 +20,10 @@ from xdsl.dialects.builtin import ModuleOp, f16
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b
-from tinyton.lowering.tt_to_llvm.wgmma_layout import k_step, runs_on_wgmma
+from tinyton.lowering.tt_to_llvm.wgmma_layout import k_step, runs_on_wgmma, wgmma_tiling
 
 
-def promotion_steps(op: tt.DotOp) -> int | None:
+def promotion_steps(op: tt.DotOp | tt.PromotedDotOp) -> int | None:
     """The wgmma instructions (K steps) of `op` summed into one partial accumulator before it is added to the
     f32 one, as Triton's WGMMA lowering counts them (at least one, a partial also ends with the dot's K);
     None when the dot accumulates in its wgmma chain (not float8, or no `max_num_imprecise_acc`)."""
@@ -31,6 +31,18 @@ def promotion_steps(op: tt.DotOp) -> int | None:
     if limit is None or not isinstance(tt.element_type(op.a.type), tt.FLOAT8_TYPES):
         return None
     return max(1, -(-limit.value.data // k_step(op)))
+
+
+def chain_in_flight(op: tt.DotOp | tt.PromotedDotOp, num_warps: int) -> int | None:
+    """The K steps of each of the two chains of `op`, a promoting dot, left in flight as a `tt.PromotedDotOp`
+    (`wgmma.py`); None when it cannot be: it needs one wgmma block per warpgroup and an even number of K steps,
+    halves within `promotion_steps`."""
+    steps = promotion_steps(op)
+    k = tt.shape_of(op.a.type)[1] // k_step(op)
+    tiling = wgmma_tiling(op, num_warps)
+    if steps is None or k % 2 or k // 2 > steps or tiling.reps_m * tiling.reps_n != 1:
+        return None
+    return k // 2
 
 
 def prepare_float8_dots(module: ModuleOp, num_warps: int, arch: str) -> None:

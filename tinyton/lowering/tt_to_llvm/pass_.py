@@ -139,7 +139,8 @@ def lower_to_llvm(
         fn.attributes["nvvm.minctasm"] = IntegerAttr(least.value.data, i32)
 
     smem = f"{name}_smem"
-    wgmma = any(isinstance(op, tt.DotOp) and uses_wgmma(op, warps, arch) for op in kernel.walk())
+    wgmma = any(isinstance(op, tt.PromotedDotOp) or isinstance(op, tt.DotOp) and uses_wgmma(op, warps, arch)
+                for op in kernel.walk())
     ctx = KernelContext(
         fn, warps, LayoutAssignment(kernel, warps, arch), AxisAnalysis(kernel), smem, convert_layout, shared_limit,
         wgmma,

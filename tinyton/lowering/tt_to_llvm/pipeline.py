@@ -112,7 +112,7 @@ def _issue(
 def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     loop = plan.loop
     if plan.async_dots:
-        keep_in_flight(loop, plan.async_dots, plan.dot_groups)
+        loop = plan.loop = keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     outer = loop.parent_block()
     assert outer is not None
     before = Builder(outer, loop)

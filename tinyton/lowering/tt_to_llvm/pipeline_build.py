@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i32
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, UnitAttr, f32, i32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import Pure
 from xdsl.transforms.dead_code_elimination import region_dce
 
 from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
 from tinyton.lowering.tt_to_llvm.pipeline_plan import Load, Plan
 
 
@@ -45,14 +46,17 @@ def advance(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
     return b.value(tt.SelectOp(at_end, b.value(constant(0)), b.value(tt.AddOp(slot, one))))
 
 
-def keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> None:
+def keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> scf.ForOp:
     """Leave `dots` in flight: after each the body waits for the previous iteration's instance of it (all
     but the last `groups` commit groups done: one a dot, or a set of dots issued together), the code after
-    the loop for all."""
+    the loop for all; gives the loop (rebuilt when a float8 dot promotes its partial: `_keep_partial_in_flight`)."""
     body = loop.body.block
     outer = loop.parent_block()
     assert outer is not None
+    partials = [dot for dot in dots if promotion_steps(dot) is not None]
     for dot in dots:
+        if dot in partials:
+            continue
         dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
         body.insert_op_after(wait := tt.DotWaitOp(dot.result, groups), dot)
         body.last_op.operands[dot.acc.index - 1] = wait.result
@@ -61,6 +65,41 @@ def keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> No
         result.replace_all_uses_with(after.result)
         after.operands[0] = result
         outer.insert_op_after(after, loop)
+    return _keep_partial_in_flight(loop, partials, groups) if partials else loop
+
+
+def _keep_partial_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> scf.ForOp:
+    """A float8 dot promoting its partial sums becomes a `tt.promoted_dot` whose last chain, still running, is
+    carried to the next iteration, which adds it once its own first chain is issued: the adds run beside the
+    wgmmas and the tensor cores never drain at an iteration's end. (A carried partial that the next iteration
+    replaces, as a plain async dot would, needs the running chain's registers copied at the loop's back edge:
+    ptxas then serialises every wgmma, C7514.) After the loop: the last chain's wait (`tt.dot_wait 0` right
+    after the loop, where warp_specialize.py looks for the loop's last waits) and its add."""
+    assert groups == 1 and len(dots) == 1, "a promoted dot in flight is its loop's only dot"
+    (dot,) = dots
+    body = loop.body.block
+    before = Builder(loop.parent_block(), loop)
+    acc = dot.acc
+    assert isinstance(acc, BlockArgument)
+    pending = body.insert_arg(acc.type, len(body.args))
+    limit = dot.max_num_imprecise_acc
+    assert limit is not None
+    promoted = tt.PromotedDotOp(dot.a, dot.b, acc, pending, limit.value.data)
+    body.insert_op_before(promoted, dot)
+    dot.result.replace_all_uses_with(promoted.result)
+    dot.detach()
+    dot.erase()
+    zero = before.value(tt.ConstantOp(FloatAttr(0.0, f32), acc.type))
+    new_loop = carry(loop, [zero], [promoted.pending_out])
+    outer = new_loop.parent_block()
+    assert outer is not None
+    wait = tt.DotWaitOp(new_loop.results[-1], 0)
+    result = new_loop.results[acc.index - 1]
+    total = tt.AddOp(result, wait.result)
+    result.replace_all_uses_with(total.result)
+    total.operands[0] = result
+    outer.insert_ops_after([wait, total], new_loop)
+    return new_loop
 
 
 def flip(b: Builder, phase: SSAValue, slot: SSAValue, slots: int) -> SSAValue:

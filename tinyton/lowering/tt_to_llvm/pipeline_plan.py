@@ -13,7 +13,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import Pure
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
+from tinyton.lowering.tt_to_llvm.float8_dot import chain_in_flight, promotion_steps
 from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
 from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, uses_tma
 from tinyton.lowering.tt_to_llvm.swizzle import LINE_BYTES
@@ -199,11 +199,16 @@ def _async_dots(block: Block, loads: list[Load], num_warps: int, arch: str) -> l
 
 
 def _may_stay_in_flight(dot: tt.DotOp, block: Block, loaded: set[SSAValue], num_warps: int, arch: str) -> bool:
-    """Whether `dot` may stay in flight: on wgmma, not promoting float8 partial sums (their adds need the
-    wgmmas done), A and B pipelined loads (B perhaps read K-major through its transpose), its accumulator a
-    carried value used by nothing else and its result only yielded in that value's place."""
-    if not uses_wgmma(dot, num_warps, arch) or promotion_steps(dot) is not None:
+    """Whether `dot` may stay in flight: on wgmma, not promoting float8 partial sums or able to promote them in
+    flight (`float8_dot.chain_in_flight`: the loop's only dot), A and B pipelined loads (B perhaps read K-major
+    through its transpose), its accumulator a carried value used by nothing else and its result only yielded in
+    that value's place."""
+    if not uses_wgmma(dot, num_warps, arch):
         return False
+    if promotion_steps(dot) is not None:
+        alone = sum(isinstance(op, tt.DotOp) for op in block.walk()) == 1
+        if not alone or chain_in_flight(dot, num_warps) is None:
+            return False
     a, b = dot.a, k_major_b(dot) or dot.b
     if not {a, b} <= loaded or a is b:
         return False

@@ -212,7 +212,7 @@ def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tupl
     loop = plan.loop
     in_flight = bool(plan.async_dots)
     if in_flight:
-        keep_in_flight(loop, plan.async_dots, plan.dot_groups)
+        loop = plan.loop = keep_in_flight(loop, plan.async_dots, plan.dot_groups)
     body = loop.body.block
     slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args))

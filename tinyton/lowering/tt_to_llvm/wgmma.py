@@ -43,8 +43,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import nvvm, tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
-from tinyton.lowering.tt_to_llvm.float8_dot import promotion_steps
+from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers, lowers_tile
+from tinyton.lowering.tt_to_llvm.float8_dot import chain_in_flight, promotion_steps
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
@@ -185,7 +185,7 @@ def _b_slot(op: tt.DotOp) -> tt.LocalLoadOp | None:
     return owner if isinstance(owner, tt.LocalLoadOp) else None
 
 
-def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SSAValue]:
+def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout: Layout) -> list[SSAValue]:
     tiling = wgmma_tiling(op, ctx.num_warps)
     assert layout == tiling.accumulator(), "tt.dot on wgmma must have the wgmma layout"
     assert ctx.num_warps % WARPGROUP == 0
@@ -226,20 +226,33 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[SS
         assert tt.ASYNC_DOT_ATTR not in op.attributes and len(group) == 1, "a promoted float8 dot is issued alone"
         (acc,) = accs
 
+        def chain(first: int, count: int, into: list[SSAValue] | None, i: int = 0, j: int = 0) -> list[SSAValue]:
+            """A fence, the wgmmas of K steps first.. (count of them) into `into` (None: a fresh partial), a commit."""
+            ctx.insert(nvvm.WgmmaFenceOp())
+            for kk in range(first * step, (first + count) * step, step):
+                into = issue(kk, i, j, into)
+            assert into is not None
+            ctx.insert(nvvm.WgmmaCommitGroupOp())
+            return into
+
         def promote(base: int, partial: list[SSAValue], pending: int) -> None:
             """Wait until at most `pending` chains run (this one is done), then add its partial in f32."""
             done = _wait(ctx, pending, partial)
             acc[base : base + per] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc[base : base + per], done)]
 
+        if isinstance(op, tt.PromotedDotOp):
+            half = chain_in_flight(op, ctx.num_warps)
+            assert half is not None and len(blocks) == 1, "a promoted dot in flight is one block of two chains"
+            carried = _wait(ctx, 0, list(ctx.get(op.pending, layout)))
+            partial = chain(0, half, None)
+            acc[:] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc, carried)]
+            ctx.set(op.pending_out, layout, chain(half, half, None))  # runs on into the next iteration
+            promote(0, partial, 1)
+            return acc
         previous: tuple[int, list[SSAValue]] | None = None
         for i, j, base in blocks:
-            for first in range(0, k, steps * step):
-                ctx.insert(nvvm.WgmmaFenceOp())
-                partial = None
-                for kk in range(first, min(k, first + steps * step), step):
-                    partial = issue(kk, i, j, partial)
-                assert partial is not None
-                ctx.insert(nvvm.WgmmaCommitGroupOp())
+            for first in range(0, k // step, steps):
+                partial = chain(first, min(steps, k // step - first), None, i, j)
                 if previous is not None:  # the chain before is added while this one runs
                     promote(*previous, 1)
                 previous = (base, partial)
@@ -269,3 +282,9 @@ def _wait(ctx: KernelContext, pending: int, acc: list[SSAValue]) -> list[SSAValu
 def lower_dot_wait(ctx: KernelContext, op: tt.DotWaitOp, layout: Layout | None) -> list[SSAValue]:
     assert layout is not None
     return _wait(ctx, op.pending.value.data, list(ctx.get(op.acc, layout)))
+
+
+@lowers(tt.PromotedDotOp)
+def lower_promoted_dot(ctx: KernelContext, op: tt.PromotedDotOp) -> None:
+    layout = ctx.layout_of(op.result)
+    ctx.set(op.result, layout, lower_wgmma_dot(ctx, op, layout))
