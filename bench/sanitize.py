@@ -51,6 +51,8 @@ GROUPS = {
                "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
     "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
     "warp-specialized": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_warp_specialize.py"],
+    "float8": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_fp8_matmul.py", "-k",
+               "promoted_float8_tiles"],  # promoted dots in flight, each tile form
 }
 GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}}
 """Environment a group adds: the warp-specialised GPU tests run in their own processes (tests/conftest.py), which

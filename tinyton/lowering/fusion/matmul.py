@@ -45,9 +45,16 @@ The tiles' K steps are at most 128, so each iteration's partial is one chain the
 (`float8_dot.one_chain`)."""
 
 
-def imprecise_acc(element, k: int) -> int | None:
-    """The `max_num_imprecise_acc` of an array program's dot of `element` operands over K steps of `k`."""
-    return min(FLOAT8_IMPRECISE_ACC, k) if isinstance(element, tt.FLOAT8_TYPES) else None
+ATTENTION_FLOAT8_IMPRECISE_ACC = 32
+"""Attention's float8 dots (scores, probabilities times values) promote every k32 wgmma, as before the matmuls'
+interval grew: each is one tile deep, never a K loop the pipeliner keeps in flight, so the longer interval would
+buy no speed there, only lose bits of the probabilities."""
+
+
+def imprecise_acc(element, k: int, interval: int = FLOAT8_IMPRECISE_ACC) -> int | None:
+    """The `max_num_imprecise_acc` of an array program's dot of `element` operands over K steps of `k`, promoting
+    every `interval` products."""
+    return min(interval, k) if isinstance(element, tt.FLOAT8_TYPES) else None
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
     """Per-domain-axis strides of a matmul operand (batch dims right-aligned) and its K stride."""

@@ -12,8 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from math import prod
 
-from xdsl.dialects.builtin import TensorType
-
 from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
 from tinyton.dialects.tt import DOT_MIN, element_type, shape_of
@@ -38,7 +36,9 @@ class MatmulProblem:
     fingerprint: str = ""
     region: tta.FusionOp | None = field(default=None, compare=False, repr=False)
     """The region itself, which the tuner times alone (random floats, zero ints and bools: a position to gather
-    at, a mask); None for a plain `a @ b` or a region with scalar operands (then timed as `a @ b`)."""
+    at, a mask; scalars too); None for a plain `a @ b`. (A region with scalar operands, a float8 product's scales,
+    was timed as a plain `a @ b` until 2026-12-03: B stored K x N, which float8 wgmma must transpose through
+    registers, where `x @ w.T` reads it K-major by TMA; the tuner picked 355-TFLOPS tiles over 1,050-TFLOPS ones.)"""
 
     @staticmethod
     def of(dom: Domain, fusion: tta.FusionOp | None = None) -> MatmulProblem:
@@ -57,9 +57,7 @@ class MatmulProblem:
             dots -= len(rotated_windows(dom, products(dom)))
         if ops == [op]:
             return plain
-        timeable = all(isinstance(v.type, TensorType) for v in [*fusion.block.args, *fusion.yield_op.values])
-        return MatmulProblem(plain.batch, plain.m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)),
-                             fusion if timeable else None)
+        return MatmulProblem(plain.batch, plain.m, n, k, dtype, dots, fingerprint(ops, list(fusion.block.args)), fusion)
 
     @property
     def itemsize(self) -> int:
