@@ -4,7 +4,7 @@ configuration forced, compiled once, and every launch it makes run on random inp
 
 Shared by the matmul tiles (compiler/matmul_tuning.py), the attention blocks (compiler/attention_tuning.py)
 and the row-kernel shapes (compiler/row_tuning.py): what they tune differs, how a candidate is timed does
-not. Float inputs are random values of their element type (scalars too, passed by value), int and bool inputs zeros (an index that is valid
+not. Float inputs are random values of their element type (scalars too: 0-d arrays), int and bool inputs zeros (an index that is valid
 for any table, a mask that selects nothing: the kernel does the same work); outputs and scratch buffers get
 their own element types.
 """
@@ -57,16 +57,13 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
     function = next(op for op in fused.ops if isinstance(op, func.FuncOp))
     inputs = {value: i for i, value in enumerate(function.body.block.args)}
     buffers: dict[object, arrays.DeviceArray] = {}
-    scalars: dict[object, float | int] = {}
     launches = []
     for spec in specs:
         for value in spec.bindings:
-            if value in buffers or value in scalars:
+            if value in buffers:
                 continue
-            if value in inputs and not isinstance(value.type, TensorType):  # a scale, passed by value
-                scalars[value] = _sample(inputs[value], (), ELEMENT_TO_NUMPY[value.type]).item()
-            elif value in inputs:
-                key = (inputs[value], tuple(value.type.get_shape()))
+            if value in inputs:  # a scalar (a float8 product's scale) is a 0-d array on the device, as in a call
+                key = (inputs[value], tuple(value.type.get_shape()) if isinstance(value.type, TensorType) else ())
                 if key not in samples:
                     samples[key] = arrays.to_device(_sample(key[0], key[1], ELEMENT_TO_NUMPY[element_type(value.type)]))
                 buffers[value] = samples[key]
@@ -76,7 +73,7 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
             else:
                 buffers[value] = arrays.empty(value.type.get_shape(), ELEMENT_TO_NUMPY[element_type(value.type)])
         kernel = compile_module(spec.module, num_warps=spec.num_warps)
-        args = tuple(scalars[value] if value in scalars else buffers[value].ptr for value in spec.bindings)
+        args = tuple(buffers[value].ptr for value in spec.bindings)
         launches.append((kernel.launcher.launch, normalize_grid(spec.grid), kernel.threads, args))
     returned = function.body.block.last_op
     outputs = [buffers[v] for v in returned.operands if v in buffers] if isinstance(returned, func.ReturnOp) else []
