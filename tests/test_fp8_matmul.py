@@ -11,6 +11,7 @@ check the device against NumPy within what that arithmetic guarantees (`_wgmma_e
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,7 +26,9 @@ from tinyton.frontend.tracing import trace
 from tinyton.compiler import program
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul import FLOAT8_IMPRECISE_ACC
-from tinyton.lowering.fusion.matmul_tiles import FLOAT8_CANDIDATES, MatmulProblem, MatmulTiles, candidates
+from tinyton.lowering.fusion.matmul_tiles import (
+    FLOAT8_CANDIDATES, FLOAT8_SKINNY_CANDIDATES, MatmulProblem, MatmulTiles, candidates,
+)
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
@@ -227,6 +230,21 @@ def test_fp8_tile_candidates_on_wgmma_do_not_spill(spelling):
         ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
         usage = register_usage(ptx, "sm_90a")
         assert "wgmma.mma_async" in ptx and usage is not None and usage[1] == 0, (t, usage)
+
+
+@needs_ptxas
+def test_fp8_decode_tiles_keep_64_rows_for_wgmma():
+    """A 16-row float8 product (a decode step) is measured on 64-row tiles too, padding rows and all, with their
+    split-K forms: wgmma with B by TMA and the promotion in flight, no spills (16-row tiles widen to f16)."""
+    p = MatmulProblem(1, 16, 4096, 4096, "float8e4nv")
+    tiles = candidates(p)
+    padded = [t for t in tiles if t.block_m == 64]
+    assert {t.split_k for t in padded if t.block_k == 128} >= {1, 2, 4}
+    for t in [FLOAT8_SKINNY_CANDIDATES[0], replace(FLOAT8_SKINNY_CANDIDATES[0], split_k=4)]:
+        (spec,) = _array_kernels(product_wt, t.fit(p), shape=(16, 4096, 4096))
+        ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
+        usage = register_usage(ptx, "sm_90a")
+        assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx and usage is not None and usage[1] == 0
 
 
 def test_fp8_array_matmul_is_float32_as_numpy():
@@ -433,6 +451,19 @@ def test_gpu_promoted_float8_tiles_match_numpy(monkeypatch, tiles):
     _assert_within(got, _reference(a, b) * sa * sb, _scaled_bound(a, b, sa, sb, BF16))
     a, b = _small_after_large(384, 256, 512, large=FLOAT8_IMPRECISE_ACC)
     np.testing.assert_array_equal(tt.jit(product_wt.fn)(a, np.ascontiguousarray(b.T)), _reference(a, b).astype(np.float32))
+
+
+@on_gpu
+@pytest.mark.parametrize("split", [1, 4])
+@pytest.mark.parametrize("tiles", FLOAT8_SKINNY_CANDIDATES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}")
+def test_gpu_float8_decode_tiles_match_numpy(monkeypatch, tiles, split):
+    """16 rows on 64-row wgmma tiles (48 of padding), whole or in K ranges: within the promoted bound."""
+    monkeypatch.setattr(program, "matmul_tiles", lambda p: replace(tiles, split_k=split).fit(p))
+    rng = np.random.default_rng(6)
+    a, b = _operands(16, 1000, 1024, (E4M3, E4M3))
+    sa, sb = rng.random((16, 1)).astype(np.float32), rng.random((1, 1000)).astype(np.float32)
+    got = np.asarray(tt.jit(scaled.fn)(a, np.ascontiguousarray(b.T), sa, sb)).astype(np.float64)
+    _assert_within(got, _reference(a, b) * sa * sb, _scaled_bound(a, b, sa, sb, BF16))
 
 
 @on_gpu

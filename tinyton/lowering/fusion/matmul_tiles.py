@@ -107,10 +107,12 @@ class MatmulTiles:
 
         least = 1 if self.gemv and p.m == 1 else DOT_MIN
 
-        def clamp(block: int, extent: int) -> int:
-            return max(least, min(block, next_power_of_2(extent)))
+        def clamp(block: int, extent: int, at_least: int = least) -> int:
+            return max(at_least, min(block, next_power_of_2(extent)))
 
-        bm, bn, bk = clamp(self.block_m, p.m), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
+        # A float8 tile of 64 rows or more keeps them (wgmma's m64) for fewer rows: mma.sync has no float8 here.
+        rows = FLOAT8_WGMMA_ROWS if p.dtype in FLOAT8_NAMES and self.block_m >= FLOAT8_WGMMA_ROWS else least
+        bm, bn, bk = clamp(self.block_m, p.m, rows), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
         lanes = bn * bk if bm == 1 else bm * bn
         splits = max(1, min(self.split_k, cdiv(p.k, bk)))
         per_warp = LANES_PER_SKINNY_WARP if bm == DOT_MIN else 256
@@ -171,6 +173,14 @@ cores every two k32 wgmmas (the 2026-12-03 H200 suite: `tt.scaled_matmul` at ~35
 `torch._scaled_mm` at 1,250); measured beside CANDIDATES for float8 products of more than SKINNY_ROWS rows (the
 warp-specialised one where those are; ptxas -v: no spills for `x @ w.T`, 21 bytes for the warp-specialised one
 where B is stored K x N and goes through registers to be transposed)."""
+
+FLOAT8_WGMMA_ROWS = 64
+FLOAT8_SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (MatmulTiles(64, 128, 128, 4, 4), MatmulTiles(64, 64, 128, 4, 6))
+"""Float8 tiles for products of at most SKINNY_ROWS rows (a decode step against float8 weights), measured with
+their split-K forms beside the SKINNY_CANDIDATES: 64 rows, most of them padding, so that the dot runs on wgmma
+with its B copied by TMA and promoted in flight. The 16- and 32-row tiles widen float8 to f16 for mma.sync in
+registers and store B to shared memory element by element, unpipelined: on the H200 (2026-12-03) they read the
+weights at ~0.6 TB/s, `torch._scaled_mm` at ~2.4 (21-31 % of it on the suite's M = 16 rows)."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 
@@ -317,6 +327,8 @@ def candidates(p: MatmulProblem, warp_specialize: bool = False) -> list[MatmulTi
     `warp_specialize`, a Hopper GPU's, the WARP_SPECIALIZED_CANDIDATES; for float8, the FLOAT8_CANDIDATES) fit to
     `p`, without those whose accumulators would spill (the smallest if all would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
+    if p.dtype in FLOAT8_NAMES and p.m <= SKINNY_ROWS:
+        skinny += [t.fit(p) for t in FLOAT8_SKINNY_CANDIDATES]
     skinny = [t for t in skinny if fits(p, t)]
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
