@@ -221,5 +221,13 @@ class PromotedDotOp(IRDLOperation):
     def input_precision(self) -> StringAttr:
         return StringAttr("ieee")
 
+    def verify_(self) -> None:
+        (m, k), (k_b, n) = shape_of(self.a.type), shape_of(self.b.type)
+        require(k == k_b, f"promoted dot inner dimensions differ: {[m, k]} @ {[k_b, n]}")
+        require(shape_of(self.acc.type) == (m, n), f"promoted dot accumulator must have shape {[m, n]}")
+        require(all(t.bitwidth == 8 for t in (element_type(self.a.type), element_type(self.b.type))),
+                "a promoted dot takes float8 operands")
+        require(0 <= self.max_num_imprecise_acc.value.data <= k, f"max_num_imprecise_acc must be between 0 and K ({k})")
+
 
 SHARED_OPS = (LocalAllocOp, AsyncCopyOp, AsyncCommitOp, AsyncWaitOp, LocalLoadOp, DotWaitOp, PromotedDotOp)
