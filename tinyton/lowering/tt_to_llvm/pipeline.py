@@ -27,8 +27,10 @@ can issue (`issued_together`: SwiGLU's gate and up) get one buffer whose slots h
 each copy and read naming its part, and count as one group. The buffers then get one extra slot (`S + 1`), so
 the copy of iteration `i+S-1` overwrites the slot iteration `i-2` read, whose dots every warp finished before
 the barrier of `tt.async_wait`; the slot of iteration `i-1`, perhaps still read by its dots, is left alone.
-A float8 dot that promotes its partial sums (`max_num_imprecise_acc`) waits for its wgmmas itself, and a body
-holding one keeps all its dots synchronous.
+A float8 dot that promotes its partial sums (`max_num_imprecise_acc`), the loop's only dot, stays in flight as a
+`tt.promoted_dot` whose last chain of wgmmas is carried to the next iteration (`pipeline_build.keep_in_flight`,
+`float8_dot.chain_in_flight`); one that cannot (several wgmma blocks a warpgroup, a single K step) waits for its
+wgmmas itself, and a body holding one keeps all its dots synchronous.
 
 On sm_90, when every such load is a `tt.descriptor_load` that TMA can read, the copies are TMA copies
 completing on one mbarrier per slot instead (tinyton/lowering/tt_to_llvm/pipeline_tma.py).

@@ -184,7 +184,7 @@ def _joinable(dot: tt.DotOp, k_major: bool, num_warps: int) -> bool:
     (m, k), (_, n) = tt.shape_of(dot.a.type), tt.shape_of(dot.b.type)
     tiling = WgmmaTiling.of(m, n, num_warps)
     size = tt.element_type(dot.b.type).bitwidth // 8
-    if size != 2:  # 16-bit operands (float8 dots promote their partial sums: never in flight)
+    if size != 2:  # 16-bit operands (a float8 dot in flight is its loop's only dot: `_may_stay_in_flight`)
         return False
     row_bytes = (k if k_major else n) * size
     whole = row_bytes <= LINE_BYTES if k_major else row_bytes % LINE_BYTES == 0

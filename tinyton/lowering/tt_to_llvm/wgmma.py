@@ -28,7 +28,14 @@ fence, the wgmmas into a fresh partial (the first with scale-d false) and a comm
 before is done, this one runs on) and one `add.f32` per register of the chain before into the accumulator, and
 after the last chain `wait_group 0` and its adds. Waiting for each chain before issuing the next, as Triton's does,
 left the tensor cores idle while each product drained (the array program's fp8 at ~27 % of `torch._scaled_mm`). Two
-partials are live (N registers more than the accumulator's); such a dot is never left in flight. Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
+partials are live (N registers more than the accumulator's). In flight (`tt.promoted_dot`, the pipeliner's form of
+such a dot in a K loop: `float8_dot.chain_in_flight`) the dot is two chains: `wait_group 0` for the chain the
+previous iteration left running (ptxas serialises every wgmma, C7514, when registers a wgmma wrote before the
+loop's back edge are read after a smaller wait), the first chain, the carried chain's adds, the second chain (once
+the adds have read the carried registers, the register allocator puts it in them: a move at the back edge would
+read a running wgmma's registers, which tests/test_wgmma_in_flight.py rules out), `wait_group 1` and the first
+chain's adds; the second chain is carried out.
+Shared memory written by threads (the generic proxy) is made visible to wgmma (the async
 proxy) with `fence.proxy.async` before the barrier that precedes the dot (`tt.async_wait` emits it when
 the kernel uses wgmma). There is no LLVM intrinsic for `wgmma.mma_async`, so it is inline asm on both
 PTX paths (the same text `mlir-opt --convert-nvvm-to-llvm` makes of upstream MLIR's `nvvm.wgmma`).
