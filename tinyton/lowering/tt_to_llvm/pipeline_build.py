@@ -70,11 +70,12 @@ def keep_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> sc
 
 def _keep_partial_in_flight(loop: scf.ForOp, dots: Sequence[tt.DotOp], groups: int) -> scf.ForOp:
     """A float8 dot promoting its partial sums becomes a `tt.promoted_dot` whose last chain, still running, is
-    carried to the next iteration, which adds it once its own first chain is issued: the adds run beside the
-    wgmmas and the tensor cores never drain at an iteration's end. (A carried partial that the next iteration
-    replaces, as a plain async dot would, needs the running chain's registers copied at the loop's back edge:
-    ptxas then serialises every wgmma, C7514.) After the loop: the last chain's wait (`tt.dot_wait 0` right
-    after the loop, where warp_specialize.py looks for the loop's last waits) and its add."""
+    carried to the next iteration, which waits for it at its top, issues its own first chain and adds it while
+    that runs: the adds and the loop's own work (the slot's release, the next slot's wait) no longer keep the
+    tensor cores idle, only the moment between one chain's end and the next one's issue. (Carried as a plain
+    async dot's accumulator is, replaced each iteration, the running chain's registers were copied at the loop's
+    back edge: ptxas then serialises every wgmma, C7514.) After the loop: the last chain's wait (`tt.dot_wait 0`
+    right after the loop, where warp_specialize.py looks for the loop's last waits) and its add."""
     assert groups == 1 and len(dots) == 1, "a promoted dot in flight is its loop's only dot"
     (dot,) = dots
     body = loop.body.block
