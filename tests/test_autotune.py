@@ -8,17 +8,21 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from tinyton.compiler.autotune import (
     FINAL_ROUNDS,
     MARGIN,
     ROUNDS,
     Tuner,
+    TuningFault,
     agrees,
     decide,
     measure,
 )
+from tinyton.runtime import driver
 from tinyton.runtime.cache import KernelCache
+from tinyton.runtime.driver import CudaError
 
 
 def scripted(times: dict[str, list[float]], log: list[str]):
@@ -69,6 +73,35 @@ def test_failures_lose_and_the_others_still_decide():
 
     result = measure(["slow", "no compile", "no launch", "fast"], prepare, default="slow")
     assert result.choice == 3 and result.samples[1] == result.samples[2] == []
+
+
+def _fault(name: str) -> CudaError:
+    """A driver error as the GPU reports it, without a GPU (the name is what the tuner reads)."""
+    error = CudaError.__new__(CudaError)
+    RuntimeError.__init__(error, f"cuEventSynchronize failed: {name}")
+    error.call, error.code, error.name = "cuEventSynchronize", 700, name
+    return error
+
+
+@pytest.mark.parametrize("where", ["compile", "run"])
+def test_a_candidate_that_faults_the_gpu_stops_the_tuning_by_name(tmp_path, where):
+    """A fault (an illegal address) leaves the CUDA context unusable: the tuner cannot drop the candidate and go on,
+    as it does when one cannot compile or launch; it says which candidate it was, not a later call's
+    `cuModuleLoadData failed` (what a scalar passed by value did on the H200, 2026-12-03)."""
+    def prepare(c: str):
+        if c == "wrong" and where == "compile":
+            raise _fault("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+        def run() -> float:
+            if c == "wrong":
+                raise _fault("CUDA_ERROR_MISALIGNED_ADDRESS")
+            return 1.0
+        return run
+
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=False))
+    with pytest.raises(TuningFault, match=r"tuning test \('H200', 7\): the candidate wrong faulted on the GPU .*TINYTON_TUNE=0"):
+        tuner.choose(("H200", 7), ["right", "wrong"], prepare, default="right")
+    assert not driver.faulted(RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS")) and driver.faulted(_fault("CUDA_ERROR_ASSERT"))
 
 
 def test_the_choice_is_kept_per_key_on_disk(tmp_path, capsys):

@@ -86,7 +86,14 @@ class Tuner(Generic[C]):
             if choice in candidates:
                 return choice
         start = time.perf_counter()
-        result = measure(candidates, prepare, default)
+        try:
+            result = measure(candidates, prepare, default)
+        except _Fault as fault:
+            raise TuningFault(
+                f"tinyton: tuning {self.name} {key}: the candidate {candidates[fault.index]} faulted on the GPU "
+                f"({fault.__cause__}), which leaves this process's CUDA context unusable. This is a compiler bug: "
+                "please report it; TINYTON_TUNE=0 runs the default configurations without measuring."
+            ) from fault.__cause__
         best = candidates[result.choice]
         cache.put_record(f"tune-{self.name}", record, self.encode(best))
         versus = f" ({result.median(result.choice) * 1e3:.1f} µs"
@@ -103,9 +110,21 @@ class Tuner(Generic[C]):
         return best
 
 
+class TuningFault(RuntimeError):
+    """A candidate faulted on the GPU while it was measured (`driver.faulted`): the process cannot go on."""
+
+
+class _Fault(Exception):
+    """Candidate `index` faulted (the driver's error is the cause); `Tuner.choose` names it in a TuningFault."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
 def measure(candidates: Sequence[C], prepare: Callable[[C], Timer], default: C | None = None) -> Measurement[C]:
     """Prepare every candidate, time them in interleaved rounds, re-time the finalists, decide."""
-    timers = [_prepared(prepare, c) for c in candidates]
+    timers = [_prepared(prepare, c, i) for i, c in enumerate(candidates)]
     samples: list[list[float]] = [[] for _ in candidates]
     _rounds(timers, samples, list(range(len(candidates))), ROUNDS)
     medians = [_median(s) for s in samples]
@@ -195,13 +214,17 @@ def _rounds(timers: list[Timer | None], samples: list[list[float]], which: list[
                 continue
             try:
                 samples[i].append(timer())
-            except Exception:  # noqa: BLE001 - a configuration that cannot run (resources) loses
+            except Exception as e:  # noqa: BLE001 - a configuration that cannot run (resources) loses
+                if driver.faulted(e):  # ... unless it took the process's CUDA context with it
+                    raise _Fault(i) from e
                 timers[i] = None
                 samples[i].clear()
 
 
-def _prepared(prepare: Callable[[C], Timer], candidate: C) -> Timer | None:
+def _prepared(prepare: Callable[[C], Timer], candidate: C, index: int) -> Timer | None:
     try:
         return prepare(candidate)
-    except Exception:  # noqa: BLE001 - a configuration that cannot compile loses
+    except Exception as e:  # noqa: BLE001 - a configuration that cannot compile loses
+        if driver.faulted(e):
+            raise _Fault(index) from e
         return None

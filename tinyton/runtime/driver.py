@@ -44,6 +44,20 @@ class CudaError(RuntimeError):
         super().__init__(f"{call} failed: {self.name} ({description})")
 
 
+CONTEXT_FAULTS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_LAUNCH_FAILED",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
+})
+"""Errors after which the CUDA context cannot be used again (a kernel faulted): every later call in the process
+fails with the same error."""
+
+
+def faulted(error: BaseException) -> bool:
+    """Whether `error` is a kernel fault that left the CUDA context unusable (`CONTEXT_FAULTS`)."""
+    return isinstance(error, CudaError) and error.name in CONTEXT_FAULTS
+
+
 def _describe(code: int) -> tuple[str, str]:
     drv = driver_api()
     try:
