@@ -1,11 +1,14 @@
 """TMA for the array program's `a @ b` beyond row-major 2-D operands: `x @ w.T` (w read as stored, its
 blocks fed to the dot through `tt.trans`), batched operands (a descriptor of rank 3 whose outer index is
 the program's batch index, merged batch dimensions as one), broadcast ones (a batch dimension of stride 0
-drops out) and a batch no right operand varies along, folded into the rows (`row_axes`: x's 2-D map holds
-the rows of every batch element). Checked: the simulator against NumPy, shapes with tails included; the tensor maps
+drops out), a batch no right operand varies along, folded into the rows (`row_axes`: x's 2-D map holds
+the rows of every batch element), and `a.T @ b` (A stored K x M, a weight gradient's layout: its blocks copied as
+stored and read M-major by wgmma, `mma_layout.m_major_a`). Checked: the simulator against NumPy, shapes with tails included; the tensor maps
 and ptxas sm_90a on both PTX paths; sm_80 and `TINYTON_TMA=0` keep cp.async; on the GPU, against NumPy."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -26,6 +29,11 @@ def matmul(a, b):
     return a @ b
 
 
+@tt.jit
+def transposed(at, b):
+    return at.swapaxes(-1, -2) @ b
+
+
 CASES = {
     "x@w.T": (linear, (200, 72), (136, 72)),
     "batched x@w.T": (linear, (3, 200, 72), (136, 72)),
@@ -33,6 +41,8 @@ CASES = {
     "batched a@b": (matmul, (3, 200, 72), (3, 72, 136)),
     "broadcast b": (matmul, (3, 200, 72), (72, 136)),
     "broadcast a": (matmul, (200, 72), (3, 72, 136)),
+    "a.T@b": (transposed, (72, 200), (72, 136)),
+    "batched a.T@b": (transposed, (3, 72, 200), (3, 72, 136)),
 }
 """name -> (program, x shape, w or b shape)."""
 
@@ -43,6 +53,8 @@ MAPS = {
     "batched a@b": [([3, 200, 72], [1, 64, 32]), ([3, 72, 136], [1, 32, 64])],
     "broadcast b": [([600, 72], [64, 32]), ([72, 136], [32, 64])],
     "broadcast a": [([200, 72], [64, 32]), ([3, 72, 136], [1, 32, 64])],
+    "a.T@b": [([72, 200], [32, 64]), ([72, 136], [32, 64])],
+    "batched a.T@b": [([3, 72, 200], [1, 32, 64]), ([3, 72, 136], [1, 32, 64])],
 }
 """The tensor maps (sizes, box) of each case on sm_90a: both operands on TMA."""
 
@@ -55,6 +67,8 @@ def _case(name, dtype=np.float16, seed=0):
 
 def _reference(program, x, w):
     x, w = x.astype(np.float32), w.astype(np.float32)
+    if program is transposed:
+        return x.swapaxes(-1, -2) @ w
     return x @ (w.swapaxes(-1, -2) if program is linear else w)
 
 
@@ -94,7 +108,19 @@ def test_partly_broadcast_batch_keeps_cp_async():
 
 
 @needs_ptxas
-@pytest.mark.parametrize("name", ["x@w.T", "batched a@b"])
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+@pytest.mark.parametrize("name", ["a.T@b", "batched a.T@b"])
+def test_a_transposed_is_read_m_major(name, toolchain):
+    """The wgmmas take A M-major (imm-trans-a 1) from the slots TMA fills, as B K x N (imm-trans-b 1): no transpose
+    in registers, and the dot stays in flight (its wait is `wait_group 1`)."""
+    ptx = _ptx(name, "sm_90a", toolchain).asm["ptx"]
+    assert re.findall(r"wgmma\.mma_async[^;]*, p, 1, 1, (\d), (\d);", ptx) and set(
+        re.findall(r"wgmma\.mma_async[^;]*, p, 1, 1, (\d), (\d);", ptx)) == {("1", "1")}
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "ld.global" not in ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", ["x@w.T", "batched a@b", "a.T@b"])
 def test_sm_80_and_tma_off_keep_cp_async(name, monkeypatch):
     for arch, tma in (("sm_80", "1"), ("sm_90a", "0")):
         monkeypatch.setenv("TINYTON_TMA", tma)

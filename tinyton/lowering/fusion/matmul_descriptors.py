@@ -31,7 +31,7 @@ class Descriptor:
 
 def descriptor(rg, view: View, right: bool) -> Descriptor | None:
     """The descriptor of a matmul operand whose tiles are then `tt.descriptor_load`s (TMA on sm_90): a
-    row-major matrix, or for B (`right`) a column-major one, under batch dimensions that each have their
+    row-major matrix, or a column-major one (B, `right`, or a 16-bit A), under batch dimensions that each have their
     own program index (broadcast ones, stride 0, drop out); None otherwise (plain masked loads). A's rows
     are the M source's, batch axes folded into M included (`row_axes`) when they are one run of strides."""
     geom, n = rg.geom, len(rg.geom.domain)
@@ -45,7 +45,7 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
         r, sr = rows
     if sc == 1 and sr >= c:
         sizes, strides, transposed = (r, c), (sr, 1), False
-    elif right and sr == 1 and sc >= r:
+    elif (right or _sixteen_bit(view)) and sr == 1 and sc >= r:
         sizes, strides, transposed = (c, r), (sc, 1), True
     else:
         return None
@@ -61,6 +61,12 @@ def descriptor(rg, view: View, right: bool) -> Descriptor | None:
         sizes, strides = (source.extent, *sizes), (read[-1][1], *strides)
         outer.insert(0, source.index)
     return Descriptor(rg.ptrs[view.base], sizes, strides, tuple(outer), transposed)
+
+
+def _sixteen_bit(view: View) -> bool:
+    """Whether A stored transposed (`a.T @ b`: a weight gradient's `x.T @ dy`) may be read as stored: wgmma reads a
+    16-bit A M-major from shared memory (`mma_layout.m_major_a`), not a float8 or tf32 one."""
+    return tt.element_type(view.base.type).bitwidth == 16
 
 
 def _read(view: View, axes: tuple[int, ...], n: int) -> list[tuple[int, int]]:

@@ -67,6 +67,18 @@ def k_major_b(op: tt.DotOp) -> SSAValue | None:
     return b.input if transposed and (tf32 or isinstance(element, (*MMA_ELEMENT_TYPES, *tt.FLOAT8_TYPES))) else None
 
 
+def m_major_a(op: tt.DotOp) -> SSAValue | None:
+    """The loaded K x M tile whose transpose is A (`a.T @ b`: A stored K x M, a weight gradient's `x.T @ dy`), for a
+    16-bit A that wgmma then reads M-major from shared memory (`imm-trans-a`) as it reads a K x N B, with no
+    transpose in registers; None otherwise, and for an A computed in registers (attention's transposed
+    probabilities), which is staged K-major as before. Only wgmma uses it: mma.sync transposes such an A in
+    registers."""
+    a = op.a.owner
+    transposed = isinstance(a, tt.TransOp) and tuple(a.order.get_values()) == (1, 0)
+    loaded = transposed and isinstance(a.input.owner, (tt.LoadOp, tt.DescriptorLoadOp, tt.LocalLoadOp))
+    return a.input if loaded and isinstance(tt.element_type(op.a.type), MMA_ELEMENT_TYPES) else None
+
+
 @dataclass(frozen=True)
 class MmaTiling:
     """How the warps of a program split an `m` x `n` accumulator into 16x16 blocks."""

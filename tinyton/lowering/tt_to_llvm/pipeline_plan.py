@@ -14,7 +14,7 @@ from xdsl.traits import Pure
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.float8_dot import chain_in_flight, promotion_steps
-from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, uses_mma
+from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, m_major_a, uses_mma
 from tinyton.lowering.tt_to_llvm.pipeline_tma import Load, uses_tma
 from tinyton.lowering.tt_to_llvm.swizzle import LINE_BYTES
 from tinyton.lowering.tt_to_llvm.wgmma_layout import MAX_N, WgmmaTiling, uses_wgmma
@@ -31,18 +31,20 @@ def is_zero(value: SSAValue | None) -> bool:
     return isinstance(op, tt.ConstantOp) and isinstance(op.value, FloatAttr) and op.value.value.data == 0.0
 
 
-def feeds_mma_only(load: Load) -> bool:
-    """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose
-    taking it as the K-major B operand of such dots (kᵀ of a key block loaded as stored)."""
+def feeds_mma_only(load: Load, num_warps: int | None = None, arch: str = "") -> bool:
+    """Whether every user of the load is a tensor-core dot taking it as an operand, or a transpose taking it as
+    the K-major B operand of such dots (kᵀ of a key block loaded as stored) or, given the launch's `num_warps`
+    and `arch`, as the M-major A of wgmma dots (`a.T @ b`: `mma_layout.m_major_a`)."""
     users = [use.operation for use in load.result.uses]
-    return bool(users) and all(_dot_operand(u, load.result) for u in users)
+    return bool(users) and all(_dot_operand(u, load.result, num_warps, arch) for u in users)
 
 
-def _dot_operand(user: Operation, value: SSAValue) -> bool:
+def _dot_operand(user: Operation, value: SSAValue, num_warps: int | None, arch: str) -> bool:
     if isinstance(user, tt.TransOp):
         users = [use.operation for use in user.result.uses]
         return tuple(user.order.get_values()) == (1, 0) and bool(users) and all(
-            isinstance(u, tt.DotOp) and uses_mma(u) and u.b is user.result and u.a is not user.result
+            isinstance(u, tt.DotOp) and uses_mma(u) and (u.b is user.result) != (u.a is user.result)
+            and (u.b is user.result or num_warps is not None and uses_wgmma(u, num_warps, arch))
             for u in users
         )
     return isinstance(user, tt.DotOp) and uses_mma(user) and value in (user.a, user.b) and value is not user.acc
@@ -123,7 +125,8 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | N
     block = loop.body.block
     candidates = [
         op for op in block.ops
-        if isinstance(op, (tt.LoadOp, tt.DescriptorLoadOp)) and tt.shape_of(op.result.type) and feeds_mma_only(op)
+        if isinstance(op, (tt.LoadOp, tt.DescriptorLoadOp)) and tt.shape_of(op.result.type)
+        and feeds_mma_only(op, num_warps, arch)
     ]
     tma = tma and uses_tma(candidates, arch)
     loads = candidates if tma else [op for op in candidates if is_zero(op.other)]
@@ -209,7 +212,7 @@ def _may_stay_in_flight(dot: tt.DotOp, block: Block, loaded: set[SSAValue], num_
         alone = sum(isinstance(op, tt.DotOp) for op in block.walk()) == 1
         if not alone or chain_in_flight(dot, num_warps) is None:
             return False
-    a, b = dot.a, k_major_b(dot) or dot.b
+    a, b = m_major_a(dot) or dot.a, k_major_b(dot) or dot.b
     if not {a, b} <= loaded or a is b:
         return False
     acc, yield_op = dot.acc, block.last_op

@@ -54,6 +54,7 @@ from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers
 from tinyton.lowering.tt_to_llvm.float8_dot import chain_in_flight, promotion_steps
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
+from tinyton.lowering.tt_to_llvm.mma_layout import m_major_a
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
 from tinyton.lowering.tt_to_llvm.wgmma_layout import MAX_N, ROWS, WARPGROUP, WgmmaTiling, k_step, wgmma_tiling
 
@@ -89,11 +90,13 @@ PTX_TYPES = {Float16Type(): "f16", BFloat16Type(): "bf16", Float8E4M3FNType(): "
 
 def _wgmma(
     ctx: KernelContext, shape: tuple[int, int], types: tuple[str, str], a: SSAValue | list[SSAValue], b: SSAValue,
-    trans_b: int | None, acc: list[SSAValue] | None,
+    transposes: tuple[int, int | None], acc: list[SSAValue] | None,
 ) -> list[SSAValue]:
     """`acc += A @ B` for one 64 x N x K block (`shape` (N, K); `acc`: this thread's N / 2 registers, None:
     a fresh accumulator, `A @ B` with scale-d false); A a descriptor, or the four i32 registers of its
-    fragment. `trans_b` is None for 8-bit types, which have no transpose operands (both operands K-major)."""
+    fragment. `transposes`: imm-trans-a (1: A M-major in shared memory) and imm-trans-b (1: B MN-major), the
+    latter None for 8-bit types, which have no transpose operands (both operands K-major)."""
+    trans_a, trans_b = transposes
     r = shape[0] // 2
     regs = ", ".join(f"${i}" for i in range(r))
     scale_d = ("r", ctx.const(0 if acc is None else 1))
@@ -102,7 +105,7 @@ def _wgmma(
         a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", ["1", "1"]
     else:
         inputs = [("l", a), ("l", b), scale_d]
-        a_text, scales = f"${r}", ["1", "1"] if trans_b is None else ["1", "1", "0"]
+        a_text, scales = f"${r}", ["1", "1"] if trans_b is None else ["1", "1", str(trans_a)]
     if trans_b is not None:
         scales.append(str(trans_b))
     n_in = len(inputs)
@@ -119,7 +122,8 @@ def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
     probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks
     (16-bit types only: an 8-bit A fragment packs four K-consecutive elements per register)."""
     (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
-    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or k > MAX_N or tt.element_type(op.a.type).bitwidth != 16:
+    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or m_major_a(op) is not None or k > MAX_N or \
+            tt.element_type(op.a.type).bitwidth != 16:
         return False
     a_tiling, tiling = WgmmaTiling.of(m, k, num_warps), WgmmaTiling.of(m, n, num_warps)
     return a_tiling.groups_n == 1 and tiling.groups_n == 1 and layout == a_tiling.accumulator()
@@ -159,6 +163,14 @@ def _warpgroup(ctx: KernelContext, tiling: WgmmaTiling) -> tuple[SSAValue, SSAVa
 def _along_k(tile: Swizzle, kk: int) -> int:
     """Byte offset of column `kk` of a K-major tile's row 0: its panel, then its bytes into the row."""
     return kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * tile.elem_bytes
+
+
+def _a_offset(tile: Swizzle, row: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
+    """Byte offset of A's block at row `row`, K step `kk`: K-major (M x K tile), rows `row`.. and the step's bytes
+    along the row; M-major (K x M, `m_major_a`), as an MN-major B's."""
+    if k_major:
+        return ctx.int_op("add", ctx.int_op("mul", row, ctx.const(tile.row_bytes)), ctx.const(_along_k(tile, kk)))
+    return _b_offset(tile, row, kk, False, ctx)
 
 
 def _b_offset(tile: Swizzle, col: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
@@ -202,16 +214,19 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
     m, k = tt.shape_of(op.a.type)
     types = (PTX_TYPES[tt.element_type(op.a.type)], PTX_TYPES[tt.element_type(op.b.type)])
     step = k_step(op)
-    k_major = k_major_b(op)
-    a_tile, bt = Swizzle(m, k, tt.element_type(op.a.type).bitwidth // 8), b_tile(op)
+    k_major, m_major = k_major_b(op), m_major_a(op)
+    size = tt.element_type(op.a.type).bitwidth // 8
+    a_tile, bt = Swizzle(k, m, size) if m_major is not None else Swizzle(m, k, size), b_tile(op)
     from_registers = register_a(op, ctx.layout_of(op.a), ctx.num_warps)
     a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
     accs = [list(ctx.get(dot.acc, layout)) for dot in group]
-    a_base, b_base = shared_operands(ctx, op, (None if from_registers else op.a, k_major or op.b), (a_tile, bt), True)
-    a_bits = _descriptor_bits(a_tile, 16)
+    a_source = None if from_registers else m_major or op.a
+    a_base, b_base = shared_operands(ctx, op, (a_source, k_major or op.b), (a_tile, bt), True)
+    a_bits = _descriptor_bits(a_tile, 16) if m_major is None else _descriptor_bits(a_tile, a_tile.panel_bytes)
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
     per = tiling.instr_n // 2
+    trans_a = int(m_major is not None)
     trans_b = None if a_tile.elem_bytes == 1 else 0 if k_major is not None else 1
 
     def issue(kk: int, i: int, j: int, block: list[SSAValue] | None) -> list[SSAValue]:
@@ -221,11 +236,10 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
             a: SSAValue | list[SSAValue] = a_words[i][kk // step]
         else:
             row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
-            a_offset = ctx.int_op("add", ctx.int_op("mul", row, ctx.const(a_tile.row_bytes)), ctx.const(_along_k(a_tile, kk)))
-            a = _descriptor(ctx, a_base, a_offset, a_bits)
+            a = _descriptor(ctx, a_base, _a_offset(a_tile, row, kk, m_major is None, ctx), a_bits)
         col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
         b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
-        return _wgmma(ctx, (len(group) * tiling.instr_n, step), types, a, b_desc, trans_b, block)
+        return _wgmma(ctx, (len(group) * tiling.instr_n, step), types, a, b_desc, (trans_a, trans_b), block)
 
     blocks = [(i, j, (i * tiling.reps_n + j) * per) for i in range(tiling.reps_m) for j in range(tiling.reps_n)]
     steps = promotion_steps(op)

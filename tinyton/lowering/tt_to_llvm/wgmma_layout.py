@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b
+from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b, m_major_a
 
 WARPGROUP = 4
 """Warps of one warpgroup."""
@@ -112,7 +112,12 @@ def wgmma_fits(op: tt.DotOp, num_warps: int, arch: str, k_major: bool) -> bool:
         return False
     size = operands.bitwidth // 8
     tiling = WgmmaTiling.of(m, n, num_warps)
-    a_row = min(size * k, SWIZZLES[-1])
+    if m_major_a(op) is None:
+        a_row = min(size * k, SWIZZLES[-1])
+    else:  # A stored K x M: rows of M, an instruction's 64 rows whole panels of them
+        a_row = min(size * m, SWIZZLES[-1])
+        if ROWS * size % a_row:
+            return False
     if k_major:  # B read as an N x K tile, like A
         return tiling.reps_m >= 1 and tiling.instr_n >= 8 and tiling.instr_n % 8 == 0 and a_row in SWIZZLES
     b_row = min(size * n, SWIZZLES[-1])
