@@ -75,9 +75,11 @@ class Tuner(Generic[C]):
     decode: Callable[[Any], C] | None = None
     cache: KernelCache | None = None
 
-    def choose(self, key: Hashable, candidates: Sequence[C], prepare: Callable[[C], Timer], default: C | None = None) -> C:
+    def choose(self, key: Hashable, candidates: Sequence[C], prepare: Callable[[C], Timer], default: C | None = None,
+               ahead: Callable[[Sequence[C]], None] | None = None) -> C:
         """The stored choice for `key`, or the one `measure` picks (a candidate that fails to compile or
-        run loses), stored for next time."""
+        run loses), stored for next time; `ahead`, when measuring, is given every candidate first (to compile
+        them all at once: compiler/compile_pool.py)."""
         cache = self.cache or default_cache()
         record = hashlib.sha256(cache_key(repr(key), (), "", "").encode()).hexdigest()
         stored = cache.get_record(f"tune-{self.name}", record)
@@ -86,6 +88,8 @@ class Tuner(Generic[C]):
             if choice in candidates:
                 return choice
         start = time.perf_counter()
+        if ahead is not None:
+            ahead(candidates)
         try:
             result = measure(candidates, prepare, default)
         except _Fault as fault:

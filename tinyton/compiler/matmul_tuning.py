@@ -15,12 +15,15 @@ once per 16 rows).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region
 
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import Samples, program_timer, region_program
+from tinyton.compiler.tuning_runs import Samples, compile_candidates_ahead, program_timer, region_program
 from tinyton.dialects import tta
 from tinyton.dtypes import dtype_of
 from tinyton.lowering.fusion.matmul_tiles import (
@@ -72,10 +75,11 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     timer = lambda tiles: _timer(problem, tiles, samples)  # noqa: E731
     hopper = device.compute_capability[0] == 9  # wgmma, TMA and setmaxnreg: sm_90a
     options = candidates(problem, warp_specialize=hopper and warp_specialized())
-    tiles = TUNER.choose(key, options, timer, default=default_tiles(problem))
+    tiles = TUNER.choose(key, options, timer, default=default_tiles(problem), ahead=partial(_compile_ahead, problem))
     splits = split_forms(p, tiles, device.sm_count)
     if splits:  # a second measurement: K cut in ranges, so that large tiles' programs fill the SMs
-        tiles = TUNER.choose((*key, "split_k"), [tiles, *splits], timer, default=tiles)
+        tiles = TUNER.choose((*key, "split_k"), [tiles, *splits], timer, default=tiles,
+                             ahead=partial(_compile_ahead, problem))
     return tiles
 
 
@@ -118,8 +122,22 @@ def _matmul_module(p: MatmulProblem) -> ModuleOp:
     return ModuleOp([function])
 
 
+def _program(p: MatmulProblem) -> tuple[ModuleOp, bool]:
+    """What the tuner times for `p`: its region as a program (fused), or a plain `a @ b` of its shape."""
+    return (region_program(p.region), True) if p.region is not None else (_matmul_module(p), False)
+
+
 def _timer(p: MatmulProblem, tiles: MatmulTiles, samples: Samples | None = None) -> Timer:
     """A timer of the region of `p` (or a plain `a @ b` of its shape) tiled by `tiles`."""
-    if p.region is not None:
-        return program_timer(region_program(p.region), fuse=True, samples=samples, choose_tiles=lambda _: tiles)
-    return program_timer(_matmul_module(p), fuse=False, samples=samples, choose_tiles=lambda _: tiles)
+    module, fuse = _program(p)
+    return program_timer(module, fuse=fuse, samples=samples, choose_tiles=lambda _: tiles)
+
+
+def _compile_ahead(p: MatmulProblem, options: Sequence[MatmulTiles]) -> None:
+    """Every candidate's kernels compiled at once, in worker processes, before they are timed one by one."""
+    module, fuse = _program(p)
+    compile_candidates_ahead(module, fuse=fuse, lowerings=[{"choose_tiles": partial(_fixed, t)} for t in options])
+
+
+def _fixed(tiles: MatmulTiles, _: MatmulProblem) -> MatmulTiles:
+    return tiles

@@ -11,7 +11,7 @@ their own element types.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Region
 
+from tinyton.compiler.compile_pool import compile_ahead
 from tinyton.compiler.kernel import compile_module, normalize_grid
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type
@@ -78,6 +79,15 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
     returned = function.body.block.last_op
     outputs = [buffers[v] for v in returned.operands if v in buffers] if isinstance(returned, func.ReturnOp) else []
     return _ProgramTimer(launches, list(buffers.values()), outputs)
+
+
+def compile_candidates_ahead(module: ModuleOp, *, fuse: bool, lowerings: Sequence[dict[str, Any]]) -> None:
+    """Compile the kernels of the traced program `module` under each of `lowerings` (the `fusion_to_kernels`
+    options of a tuner's candidates) in worker processes, so that each candidate's `program_timer` finds its
+    kernels in the disk cache (compiler/compile_pool.py)."""
+    fused = rewrites_pipeline.fuse_module(module, fuse=fuse)
+    specs = [spec for lowering in lowerings for spec in fusion_to_kernels(fused.clone(), **lowering)]
+    compile_ahead([(spec.module, spec.num_warps) for spec in specs])
 
 
 def _sample(position: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:

@@ -1,0 +1,82 @@
+"""Kernels compiled in worker processes ahead of a tuner's measurements, into the disk cache.
+
+A tuner compiles every candidate before it times them (compiler/autotune.py): a dozen to two dozen kernels a
+shape, each lowered to PTX one after another, ~0.35 s apiece on the development machine and several times that on
+a GPU host's slower cores (half of it xDSL's lowering in Python, half LLVM). `compile_ahead` hands the candidates'
+tt modules, as text, to a pool of worker processes that compile them into the disk cache; the tuner's own compile of
+each candidate is then a cache hit. The workers compile for the target the calling process would (its GPU's arch,
+its toolchain, TMA on or off: the same cache keys), and nothing depends on them: a module they did not compile, or
+compiled to another key, is compiled by the caller as before.
+
+`TINYTON_COMPILE_JOBS` sets the workers (default: the machine's cores, at most `MAX_JOBS`; 0 or 1: none). The pool
+starts on first use (spawned processes, so that none inherits the caller's CUDA context) and lives as long as the
+process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from tinyton.compiler import target as targets
+from tinyton.compiler.kernel import compile_module
+from tinyton.dialects import tinyton_context
+from tinyton.lowering.ptx import resolve_toolchain
+from tinyton.runtime import cache, driver
+
+JOBS_ENV = "TINYTON_COMPILE_JOBS"
+MAX_JOBS = 16
+MIN_MODULES = 3
+"""Fewer modules than this are compiled by the caller: the pool's round trip would cost what it saves."""
+
+_pool: ProcessPoolExecutor | None = None
+
+
+def jobs() -> int:
+    """Worker processes `compile_ahead` may use (`TINYTON_COMPILE_JOBS`, else the cores, at most MAX_JOBS)."""
+    value = os.environ.get(JOBS_ENV, "").strip()
+    if value:
+        return max(0, int(value))
+    return min(MAX_JOBS, os.cpu_count() or 1)
+
+
+def compile_ahead(modules: Sequence[tuple[ModuleOp, int]]) -> None:
+    """Compile each (tt module, num_warps) to PTX in the worker processes, into the disk cache, and wait for them.
+    Does nothing with fewer than MIN_MODULES modules, one worker or the disk cache off."""
+    if len(modules) < MIN_MODULES or jobs() <= 1 or not cache.default_cache().disk:
+        return
+    texts = list(dict.fromkeys((str(module), warps) for module, warps in modules))
+    list(_workers().map(_compile, texts))
+
+
+def _workers() -> ProcessPoolExecutor:
+    global _pool
+    if _pool is None:
+        target = {
+            targets.ENV: targets.requested_arch() or driver.default_arch(),
+            "TINYTON_TOOLCHAIN": resolve_toolchain(None),
+            "TINYTON_CACHE_DIR": str(cache.default_cache().directory),
+        }
+        _pool = ProcessPoolExecutor(jobs(), mp_context=get_context("spawn"), initializer=_enter, initargs=(target,))
+        atexit.register(_pool.shutdown, cancel_futures=True)
+    return _pool
+
+
+def _enter(environment: dict[str, str]) -> None:
+    """A worker compiles for the caller's target, into its cache, and never touches a GPU."""
+    os.environ.update(environment)
+
+
+def _compile(item: tuple[str, int]) -> None:
+    """Compile one module's text to PTX, into the disk cache."""
+    text, num_warps = item
+    try:
+        compile_module(Parser(tinyton_context(), text).parse_module(), num_warps=num_warps).asm["ptx"]
+    except Exception:  # noqa: BLE001 - the caller compiles it again, and says what is wrong (a tuner drops it)
+        pass
