@@ -8,6 +8,8 @@ if [ -d .whl ]; then
     export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONUNBUFFERED=1 TINYTON_CACHE_DIR=/tmp/tinyton-cache
+# The tuners' candidates compiled in worker processes (tinyton/compiler/compile_pool.py): the host's cores, not one.
+export TINYTON_COMPILE_JOBS=${TINYTON_COMPILE_JOBS:-$(nproc)}
 # Tuning results of an earlier call (scripts/gpu-run.sh save-tuning, carried back as .gpu/tuning.tar.gz): a
 # fresh machine then skips the seconds each matmul, row and attention shape class costs to measure (records
 # are keyed by a hash of tinyton's sources: they serve a call on the same commit only).

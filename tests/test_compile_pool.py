@@ -60,7 +60,28 @@ def test_candidates_compiled_ahead_are_cache_hits(fresh_cache, monkeypatch):
         assert ".target sm_90" in compile_module(spec.module, num_warps=spec.num_warps).asm["ptx"]
 
 
-@pytest.mark.parametrize("jobs, count", [("0", 3), ("2", 2)], ids=["pool off", "too few modules"])
+def test_a_broken_pool_is_given_up_and_the_caller_compiles(fresh_cache, monkeypatch, capsys):
+    monkeypatch.setenv(compile_pool.JOBS_ENV, "2")
+
+    class Broken:
+        shut = False
+
+        def map(self, *args):
+            raise RuntimeError("A process in the process pool was terminated abruptly")
+
+        def shutdown(self, wait, cancel_futures):
+            self.shut = True
+
+    broken = Broken()
+    monkeypatch.setattr(compile_pool, "_pool", broken)
+    monkeypatch.setattr(compile_pool, "_broken", False)
+    compile_pool.compile_ahead([(_kernels(_module(), t).module, 4) for t in TILES])
+    assert compile_pool._broken and broken.shut and "compile workers failed" in capsys.readouterr().err
+    compile_pool.compile_ahead([(_kernels(_module(), t).module, 4) for t in TILES])  # given up: no second try
+    monkeypatch.setattr(compile_pool, "_pool", None)
+
+
+@pytest.mark.parametrize("jobs, count", [("0", 3), ("", 3), ("2", 2)], ids=["pool off", "unset", "too few modules"])
 def test_the_caller_compiles_without_the_pool(fresh_cache, monkeypatch, jobs, count):
     monkeypatch.setenv(compile_pool.JOBS_ENV, jobs)
     compile_candidates_ahead(_module(), fuse=True, lowerings=[{"choose_tiles": lambda _, t=t: t} for t in TILES[:count]])

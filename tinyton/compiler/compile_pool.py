@@ -8,15 +8,18 @@ each candidate is then a cache hit. The workers compile for the target the calli
 its toolchain, TMA on or off: the same cache keys), and nothing depends on them: a module they did not compile, or
 compiled to another key, is compiled by the caller as before.
 
-`TINYTON_COMPILE_JOBS` sets the workers (default: the machine's cores, at most `MAX_JOBS`; 0 or 1: none). The pool
-starts on first use (spawned processes, so that none inherits the caller's CUDA context) and lives as long as the
-process.
+`TINYTON_COMPILE_JOBS=N` turns it on with N workers (unset, 0 or 1: off; scripts/gpu-env.sh sets it for the
+benchmarks). The pool starts on first use and lives as long as the process. Its workers are spawned, so that none
+inherits the caller's CUDA context; like every spawned process they import the caller's main script, whose work
+must therefore sit under `if __name__ == "__main__":`. A pool that breaks (a worker that dies) is given up for the
+rest of the process, with a line on stderr: the caller compiles as without it.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -31,28 +34,34 @@ from tinyton.lowering.ptx import resolve_toolchain
 from tinyton.runtime import cache, driver
 
 JOBS_ENV = "TINYTON_COMPILE_JOBS"
-MAX_JOBS = 16
 MIN_MODULES = 3
 """Fewer modules than this are compiled by the caller: the pool's round trip would cost what it saves."""
 
 _pool: ProcessPoolExecutor | None = None
+_broken = False
 
 
 def jobs() -> int:
-    """Worker processes `compile_ahead` may use (`TINYTON_COMPILE_JOBS`, else the cores, at most MAX_JOBS)."""
+    """Worker processes `compile_ahead` may use (`TINYTON_COMPILE_JOBS`; 0 when unset or not a number)."""
     value = os.environ.get(JOBS_ENV, "").strip()
-    if value:
-        return max(0, int(value))
-    return min(MAX_JOBS, os.cpu_count() or 1)
+    return max(0, int(value)) if value.isdigit() else 0
 
 
 def compile_ahead(modules: Sequence[tuple[ModuleOp, int]]) -> None:
     """Compile each (tt module, num_warps) to PTX in the worker processes, into the disk cache, and wait for them.
-    Does nothing with fewer than MIN_MODULES modules, one worker or the disk cache off."""
-    if len(modules) < MIN_MODULES or jobs() <= 1 or not cache.default_cache().disk:
+    Does nothing with fewer than MIN_MODULES modules, fewer than two workers, the disk cache off or a broken pool."""
+    global _broken
+    if len(modules) < MIN_MODULES or jobs() <= 1 or _broken or not cache.default_cache().disk:
         return
     texts = list(dict.fromkeys((str(module), warps) for module, warps in modules))
-    list(_workers().map(_compile, texts))
+    try:
+        list(_workers().map(_compile, texts))
+    except Exception as e:  # noqa: BLE001 - a dead worker (BrokenProcessPool): compile here from now on
+        _broken = True
+        print(f"tinyton: the compile workers failed ({type(e).__name__}: {e}); compiling in this process",
+              file=sys.stderr)
+        if _pool is not None:
+            _pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _workers() -> ProcessPoolExecutor:
