@@ -48,7 +48,7 @@ def _module():
 def test_candidates_compiled_ahead_are_cache_hits(fresh_cache, monkeypatch):
     monkeypatch.setenv(compile_pool.JOBS_ENV, "2")
     module = _module()
-    compile_candidates_ahead(module, fuse=True, lowerings=[{"choose_tiles": lambda _, t=t: t} for t in TILES])
+    compile_candidates_ahead(module, True, "choose_tiles", TILES)
     assert len(list(fresh_cache.glob("*/*.ptx"))) == len(TILES)
 
     def no_lowering(*args, **kwargs):
@@ -84,5 +84,5 @@ def test_a_broken_pool_is_given_up_and_the_caller_compiles(fresh_cache, monkeypa
 @pytest.mark.parametrize("jobs, count", [("0", 3), ("", 3), ("2", 2)], ids=["pool off", "unset", "too few modules"])
 def test_the_caller_compiles_without_the_pool(fresh_cache, monkeypatch, jobs, count):
     monkeypatch.setenv(compile_pool.JOBS_ENV, jobs)
-    compile_candidates_ahead(_module(), fuse=True, lowerings=[{"choose_tiles": lambda _, t=t: t} for t in TILES[:count]])
+    compile_candidates_ahead(_module(), True, "choose_tiles", TILES[:count])
     assert compile_pool._pool is None and not list(fresh_cache.glob("*/*.ptx"))

@@ -11,11 +11,13 @@ inputs (one candidate) and below `TUNE_MIN_FLOPS` and `TUNE_MIN_BYTES`, the lowe
 
 from __future__ import annotations
 
+from functools import partial
+
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import Samples, program_timer
+from tinyton.compiler.tuning_runs import Samples, compile_candidates_ahead, program_timer
 from tinyton.dialects import tinyton_context
 from tinyton.dtypes import dtype_of
 from tinyton.intmath import next_power_of_2
@@ -58,7 +60,8 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()))
     samples: Samples = {}
     timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
-    return TUNER.choose(key, options, timer, default=default_blocks(p))
+    ahead = partial(compile_candidates_ahead, attention_module(p), True, "choose_blocks", sm_count=device.sm_count)
+    return TUNER.choose(key, options, timer, default=default_blocks(p), ahead=ahead)
 
 
 _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0xfff0000000000000"}

@@ -47,11 +47,17 @@ def jobs() -> int:
     return max(0, int(value)) if value.isdigit() else 0
 
 
+def available(count: int) -> bool:
+    """Whether `compile_ahead` would compile `count` modules in workers: at least MIN_MODULES of them, two workers
+    or more, the disk cache on and the pool not given up."""
+    return count >= MIN_MODULES and jobs() > 1 and not _broken and cache.default_cache().disk
+
+
 def compile_ahead(modules: Sequence[tuple[ModuleOp, int]]) -> None:
-    """Compile each (tt module, num_warps) to PTX in the worker processes, into the disk cache, and wait for them.
-    Does nothing with fewer than MIN_MODULES modules, fewer than two workers, the disk cache off or a broken pool."""
+    """Compile each (tt module, num_warps) to PTX in the worker processes, into the disk cache, and wait for them
+    (nothing unless `available`)."""
     global _broken
-    if len(modules) < MIN_MODULES or jobs() <= 1 or _broken or not cache.default_cache().disk:
+    if not available(len(modules)):
         return
     texts = list(dict.fromkeys((str(module), warps) for module, warps in modules))
     try:

@@ -135,9 +135,4 @@ def _timer(p: MatmulProblem, tiles: MatmulTiles, samples: Samples | None = None)
 
 def _compile_ahead(p: MatmulProblem, options: Sequence[MatmulTiles]) -> None:
     """Every candidate's kernels compiled at once, in worker processes, before they are timed one by one."""
-    module, fuse = _program(p)
-    compile_candidates_ahead(module, fuse=fuse, lowerings=[{"choose_tiles": partial(_fixed, t)} for t in options])
-
-
-def _fixed(tiles: MatmulTiles, _: MatmulProblem) -> MatmulTiles:
-    return tiles
+    compile_candidates_ahead(*_program(p), "choose_tiles", options)

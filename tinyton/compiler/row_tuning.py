@@ -9,8 +9,10 @@ below `TUNE_MIN_ELEMENTS`, the lowering's default is used.
 
 from __future__ import annotations
 
+from functools import partial
+
 from tinyton.compiler.autotune import Timer, Tuner, tuning_enabled
-from tinyton.compiler.tuning_runs import Samples, program_timer, region_program
+from tinyton.compiler.tuning_runs import Samples, compile_candidates_ahead, program_timer, region_program
 from tinyton.lowering.fusion.row_shapes import (
     RowProblem,
     RowShape,
@@ -34,7 +36,10 @@ def row_shape(problem: RowProblem) -> RowShape:
         return default_row_shape(p)
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
     samples: Samples = {}
-    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p))
+    assert p.region is not None
+    ahead = partial(compile_candidates_ahead, region_program(p.region), True, "choose_rows")
+    return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p),
+                        ahead=ahead)
 
 
 def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:

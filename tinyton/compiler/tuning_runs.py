@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Region
 
-from tinyton.compiler.compile_pool import compile_ahead
+from tinyton.compiler import compile_pool
 from tinyton.compiler.kernel import compile_module, normalize_grid
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type
@@ -81,13 +82,23 @@ def program_timer(module: ModuleOp, *, fuse: bool, samples: Samples | None = Non
     return _ProgramTimer(launches, list(buffers.values()), outputs)
 
 
-def compile_candidates_ahead(module: ModuleOp, *, fuse: bool, lowerings: Sequence[dict[str, Any]]) -> None:
-    """Compile the kernels of the traced program `module` under each of `lowerings` (the `fusion_to_kernels`
-    options of a tuner's candidates) in worker processes, so that each candidate's `program_timer` finds its
-    kernels in the disk cache (compiler/compile_pool.py)."""
+def compile_candidates_ahead(module: ModuleOp, fuse: bool, chooser: str, candidates: Sequence[Any],
+                             **lowering: Any) -> None:
+    """Compile the kernels of the traced program `module` for each of a tuner's `candidates` (given to
+    `fusion_to_kernels` as its `chooser`, e.g. `choose_tiles`, with the other `lowering` options) in worker
+    processes, so that each candidate's `program_timer` finds its kernels in the disk cache
+    (compiler/compile_pool.py)."""
+    if not compile_pool.available(len(candidates)):
+        return
     fused = rewrites_pipeline.fuse_module(module, fuse=fuse)
-    specs = [spec for lowering in lowerings for spec in fusion_to_kernels(fused.clone(), **lowering)]
-    compile_ahead([(spec.module, spec.num_warps) for spec in specs])
+    specs = [spec for c in candidates for spec in fusion_to_kernels(fused.clone(), **{chooser: partial(_fixed, c)},
+                                                                     **lowering)]
+    compile_pool.compile_ahead([(spec.module, spec.num_warps) for spec in specs])
+
+
+def _fixed(choice: Any, _: Any) -> Any:
+    """A chooser that answers `choice` whatever it is asked."""
+    return choice
 
 
 def _sample(position: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
