@@ -140,7 +140,7 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
     measured: list[list[MatmulTiles]] = []
     winner = MatmulTiles(128, 128, 64, 8)
 
-    def choose(key, tiles, prepare, default=None):
+    def choose(key, tiles, prepare, default=None, ahead=None):
         measured.append(list(tiles))
         return winner if len(measured) == 1 else tiles[-1]
 

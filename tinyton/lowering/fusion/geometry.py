@@ -104,6 +104,10 @@ class Geometry:
     """Programs each SM must hold at once (ptxas caps the registers for it); 0: no cap."""
     split_k: Source | None = None
     """A matmul's K range index (extent: ranges; `split_k.py`), the outermost program index."""
+    group_rows: int = 1
+    """A matmul's output tiles (its last two sources, rows and columns) are walked this many row tiles down before
+    the next column (Triton's GROUP_SIZE_M; `program_indices.setup_programs`): one wave of programs then reads a
+    few row panels of A and a few column panels of B, which stay in L2, not every panel of B."""
 
     @property
     def programs(self) -> int:
@@ -183,6 +187,13 @@ def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int,
     return Geometry(shape, 1, [p, sp, k], warps_for(block), k, True, notes, sp, length)
 
 
+GROUP_ROWS = 8
+"""Row tiles a matmul's programs walk down before the next column of tiles (`Geometry.group_rows`), Triton's and
+CUTLASS's usual 8: 8192^3 in 128 x 128 tiles is 64 x 64 tiles, and a wave of 132 programs in row order reads two
+row panels of A and all 64 column panels of B (64 MiB of float8, more than the L2), in groups of 8 rows eight
+panels of A and 17 of B."""
+
+
 def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     """Output tiles `[BM, BN]` over the batch axes, K in steps of BK, as `tiles` says; the rows of a tile
     enumerate M and the batch axes no right operand varies along (`row_axes`), the columns both halves of
@@ -199,7 +210,8 @@ def plan_matmul(dom: Domain, tiles: MatmulTiles) -> Geometry:
     if tiles.warp_specialize:
         notes["WARP_SPECIALIZE"] = 1
     if tiles.split_k == 1 or len({op.lhs for op in products(dom)}) > 1:  # one K loop splits
-        return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes)
+        return Geometry(shape, 2, [batch, m, nn], tiles.num_warps, notes=notes, group_rows=GROUP_ROWS)
     ranges = Source((), tiles.split_k)
     notes["SPLIT_K"] = tiles.split_k
-    return Geometry(shape, 2, [ranges, batch, m, nn], tiles.num_warps, notes=notes, split_k=ranges)
+    return Geometry(shape, 2, [ranges, batch, m, nn], tiles.num_warps, notes=notes, split_k=ranges,
+                    group_rows=GROUP_ROWS)

@@ -59,6 +59,9 @@ class ProgramIndices:
         rest = em.emit(tt.ProgramIdOp(0)) if geom.programs > 1 else None
         if reverse and rest is not None:
             rest = em.binary(tt.SubOp, em.i32(geom.programs - 1), rest)
+        if geom.group_rows > 1 and len(order) >= 2 and order[-2].programs > 1 and order[-1].programs > 1:
+            rest = self._grouped_tiles(rest, order[-2], order[-1], len(order) > 2)
+            order = order[:-2]
         for i in reversed(range(len(order))):
             s, n = order[i], order[i].programs
             if n == 1 or rest is None:
@@ -69,6 +72,21 @@ class ProgramIndices:
                 idx = em.mod_int(rest, n)
                 rest = em.div_int(rest, n)
             self._set_index(s, idx, s.block)
+
+    def _grouped_tiles(self, pid: SSAValue, rows: Source, cols: Source, outer: bool) -> SSAValue | None:
+        """Set the row and column tile indices of program `pid` walking `geom.group_rows` row tiles down before
+        the next column (the last group may be shorter); gives what is left of `pid` for the outer sources
+        (None when there are none)."""
+        em, group = self.em, self.geom.group_rows
+        tiles = rows.programs * cols.programs
+        tile = em.mod_int(pid, tiles) if outer else pid
+        per_group = group * cols.programs
+        first = em.mul_int(em.div_int(tile, per_group), group)
+        height = em.binary(tt.MinimumOp, em.i32(group), em.binary(tt.SubOp, em.i32(rows.programs), first))
+        within = em.mod_int(tile, per_group)
+        self._set_index(rows, em.add(first, em.binary(tt.ModOp, within, height)), rows.block)
+        self._set_index(cols, em.binary(tt.FloorDivOp, within, height), cols.block)
+        return em.div_int(pid, tiles) if outer else None
 
     def set_k(self, start: SSAValue | None) -> None:
         """Index and mask of the reduced axis for the chunk starting at `start` (None: 0)."""
