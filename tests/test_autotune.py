@@ -169,6 +169,18 @@ def test_a_candidate_computing_other_results_is_not_used(tmp_path, capsys):
     assert agrees([np.array([np.nan, 1.0])], [np.array([np.nan, 1.0])]) is None
 
 
+def test_a_candidate_faulting_while_its_results_are_compared_is_named(tmp_path):
+    class Faulting(_Computing):
+        def results(self) -> list[np.ndarray]:
+            raise _fault("CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    good = np.ones((4, 4), np.float32)
+    timers = {"default": _Computing(2.0, [good]), "fast": Faulting(1.0, [good])}
+    tuner = Tuner("test", encode=str, decode=str, cache=KernelCache(tmp_path, disk=False))
+    with pytest.raises(TuningFault, match="the candidate fast faulted on the GPU"):
+        tuner.choose(("k",), list(timers), timers.__getitem__, default="default")
+
+
 def test_a_program_that_accumulates_into_its_results_is_not_compared():
     """A reference whose results change from run to run (atomics into an output) decides nothing."""
     runs = itertools.count()

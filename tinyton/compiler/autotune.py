@@ -156,16 +156,19 @@ def _disagreeing(timers: Sequence[Timer | None], finalists: Sequence[int], incum
     reference = incumbent if incumbent in ran else (ran[0] if ran else None)
     if reference is None:
         return {}
+    current = reference
     try:
         expected = timers[reference].results()
         if agrees(timers[reference].results(), expected) is not None:
             return {}
         found = {}
-        for i in ran:
-            if i != reference and (how := agrees(timers[i].results(), expected)) is not None:
-                found[i] = how
+        for current in ran:
+            if current != reference and (how := agrees(timers[current].results(), expected)) is not None:
+                found[current] = how
         return found
-    except Exception:  # noqa: BLE001 - a comparison that cannot run decides nothing
+    except Exception as e:  # noqa: BLE001 - a comparison that cannot run decides nothing ...
+        if driver.faulted(e):  # ... unless the candidate run took the CUDA context with it
+            raise _Fault(current) from e
         return {}
 
 
