@@ -19,6 +19,7 @@ from tinyton.lowering.fusion.matmul_tiles import (
     SKINNY_CANDIDATES,
     SKINNY_SHARED,
     MatmulProblem,
+    PADDED_SKINNY_CANDIDATES,
     MatmulTiles,
     candidates,
     stage_bytes,
@@ -48,7 +49,8 @@ def _inputs(m: int, n: int, k: int, seed: int = 0):
 
 
 @pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
-@pytest.mark.parametrize("tiles", SKINNY_CANDIDATES, ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}s{t.num_stages}")
+@pytest.mark.parametrize("tiles", [*SKINNY_CANDIDATES, *PADDED_SKINNY_CANDIDATES],
+                         ids=lambda t: f"{t.block_m}x{t.block_n}x{t.block_k}s{t.num_stages}{'p' if t.padded_rows else ''}")
 def test_skinny_tiles_compute_the_product(monkeypatch, backend, tiles):
     """Every skinny candidate, on a problem none of its blocks divides (3 rows, 300 columns, K = 1000)."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
@@ -80,6 +82,18 @@ def test_skinny_tiles_stream_without_spills():
     for t, ptx, shared in _decode_projection_kernels(SKINNY_CANDIDATES):
         assert "cp.async.bulk.tensor" in ptx, t
         assert shared >= t.num_stages * t.block_n * t.block_k * 2, (t, shared)
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_padded_skinny_tiles_run_on_wgmma():
+    """The 64-row tiles of a one-row decode projection keep their rows (padding) on a Hopper GPU's candidates, and
+    run on wgmma with the weights copied by TMA, without spills."""
+    decode = MatmulProblem(1, 1, 4096, 4096, "bfloat16")
+    padded = [t for t in candidates(decode, hopper=True) if t.padded_rows]
+    assert {t.block_m for t in padded} == {64} and {t.split_k for t in padded} >= {1, 2, 4}
+    assert not any(t.padded_rows for t in candidates(decode)), "Hopper's only"
+    for t, ptx, _ in _decode_projection_kernels(PADDED_SKINNY_CANDIDATES):
+        assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx, t
 
 
 def test_decode_shapes_are_tuned_over_skinny_tiles():

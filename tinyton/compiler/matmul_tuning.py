@@ -74,7 +74,7 @@ def matmul_tiles(problem: MatmulProblem) -> MatmulTiles:
     samples: Samples = {}
     timer = lambda tiles: _timer(problem, tiles, samples)  # noqa: E731
     hopper = device.compute_capability[0] == 9  # wgmma, TMA and setmaxnreg: sm_90a
-    options = candidates(problem, warp_specialize=hopper and warp_specialized())
+    options = candidates(problem, warp_specialize=hopper and warp_specialized(), hopper=hopper)
     tiles = TUNER.choose(key, options, timer, default=default_tiles(problem), ahead=partial(_compile_ahead, problem))
     splits = split_forms(p, tiles, device.sm_count)
     if splits:  # a second measurement: K cut in ranges, so that large tiles' programs fill the SMs

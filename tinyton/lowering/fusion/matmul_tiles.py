@@ -92,7 +92,9 @@ class MatmulTiles:
     each, the last of a tile's programs to finish summing their partial products (`split_k.py`).
     `warp_specialize` makes the kernel persistent (a program an SM walking over the tiles, `persistent.py`) with a
     producer warpgroup that loads the K steps while the program's warps compute, across the tiles
-    (tinyton/lowering/tt_to_llvm/warp_specialize.py; sm_90a, TMA operands)."""
+    (tinyton/lowering/tt_to_llvm/warp_specialize.py; sm_90a, TMA operands). `padded_rows` keeps `block_m` rows for a
+    problem of fewer (a decode step's): wgmma's 64 and TMA copies, most rows padding (float8 tiles always do:
+    mma.sync has no float8 here)."""
 
     block_m: int
     block_n: int
@@ -101,6 +103,7 @@ class MatmulTiles:
     num_stages: int = 3
     split_k: int = 1
     warp_specialize: bool = False
+    padded_rows: bool = False
 
     def fit(self, p: MatmulProblem) -> MatmulTiles:
         """The same configuration with no block larger than the problem needs (and none below DOT_MIN)."""
@@ -110,15 +113,15 @@ class MatmulTiles:
         def clamp(block: int, extent: int, at_least: int = least) -> int:
             return max(at_least, min(block, next_power_of_2(extent)))
 
-        # A float8 tile of 64 rows or more keeps them (wgmma's m64) for fewer rows: mma.sync has no float8 here.
-        rows = FLOAT8_WGMMA_ROWS if p.dtype in FLOAT8_NAMES and self.block_m >= FLOAT8_WGMMA_ROWS else least
+        padded = self.padded_rows or p.dtype in FLOAT8_NAMES  # wgmma's 64 rows, for fewer rows
+        rows = WGMMA_ROWS if padded and self.block_m >= WGMMA_ROWS else least
         bm, bn, bk = clamp(self.block_m, p.m, rows), clamp(self.block_n, p.n), clamp(self.block_k, p.k)
         lanes = bn * bk if bm == 1 else bm * bn
         splits = max(1, min(self.split_k, cdiv(p.k, bk)))
         per_warp = LANES_PER_SKINNY_WARP if bm == DOT_MIN else 256
         warps = max(1, min(self.num_warps, lanes // per_warp))
         specialized = self.warp_specialize and warps % 4 == 0 and bm >= 64 and splits == 1  # whole warpgroups
-        return MatmulTiles(bm, bn, bk, warps, self.num_stages, splits, specialized)
+        return MatmulTiles(bm, bn, bk, warps, self.num_stages, splits, specialized, self.padded_rows)
 
     def programs(self, p: MatmulProblem) -> int:
         """Programs of the launch over `p` (its K ranges included)."""
@@ -174,13 +177,20 @@ cores every two k32 wgmmas (the 2026-12-03 H200 suite: `tt.scaled_matmul` at ~35
 warp-specialised one where those are; ptxas -v: no spills for `x @ w.T`, 21 bytes for the warp-specialised one
 where B is stored K x N and goes through registers to be transposed)."""
 
-FLOAT8_WGMMA_ROWS = 64
+WGMMA_ROWS = 64
 FLOAT8_SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (MatmulTiles(64, 128, 128, 4, 4), MatmulTiles(64, 64, 128, 4, 6))
 """Float8 tiles for products of at most SKINNY_ROWS rows (a decode step against float8 weights), measured with
 their split-K forms beside the SKINNY_CANDIDATES: 64 rows, most of them padding, so that the dot runs on wgmma
 with its B copied by TMA and promoted in flight. The 16- and 32-row tiles widen float8 to f16 for mma.sync in
 registers and store B to shared memory element by element, unpipelined: on the H200 (2026-12-03) they read the
-weights at ~0.6 TB/s, `torch._scaled_mm` at ~2.4 (21-31 % of it on the suite's M = 16 rows)."""
+weights at ~0.6 TB/s, `torch._scaled_mm` at ~2.4 (21-31 % of it on the suite's M = 16 rows); the 64-row tiles
+brought those rows to 89-103 %."""
+
+PADDED_SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (
+    MatmulTiles(64, 128, 64, 4, 6, padded_rows=True), MatmulTiles(64, 64, 128, 4, 4, padded_rows=True))
+"""The same form for 16-bit weights, measured (with their split-K forms) beside the 16- and 32-row mma.sync tiles of
+SKINNY_CANDIDATES on Hopper: whether TMA and wgmma stream the weights closer to the copy bandwidth than
+`cp.async` and mma.sync do (a decode step's projections ran at ~2.9 TB/s on those, 2026-12-02). Not yet measured."""
 
 WARP_SPECIALIZE_ENV = "TINYTON_WARP_SPECIALIZE"
 
@@ -322,13 +332,16 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
     return p.dots * lanes // (32 * t.num_warps)
 
 
-def candidates(p: MatmulProblem, warp_specialize: bool = False) -> list[MatmulTiles]:
-    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms; with
-    `warp_specialize`, a Hopper GPU's, the WARP_SPECIALIZED_CANDIDATES; for float8, the FLOAT8_CANDIDATES) fit to
-    `p`, without those whose accumulators would spill (the smallest if all would)."""
+def candidates(p: MatmulProblem, warp_specialize: bool = False, hopper: bool = False) -> list[MatmulTiles]:
+    """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms, on a
+    `hopper` GPU the PADDED_SKINNY_CANDIDATES too; with `warp_specialize`, the WARP_SPECIALIZED_CANDIDATES; for
+    float8, the FLOAT8_CANDIDATES) fit to `p`, without those whose accumulators would spill (the smallest if all
+    would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
     if p.dtype in FLOAT8_NAMES and p.m <= SKINNY_ROWS:
         skinny += [t.fit(p) for t in FLOAT8_SKINNY_CANDIDATES]
+    elif hopper and p.dtype in ("float16", "bfloat16") and p.m <= SKINNY_ROWS:
+        skinny += [t.fit(p) for t in PADDED_SKINNY_CANDIDATES]
     skinny = [t for t in skinny if fits(p, t)]
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
