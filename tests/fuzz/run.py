@@ -51,6 +51,7 @@ import tinyton.compiler.program as program_module
 from tinyton.dialects.tt import DOT_MIN
 from tinyton.intmath import next_power_of_2
 from tinyton.lowering.fusion.matmul_tiles import MatmulProblem, MatmulTiles, candidates
+from tinyton.runtime import driver
 
 DEFAULT_SEED = 20261123
 DEFAULT_CASES = 2000
@@ -94,13 +95,16 @@ def reference(fn: types.FunctionType, inputs: list[np.ndarray]) -> tuple[list[Re
 
 
 def drawn_tiles(case: Case) -> AbstractContextManager:
-    """Matmul tiles drawn from the tuner's candidates, per case and product shape (`TINYTON_FUZZ_TILES=drawn`);
-    otherwise the compiler's own choice."""
+    """Matmul tiles drawn from the tuner's candidates, per case and product shape (`TINYTON_FUZZ_TILES=drawn`), a
+    Hopper GPU's (warp-specialised persistent tiles, padded decode tiles) on the simulator; otherwise the
+    compiler's own choice."""
     if os.environ.get(TILES_ENV, "") != "drawn":
         return nullcontext()
 
+    hopper = not driver.is_available() or driver.device().compute_capability[0] == 9  # the simulator stands in for one
+
     def choose(p: MatmulProblem) -> MatmulTiles:
-        options = candidates(p)
+        options = candidates(p, warp_specialize=hopper, hopper=hopper)
         rng = random.Random(f"{case.seed}:{case.index}:{p.shape_class()}:{p.dots}")
         tiles = options[rng.randrange(len(options))]
         if rng.random() < SPLIT_SHARE:  # split-K, which the tuner tries on larger K only, over K steps of a quarter
