@@ -4,8 +4,8 @@ transposed to it) with f32 accumulation, widened to f16 with the same results wh
 `tt.scaled_matmul` (torch._scaled_mm: per-tensor and per-row/column scales, f32/f16/bf16 out) in array
 programs, the scales in the matmul kernel's epilogue. Hopper's float8 wgmma sums in ~13 fraction bits, not
 f32: `max_num_imprecise_acc` (Triton's) bounds how many products share one such sum before an f32 add;
-array programs set it to 128 (four k32 wgmmas, DeepSeek-V3's interval). Simulator against NumPy here (f32 accumulation whatever the
-setting); PTX ptxas-checked for sm_80, sm_90 and sm_90a on both toolchains; the GPU tests (marked `gpu`)
+array programs set it to 128 (four k32 wgmmas, DeepSeek-V3's interval). Simulator against NumPy here (f32
+accumulation whatever the setting); PTX ptxas-checked for sm_80, sm_90 and sm_90a on both toolchains; the GPU tests (marked `gpu`)
 check the device against NumPy within what that arithmetic guarantees (`_wgmma_error_bound`)."""
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ configuration forced, compiled once, and every launch it makes run on random inp
 
 Shared by the matmul tiles (compiler/matmul_tuning.py), the attention blocks (compiler/attention_tuning.py)
 and the row-kernel shapes (compiler/row_tuning.py): what they tune differs, how a candidate is timed does
-not. Float inputs are random values of their element type (scalars too: 0-d arrays), int and bool inputs zeros (an index that is valid
-for any table, a mask that selects nothing: the kernel does the same work); outputs and scratch buffers get
-their own element types.
+not. Float inputs are random values of their element type (scalars too: 0-d arrays), int and bool inputs zeros
+(an index that is valid for any table, a mask that selects nothing: the kernel does the same work); outputs and
+scratch buffers get their own element types. Before they are timed, a tuning's candidates may be compiled at
+once in worker processes (`compile_candidates_ahead`, compiler/compile_pool.py).
 """
 
 from __future__ import annotations
