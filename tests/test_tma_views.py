@@ -4,8 +4,8 @@ the program's batch index, merged batch dimensions as one), broadcast ones (a ba
 drops out), a batch no right operand varies along, folded into the rows (`row_axes`: x's 2-D map holds
 the rows of every batch element), and `a.T @ b` (A stored K x M, a weight gradient's layout: its blocks copied as
 stored and read M-major by wgmma, `mma_layout.m_major_a`). Checked: the simulator against NumPy, shapes with tails
-included; the tensor maps
-and ptxas sm_90a on both PTX paths; sm_80 and `TINYTON_TMA=0` keep cp.async; on the GPU, against NumPy."""
+included; the tensor maps and ptxas sm_90a on both PTX paths; sm_80 and `TINYTON_TMA=0` keep cp.async; on the GPU,
+against NumPy."""
 
 from __future__ import annotations
 
