@@ -71,7 +71,7 @@ def scaled(x, w, scale_x, scale_w):
 
 
 FLOAT8_TILES = [MatmulTiles(128, 128, 128, 8, 4), MatmulTiles(64, 128, 128, 4, 4), MatmulTiles(128, 128, 64, 8, 3),
-                MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True)]
+                MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True), MatmulTiles(128, 128, 256, 8, 3, warp_specialize=True)]
 
 
 @pytest.mark.parametrize("toolchain", TOOLCHAINS)

@@ -169,13 +169,16 @@ FLOAT8_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(128, 128, 128, 8, 4),
     MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True),
     MatmulTiles(64, 128, 128, 4, 4),
+    MatmulTiles(128, 128, 256, 8, 3, warp_specialize=True),
 )
-"""Float8 tiles whose K step is 128 elements: 128 bytes, what a 64-deep step of 16-bit operands reads. A promoted
-float8 dot waits for its last wgmma before its iteration's slot is released, so a 64-deep step drained the tensor
-cores every two k32 wgmmas (the 2026-12-03 H200 suite: `tt.scaled_matmul` at ~350 TFLOPS on the CANDIDATES,
-`torch._scaled_mm` at 1,250); measured beside CANDIDATES for float8 products of more than SKINNY_ROWS rows (the
-warp-specialised one where those are; ptxas -v: no spills for `x @ w.T`, 21 bytes for the warp-specialised one
-where B is stored K x N and goes through registers to be transposed)."""
+"""Float8 tiles whose K step is 128 or 256 elements (128 bytes a row: what a 64-deep step of 16-bit operands reads;
+or two such panels), measured beside CANDIDATES for float8 products of more than SKINNY_ROWS rows (the
+warp-specialised ones where those are). Each iteration's promoted dot runs as two chains, the second left running
+into the next iteration, whose top waits for it (`tt.promoted_dot`): the deeper the step, the rarer that wait. On the
+H200 (2026-12-03) the 128-deep tiles took `tt.scaled_matmul` from ~350 to ~1,000 TFLOPS at 4096^3 (81 % of
+`torch._scaled_mm`); the 256-deep one was added after that run, not yet measured. ptxas -v: no spills for
+`x @ w.T`; 21 bytes for the 128-deep warp-specialised one where B is stored K x N and goes through registers to be
+transposed."""
 
 WGMMA_ROWS = 64
 FLOAT8_SKINNY_CANDIDATES: tuple[MatmulTiles, ...] = (MatmulTiles(64, 128, 128, 4, 4), MatmulTiles(64, 64, 128, 4, 6))
