@@ -60,8 +60,7 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()))
     samples: Samples = {}
     timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
-    ahead = partial(compile_candidates_ahead, attention_module(p), True, "choose_blocks", sm_count=device.sm_count)
-    return TUNER.choose(key, options, timer, default=default_blocks(p), ahead=ahead)
+    return TUNER.choose(key, options, timer, default=default_blocks(p), ahead=partial(_compile_ahead, p, device.sm_count))
 
 
 _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0xfff0000000000000"}
@@ -98,6 +97,11 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     func.return %o : {o}
 }}"""
     return Parser(tinyton_context(), text).parse_module()
+
+
+def _compile_ahead(p: AttentionProblem, sm_count: int, options: list[Blocks]) -> None:
+    """Every candidate's kernels compiled at once, in worker processes, before they are timed one by one."""
+    compile_candidates_ahead(attention_module(p), True, "choose_blocks", options, sm_count=sm_count)
 
 
 def _timer(p: AttentionProblem, blocks: Blocks, sm_count: int, samples: Samples | None = None) -> Timer:

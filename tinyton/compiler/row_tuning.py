@@ -36,10 +36,14 @@ def row_shape(problem: RowProblem) -> RowShape:
         return default_row_shape(p)
     key = (driver.device().name, p.dtype, p.fingerprint, p.shape_class())
     samples: Samples = {}
-    assert p.region is not None
-    ahead = partial(compile_candidates_ahead, region_program(p.region), True, "choose_rows")
     return TUNER.choose(key, options, lambda shape: shape_timer(p, shape, samples), default=default_row_shape(p),
-                        ahead=ahead)
+                        ahead=partial(_compile_ahead, p))
+
+
+def _compile_ahead(p: RowProblem, options: list[RowShape]) -> None:
+    """Every candidate's kernel compiled at once, in worker processes, before they are timed one by one."""
+    assert p.region is not None
+    compile_candidates_ahead(region_program(p.region), True, "choose_rows", options)
 
 
 def shape_timer(p: RowProblem, shape: RowShape, samples: Samples | None = None) -> Timer:

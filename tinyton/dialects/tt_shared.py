@@ -192,8 +192,7 @@ class PromotedDotOp(IRDLOperation):
     a `max_num_imprecise_acc` dot, tinyton/lowering/tt_to_llvm/float8_dot.py): its K steps go in chains of
     wgmmas, each into a fresh partial; `result` is `acc` plus `pending` (the previous iteration's last chain,
     waited for before this tile's first chain is issued, added while it runs) plus every chain but the last,
-    added in f32; the last
-    chain is `pending_out`, still running (read it through `tt.dot_wait`). `result + pending_out` is
+    added in f32; the last chain is `pending_out`, still running (read it through `tt.dot_wait`). `result + pending_out` is
     `acc + pending + a @ b`. Carrying the running chain's registers to the next iteration, where the same
     registers are read, spares the tensor cores the drain a promoted `tt.dot` ends with."""
 

@@ -280,7 +280,8 @@ class _Program(ScoreSteps):
         cols, col_ok = self._columns(j, masked)
         kt = self._key_block(j, cols, col_ok)
         zero = em.const(0.0, f32, (self.bm, self.bn))
-        s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)))
+        imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
@@ -290,7 +291,8 @@ class _Program(ScoreSteps):
         v = self._value_block(j, col_ok, dv_cols)
         scaled = em.binary(tt.MulOp, acc, alpha)
         p = em.cast(p, element_type(self.att.v.type))
-        acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)))
+        imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise))
         return [m_new, l_new, acc_new]
 
     def _precision(self, a: SSAValue) -> str:

@@ -41,8 +41,8 @@ FLOAT8_IMPRECISE_ACC = 128
 """`max_num_imprecise_acc` of an array program's float8 dot: at most 128 products (four k32 wgmmas) summed in
 Hopper's ~13-bit float8 accumulator before the partial is added in f32 (NumPy's f32 accumulation, as cuBLAS's
 `torch._scaled_mm` without `use_fast_accum`), DeepSeek-V3's interval, not Triton's kernel default of the whole K.
-The tiles' K steps are at most 128, so each iteration's partial is one chain the pipeliner keeps in flight
-(`float8_dot.one_chain`)."""
+In a pipelined K loop each iteration's dot is two chains of at most 128 products, the second left running into
+the next iteration (`tt.promoted_dot`, `float8_dot.chain_in_flight`)."""
 
 
 ATTENTION_FLOAT8_IMPRECISE_ACC = 32

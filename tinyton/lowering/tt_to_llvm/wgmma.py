@@ -165,21 +165,14 @@ def _along_k(tile: Swizzle, kk: int) -> int:
     return kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * tile.elem_bytes
 
 
-def _a_offset(tile: Swizzle, row: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
-    """Byte offset of A's block at row `row`, K step `kk`: K-major (M x K tile), rows `row`.. and the step's bytes
-    along the row; M-major (K x M, `m_major_a`), as an MN-major B's."""
-    if k_major:
-        return ctx.int_op("add", ctx.int_op("mul", row, ctx.const(tile.row_bytes)), ctx.const(_along_k(tile, kk)))
-    return _b_offset(tile, row, kk, False, ctx)
-
-
-def _b_offset(tile: Swizzle, col: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
-    """Byte offset of B's block at column `col`, K step `kk`: K-major (N x K tile), rows `col`.. and the
-    step's bytes along the row, as A's; MN-major (K x N), the panel of `col` and rows `kk`.."""
+def _block_offset(tile: Swizzle, start: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
+    """Byte offset of an operand's block at row or column `start` (A's rows, B's columns), K step `kk`: K-major
+    (an M x K or N x K tile), rows `start`.. and the step's bytes along the row; MN-major (K x M or K x N), the
+    panel of `start` and rows `kk`.."""
     if k_major:
         along = _along_k(tile, kk)
-        return ctx.int_op("add", ctx.int_op("mul", col, ctx.const(tile.row_bytes)), ctx.const(along))
-    panel = ctx.int_op("lshr", col, ctx.const(tile.panel_cols.bit_length() - 1))
+        return ctx.int_op("add", ctx.int_op("mul", start, ctx.const(tile.row_bytes)), ctx.const(along))
+    panel = ctx.int_op("lshr", start, ctx.const(tile.panel_cols.bit_length() - 1))
     return ctx.int_op("add", ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), ctx.const(kk * tile.row_bytes))
 
 
@@ -236,9 +229,9 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
             a: SSAValue | list[SSAValue] = a_words[i][kk // step]
         else:
             row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
-            a = _descriptor(ctx, a_base, _a_offset(a_tile, row, kk, m_major is None, ctx), a_bits)
+            a = _descriptor(ctx, a_base, _block_offset(a_tile, row, kk, m_major is None, ctx), a_bits)
         col = ctx.int_op("add", col0, ctx.const(j * tiling.instr_n * tiling.groups_n))
-        b_desc = _descriptor(ctx, b_base, _b_offset(bt, col, kk, k_major is not None, ctx), b_bits)
+        b_desc = _descriptor(ctx, b_base, _block_offset(bt, col, kk, k_major is not None, ctx), b_bits)
         return _wgmma(ctx, (len(group) * tiling.instr_n, step), types, a, b_desc, (trans_a, trans_b), block)
 
     blocks = [(i, j, (i * tiling.reps_n + j) * per) for i in range(tiling.reps_m) for j in range(tiling.reps_n)]
@@ -256,17 +249,20 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
             ctx.insert(nvvm.WgmmaCommitGroupOp())
             return into
 
+        def add(base: int, done: list[SSAValue]) -> None:
+            """Add a finished partial to the f32 accumulator's registers from `base`."""
+            acc[base : base + per] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc[base : base + per], done)]
+
         def promote(base: int, partial: list[SSAValue], pending: int) -> None:
             """Wait until at most `pending` chains run (this one is done), then add its partial in f32."""
-            done = _wait(ctx, pending, partial)
-            acc[base : base + per] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc[base : base + per], done)]
+            add(base, _wait(ctx, pending, partial))
 
         if isinstance(op, tt.PromotedDotOp):
             half = chain_in_flight(op, ctx.num_warps)
             assert half is not None and len(blocks) == 1, "a promoted dot in flight is one block of two chains"
-            carried = _wait(ctx, 0, list(ctx.get(op.pending, layout)))
+            carried = _wait(ctx, 0, list(ctx.get(op.pending, layout)))  # before the first chain: see the docstring
             partial = chain(0, half, None)
-            acc[:] = [ctx.value(llvm.FAddOp(x, y)) for x, y in zip(acc, carried)]
+            add(0, carried)
             ctx.set(op.pending_out, layout, chain(half, half, None))  # runs on into the next iteration
             promote(0, partial, 1)
             return acc
