@@ -144,10 +144,23 @@ def test_gemv_form_is_a_candidate_of_one_row_only():
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 def test_gemv_form_compiles_without_spills():
-    """ptxas -v (sm_90a) on the decode projection in each GEMV form: no spills, no dot, and the weights read
-    by 16-byte vector loads."""
+    """ptxas -v (sm_90a) on the decode projection in each GEMV form: no spills, no dot, the weights read by
+    16-byte vector loads, and its K loop works in the layout the tiles are loaded in: no tile goes through
+    shared memory there (the RMSNorm's row scale is broadcast in registers, the tiles loaded a step ahead are
+    loaded in the layout the products want; each step converted x and w through shared memory, three
+    barriers, until 2026-12-03)."""
     for t, ptx, _ in _decode_projection_kernels(GEMV_CANDIDATES):
         assert "mma" not in ptx and "ld.global.v4" in ptx, t
+        k_loop = max(_loops(ptx), key=lambda body: body.count("ld.global"))
+        assert "bar.sync" not in k_loop and "st.shared" not in k_loop, t
+
+
+def _loops(ptx: str) -> list[str]:
+    """The text of each PTX loop: from a label to the branch back to it."""
+    lines = ptx.splitlines()
+    labels = {line.split(":")[0]: i for i, line in enumerate(lines) if line.startswith("$L__BB")}  # llc comments them
+    return ["\n".join(lines[labels[label] : i]) for i, line in enumerate(lines)
+            for label in labels if "bra" in line and line.rstrip().endswith(f"{label};") and labels[label] < i]  # fmt: skip
 
 
 def _problem(fn, *args) -> tuple[int, int, int, int]:

@@ -62,3 +62,29 @@ func.func @norm_qkv(%x: tensor<2x64xf32>, %g: tensor<64xbf16>, %wq: tensor<48x64
 // KERNEL:           %[[A:.+]] = tt.cast %[[H]] : tensor<16x32xf32> -> tensor<16x32xbf16>
 // KERNEL:           tt.dot %[[A]], %{{.+}}, %{{.+}} : tensor<16x32xbf16>, tensor<32x64xbf16> -> tensor<16x64xf32>
 // KERNEL:           scf.yield %{{.+}}, %[[XN]], %[[GN]]
+
+// One row (a batch-1 decode step) in the product's 16-row tile: the statistics loop reads the row alone, `[1, K]`,
+// in one step (as `[16, BK]` tiles of the product's K step it was K / BK dependent loads before the first product):
+func.func @norm_one_row(%x: tensor<1x2048xf32>, %g: tensor<2048xbf16>, %wq: tensor<256x2048xbf16>) -> tensor<1x256xbf16> {
+  %sq = tta.mul %x, %x : tensor<1x2048xf32>, tensor<1x2048xf32> -> tensor<1x2048xf32>
+  %ms = tta.reduce_mean %sq axis = 1 keepdims : tensor<1x2048xf32> -> tensor<1x1xf32>
+  %eps = tta.constant 9.99999974E-6 : f32 -> f32
+  %a = tta.add %ms, %eps : tensor<1x1xf32>, f32 -> tensor<1x1xf32>
+  %r = tta.rsqrt %a : tensor<1x1xf32>
+  %n = tta.mul %x, %r : tensor<1x2048xf32>, tensor<1x1xf32> -> tensor<1x2048xf32>
+  %gf = tta.cast %g : tensor<2048xbf16> -> tensor<2048xf32>
+  %h = tta.mul %n, %gf : tensor<1x2048xf32>, tensor<2048xf32> -> tensor<1x2048xf32>
+  %hb = tta.cast %h : tensor<1x2048xf32> -> tensor<1x2048xbf16>
+  %wqt = tta.transpose %wq permutation = [1, 0] : tensor<256x2048xbf16> -> tensor<2048x256xbf16>
+  %q = tta.matmul %hb, %wqt : tensor<1x2048xbf16>, tensor<2048x256xbf16> -> tensor<1x256xbf16>
+  func.return %q : tensor<1x256xbf16>
+}
+
+// KERNEL-LABEL: builtin.module @norm_one_row_{{[0-9]+}}_matmul_epilogue
+// KERNEL:         %[[S0:.+]] = tt.load {{.+}} : tensor<1x2048x!tt.ptr<f32>> -> tensor<1x2048xf32>
+// KERNEL:         %[[SS:.+]], %{{.+}} = scf.for %[[K:.+]] = %{{.+}} to %[[END:.+]] step %[[END]] iter_args(%{{.+}} = %{{.+}}, %[[X:.+]] = %[[S0]])
+// KERNEL:           tt.mul %[[X]], %[[X]] : tensor<1x2048xf32>
+// KERNEL:         tt.reduce_sum %[[SS]] axis = 1 : tensor<1x2048xf32>
+// KERNEL:         tt.rsqrt %{{.+}} : tensor<1x1xf32>
+// KERNEL:         scf.for
+// KERNEL:           tt.dot {{.+}} : tensor<16x32xbf16>, tensor<32x64xbf16> -> tensor<16x64xf32>

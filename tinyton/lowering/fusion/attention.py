@@ -279,6 +279,9 @@ class _Program(ScoreSteps):
         em = self.em
         cols, col_ok = self._columns(j, masked)
         kt = self._key_block(j, cols, col_ok)
+        # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a decode
+        # step) its load then overlaps the scores and the softmax instead of waiting for them
+        v = self._value_block(j, col_ok, dv_cols)
         zero = em.const(0.0, f32, (self.bm, self.bn))
         imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
         s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
@@ -288,7 +291,6 @@ class _Program(ScoreSteps):
         p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
-        v = self._value_block(j, col_ok, dv_cols)
         scaled = em.binary(tt.MulOp, acc, alpha)
         p = em.cast(p, element_type(self.att.v.type))
         imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)

@@ -48,11 +48,11 @@ def evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf) 
         env[op.results[0]] = args[0] if isinstance(op, tta.ReshapeOp) else rg.elementwise(op, args)
 
 
-def k_tiles(rg, k0: SSAValue, bounded: bool = False,
-             bk: int | None = None) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:  # fmt: skip
+def k_tiles(rg, k0: SSAValue, bounded: bool = False, bk: int | None = None,
+            one_row: bool = False) -> tuple[SSAValue | None, Callable[[SSAValue], SSAValue]]:  # fmt: skip
     """The mask of the K chunk at `k0` (None: K divides, unless `bounded`: a chunk that may start past K) and a
     loader of the `[BM or 1, BK or 1]` tile of an array in memory read in the K loop (its map: `rg.dom.k_maps`;
-    `bk`: a K step other than the product's)."""
+    `bk`: a K step other than the product's; `one_row`: `[1, BK]` tiles of a product of one row, read at row 0)."""
     em, n, bk = rg.em, len(rg.dom.shape), bk or rg.geom.notes["BK"]
     m_src = rg.geom.source_of(n - 2)
     K = shape_of(rg.dom.matmul.lhs.type)[-1]
@@ -62,6 +62,8 @@ def k_tiles(rg, k0: SSAValue, bounded: bool = False,
     def load(value: SSAValue) -> SSAValue:
         view = rg.dom.view(value)
         strides, k_stride = _operand_strides(view, rg.dom.k_maps[value])
+        if one_row:  # the one row's offset along the row axes is 0
+            strides = {a: st for a, st in strides.items() if a not in m_src.axes}
         rows = any(a in strides for a in m_src.axes)
         shape = (m_src.block if rows else 1, bk if k_stride else 1)
         key = ("k-loop rows", view.base, tuple(sorted(strides.items())), view.offset, shape)
@@ -132,8 +134,10 @@ def finish_row(rg, red: tta.ReduceOp, acc: SSAValue, K: int) -> SSAValue:
 
 
 ROW_STATISTICS_STEP = 4096
-"""The K step of a one-row product's statistics loop: a decode step's 2048- or 4096-wide row in one step (at
-the product's 512, its RMSNorm waited on four dependent loads before the weights' first)."""
+"""The most K elements a step of a one-row product's statistics loop reads: a decode step's 2048- or 4096-wide
+row in one step (at the product's 512, its RMSNorm waited on four dependent loads before the weights' first)."""
+ROW_STATISTICS_LANES = 32
+"""The most elements of a one-row statistics step each thread holds (a `[1, BK]` f32 tile, loaded one step ahead)."""
 
 
 def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
@@ -142,37 +146,41 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     em, op = rg.em, rg.dom.matmul
     K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
     m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
-    bm = m_src.block
-    if bm == 1:
-        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP))
-    init = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _, _ in stats]
+    # one row (a batch-1 decode step), in a tile of 1 or of 16 rows: the row alone, in a few wide steps (16-row
+    # tiles of the product's K step made the gate/up projection's RMSNorm 16 dependent loads before its weights')
     chains = [o for _, _, chain in stats for o in chain]
+    one_row = m_src.extent == 1 and all(rg.root.get(v) is None for o in chains for v in o.operands)
+    bm = 1 if one_row else m_src.block
+    if one_row:
+        lanes = ROW_STATISTICS_LANES * 32 * rg.geom.num_warps
+        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP, lanes))
+    init = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _, _ in stats]
     leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *prologue_leaves(rg, chains)]))
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True, bk=bk)
-        k_mask, load = k_tiles(rg, k0, bk=bk)
+        next_tiles = tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True, bk=bk, one_row=one_row)
+        k_mask, load = k_tiles(rg, k0, bk=bk, one_row=one_row)
         env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[len(stats) :]))
         out = []
         for (red, _, chain), part in zip(stats, carried):
             evaluate(rg, chain, env, load)
             value = em.to_shape(env[red.input], (bm, bk))
-            mask = em.and_(k_mask, m_src.mask)  # rows past M hold the identity too (`finish_row` may sum rows)
+            mask = em.and_(k_mask, None if one_row else m_src.mask)  # rows past M hold the identity (`finish_row` may sum rows)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, masked_identity(em, red, value, mask)))
         return [*out, *next_tiles]
 
-    results = em.for_loop(0, K, bk, [*init, *tiles_at(rg, leaves, em.i32(0), bk=bk)], body)
+    results = em.for_loop(0, K, bk, [*init, *tiles_at(rg, leaves, em.i32(0), bk=bk, one_row=one_row)], body)
     for (red, _, _), acc in zip(stats, results):
         rg.root.memo[red.result] = finish_row(rg, red, acc, K)
 
 
-def tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False,
-              bk: int | None = None) -> list[SSAValue]:  # fmt: skip
-    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K); none, and no
-    index arithmetic, for a plain left operand."""
+def tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False, bk: int | None = None,
+             one_row: bool = False) -> list[SSAValue]:  # fmt: skip
+    """The K tiles at `k0` of the arrays `leaves` (`bounded`: masked where `k0` may be past K; `one_row`: as
+    `k_tiles`); none, and no index arithmetic, for a plain left operand."""
     if not leaves:
         return []
-    load = k_tiles(rg, k0, bounded, bk)[1]
+    load = k_tiles(rg, k0, bounded, bk, one_row)[1]
     return [load(v) for v in leaves]
 
 

@@ -13,15 +13,20 @@ A load through free pointers is *flexible*: its default layout only holds until 
 user needs another one (an elementwise op taking a reduction result's or another load's
 layout, a broadcast into a 2-D layout); then the load is pinned to that layout (seen
 back through `expand_dims`/`broadcast`) and the assignment runs again, so the tile is
-loaded where it is needed instead of converted through shared memory.
+loaded where it is needed instead of converted through shared memory. A loop's carried tile
+whose initial value is such a load (a tile loaded K steps ahead) is flexible too: the load
+before the loop and the body's load of the next step's are pinned to the layout the body's
+users want. A broadcast of a one-element tile (RMSNorm's row scale of a one-row product) is
+free: every thread holds that element in any layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from math import prod
 
 from xdsl.dialects import func, scf
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
@@ -40,12 +45,23 @@ consumer asks for (a tensor-core dot reads it with `ldmatrix` and never asks).""
 PASS_THROUGH = (*ELEMENTWISE, tt.ExpandDimsOp, tt.BroadcastOp, tt.TransOp)
 """Ops whose result is free (or flexible) when their tile operands are."""
 
-_ROUNDS = 3
-"""Re-analyses of a loop body (or of the kernel, for pinned loads) before settling."""
+_ROUNDS = 5
+"""Re-analyses of a loop body (or of the kernel, for pinned loads) before settling: a tile carried `d` iterations
+ahead (a GEMV's loads `num_stages - 1` K steps ahead) settles its `d` carried copies one round each."""
 
 
 def is_tile(value: SSAValue) -> bool:
     return bool(tt.shape_of(value.type))
+
+
+def _carried_as(user: Operation, index: int) -> SSAValue | None:
+    """The body argument of an `scf.for` that operand `index` of `user` becomes: an initial value of the loop's,
+    or a value its body yields; None for any other use."""
+    if isinstance(user, scf.ForOp) and index >= 3:  # lower bound, upper bound, step, then the initial values
+        return user.body.block.args[1 + index - 3]
+    if isinstance(user, scf.YieldOp) and isinstance(loop := user.parent_op(), scf.ForOp):
+        return loop.body.block.args[1 + index]
+    return None
 
 
 class LayoutAssignment:
@@ -77,31 +93,42 @@ class LayoutAssignment:
         return blocked(tt.shape_of(value.type), self.num_warps, vec)
 
     def anchor(self, values: Iterable[SSAValue | None], fallback: SSAValue) -> Layout:
-        """The layout of the first fixed tile among `values` of `fallback`'s shape, else of
-        the first flexible one, else `fallback`'s default."""
+        """The layout of the first fixed tile among `values` of `fallback`'s shape, else of the first flexible
+        one, preferring a tile that is neither carried by a loop nor broadcast (a GEMV's product of the weights'
+        tile and the broadcast row, added to a carried accumulator, takes the weights' 16-byte loads' layout,
+        not the broadcast's or the f32 accumulator's default), else `fallback`'s default."""
         shape = tt.shape_of(fallback.type)
         tiles = [v for v in values if v is not None and tt.shape_of(v.type) == shape and v not in self.free]
         if not tiles:
             return self.default(fallback)
-        return self.layout[min(tiles, key=lambda v: v in self._flexible)]
+
+        def rank(v: SSAValue) -> tuple[bool, bool, bool]:
+            return v in self._flexible, isinstance(v, BlockArgument), isinstance(v.owner, tt.BroadcastOp)
+
+        return self.layout[min(tiles, key=rank)]
 
     def _wanted(self, value: SSAValue, memo: dict[SSAValue, Layout | None]) -> Layout | None:
         """A layout, other than its own, that a user of the flexible `value` needs it in (`memo` holds the
-        answer for the flexible values defined after it)."""
+        answer for the flexible values defined after it). A tile a loop carries (loaded one K step ahead) is
+        wanted as the body's users of it want it, initial value and next iteration's alike."""
         for use in value.uses:
             user = use.operation
-            if len(user.results) != 1 or not is_tile(result := user.results[0]):
+            arg = _carried_as(user, use.index)
+            if arg is not None:
+                wanted = memo.get(arg) or self.layout.get(arg)
+            elif len(user.results) != 1 or not is_tile(result := user.results[0]):
                 continue
-            deeper = memo[result] if result in self._flexible else None
-            match user:
-                case tt.ExpandDimsOp():
-                    wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
-                case tt.BroadcastOp():
-                    wanted = (deeper or self.layout[result]).project(tt.shape_of(value.type))
-                case _ if isinstance(user, ELEMENTWISE):
-                    wanted = deeper or self.layout[result]
-                case _:
-                    wanted = None
+            else:
+                deeper = memo[result] if result in self._flexible else None
+                match user:
+                    case tt.ExpandDimsOp():
+                        wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
+                    case tt.BroadcastOp():
+                        wanted = (deeper or self.layout[result]).project(tt.shape_of(value.type))
+                    case _ if isinstance(user, ELEMENTWISE):
+                        wanted = deeper or self.layout[result]
+                    case _:
+                        wanted = None
             if wanted is not None and wanted != self.layout[value]:
                 return wanted
         return None
@@ -148,7 +175,9 @@ class LayoutAssignment:
 
     def _assign(self, op: Operation, result: SSAValue) -> None:
         tiles = [v for v in op.operands if is_tile(v)]
-        if isinstance(op, SOURCES) or isinstance(op, PASS_THROUGH) and all(v in self.free for v in tiles):
+        if isinstance(op, SOURCES) or isinstance(op, PASS_THROUGH) and all(v in self.free for v in tiles) or (
+            isinstance(op, tt.BroadcastOp) and prod(tt.shape_of(op.input.type)) == 1  # every thread holds it
+        ):
             self.free.add(result)
         elif isinstance(op, tt.LoadOp) and all(v in self.free for v in tiles) or (
             isinstance(op, PASS_THROUGH) and all(v in self.free or v in self._flexible for v in tiles)
@@ -205,6 +234,8 @@ class LayoutAssignment:
                 self._flexible[arg] = None
             elif is_tile(init):
                 self.layout[arg] = self.layout[init]
+                if init in self._flexible:  # a tile loaded ahead: loaded in the layout the body wants it in
+                    self._flexible[arg] = None
         for _ in range(_ROUNDS):
             self._visit_block(body)
             changed = False
