@@ -230,7 +230,7 @@ GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(1, 4, 1024, 4, 3),
     MatmulTiles(1, 8, 512, 4, 2),
     MatmulTiles(1, 8, 512, 4, 3),
-    MatmulTiles(1, 4, 2048, 8, 2),
+    MatmulTiles(1, 4, 2048, 4, 2),
     MatmulTiles(1, 16, 256, 4, 3),
     MatmulTiles(1, 4, 512, 4, 2),
     MatmulTiles(1, 4, 512, 4, 3),
@@ -240,7 +240,10 @@ GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
 512-wide projection has 128 programs, each streaming `[BN, BK]` tiles of 2 KiB to 16 KiB, `num_stages - 1` K
 steps loaded ahead in registers (the small tiles for regions of three or four dots: Llama's query and
 key/value projections with RoPE; on the H200 of 2026-12-02 one step ahead left their 128 programs waiting on
-each load, the 1B key/value projection at 0.45 TB/s)."""
+each load, the 1B key/value projection at 0.45 TB/s). All on 4 warps, so that consecutive GEMV kernels are one launch
+(`launch_groups.py` groups kernels of one warp count): on the H200 (2026-12-03) the second layer's key/value region
+took an 8-warp tile then (13.4 µs in the tuner against 13.2 for the first layer's 4-warp one), and its query and
+key/value projections ran as two launches, 5.1 + 5.6 µs, against 6.4 µs for the first layer's one."""
 
 SPLIT_K_PROGRAMS = 528
 """Most programs of a split-K candidate of a skinny tile (four an SM of an H200's 132): a decode batch's key/value
