@@ -1,4 +1,5 @@
 // RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s
+// RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s --check-prefix=KERNEL
 
 // A decode step's mask `arange(T) <= pos` with `pos` a one-element input: an index mask with a run-time
 // term, computed inside the attention kernel (pos is read there) instead of a kernel of its own.
@@ -26,3 +27,12 @@ func.func @decode_mask(%q: tensor<4x1x4xf32>, %k: tensor<4x16x4xf32>, %v: tensor
 // CHECK:           tta.arange
 // CHECK:           tta.cmp "le"
 // CHECK-NOT:     tta.fusion
+
+// pos is read once, before the KV loops (the key limit that ends them and every block's mask use that read; each
+// block read it again until 2026-12-03, its mask then waiting on that load):
+// KERNEL-LABEL: func.func @decode_mask_0_attention
+// KERNEL:         tt.load %pos : !tt.ptr<i32> -> i32
+// KERNEL-NOT:     tt.load %pos
+// KERNEL:         scf.for
+// KERNEL-NOT:     tt.load %pos
+// KERNEL:         func.return

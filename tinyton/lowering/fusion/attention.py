@@ -57,6 +57,7 @@ class _Program(ScoreSteps):
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
+        self.scalars = {}
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -141,6 +142,7 @@ class _Program(ScoreSteps):
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
+        self._read_scalars()
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]

@@ -39,6 +39,8 @@ class ScoreSteps:
 
     em: Emitter
     att: Attention
+    scalars: dict[SSAValue, SSAValue]
+    """The one-element integer inputs of the index masks, read before the KV loops (`_read_scalars`)."""
     pointers: dict[SSAValue, SSAValue]
     bm: int
     bn: int
@@ -47,13 +49,29 @@ class ScoreSteps:
     _matrix_strides: Callable[[SSAValue], tuple[int, int]]
 
     def _affine_value(self, affine: Affine) -> SSAValue:
-        """An index expression's constant and one-element-input part (i32), the inputs read here."""
+        """An index expression's constant and one-element-input part (i32), the inputs read by `_read_scalars`
+        (before the KV loops) or here."""
         em = self.em
         value: SSAValue = em.i32(affine.const)
         for scalar, coef in affine.scalars:
-            read = em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
+            read = self.scalars.get(scalar) or em.cast(em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
             value = em.add(value, em.mul_int(read, coef))
         return value
+
+    def _read_scalars(self) -> None:
+        """Read the one-element integer inputs of the index masks (a decode step's position) once, before the KV
+        loops, for every block to use: read in the loop, each block's mask waited on its own load of it."""
+        masks = [m for step in self.att.steps for v in step.others if (m := index_mask(v)) is not None]
+        masks += [select.mask for select in (self.att.k_select, self.att.v_select) if select is not None]
+        affines = [self.att.key_limit] if self.att.key_limit is not None else []
+        while masks:
+            mask = masks.pop()
+            if isinstance(mask, Logic):
+                masks += mask.parts
+            else:
+                affines.append(mask.lhs)
+        for scalar in dict.fromkeys(scalar for affine in affines for scalar, _ in affine.scalars):
+            self.scalars[scalar] = self.em.cast(self.em.emit(tt.LoadOp(self.pointers[scalar], None, None)), i32)
 
     def _mask_tile(self, mask: Mask, rows: SSAValue, cols: SSAValue) -> SSAValue:
         """An index mask (tinyton/analysis/attention.py) on this block: a `[BM, BN]` (or broadcastable) i1 tile."""
