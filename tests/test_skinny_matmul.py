@@ -156,11 +156,16 @@ def test_gemv_form_compiles_without_spills():
 
 
 def _loops(ptx: str) -> list[str]:
-    """The text of each PTX loop: from a label to the branch back to it."""
+    """The text of each PTX loop: from a label to the branch back to it (llc comments its labels)."""
     lines = ptx.splitlines()
-    labels = {line.split(":")[0]: i for i, line in enumerate(lines) if line.startswith("$L__BB")}  # llc comments them
-    return ["\n".join(lines[labels[label] : i]) for i, line in enumerate(lines)
-            for label in labels if "bra" in line and line.rstrip().endswith(f"{label};") and labels[label] < i]  # fmt: skip
+    starts: dict[str, int] = {}
+    loops = []
+    for i, line in enumerate(lines):
+        if line.startswith("$L__BB"):
+            starts[line.split(":")[0]] = i
+        elif "bra" in line and (target := line.split()[-1].rstrip(";")) in starts:
+            loops.append("\n".join(lines[starts[target] : i]))
+    return loops
 
 
 def _problem(fn, *args) -> tuple[int, int, int, int]:

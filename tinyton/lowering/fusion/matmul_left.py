@@ -165,7 +165,8 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
         for (red, _, chain), part in zip(stats, carried):
             evaluate(rg, chain, env, load)
             value = em.to_shape(env[red.input], (bm, bk))
-            mask = em.and_(k_mask, None if one_row else m_src.mask)  # rows past M hold the identity (`finish_row` may sum rows)
+            # rows past M hold the identity too (`finish_row` may sum rows)
+            mask = em.and_(k_mask, None if one_row else m_src.mask)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, masked_identity(em, red, value, mask)))
         return [*out, *next_tiles]
 
