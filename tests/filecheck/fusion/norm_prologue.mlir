@@ -39,14 +39,16 @@ func.func @norm_qkv(%x: tensor<2x64xf32>, %g: tensor<64xbf16>, %wq: tensor<48x64
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return %q, %k, %v
 
-// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g;
-// both loops load their tiles one K step ahead (the first before the loop) and carry them in registers:
+// The statistics loop, then the product's loop computing the bf16 tile of the operand from tiles of x and g; the
+// statistics loop loads its tiles up to four K steps ahead (here K's two), the product's loop one step ahead, the
+// first ones before the loop, and both carry them in registers:
 // KERNEL-LABEL: builtin.module @norm_qkv_1_matmul_epilogue
 // KERNEL:         %[[S0:.+]] = tt.load
-// KERNEL:         %[[SS:.+]], %{{.+}} = scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[X:.+]] = %[[S0]])
+// KERNEL:         %[[S1:.+]] = tt.load
+// KERNEL:         %[[SS:.+]], %{{.+}}, %{{.+}} = scf.for {{.+}} iter_args(%{{.+}} = %{{.+}}, %[[X:.+]] = %[[S0]], %[[Y:.+]] = %[[S1]])
 // KERNEL:           %[[SN:.+]] = tt.load
 // KERNEL:           tt.mul %[[X]], %[[X]] : tensor<16x32xf32>
-// KERNEL:           scf.yield %{{.+}}, %[[SN]]
+// KERNEL:           scf.yield %{{.+}}, %[[Y]], %[[SN]]
 // KERNEL:         tt.reduce_sum %[[SS]] axis = 1
 // KERNEL:         %[[R:.+]] = tt.rsqrt %{{.+}} : tensor<16x1xf32>
 // KERNEL:         %[[X0:.+]] = tt.load {{.+}} : tensor<16x32x!tt.ptr<f32>>, tensor<16x32xi1>, tensor<16x32xf32> -> tensor<16x32xf32>

@@ -16,7 +16,7 @@ from tinyton.analysis.domain import View
 from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.intmath import next_power_of_2
+from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
 from tinyton.lowering.fusion.region import inside_bounds
@@ -138,11 +138,19 @@ ROW_STATISTICS_STEP = 4096
 row in one step (at the product's 512, its RMSNorm waited on four dependent loads before the weights' first)."""
 ROW_STATISTICS_LANES = 32
 """The most elements of a one-row statistics step each thread holds (a `[1, BK]` f32 tile, loaded one step ahead)."""
+ROW_STATISTICS_AHEAD = 4
+"""Most K steps a statistics loop over several rows loads ahead, its `[BM, BK]` tiles carried in registers: a decode
+batch's RMSNorm over 16-row tiles of 128 is 16 steps for a 2048-wide row, each waiting on its own load when one
+step ahead."""
+ROW_STATISTICS_AHEAD_LANES = 64
+"""Most elements a thread holds of the tiles a statistics loop over several rows loads ahead (16 x 128 f32 tiles: two
+steps on 2 warps, four on 4; 64 x 128: one). ptxas -v (sm_90a) on a 48-row normed projection: four steps of 64 x 128
+took the padded 64-row tile from 168 to 254 registers a thread."""
 
 
 def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     """A loop over K before the products' computing `stats` (read by a left operand's prologue), into the
-    program scope's memo; its tiles are loaded one K step ahead, as the product's loop loads its prologue's."""
+    program scope's memo; its tiles are loaded ahead (one K step for one row, ROW_STATISTICS_AHEAD for more)."""
     em, op = rg.em, rg.dom.matmul
     K, bk = shape_of(op.lhs.type)[-1], rg.geom.notes["BK"]
     m_src = rg.geom.source_of(len(rg.dom.shape) - 2)
@@ -157,10 +165,19 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     init = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _, _ in stats]
     leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *prologue_leaves(rg, chains)]))
 
+    per_step = bm * bk * len(leaves) // (32 * rg.geom.num_warps)  # elements a thread holds of a step's tiles
+    affordable = ROW_STATISTICS_AHEAD_LANES // max(1, per_step)
+    depth = 1 if one_row else max(1, min(ROW_STATISTICS_AHEAD, cdiv(K, bk), affordable))
+
+    def step_tiles(k0: SSAValue, bounded: bool) -> list[SSAValue]:
+        return tiles_at(rg, leaves, k0, bounded, bk, one_row)
+
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        next_tiles = tiles_at(rg, leaves, em.add(k0, em.i32(bk)), bounded=True, bk=bk, one_row=one_row)
+        ring = carried[len(stats) :]
+        loaded, later = ring[: len(leaves)], ring[len(leaves) :]
+        next_tiles = [*later, *step_tiles(em.add(k0, em.i32(depth * bk)), bounded=True)]
         k_mask, load = k_tiles(rg, k0, bk=bk, one_row=one_row)
-        env: dict[SSAValue, SSAValue] = dict(zip(leaves, carried[len(stats) :]))
+        env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
         out = []
         for (red, _, chain), part in zip(stats, carried):
             evaluate(rg, chain, env, load)
@@ -170,7 +187,8 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
             out.append(em.binary(COMBINE[reduction_kind(red)], part, masked_identity(em, red, value, mask)))
         return [*out, *next_tiles]
 
-    results = em.for_loop(0, K, bk, [*init, *tiles_at(rg, leaves, em.i32(0), bk=bk, one_row=one_row)], body)
+    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=(i + 1) * bk > K)]
+    results = em.for_loop(0, K, bk, [*init, *tiles0], body)
     for (red, _, _), acc in zip(stats, results):
         rg.root.memo[red.result] = finish_row(rg, red, acc, K)
 
