@@ -27,11 +27,13 @@ from tinyton.lowering.fusion.matmul_left import (
     acc_element,
     evaluate,
     finish_row,
+    first_steps,
     k_tiles,
     masked_identity,
     masked_load,
     prologue_leaves,
     tiles_at,
+    turn_ring,
 )
 from tinyton.lowering.fusion.rotations import rotated_windows, swapped_halves
 from tinyton.lowering.fusion.split_k import range_bounds, sum_ranges
@@ -197,14 +199,11 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     assert not (split and stats), "a split K loop's row statistics come from a loop of their own"
     lb, ub = range_bounds(rg, K, bk) if split else (0, K)
     step_at = (lambda i: em.add(lb, em.i32(i * bk))) if split else (lambda i: em.i32(i * bk))
-    tiles0 = [t for i in range(depth) for t in step_tiles(step_at(i), bounded=split or (i + 1) * bk > K)]
-    per_step = len(tiles0) // depth
+    tiles0 = first_steps(step_tiles, depth, step_at, lambda i: split or (i + 1) * bk > K)
     accs = len(rights)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        ring = carried[accs + len(stats) :]
-        loaded, later = ring[:per_step], ring[per_step:]
-        next_tiles = [*later, *step_tiles(em.add(k0, em.i32(depth * bk)), bounded=True)]
+        loaded, next_tiles = turn_ring(em, carried[accs + len(stats) :], depth, bk, k0, step_tiles)
         if gemv:
             loaded, b_tiles = loaded[: len(loaded) - accs], loaded[len(loaded) - accs :]
             loaded, a_now = (loaded, []) if computed else (loaded[:-1], loaded[-1:])

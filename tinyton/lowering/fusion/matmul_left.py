@@ -158,14 +158,13 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
     # tiles of the product's K step made the gate/up projection's RMSNorm 16 dependent loads before its weights')
     chains = [o for _, _, chain in stats for o in chain]
     one_row = m_src.extent == 1 and all(rg.root.get(v) is None for o in chains for v in o.operands)
-    bm = 1 if one_row else m_src.block
+    bm, threads = 1 if one_row else m_src.block, 32 * rg.geom.num_warps
     if one_row:
-        lanes = ROW_STATISTICS_LANES * 32 * rg.geom.num_warps
-        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP, lanes))
+        bk = max(bk, min(next_power_of_2(K), ROW_STATISTICS_STEP, ROW_STATISTICS_LANES * threads))
     init = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _, _ in stats]
     leaves = list(dict.fromkeys([*(source for _, source, _ in stats), *prologue_leaves(rg, chains)]))
 
-    per_step = bm * bk * len(leaves) // (32 * rg.geom.num_warps)  # elements a thread holds of a step's tiles
+    per_step = bm * bk * len(leaves) // threads  # elements a thread holds of a step's tiles
     affordable = ROW_STATISTICS_AHEAD_LANES // max(1, per_step)
     depth = 1 if one_row else max(1, min(ROW_STATISTICS_AHEAD, cdiv(K, bk), affordable))
 
@@ -173,9 +172,7 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
         return tiles_at(rg, leaves, k0, bounded, bk, one_row)
 
     def body(k0: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        ring = carried[len(stats) :]
-        loaded, later = ring[: len(leaves)], ring[len(leaves) :]
-        next_tiles = [*later, *step_tiles(em.add(k0, em.i32(depth * bk)), bounded=True)]
+        loaded, next_tiles = turn_ring(em, carried[len(stats) :], depth, bk, k0, step_tiles)
         k_mask, load = k_tiles(rg, k0, bk=bk, one_row=one_row)
         env: dict[SSAValue, SSAValue] = dict(zip(leaves, loaded))
         out = []
@@ -187,7 +184,7 @@ def emit_row_statistics(rg, stats: Sequence[RowStatistic]) -> None:
             out.append(em.binary(COMBINE[reduction_kind(red)], part, masked_identity(em, red, value, mask)))
         return [*out, *next_tiles]
 
-    tiles0 = [t for i in range(depth) for t in step_tiles(em.i32(i * bk), bounded=(i + 1) * bk > K)]
+    tiles0 = first_steps(step_tiles, depth, lambda i: em.i32(i * bk), lambda i: (i + 1) * bk > K)
     results = em.for_loop(0, K, bk, [*init, *tiles0], body)
     for (red, _, _), acc in zip(stats, results):
         rg.root.memo[red.result] = finish_row(rg, red, acc, K)
@@ -201,6 +198,25 @@ def tiles_at(rg, leaves: Sequence[SSAValue], k0: SSAValue, bounded: bool = False
         return []
     load = k_tiles(rg, k0, bounded, bk, one_row)[1]
     return [load(v) for v in leaves]
+
+
+StepTiles = Callable[[SSAValue, bool], list[SSAValue]]
+"""The tiles a loop loads for the K step at `k0` (`bounded`: masked where `k0` may be past K)."""
+
+
+def first_steps(step_tiles: StepTiles, depth: int, start: Callable[[int], SSAValue],
+                bounded: Callable[[int], bool]) -> list[SSAValue]:  # fmt: skip
+    """The tiles of a loop's first `depth` K steps (step `i` at `start(i)`), loaded before it: the ring it carries."""
+    return [t for i in range(depth) for t in step_tiles(start(i), bounded(i))]
+
+
+def turn_ring(em: Emitter, ring: Sequence[SSAValue], depth: int, bk: int, k0: SSAValue,
+              step_tiles: StepTiles) -> tuple[list[SSAValue], list[SSAValue]]:  # fmt: skip
+    """The step at `k0`'s tiles (the ring's first `len(ring) // depth`), and the ring the next step gets: the later
+    steps' tiles, then those of the step `depth` ahead (masked: it may be past K)."""
+    per_step = len(ring) // depth
+    ahead = step_tiles(em.add(k0, em.i32(depth * bk)), True)
+    return list(ring[:per_step]), [*ring[per_step:], *ahead]
 
 
 def masked_load(em: Emitter, ptrs: SSAValue, mask: SSAValue | None, zero: SSAValue) -> SSAValue:
