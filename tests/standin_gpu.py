@@ -37,8 +37,8 @@ class RecordingLauncher(Launcher):
         super().__init__(SimpleNamespace(address=0), kinds, 0, launch_kernel=NO_LAUNCH)
         self.name, self.launches = name, launches
 
-    def bind(self, grid, block_threads, shared_bytes=0):
-        launch = super().bind(grid, block_threads, shared_bytes)
+    def bind(self, grid, block_threads, shared_bytes=0, *, overlap=False):
+        launch = super().bind(grid, block_threads, shared_bytes, overlap=overlap)
 
         def record(stream, values):
             self.launches.append((self.name, grid, values))

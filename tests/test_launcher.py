@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from tinyton.runtime import driver
-from tinyton.runtime.launch import LAUNCH_ATTRIBUTE_COOPERATIVE, LaunchConfig, Launcher
+from tinyton.runtime.launch import (
+    LAUNCH_ATTRIBUTE_COOPERATIVE,
+    LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+    LaunchConfig,
+    Launcher,
+)
 
 LAUNCH_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
@@ -61,12 +66,22 @@ def test_cooperative_launches_carry_the_attribute():
     assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1)]
 
 
+def test_overlapping_launches_carry_programmatic_stream_serialization():
+    """A launch bound with `overlap` may start before the one before it completes; a cooperative one keeps its
+    attribute beside it."""
+    bound, fake = launcher(["i4"], cooperative=True)
+    bound.bind((4, 1, 1), 128, overlap=True)(0, (9,))
+    bound.bind((4, 1, 1), 128)(0, (9,))
+    assert fake.seen[0][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1), (LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, 1)]
+    assert fake.seen[1][-1] == [(LAUNCH_ATTRIBUTE_COOPERATIVE, 1)]
+
+
 def test_launch_reuses_one_bound_launch_per_grid_block_and_shared_size():
     bound, fake = launcher(["i4"])
     for value in range(3):
         bound.launch((2, 1, 1), 64, 0, 0, (value,))
     bound.launch((5, 1, 1), 64, 0, 0, (7,))
-    assert list(bound._bound) == [((2, 1, 1), 64, 0), ((5, 1, 1), 64, 0)]
+    assert list(bound._bound) == [((2, 1, 1), 64, 0, False), ((5, 1, 1), 64, 0, False)]
     assert [(grid, values) for grid, _, _, _, _, values, _, _ in fake.seen] == [
         ((2, 1, 1), [0]), ((2, 1, 1), [1]), ((2, 1, 1), [2]), ((5, 1, 1), [7])
     ]

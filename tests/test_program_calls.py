@@ -208,8 +208,8 @@ def test_a_hits_own_error_propagates(monkeypatch) -> None:
     failing: list[str] = []
     real_bind = Launcher.bind
 
-    def bind(self, *args):
-        launch = real_bind(self, *args)
+    def bind(self, *args, **options):
+        launch = real_bind(self, *args, **options)
 
         def failing_launch(stream, values):
             if failing:

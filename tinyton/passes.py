@@ -20,6 +20,12 @@ def _annotate_layouts() -> type[ModulePass]:
     return AnnotateLayoutsPass
 
 
+def _grid_dependency() -> type[ModulePass]:
+    from tinyton.lowering.tt_to_llvm.grid_dependency import GridDependencyPass
+
+    return GridDependencyPass
+
+
 def _pipeline() -> type[ModulePass]:
     from tinyton.lowering.tt_to_llvm.pipeline import PipelinePass
 
@@ -96,6 +102,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-to-llvm": _tinyton_to_llvm,
     "tinyton-annotate-layouts": _annotate_layouts,
     "tinyton-pipeline": _pipeline,
+    "tinyton-grid-dependency": _grid_dependency,
     "tinyton-fuse-patterns": _fuse_patterns,
     "tinyton-flash-attention": _flash_attention,
     "tinyton-canonicalize-attention": _canonicalize_attention,

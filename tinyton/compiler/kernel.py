@@ -110,6 +110,9 @@ class CompiledKernel:
         """Specs of the TMA maps the kernel takes after its parameters (tinyton/runtime/tensor_maps.py)."""
         self.launch_warps = num_warps
         """Warps a program is launched with once compiled: `num_warps`, and a warp-specialised kernel's producer."""
+        self.waits_for_prior_grid = False
+        """Once compiled: whether it may start before the launch before it completes (its module asked for
+        `tt.overlap_prior_grid` and the target has `griddepcontrol`: tinyton/lowering/tt_to_llvm/grid_dependency.py)."""
         self.run_with_all_arguments: Callable[..., None] | None = None
         """`(grid, *every kernel argument, constexprs included)`: set by the `@jit` function that compiled
         it, which knows the parameters this variant fixed; what `compiled[grid](...)` calls."""
@@ -163,6 +166,8 @@ class CompiledKernel:
                 extra: dict[str, Any] = {"tensor_maps": maps} if maps else {}
                 if getattr(info, "launch_warps", 0) > self.num_warps:
                     extra["launch_warps"] = info.launch_warps
+                if getattr(info, "waits_for_prior_grid", False):
+                    extra["waits_for_prior_grid"] = True
                 entry = cache.CacheEntry(
                     self.name, self._texts["ptx"], self.num_warps, self.shared_bytes, self.param_kinds, extra
                 )
@@ -171,6 +176,7 @@ class CompiledKernel:
             self._texts["ptx"], self.shared_bytes = entry.ptx, entry.shared_bytes
             self.tensor_maps = tuple(entry.extra.get("tensor_maps", ()))
             self.launch_warps = entry.extra.get("launch_warps", self.num_warps)
+            self.waits_for_prior_grid = bool(entry.extra.get("waits_for_prior_grid", False))
             target = re.search(r"^\.target\s+(sm_\w+)", entry.ptx, re.MULTILINE)
             self.target_arch = target.group(1) if target else arch
 
@@ -245,6 +251,14 @@ class CompiledKernel:
         ptx = self.stage("ptx")
         usage = register_usage(ptx, self.target_arch or self.requested_arch or driver.default_arch())
         return usage if usage is not None else (NOMINAL_REGISTERS, 0)
+
+    @property
+    def overlaps_prior_grid(self) -> bool:
+        """Whether a launch of it may start while the launch before it on the stream finishes (programmatic
+        stream serialization): it waits for that launch itself, and takes no TMA maps (their copies, captured
+        into a CUDA graph, come between it and the kernel before) and no grid barrier."""
+        self.stage("ptx")
+        return self.waits_for_prior_grid and not self.tensor_maps and not self.cooperative
 
     @property
     def threads(self) -> int:

@@ -12,6 +12,7 @@ among the buffers: zeroed once per stream and kept, since each barrier leaves it
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,38 @@ class Launches:
     launches where the call path made a copy of it."""
 
 
+class _WrittenApart:
+    """Whether the inputs a program writes share no byte with its other inputs, for one call's addresses (the
+    last answer kept: a decode loop passes the same buffers every step). Only then may a kernel load a read-only
+    input while the kernel before it still writes (`Launches.overlaps`): a weight that is also the cache it
+    updates must wait like any value written in the program."""
+
+    def __init__(self, launches: Launches):
+        n = len(launches.input_positions)
+        self._written = [i in launches.updates for i in range(n)]
+        self._sizes = np.array([math.prod(shape) * np.dtype(dtype).itemsize
+                                for shape, dtype in launches.buffer_specs[:n]], np.int64)  # fmt: skip
+        self._last: tuple[tuple[int, ...], bool] | None = None
+
+    def __call__(self, addresses: tuple[int, ...]) -> bool:
+        if self._last is not None and self._last[0] == addresses:
+            return self._last[1]
+        starts = np.array(addresses, np.int64)
+        ends = starts + self._sizes
+        written = np.array(self._written)
+        meet = (starts[written, None] < ends[None, :]) & (starts[None, :] < ends[written, None])
+        meet[np.arange(meet.shape[0]), np.flatnonzero(written)] = False  # a buffer meets itself
+        apart = not meet.any()
+        self._last = (addresses, apart)
+        return apart
+
+
+def overlapping_launches(launches: Launches) -> list[bool]:
+    """Per launch: whether it may start while the launch before it finishes (tinyton/lowering/tt_to_llvm/
+    grid_dependency.py). Never the first: what ran before the program is not its business."""
+    return [k > 0 and kernel.overlaps_prior_grid for k, (kernel, _, _) in enumerate(launches.kernels)]
+
+
 class _Counters:
     """The counter buffers of one call path per stream (two streams at once must not share one)."""
 
@@ -79,6 +112,8 @@ def _looped(launches: Launches, memory: HostMemory) -> Runner:
     counters = _Counters(launches.counters, lambda shape: zeros(shape, np.int32))
 
     updates = launches.updates
+    overlap = overlapping_launches(launches) if address is not None else []
+    apart = _WrittenApart(launches)
 
     def run(args: tuple) -> Any:
         for i in updates:
@@ -92,8 +127,10 @@ def _looped(launches: Launches, memory: HostMemory) -> Runner:
             stream = current_stream()
             buffers += counters(stream)
             addresses = [address(b) for b in buffers]
-            for kernel, grid, slots in launches.kernels:
-                kernel.launcher.launch(grid, kernel.threads, 0, stream, tuple([addresses[i] for i in slots]))
+            safe = not updates or apart(tuple(addresses[: len(positions)]))
+            for (kernel, grid, slots), early in zip(launches.kernels, overlap):
+                launch = kernel.launcher.bind(grid, kernel.threads, overlap=early and safe)
+                launch(stream, tuple([addresses[i] for i in slots]))
             if stream and (host_results or updates):  # the copies back below run on the default stream
                 driver.stream_synchronize(stream)
         for i in updates:
@@ -143,9 +180,18 @@ def _generated(launches: Launches, memory: DeviceMemory) -> Runner:
         lines.append("    cs = COUNTERS(s)")
         for j in range(len(launches.counters)):
             emit(f"p{len(launches.buffer_specs) + j} = {memory.address}", x=f"cs[{j}]")
+    overlap = overlapping_launches(launches)
+    checked = bool(launches.updates) and any(overlap)
+    if checked:  # launches that overlap the one before only where the written inputs share no byte with the rest
+        namespace["APART"] = _WrittenApart(launches)
+        lines.append(f"    apart = APART(({''.join(f'p{i}, ' for i in range(n_inputs))}))")
     for k, (kernel, grid, slots) in enumerate(launches.kernels):
-        namespace[f"L{k}"] = kernel.launcher.bind(grid, kernel.threads)
-        lines.append(f"    L{k}(s, ({''.join(f'p{i}, ' for i in slots)}))")
+        namespace[f"L{k}"] = kernel.launcher.bind(grid, kernel.threads, overlap=overlap[k])
+        launch = f"L{k}"
+        if checked and overlap[k]:
+            namespace[f"S{k}"] = kernel.launcher.bind(grid, kernel.threads)
+            launch = f"(L{k} if apart else S{k})"
+        lines.append(f"    {launch}(s, ({''.join(f'p{i}, ' for i in slots)}))")
     for i in launches.updates:
         emit(memory.write_back, x=f"b{i}", arg=f"args[{launches.input_positions[i]}]")
     values = [f"b{i}" for i in launches.outputs]

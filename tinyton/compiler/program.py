@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
@@ -32,7 +32,8 @@ from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_gr
 from tinyton.compiler.launch_plan import Launches, Runner, runner
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.compiler.row_tuning import row_shape
-from tinyton.dialects import tta
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt_grid import mark_read_only
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta import program_function, returns_tuple
 from tinyton.dtypes import ELEMENT_TO_NUMPY
@@ -185,6 +186,29 @@ def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[
             and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
 
 
+OVERLAP_ENV = "TINYTON_OVERLAP_LAUNCHES"
+
+
+def overlap_enabled() -> bool:
+    """Whether a program's kernels may start while the one before finishes (`TINYTON_OVERLAP_LAUNCHES=0`: never)."""
+    return os.environ.get(OVERLAP_ENV, "1") != "0"
+
+
+def mark_overlap(launches: Sequence[Any], slot: Mapping[Any, int], n_inputs: int) -> None:
+    """Ask each launch's kernel to overlap the launch before it (`tt.overlap_prior_grid`), and mark its
+    parameters that point to an input no launch writes `tt.read_only`: loaded before its wait
+    (tinyton/lowering/tt_to_llvm/grid_dependency.py). A put's result shares its destination's buffer slot, so the
+    slots of every launch's outputs are the buffers written."""
+    kernels = [spec for k in launches for spec in (k, *k.fallback)]
+    written = {slot[v] for spec in kernels for v in spec.outputs}
+    for spec in kernels:
+        kernel = next(op for op in spec.module.ops if isinstance(op, func.FuncOp))
+        read_only = [i for i, v in enumerate(spec.bindings)
+                     if v in slot and slot[v] < n_inputs and slot[v] not in written]  # fmt: skip
+        mark_read_only(kernel, read_only)
+        spec.module.attributes[tt.OVERLAP_ATTR] = UnitAttr()
+
+
 def build_program(
     graph: ModuleOp, name: str, input_positions: Sequence[int], fuse: bool | None = None
 ) -> ArrayProgram:
@@ -247,6 +271,8 @@ def build_program(
     for arg, final in zip(updates, returned[len(user) :]):
         if buffer(final) != arg:
             raise RuntimeError(f"internal error: the update of input {arg} is not in its buffer")
+    if overlap_enabled():
+        mark_overlap([k for k, _ in kept], slot, len(body.args))
     counters = [v for k, _ in kept for v in k.scratch if v.counter]
     for i, v in enumerate(counters):  # after every buffer allocated per call
         slot[v] = len(specs) + i

@@ -96,6 +96,11 @@ class LaunchConfig(ctypes.Structure):
 LAUNCH_ATTRIBUTE_COOPERATIVE = 2
 """`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`: every program runs at once, or the launch is refused (grid barriers)."""
 
+LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+"""`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`: the launch may start once every program of the
+launch before it has passed `griddepcontrol.launch_dependents` (or exited), not once that launch completed; the
+kernel's `griddepcontrol.wait` waits for the rest (tinyton/lowering/tt_to_llvm/grid_dependency.py)."""
+
 MAX_BOUND = 4096
 """Launches bound per `Launcher` (one per grid, block and shared size), and configurations per bound launch
 (one per stream), before that table is reset."""
@@ -149,36 +154,47 @@ class Launcher:
         self._params = ctypes.c_void_p(self._pointers.ctypes.data) if fields else None
         self._launch = launch_kernel or driver.with_context().launch_kernel_ex
         self._func = ctypes.c_void_p(function.address)
-        self._attributes = (LaunchAttribute * 1)()
-        if cooperative:
-            self._attributes[0].id, self._attributes[0].value = LAUNCH_ATTRIBUTE_COOPERATIVE, 1
         self._cooperative = cooperative
-        self._bound: dict[tuple[tuple[int, int, int], int, int], Launch] = {}
+        self._bound: dict[tuple[tuple[int, int, int], int, int, bool], Launch] = {}
 
-    def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0) -> Launch:
+    def _attributes(self, overlap: bool) -> tuple[Any, int]:
+        """The `CUlaunchAttribute` array of a launch (kept alive by its configuration) and its length."""
+        wanted = [(LAUNCH_ATTRIBUTE_COOPERATIVE, self._cooperative),
+                  (LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, overlap)]  # fmt: skip
+        ids = [attribute for attribute, on in wanted if on]
+        array = (LaunchAttribute * max(1, len(ids)))()
+        for entry, attribute in zip(array, ids):
+            entry.id, entry.value = attribute, 1
+        return array, len(ids)
+
+    def bind(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int = 0, *,
+             overlap: bool = False) -> Launch:
         """The launch of this grid, block and shared memory size: `launch(stream, values)` enqueues it on
         the stream with this raw handle (0: the default stream) with these parameter values. Bound once per
-        configuration and kept: every caller of one configuration shares its launch."""
-        key = (grid, block_threads, shared_bytes)
+        configuration and kept: every caller of one configuration shares its launch. `overlap`: launch with
+        programmatic stream serialization (the kernel must wait for the launch before it: `griddepcontrol.wait`)."""
+        key = (grid, block_threads, shared_bytes, overlap)
         bound = self._bound.get(key)
         if bound is None:
             if len(self._bound) >= MAX_BOUND:
                 self._bound.clear()
-            bound = self._bound[key] = self._make_launch(grid, block_threads, shared_bytes)
+            bound = self._bound[key] = self._make_launch(grid, block_threads, shared_bytes, overlap)
         return bound
 
-    def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int) -> Launch:
+    def _make_launch(self, grid: tuple[int, int, int], block_threads: int, shared_bytes: int,
+                     overlap: bool = False) -> Launch:
         configs: dict[int, Any] = {}
         record, params, launch_kernel, func, appended = self._values, self._params, self._launch, self._func, self._appended
         ordinal, switch = self.ordinal, self.ordinal is not None
         thread, devices = driver.thread_device, driver.devices_in_use
+        attributes, num_attributes = self._attributes(overlap)
 
         def config(stream: int) -> Any:
             if len(configs) >= MAX_BOUND:
                 configs.clear()
             made = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(block_threads, 1, 1))
             made.shared_bytes, made.stream = shared_bytes + self.dynamic_shared, stream or None
-            made.attrs, made.num_attrs = self._attributes, int(self._cooperative)
+            made.attrs, made.num_attrs = attributes, num_attributes
             configs[stream] = ctypes.byref(made)  # keeps `made` alive
             return configs[stream]
 

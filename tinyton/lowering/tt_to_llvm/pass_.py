@@ -36,6 +36,7 @@ from tinyton.lowering.tt_to_llvm import (
     debug,
     dot,
     elementwise,
+    grid_dependency,
     indexing,
     libdevice,
     libm,
@@ -68,8 +69,8 @@ from tinyton.lowering.tt_to_llvm.shared import convert_layout
 from tinyton.lowering.tt_to_llvm.wgmma_layout import runs_on_wgmma, uses_wgmma
 
 OP_MODULES = (
-    async_copy, atomics, casts, combine, control_flow, debug, dot, elementwise, indexing, libdevice, libm, math,
-    memory, random, reductions, scan, shapes, tma,
+    async_copy, atomics, casts, combine, control_flow, debug, dot, elementwise, grid_dependency, indexing, libdevice,
+    libm, math, memory, random, reductions, scan, shapes, tma,
 )  # fmt: skip
 """The modules whose `@lowers_tile` / `@lowers_op` functions fill the lowering tables (context.py) as they are
 imported: the pass needs every one of them loaded."""
@@ -90,6 +91,9 @@ class KernelInfo:
     """The TMA maps the kernel takes after its parameters, one pointer each (tinyton/runtime/tensor_maps.py)."""
     launch_warps: int = 0
     """Warps to launch: `num_warps`, and a warp-specialised kernel's producer warps."""
+    waits_for_prior_grid: bool = False
+    """Whether every program passes a `griddepcontrol.wait` before it reads what an earlier launch wrote or writes
+    anything (`grid_dependency.py`): only such a kernel may be launched with programmatic stream serialization."""
 
 
 def is_kernel(function: func.FuncOp) -> bool:
@@ -120,6 +124,8 @@ def lower_to_llvm(
         )
     kernel = kernels[0]
     tma.expand_descriptors(kernel, use_tma and arch.startswith("sm_90"))
+    if tt.OVERLAP_ATTR in module.attributes:
+        grid_dependency.place_grid_dependency(kernel)
     maps, map_of = tma.tensor_map_specs(kernel)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)
@@ -154,6 +160,8 @@ def lower_to_llvm(
     map_params = fn.body.block.args[len(kernel.args):]
     ctx.tensor_maps = {op: map_params[i] for op, i in map_of.items()}
     ctx.lower_block(kernel.body.block)
+    waits = ctx.sm >= grid_dependency.SM_GRID_DEPENDENCY and any(
+        isinstance(op, tt.GridDependencyWaitOp) for op in kernel.body.block.ops)
     tma.finish_stores(ctx)
     ctx.insert(llvm.ReturnOp())
     ctx.finish()
@@ -172,7 +180,7 @@ def lower_to_llvm(
     kernel.detach()
     kernel.erase()
     module.attributes[NUM_WARPS_ATTR] = IntegerAttr(warps, 32)
-    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps), launch)
+    return KernelInfo(name, warps, ctx.smem_bytes, param_types, tuple(maps), launch, waits)
 
 
 def kernel_arch(module: ModuleOp, num_warps: int, arch: str) -> str:
