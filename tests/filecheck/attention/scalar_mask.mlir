@@ -36,3 +36,32 @@ func.func @decode_mask(%q: tensor<4x1x4xf32>, %k: tensor<4x16x4xf32>, %v: tensor
 // KERNEL:         scf.for
 // KERNEL-NOT:     tt.load %pos
 // KERNEL:         func.return
+
+// Split into chunks (flash-decoding), the chunks share out the keys up to pos, not the whole cache: the chunk
+// length is computed from pos's key limit (its blocks over the chunk count, in whole blocks), so at pos 511 of
+// 1024 keys every chunk walks keys, none is empty.
+// KERNEL-LABEL: func.func @decode_split_1_attention
+// KERNEL:         %[[POS:.+]] = tt.load %pos : !tt.ptr<i32> -> i32
+// KERNEL:         %[[PID:.+]] = tt.program_id 2 : i32
+// KERNEL-NEXT:    %[[START:.+]] = tt.mul %[[PID]], %[[CHUNK:.+]] : i32
+// KERNEL:         scf.for %{{.+}} = %[[START]] to
+// CHECK-LABEL: func.func @decode_split
+// CHECK-NEXT:    %o = tta.fusion "attention"(%k, %pos, %q, %v)
+
+func.func @decode_split(%q: tensor<4x1x4xf32>, %k: tensor<4x1024x4xf32>, %v: tensor<4x1024x4xf32>, %pos: tensor<1xi32>) -> tensor<4x1x4xf32> {
+  %c = tta.constant 5.000000e-01 : f32 -> f32
+  %ninf = tta.constant 0xff800000 : f32 -> f32
+  %t = tta.arange 0 to 1024 : tensor<1024xi32>
+  %visible = tta.cmp "le", %t, %pos : tensor<1024xi32>, tensor<1xi32> -> tensor<1024xi1>
+  %kt = tta.transpose %k permutation = [0, 2, 1] : tensor<4x1024x4xf32> -> tensor<4x4x1024xf32>
+  %s0 = tta.matmul %q, %kt : tensor<4x1x4xf32>, tensor<4x4x1024xf32> -> tensor<4x1x1024xf32>
+  %s1 = tta.mul %s0, %c : tensor<4x1x1024xf32>, f32 -> tensor<4x1x1024xf32>
+  %s = tta.where %visible, %s1, %ninf : tensor<1024xi1>, tensor<4x1x1024xf32>, f32 -> tensor<4x1x1024xf32>
+  %m = tta.reduce_max %s axis = 2 keepdims : tensor<4x1x1024xf32> -> tensor<4x1x1xf32>
+  %d = tta.sub %s, %m : tensor<4x1x1024xf32>, tensor<4x1x1xf32> -> tensor<4x1x1024xf32>
+  %e = tta.exp %d : tensor<4x1x1024xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<4x1x1024xf32> -> tensor<4x1x1xf32>
+  %p = tta.div %e, %l : tensor<4x1x1024xf32>, tensor<4x1x1xf32> -> tensor<4x1x1024xf32>
+  %o = tta.matmul %p, %v : tensor<4x1x1024xf32>, tensor<4x1024x4xf32> -> tensor<4x1x4xf32>
+  func.return %o : tensor<4x1x4xf32>
+}

@@ -172,13 +172,21 @@ class _Program(ScoreSteps):
 
     def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
         """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the
-        part of it inside this program's chunk of keys (empty when a causal end comes before it)."""
+        part of it inside this program's chunk of keys (empty when a causal end comes before it). Under a key
+        limit (a decode step's position) the chunks share out the keys up to it, not the whole cache: at
+        position 512 of a 1024-key cache, each of 16 chunks walks one 32-key block instead of half of them
+        walking two and the rest none."""
         em = self.em
         value = lambda v: v if isinstance(v, SSAValue) else em.i32(v)
         if self.split is None:  # a key limit may end the loop before the unmasked blocks do
             return 0, em.binary(tt.MinimumOp, value(split), end) if self.att.key_limit is not None else split, end
-        lb = em.mul_int(em.emit(tt.ProgramIdOp(2)), self.split.chunk)
-        end = em.binary(tt.MinimumOp, value(end), em.add(lb, em.i32(self.split.chunk)))
+        if self.att.key_limit is not None and self.att.causal_offset is None:
+            blocks = em.div_int(em.add(value(end), em.i32(self.bn - 1)), self.bn)
+            chunk = em.mul_int(em.div_int(em.add(blocks, em.i32(self.split.count - 1)), self.split.count), self.bn)
+        else:
+            chunk = em.i32(self.split.chunk)
+        lb = em.binary(tt.MulOp, em.emit(tt.ProgramIdOp(2)), chunk)
+        end = em.binary(tt.MinimumOp, value(end), em.add(lb, chunk))
         split = em.binary(tt.MaximumOp, em.binary(tt.MinimumOp, value(split), end), lb)
         return lb, split, end
 
