@@ -255,10 +255,10 @@ class CompiledKernel:
     @property
     def overlaps_prior_grid(self) -> bool:
         """Whether a launch of it may start while the launch before it on the stream finishes (programmatic
-        stream serialization): it waits for that launch itself, and takes no TMA maps (their copies, captured
-        into a CUDA graph, come between it and the kernel before) and no grid barrier."""
+        stream serialization): it waits for that launch itself, and has no grid barrier. (A TMA map's upload,
+        where one comes between it and the kernel before, is a copy: the kernel then waits for it as usual.)"""
         self.stage("ptx")
-        return self.waits_for_prior_grid and not self.tensor_maps and not self.cooperative
+        return self.waits_for_prior_grid and not self.cooperative
 
     @property
     def threads(self) -> int:
