@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,9 @@ from tinyton.runtime import arrays, driver
 from tinyton.runtime.memory import DeviceMemory, HostMemory
 from tinyton.runtime.scratch import MAX_SCRATCH_BYTES
 from tinyton.runtime.streams import current_stream
+
+OVERLAP_ENV = "TINYTON_OVERLAP_LAUNCHES"
+"""`0`: no kernel of an array program starts before the one before it completes (see `overlapping_launches`)."""
 
 INTERMEDIATE_ALIGNMENT = 256
 """Bytes between the intermediates packed in one allocation (what cudaMalloc guarantees per allocation)."""
@@ -78,7 +82,11 @@ class _WrittenApart:
 
 def overlapping_launches(launches: Launches) -> list[bool]:
     """Per launch: whether it may start while the launch before it finishes (tinyton/lowering/tt_to_llvm/
-    grid_dependency.py). Never the first: what ran before the program is not its business."""
+    grid_dependency.py). Never the first: what ran before the program is not its business. None with
+    `TINYTON_OVERLAP_LAUNCHES=0` when the call path is made (kernels compiled to overlap then run as plain ones:
+    their wait does nothing)."""
+    if os.environ.get(OVERLAP_ENV, "1") == "0":
+        return [False] * len(launches.kernels)
     return [k > 0 and kernel.overlaps_prior_grid for k, (kernel, _, _) in enumerate(launches.kernels)]
 
 

@@ -29,7 +29,7 @@ from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
-from tinyton.compiler.launch_plan import Launches, Runner, runner
+from tinyton.compiler.launch_plan import OVERLAP_ENV, Launches, Runner, runner
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.compiler.row_tuning import row_shape
 from tinyton.dialects import tt, tta
@@ -184,9 +184,6 @@ def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[
     shared = {k.outputs[0] for k in launches if k.alias is not None}
     return [k for k in launches if k.alias is not None and k.outputs[0] in results and isinstance(k.inputs[k.alias], OpResult)
             and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
-
-
-OVERLAP_ENV = "TINYTON_OVERLAP_LAUNCHES"
 
 
 def overlap_enabled() -> bool:

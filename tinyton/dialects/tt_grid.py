@@ -1,13 +1,12 @@
-"""The `tt` ops that order a launch against the launch before it on its stream (programmatic dependent launch).
+"""The `tt` op that orders a launch against the launch before it on its stream (programmatic dependent launch).
 
-A kernel launched with the programmatic stream serialization attribute may start while the launch before it
-is still running: it runs until `tt.grid_dependency_wait`, which returns once that launch has completed and its
+A kernel launched with the programmatic stream serialization attribute may start before the launch before it
+has completed: it runs until `tt.grid_dependency_wait`, which returns once that launch has completed and its
 writes are visible. Whatever the kernel does before the wait may not read what the launch before it writes, nor
 write anything; an array program's kernels load weights there (parameters marked `READ_ONLY_ATTR`, which no
-launch of the program writes), so that their first loads overlap the previous kernel's last ones. A kernel's
-`tt.launch_dependents` lets the next launch start early. Without the attribute both ops do nothing; the
-simulator runs them as no-ops. `tinyton-grid-dependency` (tinyton/lowering/tt_to_llvm/grid_dependency.py)
-places them; sm_90 and later only (PTX `griddepcontrol`).
+launch of the program writes). Without the attribute the op does nothing; the simulator runs it as a no-op.
+`tinyton-grid-dependency` (tinyton/lowering/tt_to_llvm/grid_dependency.py) places it; sm_90 and later only (PTX
+`griddepcontrol.wait`).
 """
 
 from __future__ import annotations
@@ -38,17 +37,7 @@ class GridDependencyWaitOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
-@irdl_op_definition
-class LaunchDependentsOp(IRDLOperation):
-    """Let the next launch on the stream start once every program of this one has passed here
-    (`griddepcontrol.launch_dependents`); it still waits for this launch to complete before its dependent part."""
-
-    name = "tt.launch_dependents"
-    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    assembly_format = "attr-dict"
-
-
-GRID_OPS = (GridDependencyWaitOp, LaunchDependentsOp)
+GRID_OPS = (GridDependencyWaitOp,)
 
 
 def read_only_params(kernel: func.FuncOp) -> set[BlockArgument]:

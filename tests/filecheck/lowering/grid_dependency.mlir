@@ -1,8 +1,7 @@
 // tinyton-grid-dependency: the wait goes before the first op that may not run while the launch before is still
-// running (here the load of %x, which an earlier kernel of the program writes), the trigger right after it; the
-// prologue's loads through `tt.read_only` parameters (%g, and %w's first K step, carried into the loop) move above
+// running (here the load of %x, which an earlier kernel of the program writes); the prologue's loads through `tt.read_only` parameters (%g, and %w's first K step, carried into the loop) move above
 // the wait with the pure ops computing their pointers. The bias load after the loop stays: its registers would
-// be live across the loop. Lowered: `griddepcontrol.wait`, then `griddepcontrol.launch_dependents`.
+// be live across the loop. Lowered: `griddepcontrol.wait`.
 // RUN: tinyton-opt %s -p tinyton-grid-dependency | filecheck %s
 // RUN: tinyton-opt %s -p tinyton-grid-dependency,tinyton-to-llvm | filecheck %s --check-prefix=LLVM
 // REQUIRES: mlir-tools
@@ -14,7 +13,6 @@
 // CHECK:      %[[W:.+]] = tt.splat %w
 // CHECK:      %[[W0:.+]] = tt.load %{{.+}} : tensor<128x!tt.ptr<f32>> -> tensor<128xf32>
 // CHECK-NEXT: tt.grid_dependency_wait
-// CHECK-NEXT: tt.launch_dependents
 // CHECK-NEXT: tt.splat %x
 // CHECK:      scf.for {{.+}} iter_args({{.+}} = %[[W0]])
 // CHECK:      }
@@ -26,17 +24,8 @@
 // LLVM:       llvm.inline_asm has_side_effects "ld.global.b32
 // LLVM-NOT:   ld.global
 // LLVM:       llvm.inline_asm has_side_effects "griddepcontrol.wait;", "~{memory}"
-// LLVM-NEXT:  llvm.inline_asm has_side_effects "griddepcontrol.launch_dependents;", "~{memory}"
 // LLVM-NEXT:  llvm.getelementptr
 // LLVM-NEXT:  llvm.inline_asm has_side_effects "ld.global.b32
-
-// A kernel that writes without reading anything earlier launches wrote: the wait still comes before its store,
-// so that it completes after the launch before it (each launch waits for the one before: the chain orders them).
-// CHECK:      func.func @fill
-// CHECK-NEXT: tt.arange
-// CHECK-NEXT: tt.grid_dependency_wait
-// CHECK-NEXT: tt.launch_dependents
-// CHECK-NEXT: tt.splat %out
 
 builtin.module attributes {tt.num_warps = 4 : i32} {
   func.func @gemv(%x: !tt.ptr<f32>, %g: !tt.ptr<f32> {tt.read_only}, %w: !tt.ptr<f32> {tt.read_only}, %b: !tt.ptr<f32> {tt.read_only}, %out: !tt.ptr<f32>) {
@@ -78,13 +67,3 @@ builtin.module attributes {tt.num_warps = 4 : i32} {
   }
 }
 
-builtin.module attributes {tt.num_warps = 4 : i32} {
-  func.func @fill(%out: !tt.ptr<f32>) {
-    %0 = tt.arange 0 to 128 : tensor<128xi32>
-    %1 = tt.splat %out : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
-    %2 = tt.addptr %1, %0 : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
-    %3 = tt.constant 1.0 : f32 -> tensor<128xf32>
-    tt.store %2, %3 : tensor<128x!tt.ptr<f32>>, tensor<128xf32>
-    func.return
-  }
-}

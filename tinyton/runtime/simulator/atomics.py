@@ -1,4 +1,4 @@
-"""`tt.atomic_rmw`, `tt.atomic_cas`, `tt.debug_barrier` and the grid-dependency ops in the simulator.
+"""`tt.atomic_rmw`, `tt.atomic_cas`, `tt.debug_barrier` and the grid-dependency wait in the simulator.
 
 Atomics run sequentially: programs in order (the batched path flattens its lanes program-major), the lanes of
 a tile in row-major order, each reading the element, combining and writing it back before the next lane, so
@@ -105,11 +105,6 @@ class AtomicFunctions(SimFunctions):
     def run_grid_dependency_wait(self, interpreter: Interpreter, op: tt.GridDependencyWaitOp,
                                  args: PythonValues) -> PythonValues:
         """The simulator runs one launch after the other: the one before has always completed."""
-        return ()
-
-    @impl(tt.LaunchDependentsOp)
-    def run_launch_dependents(self, interpreter: Interpreter, op: tt.LaunchDependentsOp,
-                              args: PythonValues) -> PythonValues:
         return ()
 
     @impl(tt.GridBarrierOp)
