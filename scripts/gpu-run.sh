@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One batched GPU session for the lent-device tool: install the carried wheels, then run the named parts
-# (tests, examples, sanitize, bench:NAME..., save-tuning) with logs in $OUT. Usage: scripts/gpu-run.sh tests examples bench:attention
+# (tests, tests:FILES, examples, sanitize, fuzz, bench:NAME[=ARGS], probe:NAME[=ARGS], save-tuning) with every
+# part's whole log in $OUT, so that a summary line never depends on the tool's output tail. Usage:
+#   scripts/gpu-run.sh tests:tests/test_llama.py,tests/test_grid_dependency.py "bench:llm=--models llama-3.2-1b --batches 1" fuzz
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh
@@ -9,8 +11,19 @@ for part in "$@"; do
     echo "=== $part"
     case $part in
         tests) TINYTON_FUZZ_CASES=0 python3 -m pytest -q -rs -p no:cacheprovider -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -40 ;;
+        tests:*)
+            files=${part#tests:}
+            # shellcheck disable=SC2086  # the files split into words on purpose
+            timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -rs -p no:cacheprovider -m gpu ${files//,/ } 2>&1 \
+                | tee "$out/pytest-gpu-part.log" | grep -E "passed|failed|FAILED|Error" | tail -20 ;;
+        fuzz) TINYTON_FUZZ_TILES=${TINYTON_FUZZ_TILES:-drawn} bash scripts/fuzz-gpu.sh "${FUZZ_CASES:-10000}" "${FUZZ_SEED:-20261123}" 0 "${FUZZ_LIMIT:-300}" | tail -8 ;;
         examples) for e in examples/*.py; do printf '%s: ' "$e"; TINYTON_BACKEND=cuda timeout 120 python3 "$e" 2>&1 | tail -1; done | tee "$out/examples.log" ;;
-        bench:*) (cd bench && timeout "${BENCH_TIMEOUT:-300}" python3 "bench_${part#bench:}.py") 2>&1 | tee "$out/bench_${part#bench:}.md" ;;
+        bench:*|probe:*)
+            spec=${part#*:}; name=${spec%%=*}; args=""; [ "$spec" != "$name" ] && args=${spec#*=}
+            script=bench_$name.py; [ "${part%%:*}" = probe ] && script=probes/$name.py
+            # shellcheck disable=SC2086  # ARGS split into words on purpose
+            (cd bench && timeout "${BENCH_TIMEOUT:-300}" python3 "$script" $args) 2>&1 | grep -v "^tinyton: tuned" \
+                | tee "$out/${part%%:*}_$name.md" | tail -25 ;;
         save-tuning) dest=$(cd "$out" && pwd)/tuning.tar.gz; (cd "$TINYTON_CACHE_DIR" && find . -name '*.json' | tar -czf "$dest" -T -) && ls -l "$dest" ;;  # carry back as .gpu/tuning.tar.gz
         sanitize) python3 bench/sanitize.py --log-dir "$out/sanitize" 2>&1 | tee "$out/sanitize.log" | tail -40 ;;  # scripts/sanitize-all.sh
         *) echo "unknown part $part" ;;
