@@ -9,11 +9,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
 from test_attention import batched_attention, randn, reference
 from test_attention_tuning import FakeDevice  # the stand-in GPU of the block tuning tests
 
 from tinyton.compiler import attention_tuning
 from tinyton.compiler import program as compiler_program
+from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.attention_blocks import (
     AttentionProblem,
     Blocks,
@@ -22,6 +24,7 @@ from tinyton.lowering.fusion.attention_blocks import (
     kv_split,
     split_counts,
 )
+from tinyton.rewrites.pipeline import fuse_module
 from tinyton.runtime.cache import KernelCache
 
 DECODE = AttentionProblem(16, 1, 8192, 128, 128, "float16", False)
@@ -101,3 +104,21 @@ def test_the_tuner_times_the_splits_and_keeps_the_fastest(monkeypatch, tmp_path)
     timed.clear()
     attention_tuning.attention_blocks(AttentionProblem(64, 1, 8192, 128, 128, "float16", False))
     assert timed, "batch x heads is part of a decoding problem's key"
+
+
+def test_a_cast_cache_is_tuned_as_stored():
+    """f32 attention over a bf16 cache: the problem carries the cache's type, so the tuner's attention reads keys
+    and values as bf16 (the bytes a decode step streams), not f32 arrays twice their size."""
+    stored = AttentionProblem(8, 4, 1024, 64, 64, "float32", False, "bfloat16")
+    assert stored.kv_element_bytes == 2 and stored.element_bytes == 4
+    asked: list[AttentionProblem] = []
+
+    def choose(problem: AttentionProblem) -> Blocks:
+        asked.append(problem)
+        return default_blocks(problem)
+
+    module = fuse_module(attention_tuning.attention_module(stored))
+    specs = fusion_to_kernels(module, choose_blocks=choose)
+    assert asked == [stored] and [s.kind for s in specs] == ["attention"]
+    kernel = next(op for op in specs[0].module.ops if isinstance(op, func.FuncOp))
+    assert [str(a.type) for a in kernel.args[:3]] == ["!tt.ptr<bf16>", "!tt.ptr<bf16>", "!tt.ptr<f32>"]

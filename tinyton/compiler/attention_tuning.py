@@ -43,7 +43,7 @@ close to the copy bandwidth that gets."""
 
 def worth_tuning(p: AttentionProblem) -> bool:
     """Whether `p` takes long enough on a GPU, by its FLOPs or by its key and value bytes, to be measured."""
-    kv_bytes = p.batch * p.s_kv * (p.d + p.d_v) * p.element_bytes
+    kv_bytes = p.batch * p.s_kv * (p.d + p.d_v) * p.kv_element_bytes
     return 4 * p.batch * p.s_q * p.s_kv * p.d >= TUNE_MIN_FLOPS or kv_bytes >= TUNE_MIN_BYTES
 
 
@@ -57,7 +57,8 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
     if len(options) == 1:
         return default_blocks(p)
     decoding = any(b.splits for b in options)  # the split depends on how many programs batch x heads give
-    key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()))
+    key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()),
+           *((p.kv_dtype,) if p.kv_dtype else ()))
     samples: Samples = {}
     timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
     return TUNER.choose(key, options, timer, default=default_blocks(p), ahead=partial(_compile_ahead, p, device.sm_count))
@@ -68,10 +69,19 @@ _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0x
 
 
 def attention_module(p: AttentionProblem) -> ModuleOp:
-    """softmax(q kᵀ / sqrt(D) [causal]) v over `[batch, S, D]` arrays, as the frontend traces it."""
+    """softmax(q kᵀ / sqrt(D) [causal]) v over `[batch, S, D]` arrays, as the frontend traces it; k and v
+    stored as `p.kv_dtype` and cast, where the problem's are (a bf16 cache under f32 attention)."""
     t = str(dtype_of(p.dtype).ir)
     sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v))
     q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
+    inputs, casts = f"%q: {q}, %k: {k}, %v: {v}", ""
+    if p.kv_dtype:
+        st = str(dtype_of(p.kv_dtype).ir)
+        k_in, v_in = (f"tensor<{p.batch}x{p.s_kv}x{d}x{st}>" for d in (p.d, p.d_v))
+        inputs = f"%q: {q}, %ks: {k_in}, %vs: {v_in}"
+        casts = f"""
+    %k = tta.cast %ks : {k_in} -> {k}
+    %v = tta.cast %vs : {v_in} -> {v}"""
     kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
     row, keep = f"tensor<{p.batch}x{p.s_q}x1x{t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
     mask = f"""
@@ -83,7 +93,7 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     %keep = tta.cmp "ge", %i, %j : tensor<{p.s_q}x1xi32>, tensor<{p.s_kv}xi32> -> {keep}
     %ninf = tta.constant {_MINUS_INF[t]} : {t} -> {t}
     %s = tta.where %keep, %scaled, %ninf : {keep}, {s}, {t} -> {s}""" if p.causal else ""
-    text = f"""func.func @tune_attention(%q: {q}, %k: {k}, %v: {v}) -> {o} {{
+    text = f"""func.func @tune_attention({inputs}) -> {o} {{{casts}
     %kt = tta.transpose %k permutation = [0, 2, 1] : {k} -> {kt}
     %qk = tta.matmul %q, %kt : {q}, {kt} -> {s}
     %scale = tta.constant {p.d ** -0.5} : {t} -> {t}

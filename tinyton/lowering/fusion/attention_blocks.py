@@ -42,10 +42,18 @@ class AttentionProblem:
     d_v: int
     dtype: str
     causal: bool
+    kv_dtype: str = ""
+    """What k and v are stored as when the attention casts them after loading (a bf16 KV cache under float32
+    attention); "" when they are of `dtype`."""
 
     @property
     def element_bytes(self) -> int:
-        return 4 if self.dtype in ("float32", "float64") else 1 if self.dtype.startswith("float8") else 2
+        return _bytes(self.dtype)
+
+    @property
+    def kv_element_bytes(self) -> int:
+        """Bytes of a key or value element as read from memory."""
+        return _bytes(self.kv_dtype or self.dtype)
 
     @property
     def tensor_cores(self) -> bool:
@@ -76,6 +84,10 @@ class Blocks:
 
 
 BlockChooser = Callable[[AttentionProblem], Blocks]
+
+
+def _bytes(dtype: str) -> int:
+    return 4 if dtype in ("float32", "float64") else 1 if dtype.startswith("float8") else 2
 
 
 def _padded(d: int) -> int:

@@ -36,11 +36,15 @@ from tinyton.lowering.fusion.split import Scratch
 
 
 def attention_problem(att: Attention) -> AttentionProblem:
-    """The sizes that choose an attention region's tiling."""
+    """The sizes that choose an attention region's tiling, and the type k and v are read as when the kernel
+    casts them (a bf16 cache under f32 attention): the bytes a decode step's attention streams."""
     out = shape_of(att.pv.result.type)
     group = prod(out[a] for a in packed_group_axes(att))  # decoding packs a group's query heads as rows
+    dtype = dtype_of(element_type(att.q.base.type)).name
+    stored = att.k_stored.base if att.k_stored is not None and att.k_stored.ops else None
+    kv_dtype = dtype_of(element_type(stored.type)).name if stored is not None else dtype
     return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
-                            out[-1], dtype_of(element_type(att.q.base.type)).name, att.causal_offset is not None)
+                            out[-1], dtype, att.causal_offset is not None, "" if kv_dtype == dtype else kv_dtype)
 
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
