@@ -9,11 +9,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from ml_dtypes import bfloat16 as BF16
 from xdsl.dialects import func
 from test_attention import batched_attention, randn, reference
 from test_attention_tuning import FakeDevice  # the stand-in GPU of the block tuning tests
+from toolchains import needs_ptxas, ptx_loops
 
-from tinyton.compiler import attention_tuning
+import tinyton as tt
+from tinyton.compiler import attention_tuning, compile_module
 from tinyton.compiler import program as compiler_program
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.attention_blocks import (
@@ -45,12 +48,17 @@ def test_float32_decoding_measures_key_blocks_and_splits():
     and on TF32x3 tensor cores."""
     decode = AttentionProblem(8, 4, 1024, 64, 64, "float32", False)
     found = candidates(decode, 132)
-    assert {b.bn for b in found} == {16, 32, 64} and {b.bm for b in found} == {16}
+    dots = [b for b in found if not b.broadcast]
+    assert {b.bn for b in dots} == {16, 32, 64} and {b.bm for b in dots} == {16}
     for bn in (16, 32, 64):
         blocks = replace(default_blocks(decode), bn=bn)
         for tf32x3 in (False, True):
-            chosen = {b.splits for b in found if b.bn == bn and b.tf32x3 == tf32x3}
+            chosen = {b.splits for b in dots if b.bn == bn and b.tf32x3 == tf32x3}
             assert chosen == set(split_counts(decode, blocks, 132))
+    # the broadcast products: the 4 query rows alone, key blocks whose [4, 64, BN] tile fits BROADCAST_TILE
+    broadcast = [b for b in found if b.broadcast]
+    assert {(b.bm, b.bn) for b in broadcast} == {(4, 16), (4, 32)} and not any(b.tf32x3 for b in broadcast)
+    assert {b.splits for b in broadcast if b.bn == 32} == set(split_counts(decode, Blocks(4, 32, 4), 132))
 
 
 FLOAT32_DECODES = [
@@ -58,9 +66,12 @@ FLOAT32_DECODES = [
     (Blocks(16, 64, 4, splits=2), 2, 0.5),
     (Blocks(16, 32, 4, splits=4, tf32x3=True), 4, 0.25),
     (Blocks(16, 64, 4, splits=1, tf32x3=True), 0, 0.75),
+    (Blocks(1, 32, 4, splits=4, broadcast=True), 4, 0.3),
+    (Blocks(1, 16, 4, splits=8, broadcast=True), 7, 0.6),
+    (Blocks(1, 64, 4, splits=1, broadcast=True), 0, 0.9),
 ]
 """Blocks, the chunks they cut 300 keys into (blocks of 16 in 8 chunks of 3 blocks: 7 chunks), a scale of
-their own (a program of their own)."""
+their own (a program of their own); the broadcast products over the one query row alone too."""
 
 
 @pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -122,3 +133,51 @@ def test_a_cast_cache_is_tuned_as_stored():
     assert asked == [stored] and [s.kind for s in specs] == ["attention"]
     kernel = next(op for op in specs[0].module.ops if isinstance(op, func.FuncOp))
     assert [str(a.type) for a in kernel.args[:3]] == ["!tt.ptr<bf16>", "!tt.ptr<bf16>", "!tt.ptr<f32>"]
+
+
+@tt.jit
+def llama_decode_attention(q, kc, vc, pos):
+    """Llama's decode step: f32 queries of a group of heads over a bf16 cache filled up to `pos`."""
+    b, h, t, d = q.shape
+    kv = kc.shape[1]
+    q = q.reshape(b, kv, h // kv, t, d)
+    k, v = kc.astype(np.float32).reshape(b, kv, 1, -1, d), vc.astype(np.float32).reshape(b, kv, 1, -1, d)
+    s = tt.where(tt.arange(k.shape[-2]) <= pos, q @ k.mT * 0.125, float("-inf"))
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return ((e / tt.sum(e, axis=-1, keepdims=True)) @ v).reshape(b, h, t, d)
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("pos", [0, 37, 511])
+def test_broadcast_products_over_a_grouped_bf16_cache(monkeypatch, backend, pos):
+    """The broadcast form of a Llama decode step's attention (4 packed heads a program, the cache read as bf16,
+    chunks over the keys up to the position) gives the dot form's result."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(4, 32, 4, splits=8, broadcast=True))
+    rng = np.random.default_rng(pos)
+    q = rng.standard_normal((1, 8, 1, 64)).astype(np.float32)
+    kc, vc = (rng.standard_normal((1, 2, 512, 64)).astype(BF16) for _ in range(2))
+    at = np.array([pos], np.int32)
+    program = llama_decode_attention.compile(q, kc, vc, at)
+    assert [s.launch.kind for s in program.steps] == ["attention"]
+    k = kc.astype(np.float64).reshape(1, 2, 1, 512, 64)
+    v = vc.astype(np.float64).reshape(1, 2, 1, 512, 64)
+    s = q.astype(np.float64).reshape(1, 2, 4, 1, 64) @ k.swapaxes(-1, -2) * 0.125
+    s = np.where(np.arange(512) <= pos, s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True) @ v).reshape(1, 8, 1, 64)
+    np.testing.assert_allclose(program(q, kc, vc, at), want, rtol=1e-4, atol=1e-5)
+
+
+@needs_ptxas
+def test_broadcast_products_stage_nothing_in_shared_memory():
+    """The broadcast form's KV loop holds no barrier and no shared-memory access: k is loaded in the layout the
+    products read it in (each warp a query row, the key block in every warp), the accumulator takes the
+    second product's reduction's layout."""
+    stored = AttentionProblem(8, 4, 1024, 64, 64, "float32", False, "bfloat16")
+    blocks = Blocks(4, 32, 4, splits=16, broadcast=True)
+    spec = fusion_to_kernels(fuse_module(attention_tuning.attention_module(stored)), choose_blocks=lambda _: blocks)[0]
+    kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a", toolchain="llvmlite")
+    kv_loop = max(ptx_loops(kernel.asm["ptx"]), key=lambda body: body.count("ld.global"))
+    assert "ld.global" in kv_loop and "bar.sync" not in kv_loop and ".shared" not in kv_loop
+    assert kernel.n_spills == 0

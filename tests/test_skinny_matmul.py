@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from toolchains import ptx_loops
 
 import tinyton as tt
 from tinyton.compiler import compile_module, matmul_tuning, program
@@ -151,21 +152,8 @@ def test_gemv_form_compiles_without_spills():
     barriers, until 2026-12-03)."""
     for t, ptx, _ in _decode_projection_kernels(GEMV_CANDIDATES):
         assert "mma" not in ptx and "ld.global.v4" in ptx, t
-        k_loop = max(_loops(ptx), key=lambda body: body.count("ld.global"))
+        k_loop = max(ptx_loops(ptx), key=lambda body: body.count("ld.global"))
         assert "bar.sync" not in k_loop and "st.shared" not in k_loop, t
-
-
-def _loops(ptx: str) -> list[str]:
-    """The text of each PTX loop: from a label to the branch back to it (llc comments its labels)."""
-    lines = ptx.splitlines()
-    starts: dict[str, int] = {}
-    loops = []
-    for i, line in enumerate(lines):
-        if line.startswith("$L__BB"):
-            starts[line.split(":")[0]] = i
-        elif "bra" in line and (target := line.split()[-1].rstrip(";")) in starts:
-            loops.append("\n".join(lines[starts[target] : i]))
-    return loops
 
 
 def _problem(fn, *args) -> tuple[int, int, int, int]:

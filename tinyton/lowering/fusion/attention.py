@@ -139,6 +139,8 @@ class _Program(ScoreSteps):
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
         q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, view)
+        if self.blocks.broadcast:  # `[BM, 1, D]` before the KV loop: loaded in the layout the products read
+            q = em.expand(q, 1)
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
@@ -263,14 +265,15 @@ class _Program(ScoreSteps):
 
     def _key_block(self, j: SSAValue, cols: SSAValue, col_ok: SSAValue | None) -> SSAValue:
         """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
-        reads it K-major); an already transposed k is loaded as it is."""
+        reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
+        loaded as it is."""
         em, att = self.em, self.att
         if att.k_transposed:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
             d_cols = em.arange(self.dp, 2, 1)
             row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
             k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), em.and_(row_in, self._below(d_cols, self.dp, self.d)))
-            return em.emit(tt.TransOp(k, (1, 0)))
+            return k if self.blocks.broadcast else em.emit(tt.TransOp(k, (1, 0)))
         d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
         return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
 
@@ -294,7 +297,11 @@ class _Program(ScoreSteps):
         v = self._value_block(j, col_ok, dv_cols)
         zero = em.const(0.0, f32, (self.bm, self.bn))
         imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
-        s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
+        if self.blocks.broadcast:  # [BM, BN, D]: the key rows (`[BN, D]`) summed along D
+            k = kt if self.att.k_transposed else em.emit(tt.TransOp(kt, (1, 0)))
+            s = em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, q, em.expand(k, 0)), 2))
+        else:
+            s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
@@ -304,7 +311,10 @@ class _Program(ScoreSteps):
         scaled = em.binary(tt.MulOp, acc, alpha)
         p = em.cast(p, element_type(self.att.v.type))
         imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
-        acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise))
+        if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN
+            acc_new = em.binary(tt.AddOp, scaled, em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, em.expand(p, 2), em.expand(v, 0)), 1)))
+        else:
+            acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise))
         return [m_new, l_new, acc_new]
 
     def _precision(self, a: SSAValue) -> str:

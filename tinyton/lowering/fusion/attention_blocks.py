@@ -81,6 +81,10 @@ class Blocks:
     tf32x3: bool = False
     """f32 operands: both products as three TF32 products each on the tensor cores (f32's accuracy, as f32
     matmuls have by default: tinyton/lowering/matmul_precision.py) instead of FMAs."""
+    broadcast: bool = False
+    """f32 decoding: both products as one broadcast multiply and sum over the whole `[BM, D, BN]` (and
+    `[BM, BN, D_v]`) tile in registers, `bm` the query rows themselves (a group's 4 heads, not a dot's 16): no
+    operand staged in shared memory, no barrier in the KV loop (`tt.dot` on FMAs stages both operands)."""
 
 
 BlockChooser = Callable[[AttentionProblem], Blocks]
@@ -142,14 +146,23 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     return list(dict.fromkeys(found))
 
 
+BROADCAST_TILE = 8192
+"""Most elements of a broadcast product's `[BM, D, BN]` tile: 64 f32 registers a thread on 4 warps."""
+
+
 def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
     """An f32 problem's candidates: the default on FMAs and on TF32x3 tensor cores, and for decoding its
-    query block with each key block whose staged operands fit, split as `split_counts` says, both ways."""
+    query block with each key block whose staged operands fit, split as `split_counts` says, both ways, and
+    the broadcast products over the query rows alone with each key block whose tiles fit `BROADCAST_TILE`."""
     if p.s_q > default.bm:
         return [default, replace(default, tf32x3=True)]
     fitting = [replace(default, bn=bn) for bn in (64, 32, 16) if _fma_staged_bytes(p, default.bm, bn) <= SHARED_BUDGET]
     found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
-    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found)]))
+    rows = next_power_of_2(p.s_q)
+    broadcast = [Blocks(rows, bn, 4, broadcast=True) for bn in (64, 32, 16)
+                 if rows * bn * max(_padded(p.d), _padded(p.d_v)) <= BROADCAST_TILE]  # fmt: skip
+    broadcast = [replace(b, splits=n) for b in broadcast for n in split_counts(p, b, sm_count) or (0,)]
+    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found), *broadcast]))
 
 
 def split_counts(p: AttentionProblem, blocks: Blocks, sm_count: int) -> tuple[int, ...]:

@@ -77,6 +77,8 @@ class LayoutAssignment:
             self.layout: dict[SSAValue, Layout] = {}
             self.free: set[SSAValue] = set()
             self._flexible: dict[SSAValue, None] = {}  # in program order
+            self._from_carried: set[SSAValue] = set()
+            """Elementwise results computed from a flexible carried tile (`acc * alpha` of an accumulator)."""
             self._loads: list[SSAValue] = []
             self._visit_block(kernel.body.block)
             memo: dict[SSAValue, Layout | None] = {}
@@ -96,14 +98,15 @@ class LayoutAssignment:
         """The layout of the first fixed tile among `values` of `fallback`'s shape, else of the first flexible
         one, preferring a tile that is neither carried by a loop nor broadcast (a GEMV's product of the weights'
         tile and the broadcast row, added to a carried accumulator, takes the weights' 16-byte loads' layout,
-        not the broadcast's or the f32 accumulator's default), else `fallback`'s default."""
+        not the broadcast's or the f32 accumulator's default; `acc * alpha + p @ v` of an attention's broadcast
+        products takes the product's reduction's layout, not the accumulator's), else `fallback`'s default."""
         shape = tt.shape_of(fallback.type)
         tiles = [v for v in values if v is not None and tt.shape_of(v.type) == shape and v not in self.free]
         if not tiles:
             return self.default(fallback)
 
-        def rank(v: SSAValue) -> tuple[bool, bool, bool]:
-            return v in self._flexible, isinstance(v, BlockArgument), isinstance(v.owner, tt.BroadcastOp)
+        def rank(v: SSAValue) -> tuple[bool, bool, bool, bool]:
+            return v in self._flexible, isinstance(v, BlockArgument), isinstance(v.owner, tt.BroadcastOp), v in self._from_carried
 
         return self.layout[min(tiles, key=rank)]
 
@@ -183,6 +186,9 @@ class LayoutAssignment:
             isinstance(op, PASS_THROUGH) and all(v in self.free or v in self._flexible for v in tiles)
         ):
             self._flexible[result] = None
+        if isinstance(op, ELEMENTWISE) and any(
+                v in self._from_carried or isinstance(v, BlockArgument) and v in self._flexible for v in tiles):
+            self._from_carried.add(result)
         match op:
             case tt.ExpandDimsOp():
                 layout = self.layout[op.input].expand(op.axis.value.data)
