@@ -181,3 +181,23 @@ def test_broadcast_products_stage_nothing_in_shared_memory():
     kv_loop = max(ptx_loops(kernel.asm["ptx"]), key=lambda body: body.count("ld.global"))
     assert "ld.global" in kv_loop and "bar.sync" not in kv_loop and ".shared" not in kv_loop
     assert kernel.n_spills == 0
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_broadcast_products_of_a_float16_decode(monkeypatch, backend):
+    """16-bit decoding has the broadcast form too: products and sums in f32, p rounded to v's type first, as the
+    tensor cores' dot does."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(1, 32, 4, splits=4, broadcast=True))
+    rng = np.random.default_rng(3)
+    q, k, v = (randn(rng, 3, n, 64, dtype=np.float16) for n in (1, 300, 300))
+    program = batched_attention.compile(q, k, v, 0.125)
+    assert program.steps[0].launch.tiles.get("kv_splits") == 4
+    want = reference(*(a.astype(np.float64) for a in (q, k, v)), 0.125)
+    np.testing.assert_allclose(program(q, k, v, 0.125).astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+def test_sixteen_bit_decoding_candidates_include_the_broadcast_form():
+    broadcast = [b for b in candidates(DECODE, 132) if b.broadcast]  # one query row, head dims 128
+    assert {(b.bm, b.bn) for b in broadcast} == {(1, 64), (1, 32), (1, 16)}
+    assert not [b for b in candidates(AttentionProblem(16, 1, 8192, 128, 128, "float8e4nv", False), 132) if b.broadcast]

@@ -139,8 +139,8 @@ class _Program(ScoreSteps):
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
         view = (att.q.shape, att.q.strides)
         q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, view)
-        if self.blocks.broadcast:  # `[BM, 1, D]` before the KV loop: loaded in the layout the products read
-            q = em.expand(q, 1)
+        if self.blocks.broadcast:  # `[BM, 1, D]` f32 before the KV loop: loaded in the layout the products read
+            q = em.expand(em.cast(q, f32), 1)
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
@@ -298,7 +298,7 @@ class _Program(ScoreSteps):
         zero = em.const(0.0, f32, (self.bm, self.bn))
         imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
         if self.blocks.broadcast:  # [BM, BN, D]: the key rows (`[BN, D]`) summed along D
-            k = kt if self.att.k_transposed else em.emit(tt.TransOp(kt, (1, 0)))
+            k = em.cast(kt if self.att.k_transposed else em.emit(tt.TransOp(kt, (1, 0))), f32)
             s = em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, q, em.expand(k, 0)), 2))
         else:
             s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
@@ -311,8 +311,9 @@ class _Program(ScoreSteps):
         scaled = em.binary(tt.MulOp, acc, alpha)
         p = em.cast(p, element_type(self.att.v.type))
         imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
-        if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN
-            acc_new = em.binary(tt.AddOp, scaled, em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, em.expand(p, 2), em.expand(v, 0)), 1)))
+        if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN (p rounded to v's type)
+            products = em.binary(tt.MulOp, em.expand(em.cast(p, f32), 2), em.expand(em.cast(v, f32), 0))
+            acc_new = em.binary(tt.AddOp, scaled, em.emit(tt.ReduceSumOp(products, 1)))
         else:
             acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise))
         return [m_new, l_new, acc_new]

@@ -82,9 +82,10 @@ class Blocks:
     """f32 operands: both products as three TF32 products each on the tensor cores (f32's accuracy, as f32
     matmuls have by default: tinyton/lowering/matmul_precision.py) instead of FMAs."""
     broadcast: bool = False
-    """f32 decoding: both products as one broadcast multiply and sum over the whole `[BM, D, BN]` (and
-    `[BM, BN, D_v]`) tile in registers, `bm` the query rows themselves (a group's 4 heads, not a dot's 16): no
-    operand staged in shared memory, no barrier in the KV loop (`tt.dot` on FMAs stages both operands)."""
+    """Decoding: both products as one broadcast multiply and sum in f32 over the whole `[BM, BN, D]` tile in
+    registers, `bm` the query rows themselves (a group's 4 heads, not a dot's 16): no operand staged in shared
+    memory, no barrier in the KV loop (`tt.dot` on FMAs stages both operands; on tensor cores, 16-bit decoding
+    pads the rows to 16 and stages k and v)."""
 
 
 BlockChooser = Callable[[AttentionProblem], Blocks]
@@ -127,7 +128,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups); for decoding, each of those with the KV loop split in half, the heuristic's count,
-    twice it, or not at all (`split_counts`). An f32 problem tries its default blocks on FMAs and on TF32x3
+    twice it, or not at all (`split_counts`), and the broadcast forms (`_broadcast_candidates`). An f32 problem tries its default blocks on FMAs and on TF32x3
     tensor cores; decoding (Llama's f32 attention over a bf16 cache) also its key blocks of 16 to 64 that fit
     `SHARED_BUDGET`, each with the split counts, as a decode step's attention is a few latencies long and the
     split sets how many there are."""
@@ -143,7 +144,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
             for warps in (4, 8) if bm == 128 else (4,):
                 found.append(Blocks(bm, bn, warps))
     found = [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys([*found, *_broadcast_candidates(p, sm_count)]))
 
 
 BROADCAST_TILE = 8192
@@ -153,16 +154,23 @@ BROADCAST_TILE = 8192
 def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
     """An f32 problem's candidates: the default on FMAs and on TF32x3 tensor cores, and for decoding its
     query block with each key block whose staged operands fit, split as `split_counts` says, both ways, and
-    the broadcast products over the query rows alone with each key block whose tiles fit `BROADCAST_TILE`."""
+    the broadcast forms."""
     if p.s_q > default.bm:
         return [default, replace(default, tf32x3=True)]
     fitting = [replace(default, bn=bn) for bn in (64, 32, 16) if _fma_staged_bytes(p, default.bm, bn) <= SHARED_BUDGET]
     found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
+    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found), *_broadcast_candidates(p, sm_count)]))
+
+
+def _broadcast_candidates(p: AttentionProblem, sm_count: int) -> list[Blocks]:
+    """A decoding problem's broadcast forms (`Blocks.broadcast`, not for float8): the query rows alone, each key
+    block whose `[rows, BN, D]` tile fits `BROADCAST_TILE`, split as `split_counts` says."""
     rows = next_power_of_2(p.s_q)
-    broadcast = [Blocks(rows, bn, 4, broadcast=True) for bn in (64, 32, 16)
-                 if rows * bn * max(_padded(p.d), _padded(p.d_v)) <= BROADCAST_TILE]  # fmt: skip
-    broadcast = [replace(b, splits=n) for b in broadcast for n in split_counts(p, b, sm_count) or (0,)]
-    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found), *broadcast]))
+    if p.s_q > PACK_MAX_QUERIES or p.element_bytes == 1:
+        return []
+    found = [Blocks(rows, bn, 4, broadcast=True) for bn in (64, 32, 16)
+             if rows * bn * max(_padded(p.d), _padded(p.d_v)) <= BROADCAST_TILE]  # fmt: skip
+    return [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
 
 
 def split_counts(p: AttentionProblem, blocks: Blocks, sm_count: int) -> tuple[int, ...]:
