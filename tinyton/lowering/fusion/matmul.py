@@ -135,8 +135,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     order), whose per-row operands are already in the program scope.
 
     A one-row tile (BM = 1: a decode step's `x @ w.T`, picked by the tuner) is the GEMV form: the products
-    of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores,
-    reduced over K once after the loop, and both tiles are loaded `num_stages - 1` K steps ahead: no
+    of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores (one
+    FMA each), reduced over K once after the loop, and both tiles are loaded `num_stages - 1` K steps ahead: no
     tensor-core tile of 16 rows, so BN may be 4 and a 512-wide key projection still has a program for every SM."""
     em, dom = rg.em, rg.dom
     lhs = ops[0].lhs
@@ -225,9 +225,10 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
             a = descriptor_load(em, a_desc, (_start(em, m_src), k0), (bm, bk))
         out = []
         for i, (r, acc) in enumerate(zip(rights, carried)):
-            if gemv:
+            if gemv:  # one fused multiply-add a lane, as a dot on FMAs does (a `mul.rn` and an `add.rn` each)
                 row = em.cast(a, acc_el) if r.k_major else _transposed(em, em.cast(a, acc_el))
-                out.append(em.binary(tt.AddOp, acc, em.binary(tt.MulOp, row, em.cast(b_tiles[i], acc_el))))
+                shape = shape_of(acc.type)
+                out.append(em.emit(tt.FmaOp(em.to_shape(row, shape), em.to_shape(em.cast(b_tiles[i], acc_el), shape), acc)))
             else:
                 b = r.tile(k0, k_mask(False))
                 out.append(em.emit(tt.DotOp(a, b, acc, precisions[i], max_num_imprecise_acc=imprecise)))
