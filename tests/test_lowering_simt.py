@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from indexing_kernels import INDEXING_CASES
 from language_kernels import ALL_CASES
+from ml_dtypes import bfloat16
 from simt import run_program
 
 import tinyton as tt
@@ -41,3 +42,20 @@ def test_long_row_scan_of_an_array_program(n):
     out = np.zeros_like(x)
     run_program(kernel, runtime_values([x, out]))
     np.testing.assert_allclose(out, np.cumsum(x, axis=-1), rtol=1e-5, atol=1e-4)
+
+
+def _widen(x):
+    return x.astype(np.float32) * 2.0
+
+
+def test_bf16_halves_of_a_loaded_word_widen_by_integer_ops():
+    """bf16 elements loaded as 16-byte vectors widen to f32 by one shift or mask of the loaded word each (their
+    bits are f32's top half), no `cvt.f32.bf16`: every bit pattern kept, subnormals, signed zeros and NaN too."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 256)).astype(bfloat16)
+    x.view(np.uint16)[0, :6] = [0x0001, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0x0080]  # subnormal, -0, ±inf, NaN, min normal
+    (kernel,) = compile_array_program(tt.jit(_widen), (x,)).kernels()
+    assert "cvt.f32.bf16" not in kernel.asm["ptx"]
+    out = np.zeros((4, 256), np.float32)
+    run_program(kernel, runtime_values([x, out]))
+    np.testing.assert_array_equal(out, x.astype(np.float32) * 2.0)

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     i16,
     i32,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, OpResult, SSAValue
 
 from tinyton.dialects import llvm_extra, tt
 from tinyton.lowering.tt_to_llvm.context import KernelContext, llvm_type, lowers_tile
@@ -78,10 +78,30 @@ def _from_float8_bits(ctx: KernelContext, bits: SSAValue, name: str) -> SSAValue
     return ctx.select(negative, ctx.value(llvm.FNegOp(value)), value)
 
 
+def _unpacked_bf16(ctx: KernelContext, x: SSAValue) -> tuple[SSAValue, bool] | None:
+    """The 32-bit word a bf16 register was cut from (`memory.unpack`: a vector load's halves), and whether it is
+    the high half; None for any other bf16."""
+    if not (isinstance(x, OpResult) and isinstance(x.op, llvm.BitcastOp)):
+        return None
+    bits = x.op.operands[0]
+    if not (isinstance(bits, OpResult) and isinstance(bits.op, llvm.TruncOp) and bits.op.operands[0].type == i32):
+        return None
+    word = bits.op.operands[0]
+    if isinstance(word, OpResult) and isinstance(word.op, llvm.LShrOp) and ctx.known(word.op.operands[1]) == 16:
+        return word.op.operands[0], True
+    return word, False
+
+
 def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
-    """`x`, a register of tt element type `src`, as one of tt element type `dst`."""
+    """`x`, a register of tt element type `src`, as one of tt element type `dst`. A bf16 half of a loaded word
+    widens to f32 by one integer op on the word (its bits are f32's top 16): the half's extraction and
+    `cvt.f32.bf16` took two or three instructions."""
     if src == dst:
         return x
+    if src == bf16 and dst == f32 and (unpacked := _unpacked_bf16(ctx, x)) is not None:
+        word, high = unpacked
+        top = ctx.int_op("and", word, ctx.const(-(1 << 16), i32)) if high else ctx.int_op("shl", word, ctx.const(16, i32))
+        return ctx.value(llvm.BitcastOp(top, f32))
     if src in FLOAT8:
         return convert(ctx, _from_float8(ctx, x, FLOAT8[src]), f32, dst)
     if dst in FLOAT8:
