@@ -49,6 +49,7 @@ def read_only_params(kernel: func.FuncOp) -> set[BlockArgument]:
 def mark_read_only(kernel: func.FuncOp, params: Iterable[int]) -> None:
     """Mark parameters `params` (indices) `tt.read_only`."""
     chosen = set(params)
-    attrs = kernel.arg_attrs.data if isinstance(kernel.arg_attrs, ArrayAttr) else [DictionaryAttr({})] * len(kernel.args)
+    none = [DictionaryAttr({})] * len(kernel.args)
+    attrs = kernel.arg_attrs.data if isinstance(kernel.arg_attrs, ArrayAttr) else none
     marked = [DictionaryAttr({**d.data, READ_ONLY_ATTR: UnitAttr()}) if i in chosen else d for i, d in enumerate(attrs)]
     kernel.arg_attrs = ArrayAttr(marked)

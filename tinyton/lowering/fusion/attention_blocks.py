@@ -128,10 +128,10 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups); for decoding, each of those with the KV loop split in half, the heuristic's count,
-    twice it, or not at all (`split_counts`), and the broadcast forms (`_broadcast_candidates`). An f32 problem tries its default blocks on FMAs and on TF32x3
-    tensor cores; decoding (Llama's f32 attention over a bf16 cache) also its key blocks of 16 to 64 that fit
-    `SHARED_BUDGET`, each with the split counts, as a decode step's attention is a few latencies long and the
-    split sets how many there are."""
+    twice it, or not at all (`split_counts`), and the broadcast forms (`_broadcast_candidates`). An f32
+    problem tries its default blocks on FMAs and on TF32x3 tensor cores; decoding (Llama's f32 attention over a
+    bf16 cache) also its key blocks of 16 to 64 that fit `SHARED_BUDGET`, each with the split counts, as a
+    decode step's attention is a few latencies long and the split sets how many there are."""
     default = default_blocks(p)
     if not p.tensor_cores:
         return _float32_candidates(p, default, sm_count)
@@ -148,7 +148,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
 
 
 BROADCAST_TILE = 8192
-"""Most elements of a broadcast product's `[BM, D, BN]` tile: 64 f32 registers a thread on 4 warps."""
+"""Most elements of a broadcast product's `[BM, BN, D]` tile: 64 f32 registers a thread on 4 warps."""
 
 
 def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> list[Blocks]:
@@ -159,7 +159,8 @@ def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> 
         return [default, replace(default, tf32x3=True)]
     fitting = [replace(default, bn=bn) for bn in (64, 32, 16) if _fma_staged_bytes(p, default.bm, bn) <= SHARED_BUDGET]
     found = [replace(b, splits=n) for b in [default, *fitting] for n in split_counts(p, b, sm_count) or (0,)]
-    return list(dict.fromkeys([*found, *(replace(b, tf32x3=True) for b in found), *_broadcast_candidates(p, sm_count)]))
+    tf32x3 = [replace(b, tf32x3=True) for b in found]
+    return list(dict.fromkeys([*found, *tf32x3, *_broadcast_candidates(p, sm_count)]))
 
 
 def _broadcast_candidates(p: AttentionProblem, sm_count: int) -> list[Blocks]:

@@ -228,7 +228,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
             if gemv:  # one fused multiply-add a lane, as a dot on FMAs does (a `mul.rn` and an `add.rn` each)
                 row = em.cast(a, acc_el) if r.k_major else _transposed(em, em.cast(a, acc_el))
                 shape = shape_of(acc.type)
-                out.append(em.emit(tt.FmaOp(em.to_shape(row, shape), em.to_shape(em.cast(b_tiles[i], acc_el), shape), acc)))
+                b = em.cast(b_tiles[i], acc_el)
+                out.append(em.emit(tt.FmaOp(em.to_shape(row, shape), em.to_shape(b, shape), acc)))
             else:
                 b = r.tile(k0, k_mask(False))
                 out.append(em.emit(tt.DotOp(a, b, acc, precisions[i], max_num_imprecise_acc=imprecise)))

@@ -106,7 +106,8 @@ class LayoutAssignment:
             return self.default(fallback)
 
         def rank(v: SSAValue) -> tuple[bool, bool, bool, bool]:
-            return v in self._flexible, isinstance(v, BlockArgument), isinstance(v.owner, tt.BroadcastOp), v in self._from_carried
+            carried, broadcast = isinstance(v, BlockArgument), isinstance(v.owner, tt.BroadcastOp)
+            return v in self._flexible, carried, broadcast, v in self._from_carried
 
         return self.layout[min(tiles, key=rank)]
 

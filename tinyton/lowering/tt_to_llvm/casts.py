@@ -100,7 +100,8 @@ def convert(ctx: KernelContext, x: SSAValue, src: Attribute, dst: Attribute) -> 
         return x
     if src == bf16 and dst == f32 and (unpacked := _unpacked_bf16(ctx, x)) is not None:
         word, high = unpacked
-        top = ctx.int_op("and", word, ctx.const(-(1 << 16), i32)) if high else ctx.int_op("shl", word, ctx.const(16, i32))
+        top = ctx.int_op("and", word, ctx.const(-(1 << 16), i32)) if high else ctx.int_op(
+            "shl", word, ctx.const(16, i32))
         return ctx.value(llvm.BitcastOp(top, f32))
     if src in FLOAT8:
         return convert(ctx, _from_float8(ctx, x, FLOAT8[src]), f32, dst)
