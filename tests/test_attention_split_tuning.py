@@ -69,6 +69,7 @@ FLOAT32_DECODES = [
     (Blocks(1, 32, 4, splits=4, broadcast=True), 4, 0.3),
     (Blocks(1, 16, 4, splits=8, broadcast=True), 7, 0.6),
     (Blocks(1, 64, 4, splits=1, broadcast=True), 0, 0.9),
+    (Blocks(1, 32, 1, splits=4, broadcast=True), 4, 0.7),
 ]
 """Blocks, the chunks they cut 300 keys into (blocks of 16 in 8 chunks of 3 blocks: 7 chunks), a scale of
 their own (a program of their own); the broadcast products over the one query row alone too."""
@@ -198,6 +199,7 @@ def test_broadcast_products_of_a_float16_decode(monkeypatch, backend):
 
 
 def test_sixteen_bit_decoding_candidates_include_the_broadcast_form():
+    """One query row: on 4 warps and, where its tile fits a warp's 2,048 elements, on a warp of its own."""
     broadcast = [b for b in candidates(DECODE, 132) if b.broadcast]  # one query row, head dims 128
-    assert {(b.bm, b.bn) for b in broadcast} == {(1, 64), (1, 32), (1, 16)}
+    assert {(b.bm, b.bn, b.num_warps) for b in broadcast} == {(1, 64, 4), (1, 32, 4), (1, 16, 4), (1, 16, 1)}
     assert not [b for b in candidates(AttentionProblem(16, 1, 8192, 128, 128, "float8e4nv", False), 132) if b.broadcast]

@@ -165,12 +165,15 @@ def _float32_candidates(p: AttentionProblem, default: Blocks, sm_count: int) -> 
 
 def _broadcast_candidates(p: AttentionProblem, sm_count: int) -> list[Blocks]:
     """A decoding problem's broadcast forms (`Blocks.broadcast`, not for float8): the query rows alone, each key
-    block whose `[rows, BN, D]` tile fits `BROADCAST_TILE`, split as `split_counts` says."""
+    block whose `[rows, BN, D]` tile fits `BROADCAST_TILE` on 4 warps, and with fewer rows than 4 also on a warp
+    a row (no reduction across warps, which one row on 4 warps makes through shared memory every block), split
+    as `split_counts` says."""
     rows = next_power_of_2(p.s_q)
     if p.s_q > PACK_MAX_QUERIES or p.element_bytes == 1:
         return []
-    found = [Blocks(rows, bn, 4, broadcast=True) for bn in (64, 32, 16)
-             if rows * bn * max(_padded(p.d), _padded(p.d_v)) <= BROADCAST_TILE]  # fmt: skip
+    width = max(_padded(p.d), _padded(p.d_v))
+    found = [Blocks(rows, bn, warps, broadcast=True) for warps in dict.fromkeys((4, min(rows, 4)))
+             for bn in (64, 32, 16) if rows * bn * width * 4 <= BROADCAST_TILE * warps]  # fmt: skip
     return [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
 
 
