@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(bench_path.BENCH).parent / "examples" / "llama"))
 from config import CONFIGS
 from generate import Sampling, TinytonEngine
 
-from tinyton.compiler.program import OVERLAP_ENV
+from tinyton.compiler.launch_plan import OVERLAP_ENV
 
 
 def step_ms(weights, args, overlap: bool) -> float:

@@ -11,9 +11,9 @@ among the buffers: zeroed once per stream and kept, since each barrier leaves it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,12 @@ from tinyton.runtime.streams import current_stream
 
 OVERLAP_ENV = "TINYTON_OVERLAP_LAUNCHES"
 """`0`: no kernel of an array program starts before the one before it completes (see `overlapping_launches`)."""
+
+
+def overlap_enabled() -> bool:
+    """Whether a program's kernels may start while the one before finishes (`TINYTON_OVERLAP_LAUNCHES=0`: never)."""
+    return os.environ.get(OVERLAP_ENV, "1") != "0"
+
 
 INTERMEDIATE_ALIGNMENT = 256
 """Bytes between the intermediates packed in one allocation (what cudaMalloc guarantees per allocation)."""
@@ -62,7 +68,9 @@ class _WrittenApart:
 
     def __init__(self, launches: Launches):
         n = len(launches.input_positions)
-        self._written = [i in launches.updates for i in range(n)]
+        self._written = np.array([i in launches.updates for i in range(n)])
+        self._self_meets = (np.arange(len(launches.updates)), np.flatnonzero(self._written))
+        """Each written buffer's own column in the table of which buffers meet."""
         self._sizes = np.array([math.prod(shape) * np.dtype(dtype).itemsize
                                 for shape, dtype in launches.buffer_specs[:n]], np.int64)  # fmt: skip
         self._last: tuple[tuple[int, ...], bool] | None = None
@@ -72,9 +80,9 @@ class _WrittenApart:
             return self._last[1]
         starts = np.array(addresses, np.int64)
         ends = starts + self._sizes
-        written = np.array(self._written)
+        written = self._written
         meet = (starts[written, None] < ends[None, :]) & (starts[None, :] < ends[written, None])
-        meet[np.arange(meet.shape[0]), np.flatnonzero(written)] = False  # a buffer meets itself
+        meet[self._self_meets] = False  # a buffer meets itself
         apart = not meet.any()
         self._last = (addresses, apart)
         return apart
@@ -85,7 +93,7 @@ def overlapping_launches(launches: Launches) -> list[bool]:
     grid_dependency.py). Never the first: what ran before the program is not its business. None with
     `TINYTON_OVERLAP_LAUNCHES=0` when the call path is made (kernels compiled to overlap then run as plain ones:
     their wait does nothing)."""
-    if os.environ.get(OVERLAP_ENV, "1") == "0":
+    if not overlap_enabled():
         return [False] * len(launches.kernels)
     return [k > 0 and kernel.overlaps_prior_grid for k, (kernel, _, _) in enumerate(launches.kernels)]
 
@@ -135,7 +143,7 @@ def _looped(launches: Launches, memory: HostMemory) -> Runner:
             stream = current_stream()
             buffers += counters(stream)
             addresses = [address(b) for b in buffers]
-            safe = not updates or apart(tuple(addresses[: len(positions)]))
+            safe = not (updates and any(overlap)) or apart(tuple(addresses[: len(positions)]))
             for (kernel, grid, slots), early in zip(launches.kernels, overlap):
                 launch = kernel.launcher.bind(grid, kernel.threads, overlap=early and safe)
                 launch(stream, tuple([addresses[i] for i in slots]))

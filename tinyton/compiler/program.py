@@ -28,8 +28,8 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
-from tinyton.compiler.kernel import CompiledKernel, compile_module, normalize_grid
-from tinyton.compiler.launch_plan import OVERLAP_ENV, Launches, Runner, runner
+from tinyton.compiler.kernel import CompiledKernel, compile_module, kernel_function, normalize_grid
+from tinyton.compiler.launch_plan import Launches, Runner, overlap_enabled, runner
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.compiler.row_tuning import row_shape
 from tinyton.dialects import tt, tta
@@ -186,11 +186,6 @@ def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[
             and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
 
 
-def overlap_enabled() -> bool:
-    """Whether a program's kernels may start while the one before finishes (`TINYTON_OVERLAP_LAUNCHES=0`: never)."""
-    return os.environ.get(OVERLAP_ENV, "1") != "0"
-
-
 def mark_overlap(launches: Sequence[Any], slot: Mapping[Any, int], n_inputs: int) -> None:
     """Ask each launch's kernel to overlap the launch before it (`tt.overlap_prior_grid`), and mark its
     parameters that point to an input no launch writes `tt.read_only`: loaded before its wait
@@ -199,7 +194,7 @@ def mark_overlap(launches: Sequence[Any], slot: Mapping[Any, int], n_inputs: int
     kernels = [spec for k in launches for spec in (k, *k.fallback)]
     written = {slot[v] for spec in kernels for v in spec.outputs}
     for spec in kernels:
-        kernel = next(op for op in spec.module.ops if isinstance(op, func.FuncOp))
+        kernel = kernel_function(spec.module)
         read_only = [i for i, v in enumerate(spec.bindings)
                      if v in slot and slot[v] < n_inputs and slot[v] not in written]  # fmt: skip
         mark_read_only(kernel, read_only)

@@ -108,7 +108,8 @@ def place_grid_dependency(kernel: func.FuncOp) -> None:
     body.insert_op_before(wait, ops[first])
     after = set(ops[first:])
     for op in ops[first + 1 : prologue_end]:
-        if not (_is_load(op) and op in after and early.op(op)):
+        # every op asked in block order: its operands' answers are known, so no answer recurses down a long chain
+        if not (early.op(op) and _is_load(op) and op in after):
             continue
         moved = _slice(op, after)
         for m in [o for o in ops if o in moved]:  # in block order: each after its operands
