@@ -22,8 +22,9 @@ for part in "$@"; do
             spec=${part#*:}; name=${spec%%=*}; args=""; [ "$spec" != "$name" ] && args=${spec#*=}
             script=bench_$name.py; [ "${part%%:*}" = probe ] && script=probes/$name.py
             # shellcheck disable=SC2086  # ARGS split into words on purpose
-            (cd bench && timeout "${BENCH_TIMEOUT:-300}" python3 "$script" $args) 2>&1 | grep -v "^tinyton: tuned" \
-                | tee "$out/${part%%:*}_$name.md" | tail -25 ;;
+            # the whole log (the tuners' choices too) in $OUT; their lines left out of what the tail shows
+            (cd bench && timeout "${BENCH_TIMEOUT:-300}" python3 "$script" $args) 2>&1 | tee "$out/${part%%:*}_$name.md" \
+                | grep -v "^tinyton: " | tail -25 ;;
         save-tuning) dest=$(cd "$out" && pwd)/tuning.tar.gz; (cd "$TINYTON_CACHE_DIR" && find . -name '*.json' | tar -czf "$dest" -T -) && ls -l "$dest" ;;  # carry back as .gpu/tuning.tar.gz
         sanitize) python3 bench/sanitize.py --log-dir "$out/sanitize" 2>&1 | tee "$out/sanitize.log" | tail -40 ;;  # scripts/sanitize-all.sh
         *) echo "unknown part $part" ;;

@@ -137,37 +137,44 @@ def test_a_cast_cache_is_tuned_as_stored():
 
 
 @tt.jit
-def llama_decode_attention(q, kc, vc, pos):
+def llama_decode_attention(q, kc, vc, pos, scale):
     """Llama's decode step: f32 queries of a group of heads over a bf16 cache filled up to `pos`."""
     b, h, t, d = q.shape
     kv = kc.shape[1]
     q = q.reshape(b, kv, h // kv, t, d)
     k, v = kc.astype(np.float32).reshape(b, kv, 1, -1, d), vc.astype(np.float32).reshape(b, kv, 1, -1, d)
-    s = tt.where(tt.arange(k.shape[-2]) <= pos, q @ k.mT * 0.125, float("-inf"))
+    s = tt.where(tt.arange(k.shape[-2]) <= pos, q @ k.mT * scale, float("-inf"))
     e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
     return ((e / tt.sum(e, axis=-1, keepdims=True)) @ v).reshape(b, h, t, d)
 
 
 @pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("pos", [0, 37, 511])
-def test_broadcast_products_over_a_grouped_bf16_cache(monkeypatch, backend, pos):
+@pytest.mark.parametrize(("blocks", "scale"), [
+    (Blocks(4, 32, 4, splits=8, broadcast=True), 0.125),
+    (Blocks(4, 32, 4, splits=16, broadcast=True), 0.13),  # the combine loads all 16 chunks at once
+    (Blocks(16, 32, 4, splits=16), 0.14),  # the dot form's [16, 64] accumulators: two groups of 8 chunks
+], ids=["broadcast-8", "broadcast-16", "dot-16"])
+def test_broadcast_products_over_a_grouped_bf16_cache(monkeypatch, backend, pos, blocks, scale):
     """The broadcast form of a Llama decode step's attention (4 packed heads a program, the cache read as bf16,
-    chunks over the keys up to the position) gives the dot form's result."""
+    chunks over the keys up to the position) gives the exact result, as the dot form does, however many
+    chunks the combining program loads at once (a scale of its own: a program of its own)."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(4, 32, 4, splits=8, broadcast=True))
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: blocks)
     rng = np.random.default_rng(pos)
     q = rng.standard_normal((1, 8, 1, 64)).astype(np.float32)
     kc, vc = (rng.standard_normal((1, 2, 512, 64)).astype(BF16) for _ in range(2))
     at = np.array([pos], np.int32)
-    program = llama_decode_attention.compile(q, kc, vc, at)
+    program = llama_decode_attention.compile(q, kc, vc, at, scale)
     assert [s.launch.kind for s in program.steps] == ["attention"]
+    assert program.steps[0].launch.tiles.get("kv_splits") == blocks.splits
     k = kc.astype(np.float64).reshape(1, 2, 1, 512, 64)
     v = vc.astype(np.float64).reshape(1, 2, 1, 512, 64)
-    s = q.astype(np.float64).reshape(1, 2, 4, 1, 64) @ k.swapaxes(-1, -2) * 0.125
+    s = q.astype(np.float64).reshape(1, 2, 4, 1, 64) @ k.swapaxes(-1, -2) * scale
     s = np.where(np.arange(512) <= pos, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     want = (p / p.sum(-1, keepdims=True) @ v).reshape(1, 8, 1, 64)
-    np.testing.assert_allclose(program(q, kc, vc, at), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(program(q, kc, vc, at, scale), want, rtol=1e-4, atol=1e-5)
 
 
 @needs_ptxas

@@ -3,7 +3,8 @@
 Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l_i` of `2^(s - m_i)` and
 its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
 `m = max m_i`, the row's output is `sum(acc_i 2^(m_i - m)) / sum(l_i 2^(m_i - m))`, folded over the chunks
-one at a time as the online softmax folds key blocks (their loads issued `COMBINE_LOADS` chunks at a time). A
+one at a time as the online softmax folds key blocks (their loads issued as many chunks at a time as
+`COMBINE_REGISTERS` holds). A
 chunk that saw no key (a causal end before it, or every score -inf) has `m_i = -inf`, `l_i = 0` and adds
 nothing; a row that no chunk saw gives 0 / 0 = NaN, as the one-kernel path and NumPy's softmax do.
 """
@@ -13,32 +14,33 @@ from __future__ import annotations
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
-from tinyton.intmath import next_power_of_2
+from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
-COMBINE_LOADS = 8
-"""Chunks whose partials the combining program loads at once before folding them (the fold is unrolled, in
-chunk order). Folded one loaded chunk at a time, a loop's L2 round trips ran one after another: a decode step's
-attention on the H200 (12 chunks, 2026-12-02) waited on twelve in its last program. Eight chunks' `[16, 64]`
-accumulators are 64 registers a thread on 4 warps."""
+COMBINE_REGISTERS = 64
+"""Most registers a thread holds of the chunks' accumulators the combining program loads at once before folding
+them (the fold is unrolled, in chunk order): eight chunks of `[16, 64]` on 4 warps, all 32 of a broadcast form's
+`[4, 64]`. Each group of loads is one L2 round trip that the last program waits on: folded one loaded chunk at a
+time, a decode step's attention on the H200 (12 chunks, 2026-12-02) waited on twelve; at eight chunks a group, a
+32-chunk broadcast form (Llama-3.2-1B at position 512, 2026-12-04) waited on four."""
 
 
 def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], counters: SSAValue,
                           out: SSAValue, out_element: Attribute, sizes: tuple[int, int, int, int],
-                          block_rows: int) -> None:
+                          block_rows: int, num_warps: int) -> None:
     """Flash-decoding in one launch: after a program of the partials kernel (grid: row block, batch, chunk) has
     stored its chunk's partials, it counts itself in at its (row block, batch)'s counter; the one that counts
     last, whose partials are then all stored, combines the block's rows (`Emitter.continue_in_last`; `sizes`:
-    splits, batch, S_q, D_v)."""
+    splits, batch, S_q, D_v; `num_warps`: the program's)."""
     splits, batch = sizes[0], sizes[1]
     block, b = em.emit(tt.ProgramIdOp(0)), em.emit(tt.ProgramIdOp(1))
     em.continue_in_last(em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b))), splits)
-    _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, ".cg")
+    _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, num_warps, ".cg")
     em.close_branches()
 
 
 def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, out_element: Attribute,
-                  sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue, rows_per: int,
+                  sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue, rows_per: int, num_warps: int,
                   cache: str | None = None) -> None:
     """Fold the `splits` chunks' partials of rows `[start, start + rows_per)` of batch `b` and store the rows
     (`cache`: the loads' PTX cache operator)."""
@@ -65,8 +67,9 @@ def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], ou
 
     m = em.const(float("-inf"), f32, (rows_per, 1))
     total, acc = em.const(0.0, f32, (rows_per, 1)), em.const(0.0, f32, shape)
-    for first in range(0, splits, COMBINE_LOADS):
-        for m_z, l_z, acc_z in [load(z) for z in range(first, min(first + COMBINE_LOADS, splits))]:
+    at_once = max(1, COMBINE_REGISTERS // cdiv(rows_per * dvp, 32 * num_warps))
+    for first in range(0, splits, at_once):
+        for m_z, l_z, acc_z in [load(z) for z in range(first, min(first + at_once, splits))]:
             m_new = em.binary(tt.MaximumOp, m, m_z)
             m_safe = em.finite_max(m_new)
             alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m, m_safe)))

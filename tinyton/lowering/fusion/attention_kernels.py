@@ -73,7 +73,7 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     em = Emitter(kernel.body.block)
     grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
     combine_in_last_chunk(em, (m, l_sum, acc), counter, out, element_type(att.pv.result.type),
-                          (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm)
+                          (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm, blocks.num_warps)
     module = finish_module(kernel, blocks.num_warps)
     return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes, scratch=scratch)]
 
