@@ -256,8 +256,8 @@ class Program:
                 for k, v in enumerate(values):
                     at = regs[address] + np.uint64(k * _bytes(types[v]))
                     self.memory.store(self.memory.global_bytes, at, regs[v], types[v], active)
-            elif opcode == "griddepcontrol.wait":
-                pass  # one launch at a time here: the launch before has completed
+            elif opcode in ("griddepcontrol.wait", "griddepcontrol.launch_dependents"):
+                pass  # one launch at a time here: the launch before has completed, the next starts after
             elif opcode == "red.shared.add.u32":
                 address = regs[numbers[0]].astype(np.int64)
                 counts = self.memory.shared.view(np.uint32)

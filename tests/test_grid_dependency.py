@@ -11,7 +11,7 @@ from xdsl.parser import Parser
 
 import tinyton as tt
 from tinyton.compiler import compile_module
-from tinyton.compiler.launch_plan import Launches, _WrittenApart, overlapping_launches
+from tinyton.compiler.launch_plan import TRIGGER_ENV, Launches, _WrittenApart, overlapping_launches
 from tinyton.dialects import tt as ttd
 from tinyton.dialects.tt_grid import read_only_params
 from tinyton.lowering.tt_to_llvm.grid_dependency import place_grid_dependency
@@ -25,6 +25,12 @@ def _project_into_cache(x, g, w, cache, pos):
     h = x * (1.0 / tt.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-5)) * g
     cache[pos] = h @ w
     return (cache @ w).sum(axis=0)
+
+
+@tt.jit
+def _triggered_project_into_cache(x, g, w, cache, pos):
+    """The same program compiled apart (the jit keeps one per function): the one the trigger tests compile."""
+    return _project_into_cache.fn(x, g, w, cache, pos)
 
 
 def _inputs(seed: int = 0):
@@ -74,6 +80,26 @@ def test_every_kernel_waits_before_its_first_store():
         before = ptx.split("griddepcontrol.wait;")[0]
         assert "st.global" not in before and "atom." not in before
         assert "launch_dependents" not in ptx  # measured: an early trigger slowed a decode step down
+
+
+def test_with_the_trigger_each_kernel_lets_the_next_start_after_its_main_loop(monkeypatch):
+    """`TINYTON_TRIGGER_DEPENDENTS=1`: a kernel with a loop triggers its dependents once, after the wait and after
+    the loop's last step (the backward branch), before its last store; a kernel without a loop does not."""
+    monkeypatch.setenv(TRIGGER_ENV, "1")
+    program = _triggered_project_into_cache.compile(*_inputs())
+    triggered = 0
+    for step in program.steps:
+        assert ttd.TRIGGER_ATTR in step.launch.module.attributes
+        ptx = compile_module(step.launch.module, num_warps=step.launch.num_warps, arch="sm_90a",
+                             toolchain="llvmlite").asm["ptx"]  # fmt: skip
+        if "launch_dependents" not in ptx:
+            continue
+        triggered += 1
+        assert ptx.count("griddepcontrol.launch_dependents;") == 1
+        wait, trigger = ptx.index("griddepcontrol.wait;"), ptx.index("griddepcontrol.launch_dependents;")
+        assert wait < ptx.rindex("bra", 0, trigger) < trigger < ptx.rindex("st.global")  # the loop's branch first
+    assert triggered >= 1
+    np.testing.assert_allclose(program(*_inputs(3)), _expected(*_inputs(3))[0], rtol=1e-4, atol=1e-4)
 
 
 FILL = """
@@ -128,14 +154,16 @@ def test_written_inputs_that_share_memory_with_read_ones_turn_overlap_off():
 
 
 @pytest.mark.gpu
-def test_chained_kernels_on_the_gpu(monkeypatch):
-    """Each kernel may start before the one before has completed; the results, called many times (and replayed
-    from a CUDA graph), stay NumPy's."""
+@pytest.mark.parametrize("trigger", [False, True], ids=["waits", "triggers"])
+def test_chained_kernels_on_the_gpu(monkeypatch, trigger):
+    """Each kernel may start before the one before has completed (with the trigger, as soon as the one before has
+    left its main loop); the results, called many times (and replayed from a CUDA graph), stay NumPy's."""
     torch = pytest.importorskip("torch")
+    monkeypatch.setenv(TRIGGER_ENV, "1" if trigger else "0")
     args = _inputs(2)
     want, cache = _expected(*args)
     on_gpu = [torch.from_numpy(a).cuda() for a in args]
-    program = _project_into_cache.compile(*on_gpu)
+    program = (_triggered_project_into_cache if trigger else _project_into_cache).compile(*on_gpu)
     if torch.cuda.get_device_capability()[0] >= 9:
         assert [k.overlaps_prior_grid for k in program.kernels()] == [True] * program.num_launches
     fresh = on_gpu[3].clone()

@@ -165,3 +165,14 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
     winner = MatmulTiles(128, 128, 64, 8)
     assert matmul_tuning.matmul_tiles(MatmulProblem(1, 4096, 4096, 4096, "bfloat16")) == winner
     assert len(measured) == 1
+
+
+def test_a_gemv_winner_that_fills_half_the_sms_is_not_split():
+    """A decode step's key/value projection in the GEMV form (1 x 4 tiles, 128 programs of two dots) is not
+    measured split: split, it would keep partials in scratch and lose the launch it shares with the query
+    projection. A GEMV of 16 programs (64 columns over a deep K) still is."""
+    gemv = MatmulTiles(1, 4, 512, 4, 2)
+    key_value = MatmulProblem(1, 1, 512, 2048, "bfloat16", dots=2)
+    assert gemv.programs(key_value) == 128 and matmul_tuning.split_forms(key_value, gemv, 132) == []
+    narrow = MatmulProblem(1, 1, 64, 16384, "bfloat16")
+    assert {t.split_k for t in matmul_tuning.split_forms(narrow, gemv, 132)} >= {2, 4}

@@ -34,6 +34,16 @@ def overlap_enabled() -> bool:
     return os.environ.get(OVERLAP_ENV, "1") != "0"
 
 
+TRIGGER_ENV = "TINYTON_TRIGGER_DEPENDENTS"
+"""`1`: an overlapping kernel lets the next launch start once each of its programs has left its main loop
+(`tinyton/lowering/tt_to_llvm/grid_dependency.py`)."""
+
+
+def trigger_enabled() -> bool:
+    """Whether overlapping kernels trigger their dependents after their main loop (`TINYTON_TRIGGER_DEPENDENTS`)."""
+    return os.environ.get(TRIGGER_ENV, "0") != "0"
+
+
 INTERMEDIATE_ALIGNMENT = 256
 """Bytes between the intermediates packed in one allocation (what cudaMalloc guarantees per allocation)."""
 

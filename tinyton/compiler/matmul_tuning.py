@@ -94,14 +94,22 @@ tile one wave short of the SMs: a 512-row prompt's projections of 3584 columns a
 (355-474 TFLOPS in Qwen2.5-7B's block), where the 128 x 256 tile runs at ~690 when it has the programs."""
 
 
+GEMV_SPLIT_BELOW = 2
+"""A one-row product in the GEMV form is measured split only when it leaves more than 1/GEMV_SPLIT_BELOW of the SMs
+idle. A split GEMV keeps its partials in scratch, so it cannot share a launch with its sibling projection
+(lowering/fusion/launch_groups.py), which a measurement in isolation does not see: on the H200 (2026-12-04) a
+Llama-3.2-1B key/value projection of 128 programs measured 13.3 µs split in two against 13.7 unsplit, and the
+decode step with it split took 0.905 ms and 101 launches, against 0.872 and 86."""
+
+
 def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulTiles]:
-    """The split-K forms to measure `winner` against: its own when it has fewer programs than the GPU has SMs,
-    and for a product of more than SKINNY_ROWS rows those of LARGE_SPLIT_TILES that leave SMs idle unsplit and
+    """The split-K forms to measure `winner` against: its own when it has fewer programs than the GPU has SMs
+    (a GEMV form fewer than `sms // GEMV_SPLIT_BELOW`), and for a product of more than SKINNY_ROWS rows those of LARGE_SPLIT_TILES that leave SMs idle unsplit and
     give at least half as many programs as SMs split (and whose accumulators fit in registers, their stages in
     SKINNY_SHARED), each also in the number of ranges that fills the SMs' waves best where no power of two does
     (`wave_split`). A large product's tiles fill the SMs: it gets none."""
     forms = []
-    if winner.split_k == 1 and winner.programs(p) < sms:
+    if winner.split_k == 1 and winner.programs(p) < (sms // GEMV_SPLIT_BELOW if winner.gemv else sms):
         forms += [*split_k_candidates(p, winner), wave_split(p, winner, sms)]
     if p.m > SKINNY_ROWS:  # fewer rows: the skinny candidates carry their split forms
         for t in dict.fromkeys(t.fit(p) for t in LARGE_SPLIT_TILES):

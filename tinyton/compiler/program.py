@@ -29,7 +29,7 @@ from xdsl.ir import OpResult, SSAValue
 
 from tinyton.compiler.attention_tuning import attention_blocks
 from tinyton.compiler.kernel import CompiledKernel, compile_module, kernel_function, normalize_grid
-from tinyton.compiler.launch_plan import Launches, Runner, overlap_enabled, runner
+from tinyton.compiler.launch_plan import Launches, Runner, overlap_enabled, runner, trigger_enabled
 from tinyton.compiler.matmul_tuning import matmul_tiles
 from tinyton.compiler.row_tuning import row_shape
 from tinyton.dialects import tt, tta
@@ -199,6 +199,8 @@ def mark_overlap(launches: Sequence[Any], slot: Mapping[Any, int], n_inputs: int
                      if v in slot and slot[v] < n_inputs and slot[v] not in written]  # fmt: skip
         mark_read_only(kernel, read_only)
         spec.module.attributes[tt.OVERLAP_ATTR] = UnitAttr()
+        if trigger_enabled():
+            spec.module.attributes[tt.TRIGGER_ATTR] = UnitAttr()
 
 
 def build_program(

@@ -56,7 +56,14 @@ from tinyton.dialects.tt_tma import (
 from tinyton.dialects.tt_warps import (
     PRODUCER_WARPS, REGISTER_FILE, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp, WarpSpecializeOp,
 )
-from tinyton.dialects.tt_grid import GRID_OPS, OVERLAP_ATTR, READ_ONLY_ATTR, GridDependencyWaitOp
+from tinyton.dialects.tt_grid import (
+    GRID_OPS,
+    OVERLAP_ATTR,
+    READ_ONLY_ATTR,
+    TRIGGER_ATTR,
+    GridDependencyWaitOp,
+    LaunchDependentsOp,
+)
 from tinyton.dialects.tt_atomics import ATOMIC_OPS, AtomicCASOp, AtomicRMWOp, DebugBarrierOp, GridBarrierOp
 from tinyton.dialects.tt_random import RANDOM_OPS, CosOp, SinOp, UmulhiOp
 from tinyton.dialects.tt_combine import COMBINE_OPS, CombineYieldOp, ScanOp
@@ -427,10 +434,10 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "CombineYieldOp", "ConstantOp", "CopysignOp", "CosOp", "DEBUG_OPS", "DebugBarrierOp", "DescriptorLoadOp",
     "DivOp", "DivRnOp", "DOT_MIN", "DotOp", "DotWaitOp", "element_type", "ErfOp", "Exp2Op", "ExpandDimsOp",
     "Expm1Op", "ExpOp", "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaOp", "FmaxOp", "FminOp", "GatherOp",
-    "GRID_OPS", "GridBarrierOp", "GridDependencyWaitOp", "HintOp", "HistogramOp", "HypotOp", "INDEXING_OPS", "InlineAsmOp", "INPUT_PRECISIONS",
+    "GRID_OPS", "GridBarrierOp", "GridDependencyWaitOp", "HintOp", "HistogramOp", "HypotOp", "INDEXING_OPS", "InlineAsmOp", "LaunchDependentsOp", "INPUT_PRECISIONS",
     "is_float", "is_int", "is_pointer", "JoinOp", "LIBM_OPS", "LoadEffects", "LoadOp", "LocalAllocOp",
     "LocalLoadOp", "DescriptorStoreOp", "buffer_parts", "slot_type", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp", "MEMORY_OPS",
-    "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "OVERLAP_ATTR", "READ_ONLY_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
+    "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "OVERLAP_ATTR", "READ_ONLY_ATTR", "TRIGGER_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
     "ProgramIdOp", "PromotedDotOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
     "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",

@@ -1,12 +1,13 @@
-"""The `tt` op that orders a launch against the launch before it on its stream (programmatic dependent launch).
+"""The `tt` ops that order a launch against the launches beside it on its stream (programmatic dependent launch).
 
 A kernel launched with the programmatic stream serialization attribute may start before the launch before it
 has completed: it runs until `tt.grid_dependency_wait`, which returns once that launch has completed and its
 writes are visible. Whatever the kernel does before the wait may not read what the launch before it writes, nor
 write anything; an array program's kernels load weights there (parameters marked `READ_ONLY_ATTR`, which no
-launch of the program writes). Without the attribute the op does nothing; the simulator runs it as a no-op.
-`tinyton-grid-dependency` (tinyton/lowering/tt_to_llvm/grid_dependency.py) places it; sm_90 and later only (PTX
-`griddepcontrol.wait`).
+launch of the program writes). `tt.launch_dependents` lets the launch after this one start before this one has
+completed (it still waits at its own `tt.grid_dependency_wait`). Without the attribute both ops do nothing; the
+simulator runs them as no-ops. `tinyton-grid-dependency` (tinyton/lowering/tt_to_llvm/grid_dependency.py) places
+them; sm_90 and later only (PTX `griddepcontrol`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ OVERLAP_ATTR = "tt.overlap_prior_grid"
 """Unit attribute of a kernel module: lower it with `tinyton-grid-dependency` (on sm_90 and later), so that it may
 be launched while the kernel before it finishes."""
 
+TRIGGER_ATTR = "tt.trigger_dependents"
+"""Unit attribute of a kernel module with `OVERLAP_ATTR`: `tinyton-grid-dependency` also places a
+`tt.launch_dependents` after the kernel's main loop."""
+
 
 @irdl_op_definition
 class GridDependencyWaitOp(IRDLOperation):
@@ -37,7 +42,17 @@ class GridDependencyWaitOp(IRDLOperation):
     assembly_format = "attr-dict"
 
 
-GRID_OPS = (GridDependencyWaitOp,)
+@irdl_op_definition
+class LaunchDependentsOp(IRDLOperation):
+    """Let the next launch on the stream start once every program of this one has passed here or exited
+    (`griddepcontrol.launch_dependents`); that launch still waits for this one to complete at its own wait."""
+
+    name = "tt.launch_dependents"
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "attr-dict"
+
+
+GRID_OPS = (GridDependencyWaitOp, LaunchDependentsOp)
 
 
 def read_only_params(kernel: func.FuncOp) -> set[BlockArgument]:

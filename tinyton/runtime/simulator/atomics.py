@@ -107,6 +107,12 @@ class AtomicFunctions(SimFunctions):
         """The simulator runs one launch after the other: the one before has always completed."""
         return ()
 
+    @impl(tt.LaunchDependentsOp)
+    def run_launch_dependents(self, interpreter: Interpreter, op: tt.LaunchDependentsOp,
+                              args: PythonValues) -> PythonValues:
+        """The next launch starts after this one completes anyway."""
+        return ()
+
     @impl(tt.GridBarrierOp)
     def run_grid_barrier(self, interpreter: Interpreter, op: tt.GridBarrierOp, args: PythonValues) -> PythonValues:
         """Check the groups (per counter: `programs` programs, one leader); flip each counter's bit 31."""
