@@ -70,8 +70,9 @@ def test_results_on_the_simulator():
     np.testing.assert_allclose(args[3], cache, rtol=1e-5, atol=1e-5)
 
 
-def test_every_kernel_waits_before_its_first_store():
+def test_every_kernel_waits_before_its_first_store(monkeypatch):
     """In each kernel's PTX the wait comes before every store, and only loads come before it."""
+    monkeypatch.setenv(TRIGGER_ENV, "0")
     program = _project_into_cache.compile(*_inputs())
     for step in program.steps:
         ptx = compile_module(step.launch.module, num_warps=step.launch.num_warps, arch="sm_90a",
@@ -79,11 +80,11 @@ def test_every_kernel_waits_before_its_first_store():
         assert ptx.count("griddepcontrol.wait;") == 1, step.launch.name
         before = ptx.split("griddepcontrol.wait;")[0]
         assert "st.global" not in before and "atom." not in before
-        assert "launch_dependents" not in ptx  # measured: an early trigger slowed a decode step down
+        assert "launch_dependents" not in ptx  # TINYTON_TRIGGER_DEPENDENTS=0
 
 
 def test_with_the_trigger_each_kernel_lets_the_next_start_after_its_main_loop(monkeypatch):
-    """`TINYTON_TRIGGER_DEPENDENTS=1`: a kernel with a loop triggers its dependents once, after the wait and after
+    """By default (`TINYTON_TRIGGER_DEPENDENTS=1`) a kernel with a loop triggers its dependents once, after the wait and after
     the loop's last step (the backward branch), before its last store; a kernel without a loop does not."""
     monkeypatch.setenv(TRIGGER_ENV, "1")
     program = _triggered_project_into_cache.compile(*_inputs())

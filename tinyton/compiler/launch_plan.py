@@ -35,13 +35,14 @@ def overlap_enabled() -> bool:
 
 
 TRIGGER_ENV = "TINYTON_TRIGGER_DEPENDENTS"
-"""`1`: an overlapping kernel lets the next launch start once each of its programs has left its main loop
-(`tinyton/lowering/tt_to_llvm/grid_dependency.py`)."""
+"""`0`: an overlapping kernel does not let the next launch start before all its programs have exited; by default it
+does once each of them has left its main loop (`tinyton/lowering/tt_to_llvm/grid_dependency.py`)."""
 
 
 def trigger_enabled() -> bool:
-    """Whether overlapping kernels trigger their dependents after their main loop (`TINYTON_TRIGGER_DEPENDENTS`)."""
-    return os.environ.get(TRIGGER_ENV, "0") != "0"
+    """Whether overlapping kernels trigger their dependents after their main loop (`TINYTON_TRIGGER_DEPENDENTS=0`:
+    never)."""
+    return os.environ.get(TRIGGER_ENV, "1") != "0"
 
 
 INTERMEDIATE_ALIGNMENT = 256

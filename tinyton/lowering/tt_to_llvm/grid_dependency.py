@@ -17,17 +17,18 @@ pure ops that compute their pointers and masks. Loads after the last loop (an ep
 are: moving them would keep their registers live across the loop.
 
 Why: a decode step is a chain of short, memory-bound kernels. Launched with programmatic stream serialization
-(`runtime/launch.py`), a kernel is launched as the programs of the one before exit, and its programs issue their
-first weight loads while that kernel's last writes are flushed, instead of after the launch gap.
+(`runtime/launch.py`), a kernel is launched before the one before it has completed (when that one triggers it,
+below), and its programs issue their first weight loads while that kernel finishes, instead of after the launch gap.
 
-By default no kernel triggers its dependents early (`griddepcontrol.launch_dependents`): the next kernel is
-launched when every program of this one has exited. A module marked `tt.trigger_dependents`
-(`TINYTON_TRIGGER_DEPENDENTS=1`) triggers after its main loop: the next kernel is launched once every program of
-this one has issued its last loop step, which places none of its programs before all of this one's are. Measured on an H200 (Llama-3.2-1B decode step, batch 1, one CUDA-graph
-replay, 2026-12-04): a trigger right after the wait made the step 7.5 % slower than plain launches (1.008 against
-0.933 ms), as the next kernel's programs, placed while this one's still held the SMs, were spread unevenly over
-them (a GEMV of about one program an SM reads at the pace of its busiest SM); without a trigger it is 1 % faster
-(0.919 against 0.929 ms).
+An array program's kernels trigger their dependents (`griddepcontrol.launch_dependents`) after their main loop
+(the module mark `tt.trigger_dependents`; `TINYTON_TRIGGER_DEPENDENTS=0` leaves it out): the next kernel is
+launched once every program of this one has issued its last loop step, so it places none of its programs before all
+of this one's are placed, and its weight loads overlap this one's reductions and stores. Measured on an H200
+(Llama-3.2-1B decode step, batch 1, one CUDA-graph replay, `bench_llm.py`, 2026-12-04): 0.852 ms a step with the
+trigger after the main loop, 0.870 without a trigger (every program exited first). A trigger right after the wait
+had made the step 7.5 % slower than plain launches (1.008 against 0.933 ms, 2026-12-04): the next kernel's programs,
+placed while this one's were still being placed, were spread unevenly over the SMs (a GEMV of about one program an
+SM reads at the pace of its busiest SM).
 
 Every program passes the wait (it sits in the top-level block, which no program leaves early), so each launch
 completes after the one before it: the chain of waits orders the whole program.
