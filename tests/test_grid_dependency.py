@@ -70,17 +70,15 @@ def test_results_on_the_simulator():
     np.testing.assert_allclose(args[3], cache, rtol=1e-5, atol=1e-5)
 
 
-def test_every_kernel_waits_before_its_first_store(monkeypatch):
-    """In each kernel's PTX the wait comes before every store, and only loads come before it."""
-    monkeypatch.setenv(TRIGGER_ENV, "0")
+def test_every_kernel_waits_before_its_first_store():
+    """In each kernel's PTX the wait comes before every store and the trigger, and only loads come before it."""
     program = _project_into_cache.compile(*_inputs())
     for step in program.steps:
         ptx = compile_module(step.launch.module, num_warps=step.launch.num_warps, arch="sm_90a",
                              toolchain="llvmlite").asm["ptx"]  # fmt: skip
         assert ptx.count("griddepcontrol.wait;") == 1, step.launch.name
         before = ptx.split("griddepcontrol.wait;")[0]
-        assert "st.global" not in before and "atom." not in before
-        assert "launch_dependents" not in ptx  # TINYTON_TRIGGER_DEPENDENTS=0
+        assert "st.global" not in before and "atom." not in before and "launch_dependents" not in before
 
 
 def test_with_the_trigger_each_kernel_lets_the_next_start_after_its_main_loop(monkeypatch):
