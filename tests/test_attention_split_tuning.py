@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from ml_dtypes import bfloat16 as BF16
 from xdsl.dialects import func
-from test_attention import batched_attention, randn, reference
+from test_attention import batched_attention, causal_attention, causal_reference, randn, reference
 from test_attention_tuning import FakeDevice  # the stand-in GPU of the block tuning tests
 from toolchains import needs_ptxas, ptx_loops
 
@@ -177,17 +177,33 @@ def test_broadcast_products_over_a_grouped_bf16_cache(monkeypatch, backend, pos,
     np.testing.assert_allclose(program(q, kc, vc, at, scale), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_broadcast_products_of_a_few_causal_queries(monkeypatch, backend, splits):
+    """Four speculative queries over 203 keys, causal: the broadcast form's loop loads each block a step ahead and
+    nothing past its end, the diagonal's block straddling it (keys past the end read 0, masked in the scores)."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: Blocks(4, 32, 4, splits=splits, broadcast=True))
+    rng = np.random.default_rng(splits)
+    q, k, v = randn(rng, 2, 4, 64), randn(rng, 2, 203 + splits, 64), randn(rng, 2, 203 + splits, 64)
+    program = causal_attention.compile(q, k, v)
+    assert program.steps[0].launch.tiles.get("kv_splits", 1) == splits
+    np.testing.assert_allclose(program(q, k, v), causal_reference(q, k, v, 0.125), rtol=1e-4, atol=1e-5)
+
+
 @needs_ptxas
 def test_broadcast_products_stage_nothing_in_shared_memory():
-    """The broadcast form's KV loop holds no barrier and no shared-memory access: k is loaded in the layout the
-    products read it in (each warp a query row, the key block in every warp), the accumulator takes the
-    second product's reduction's layout."""
+    """The broadcast form's KV loop holds no barrier and no shared-memory access, and loads a block a step ahead: k
+    is loaded in the layout the products read it in (each warp a query row, the key block in every warp), the
+    accumulator takes the second product's reduction's layout."""
     stored = AttentionProblem(8, 4, 1024, 64, 64, "float32", False, "bfloat16")
     blocks = Blocks(4, 32, 4, splits=16, broadcast=True)
     spec = fusion_to_kernels(fuse_module(attention_tuning.attention_module(stored)), choose_blocks=lambda _: blocks)[0]
     kernel = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a", toolchain="llvmlite")
     kv_loop = max(ptx_loops(kernel.asm["ptx"]), key=lambda body: body.count("ld.global"))
     assert "ld.global" in kv_loop and "bar.sync" not in kv_loop and ".shared" not in kv_loop
+    # the next block's k and v are all in flight before this step's softmax (its own came in a step before)
+    assert kv_loop.rindex("ld.global") < kv_loop.index("ex2.approx")
     assert kernel.n_spills == 0
 
 

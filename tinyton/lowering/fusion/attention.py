@@ -105,9 +105,10 @@ class _Program(ScoreSteps):
         return offset
 
     def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
-             mask: SSAValue | None, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
+             mask: SSAValue | None, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
+             cast: bool = True) -> SSAValue:
         """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
-        `[1, C]`); masked lanes give 0."""
+        `[1, C]`); masked lanes give 0. `cast=False`: as stored (a k or v in another float type, `Stored`)."""
         em = self.em
         shape = (shape_of(rows.type)[0], shape_of(cols.type)[1])
         offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
@@ -118,7 +119,7 @@ class _Program(ScoreSteps):
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(pointer, shape), em.to_shape(offsets, shape)))
         other = em.const(0, pointer.type.pointee, shape) if mask is not None else None
         tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
-        return em.cast(tile, element_type(value.type))  # a k or v stored in another float type (`Stored`)
+        return em.cast(tile, element_type(value.type)) if cast else tile  # a k or v stored in another float type
 
     def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
         """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
@@ -149,8 +150,12 @@ class _Program(ScoreSteps):
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
         first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
+        prefetch = self.blocks.broadcast and att.k_select is None and att.v_select is None
         for lb, ub, masked in ((first, split, False), (split, end, True)):
             if ub == 0 or lb == ub:
+                continue
+            if prefetch:
+                carried = self._prefetching_loop(lb, ub, masked, queries, row_ok, q, dv_cols, carried)
                 continue
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
@@ -171,6 +176,25 @@ class _Program(ScoreSteps):
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
         em.emit(tt.StoreOp(ptrs, out, mask))
+
+    def _prefetching_loop(self, lb: int | SSAValue, ub: int | SSAValue, masked: bool, rows: SSAValue, row_ok: SSAValue,
+                          q: SSAValue, dv_cols: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:  # fmt: skip
+        """The broadcast form's KV loop over `[lb, ub)`: each step issues the next block's k and v loads (as
+        stored, keys at or past `ub` read 0) before it computes on the block loaded a step before, carried in
+        registers. No dot reads them, so the pipeliner stages nothing: loading each block at the top of its step,
+        a program waited a memory latency per step (a decode step's attention on the H200, 2026-12-04: a second
+        32-key step took a program's time from 3.95 to 8.53 µs). Keys past `ub` that a block holds are masked in
+        its scores whatever they read (the causal end, the position's, S_kv's): nothing is loaded past the loop."""
+        em = self.em
+        end = ub if isinstance(ub, SSAValue) else em.i32(ub)
+
+        def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
+            ahead = self._kv_tiles(em.add(j, em.i32(self.bn)), end, dv_cols)
+            new = self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values[:3], loaded=values[3:])
+            return [*new, *ahead]
+
+        first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
+        return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
 
     def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
         """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the
@@ -263,38 +287,51 @@ class _Program(ScoreSteps):
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
         return cols, em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
 
-    def _key_block(self, j: SSAValue, cols: SSAValue, col_ok: SSAValue | None) -> SSAValue:
+    def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True) -> SSAValue:
         """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
         reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
-        loaded as it is."""
+        loaded as it is. Keys at or past `bound` (None: all in range) read 0; `cast=False`: as stored."""
         em, att = self.em, self.att
         if att.k_transposed:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
             d_cols = em.arange(self.dp, 2, 1)
-            row_in = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
-            k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), em.and_(row_in, self._below(d_cols, self.dp, self.d)))
+            row_in = em.cmp("lt", kv_rows, bound) if bound is not None else None
+            mask = em.and_(row_in, self._below(d_cols, self.dp, self.d))
+            k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), mask, cast)
             return k if self.blocks.broadcast else em.emit(tt.TransOp(k, (1, 0)))
         d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_ok))
+        cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
+        col_in = em.cmp("lt", cols, bound) if bound is not None else None
+        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_in), cast)
 
-    def _value_block(self, j: SSAValue, col_ok: SSAValue | None, dv_cols: SSAValue) -> SSAValue:
-        """The value block at `j`, `[BN, D_v]` (rows past S_kv read 0 when `col_ok` says the block is ragged)."""
+    def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
+        """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""
         em = self.em
         kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
-        v_row_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv)) if col_ok is not None else None
+        v_row_ok = em.cmp("lt", kv_rows, bound) if bound is not None else None
         v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
-        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok)
+        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok, cast)
+
+    def _kv_tiles(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue) -> list[SSAValue]:
+        """The key and value blocks at `j` as stored (keys at or past `bound` read 0): what a prefetching loop
+        carries into the step that uses them."""
+        return [self._key_block(j, bound, cast=False), self._value_block(j, bound, dv_cols, cast=False)]
 
     def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
-                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue) -> list[SSAValue]:
+                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue,
+                  loaded: list[SSAValue] | None = None) -> list[SSAValue]:  # fmt: skip
         """One key block: scores on tensor cores, the score steps, the online softmax in base 2 (`m`, `l` in
-        log2 units), `acc += p @ v`."""
+        log2 units), `acc += p @ v`. `loaded`: the block's k and v tiles as stored, loaded a step before."""
         em = self.em
         cols, col_ok = self._columns(j, masked)
-        kt = self._key_block(j, cols, col_ok)
-        # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a decode
-        # step) its load then overlaps the scores and the softmax instead of waiting for them
-        v = self._value_block(j, col_ok, dv_cols)
+        if loaded is not None:
+            kt, v = (em.cast(t, element_type(x.type)) for t, x in zip(loaded, (self.att.k, self.att.v)))
+        else:
+            bound = em.i32(self.s_kv) if col_ok is not None else None
+            kt = self._key_block(j, bound)
+            # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a
+            # decode step) its load then overlaps the scores and the softmax instead of waiting for them
+            v = self._value_block(j, bound, dv_cols)
         zero = em.const(0.0, f32, (self.bm, self.bn))
         imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
         if self.blocks.broadcast:  # [BM, BN, D]: the key rows (`[BN, D]`) summed along D
@@ -324,11 +361,12 @@ class _Program(ScoreSteps):
         return "tf32x3" if self.blocks.tf32x3 and isinstance(element_type(a.type), Float32Type) else "ieee"
 
     def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
-              mask: SSAValue | None) -> SSAValue:  # fmt: skip
-        """A block of k or v as stored (contiguous `strides`), or of `where(mask, a, b)`: both views loaded,
-        the index mask chooses."""
+              mask: SSAValue | None, cast: bool = True) -> SSAValue:  # fmt: skip
+        """A block of k or v as stored (contiguous `strides`; `cast=False`: in its stored type), or of
+        `where(mask, a, b)`: both views loaded, the index mask chooses."""
         if select is None:
-            return self.load(value, rows, cols, *strides, mask)
+            return self.load(value, rows, cols, *strides, mask, cast=cast)
+        assert cast, "a selected block is cast as it is loaded"
         tiles = [self._load_view(view, rows, cols, mask) for view in (select.true, select.false)]
         return self.em.select(self._mask_tile(select.mask, rows, cols), *tiles)
 
