@@ -287,6 +287,10 @@ class _Program(ScoreSteps):
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
         return cols, em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
 
+    def _ragged_bound(self, col_ok: SSAValue | None) -> SSAValue | None:
+        """The bound of a block's key loads: S_kv where `col_ok` says the block is ragged, else None (all in range)."""
+        return self.em.i32(self.s_kv) if col_ok is not None else None
+
     def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True) -> SSAValue:
         """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
         reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
@@ -327,7 +331,7 @@ class _Program(ScoreSteps):
         if loaded is not None:
             kt, v = (em.cast(t, element_type(x.type)) for t, x in zip(loaded, (self.att.k, self.att.v)))
         else:
-            bound = em.i32(self.s_kv) if col_ok is not None else None
+            bound = self._ragged_bound(col_ok)
             kt = self._key_block(j, bound)
             # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a
             # decode step) its load then overlaps the scores and the softmax instead of waiting for them

@@ -201,12 +201,12 @@ class _KeyValueGrads(_Backward):
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bn)
         self.coords = self._coords_of(outer, em.i32(0) if self.group else None)  # k and v: any head of the group
         cols, col_ok = self._columns(start, True)
-        kt = self._key_block(start, cols, col_ok)
+        kt = self._key_block(start, self._ragged_bound(col_ok))
         dv_cols = em.arange(self.dvp, 2, 1)
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)
-        v = self._value_block(start, col_ok, dv_cols)
+        v = self._value_block(start, self._ragged_bound(col_ok), dv_cols)
         vt = em.emit(tt.TransOp(v, (1, 0)))
         operand = self.element
 
@@ -274,9 +274,9 @@ class _QueryGrads(_Backward):
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
                 cols, col_ok = self._columns(j, masked)
-                kt = self._key_block(j, cols, col_ok)
+                kt = self._key_block(j, self._ragged_bound(col_ok))
                 p = self._probabilities(q, kt, rows, row_ok, cols, col_ok, masked, lse)
-                v = self._value_block(j, col_ok, dv_cols)
+                v = self._value_block(j, self._ragged_bound(col_ok), dv_cols)
                 dp = em.emit(tt.DotOp(do, em.emit(tt.TransOp(v, (1, 0))), em.const(0.0, f32, (self.bm, self.bn))))
                 ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, delta))
                 k = em.emit(tt.TransOp(kt, (1, 0)))
