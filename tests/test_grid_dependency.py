@@ -82,8 +82,8 @@ def test_every_kernel_waits_before_its_first_store():
 
 
 def test_with_the_trigger_each_kernel_lets_the_next_start_after_its_main_loop(monkeypatch):
-    """By default (`TINYTON_TRIGGER_DEPENDENTS=1`) a kernel with a loop triggers its dependents once, after the wait and after
-    the loop's last step (the backward branch), before its last store; a kernel without a loop does not."""
+    """By default (`TINYTON_TRIGGER_DEPENDENTS=1`) a kernel with a loop triggers its dependents once, after the wait
+    and after the loop's last step (the backward branch), before its last store; a kernel without a loop does not."""
     monkeypatch.setenv(TRIGGER_ENV, "1")
     program = _triggered_project_into_cache.compile(*_inputs())
     triggered = 0

@@ -104,10 +104,10 @@ decode step with it split took 0.905 ms and 101 launches, against 0.872 and 86."
 
 def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulTiles]:
     """The split-K forms to measure `winner` against: its own when it has fewer programs than the GPU has SMs
-    (a GEMV form fewer than `sms // GEMV_SPLIT_BELOW`), and for a product of more than SKINNY_ROWS rows those of LARGE_SPLIT_TILES that leave SMs idle unsplit and
-    give at least half as many programs as SMs split (and whose accumulators fit in registers, their stages in
-    SKINNY_SHARED), each also in the number of ranges that fills the SMs' waves best where no power of two does
-    (`wave_split`). A large product's tiles fill the SMs: it gets none."""
+    (a GEMV form fewer than `sms // GEMV_SPLIT_BELOW`), and for a product of more than SKINNY_ROWS rows those of
+    LARGE_SPLIT_TILES that leave SMs idle unsplit and give at least half as many programs as SMs split (and whose
+    accumulators fit in registers, their stages in SKINNY_SHARED), each also in the number of ranges that fills the
+    SMs' waves best where no power of two does (`wave_split`). A large product's tiles fill the SMs: it gets none."""
     forms = []
     if winner.split_k == 1 and winner.programs(p) < (sms // GEMV_SPLIT_BELOW if winner.gemv else sms):
         forms += [*split_k_candidates(p, winner), wave_split(p, winner, sms)]

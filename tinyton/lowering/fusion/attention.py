@@ -304,9 +304,10 @@ class _Program(ScoreSteps):
             k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), mask, cast)
             return k if self.blocks.broadcast else em.emit(tt.TransOp(k, (1, 0)))
         d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-        cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
+        cols = self._columns(j, masked=False)[0]
         col_in = em.cmp("lt", cols, bound) if bound is not None else None
-        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), em.and_(self._below(d_rows, self.dp, self.d), col_in), cast)
+        mask = em.and_(self._below(d_rows, self.dp, self.d), col_in)
+        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), mask, cast)
 
     def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
         """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""

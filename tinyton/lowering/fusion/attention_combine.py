@@ -4,9 +4,9 @@ Each chunk of keys left per query row its maximum `m_i` (log2 units), its sum `l
 its unnormalised accumulator `acc_i` (tinyton/lowering/fusion/attention.py, `_store_partials`). With
 `m = max m_i`, the row's output is `sum(acc_i 2^(m_i - m)) / sum(l_i 2^(m_i - m))`, folded over the chunks
 one at a time as the online softmax folds key blocks (their loads issued as many chunks at a time as
-`COMBINE_REGISTERS` holds). A
-chunk that saw no key (a causal end before it, or every score -inf) has `m_i = -inf`, `l_i = 0` and adds
-nothing; a row that no chunk saw gives 0 / 0 = NaN, as the one-kernel path and NumPy's softmax do.
+`COMBINE_REGISTERS` holds). A chunk that saw no key (a causal end before it, or every score -inf) has
+`m_i = -inf`, `l_i = 0` and adds nothing; a row that no chunk saw gives 0 / 0 = NaN, as the one-kernel path and
+NumPy's softmax do.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAVa
     splits, batch = sizes[0], sizes[1]
     block, b = em.emit(tt.ProgramIdOp(0)), em.emit(tt.ProgramIdOp(1))
     em.continue_in_last(em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b))), splits)
-    _combine_rows(em, partials, out, out_element, sizes, b, em.mul_int(block, block_rows), block_rows, num_warps, ".cg")
+    start = em.mul_int(block, block_rows)
+    _combine_rows(em, partials, out, out_element, sizes, b, start, block_rows, num_warps, ".cg")
     em.close_branches()
 
 

@@ -99,9 +99,11 @@ def _slice(op: Operation, after: set[Operation]) -> set[Operation]:
     return found
 
 
-def place_grid_dependency(kernel: func.FuncOp, trigger: bool = False) -> None:
-    """Insert the wait into `kernel` and move its read-only prologue loads above it; with `trigger`, a
-    `tt.launch_dependents` after its last top-level loop (none in a kernel without one)."""
+def place_grid_dependency(kernel: func.FuncOp) -> None:
+    """Insert the wait into `kernel` and move its read-only prologue loads above it; in a module marked
+    `tt.trigger_dependents`, a `tt.launch_dependents` after its last top-level loop (none in a kernel without one)."""
+    module = kernel.parent_op()
+    trigger = isinstance(module, ModuleOp) and tt.TRIGGER_ATTR in module.attributes
     body = kernel.body.block
     if any(isinstance(op, tt.GridDependencyWaitOp) for op in kernel.walk()):
         return
@@ -139,7 +141,7 @@ class GridDependencyPass(ModulePass):
             check_kernel_module(module, self.name)
             for kernel in module.ops:
                 if isinstance(kernel, func.FuncOp):
-                    place_grid_dependency(kernel, trigger=tt.TRIGGER_ATTR in module.attributes)
+                    place_grid_dependency(kernel)
 
 
 @lowers(tt.GridDependencyWaitOp)

@@ -125,7 +125,7 @@ def lower_to_llvm(
     kernel = kernels[0]
     tma.expand_descriptors(kernel, use_tma and arch.startswith("sm_90"))
     if tt.OVERLAP_ATTR in module.attributes:
-        grid_dependency.place_grid_dependency(kernel, trigger=tt.TRIGGER_ATTR in module.attributes)
+        grid_dependency.place_grid_dependency(kernel)
     maps, map_of = tma.tensor_map_specs(kernel)
     name = kernel.sym_name.data
     param_types = tuple(str(a.type) for a in kernel.args)
