@@ -167,12 +167,13 @@ def test_a_winner_with_fewer_programs_than_sms_is_measured_against_its_split_for
     assert len(measured) == 1
 
 
-def test_a_gemv_winner_that_fills_half_the_sms_is_not_split():
-    """A decode step's key/value projection in the GEMV form (1 x 4 tiles, 128 programs of two dots) is not
-    measured split: split, it would keep partials in scratch and lose the launch it shares with the query
-    projection. A GEMV of 16 programs (64 columns over a deep K) still is."""
+def test_a_gemv_winner_that_fills_a_quarter_of_the_sms_is_not_split():
+    """A decode step's key/value projection in the GEMV form (1 x 4 tiles, two dots; 128 programs in Llama-3.2-1B, 64
+    in TinyLlama-1.1B) is not measured split: split, it would keep partials in scratch and lose the launch it shares
+    with the query projection. A GEMV of 16 programs (64 columns over a deep K) still is."""
     gemv = MatmulTiles(1, 4, 512, 4, 2)
-    key_value = MatmulProblem(1, 1, 512, 2048, "bfloat16", dots=2)
-    assert gemv.programs(key_value) == 128 and matmul_tuning.split_forms(key_value, gemv, 132) == []
+    for width, programs in ((512, 128), (256, 64)):
+        key_value = MatmulProblem(1, 1, width, 2048, "bfloat16", dots=2)
+        assert gemv.programs(key_value) == programs and matmul_tuning.split_forms(key_value, gemv, 132) == []
     narrow = MatmulProblem(1, 1, 64, 16384, "bfloat16")
     assert {t.split_k for t in matmul_tuning.split_forms(narrow, gemv, 132)} >= {2, 4}

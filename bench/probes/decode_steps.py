@@ -34,10 +34,11 @@ def decode_arguments(description: str, layers: int) -> argparse.ArgumentParser:
     return parser
 
 
-def engine_of(args: argparse.Namespace) -> TinytonEngine:
-    """The model of `args` (random weights, its layers cut to `--layers`) on tinyton, with plain launches."""
+def engine_of(args: argparse.Namespace, graph: bool = False) -> TinytonEngine:
+    """The model of `args` (random weights, its layers cut to `--layers`) on tinyton, with plain launches (or
+    a step one CUDA-graph replay)."""
     cfg = replace(CONFIGS[args.model], num_hidden_layers=args.layers)
-    return TinytonEngine(torch_weights(cfg), args.batch, args.context, Sampling(), graph=False)
+    return TinytonEngine(torch_weights(cfg), args.batch, args.context, Sampling(), graph=graph)
 
 
 def main() -> None:

@@ -94,12 +94,14 @@ tile one wave short of the SMs: a 512-row prompt's projections of 3584 columns a
 (355-474 TFLOPS in Qwen2.5-7B's block), where the 128 x 256 tile runs at ~690 when it has the programs."""
 
 
-GEMV_SPLIT_BELOW = 2
-"""A one-row product in the GEMV form is measured split only when it leaves more than 1/GEMV_SPLIT_BELOW of the SMs
-idle. A split GEMV keeps its partials in scratch, so it cannot share a launch with its sibling projection
-(lowering/fusion/launch_groups.py), which a measurement in isolation does not see: on the H200 (2026-12-04) a
-Llama-3.2-1B key/value projection of 128 programs measured 13.3 µs split in two against 13.7 unsplit, and the
-decode step with it split took 0.905 ms and 101 launches, against 0.872 and 86."""
+GEMV_SPLIT_BELOW = 4
+"""A one-row product in the GEMV form is measured split only when it has fewer programs than 1/GEMV_SPLIT_BELOW of
+the SMs. A split GEMV keeps its partials in scratch, so it cannot share a launch with its sibling projection
+(lowering/fusion/launch_groups.py), whose programs fill the SMs it leaves idle; a measurement in isolation sees
+neither. On the H200 (2026-12-04) a Llama-3.2-1B key/value projection of 128 programs measured 13.3 µs split in
+two against 13.7 unsplit, and the decode step with it split took 0.905 ms and 101 launches, against 0.872 and 86
+(2.3 µs a launch lost); TinyLlama-1.1B's of 64 programs (4 key/value heads) measured 12.5 µs split against 13.0,
+and its step took 0.958 ms in 137 launches, 22 more than its 22 layers' 5 each (half the SMs was the bar then)."""
 
 
 def split_forms(p: MatmulProblem, winner: MatmulTiles, sms: int) -> list[MatmulTiles]:
