@@ -54,6 +54,41 @@ def test_sdpa_masks_and_gqa() -> None:
                                                          is_causal=True), q, k, v)
 
 
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_rows_without_a_key_give_zero_as_torch_does(kind: str) -> None:
+    """torch's math gives 0 for a query row whose mask keeps no key (its `_safe_softmax`), and 0 gradients there;
+    a softmax gives NaN. Such rows attend to every key and are zeroed: outputs and gradients match eager's."""
+    q, k, v = (t.requires_grad_() for t in _qkv(t=8))
+    keep = torch.rand(8, 8) > 0.3
+    keep[:, 0], keep[2], keep[5] = True, False, False
+    mask = keep if kind == "bool" else torch.zeros(8, 8).masked_fill(~keep, float("-inf"))
+    sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
+    out = torch.compile(sdpa, backend="tinyton")(q, k, v)
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    want = sdpa(*leaves)
+    torch.testing.assert_close(out, want, **TOL)
+    assert out[:, :, [2, 5]].abs().max() == 0
+    weights = torch.randn_like(want)
+    (out * weights).sum().backward()
+    (want * weights).sum().backward()
+    for got, expected in zip((q, k, v), leaves):
+        assert torch.isfinite(got.grad).all()
+        torch.testing.assert_close(got.grad, expected.grad, **TOL)
+
+
+def test_multi_head_attention_module_is_flash_attention() -> None:
+    """`nn.MultiheadAttention` (dynamo keeps `F.multi_head_attention_forward` as one call) runs its SDPA as
+    tinyton's math: one flash-attention kernel reading q, k and v in place (it was 15 launches, its attention
+    three, before)."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(32, 4, batch_first=True).eval()
+    x = torch.randn(2, 16, 32)
+    with torch.no_grad():
+        e = check(lambda x: mha(x, x, x, need_weights=False)[0], x)
+    kinds = [line.split(":")[1].strip() for line in str(e).splitlines() if line.strip().startswith("kernel ")]
+    assert kinds.count("attention") == 1 and "softmax" not in kinds and e.num_launches <= 8, str(e)
+
+
 def test_attention_written_out_is_flash_attention() -> None:
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         t = q.size(-2)

@@ -8,6 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 
+import tinyton.torch as ttt
 from torch_checks import check_forward_backward, check_training, expected_fallbacks
 from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
 
@@ -32,6 +33,17 @@ def test_qwen_block_with_qkv_bias(gqa: str) -> None:
 def test_nanogpt_block_forward_backward() -> None:
     torch.manual_seed(0)
     check_forward_backward(GPTBlock().eval(), torch.randn(2, 8, 32, requires_grad=True))
+
+
+def test_nanogpt_block_reads_q_k_and_v_in_place() -> None:
+    """Inference: the windows of the qkv projection that `split` and `view(...).transpose(1, 2)` make are read by
+    the attention kernel through their strides; no kernel copies or transposes them (13 launches when they did)."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        e = ttt.explain(GPTBlock().eval(), torch.randn(2, 8, 32))
+    kinds = [line.split(":")[1].strip() for line in str(e).splitlines() if line.strip().startswith("kernel ")]
+    attention = kinds.index("attention")
+    assert kinds[attention - 1] == "matmul_epilogue" and e.num_launches <= 10, str(e)
 
 
 def test_gpt_block_with_erf_gelu_and_handwritten_layernorm() -> None:

@@ -56,13 +56,21 @@ class ScoreStep:
 
 @dataclass(frozen=True)
 class QView:
-    """How the kernel reads q: `base` (as stored, contiguous) through `ops` (reshapes, then transposes;
-    each used once), which make q `shape` with element `strides` over `base`. No ops: q itself."""
+    """How the kernel reads q (or k or v): `base` (as stored, contiguous) through `ops` (reshapes, transposes and
+    windows, each used once; a float cast among k's or v's), which make it `shape` with element `strides` from
+    `offset` over `base`. No ops: the value itself."""
 
     base: SSAValue
     ops: tuple[Operation, ...]
     shape: tuple[int, ...]
     strides: tuple[int, ...]
+    offset: int = 0
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether it reads `base` as a row-major array of its own shape (a reshape of it: the same layout)."""
+        return self.offset == 0 and all(s == c for s, c, n in zip(self.strides, _contiguous(self.shape), self.shape)
+                                        if n != 1)
 
 
 def _contiguous(shape: Sequence[int]) -> tuple[int, ...]:
@@ -95,28 +103,52 @@ def reshaped_strides(shape: Sequence[int], strides: Sequence[int], out: Sequence
     return tuple(result)
 
 
-def q_view(q: SSAValue) -> QView:
-    """The longest chain of single-use reshapes and transposes ending at `q` that is a strided view of
-    the array it starts from (a reshape of a transposed view only where NumPy's would be a view: the heads
-    of `x.transpose(0, 2, 1, 3)` split into groups)."""
+def _window(op: tta.SliceOp, shape: Sequence[int]) -> bool:
+    """Whether the slice reads inside its input everywhere (no padding): a view of it."""
+    out = shape_of(op.result.type)
+    return all(tta.inside_range(start, step, n, size) == (0, n)
+               for start, step, n, size in zip(op.starts, op.steps, out, shape))
+
+
+def _through(base: SSAValue, ops: Sequence[Operation]) -> QView | None:
+    """`base` read through `ops` as a strided view, or None where one needs a copy (a reshape NumPy would copy,
+    a slice past the input's end); float casts change no geometry."""
+    shape, strides, offset = shape_of(base.type), _contiguous(shape_of(base.type)), 0
+    for op in ops:
+        out = shape_of(op.results[0].type)
+        if isinstance(op, tta.TransposeOp):
+            strides = tuple(strides[p] for p in op.perm)
+        elif isinstance(op, tta.SliceOp):
+            if not _window(op, shape):
+                return None
+            offset += sum(start * st for start, st in zip(op.starts, strides))
+            strides = tuple(st * step for st, step in zip(strides, op.steps))
+        elif isinstance(op, tta.ReshapeOp):
+            if (reshaped := reshaped_strides(shape, strides, out)) is None:
+                return None
+            strides = reshaped
+        shape = out
+    return QView(base, tuple(ops), tuple(shape), tuple(strides), offset)
+
+
+def strided_view(value: SSAValue, windows: bool = False, cast: bool = False) -> QView:
+    """The longest chain of single-use reshapes and transposes (and with `windows`, slices inside their input;
+    with `cast`, one float cast) ending at `value` that is a strided view of the array it starts from (a reshape
+    of a transposed view only where NumPy's would be a view: the heads of `x.transpose(0, 2, 1, 3)` split into
+    groups; nanoGPT's `qkv.split(c, 2)[1].view(b, t, h, d).transpose(1, 2)`)."""
+    kinds = (tta.ReshapeOp, tta.TransposeOp, *((tta.SliceOp,) if windows else ()))
     chain: list[Operation] = []
-    value = q
-    while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp)) and value.has_one_use():
+    end = value
+    while isinstance(value, OpResult) and value.has_one_use() and (isinstance(value.op, kinds) or cast and isinstance(
+            value.op, tta.CastOp) and is_float(element_type(value.op.input.type)) and is_float(element_type(
+            value.type)) and not any(isinstance(op, tta.CastOp) for op in chain)):  # fmt: skip
         chain.insert(0, value.op)
         value = value.op.input
     for first in range(len(chain) + 1):  # drop leading ops until the rest is a view
-        base = chain[first].input if first < len(chain) else q
-        shape, strides = shape_of(base.type), _contiguous(shape_of(base.type))
-        for op in chain[first:]:
-            out = shape_of(op.result.type)
-            if isinstance(op, tta.TransposeOp):
-                strides = tuple(strides[p] for p in op.perm)
-            elif (strides := reshaped_strides(shape, strides, out)) is None:
-                break
-            shape = out
-        else:
-            return QView(base, tuple(chain[first:]), tuple(shape), strides)
-    raise AssertionError("unreachable: q itself is a view")
+        view = _through(chain[first].input if first < len(chain) else end, chain[first:])
+        if view is not None:
+            return view
+    raise AssertionError("unreachable: a value is a view of itself")
 
 
 @dataclass(frozen=True)
@@ -143,30 +175,25 @@ def select_of(value: SSAValue) -> Select | None:
     mask = index_mask(op.condition)
     if mask is None or is_constant(op.true_value) or is_constant(op.false_value):
         return None
-    return Select(op, mask, q_view(op.true_value), q_view(op.false_value))
+    return Select(op, mask, strided_view(op.true_value), strided_view(op.false_value))
 
 
 @dataclass(frozen=True)
 class Stored:
-    """k or v read from the array `base` as stored, through `ops`: single-use reshapes (of a contiguous array:
-    the same layout) and at most one float cast, which the kernel applies after its loads (a bf16 KV cache in
-    float32 attention is read as bf16, never copied)."""
+    """k or v read from the array `base` as stored, through `ops`: single-use reshapes, transposes and windows and
+    at most one float cast, which the kernel applies after its loads (a bf16 KV cache in float32 attention is read
+    as bf16, never copied; nanoGPT's keys, a window of the qkv projection's output with its heads transposed, are
+    read in place). `view`: the strides and offset it is read with, None where it is `base`'s own layout."""
 
     base: SSAValue
     ops: tuple[Operation, ...] = ()
+    view: QView | None = None
 
 
 def stored(value: SSAValue) -> Stored:
-    """`value` as reshapes and a float cast of an array (`Stored`); no ops: the array itself."""
-    chain: list[Operation] = []
-    while isinstance(value, OpResult) and value.has_one_use() and (
-        isinstance(value.op, tta.ReshapeOp)
-        or isinstance(value.op, tta.CastOp) and is_float(element_type(value.op.input.type)) and is_float(
-            element_type(value.type)) and not any(isinstance(op, tta.CastOp) for op in chain)
-    ):  # fmt: skip
-        chain.insert(0, value.op)
-        value = value.op.input
-    return Stored(value, tuple(chain))
+    """`value` as a strided view and a float cast of an array (`Stored`); no ops: the array itself."""
+    view = strided_view(value, windows=True, cast=True)
+    return Stored(view.base, view.ops, None if view.contiguous else view)
 
 
 @dataclass(frozen=True)
@@ -340,7 +367,7 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
     k_select, v_select = select_of(k), select_of(pv.rhs)
-    found = Attention(q_view(qk.lhs), k, transpose is not None, pv.rhs, qk, transpose, steps,
+    found = Attention(strided_view(qk.lhs, windows=True), k, transpose is not None, pv.rhs, qk, transpose, steps,
                       (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
                       stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}

@@ -27,7 +27,7 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.attention import Attention, q_view, score_chain
+from tinyton.analysis.attention import Attention, score_chain, strided_view
 from tinyton.analysis.domain import VIEWS
 from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
 from tinyton.analysis.logsumexp import row_logsumexp
@@ -249,7 +249,7 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
     if transpose is None:
         return None  # k given as kᵀ: dq = ds @ k would read its transpose
     k, q = transpose.input, qk.lhs
-    scores = Attention(q_view(q), k, True, v, qk, transpose, steps,
+    scores = Attention(strided_view(q), k, True, v, qk, transpose, steps,
                        prob_ops if softmax is not None else (), pv)
     found = _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do, prob_ops)
     return replace(found, guarded=guarded) if found is not None else None

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import q_view, score_chain, select_of, stored
+from tinyton.analysis.attention import score_chain, select_of, stored, strided_view
 from tinyton.analysis.index_masks import index_mask, mask_ops
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
@@ -37,7 +37,7 @@ def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValu
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
     masks = [op for step in steps for value in step.others if index_mask(value) for op in own_copy(step.op, value)]
-    path = [*q_view(qk.lhs).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
+    path = [*strided_view(qk.lhs, windows=True).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     k = transpose.input if transpose is not None else qk.rhs
     pv = next(op for op in matched if isinstance(op, tta.MatmulOp))
     return [*_selected(k), *_selected(pv.rhs), *path, *matched], kind.data

@@ -11,6 +11,8 @@ backward from the same math.
 from __future__ import annotations
 
 import math
+from typing import Any
+from unittest import mock
 
 import torch
 from torch.fx import GraphModule
@@ -37,19 +39,41 @@ def sdpa_math(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torc
     if is_causal:
         rows = torch.arange(q.size(-2), device=q.device).unsqueeze(-1)
         scores = scores.masked_fill(torch.arange(k.size(-2), device=q.device) > rows, float("-inf"))
+    empty = None
     if attn_mask is not None:
-        scores = scores.masked_fill(attn_mask.logical_not(), float("-inf")) if attn_mask.dtype == torch.bool \
-            else scores + attn_mask
+        # torch's math gives 0 for a row whose every score is -inf (its `_safe_softmax`), where a softmax gives NaN:
+        # such a row attends to every key here and its output is zeroed, so its gradients are 0 as torch's are
+        if attn_mask.dtype == torch.bool:
+            empty = attn_mask.any(-1, keepdim=True).logical_not()
+            scores = torch.where(attn_mask | empty, scores, float("-inf"))
+        else:
+            empty = (attn_mask == float("-inf")).all(-1, keepdim=True)
+            scores = scores + attn_mask.masked_fill(empty, 0.0)
     p = torch.softmax(scores, dim=-1)
     if dropout_p > 0.0:
         p = torch.nn.functional.dropout(p, dropout_p)
-    return p @ v
+    out = p @ v
+    return out if empty is None else out.masked_fill(empty, 0.0)
+
+
+def multi_head_attention_math(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """`F.multi_head_attention_forward` (`nn.MultiheadAttention`, `nn.Transformer*Layer`) with its SDPA call as
+    `sdpa_math`. dynamo keeps the function as one call, which AOTAutograd then traces; its SDPA would decompose into
+    torch's own math (each of q and k scaled by the scale's root, `_safe_softmax`'s guards), which the
+    flash-attention rewrite does not take: one `nn.MultiheadAttention` was 15 launches, its attention three."""
+    with mock.patch.object(torch.nn.functional, "scaled_dot_product_attention", sdpa_math):
+        return torch.nn.functional.multi_head_attention_forward(*args, **kwargs)
+
+
+REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: multi_head_attention_math}
+"""The calls of a dynamo graph that `rewrite_sdpa` replaces: what each becomes."""
 
 
 def rewrite_sdpa(gm: GraphModule) -> None:
-    """Replace every SDPA call of a dynamo graph by `sdpa_math` (in place)."""
+    """Replace every SDPA call of a dynamo graph by `sdpa_math`, every multi-head attention's by
+    `multi_head_attention_math` (in place)."""
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target is SDPA:
-            node.target = sdpa_math
+        if node.op == "call_function" and node.target in REWRITES:
+            node.target = REWRITES[node.target]
     gm.recompile()
 

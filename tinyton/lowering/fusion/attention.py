@@ -26,6 +26,8 @@ the same launch.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
@@ -92,12 +94,12 @@ class _Program(ScoreSteps):
             if not last:
                 rest = em.div_int(rest, self.batch[i])
 
-    def batch_offset(self, value: SSAValue, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None) -> SSAValue:
+    def batch_offset(self, value: SSAValue, view: QView | None = None) -> SSAValue:
         """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
-        the strided `view` (shape, strides) of it."""
-        shape, strides = view or (shape_of(value.type), contiguous_strides(shape_of(value.type)))
+        the strided `view` of it (from its offset)."""
+        shape, strides = (view.shape, view.strides) if view else (shape_of(value.type), contiguous_strides(shape_of(value.type)))
         lead = shape[:-2] if len(shape) >= 2 else ()
-        offset = self.em.i32(0)
+        offset = self.em.i32(view.offset if view else 0)
         for j, extent in enumerate(lead):
             axis = len(self.batch) - len(lead) + j
             if extent > 1:
@@ -105,8 +107,7 @@ class _Program(ScoreSteps):
         return offset
 
     def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
-             mask: SSAValue | None, view: tuple[tuple[int, ...], tuple[int, ...]] | None = None,
-             cast: bool = True) -> SSAValue:
+             mask: SSAValue | None, view: QView | None = None, cast: bool = True) -> SSAValue:
         """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
         `[1, C]`); masked lanes give 0. `cast=False`: as stored (a k or v in another float type, `Stored`)."""
         em = self.em
@@ -138,8 +139,7 @@ class _Program(ScoreSteps):
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
-        view = (att.q.shape, att.q.strides)
-        q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, view)
+        q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, att.q)
         if self.blocks.broadcast:  # `[BM, 1, D]` f32 before the KV loop: loaded in the layout the products read
             q = em.expand(em.cast(q, f32), 1)
         folded = self._log2e_step()
@@ -367,20 +367,31 @@ class _Program(ScoreSteps):
 
     def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
               mask: SSAValue | None, cast: bool = True) -> SSAValue:  # fmt: skip
-        """A block of k or v as stored (contiguous `strides`; `cast=False`: in its stored type), or of
-        `where(mask, a, b)`: both views loaded, the index mask chooses."""
+        """A block of k or v as stored (contiguous `strides`, or its strided view; `cast=False`: in its stored
+        type), or of `where(mask, a, b)`: both views loaded, the index mask chooses."""
         if select is None:
-            return self.load(value, rows, cols, *strides, mask, cast=cast)
+            view = self._stored_view(value)
+            if view is None:
+                return self.load(value, rows, cols, *strides, mask, cast=cast)
+            tile = self._load_view(view, rows, cols, mask)
+            return self.em.cast(tile, element_type(value.type)) if cast else tile
         assert cast, "a selected block is cast as it is loaded"
         tiles = [self._load_view(view, rows, cols, mask) for view in (select.true, select.false)]
         return self.em.select(self._mask_tile(select.mask, rows, cols), *tiles)
 
+    def _stored_view(self, value: SSAValue) -> QView | None:
+        """The strided view of the array in memory that k or v (`value`) is read through (`Stored.view`)."""
+        for st, kv in ((self.att.k_stored, self.att.k), (self.att.v_stored, self.att.v)):
+            if kv is value and st is not None:
+                return st.view
+        return None
+
     def _load_view(self, view: QView, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
-        """`view` broadcast over a block (size-1 dims read with stride 0)."""
+        """`view` broadcast over a block (size-1 dims read with stride 0), as stored."""
         pad = max(0, 2 - len(view.shape))
-        shape, strides = (1,) * pad + view.shape, (0,) * pad + view.strides
-        row_stride, col_stride = (0 if d == 1 else st for d, st in zip(shape[-2:], strides[-2:]))
-        return self.load(view.base, rows, cols, row_stride, col_stride, mask, (shape, strides))
+        view = replace(view, shape=(1,) * pad + view.shape, strides=(0,) * pad + view.strides)
+        row_stride, col_stride = (0 if d == 1 else st for d, st in zip(view.shape[-2:], view.strides[-2:]))
+        return self.load(view.base, rows, cols, row_stride, col_stride, mask, view)
 
 
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,

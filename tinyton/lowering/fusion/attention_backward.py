@@ -130,7 +130,7 @@ class _Backward(_Program):
         em, att = self.em, self.att
         d_cols = em.arange(self.dp, 2, 1)
         mask = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
-        return self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], mask, (att.q.shape, att.q.strides))
+        return self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], mask, att.q)
 
     def _do_block(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
         em = self.em
