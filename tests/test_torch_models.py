@@ -52,6 +52,31 @@ def test_gpt_block_with_erf_gelu_and_handwritten_layernorm() -> None:
                            fallbacks=expected_fallbacks(("erf", "aten.gelu.default"), ("erf", "aten.erf.default")))
 
 
+class _Layers(torch.nn.Module):
+    """The activations, norms and shape ops of vision and convolution-free models beside the LLMs: ELU (and SELU,
+    CELU), leaky ReLU, hardtanh (ReLU6), atan2, vector norms (`F.normalize`, `Tensor.norm`), cumprod, group norm,
+    batch norm in eval, flips, constant pads (a negative one crops) and `index_select`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gn, self.bn = torch.nn.GroupNorm(2, 8), torch.nn.BatchNorm1d(8).eval()
+        self.bn.running_mean.normal_()
+        self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        F = torch.nn.functional
+        a = F.elu(x) + F.selu(x) + F.celu(x, 0.5) + F.leaky_relu(x, 0.2) + F.relu6(x * 4) + F.hardtanh(x, -0.5, 0.5)
+        b = torch.atan2(x, x.flip(-1) + 0.1) + F.normalize(x, dim=-1) + (x * 0.1 + 1).cumprod(-1)
+        c = self.gn(x) + self.bn(x) + x.norm(p=1, dim=1, keepdim=True) + x.norm()
+        d = F.pad(x, (1, -2)).sum(-1, keepdim=True) + x.index_select(2, torch.tensor([0, 3, 3]))[..., :1]
+        return a + b + c + d
+
+
+def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:
+    torch.manual_seed(3)
+    check_forward_backward(_Layers(), torch.randn(3, 8, 6, requires_grad=True))
+
+
 @pytest.mark.parametrize("model_class", [NanoGPT, MicroGPT])
 def test_small_lm_training_steps_match_eager(model_class: type) -> None:
     torch.manual_seed(0)

@@ -109,6 +109,38 @@ def silu_backward(grad: Traced, x: Traced) -> Traced:
     return grad * s * (1.0 + _f32(x) * (1.0 - s))
 
 
+def elu(x: Traced, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Traced:
+    """torch's ELU, which SELU and CELU decompose into: `scale * x` above 0, else
+    `scale * alpha * (exp(input_scale * x) - 1)`."""
+    x = _f32(x)
+    return tt.where(x > 0, x * scale, tt.expm1(x * input_scale) * (alpha * scale))
+
+
+def elu_backward(grad: Traced, alpha: float, scale: float, input_scale: float, is_result: bool,
+                 x_or_result: Traced) -> Traced:
+    """Where `x_or_result` is at most 0, `input_scale` times the result plus `alpha * scale` (given the result) or
+    `alpha * scale * input_scale * exp(input_scale * x)` (given x); else `scale`; times `grad`."""
+    v = _f32(x_or_result)
+    slope = input_scale * (v + alpha * scale) if is_result else alpha * scale * input_scale * tt.exp(v * input_scale)
+    return tt.where(v <= 0, grad * slope, grad * scale)
+
+
+def leaky_relu(x: Traced, negative_slope: float = 0.01) -> Traced:
+    return tt.where(x > 0, x, x * negative_slope)
+
+
+def leaky_relu_backward(grad: Traced, x: Traced, negative_slope: float, is_result: bool) -> Traced:
+    return tt.where(x > 0, grad, grad * negative_slope)
+
+
+def hardtanh_backward(grad: Traced, x: Traced, low: float, high: float) -> Traced:
+    return tt.where((x <= low) | (x >= high), 0, grad)
+
+
+def atan2(y: Traced, x: Traced) -> Traced:
+    return tt.arctan2(_f32(y), _f32(x))
+
+
 def sigmoid_backward(grad: Traced, out: Traced) -> Traced:
     return grad * out * (1.0 - out)
 
@@ -239,6 +271,13 @@ RULES = {
     aten.sigmoid_backward.default: sigmoid_backward,
     aten.tanh_backward.default: tanh_backward,
     aten.threshold_backward.default: threshold_backward,
+    aten.elu.default: elu,
+    aten.elu_backward.default: elu_backward,
+    aten.leaky_relu.default: leaky_relu,
+    aten.leaky_relu_backward.default: leaky_relu_backward,
+    aten.hardtanh.default: lambda x, low=-1.0, high=1.0: clamp(x, low, high),
+    aten.hardtanh_backward.default: hardtanh_backward,
+    aten.atan2.default: atan2,
     aten.maximum.default: tt.maximum,
     aten.minimum.default: tt.minimum,
     **{op: clamp for op in (aten.clamp.default, aten.clamp.Tensor)},

@@ -56,6 +56,22 @@ def mean_all(x: Traced, dtype: torch.dtype | None = None) -> Traced:
     return mean(x, None, False, dtype)
 
 
+def vector_norm(x: Traced, order: float = 2, dims: Any = None, keepdim: bool = False,
+                dtype: torch.dtype | None = None) -> Traced:
+    """`torch.linalg.vector_norm` (`F.normalize`, `Tensor.norm`): the p-norm over `dims`; inf and -inf the largest
+    and smallest magnitude, 0 the count of non-zeros."""
+    a, axis = tt.abs(_typed(x, dtype)), _axes(dims)
+    if order == 2:
+        return tt.sqrt(tt.sum(a * a, axis=axis, keepdims=keepdim))
+    if order in (math.inf, -math.inf):
+        return (tt.max if order > 0 else tt.min)(a, axis=axis, keepdims=keepdim)
+    if order == 0:
+        return tt.sum((a != 0).astype(a.dtype), axis=axis, keepdims=keepdim)
+    if order == 1:
+        return tt.sum(a, axis=axis, keepdims=keepdim)
+    return tt.sum(a ** order, axis=axis, keepdims=keepdim) ** (1.0 / order)
+
+
 def amax(x: Traced, dims: Any = (), keepdim: bool = False) -> Traced:
     return tt.max(x, axis=_axes(dims), keepdims=keepdim)
 
@@ -119,6 +135,10 @@ def min_dim(x: Traced, dim: int, keepdim: bool = False) -> tuple[Traced, Traced]
 
 def cumsum(x: Traced, dim: int, dtype: torch.dtype | None = None) -> Traced:
     return tt.cumsum(_typed(x, dtype), axis=dim)
+
+
+def cumprod(x: Traced, dim: int, dtype: torch.dtype | None = None) -> Traced:
+    return tt.cumprod(_typed(x, dtype), axis=dim)
 
 
 def prod(x: Traced, dim: int | None = None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Traced:
@@ -186,6 +206,36 @@ def native_layer_norm(x: Traced, shape: Sequence[int], weight: Traced | None, bi
     return out, mu, rstd
 
 
+def native_group_norm(x: Traced, weight: Traced | None, bias: Traced | None, n: int, c: int, hw: int, groups: int,
+                      eps: float) -> tuple[Traced, Traced, Traced]:
+    """(normalised, mean, 1 / std) of `groups` groups of channels per sample; the statistics `[N, groups]`."""
+    xf = x.astype("float32").reshape(n, groups, (c // groups) * hw)
+    mu = tt.mean(xf, axis=-1, keepdims=True)
+    centred = xf - mu
+    rstd = tt.rsqrt(tt.mean(centred * centred, axis=-1, keepdims=True) + eps)
+    out = (centred * rstd).reshape(x.shape)
+    per_channel = (1, c) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out, mu.reshape(n, groups), rstd.reshape(n, groups)
+
+
+def batch_norm_inference(x: Traced, weight: Traced | None, bias: Traced | None, mean: Traced, var: Traced,
+                         momentum: float, eps: float) -> tuple[Traced, Traced, Traced]:
+    """Batch norm with the running statistics (eval): channels on dim 1; the saved statistics are empty, as torch's."""
+    per_channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    rstd = tt.rsqrt(var.astype("float32") + eps)
+    out = (x.astype("float32") - mean.reshape(per_channel)) * rstd.reshape(per_channel)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    nothing = tt.full((0,), 0.0, "float32")
+    return out, nothing, nothing
+
+
 def native_dropout(x: Traced, p: float, train: bool | None) -> tuple[Traced, Traced]:
     if train and p > 0:
         raise Unsupported("dropout in training draws torch's random numbers")
@@ -198,6 +248,7 @@ RULES = {
     aten.mean.dim: mean,
     aten.mean.default: mean_all,
     aten.amax.default: amax,
+    aten.linalg_vector_norm.default: vector_norm,
     aten.amin.default: amin,
     **{op: any_dims for op in (aten.any.dim, aten.any.dims, aten.any.default)},
     **{op: all_dims for op in (aten.all.dim, aten.all.dims, aten.all.default)},
@@ -209,6 +260,7 @@ RULES = {
     aten.max.dim: max_dim,
     aten.min.dim: min_dim,
     aten.cumsum.default: cumsum,
+    aten.cumprod.default: cumprod,
     **{op: prod for op in (aten.prod.default, aten.prod.dim_int)},
     **{op: matmul for op in (aten.mm.default, aten.bmm.default, aten.matmul.default)},
     aten.addmm.default: addmm,
@@ -219,6 +271,8 @@ RULES = {
     aten._log_softmax_backward_data.default: log_softmax_backward,
     aten.logsumexp.default: logsumexp,
     aten.native_layer_norm.default: native_layer_norm,
+    aten.native_group_norm.default: native_group_norm,
+    aten._native_batch_norm_legit_no_training.default: batch_norm_inference,
     aten.native_dropout.default: native_dropout,
 }  # fmt: skip
 """ATen overload -> rule, for reductions, matrix products and the NN composites."""

@@ -165,6 +165,26 @@ def cat(arrays: Sequence[Traced], dim: int = 0) -> Traced:
     return arrays[0] if len(arrays) == 1 else concatenate(arrays, axis=_axis(dim, arrays[0].ndim))
 
 
+def flip(x: Traced, dims: Sequence[int]) -> Traced:
+    return tt.flip(x, tuple(_axis(d, x.ndim) for d in dims))
+
+
+def constant_pad_nd(x: Traced, pad: Sequence[int], value: Any = 0) -> Traced:
+    """`F.pad`'s constant mode: (before, after) pairs from the last dim backwards; negative amounts crop."""
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    for axis, (before, after) in enumerate(widths):
+        if before < 0 or after < 0:
+            x = slice_(x, axis, max(0, -before), x.shape[axis] - max(0, -after))
+    widths = [(max(0, before), max(0, after)) for before, after in widths]
+    return tt.pad(x, widths, constant_values=value) if any(b or a for b, a in widths) else x
+
+
+def index_select(x: Traced, dim: int, index: Traced) -> Traced:
+    return _take(x, index, _axis(dim, x.ndim))
+
+
 def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = None, end: int | None = None,
                   step: int = 1) -> Traced:
     """`base` with `base[..., start:end:step, ...] = src` along `dim`: a gather of src where the index is in the slice."""
@@ -234,11 +254,20 @@ def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
 
 
 def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
-    """`base.index_put_([idx], values, accumulate=True)` (embedding's backward): a one-hot matmul."""
-    if not accumulate or len(indices) != 1 or indices[0] is None or values.dtype.kind != "f":
-        raise Unsupported("index_put other than an accumulation of rows by one index array")
-    summed = _one_hot_sum(base.shape[0], indices[0], tt.broadcast_to(values, indices[0].shape + base.shape[1:]))
-    return base + tt.reshape(summed, base.shape)
+    """`base.index_put_(indices, values, accumulate=True)` with one index array after whole axes (embedding's and
+    `index_select`'s backward): a one-hot matmul along the indexed axis, moved first."""
+    axis = next((i for i, index in enumerate(indices) if index is not None), None)
+    if (not accumulate or axis is None or any(index is not None for index in indices[axis + 1 :])
+            or values.dtype.kind != "f" or (axis and indices[axis].ndim != 1)):  # fmt: skip
+        raise Unsupported("index_put other than an accumulation by one index array after whole axes")
+    index = indices[axis]
+    values = tt.broadcast_to(values, base.shape[:axis] + index.shape + base.shape[axis + 1 :])
+    if axis == 0:  # rows by an index array of any shape
+        return base + tt.reshape(_one_hot_sum(base.shape[0], index, values), base.shape)
+    first = (axis, *range(axis), *range(axis + 1, base.ndim))  # the indexed axis first
+    summed = tt.reshape(_one_hot_sum(base.shape[axis], index, tt.transpose(values, first)),
+                        tuple(base.shape[a] for a in first))
+    return base + tt.transpose(summed, tuple(int(a) for a in np.argsort(first)))
 
 
 def embedding_dense_backward(grad: Traced, indices: Traced, num_weights: int, padding_idx: int,
@@ -300,6 +329,9 @@ RULES = {
     aten.split.Tensor: split,
     aten.cat.default: cat,
     aten.slice_scatter.default: slice_scatter,
+    aten.flip.default: flip,
+    aten.constant_pad_nd.default: constant_pad_nd,
+    aten.index_select.default: index_select,
     aten.embedding.default: embedding,
     aten.embedding_dense_backward.default: embedding_dense_backward,
     aten.index.Tensor: index,
