@@ -3,9 +3,10 @@
 torch dispatches SDPA to a kernel chosen per device (`_scaled_dot_product_flash_attention_for_cpu`,
 `_efficient_attention`, cuDNN's, ...), each with its own results and backward op. Before AOTAutograd traces
 the model, the backend replaces the call in dynamo's graph by `sdpa_math`: `softmax(q @ kᵀ * scale + mask) @ v`,
-the causal mask from `arange`s, GQA by repeating k and v per group. Its ATen ops translate one by one
-(tinyton/torch/rules.py), tinyton fuses the forward into one flash-attention kernel, and autograd derives the
-backward from the same math.
+the causal mask from `arange`s, GQA by repeating k and v per group, and a row whose mask keeps no key giving 0
+as torch's own math does. Its ATen ops translate one by one (tinyton/torch/rules.py), tinyton fuses the forward
+into one flash-attention kernel, and autograd derives the backward from the same math. `nn.MultiheadAttention`'s
+call (`F.multi_head_attention_forward`, one node of dynamo's graph) is replaced by one whose SDPA is `sdpa_math`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ the same launch.
 from __future__ import annotations
 
 from dataclasses import replace
-
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
@@ -97,7 +96,8 @@ class _Program(ScoreSteps):
     def batch_offset(self, value: SSAValue, view: QView | None = None) -> SSAValue:
         """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
         the strided `view` of it (from its offset)."""
-        shape, strides = (view.shape, view.strides) if view else (shape_of(value.type), contiguous_strides(shape_of(value.type)))
+        shape = view.shape if view else shape_of(value.type)
+        strides = view.strides if view else contiguous_strides(shape)
         lead = shape[:-2] if len(shape) >= 2 else ()
         offset = self.em.i32(view.offset if view else 0)
         for j, extent in enumerate(lead):
