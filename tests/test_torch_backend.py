@@ -89,6 +89,24 @@ def test_multi_head_attention_module_is_flash_attention() -> None:
     assert kinds.count("attention") == 1 and "softmax" not in kinds and e.num_launches <= 8, str(e)
 
 
+@pytest.mark.parametrize("options", [{}, {"activation": "gelu", "norm_first": True}], ids=["relu", "gelu-norm-first"])
+@pytest.mark.parametrize("masks", ["none", "padding", "causal"])
+def test_transformer_encoder_layer_in_inference_runs_in_tinyton(options: dict, masks: str) -> None:
+    """In inference `nn.TransformerEncoderLayer` calls one fused op (`torch._transformer_encoder_layer_fwd`), which
+    ran in torch whole; it is written out as the layer's math: results as eager's, one flash-attention kernel."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, **options).eval()
+    x = torch.randn(2, 12, 32)
+    padding = torch.zeros(2, 12, dtype=torch.bool)
+    padding[1, 9:] = True
+    args = {"none": (x,), "padding": (x, None, padding),
+            "causal": (x, torch.nn.Transformer.generate_square_subsequent_mask(12))}[masks]
+    with torch.no_grad():
+        e = check(layer, *args)
+    kinds = [line.split(":")[1].strip() for line in str(e).splitlines() if line.strip().startswith("kernel ")]
+    assert kinds.count("attention") == 1, str(e)
+
+
 def test_attention_written_out_is_flash_attention() -> None:
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         t = q.size(-2)

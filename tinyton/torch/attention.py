@@ -6,7 +6,8 @@ the model, the backend replaces the call in dynamo's graph by `sdpa_math`: `soft
 the causal mask from `arange`s, GQA by repeating k and v per group, and a row whose mask keeps no key giving 0
 as torch's own math does. Its ATen ops translate one by one (tinyton/torch/rules.py), tinyton fuses the forward
 into one flash-attention kernel, and autograd derives the backward from the same math. `nn.MultiheadAttention`'s
-call (`F.multi_head_attention_forward`, one node of dynamo's graph) is replaced by one whose SDPA is `sdpa_math`.
+call (`F.multi_head_attention_forward`, one node of dynamo's graph) is replaced by one whose SDPA is `sdpa_math`, and
+the fused op of an `nn.TransformerEncoderLayer` in inference by its layer's math.
 """
 
 from __future__ import annotations
@@ -66,13 +67,54 @@ def multi_head_attention_math(*args: Any, **kwargs: Any) -> tuple[torch.Tensor, 
         return torch.nn.functional.multi_head_attention_forward(*args, **kwargs)
 
 
-REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: multi_head_attention_math}
+def encoder_layer_math(src: torch.Tensor, embed_dim: int, num_heads: int, in_proj_weight: torch.Tensor,
+                       in_proj_bias: torch.Tensor, out_proj_weight: torch.Tensor, out_proj_bias: torch.Tensor,
+                       use_gelu: bool, norm_first: bool, eps: float, norm1_weight: torch.Tensor,
+                       norm1_bias: torch.Tensor, norm2_weight: torch.Tensor, norm2_bias: torch.Tensor,
+                       linear1_weight: torch.Tensor, linear1_bias: torch.Tensor, linear2_weight: torch.Tensor,
+                       linear2_bias: torch.Tensor, mask: torch.Tensor | None = None,
+                       mask_type: int | None = None) -> torch.Tensor:
+    """`torch._transformer_encoder_layer_fwd`, the fused op an `nn.TransformerEncoderLayer` (batch first) calls in
+    inference, written out as its module's own path: self-attention (`multi_head_attention_math`), the feed-forward
+    block, the two layer norms (both with `eps`, as the fused op takes them). `mask_type` 1: `mask` is the key padding
+    mask `(B, S)`; 2: the merged mask `(B, H, S, S)`."""
+    f = torch.nn.functional
+
+    def attention(x: torch.Tensor) -> torch.Tensor:
+        padding = mask if mask_type == 1 else None
+        merged = mask.flatten(0, 1) if mask is not None and mask_type == 2 else None  # (B * H, S, S)
+        seq_first = x.transpose(0, 1)
+        out = multi_head_attention_math(seq_first, seq_first, seq_first, embed_dim, num_heads, in_proj_weight,
+                                        in_proj_bias, None, None, False, 0.0, out_proj_weight, out_proj_bias,
+                                        training=False, key_padding_mask=padding, need_weights=False,
+                                        attn_mask=merged)[0]  # fmt: skip
+        return out.transpose(0, 1)
+
+    def feed_forward(x: torch.Tensor) -> torch.Tensor:
+        hidden = f.linear(x, linear1_weight, linear1_bias)
+        return f.linear(f.gelu(hidden) if use_gelu else f.relu(hidden), linear2_weight, linear2_bias)
+
+    def norm1(x: torch.Tensor) -> torch.Tensor:
+        return f.layer_norm(x, (embed_dim,), norm1_weight, norm1_bias, eps)
+
+    def norm2(x: torch.Tensor) -> torch.Tensor:
+        return f.layer_norm(x, (embed_dim,), norm2_weight, norm2_bias, eps)
+
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
+REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: multi_head_attention_math,
+            torch._transformer_encoder_layer_fwd: encoder_layer_math}
 """The calls of a dynamo graph that `rewrite_sdpa` replaces: what each becomes."""
 
 
 def rewrite_sdpa(gm: GraphModule) -> None:
-    """Replace every SDPA call of a dynamo graph by `sdpa_math`, every multi-head attention's by
-    `multi_head_attention_math` (in place)."""
+    """Replace every SDPA call of a dynamo graph by `sdpa_math`, every multi-head attention's and encoder layer's by
+    their math (`REWRITES`, in place)."""
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in REWRITES:
             node.target = REWRITES[node.target]
