@@ -107,6 +107,28 @@ def test_transformer_encoder_layer_in_inference_runs_in_tinyton(options: dict, m
     assert kinds.count("attention") == 1, str(e)
 
 
+CONVOLUTIONS = {
+    "1d-padded": (lambda: torch.nn.Conv1d(8, 16, 3, padding=1), (2, 8, 20)),
+    "1d-depthwise-causal": (lambda: torch.nn.Conv1d(8, 8, 4, padding=3, groups=8), (2, 8, 20)),
+    "1d-strided-dilated": (lambda: torch.nn.Conv1d(8, 6, 3, stride=2, dilation=2), (2, 8, 21)),
+    "2d-3x3": (lambda: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 10, 9)),
+    "2d-patches": (lambda: torch.nn.Conv2d(3, 16, 4, stride=4), (2, 3, 16, 18)),
+    "2d-grouped": (lambda: torch.nn.Conv2d(4, 8, (3, 2), stride=(2, 1), groups=2, bias=False), (1, 4, 9, 7)),
+}
+
+
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_convolutions_are_windows_and_a_matmul(name: str) -> None:
+    """Convolutions (1-d and 2-d, padded, strided, dilated, grouped, depthwise, a ViT's patches) run in tinyton:
+    windows of the input gathered into columns, one matmul per group; their backward runs in torch."""
+    torch.manual_seed(0)
+    make, shape = CONVOLUTIONS[name]
+    conv = make().eval()
+    with torch.no_grad():
+        e = check(conv, torch.randn(*shape))
+    assert 0 < e.num_launches <= 4 and "matmul" in str(e)
+
+
 def test_attention_written_out_is_flash_attention() -> None:
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         t = q.size(-2)

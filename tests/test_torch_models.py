@@ -77,6 +77,15 @@ def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:
     check_forward_backward(_Layers(), torch.randn(3, 8, 6, requires_grad=True))
 
 
+def test_a_convolution_trains_with_its_backward_in_torch() -> None:
+    """The convolutions' forward runs in tinyton; `convolution_backward` has no rule yet and runs in torch, the
+    gradients as eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv1d(4, 8, 3, padding=1), torch.nn.GELU(), torch.nn.Conv1d(8, 4, 1))
+    check_forward_backward(model, torch.randn(2, 4, 10, requires_grad=True),
+                           fallbacks={"aten.convolution_backward.default"})
+
+
 @pytest.mark.parametrize("model_class", [NanoGPT, MicroGPT])
 def test_small_lm_training_steps_match_eager(model_class: type) -> None:
     torch.manual_seed(0)
