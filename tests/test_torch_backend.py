@@ -129,6 +129,15 @@ def test_convolutions_are_windows_and_a_matmul(name: str) -> None:
     assert 0 < e.num_launches <= 4 and "matmul" in str(e)
 
 
+def test_explain_compiles_past_dynamos_recompile_limit() -> None:
+    """dynamo compiles one code object (`nn.Linear.forward`) at most `recompile_limit` (8) times in a process and then
+    runs it eagerly: an explanation always compiles its call (the suite's ninth `nn.Conv1d` explained nothing)."""
+    for width in range(4, 4 + torch._dynamo.config.recompile_limit + 2):
+        with torch.no_grad():
+            e = ttt.explain(torch.nn.Linear(width, 8), torch.randn(2, width))
+        assert e.num_launches == 1, width
+
+
 def test_attention_written_out_is_flash_attention() -> None:
     def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         t = q.size(-2)

@@ -7,6 +7,8 @@ group its ATen ops and the kernels they became: each launch's kind, ops, name, p
 
 from __future__ import annotations
 
+import sys
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
@@ -82,5 +84,8 @@ def explain(fn: Callable[..., Any] | torch.nn.Module, *inputs: Any) -> Explanati
     """Compile `fn` with the tinyton backend, call it once on `inputs`, and say what ran where."""
     report = Report()
     compiled = torch.compile(fn, backend=reported_backend(report))
-    output = compiled(*inputs)
+    # dynamo compiles one code object (a module class's `forward`) at most `recompile_limit` times in a process, then
+    # runs it eagerly without a word: the explained call is always compiled
+    with torch._dynamo.config.patch(recompile_limit=sys.maxsize, accumulated_recompile_limit=sys.maxsize):
+        output = compiled(*inputs)
     return Explanation(report, compiled, output, len(report.groups))
