@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 
 import tinyton.torch as ttt
-from torch_checks import check_forward_backward, check_training, expected_fallbacks
+from torch_checks import check_forward_backward, check_training, expected_fallbacks, kernel_kinds
 from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
 
 
@@ -41,7 +41,7 @@ def test_nanogpt_block_reads_q_k_and_v_in_place() -> None:
     torch.manual_seed(0)
     with torch.no_grad():
         e = ttt.explain(GPTBlock().eval(), torch.randn(2, 8, 32))
-    kinds = [line.split(":")[1].strip() for line in str(e).splitlines() if line.strip().startswith("kernel ")]
+    kinds = kernel_kinds(e)
     attention = kinds.index("attention")
     assert kinds[attention - 1] == "matmul_epilogue" and e.num_launches <= 10, str(e)
 

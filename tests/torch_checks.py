@@ -14,6 +14,11 @@ from tinyton.torch.common import has_builtin
 TOL = {"atol": 1e-4, "rtol": 1e-4}
 
 
+def kernel_kinds(e: ttt.Explanation) -> list[str]:
+    """The kinds of the kernels the explained call launched, group after group, in launch order."""
+    return [step.launch.kind for group in e.report.groups if group.last is not None for step in group.last.steps]
+
+
 def expected_fallbacks(*builtins_and_ops: tuple[str, str]) -> set[str]:
     """The ATen ops that still run in torch: those whose `tt.` builtin array programs lack."""
     return {op for builtin, op in builtins_and_ops if not has_builtin(builtin)}

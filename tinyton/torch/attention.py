@@ -94,17 +94,14 @@ def encoder_layer_math(src: torch.Tensor, embed_dim: int, num_heads: int, in_pro
         hidden = f.linear(x, linear1_weight, linear1_bias)
         return f.linear(f.gelu(hidden) if use_gelu else f.relu(hidden), linear2_weight, linear2_bias)
 
-    def norm1(x: torch.Tensor) -> torch.Tensor:
-        return f.layer_norm(x, (embed_dim,), norm1_weight, norm1_bias, eps)
-
-    def norm2(x: torch.Tensor) -> torch.Tensor:
-        return f.layer_norm(x, (embed_dim,), norm2_weight, norm2_bias, eps)
+    def norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return f.layer_norm(x, (embed_dim,), weight, bias, eps)
 
     if norm_first:
-        x = src + attention(norm1(src))
-        return x + feed_forward(norm2(x))
-    x = norm1(src + attention(src))
-    return norm2(x + feed_forward(x))
+        x = src + attention(norm(src, norm1_weight, norm1_bias))
+        return x + feed_forward(norm(x, norm2_weight, norm2_bias))
+    x = norm(src + attention(src), norm1_weight, norm1_bias)
+    return norm(x + feed_forward(x), norm2_weight, norm2_bias)
 
 
 REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: multi_head_attention_math,

@@ -9,6 +9,7 @@ torch.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from math import prod
 
@@ -36,11 +37,9 @@ def _patches(x: Traced, kernel: Sequence[int], out: Sequence[int]) -> Traced:
 def _windows(x: Traced, kernel: Sequence[int], out: Sequence[int], stride: Sequence[int],
              dilation: Sequence[int]) -> Traced:
     """The windows `[B, C, K, o...]` of `x` (padded), one strided slice a kernel position (K = prod(kernel))."""
-    positions = [()]
-    for k in kernel:
-        positions = [(*p, i) for p in positions for i in range(k)]
     slices = [x[(slice(None), slice(None), *(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in
-                                            zip(p, dilation, stride, out)))] for p in positions]  # fmt: skip
+                                            zip(p, dilation, stride, out)))]
+              for p in itertools.product(*map(range, kernel))]  # fmt: skip
     return tt.stack(slices, axis=2)
 
 

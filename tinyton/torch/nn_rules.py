@@ -190,48 +190,49 @@ def logsumexp(x: Traced, dims: Any, keepdim: bool = False) -> Traced:
     return tt.log(total) + (top if keepdim else tt.max(top, axis=axes))
 
 
-def native_layer_norm(x: Traced, shape: Sequence[int], weight: Traced | None, bias: Traced | None,
-                      eps: float) -> tuple[Traced, Traced, Traced]:
-    """(normalised, mean, 1 / std): the statistics keep the normalised dims as 1s, as torch's."""
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    xf = x.astype("float32")
+def _standardised(xf: Traced, axes: int | tuple[int, ...], eps: float) -> tuple[Traced, Traced, Traced]:
+    """(`xf` centred and divided by its std over `axes`, the mean, 1 / std), the statistics keeping `axes` as 1s."""
     mu = tt.mean(xf, axis=axes, keepdims=True)
     centred = xf - mu
     rstd = tt.rsqrt(tt.mean(centred * centred, axis=axes, keepdims=True) + eps)
-    out = centred * rstd
+    return centred * rstd, mu, rstd
+
+
+def _affine(out: Traced, weight: Traced | None, bias: Traced | None, shape: tuple[int, ...] | None = None) -> Traced:
+    """`out * weight + bias` (either may be absent), both reshaped to `shape` when given (per channel)."""
     if weight is not None:
-        out = out * weight
+        out = out * (weight if shape is None else weight.reshape(shape))
     if bias is not None:
-        out = out + bias
-    return out, mu, rstd
+        out = out + (bias if shape is None else bias.reshape(shape))
+    return out
+
+
+def _per_channel(x: Traced) -> tuple[int, ...]:
+    """The shape that broadcasts a per-channel vector over `x` `[N, C, ...]`."""
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def native_layer_norm(x: Traced, shape: Sequence[int], weight: Traced | None, bias: Traced | None,
+                      eps: float) -> tuple[Traced, Traced, Traced]:
+    """(normalised, mean, 1 / std): the statistics keep the normalised dims as 1s, as torch's."""
+    out, mu, rstd = _standardised(x.astype("float32"), tuple(range(x.ndim - len(shape), x.ndim)), eps)
+    return _affine(out, weight, bias), mu, rstd
 
 
 def native_group_norm(x: Traced, weight: Traced | None, bias: Traced | None, n: int, c: int, hw: int, groups: int,
                       eps: float) -> tuple[Traced, Traced, Traced]:
     """(normalised, mean, 1 / std) of `groups` groups of channels per sample; the statistics `[N, groups]`."""
-    xf = x.astype("float32").reshape(n, groups, (c // groups) * hw)
-    mu = tt.mean(xf, axis=-1, keepdims=True)
-    centred = xf - mu
-    rstd = tt.rsqrt(tt.mean(centred * centred, axis=-1, keepdims=True) + eps)
-    out = (centred * rstd).reshape(x.shape)
-    per_channel = (1, c) + (1,) * (x.ndim - 2)
-    if weight is not None:
-        out = out * weight.reshape(per_channel)
-    if bias is not None:
-        out = out + bias.reshape(per_channel)
+    out, mu, rstd = _standardised(x.astype("float32").reshape(n, groups, (c // groups) * hw), -1, eps)
+    out = _affine(out.reshape(x.shape), weight, bias, _per_channel(x))
     return out, mu.reshape(n, groups), rstd.reshape(n, groups)
 
 
 def batch_norm_inference(x: Traced, weight: Traced | None, bias: Traced | None, mean: Traced, var: Traced,
                          momentum: float, eps: float) -> tuple[Traced, Traced, Traced]:
     """Batch norm with the running statistics (eval): channels on dim 1; the saved statistics are empty, as torch's."""
-    per_channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    channel = _per_channel(x)
     rstd = tt.rsqrt(var.astype("float32") + eps)
-    out = (x.astype("float32") - mean.reshape(per_channel)) * rstd.reshape(per_channel)
-    if weight is not None:
-        out = out * weight.reshape(per_channel)
-    if bias is not None:
-        out = out + bias.reshape(per_channel)
+    out = _affine((x.astype("float32") - mean.reshape(channel)) * rstd.reshape(channel), weight, bias, channel)
     nothing = tt.full((0,), 0.0, "float32")
     return out, nothing, nothing
 
