@@ -16,6 +16,7 @@ import tinyton.frontend.programs as programs_module
 import tinyton.lowering.fusion.matmul_tiles as tiles_module
 from tinyton.compiler import compile_module
 from tinyton.lowering.fusion import KernelGroup
+from tinyton.lowering.fusion.launch_groups import weight_bytes_per_program
 from tinyton.lowering.ptx import assemble_ptx, mlir_path
 from tinyton.lowering.ptx.toolchain import find_tool
 
@@ -93,6 +94,26 @@ def test_a_kernel_writing_what_the_other_reads_keeps_its_launch(gemv_tiles):
     assert not any(isinstance(s.launch, KernelGroup) for s in program.steps)
     np.testing.assert_allclose(np.asarray(y), want_y, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(cache, want_cache, rtol=1e-4, atol=1e-4)
+
+
+def query_then_key_value(x, wq, wk, wv):
+    """A query projection, then a key/value region of two sibling dots: each of its programs reads twice the bytes."""
+    return x @ wq.T, (x @ wk.T) * 2.0, x @ wv.T
+
+
+def test_the_longest_programs_take_the_first_ids(gemv_tiles):
+    """The key/value part (two dots a program) runs first in the launch, whatever the program's order."""
+    rng = np.random.default_rng(4)
+    x, wq, wk, wv = (rng.standard_normal(s).astype(BF16) for s in ((1, 256), (384, 256), (64, 256), (64, 256)))
+    q, k, v = tt.jit(query_then_key_value)(x, wq, wk, wv)
+    program = next(iter(programs_module._PROGRAMS[query_then_key_value].values()))
+    (step,) = program.steps
+    first, second = step.launch.parts
+    assert weight_bytes_per_program(first) == 2 * weight_bytes_per_program(second)
+    xf = x.astype(np.float32)
+    for got, w, scale in ((q, wq, 1.0), (k, wk, 2.0), (v, wv, 1.0)):
+        want = (xf @ w.astype(np.float32).T).astype(BF16).astype(np.float32) * scale
+        np.testing.assert_allclose(np.asarray(got).astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
 def three_products(x, w1, w2, w3):

@@ -145,6 +145,15 @@ def test_gemv_form_is_a_candidate_of_one_row_only():
     assert MatmulTiles(1, 4, 256, 4, 4) in candidates(kv)
 
 
+def test_one_row_products_are_tuned_at_their_own_width_and_depth():
+    """GEMV programs fill the SMs by the exact N: TinyLlama's 5632-wide gate/up projection is no class of
+    Llama-3.2-1B's 8192; products of more rows still share power-of-two classes."""
+    tiny, one_b = (MatmulProblem(1, 1, n, 2048, "bfloat16", dots=2) for n in (5632, 8192))
+    assert tiny.shape_class() == (1, 1, 5632, 2048) != one_b.shape_class()
+    assert MatmulProblem(1, 1, 2048, 5632, "bfloat16").shape_class() == (1, 1, 2048, 5632)
+    assert MatmulProblem(1, 16, 5632, 2048, "bfloat16").shape_class() == (1, 16, 8192, 2048)
+
+
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 def test_gemv_form_compiles_without_spills():
     """ptxas -v (sm_90a) on the decode projection in each GEMV form: no spills, no dot, the weights read by

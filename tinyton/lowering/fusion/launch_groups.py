@@ -1,9 +1,11 @@
 """Independent one-row products launched together: a decode step's q and k/v projections as one kernel.
 
 Two consecutive kernels of a program, neither reading what the other writes, become one launch (a horizontal
-fusion): its programs `0 .. n-1` run the first kernel's body and `n ..` the second's, behind a branch on the
+fusion): its programs `0 .. n-1` run one kernel's body and `n ..` the other's, behind a branch on the
 program id that every thread of a program takes alike, each body's `tt.program_id` counted from its own
-first program. A decode step then pays one launch gap less per layer, and the second projection's weights
+first program. The kernel whose programs each stream the most weight bytes takes the first program ids: the
+GPU places programs in id order, so its long programs start first instead of running alone at the end
+(a Llama layer's key/value programs read two dots' columns, twice a query program's bytes). A decode step then pays one launch gap less per layer, and the second projection's weights
 stream while the first's last programs still run (grouped-query attention's q and k/v have different widths,
 so they are two regions: `docs/fusion.md`).
 
@@ -25,6 +27,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, i32
 from xdsl.ir import Block, Region, SSAValue
 
 from tinyton.dialects import tt, tta
+from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.kernel_spec import KernelSpec, writes_of
 from tinyton.lowering.fusion.split import Scratch
 
@@ -101,9 +104,18 @@ def group_launches(launches: Sequence[KernelSpec]) -> list[KernelSpec | KernelGr
     return out
 
 
+def weight_bytes_per_program(spec: KernelSpec) -> float:
+    """The bytes of the right operands of `spec`'s products that each of its programs streams."""
+    products = [op for op in spec.fusion.block.walk() if isinstance(op, tta.MatmulOp)]
+    total = sum(prod(shape_of(op.rhs.type)) * element_type(op.rhs.type).bitwidth // 8 for op in products)
+    return total / prod(spec.grid)
+
+
 def merge(parts: Sequence[KernelSpec]) -> KernelGroup:
-    """One kernel taking every part's parameters in order; program `p` runs the part whose range holds it:
+    """One kernel taking every part's parameters in order, the parts with the longest programs first
+    (`weight_bytes_per_program`; ties keep program order); program `p` runs the part whose range holds it:
     `if p < end0 { part 0 } else { if p < end1 { part 1 } else { ... } }`."""
+    parts = sorted(parts, key=weight_bytes_per_program, reverse=True)
     kernels = [p.kernel for p in parts]
     name = "__".join(k.sym_name.data for k in kernels)
     params = [a for k in kernels for a in k.body.block.args]

@@ -65,7 +65,12 @@ class MatmulProblem:
         return max(1, dtype_of(self.dtype).primitive_bitwidth // 8)
 
     def shape_class(self) -> tuple[int, ...]:
-        """Power-of-two buckets of (batch, m, n, k): problems in one class share a tuned configuration."""
+        """Power-of-two buckets of (batch, m, n, k): problems in one class share a tuned configuration. A one-row
+        product's N and K are its own: its GEMV programs fill the SMs' waves by its exact width (TinyLlama's
+        5632-wide gate/up projection in 8 columns a program is 704 programs, 1.07 waves of five an SM; Llama-3.2-1B's
+        8192 is 1024) and its K steps by its exact depth, so one tuned for one model is no pick for another's."""
+        if self.m == 1:
+            return (next_power_of_2(max(1, self.batch)), 1, self.n, self.k)
         return tuple(next_power_of_2(max(1, d)) for d in (self.batch, self.m, self.n, self.k))
 
 
@@ -235,15 +240,19 @@ GEMV_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(1, 4, 512, 4, 2),
     MatmulTiles(1, 4, 512, 4, 3),
     MatmulTiles(1, 4, 256, 4, 4),
+    MatmulTiles(1, 2, 1024, 4, 2),
+    MatmulTiles(1, 2, 2048, 4, 2),
 )
-"""Added for one-row problems (batch-1 decode): the GEMV form, 4 to 16 columns a program, so that even a
+"""Added for one-row problems (batch-1 decode): the GEMV form, 2 to 16 columns a program, so that even a
 512-wide projection has 128 programs, each streaming `[BN, BK]` tiles of 2 KiB to 16 KiB, `num_stages - 1` K
 steps loaded ahead in registers (the small tiles for regions of three or four dots: Llama's query and
 key/value projections with RoPE; on the H200 of 2026-12-02 one step ahead left their 128 programs waiting on
 each load, the 1B key/value projection at 0.45 TB/s). All on 4 warps, so that consecutive GEMV kernels are one launch
 (`launch_groups.py` groups kernels of one warp count): on the H200 (2026-12-03) the second layer's key/value region
 took an 8-warp tile then (13.4 µs in the tuner against 13.2 for the first layer's 4-warp one), and its query and
-key/value projections ran as two launches, 5.1 + 5.6 µs, against 6.4 µs for the first layer's one."""
+key/value projections ran as two launches, 5.1 + 5.6 µs, against 6.4 µs for the first layer's one. Two columns a
+program: TinyLlama's key/value region (4 heads, two dots) is 64 programs of 32 KiB at four, twice a query program's
+bytes (the tuner timed it alone at 11.9 µs for 2 MiB on the H200, 2026-12-04)."""
 
 SPLIT_K_PROGRAMS = 528
 """Most programs of a split-K candidate of a skinny tile (four an SM of an H200's 132): a decode batch's key/value
