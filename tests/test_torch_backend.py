@@ -56,6 +56,28 @@ def test_sdpa_masks_and_gqa() -> None:
                                                          is_causal=True), q, k, v)
 
 
+@pytest.mark.parametrize("kwargs,kv", [({}, 2), ({"is_causal": True}, 2), ({"scale": 0.3, "is_causal": True}, 2),
+                                       ({"is_causal": True, "enable_gqa": True}, 1)],
+                         ids=["plain", "causal", "scale", "gqa"])
+def test_training_sdpa_is_flash_attention_forward_and_backward(kwargs: dict, kv: int) -> None:
+    """A training step's SDPA saves q, k and v, not the probabilities: its forward is one flash-attention kernel,
+    its backward (the scores recomputed, autograd's gradient math) FlashAttention-2's kernels; gradients as eager's."""
+    q, k, v = (t.requires_grad_() for t in _qkv(h=2, kv=kv, t=40))
+    sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+    e = ttt.explain(sdpa, q, k, v)
+    weights = torch.randn_like(e.output)
+    (e.output * weights).sum().backward()
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    want = sdpa(*leaves)
+    (want * weights).sum().backward()
+    torch.testing.assert_close(e.output, want, **TOL)
+    for got, expected in zip((q, k, v), leaves):
+        torch.testing.assert_close(got.grad, expected.grad, **TOL)
+    kinds = {group.graph: [step.launch.kind for step in group.last.steps] for group in e.report.groups}
+    assert kinds == {"forward": ["attention"],
+                     "backward": ["attention", "attention_delta", "attention_dkdv", "attention_dq"]}, str(e)
+
+
 @pytest.mark.parametrize("kind", ["bool", "float"])
 def test_sdpa_rows_without_a_key_give_zero_as_torch_does(kind: str) -> None:
     """torch's math gives 0 for a query row whose mask keeps no key (its `_safe_softmax`), and 0 gradients there;

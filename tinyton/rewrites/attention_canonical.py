@@ -25,7 +25,9 @@ so the rounding of other programs stays NumPy's:
 - the mask rules (attention_masks.py): `where(drop, -inf, s)`, `s + where(keep, 0, -inf)`,
   `tt.triu(full(-inf), 1)` and a scale after the mask → `where(keep, s * c, -inf)`;
 - the grouped-query rule (attention_groups.py): k and v through `np.repeat` or `broadcast_to(...).reshape`
-  → broadcast along a group axis.
+  → broadcast along a group axis;
+- the gradient rules (attention_gradients.py): autograd's `dp * p - p * rowsum(dp * p)`, zeroed under the mask,
+  → `p * (dp - rowsum(do * o))`.
 
 A runtime scale (a one-element array argument) stays a step `s * c` (or `s / c`); the kernel reads it once
 and folds it with log2(e) (tinyton/lowering/fusion/attention.py).
@@ -55,6 +57,7 @@ from tinyton.analysis.logsumexp import row_log_sum, row_logsumexp
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.rewrites.attention_gradients import GRADIENT_RULES
 from tinyton.rewrites.attention_groups import GROUP_RULES
 from tinyton.rewrites.attention_masks import MASK_RULES
 from tinyton.rewrites.outline import erase_dead_ops, functions
@@ -254,6 +257,7 @@ RULES: tuple[RewritePattern, ...] = (
     MergeConstantScales(),
     *MASK_RULES,
     *GROUP_RULES,
+    *GRADIENT_RULES,
 )
 
 

@@ -5,7 +5,8 @@ torch dispatches SDPA to a kernel chosen per device (`_scaled_dot_product_flash_
 the model, the backend replaces the call in dynamo's graph by `sdpa_math`: `softmax(q @ kᵀ * scale + mask) @ v`,
 the causal mask from `arange`s, GQA by repeating k and v per group, and a row whose mask keeps no key giving 0
 as torch's own math does. Its ATen ops translate one by one (tinyton/torch/rules.py), tinyton fuses the forward
-into one flash-attention kernel, and autograd derives the backward from the same math. `nn.MultiheadAttention`'s
+into one flash-attention kernel, and autograd derives the backward from the same math; in a training step the
+backward recomputes the forward's scores (`recompute_attention`) and becomes FlashAttention-2's kernels. `nn.MultiheadAttention`'s
 call (`F.multi_head_attention_forward`, one node of dynamo's graph) is replaced by one whose SDPA is `sdpa_math`, and
 the fused op of an `nn.TransformerEncoderLayer` in inference by its layer's math.
 """
@@ -17,7 +18,9 @@ from typing import Any
 from unittest import mock
 
 import torch
+from torch._functorch.partitioners import default_partition
 from torch.fx import GraphModule
+from torch.utils.checkpoint import CheckpointPolicy
 
 SDPA = torch._C._nn.scaled_dot_product_attention
 
@@ -109,11 +112,34 @@ REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: m
 """The calls of a dynamo graph that `rewrite_sdpa` replaces: what each becomes."""
 
 
-def rewrite_sdpa(gm: GraphModule) -> None:
+def rewrite_sdpa(gm: GraphModule) -> set[str]:
     """Replace every SDPA call of a dynamo graph by `sdpa_math`, every multi-head attention's and encoder layer's by
-    their math (`REWRITES`, in place)."""
+    their math (`REWRITES`, in place). Returns the names of the SDPA calls without dropout, whose forward a training
+    step recomputes in its backward (`recompute_attention`)."""
+    recomputed = set()
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in REWRITES:
+            dropout = node.kwargs.get("dropout_p", node.args[4] if len(node.args) > 4 else 0.0)
+            if node.target is SDPA and dropout == 0.0:
+                recomputed.add(node.name)
             node.target = REWRITES[node.target]
     gm.recompile()
+    return recomputed
 
+
+def recompute_attention(sdpa_calls: set[str], joint: GraphModule, joint_inputs: Any, **kwargs: Any) -> tuple[
+        GraphModule, GraphModule]:
+    """AOTAutograd's default partition of a training step, with the forward ops of the SDPA calls `sdpa_calls`
+    (dynamo's node names) recomputed in the backward rather than saved, as FlashAttention does: the forward then
+    saves q, k and v, not the S x S probabilities, and is one flash-attention kernel; the backward's scores,
+    probabilities and autograd's gradient math become FlashAttention-2's backward kernels
+    (tinyton/rewrites/attention_gradients.py)."""
+    regions: dict[str, int] = {}
+    for node in joint.graph.nodes:
+        if node.op != "call_function" or node.meta.get("partitioner_tag") == "is_backward":
+            continue
+        calls = [name for name, _ in node.meta.get("source_fn_stack") or [] if name in sdpa_calls]
+        if calls:
+            node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
+            node.meta["ac_graph_id"] = regions.setdefault(calls[-1], len(regions))
+    return default_partition(joint, joint_inputs, **kwargs)

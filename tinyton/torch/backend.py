@@ -2,7 +2,8 @@
 
 dynamo captures the model's graph (breaking it where Python control flow depends on data, as for any
 backend); `F.scaled_dot_product_attention` becomes its math (tinyton/torch/attention.py); AOTAutograd, with
-torch's core-ATen decompositions, derives the forward and backward graphs; each graph is partitioned
+torch's core-ATen decompositions, derives the forward and backward graphs (the attention's forward recomputed in
+the backward, not saved); each graph is partitioned
 (tinyton/torch/partitioning.py) into array programs that tinyton traces, fuses and compiles per call
 signature, with the ops it cannot run left to torch. CUDA tensors run on the GPU on torch's current stream,
 CPU tensors on the simulator. `mode="reduce-overhead"` replays each compiled graph as a CUDA graph.
@@ -19,7 +20,7 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule
 
-from tinyton.torch.attention import rewrite_sdpa
+from tinyton.torch.attention import recompute_attention, rewrite_sdpa
 from tinyton.torch.cudagraphs import graphed
 from tinyton.torch.partitioning import partition
 from tinyton.torch.report import Report
@@ -44,13 +45,14 @@ def backend(gm: GraphModule, example_inputs: list[Any], mode: str | None = None,
         raise ValueError(f"tinyton backend: unknown mode {mode!r}; one of {', '.join(map(str, MODES[1:]))}")
     report = report if report is not None else Report()
     cuda_graphs = mode == "reduce-overhead"
-    rewrite_sdpa(gm)
+    sdpa_calls = rewrite_sdpa(gm)
     compile_graph = functools.partial(_graph_compiler, report, cuda_graphs=cuda_graphs)
     aot = aot_autograd(
         fw_compiler=compile_graph("forward"),
         bw_compiler=compile_graph("backward"),
         inference_compiler=compile_graph("inference"),
         decompositions=core_aten_decompositions(),
+        partition_fn=functools.partial(recompute_attention, sdpa_calls),
     )
     return aot(gm, example_inputs)
 

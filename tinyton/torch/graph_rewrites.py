@@ -12,6 +12,8 @@ chain by one `aten.matmul` of the original operands (NumPy's broadcasting matmul
 from __future__ import annotations
 
 import torch
+from typing import Any
+
 from torch.fx import GraphModule, Node
 
 aten = torch.ops.aten
@@ -26,8 +28,20 @@ def _shape(node: Node) -> tuple[int, ...] | None:
     return tuple(value.shape)
 
 
-def _unbatched(operand: Node) -> Node:
-    """The operand before the reshape to 3-D (and the clone and expand before it), or itself."""
+def _unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
+    """The operand before the reshape to 3-D (and the clone and expand before it), or itself; a 3-D operand
+    transposed after that reshape (autograd's `pᵀ @ do`, `qᵀ @ ds`) as the transpose of that operand's last two
+    axes (a transpose that undoes one the operand already had: the operand before it)."""
+    if _swaps_last_two(operand) and len(_shape(operand) or ()) == 3:
+        source = _unbatched(operand.args[0], graph)
+        if source is operand.args[0]:
+            return operand
+        if _swaps_last_two(source):
+            return source.args[0]
+        with graph.inserting_before(operand):
+            moved = graph.call_function(aten.transpose.int, (source, -2, -1))
+        moved.meta["val"] = source.meta["val"].transpose(-2, -1)
+        return moved
     if not (isinstance(operand, Node) and operand.target in RESHAPES):
         return operand
     source = operand.args[0]
@@ -36,6 +50,18 @@ def _unbatched(operand: Node) -> Node:
     if isinstance(source, Node) and source.target is aten.expand.default:
         source = source.args[0]
     return source
+
+
+def _swaps_last_two(node: Any) -> bool:
+    """A transpose (or permute) of exactly the last two axes."""
+    if not (isinstance(node, Node) and node.op == "call_function" and (shape := _shape(node)) is not None):
+        return False
+    n = len(shape)
+    if node.target is aten.permute.default:
+        return [d % n for d in node.args[1]] == [*range(n - 2), n - 1, n - 2]
+    if node.target is aten.transpose.int:
+        return sorted(d % n for d in node.args[1:3]) == [n - 2, n - 1]
+    return node.target is aten.t.default
 
 
 def _broadcast_product(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -55,7 +81,7 @@ def batched_matmuls(gm: GraphModule) -> None:
         if node.target not in RESHAPES or not isinstance(node.args[0], Node) or node.args[0].target is not aten.bmm.default:
             continue
         bmm = node.args[0]
-        a, b = (_unbatched(x) for x in bmm.args)
+        a, b = (_unbatched(x, gm.graph) for x in bmm.args)
         if (a, b) == tuple(bmm.args):
             continue
         shapes = _shape(a), _shape(b), _shape(node)
@@ -69,29 +95,46 @@ def batched_matmuls(gm: GraphModule) -> None:
     gm.recompile()
 
 
-def _is_transpose_2d(node: Node) -> bool:
-    return node.op == "call_function" and (
-        node.target is aten.t.default
-        or (node.target is aten.permute.default and list(node.args[1]) == [1, 0])
-        or (node.target is aten.transpose.int and sorted(d % 2 for d in node.args[1:3]) == [0, 1])
-    )
+def _transposed(x: Node, graph: torch.fx.Graph) -> Node:
+    """`x` with its last two axes swapped: the operand of a transpose `x` is, else a new transpose before `x`'s
+    first use."""
+    if _swaps_last_two(x):
+        return x.args[0]
+    with graph.inserting_after(x):
+        node = graph.call_function(aten.transpose.int, (x, -2, -1))
+    node.meta["val"] = x.meta["val"].transpose(-2, -1)
+    return node
+
+
+def _batch_sum(node: Node) -> bool:
+    """A sum over batch axes only (not the last two), used once: grouped-query heads' gradients summed over the group."""
+    if node.target is not aten.sum.dim_IntList or len(node.users) != 1 or (shape := _shape(node.args[0])) is None:
+        return False
+    n = len(shape)
+    return all(d % n < n - 2 for d in node.args[1])
 
 
 def transposed_products(gm: GraphModule) -> None:
-    """`(a @ b)ᵀ` -> `bᵀ @ aᵀ` for 2-D products used only transposed (a Linear's weight gradient): the
-    operands' transposes are views the product's loads read, the result's would be a copy kernel (in place)."""
+    """`(a @ b)ᵀ` -> `bᵀ @ aᵀ` for products used only transposed (a Linear's weight gradient; autograd's
+    `(qᵀ @ ds)ᵀ`, attention's key gradient, maybe summed over a group of heads first): the operands' transposes
+    are views the product's loads read (a transpose of a transpose is its operand), the result's would be a copy
+    kernel (in place)."""
     for node in list(gm.graph.nodes):
-        if not _is_transpose_2d(node) or not isinstance(node.args[0], Node):
+        if not _swaps_last_two(node) or not isinstance(node.args[0], Node):
             continue
-        mm = node.args[0]
-        if mm.target is not aten.mm.default or len(mm.users) != 1 or _shape(node) is None:
+        total = node.args[0] if _batch_sum(node.args[0]) else None
+        mm = total.args[0] if total is not None else node.args[0]
+        if not isinstance(mm, Node) or mm.target not in (aten.mm.default, aten.matmul.default) or len(mm.users) != 1:
             continue
         a, b = mm.args
+        if _shape(a) is None or _shape(b) is None or min(len(_shape(a)), len(_shape(b))) < 2:
+            continue
+        bt, at = _transposed(b, gm.graph), _transposed(a, gm.graph)
         with gm.graph.inserting_before(node):
-            bt, at = (gm.graph.call_function(aten.t.default, (x,)) for x in (b, a))
-            product = gm.graph.call_function(aten.mm.default, (bt, at))
-        for x, t in ((b, bt), (a, at)):
-            t.meta["val"] = x.meta["val"].t()
+            product = gm.graph.call_function(mm.target, (bt, at))
+            if total is not None:
+                product.meta["val"] = mm.meta["val"].transpose(-2, -1)
+                product = gm.graph.call_function(aten.sum.dim_IntList, (product, *total.args[1:]), dict(total.kwargs))
         product.meta = dict(node.meta)
         node.replace_all_uses_with(product)
     gm.graph.eliminate_dead_code()

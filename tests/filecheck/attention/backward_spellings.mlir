@@ -98,3 +98,50 @@ func.func @through_logsumexp(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: t
 // KERNELS-NEXT:    %[[IS_INF:.*]] = tt.cmp "eq", %[[M]], %[[INFS]]
 // KERNELS-NEXT:    %[[GUARDED:.*]] = tt.select %[[IS_INF]], %[[INFS]], %[[LSE]]
 // KERNELS:         tt.store %{{.*}}, %[[GUARDED]]
+
+// autograd's backward of a causal softmax (the torch backend recomputes the forward in the backward graph):
+// `dp * p - p * rowsum(dp * p)`, zeroed where the mask drops keys, scaled before the products, no `p @ v`.
+func.func @autograd_causal(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %do: tensor<32x16xf32>)
+    -> (tensor<32x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>) {
+  %kt = tta.transpose %k permutation = [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %qk = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %c = tta.constant 2.500000e-01 : f32 -> f32
+  %s = tta.mul %qk, %c : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %i = tta.arange 0 to 32 : tensor<32xi32>
+  %rows = tta.reshape %i : tensor<32xi32> -> tensor<32x1xi32>
+  %drop = tta.cmp "gt", %i, %rows : tensor<32xi32>, tensor<32x1xi32> -> tensor<32x32xi1>
+  %ninf = tta.constant 0xff800000 : f32 -> f32
+  %masked = tta.where %drop, %ninf, %s : tensor<32x32xi1>, f32, tensor<32x32xf32> -> tensor<32x32xf32>
+  %m = tta.reduce_max %masked axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %masked, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %p = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %pt = tta.transpose %p permutation = [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+  %dv = tta.matmul %pt, %do : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %vt = tta.transpose %v permutation = [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %dp = tta.matmul %do, %vt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %dpp = tta.mul %dp, %p : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %delta = tta.reduce_sum %dpp axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %pdelta = tta.mul %p, %delta : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %dsraw = tta.sub %dpp, %pdelta : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %zero = tta.constant 0.000000e+00 : f32 -> f32
+  %dsm = tta.where %drop, %zero, %dsraw : tensor<32x32xi1>, f32, tensor<32x32xf32> -> tensor<32x32xf32>
+  %ds = tta.mul %dsm, %c : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %dq = tta.matmul %ds, %k : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %dst = tta.transpose %ds permutation = [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+  %dk = tta.matmul %dst, %q : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  func.return %dq, %dk, %dv : tensor<32x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>
+}
+// CHECK-LABEL: func.func @autograd_causal
+// CHECK:         %[[O:.*]] = tta.matmul %p, %v
+// CHECK-NEXT:    %[[W:.*]] = tta.mul %do, %[[O]]
+// CHECK-NEXT:    %[[DELTA:.*]] = tta.reduce_sum %[[W]] axis = 1 keepdims
+// CHECK-NEXT:    %[[DIFF:.*]] = tta.sub %dp, %[[DELTA]]
+// CHECK-NEXT:    %[[DS:.*]] = tta.mul %p, %[[DIFF]]
+// CHECK-NOT:     tta.where %drop, %zero
+// CHECK:         tta.matmul %[[DS]], %k
+// FLASH-LABEL: func.func @autograd_causal
+// FLASH-NEXT:    tta.fusion "attention_backward"
+// FLASH-NOT:     tta.fusion
+// FLASH:         func.return

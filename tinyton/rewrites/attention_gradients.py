@@ -1,0 +1,129 @@
+"""The backward rules of `tinyton-canonicalize-attention`: autograd's spelling of attention's gradients in the
+form the backward rewrite reads (tinyton/analysis/attention_backward.py), `ds = p * (dp - rowsum(do * o))`.
+
+torch's autograd writes the softmax's backward as `dp * p - p * rowsum(dp * p)`, zeroes it where the forward's
+mask put -inf, and computes `rowsum(dp * p)` where FlashAttention-2 computes `rowsum(do * o)`. The torch backend
+recomputes the scores and probabilities in the backward graph (tinyton/torch/backend.py), so these rules give the
+FlashAttention-2 kernels the textbook form:
+
+- `FactorProbabilities`: `dp * p - p * r` → `p * (dp - r)` for probabilities `p` and a row vector `r`;
+- `DropMaskedGradient`: `where(drop, 0, p * t)` (or `where(keep, p * t, 0)`) → `p * t` where the forward's
+  scores are -inf exactly on `drop`: `p` is 0 there, so the product is too;
+- `DeltaFromOutput`: `rowsum((do @ vᵀ) * p)` → `rowsum(do * (p @ v))`, the same sum (`dp = do @ vᵀ`) over D
+  columns instead of S keys, when the program does not compute `o = p @ v` itself.
+
+Each applies only where `p` is attention's probabilities (a softmax, or `exp(s - lse)`), so no other program's
+rounding changes.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from tinyton.analysis.index_masks import Mask, constant_value, index_mask, is_constant, is_minus_inf, negated
+from tinyton.dialects import tta
+from tinyton.dialects.tt import shape_of
+
+
+def _op(value: SSAValue, kind: type | tuple[type, ...]) -> tta.Operation | None:
+    while isinstance(value, OpResult) and isinstance(value.op, tta.CastOp):
+        value = value.op.input
+    return value.op if isinstance(value, OpResult) and isinstance(value.op, kind) else None
+
+
+def _scores(p: SSAValue) -> SSAValue | None:
+    """The scores `s` of probabilities `p = exp(s - m) / sum(...)` or `p = exp(s - lse)` (through casts)."""
+    div = _op(p, tta.DivOp)
+    exp = _op(div.lhs if div is not None else p, tta.ExpOp)
+    sub = _op(exp.input, tta.SubOp) if exp is not None else None
+    if sub is None or (div is not None and _op(div.rhs, tta.ReduceSumOp) is None):
+        return None
+    return sub.lhs
+
+
+def _probabilities(p: SSAValue) -> bool:
+    return _scores(p) is not None
+
+
+def _masked(p: SSAValue) -> Mask | None:
+    """The index mask of the scores' -inf entries behind probabilities `p` (`where(keep, s, -inf)` or
+    `where(drop, -inf, s)`), or None."""
+    s = _scores(p)
+    where = _op(s, tta.WhereOp) if s is not None else None
+    mask = index_mask(where.condition) if where is not None else None
+    if mask is None:
+        return None
+    if is_minus_inf(where.false_value):
+        return negated(mask)
+    return mask if is_minus_inf(where.true_value) else None
+
+
+def _row_vector(value: SSAValue, like: SSAValue) -> bool:
+    """`value` holds one element a row of `like` (`[..., S_q, 1]`)."""
+    shape, rows = shape_of(value.type), shape_of(like.type)
+    return len(shape) == len(rows) and shape[-1] == 1 and shape[:-1] == rows[:-1]
+
+
+class FactorProbabilities(RewritePattern):
+    """`dp * p - p * r` (products in either order) → `p * (dp - r)`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tta.SubOp, rewriter: PatternRewriter) -> None:
+        first, second = _op(op.lhs, tta.MulOp), _op(op.rhs, tta.MulOp)
+        if first is None or second is None or op.lhs.type != op.result.type:
+            return
+        for p in set(first.operands) & set(second.operands):
+            if not _probabilities(p) or p.type != op.result.type:
+                continue
+            dp = first.rhs if first.lhs == p else first.lhs
+            r = second.rhs if second.lhs == p else second.lhs
+            if dp.type == op.result.type and _row_vector(r, p):
+                diff = tta.SubOp(dp, r)
+                rewriter.replace(op, [diff, tta.MulOp(p, diff.result)])
+                return
+
+
+class DropMaskedGradient(RewritePattern):
+    """`where(drop, 0, p * t)` / `where(keep, p * t, 0)` → `p * t` where `p`'s scores are -inf on `drop`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tta.WhereOp, rewriter: PatternRewriter) -> None:
+        mask = index_mask(op.condition)
+        if mask is None:
+            return
+        for zero, kept, zeroed in ((op.true_value, op.false_value, mask), (op.false_value, op.true_value, negated(mask))):
+            product = _op(kept, tta.MulOp)
+            if not is_constant(zero) or constant_value(zero) != 0.0 or product is None or kept.type != op.result.type:
+                continue
+            if any(_masked(p) == zeroed for p in product.operands if p.type == kept.type):
+                rewriter.replace(op, [], [kept])
+                return
+
+
+class DeltaFromOutput(RewritePattern):
+    """`rowsum((do @ vᵀ) * p)` → `rowsum(do * (p @ v))` for probabilities `p` no `p @ v` of the program reads."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: tta.ReduceSumOp, rewriter: PatternRewriter) -> None:
+        product = _op(op.input, tta.MulOp)
+        rank = len(shape_of(op.input.type))
+        if product is None or not op.keeps_dims or op.axis.value.data != rank - 1:
+            return
+        for dp, p in ((product.lhs, product.rhs), (product.rhs, product.lhs)):
+            dp_op = _op(dp, tta.MatmulOp)
+            vt = _op(dp_op.rhs, tta.TransposeOp) if dp_op is not None else None
+            if vt is None or vt.perm != (*range(rank - 2), rank - 1, rank - 2) or not _probabilities(p):
+                continue
+            v = vt.input
+            if any(isinstance(u.operation, tta.MatmulOp) and u.operation.lhs == p and u.operation.rhs == v for u in p.uses):
+                return  # the program's own `o = p @ v`: the backward rewrite reads the delta as it is
+            o = tta.MatmulOp(p, v)
+            if o.result.type != dp_op.lhs.type:
+                return
+            weighted = tta.MulOp(dp_op.lhs, o.result)
+            rewriter.replace(op, [o, weighted, tta.ReduceSumOp(weighted.result, rank - 1, True)])
+            return
+
+
+GRADIENT_RULES: tuple[RewritePattern, ...] = (FactorProbabilities(), DropMaskedGradient(), DeltaFromOutput())
