@@ -56,13 +56,28 @@ def test_sdpa_masks_and_gqa() -> None:
                                                          is_causal=True), q, k, v)
 
 
-@pytest.mark.parametrize("kwargs,kv", [({}, 2), ({"is_causal": True}, 2), ({"scale": 0.3, "is_causal": True}, 2),
-                                       ({"is_causal": True, "enable_gqa": True}, 1)],
-                         ids=["plain", "causal", "scale", "gqa"])
-def test_training_sdpa_is_flash_attention_forward_and_backward(kwargs: dict, kv: int) -> None:
+FLASH_BACKWARD = ["attention", "attention_delta", "attention_dkdv", "attention_dq"]
+MASKED = ["row_reduction", "elementwise"]  # the rows whose mask keeps no key, and their output (or gradient) zeroed
+
+
+def _mask(kind: str) -> torch.Tensor:
+    keep = torch.rand(40, 40, generator=torch.Generator().manual_seed(1)) > 0.3
+    keep[:, 0], keep[7] = True, False  # row 7 keeps no key
+    return keep if kind == "bool" else torch.zeros(40, 40).masked_fill(~keep, float("-inf")) + 0.1 * keep
+
+
+@pytest.mark.parametrize("kwargs,kv,mask", [({}, 2, None), ({"is_causal": True}, 2, None),
+                                            ({"scale": 0.3, "is_causal": True}, 2, None),
+                                            ({"is_causal": True, "enable_gqa": True}, 1, None),
+                                            ({}, 2, "bool"), ({}, 2, "additive")],
+                         ids=["plain", "causal", "scale", "gqa", "bool-mask", "additive-mask"])
+def test_training_sdpa_is_flash_attention_forward_and_backward(kwargs: dict, kv: int, mask: str | None) -> None:
     """A training step's SDPA saves q, k and v, not the probabilities: its forward is one flash-attention kernel,
-    its backward (the scores recomputed, autograd's gradient math) FlashAttention-2's kernels; gradients as eager's."""
+    its backward (the scores recomputed, autograd's gradient math) FlashAttention-2's kernels; gradients as eager's,
+    0 for a row whose mask keeps no key."""
     q, k, v = (t.requires_grad_() for t in _qkv(h=2, kv=kv, t=40))
+    if mask is not None:
+        kwargs = {**kwargs, "attn_mask": _mask(mask)}
     sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
     e = ttt.explain(sdpa, q, k, v)
     weights = torch.randn_like(e.output)
@@ -74,8 +89,8 @@ def test_training_sdpa_is_flash_attention_forward_and_backward(kwargs: dict, kv:
     for got, expected in zip((q, k, v), leaves):
         torch.testing.assert_close(got.grad, expected.grad, **TOL)
     kinds = {group.graph: [step.launch.kind for step in group.last.steps] for group in e.report.groups}
-    assert kinds == {"forward": ["attention"],
-                     "backward": ["attention", "attention_delta", "attention_dkdv", "attention_dq"]}, str(e)
+    masked = MASKED if mask is not None else []
+    assert kinds == {"forward": [*masked[:1], "attention", *masked[1:]], "backward": [*masked, *FLASH_BACKWARD]}, str(e)
 
 
 @pytest.mark.parametrize("kind", ["bool", "float"])

@@ -8,7 +8,7 @@ FlashAttention-2 kernels the textbook form:
 
 - `FactorProbabilities`: `dp * p - p * r` → `p * (dp - r)` for probabilities `p` and a row vector `r`;
 - `DropMaskedGradient`: `where(drop, 0, p * t)` (or `where(keep, p * t, 0)`) → `p * t` where the forward's
-  scores are -inf exactly on `drop`: `p` is 0 there, so the product is too;
+  scores are -inf exactly on `drop` (an index mask, or the same mask array): `p` is 0 there, so the product is too;
 - `DeltaFromOutput`: `rowsum((do @ vᵀ) * p)` → `rowsum(do * (p @ v))`, the same sum (`dp = do @ vᵀ`) over D
   columns instead of S keys, when the program does not compute `o = p @ v` itself.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from xdsl.ir import OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from tinyton.analysis.index_masks import Mask, constant_value, index_mask, is_constant, is_minus_inf, negated
+from tinyton.analysis.index_masks import constant_value, index_mask, is_constant, is_minus_inf, negated
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -46,17 +46,33 @@ def _probabilities(p: SSAValue) -> bool:
     return _scores(p) is not None
 
 
-def _masked(p: SSAValue) -> Mask | None:
-    """The index mask of the scores' -inf entries behind probabilities `p` (`where(keep, s, -inf)` or
-    `where(drop, -inf, s)`), or None."""
+def _score_mask(p: SSAValue) -> tuple[SSAValue, bool] | None:
+    """The condition of the `where` that gives the scores behind probabilities `p` their -inf entries, and
+    whether they are -inf where it holds (`where(drop, -inf, s)`) rather than where it does not
+    (`where(keep, s, -inf)`)."""
     s = _scores(p)
     where = _op(s, tta.WhereOp) if s is not None else None
-    mask = index_mask(where.condition) if where is not None else None
-    if mask is None:
+    if where is None:
         return None
     if is_minus_inf(where.false_value):
-        return negated(mask)
-    return mask if is_minus_inf(where.true_value) else None
+        return where.condition, False
+    return (where.condition, True) if is_minus_inf(where.true_value) else None
+
+
+def _same_dropped(p: SSAValue, condition: SSAValue, zero_where_true: bool) -> bool:
+    """Whether `where(condition, ...)` zeroes exactly the entries where the scores behind `p` are -inf: the same
+    condition value (a mask array) or the same index mask, on the same side."""
+    found = _score_mask(p)
+    if found is None:
+        return False
+    scores_condition, inf_where_true = found
+    if scores_condition == condition:
+        return inf_where_true == zero_where_true
+    mask, scores_mask = index_mask(condition), index_mask(scores_condition)
+    if mask is None or scores_mask is None:
+        return False
+    zeroed = mask if zero_where_true else negated(mask)
+    return zeroed == (scores_mask if inf_where_true else negated(scores_mask))
 
 
 def _row_vector(value: SSAValue, like: SSAValue) -> bool:
@@ -85,18 +101,16 @@ class FactorProbabilities(RewritePattern):
 
 
 class DropMaskedGradient(RewritePattern):
-    """`where(drop, 0, p * t)` / `where(keep, p * t, 0)` → `p * t` where `p`'s scores are -inf on `drop`."""
+    """`where(drop, 0, p * t)` / `where(keep, p * t, 0)` → `p * t` where `p`'s scores are -inf on `drop` (the same
+    mask array, or the same index mask)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.WhereOp, rewriter: PatternRewriter) -> None:
-        mask = index_mask(op.condition)
-        if mask is None:
-            return
-        for zero, kept, zeroed in ((op.true_value, op.false_value, mask), (op.false_value, op.true_value, negated(mask))):
+        for zero, kept, zero_where_true in ((op.true_value, op.false_value, True), (op.false_value, op.true_value, False)):
             product = _op(kept, tta.MulOp)
             if not is_constant(zero) or constant_value(zero) != 0.0 or product is None or kept.type != op.result.type:
                 continue
-            if any(_masked(p) == zeroed for p in product.operands if p.type == kept.type):
+            if any(_same_dropped(p, op.condition, zero_where_true) for p in product.operands if p.type == kept.type):
                 rewriter.replace(op, [], [kept])
                 return
 

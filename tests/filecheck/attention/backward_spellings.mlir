@@ -145,3 +145,42 @@ func.func @autograd_causal(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: ten
 // FLASH-NEXT:    tta.fusion "attention_backward"
 // FLASH-NOT:     tta.fusion
 // FLASH:         func.return
+
+// The same with a mask array (`F.scaled_dot_product_attention(..., attn_mask=keep)`): the gradient's where reads
+// the scores' condition, zero on the side the scores are -inf.
+func.func @autograd_mask_array(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tensor<32x16xf32>, %do: tensor<32x16xf32>,
+    %keep: tensor<32x32xi1>) -> (tensor<32x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>) {
+  %kt = tta.transpose %k permutation = [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %qk = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %c = tta.constant 2.500000e-01 : f32 -> f32
+  %s = tta.mul %qk, %c : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %ninf = tta.constant 0xff800000 : f32 -> f32
+  %masked = tta.where %keep, %s, %ninf : tensor<32x32xi1>, tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %m = tta.reduce_max %masked axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %masked, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %p = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %pt = tta.transpose %p permutation = [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+  %dv = tta.matmul %pt, %do : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %vt = tta.transpose %v permutation = [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %dp = tta.matmul %do, %vt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %dpp = tta.mul %dp, %p : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %delta = tta.reduce_sum %dpp axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %pdelta = tta.mul %p, %delta : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %dsraw = tta.sub %dpp, %pdelta : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %zero = tta.constant 0.000000e+00 : f32 -> f32
+  %dsm = tta.where %keep, %dsraw, %zero : tensor<32x32xi1>, tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %ds = tta.mul %dsm, %c : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %dq = tta.matmul %ds, %k : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  %dst = tta.transpose %ds permutation = [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+  %dk = tta.matmul %dst, %q : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  func.return %dq, %dk, %dv : tensor<32x16xf32>, tensor<32x16xf32>, tensor<32x16xf32>
+}
+// CHECK-LABEL: func.func @autograd_mask_array
+// CHECK-NOT:     tta.where %keep, %{{.*}}, %zero
+// CHECK:         func.return
+// FLASH-LABEL: func.func @autograd_mask_array
+// FLASH-NEXT:    tta.fusion "attention_backward"
+// FLASH-NOT:     tta.fusion
+// FLASH:         func.return
