@@ -22,6 +22,8 @@ from torch._functorch.partitioners import default_partition
 from torch.fx import GraphModule
 from torch.utils.checkpoint import CheckpointPolicy
 
+from tinyton.dialects.tt import DOT_MIN
+
 SDPA = torch._C._nn.scaled_dot_product_attention
 
 
@@ -112,34 +114,36 @@ REWRITES = {SDPA: sdpa_math, torch.nn.functional.multi_head_attention_forward: m
 """The calls of a dynamo graph that `rewrite_sdpa` replaces: what each becomes."""
 
 
-def rewrite_sdpa(gm: GraphModule) -> set[str]:
+def rewrite_sdpa(gm: GraphModule) -> None:
     """Replace every SDPA call of a dynamo graph by `sdpa_math`, every multi-head attention's and encoder layer's by
-    their math (`REWRITES`, in place). Returns the names of the SDPA calls without dropout, whose forward a training
-    step recomputes in its backward (`recompute_attention`)."""
-    recomputed = set()
+    their math (`REWRITES`, in place)."""
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in REWRITES:
-            dropout = node.kwargs.get("dropout_p", node.args[4] if len(node.args) > 4 else 0.0)
-            if node.target is SDPA and dropout == 0.0:
-                recomputed.add(node.name)
             node.target = REWRITES[node.target]
     gm.recompile()
-    return recomputed
 
 
-def recompute_attention(sdpa_calls: set[str], joint: GraphModule, joint_inputs: Any, **kwargs: Any) -> tuple[
-        GraphModule, GraphModule]:
-    """AOTAutograd's default partition of a training step, with the forward ops of the SDPA calls `sdpa_calls`
-    (dynamo's node names) recomputed in the backward rather than saved, as FlashAttention does: the forward then
-    saves q, k and v, not the S x S probabilities, and is one flash-attention kernel; the backward's scores,
-    probabilities and autograd's gradient math become FlashAttention-2's backward kernels
-    (tinyton/rewrites/attention_gradients.py)."""
-    regions: dict[str, int] = {}
+def recompute_attention(joint: GraphModule, joint_inputs: Any, **kwargs: Any) -> tuple[GraphModule, GraphModule]:
+    """AOTAutograd's default partition of a training step, with the forward ops of each SDPA call recomputed in the
+    backward rather than saved, as FlashAttention does: the forward then saves q, k and v, not the S x S
+    probabilities, and is one flash-attention kernel; the backward's scores, probabilities and autograd's gradient
+    math become FlashAttention-2's backward kernels (tinyton/rewrites/attention_gradients.py). A call with dropout
+    (random numbers a recomputation would draw again), or with heads narrower than DOT_MIN, keeps the default."""
+    regions: dict[str, list[Any]] = {}
     for node in joint.graph.nodes:
         if node.op != "call_function" or node.meta.get("partitioner_tag") == "is_backward":
             continue
-        calls = [name for name, _ in node.meta.get("source_fn_stack") or [] if name in sdpa_calls]
+        calls = [name for name, target in node.meta.get("source_fn_stack") or [] if target is SDPA]
         if calls:
+            regions.setdefault(calls[-1], []).append(node)
+    for graph_id, nodes in enumerate(regions.values()):
+        if any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) for n in nodes):
+            continue
+        products = [n for n in nodes if n.target in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default)]
+        if not products or products[0].args[0].meta["val"].shape[-1] < DOT_MIN:
+            continue  # heads narrower than a tensor-core tile: no flash kernels to recompute into (a Llama block of
+            # 8-wide heads went from 38 to 43 backward launches recomputed)
+        for node in nodes:
             node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
-            node.meta["ac_graph_id"] = regions.setdefault(calls[-1], len(regions))
+            node.meta["ac_graph_id"] = graph_id
     return default_partition(joint, joint_inputs, **kwargs)

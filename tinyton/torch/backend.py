@@ -45,14 +45,14 @@ def backend(gm: GraphModule, example_inputs: list[Any], mode: str | None = None,
         raise ValueError(f"tinyton backend: unknown mode {mode!r}; one of {', '.join(map(str, MODES[1:]))}")
     report = report if report is not None else Report()
     cuda_graphs = mode == "reduce-overhead"
-    sdpa_calls = rewrite_sdpa(gm)
+    rewrite_sdpa(gm)
     compile_graph = functools.partial(_graph_compiler, report, cuda_graphs=cuda_graphs)
     aot = aot_autograd(
         fw_compiler=compile_graph("forward"),
         bw_compiler=compile_graph("backward"),
         inference_compiler=compile_graph("inference"),
         decompositions=core_aten_decompositions(),
-        partition_fn=functools.partial(recompute_attention, sdpa_calls),
+        partition_fn=recompute_attention,
     )
     return aot(gm, example_inputs)
 
