@@ -34,14 +34,7 @@ def _unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
     axes (a transpose that undoes one the operand already had: the operand before it)."""
     if _swaps_last_two(operand) and len(_shape(operand) or ()) == 3:
         source = _unbatched(operand.args[0], graph)
-        if source is operand.args[0]:
-            return operand
-        if _swaps_last_two(source):
-            return source.args[0]
-        with graph.inserting_before(operand):
-            moved = graph.call_function(aten.transpose.int, (source, -2, -1))
-        moved.meta["val"] = source.meta["val"].transpose(-2, -1)
-        return moved
+        return operand if source is operand.args[0] else _transposed(source, graph)
     if not (isinstance(operand, Node) and operand.target in RESHAPES):
         return operand
     source = operand.args[0]
@@ -96,8 +89,7 @@ def batched_matmuls(gm: GraphModule) -> None:
 
 
 def _transposed(x: Node, graph: torch.fx.Graph) -> Node:
-    """`x` with its last two axes swapped: the operand of a transpose `x` is, else a new transpose before `x`'s
-    first use."""
+    """`x` with its last two axes swapped: the operand of the transpose `x` is, else a new transpose right after `x`."""
     if _swaps_last_two(x):
         return x.args[0]
     with graph.inserting_after(x):
