@@ -109,7 +109,7 @@ def _probabilities(value: SSAValue) -> bool:
     return _op(div.lhs, tta.ExpOp) is not None if div is not None else _op(value, tta.ExpOp) is not None
 
 
-def _gradient_operand(value: SSAValue) -> bool:
+def gradient_operand(value: SSAValue) -> bool:
     """`p` or `ds = p * (dp - delta)`, maybe transposed: what attention's backward products read."""
     value = transpose.input if (transpose := _swapped(value)) is not None else value
     product = _op(value, tta.MulOp)
@@ -128,7 +128,7 @@ class ScaleOutOfOperand(RewritePattern):
             operand, other = op.operands[side], op.operands[1 - side]
             transpose = _swapped(operand)
             found = _scaled(transpose.input if transpose is not None else operand, shared=True)
-            if found is None or not (scores or _gradient_operand(other) or _gradient_operand(found[1])):
+            if found is None or not (scores or gradient_operand(other) or gradient_operand(found[1])):
                 continue
             scale, x, c = found
             if transpose is not None:
@@ -146,7 +146,7 @@ def _gradient(value: SSAValue) -> bool:
     while (total := _op(value, tta.ReduceSumOp)) is not None:
         value = total.input
     product = _op(value, tta.MatmulOp)
-    return product is not None and any(_gradient_operand(v) for v in product.operands)
+    return product is not None and any(gradient_operand(v) for v in product.operands)
 
 
 class DivisionToMultiplication(RewritePattern):
