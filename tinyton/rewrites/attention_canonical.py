@@ -116,6 +116,16 @@ def gradient_operand(value: SSAValue) -> bool:
     return _probabilities(value) or (product is not None and any(_probabilities(v) for v in product.operands))
 
 
+def backward_product_operand(value: SSAValue) -> bool:
+    """The left operand of a product of attention's backward: `ds` (`ds @ k`), `dsᵀ` or `pᵀ` (`pᵀ @ do`), not the
+    forward's `p` of `p @ v`."""
+    transpose = _swapped(value)
+    inner = transpose.input if transpose is not None else value
+    product = _op(inner, tta.MulOp)
+    ds = product is not None and any(_probabilities(v) for v in product.operands)
+    return ds or (transpose is not None and _probabilities(inner))
+
+
 class ScaleOutOfOperand(RewritePattern):
     """`(x ∘ c) @ y` or `x @ (y ∘ c)` (either maybe transposed after scaling) → `(x @ y) ∘ c`, for the
     scores and for the backward's products (`ds @ (k * c)`, `(ds * c)ᵀ @ q`, with `q * c` shared with the

@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, shape_of, tile_type
-from tinyton.rewrites.attention_canonical import gradient_operand
+from tinyton.rewrites.attention_canonical import backward_product_operand
 from tinyton.rewrites.outline import erase_dead_ops, functions
 
 ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp)
@@ -178,7 +178,7 @@ def _push_into_product(b: Builder, producer: tta.MatmulOp, windows: Sequence[Win
     out = shape_of(producer.result.type)
     if fill is not None or len(out) < 2 or out[-2] > RECOMPUTED_ROWS or windows[-1][1] != 1:
         return None
-    if gradient_operand(producer.lhs):  # `ds @ k` of a short training sequence: one attention backward's product
+    if backward_product_operand(producer.lhs):  # a short training sequence's `ds @ k`, left for the backward rewrite
         return None
     if any(w != (0, 1, n) for w, n in zip(windows[:-1], out[:-1])):
         return None
