@@ -93,6 +93,18 @@ def test_training_sdpa_is_flash_attention_forward_and_backward(kwargs: dict, kv:
     assert kinds == {"forward": [*masked[:1], "attention", *masked[1:]], "backward": [*masked, *FLASH_BACKWARD]}, str(e)
 
 
+def test_attention_written_out_stays_flash_attention_when_sizes_turn_dynamic() -> None:
+    """dynamo marks sizes symbolic once a frame has run with two sequence lengths; the graph rewrites read a symbolic
+    size by its hint, so the second compile still undoes torch's batched-matmul decomposition and forms one
+    flash-attention kernel (a convolution test run first had turned an encoder layer's sizes dynamic)."""
+    def attention(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) * 0.25, dim=-1) @ v
+
+    for t in (8, 12):
+        e = check(attention, *_qkv(t=t))
+        assert kernel_kinds(e) == ["attention"], str(e)
+
+
 @pytest.mark.parametrize("kind", ["bool", "float"])
 def test_sdpa_rows_without_a_key_give_zero_as_torch_does(kind: str) -> None:
     """torch's math gives 0 for a query row whose mask keeps no key (its `_safe_softmax`), and 0 gradients there;

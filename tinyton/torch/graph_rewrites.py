@@ -16,16 +16,20 @@ from typing import Any
 
 from torch.fx import GraphModule, Node
 
+from tinyton.torch.common import optimization_hint
+
 aten = torch.ops.aten
 
 RESHAPES = (aten.view.default, aten._unsafe_view.default, aten.reshape.default)
 
 
 def _shape(node: Node) -> tuple[int, ...] | None:
+    """The node's shape, a symbolic size (dynamo marks sizes dynamic once a frame has seen two) as its hint: the
+    rewrites match products whose shapes agree, which they do for every size (tinyton compiles each call's sizes)."""
     value = node.meta.get("val")
-    if not isinstance(value, torch.Tensor) or not all(isinstance(d, int) for d in value.shape):
+    if not isinstance(value, torch.Tensor):
         return None
-    return tuple(value.shape)
+    return tuple(optimization_hint(d) for d in value.shape)
 
 
 def _unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
