@@ -94,7 +94,8 @@ def _casts(value: SSAValue) -> list[Operation]:
     return ops
 
 
-def _op(value: SSAValue, kind: type | tuple[type, ...]) -> Operation | None:
+def op_through_casts(value: SSAValue, kind: type | tuple[type, ...]) -> Operation | None:
+    """The op of `kind` that computes `value` before any float casts, or None."""
     value = _strip(value)
     return value.op if isinstance(value, OpResult) and isinstance(value.op, kind) else None
 
@@ -113,22 +114,22 @@ def _last_axis_keepdims(op: Operation, value: SSAValue) -> bool:
 def _softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...], bool] | None:
     """The scores, (max, sub, exp, sum, div) and False when `p` is their softmax over the last axis; the
     scores, the ops and True when `p` is `exp(s - tt.logsumexp(s))` (guarded: analysis/logsumexp.py)."""
-    div = _op(p, tta.DivOp)
+    div = op_through_casts(p, tta.DivOp)
     if div is None:
         return _guarded_softmax(p)
-    exp, rsum = _op(div.lhs, tta.ExpOp), _op(div.rhs, tta.ReduceSumOp)
-    sub = _op(exp.input, tta.SubOp) if exp is not None else None
+    exp, rsum = op_through_casts(div.lhs, tta.ExpOp), op_through_casts(div.rhs, tta.ReduceSumOp)
+    sub = op_through_casts(exp.input, tta.SubOp) if exp is not None else None
     if sub is None or rsum is None or rsum.input != exp.result or not _last_axis_keepdims(rsum, exp.result):
         return None
-    rmax = _op(sub.rhs, tta.ReduceMaxOp)
+    rmax = op_through_casts(sub.rhs, tta.ReduceMaxOp)
     if rmax is None or rmax.input != sub.lhs or not _last_axis_keepdims(rmax, sub.lhs):
         return None
     return sub.lhs, (rmax, sub, exp, rsum, div), False
 
 
 def _guarded_softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...], bool] | None:
-    exp = _op(p, tta.ExpOp)
-    sub = _op(exp.input, tta.SubOp) if exp is not None else None
+    exp = op_through_casts(p, tta.ExpOp)
+    sub = op_through_casts(exp.input, tta.SubOp) if exp is not None else None
     found = row_logsumexp(sub.rhs) if sub is not None else None
     if found is None or not found.guarded or found.scores != sub.lhs:
         return None
@@ -137,8 +138,8 @@ def _guarded_softmax(p: SSAValue) -> tuple[SSAValue, tuple[Operation, ...], bool
 
 def _from_lse(p: SSAValue) -> tuple[SSAValue, SSAValue, tuple[Operation, ...]] | None:
     """The scores, the logsumexp and (sub, exp, casts) when `p` is `exp(s - lse)`."""
-    exp = _op(p, tta.ExpOp)
-    sub = _op(exp.input, tta.SubOp) if exp is not None else None
+    exp = op_through_casts(p, tta.ExpOp)
+    sub = op_through_casts(exp.input, tta.SubOp) if exp is not None else None
     if sub is None:
         return None
     s, lse = _strip(sub.lhs), _strip(sub.rhs)
@@ -146,6 +147,12 @@ def _from_lse(p: SSAValue) -> tuple[SSAValue, SSAValue, tuple[Operation, ...]] |
     if len(lse_shape) != len(s_shape) or lse_shape[-1] != 1 or lse_shape[-2] != s_shape[-2]:
         return None
     return s, lse, (*_casts(sub.lhs), *_casts(sub.rhs), sub, exp, *_casts(exp.result))
+
+
+def probability_scores(p: SSAValue) -> SSAValue | None:
+    """The scores `s` when `p` is attention's probabilities: their softmax, or `exp(s - lse)`."""
+    found = _softmax(p) or _from_lse(p)
+    return found[0] if found is not None else None
 
 
 def _tail(matmul: tta.MatmulOp, group: Sequence[int]) -> Gradient | None:
@@ -209,12 +216,12 @@ def find_backward(ds: tta.MulOp) -> AttentionBackward | None:
 
 
 def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward | None:
-    diff = _op(rest, tta.SubOp)
-    dp_op = _op(diff.lhs, tta.MatmulOp) if diff is not None else None
-    rsum = _op(diff.rhs, tta.ReduceSumOp) if diff is not None else None
+    diff = op_through_casts(rest, tta.SubOp)
+    dp_op = op_through_casts(diff.lhs, tta.MatmulOp) if diff is not None else None
+    rsum = op_through_casts(diff.rhs, tta.ReduceSumOp) if diff is not None else None
     if dp_op is None or rsum is None or not _last_axis_keepdims(rsum, rsum.input):
         return None
-    vt = _op(dp_op.rhs, tta.TransposeOp)
+    vt = op_through_casts(dp_op.rhs, tta.TransposeOp)
     if not _swaps_last_two(vt):
         return None
     do, v, dp = dp_op.lhs, vt.input, dp_op.result
@@ -228,7 +235,7 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
         if from_lse is None:
             return None
         s, lse, prob_ops = from_lse
-    product = _op(rsum.input, tta.MulOp)
+    product = op_through_casts(rsum.input, tta.MulOp)
     if product is None:
         return None
     lhs, rhs = _strip(product.lhs), _strip(product.rhs)

@@ -109,13 +109,6 @@ def _probabilities(value: SSAValue) -> bool:
     return _op(div.lhs, tta.ExpOp) is not None if div is not None else _op(value, tta.ExpOp) is not None
 
 
-def gradient_operand(value: SSAValue) -> bool:
-    """`p` or `ds = p * (dp - delta)`, maybe transposed: what attention's backward products read."""
-    value = transpose.input if (transpose := _swapped(value)) is not None else value
-    product = _op(value, tta.MulOp)
-    return _probabilities(value) or (product is not None and any(_probabilities(v) for v in product.operands))
-
-
 def backward_product_operand(value: SSAValue) -> bool:
     """The left operand of a product of attention's backward: `ds` (`ds @ k`), `dsᵀ` or `pᵀ` (`pᵀ @ do`), not the
     forward's `p` of `p @ v`."""
@@ -124,6 +117,11 @@ def backward_product_operand(value: SSAValue) -> bool:
     product = _op(inner, tta.MulOp)
     ds = product is not None and any(_probabilities(v) for v in product.operands)
     return ds or (transpose is not None and _probabilities(inner))
+
+
+def _gradient_operand(value: SSAValue) -> bool:
+    """`p` or `ds = p * (dp - delta)`, maybe transposed: what attention's backward products read."""
+    return backward_product_operand(value) or _probabilities(value)
 
 
 class ScaleOutOfOperand(RewritePattern):
@@ -138,7 +136,7 @@ class ScaleOutOfOperand(RewritePattern):
             operand, other = op.operands[side], op.operands[1 - side]
             transpose = _swapped(operand)
             found = _scaled(transpose.input if transpose is not None else operand, shared=True)
-            if found is None or not (scores or gradient_operand(other) or gradient_operand(found[1])):
+            if found is None or not (scores or _gradient_operand(other) or _gradient_operand(found[1])):
                 continue
             scale, x, c = found
             if transpose is not None:
@@ -156,7 +154,7 @@ def _gradient(value: SSAValue) -> bool:
     while (total := _op(value, tta.ReduceSumOp)) is not None:
         value = total.input
     product = _op(value, tta.MatmulOp)
-    return product is not None and any(gradient_operand(v) for v in product.operands)
+    return product is not None and any(_gradient_operand(v) for v in product.operands)
 
 
 class DivisionToMultiplication(RewritePattern):

@@ -18,40 +18,25 @@ rounding changes.
 
 from __future__ import annotations
 
-from xdsl.ir import OpResult, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
+from tinyton.analysis.attention_backward import op_through_casts, probability_scores
 from tinyton.analysis.index_masks import constant_value, index_mask, is_constant, is_minus_inf, negated
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
 
-def _op(value: SSAValue, kind: type | tuple[type, ...]) -> tta.Operation | None:
-    while isinstance(value, OpResult) and isinstance(value.op, tta.CastOp):
-        value = value.op.input
-    return value.op if isinstance(value, OpResult) and isinstance(value.op, kind) else None
-
-
-def _scores(p: SSAValue) -> SSAValue | None:
-    """The scores `s` of probabilities `p = exp(s - m) / sum(...)` or `p = exp(s - lse)` (through casts)."""
-    div = _op(p, tta.DivOp)
-    exp = _op(div.lhs if div is not None else p, tta.ExpOp)
-    sub = _op(exp.input, tta.SubOp) if exp is not None else None
-    if sub is None or (div is not None and _op(div.rhs, tta.ReduceSumOp) is None):
-        return None
-    return sub.lhs
-
-
 def _probabilities(p: SSAValue) -> bool:
-    return _scores(p) is not None
+    return probability_scores(p) is not None
 
 
 def _score_mask(p: SSAValue) -> tuple[SSAValue, bool] | None:
     """The condition of the `where` that gives the scores behind probabilities `p` their -inf entries, and
     whether they are -inf where it holds (`where(drop, -inf, s)`) rather than where it does not
     (`where(keep, s, -inf)`)."""
-    s = _scores(p)
-    where = _op(s, tta.WhereOp) if s is not None else None
+    s = probability_scores(p)
+    where = op_through_casts(s, tta.WhereOp) if s is not None else None
     if where is None:
         return None
     if is_minus_inf(where.false_value):
@@ -86,7 +71,7 @@ class FactorProbabilities(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.SubOp, rewriter: PatternRewriter) -> None:
-        first, second = _op(op.lhs, tta.MulOp), _op(op.rhs, tta.MulOp)
+        first, second = op_through_casts(op.lhs, tta.MulOp), op_through_casts(op.rhs, tta.MulOp)
         if first is None or second is None or op.lhs.type != op.result.type:
             return
         for p in set(first.operands) & set(second.operands):
@@ -107,7 +92,7 @@ class DropMaskedGradient(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.WhereOp, rewriter: PatternRewriter) -> None:
         for zero, kept, zero_where_true in ((op.true_value, op.false_value, True), (op.false_value, op.true_value, False)):
-            product = _op(kept, tta.MulOp)
+            product = op_through_casts(kept, tta.MulOp)
             if not is_constant(zero) or constant_value(zero) != 0.0 or product is None or kept.type != op.result.type:
                 continue
             if any(_same_dropped(p, op.condition, zero_where_true) for p in product.operands if p.type == kept.type):
@@ -120,13 +105,13 @@ class DeltaFromOutput(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tta.ReduceSumOp, rewriter: PatternRewriter) -> None:
-        product = _op(op.input, tta.MulOp)
+        product = op_through_casts(op.input, tta.MulOp)
         rank = len(shape_of(op.input.type))
         if product is None or not op.keeps_dims or op.axis.value.data != rank - 1:
             return
         for dp, p in ((product.lhs, product.rhs), (product.rhs, product.lhs)):
-            dp_op = _op(dp, tta.MatmulOp)
-            vt = _op(dp_op.rhs, tta.TransposeOp) if dp_op is not None else None
+            dp_op = op_through_casts(dp, tta.MatmulOp)
+            vt = op_through_casts(dp_op.rhs, tta.TransposeOp) if dp_op is not None else None
             if vt is None or vt.perm != (*range(rank - 2), rank - 1, rank - 2) or not _probabilities(p):
                 continue
             v = vt.input
