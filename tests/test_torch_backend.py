@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 F = torch.nn.functional
 
-from torch_checks import kernel_kinds
+from torch_checks import check_forward_backward, kernel_kinds
 
 import tinyton.torch as ttt
 from tinyton.runtime import driver
@@ -138,6 +138,26 @@ def test_multi_head_attention_module_is_flash_attention() -> None:
         e = check(lambda x: mha(x, x, x, need_weights=False)[0], x)
     kinds = kernel_kinds(e)
     assert kinds.count("attention") == 1 and "softmax" not in kinds and e.num_launches <= 8, str(e)
+
+
+def test_multi_head_attention_module_trains_as_flash_attention() -> None:
+    """In a training step `nn.MultiheadAttention`'s attention (its math written out around a softmax) is recomputed
+    in the backward: one flash-attention kernel forward, FlashAttention-2's kernels backward, eager's gradients."""
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+    e = check_forward_backward(_SelfAttention(mha), torch.randn(2, 16, 64, requires_grad=True))
+    kinds = {g.graph: [step.launch.kind for step in g.last.steps] for g in e.report.groups}
+    assert kinds["forward"].count("attention") == 1 and "softmax" not in kinds["forward"], str(e)
+    assert {"attention_dkdv", "attention_dq"} <= set(kinds["backward"]), str(e)
+
+
+class _SelfAttention(torch.nn.Module):
+    def __init__(self, mha: torch.nn.MultiheadAttention) -> None:
+        super().__init__()
+        self.mha = mha
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.mha(x, x, x, need_weights=False)[0]
 
 
 @pytest.mark.parametrize("options", [{}, {"activation": "gelu", "norm_first": True}], ids=["relu", "gelu-norm-first"])

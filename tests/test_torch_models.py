@@ -49,6 +49,31 @@ def test_nanogpt_block_forward_backward() -> None:
     check_forward_backward(GPTBlock().eval(), torch.randn(2, 8, 32, requires_grad=True))
 
 
+@pytest.mark.parametrize("heads", [4, 8])
+def test_nanogpt_block_training_attention_is_flash_both_ways(heads: int) -> None:
+    """nanoGPT's attention written out (`masked_fill`, `softmax`, `@ v`) is recomputed in the backward like an SDPA
+    call: the forward saves the qkv projection, reads q, k and v in it and stores the heads merged (one attention
+    kernel, 9 launches; 18 when the probabilities were saved), the backward is FlashAttention-2's kernels. Heads of
+    8 (narrower than a tensor-core tile) keep the probabilities."""
+    torch.manual_seed(0)
+    e = check_forward_backward(GPTBlock(dim=64, heads=heads, dropout=0.0), torch.randn(2, 8, 64, requires_grad=True))
+    kinds = {g.graph: [step.launch.kind for step in g.last.steps] for g in e.report.groups}
+    if heads == 4:
+        assert kinds["forward"].count("attention") == 1 and len(kinds["forward"]) <= 9, str(e)
+        assert {"attention_dkdv", "attention_dq"} <= set(kinds["backward"]), str(e)
+    else:
+        assert "attention" not in kinds["forward"] and "attention_dq" not in kinds["backward"], str(e)
+
+
+def test_nanogpt_block_with_dropout_saves_its_probabilities() -> None:
+    """Dropout after the softmax draws random numbers a recomputation would draw again: the default partition."""
+    torch.manual_seed(0)
+    e = ttt.explain(GPTBlock(dim=64, heads=4, dropout=0.5), torch.randn(2, 8, 64, requires_grad=True))
+    e.output.sum().backward()
+    kinds = {g.graph: [step.launch.kind for step in g.last.steps] for g in e.report.groups}
+    assert "attention" not in kinds["forward"] and "attention_dq" not in kinds["backward"], str(e)
+
+
 def test_nanogpt_block_reads_q_k_and_v_in_place() -> None:
     """Inference: the windows of the qkv projection that `split` and `view(...).transpose(1, 2)` make are read by
     the attention kernel through their strides; no kernel copies or transposes them (13 launches when they did)."""

@@ -151,6 +151,38 @@ def strided_view(value: SSAValue, windows: bool = False, cast: bool = False) -> 
     raise AssertionError("unreachable: a value is a view of itself")
 
 
+def output_view(value: SSAValue) -> QView | None:
+    """Where `p @ v`'s rows go when its result is laid out again before any other use: the longest chain of
+    single-use transposes and reshapes after `value` whose end, stored row-major, holds `value` as a strided
+    view (`QView` of `value`'s shape over that end array, `ops` the chain) with each output row's last axis
+    contiguous (nanoGPT's and Llama's `y.transpose(1, 2).reshape(B, S, H * D)` before the output projection; a
+    decode step's, one query a head, is `value`'s own layout). None: no such chain; the kernel stores `value`."""
+    chain: list[Operation] = []
+    while value.has_one_use() and isinstance(user := next(iter(value.uses)).operation, (tta.TransposeOp, tta.ReshapeOp)):
+        chain.append(user)
+        value = user.results[0]
+    for end in range(len(chain), 0, -1):
+        ops = chain[:end]
+        shape = shape_of(ops[-1].results[0].type)
+        strides: tuple[int, ...] | None = _contiguous(shape)
+        for op in reversed(ops):  # pull the end array's strides back to each op's input
+            source = shape_of(op.input.type)
+            if isinstance(op, tta.TransposeOp):
+                pulled = [0] * len(source)
+                for i, p in enumerate(op.perm):
+                    pulled[p] = strides[i]
+                strides = tuple(pulled)
+            else:
+                strides = reshaped_strides(shape, strides, source)
+                if strides is None:
+                    break
+            shape = source
+        if strides is None or shape[-1] > 1 and strides[-1] != 1:
+            continue
+        return QView(ops[-1].results[0], tuple(ops), tuple(shape), strides)
+    return None
+
+
 @dataclass(frozen=True)
 class Select:
     """k or v given as `where(mask, a, b)`: an index mask over its last two axes choosing between two
@@ -217,6 +249,9 @@ class Attention:
     k_stored: Stored | None = None
     """k read through reshapes and a cast of the array in memory (None: k is the array, or a `k_select`)."""
     v_stored: Stored | None = None
+    out: QView | None = None
+    """The view of `p @ v` that the region's result is (`output_view`): the kernel stores through its strides.
+    None: the result is `p @ v`."""
 
     @property
     def ops(self) -> list[Operation]:
@@ -225,7 +260,7 @@ class Attention:
         selects += [op for st in (self.k_stored, self.v_stored) if st is not None for op in st.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
-        last = [op for op in (self.p_cast, self.pv) if op is not None]
+        last = [op for op in (self.p_cast, self.pv, *(self.out.ops if self.out is not None else ())) if op is not None]
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *last]
 
     @property
@@ -338,7 +373,12 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     """The attention computed by exactly these ops (an outlined region), or None."""
     if len(results) != 1:
         return None
-    pv = results[0].op if isinstance(results[0], OpResult) else None
+    out = None
+    if isinstance(results[0], OpResult) and isinstance(results[0].op, (tta.TransposeOp, tta.ReshapeOp)):
+        out = _output_view_ending_at(results[0])
+        if out is None:
+            return None
+    pv = (out.ops[0].input if out is not None else results[0]).owner
     if not isinstance(pv, tta.MatmulOp):
         return None
     p_cast = pv.lhs.op if isinstance(pv.lhs, OpResult) and isinstance(pv.lhs.op, tta.CastOp) else None
@@ -369,9 +409,20 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     k_select, v_select = select_of(k), select_of(pv.rhs)
     found = Attention(strided_view(qk.lhs, windows=True), k, transpose is not None, pv.rhs, qk, transpose, steps,
                       (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
-                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
+                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None,
+                      out)  # fmt: skip
     computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}
     return found if computed(found.ops) == computed(ops) else None
+
+
+def _output_view_ending_at(result: OpResult) -> QView | None:
+    """The `output_view` of the `p @ v` that the chain of transposes and reshapes ending at `result` starts
+    from, when it ends exactly there."""
+    value: SSAValue = result
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.TransposeOp, tta.ReshapeOp)):
+        value = value.op.input
+    view = output_view(value)
+    return view if view is not None and view.base is result else None
 
 
 def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:

@@ -68,7 +68,7 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
     (tinyton/analysis/matmul_operands.py)."""
     seed_of = {op: i for i, (ops, _) in enumerate(seeds) for op in ops}
     for op in list(fn.body.block.ops):
-        if not isinstance(op, (*VIEWS, tta.ArangeOp)):
+        if not isinstance(op, (*VIEWS, tta.ArangeOp)) or _stored_by_its_seed(op, seed_of):
             continue
         uses = list(op.result.uses)
         siblings = bool(uses) and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses)
@@ -85,6 +85,14 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
             clone = _clone_after(op)
             for use in group:
                 use.operation.operands[use.index] = clone
+
+
+def _stored_by_its_seed(op: Operation, seed_of: dict[Operation, int]) -> bool:
+    """A view in a seed group of a value computed in the same group: the layout the group's kernel stores its
+    result in (attention's `output_view`), which every reader then reads as stored, not a view of its own
+    (a copy would make the value before it a second result)."""
+    producer = op.operands[0].owner if op.operands else None
+    return op in seed_of and isinstance(producer, Operation) and seed_of.get(producer) == seed_of[op]
 
 
 def _clone_after(op: Operation) -> SSAValue:

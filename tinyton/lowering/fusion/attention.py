@@ -39,6 +39,7 @@ from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
+from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
@@ -170,8 +171,9 @@ class _Program(ScoreSteps):
         if self.lse is not None:
             self._store_lse(rows, row_ok, m, total)
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
-        offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(self.out), (1, 1)), em.mul_int(rows, self.d_v))
-        offsets = em.binary(tt.AddOp, offsets, dv_cols)
+        layout = OutputLayout.of(att)
+        offsets = layout.row_offsets(em, em.emit(tt.ProgramIdOp(1)), rows)
+        offsets = em.binary(tt.AddOp, offsets, em.mul_int(dv_cols, layout.column_stride))
         shape = (self.bm, self.dvp)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)

@@ -30,6 +30,7 @@ from tinyton.lowering.fusion.attention_blocks import (
     packed_group_axes,
 )
 from tinyton.lowering.fusion.attention_combine import combine_in_last_chunk
+from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.kernel_spec import KernelSpec, finish_module, new_kernel
 from tinyton.lowering.fusion.split import Scratch
@@ -72,7 +73,7 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     out, m, l_sum, acc, counter = args[n_in:]
     em = Emitter(kernel.body.block)
     grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
-    combine_in_last_chunk(em, (m, l_sum, acc), counter, out, element_type(att.pv.result.type),
+    combine_in_last_chunk(em, (m, l_sum, acc), counter, out, OutputLayout.of(att), element_type(att.pv.result.type),
                           (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm, blocks.num_warps)
     module = finish_module(kernel, blocks.num_warps)
     return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes, scratch=scratch)]

@@ -1,0 +1,113 @@
+"""The attention output stored through the layout a model gives it next: `o.swapaxes(1, 2).reshape(B, S, H * D)`
+(heads merged back before the output projection) is written by the flash-attention kernel as `[B, S, H, D]`
+directly, no kernel copies or transposes it (tinyton/analysis/attention.py `output_view`,
+tinyton/lowering/fusion/attention_output.py); flash-decoding's combine and query heads packed as rows store the
+same way. NumPy-checked; a layout that moves the head dim off the last axis is left to its consumer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_attention import randn, reference
+from toolchains import needs_ptxas
+
+import tinyton as tt
+from tinyton.compiler import compile_module
+
+
+def _softmax_pv(s, v):
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@tt.jit
+def heads_merged(q, k, v):
+    b, h, s, d = q.shape
+    return tt.swapaxes(_softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.25, v), 1, 2).reshape(b, s, h * d)
+
+
+@tt.jit
+def heads_merged_then_projected(q, k, v, w):
+    b, h, s, d = q.shape
+    return tt.swapaxes(_softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.25, v), 1, 2).reshape(b, s, h * d) @ w
+
+
+@tt.jit
+def grouped_heads_merged(q, k, v):
+    """Grouped-query heads `(B, KV, G, S, D)` (packed as rows for few queries) merged back to `(B, S, KV*G*D)`."""
+    b, kv, g, s, d = q.shape
+    o = _softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.125, v)
+    return tt.transpose(o, (0, 3, 1, 2, 4)).reshape(b, s, kv * g * d)
+
+
+@tt.jit
+def value_dim_first(q, k, v):
+    return tt.swapaxes(_softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.25, v), -1, -2)
+
+
+def _merged(o: np.ndarray) -> np.ndarray:
+    b, h, s, d = o.shape
+    return np.swapaxes(o, 1, 2).reshape(b, s, h * d)
+
+
+@pytest.mark.parametrize("b, h, s, d", [(2, 3, 16, 8), (1, 2, 37, 16), (2, 4, 70, 32)])
+def test_heads_merged_back_are_stored_by_the_attention_kernel(b, h, s, d):
+    rng = np.random.default_rng(b * s + d)
+    q, k, v = randn(rng, b, h, s, d), randn(rng, b, h, s, d), randn(rng, b, h, s, d)
+    program = heads_merged.compile(q, k, v)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    np.testing.assert_allclose(program(q, k, v), _merged(reference(q, k, v, 0.25)), rtol=1e-4, atol=1e-5)
+
+
+def test_the_output_projection_reads_the_stored_rows_with_no_copy_between():
+    rng = np.random.default_rng(1)
+    q, k, v = randn(rng, 2, 4, 24, 8), randn(rng, 2, 4, 24, 8), randn(rng, 2, 4, 24, 8)
+    w = randn(rng, 32, 16) / 4
+    program = heads_merged_then_projected.compile(q, k, v, w)
+    assert [step.launch.kind for step in program.steps] == ["attention", "matmul_epilogue"]
+    want = _merged(reference(q, k, v, 0.25)) @ w
+    np.testing.assert_allclose(program(q, k, v, w), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_split_kv_loop_combines_into_the_merged_heads():
+    """Few queries over many keys: flash-decoding's last program per row block stores the merged layout."""
+    rng = np.random.default_rng(2)
+    q, k, v = randn(rng, 1, 2, 3, 32), randn(rng, 1, 2, 2048, 32), randn(rng, 1, 2, 2048, 32)
+    program = heads_merged.compile(q, k, v)
+    (step,) = program.steps
+    assert step.launch.kind == "attention" and step.launch.grid[2] == step.launch.tiles["kv_splits"] > 1
+    np.testing.assert_allclose(program(q, k, v), _merged(reference(q, k, v, 0.25)), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("s_q, s_kv", [(1, 40), (3, 50), (4, 1500)])
+def test_packed_query_heads_are_stored_to_their_merged_rows(s_q, s_kv):
+    """A group's query heads are rows of one program; merged back, consecutive rows are not one stride apart
+    (head, then query), so each row's offset is computed from its head and query."""
+    rng = np.random.default_rng(s_q + s_kv)
+    q = randn(rng, 2, 2, 4, s_q, 16)
+    k, v = randn(rng, 2, 2, 1, s_kv, 16), randn(rng, 2, 2, 1, s_kv, 16)
+    program = grouped_heads_merged.compile(q, k, v)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    assert program.steps[0].launch.grid[1] == 4, "one program per key/value head: the group's rows packed"
+    o = reference(q, k, v, 0.125)
+    want = np.transpose(o, (0, 3, 1, 2, 4)).reshape(2, s_q, 2 * 4 * 16)
+    np.testing.assert_allclose(program(q, k, v), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_layout_that_moves_the_head_dim_is_left_to_its_consumer():
+    rng = np.random.default_rng(4)
+    q, k, v = randn(rng, 2, 16, 8), randn(rng, 2, 16, 8), randn(rng, 2, 16, 8)
+    program = value_dim_first.compile(q, k, v)
+    assert program.steps[0].launch.kind == "attention" and program.num_launches == 2
+    want = np.swapaxes(reference(q, k, v, 0.25), -1, -2)
+    np.testing.assert_allclose(program(q, k, v), want, rtol=1e-4, atol=1e-5)
+
+
+@needs_ptxas
+def test_the_merged_store_assembles_for_hopper():
+    rng = np.random.default_rng(5)
+    q, k, v = (randn(rng, 2, 4, 128, 64, dtype=np.float16) for _ in range(3))
+    attention = heads_merged.compile(q, k, v).steps[0].launch
+    kernel = compile_module(attention.module, num_warps=attention.num_warps, arch="sm_90a", toolchain="llvmlite")
+    assert "st.global" in kernel.asm["ptx"] and kernel.n_spills == 0
