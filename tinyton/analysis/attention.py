@@ -19,7 +19,7 @@ a region the generator cannot emit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
@@ -151,36 +151,79 @@ def strided_view(value: SSAValue, windows: bool = False, cast: bool = False) -> 
     raise AssertionError("unreachable: a value is a view of itself")
 
 
-def output_view(value: SSAValue) -> QView | None:
-    """Where `p @ v`'s rows go when its result is laid out again before any other use: the longest chain of
-    single-use transposes and reshapes after `value` whose end, stored row-major, holds `value` as a strided
-    view (`QView` of `value`'s shape over that end array, `ops` the chain) with each output row's last axis
-    contiguous (nanoGPT's and Llama's `y.transpose(1, 2).reshape(B, S, H * D)` before the output projection; a
-    decode step's, one query a head, is `value`'s own layout). None: no such chain; the kernel stores `value`."""
-    chain: list[Operation] = []
-    while value.has_one_use() and isinstance(user := next(iter(value.uses)).operation, (tta.TransposeOp, tta.ReshapeOp)):
-        chain.append(user)
+def output_views(value: SSAValue) -> tuple[QView, ...]:
+    """Where `p @ v` (`value`) is stored: along each path of transposes and reshapes that lays it out again, as far
+    as the path's end, stored row-major, holds `value` as a strided view (`QView` of `value`'s shape over that end
+    array, `ops` the path) with each output row's last axis contiguous (nanoGPT's and Llama's
+    `y.transpose(1, 2).reshape(B, S, H * D)` before the output projection); and `value` itself (no ops) where a use
+    reads it as it is (a training step's forward saves it too): the kernel stores each."""
+    users = [use.operation for use in value.uses]
+    views = [view for user in users if isinstance(user, LAYOUT_OPS) for view in _layouts([user])]
+    if not views or any(not isinstance(user, LAYOUT_OPS) or not _layouts([user]) for user in users):
+        views.insert(0, QView(value, (), tuple(shape_of(value.type)), _contiguous(shape_of(value.type))))
+    return tuple(views)
+
+
+LAYOUT_OPS = (tta.TransposeOp, tta.ReshapeOp)
+
+
+def _layouts(path: list[Operation]) -> list[QView]:
+    """The `output_views` along `path` (layout ops from `p @ v`) and its continuations; [] where the path's end is
+    not a view with rows of D contiguous (its first op's input is then stored instead)."""
+    users = [use.operation for use in path[-1].results[0].uses]
+    found, stored_here = [], False
+    for user in users:
+        further = _layouts([*path, user]) if isinstance(user, LAYOUT_OPS) else []
+        found += further
+        stored_here |= not further
+    view = _pulled_back(path)
+    if view is None:
+        return []
+    return [view, *found] if stored_here or not users else found
+
+
+def _pulled_back(path: Sequence[Operation]) -> QView | None:
+    """`p @ v` as a view of the row-major array at the end of `path`, or None (a copy, or rows of D not
+    contiguous)."""
+    shape = shape_of(path[-1].results[0].type)
+    strides: tuple[int, ...] | None = _contiguous(shape)
+    for op in reversed(path):  # pull the end array's strides back to each op's input
+        source = shape_of(op.input.type)
+        if isinstance(op, tta.TransposeOp):
+            pulled = [0] * len(source)
+            for i, p in enumerate(op.perm):
+                pulled[p] = strides[i]
+            strides = tuple(pulled)
+        elif (strides := reshaped_strides(shape, strides, source)) is None:
+            return None
+        shape = source
+    if shape[-1] > 1 and strides[-1] != 1:
+        return None
+    return QView(path[-1].results[0], tuple(path), tuple(shape), strides)
+
+
+def softmax_logsumexp(m: SSAValue, total: SSAValue) -> tuple[Operation, ...] | None:
+    """The ops of `m + log(total)` (then single-use reshapes and float casts) when that is the only use of a softmax's
+    row max `m` and row sum `total` besides the softmax itself: the rows' logsumexp, which a training step's forward
+    keeps for its backward (the attention kernel stores it beside the output). None otherwise."""
+    logs = [u.operation for u in total.uses if isinstance(u.operation, tta.LogOp)]
+    adds = [u.operation for u in m.uses if isinstance(u.operation, tta.AddOp)]
+    if len(list(total.uses)) != 2 or len(list(m.uses)) != 2 or len(logs) != 1 or len(adds) != 1:
+        return None
+    log, add = logs[0], adds[0]
+    if not log.result.has_one_use() or set(add.operands) != {m, log.result}:
+        return None
+    ops, value = [log, add], add.result
+    while value.has_one_use() and (isinstance(user := next(iter(value.uses)).operation, tta.ReshapeOp) or isinstance(
+            user, tta.CastOp) and is_float(element_type(user.result.type))):  # fmt: skip
+        ops.append(user)
         value = user.results[0]
-    for end in range(len(chain), 0, -1):
-        ops = chain[:end]
-        shape = shape_of(ops[-1].results[0].type)
-        strides: tuple[int, ...] | None = _contiguous(shape)
-        for op in reversed(ops):  # pull the end array's strides back to each op's input
-            source = shape_of(op.input.type)
-            if isinstance(op, tta.TransposeOp):
-                pulled = [0] * len(source)
-                for i, p in enumerate(op.perm):
-                    pulled[p] = strides[i]
-                strides = tuple(pulled)
-            else:
-                strides = reshaped_strides(shape, strides, source)
-                if strides is None:
-                    break
-            shape = source
-        if strides is None or shape[-1] > 1 and strides[-1] != 1:
-            continue
-        return QView(ops[-1].results[0], tuple(ops), tuple(shape), strides)
-    return None
+    return tuple(ops)
+
+
+def softmax_statistics(m: SSAValue, total: SSAValue) -> bool:
+    """Whether a softmax's row max and row sum are used only by it, or also by its logsumexp (`softmax_logsumexp`)."""
+    return m.has_one_use() and total.has_one_use() or softmax_logsumexp(m, total) is not None
 
 
 @dataclass(frozen=True)
@@ -249,9 +292,10 @@ class Attention:
     k_stored: Stored | None = None
     """k read through reshapes and a cast of the array in memory (None: k is the array, or a `k_select`)."""
     v_stored: Stored | None = None
-    out: QView | None = None
-    """The view of `p @ v` that the region's result is (`output_view`): the kernel stores through its strides.
-    None: the result is `p @ v`."""
+    out: tuple[QView, ...] = ()
+    """The arrays the kernel stores `p @ v` to (`output_views`), each through its strides; () for `p @ v` itself."""
+    lse: tuple[Operation, ...] = ()
+    """The ops of the rows' logsumexp when the region returns it too (`softmax_logsumexp`); its last op's result."""
 
     @property
     def ops(self) -> list[Operation]:
@@ -260,8 +304,19 @@ class Attention:
         selects += [op for st in (self.k_stored, self.v_stored) if st is not None for op in st.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
         masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
-        last = [op for op in (self.p_cast, self.pv, *(self.out.ops if self.out is not None else ())) if op is not None]
-        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *last]
+        last = [op for op in (self.p_cast, self.pv, *(op for view in self.out for op in view.ops)) if op is not None]
+        return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *last, *self.lse]
+
+    @property
+    def outputs(self) -> tuple[QView, ...]:
+        """The arrays the kernel stores `p @ v` to (`out`, or `p @ v` itself)."""
+        assert self.pv is not None, "a forward attention"
+        shape = tuple(shape_of(self.pv.result.type))
+        return self.out or (QView(self.pv.result, (), shape, _contiguous(shape)),)
+
+    @property
+    def lse_result(self) -> SSAValue | None:
+        return self.lse[-1].results[0] if self.lse else None
 
     @property
     def causal_step(self) -> ScoreStep | None:
@@ -370,17 +425,27 @@ def feeds_softmax(value: SSAValue, budget: int = 16) -> bool:
 
 
 def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Attention | None:
-    """The attention computed by exactly these ops (an outlined region), or None."""
-    if len(results) != 1:
-        return None
-    out = None
-    if isinstance(results[0], OpResult) and isinstance(results[0].op, (tta.TransposeOp, tta.ReshapeOp)):
-        out = _output_view_ending_at(results[0])
-        if out is None:
-            return None
-    pv = (out.ops[0].input if out is not None else results[0]).owner
-    if not isinstance(pv, tta.MatmulOp):
-        return None
+    """The attention computed by exactly these ops (an outlined region) whose results are `p @ v` in the layouts
+    it is stored in (`output_views`) and, if kept, its rows' logsumexp; or None."""
+    for result in results:
+        value = result
+        while isinstance(value, OpResult) and isinstance(value.op, (tta.TransposeOp, tta.ReshapeOp)):
+            value = value.op.input
+        if not (isinstance(value, OpResult) and isinstance(value.op, tta.MatmulOp)):
+            continue
+        found = _attention_of(value.op)
+        if found is None:
+            continue
+        lse = softmax_logsumexp(found.softmax[0].results[0], found.softmax[3].results[0]) or ()
+        found = replace(found, out=output_views(value), lse=lse)
+        stored = {view.base for view in found.out} | ({found.lse_result} if lse else set())
+        computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}  # noqa: E731
+        return found if stored == set(results) and computed(found.ops) == computed(ops) else None
+    return None
+
+
+def _attention_of(pv: tta.MatmulOp) -> Attention | None:
+    """The attention whose `p @ v` is `pv` (no output layouts or logsumexp yet), or None."""
     p_cast = pv.lhs.op if isinstance(pv.lhs, OpResult) and isinstance(pv.lhs.op, tta.CastOp) else None
     if p_cast is not None and element_type(p_cast.result.type) != element_type(pv.rhs.type):
         return None
@@ -409,20 +474,8 @@ def find_attention(ops: Sequence[Operation], results: Sequence[SSAValue]) -> Att
     k_select, v_select = select_of(k), select_of(pv.rhs)
     found = Attention(strided_view(qk.lhs, windows=True), k, transpose is not None, pv.rhs, qk, transpose, steps,
                       (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
-                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None,
-                      out)  # fmt: skip
-    computed = lambda group: {op for op in group if not isinstance(op, tta.ConstantOp)}
-    return found if computed(found.ops) == computed(ops) else None
-
-
-def _output_view_ending_at(result: OpResult) -> QView | None:
-    """The `output_view` of the `p @ v` that the chain of transposes and reshapes ending at `result` starts
-    from, when it ends exactly there."""
-    value: SSAValue = result
-    while isinstance(value, OpResult) and isinstance(value.op, (tta.TransposeOp, tta.ReshapeOp)):
-        value = value.op.input
-    view = output_view(value)
-    return view if view is not None and view.base is result else None
+                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
+    return found
 
 
 def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:

@@ -2,7 +2,8 @@
 // elementwise steps (scale, additive bias, masks). PDL matches the softmax chain and the second matmul;
 // the variable-length path from q @ kᵀ to s is what the native constraint "attention_scores" checks
 // (tinyton/analysis/attention.py), and "outline_attention" adds it to the region. Every intermediate must
-// have no user outside the chain: returning the probabilities too refuses the rewrite.
+// have no user outside the chain (returning the probabilities too refuses the rewrite), but for the row max and
+// sum, which may also make the rows' logsumexp (`m + log(l)`, "softmax_statistics"): the kernel stores it too.
 pdl.pattern @attention : benefit(3) {
   %kind = pdl.attribute = "attention"
   %axis = pdl.attribute
@@ -25,10 +26,9 @@ pdl.pattern @attention : benefit(3) {
   %p = pdl.result 0 of %div
   %pv = pdl.operation "tta.matmul"(%p, %v : !pdl.value, !pdl.value) -> (%ot : !pdl.type)
   pdl.apply_native_constraint "used_only_by"(%s, %max, %sub : !pdl.value, !pdl.operation, !pdl.operation)
-  pdl.apply_native_constraint "has_one_use"(%m : !pdl.value)
   pdl.apply_native_constraint "has_one_use"(%centered : !pdl.value)
   pdl.apply_native_constraint "used_only_by"(%e, %sum, %div : !pdl.value, !pdl.operation, !pdl.operation)
-  pdl.apply_native_constraint "has_one_use"(%l : !pdl.value)
+  pdl.apply_native_constraint "softmax_statistics"(%m, %l : !pdl.value, !pdl.value)
   pdl.apply_native_constraint "has_one_use"(%p : !pdl.value)
   pdl.apply_native_constraint "last_axis"(%s, %axis : !pdl.value, !pdl.attribute)
   pdl.apply_native_constraint "attention_scores"(%s : !pdl.value)
@@ -62,10 +62,9 @@ pdl.pattern @attention_cast_probabilities : benefit(3) {
   %pc = pdl.result 0 of %cast
   %pv = pdl.operation "tta.matmul"(%pc, %v : !pdl.value, !pdl.value) -> (%ot : !pdl.type)
   pdl.apply_native_constraint "used_only_by"(%s, %max, %sub : !pdl.value, !pdl.operation, !pdl.operation)
-  pdl.apply_native_constraint "has_one_use"(%m : !pdl.value)
   pdl.apply_native_constraint "has_one_use"(%centered : !pdl.value)
   pdl.apply_native_constraint "used_only_by"(%e, %sum, %div : !pdl.value, !pdl.operation, !pdl.operation)
-  pdl.apply_native_constraint "has_one_use"(%l : !pdl.value)
+  pdl.apply_native_constraint "softmax_statistics"(%m, %l : !pdl.value, !pdl.value)
   pdl.apply_native_constraint "has_one_use"(%p : !pdl.value)
   pdl.apply_native_constraint "has_one_use"(%pc : !pdl.value)
   pdl.apply_native_constraint "element_of"(%pc, %v : !pdl.value, !pdl.value)

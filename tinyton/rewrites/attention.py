@@ -14,7 +14,14 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import output_view, score_chain, select_of, stored, strided_view
+from tinyton.analysis.attention import (
+    output_views,
+    score_chain,
+    select_of,
+    softmax_logsumexp,
+    stored,
+    strided_view,
+)
 from tinyton.analysis.index_masks import index_mask, mask_ops
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
@@ -32,8 +39,8 @@ def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValu
     """The matched ops plus the view ops of q (reshapes, transposes: read in place), `q @ kᵀ`, the
     transpose of k, the score steps and the index masks (causal
     masks from `tt.arange`, cloned so that every attention gets its own), k or v selected by an
-    index mask from two views (a cache update), and the transposes and reshapes that lay the output out
-    again (stored through them: `output_view`): one region."""
+    index mask from two views (a cache update), the transposes and reshapes that lay the output out
+    again (stored through them: `output_views`) and the rows' logsumexp if it is kept: one region."""
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
@@ -41,8 +48,11 @@ def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValu
     path = [*strided_view(qk.lhs, windows=True).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     k = transpose.input if transpose is not None else qk.rhs
     pv = next(op for op in matched if isinstance(op, tta.MatmulOp))
-    out = output_view(pv.result)
-    return [*_selected(k), *_selected(pv.rhs), *path, *matched, *(out.ops if out is not None else ())], kind.data
+    layouts = list(dict.fromkeys(op for view in output_views(pv.result) for op in view.ops))
+    rmax = next(op for op in matched if isinstance(op, tta.ReduceMaxOp))
+    rsum = next(op for op in matched if isinstance(op, tta.ReduceSumOp))
+    lse = softmax_logsumexp(rmax.results[0], rsum.results[0]) or ()
+    return [*_selected(k), *_selected(pv.rhs), *path, *matched, *layouts, *lse], kind.data
 
 
 def _selected(operand: SSAValue) -> list[Operation]:

@@ -233,10 +233,11 @@ class RepeatedKeysToBroadcast(RewritePattern):
                 rewriter.erase(user)
                 continue
             if back is None:
-                full = tta.BroadcastToOp(value, (*grouped, *shape_of(old.type)[-2:]))
-                reshape = tta.ReshapeOp(full if full.result.type != value.type else value, shape_of(old.type))
+                shape = (*grouped, *shape_of(old.type)[-2:])
+                full = tta.BroadcastToOp(value, shape) if shape_of(value.type) != shape else None
+                reshape = tta.ReshapeOp(full.result if full is not None else value, shape_of(old.type))
                 rewriter.insert(reshape, InsertPoint.after(value.op))
-                if full.result.type != value.type:
+                if full is not None:  # built only when inserted: a detached op would still count as a reader
                     rewriter.insert(full, InsertPoint.after(value.op))
                 back = reshape.result
             user.operands[use.index] = back

@@ -11,8 +11,9 @@ xDSL's `PDLMatcher` itself and implements the one external rewrite: outline the 
 
 Native constraints (what PDL cannot say): `has_one_use`, `used_only_by` (an intermediate used outside
 the chain refuses the rewrite, since a template kernel writes only the root), `numel_below` (32-bit
-indexing) and `element_of` (two values of one element type). "Same axis, keepdims" is declarative: both
-reductions bind the same `pdl.attribute`.
+indexing), `element_of` (two values of one element type) and `softmax_statistics` (a softmax's row max and sum
+used only by it, or also by the rows' logsumexp, which the attention kernel stores too). "Same axis, keepdims" is
+declarative: both reductions bind the same `pdl.attribute`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 
+from tinyton.analysis.attention import softmax_statistics
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -54,6 +56,7 @@ NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
     "numel_below": lambda v, limit: prod(shape_of(v.type)) < limit.value.data,
     "last_axis": last_axis,
     "attention_scores": attention_scores,
+    "softmax_statistics": softmax_statistics,
     "element_of": lambda a, b: element_type(a.type) == element_type(b.type),
 }
 

@@ -6,7 +6,7 @@ the model, the backend replaces the call in dynamo's graph by `sdpa_math`: `soft
 the causal mask from `arange`s, GQA by repeating k and v per group, and a row whose mask keeps no key giving 0
 as torch's own math does. Its ATen ops translate one by one (tinyton/torch/rules.py), tinyton fuses the forward
 into one flash-attention kernel, and autograd derives the backward from the same math; in a training step the
-backward recomputes the forward's scores (`recompute_attention`) and becomes FlashAttention-2's kernels. `nn.MultiheadAttention`'s
+backward recomputes the forward's scores (tinyton/torch/attention_partition.py) and becomes FlashAttention-2's kernels. `nn.MultiheadAttention`'s
 call (`F.multi_head_attention_forward`, one node of dynamo's graph) is replaced by one whose SDPA is `sdpa_math`, and
 the fused op of an `nn.TransformerEncoderLayer` in inference by its layer's math.
 """
@@ -14,16 +14,11 @@ the fused op of an `nn.TransformerEncoderLayer` in inference by its layer's math
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 from unittest import mock
 
 import torch
-from torch._functorch.partitioners import default_partition
 from torch.fx import GraphModule
-from torch.utils.checkpoint import CheckpointPolicy
-
-from tinyton.dialects.tt import DOT_MIN
 
 SDPA = torch._C._nn.scaled_dot_product_attention
 
@@ -122,110 +117,3 @@ def rewrite_sdpa(gm: GraphModule) -> None:
         if node.op == "call_function" and node.target in REWRITES:
             node.target = REWRITES[node.target]
     gm.recompile()
-
-
-aten = torch.ops.aten
-PRODUCTS = (aten.bmm, aten.mm)
-VIEW_OPS = (aten.view, aten._unsafe_view, aten.expand, aten.clone, aten.permute, aten.transpose, aten.unsqueeze,
-            aten.squeeze, aten.alias, aten.slice, aten._to_copy)
-"""Layout ops between the operands of a written-out attention and its products (and casts): free to recompute."""
-SPLITS = (aten.split, aten.split_with_sizes, aten.unbind)
-SCORE_OPS = (aten.mul, aten.div, aten.add, aten.sub, aten.neg, aten.where, aten.masked_fill, aten.full,
-             aten.scalar_tensor, aten.arange, aten.le, aten.lt, aten.ge, aten.gt, aten.eq, aten.ne, aten.logical_and,
-             aten.logical_or, aten.logical_not, aten.bitwise_not, aten.bitwise_and, aten.bitwise_or)
-"""The steps between `q @ kᵀ` and the softmax (scale, bias, masks) and the index arithmetic of causal masks."""
-
-
-def _forward_calls(joint: GraphModule) -> list[Any]:
-    return [n for n in joint.graph.nodes if n.op == "call_function" and n.meta.get("partitioner_tag") != "is_backward"]
-
-
-def _packet(node: Any) -> Any:
-    return getattr(node.target, "overloadpacket", None)
-
-
-def _sdpa_regions(joint: GraphModule) -> list[list[Any]]:
-    """The forward ops of each SDPA call (its `sdpa_math`), by dynamo's source records."""
-    regions: dict[str, list[Any]] = {}
-    for node in _forward_calls(joint):
-        calls = [name for name, target in node.meta.get("source_fn_stack") or [] if target is SDPA]
-        if calls:
-            regions.setdefault(calls[-1], []).append(node)
-    return list(regions.values())
-
-
-def _written_out_region(softmax: Any) -> list[Any] | None:
-    """The forward ops of an attention written out by hand around `softmax` (nanoGPT's `(q @ kᵀ) * scale`,
-    `masked_fill`, `softmax`, `@ v`): the score steps and mask arithmetic back to `q @ kᵀ`, the product of the
-    probabilities with v, and the layout ops of both products' operands; None when the softmax is not between two
-    products that way (dropout between it and `@ v` included: its random numbers would be drawn again)."""
-    region, p = [softmax], softmax
-    while True:  # through layout ops to `@ v`; an `alias` is what autograd keeps of the probabilities
-        region += [u for u in p.users if _packet(u) is aten.alias]
-        users = [u for u in p.users if _packet(u) is not aten.alias]
-        if len(users) != 1 or _packet(users[0]) not in VIEW_OPS:
-            break
-        p = users[0]
-        region.append(p)
-    pv = next((u for u in p.users if _packet(u) in PRODUCTS and u.args[0] is p), None)
-    if pv is None:
-        return None
-    region += [pv, *_layout_ops(pv.args[1])]
-    pending, qk = [softmax.args[0]], None
-    while pending:
-        node = pending.pop()
-        if not hasattr(node, "op") or node.op != "call_function" or node in region:
-            continue
-        if _packet(node) in PRODUCTS and qk is None:
-            qk = node
-            region += [qk, *(op for a in qk.args for op in _layout_ops(a))]
-        elif _packet(node) in (*SCORE_OPS, *VIEW_OPS):
-            region.append(node)
-            pending.extend(node.args)
-    return region if qk is not None else None
-
-
-def _layout_ops(node: Any) -> list[Any]:
-    """The layout ops that make a product's operand from the value computed before them (not included): views,
-    and a `split` of a packed projection's output (nanoGPT's qkv), so that the forward saves that output, of which
-    q, k and v are views, rather than a copy of each."""
-    ops = []
-    while hasattr(node, "op") and node.op == "call_function":
-        if _packet(node) in VIEW_OPS:
-            ops.append(node)
-            node = node.args[0]
-        elif node.target is operator.getitem and _packet(node.args[0]) in SPLITS:
-            ops += [node, node.args[0]]
-            node = node.args[0].args[0]
-        else:
-            break
-    return ops
-
-
-def recompute_attention(joint: GraphModule, joint_inputs: Any, **kwargs: Any) -> tuple[GraphModule, GraphModule]:
-    """AOTAutograd's default partition of a training step, with the forward ops of each attention (an SDPA call, or
-    one written out around a softmax) recomputed in the backward rather than saved, as FlashAttention does: the
-    forward then saves q, k and v, not the S x S probabilities, and is one flash-attention kernel; the backward's
-    scores, probabilities and autograd's gradient math become FlashAttention-2's backward kernels
-    (tinyton/rewrites/attention_gradients.py). An attention with dropout (random numbers a recomputation would draw
-    again), or with heads narrower than DOT_MIN, keeps the default."""
-    regions = _sdpa_regions(joint)
-    covered = {n for nodes in regions for n in nodes}
-    order = {n: i for i, n in enumerate(joint.graph.nodes)}
-    for node in _forward_calls(joint):
-        if _packet(node) is aten._softmax and node not in covered:
-            region = _written_out_region(node)
-            if region is not None and covered.isdisjoint(region):
-                regions.append(sorted(set(region), key=order.__getitem__))
-                covered.update(region)
-    for graph_id, nodes in enumerate(regions):
-        if any(torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) for n in nodes):
-            continue
-        products = [n for n in nodes if n.target in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default)]
-        if not products or products[0].args[0].meta["val"].shape[-1] < DOT_MIN:
-            continue  # heads narrower than a tensor-core tile: no flash kernels to recompute into (a Llama block of
-            # 8-wide heads went from 38 to 43 backward launches recomputed)
-        for node in nodes:
-            node.meta["recompute"] = CheckpointPolicy.MUST_RECOMPUTE
-            node.meta["ac_graph_id"] = graph_id
-    return default_partition(joint, joint_inputs, **kwargs)

@@ -20,7 +20,8 @@ from torch._decomp import core_aten_decompositions
 from torch._dynamo.backends.common import aot_autograd
 from torch.fx import GraphModule
 
-from tinyton.torch.attention import recompute_attention, rewrite_sdpa
+from tinyton.torch.attention import rewrite_sdpa
+from tinyton.torch.attention_partition import recompute_attention
 from tinyton.torch.cudagraphs import graphed
 from tinyton.torch.partitioning import partition
 from tinyton.torch.report import Report

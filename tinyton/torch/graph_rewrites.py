@@ -32,12 +32,12 @@ def _shape(node: Node) -> tuple[int, ...] | None:
     return tuple(optimization_hint(d) for d in value.shape)
 
 
-def _unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
+def unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
     """The operand before the reshape to 3-D (and the clone and expand before it), or itself; a 3-D operand
     transposed after that reshape (autograd's `pᵀ @ do`, `qᵀ @ ds`) as the transpose of that operand's last two
     axes (a transpose that undoes one the operand already had: the operand before it)."""
-    if _swaps_last_two(operand) and len(_shape(operand) or ()) == 3:
-        source = _unbatched(operand.args[0], graph)
+    if swaps_last_two(operand) and len(_shape(operand) or ()) == 3:
+        source = unbatched(operand.args[0], graph)
         return operand if source is operand.args[0] else _transposed(source, graph)
     if not (isinstance(operand, Node) and operand.target in RESHAPES):
         return operand
@@ -49,7 +49,7 @@ def _unbatched(operand: Node, graph: torch.fx.Graph) -> Node:
     return source
 
 
-def _swaps_last_two(node: Any) -> bool:
+def swaps_last_two(node: Any) -> bool:
     """A transpose (or permute) of exactly the last two axes."""
     if not (isinstance(node, Node) and node.op == "call_function" and (shape := _shape(node)) is not None):
         return False
@@ -78,7 +78,7 @@ def batched_matmuls(gm: GraphModule) -> None:
         if node.target not in RESHAPES or not isinstance(node.args[0], Node) or node.args[0].target is not aten.bmm.default:
             continue
         bmm = node.args[0]
-        a, b = (_unbatched(x, gm.graph) for x in bmm.args)
+        a, b = (unbatched(x, gm.graph) for x in bmm.args)
         if (a, b) == tuple(bmm.args):
             continue
         shapes = _shape(a), _shape(b), _shape(node)
@@ -94,7 +94,7 @@ def batched_matmuls(gm: GraphModule) -> None:
 
 def _transposed(x: Node, graph: torch.fx.Graph) -> Node:
     """`x` with its last two axes swapped: the operand of the transpose `x` is, else a new transpose right after `x`."""
-    if _swaps_last_two(x):
+    if swaps_last_two(x):
         return x.args[0]
     with graph.inserting_after(x):
         node = graph.call_function(aten.transpose.int, (x, -2, -1))
@@ -116,7 +116,7 @@ def transposed_products(gm: GraphModule) -> None:
     are views the product's loads read (a transpose of a transpose is its operand), the result's would be a copy
     kernel (in place)."""
     for node in list(gm.graph.nodes):
-        if not _swaps_last_two(node) or not isinstance(node.args[0], Node):
+        if not swaps_last_two(node) or not isinstance(node.args[0], Node):
             continue
         total = node.args[0] if _batch_sum(node.args[0]) else None
         mm = total.args[0] if total is not None else node.args[0]

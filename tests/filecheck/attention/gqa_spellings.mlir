@@ -35,7 +35,7 @@ func.func @repeated(%q: tensor<4x32x16xf32>, %k: tensor<2x32x16xf32>, %v: tensor
 // CHECK-NEXT:    %[[OUT:.*]] = tta.reshape %[[O]] : tensor<2x2x32x16xf32> -> tensor<4x32x16xf32>
 // CHECK-NEXT:    func.return %[[OUT]]
 // FLASH-LABEL: func.func @repeated
-// FLASH:         tta.fusion "attention"({{.*}}) : ({{.*}}) -> tensor<2x2x32x16xf32>
+// FLASH:         tta.fusion "attention"({{.*}}) : ({{.*}}) -> tensor<4x32x16xf32>
 // FLASH-NOT:     tta.fusion
 
 func.func @broadcast_then_reshape(%q: tensor<4x32x16xf32>, %k: tensor<2x32x16xf32>, %v: tensor<2x32x16xf32>) -> tensor<4x32x16xf32> {

@@ -171,13 +171,14 @@ class _Program(ScoreSteps):
         if self.lse is not None:
             self._store_lse(rows, row_ok, m, total)
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
-        layout = OutputLayout.of(att)
-        offsets = layout.row_offsets(em, em.emit(tt.ProgramIdOp(1)), rows)
-        offsets = em.binary(tt.AddOp, offsets, em.mul_int(dv_cols, layout.column_stride))
         shape = (self.bm, self.dvp)
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[self.out], shape), em.to_shape(offsets, shape)))
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
-        em.emit(tt.StoreOp(ptrs, out, mask))
+        for view in att.outputs:
+            layout = OutputLayout.of(att, view)
+            offsets = layout.row_offsets(em, em.emit(tt.ProgramIdOp(1)), rows)
+            offsets = em.binary(tt.AddOp, offsets, em.mul_int(dv_cols, layout.column_stride))
+            ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[view.base], shape), em.to_shape(offsets, shape)))
+            em.emit(tt.StoreOp(ptrs, out, mask))
 
     def _prefetching_loop(self, lb: int | SSAValue, ub: int | SSAValue, masked: bool, rows: SSAValue, row_ok: SSAValue,
                           q: SSAValue, dv_cols: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:  # fmt: skip
@@ -247,7 +248,8 @@ class _Program(ScoreSteps):
             inf = em.const(float("inf"), f32)
             lse = em.select(em.cmp("eq", m, inf), inf, lse)
         row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.rows), (1, 1)), rows)
-        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index)), lse, row_ok))
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index))
+        em.emit(tt.StoreOp(ptrs, em.cast(lse, self.lse.type.pointee), row_ok))
 
     def _unmasked_end(self, start: SSAValue) -> int | SSAValue:
         """Where the blocks that need no key mask end (a multiple of BN): the ragged last block of S_kv and,

@@ -11,6 +11,8 @@ NumPy's softmax do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
@@ -27,23 +29,23 @@ time, a decode step's attention on the H200 (12 chunks, 2026-12-02) waited on tw
 
 
 def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], counters: SSAValue,
-                          out: SSAValue, layout: OutputLayout, out_element: Attribute,
+                          outputs: Sequence[tuple[SSAValue, OutputLayout]], out_element: Attribute,
                           sizes: tuple[int, int, int, int], block_rows: int, num_warps: int) -> None:
     """Flash-decoding in one launch: after a program of the partials kernel (grid: row block, batch, chunk) has
     stored its chunk's partials, it counts itself in at its (row block, batch)'s counter; the one that counts
-    last, whose partials are then all stored, combines the block's rows into `out` laid out as `layout`
+    last, whose partials are then all stored, combines the block's rows into each output, laid out as its layout
     (`Emitter.continue_in_last`; `sizes`: splits, batch, S_q, D_v; `num_warps`: the program's)."""
     splits, batch = sizes[0], sizes[1]
     block, b = em.emit(tt.ProgramIdOp(0)), em.emit(tt.ProgramIdOp(1))
     em.continue_in_last(em.emit(tt.AddPtrOp(counters, em.add(em.mul_int(block, batch), b))), splits)
     start = em.mul_int(block, block_rows)
-    _combine_rows(em, partials, out, layout, out_element, sizes, b, start, block_rows, num_warps, ".cg")
+    _combine_rows(em, partials, outputs, out_element, sizes, b, start, block_rows, num_warps, ".cg")
     em.close_branches()
 
 
-def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], out: SSAValue, layout: OutputLayout,
-                  out_element: Attribute, sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue, rows_per: int, num_warps: int,
-                  cache: str | None = None) -> None:
+def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue],
+                  outputs: Sequence[tuple[SSAValue, OutputLayout]], out_element: Attribute, sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue,
+                  rows_per: int, num_warps: int, cache: str | None = None) -> None:
     """Fold the `splits` chunks' partials of rows `[start, start + rows_per)` of batch `b` and store the rows
     (`cache`: the loads' PTX cache operator)."""
     splits, batch, s_q, d_v = sizes
@@ -80,6 +82,7 @@ def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue], ou
             acc = em.binary(tt.AddOp, em.binary(tt.MulOp, acc, alpha), em.binary(tt.MulOp, acc_z, beta))
             m = m_new
     result = em.cast(em.binary(tt.DivOp, acc, total), out_element)
-    offsets = em.binary(tt.AddOp, layout.row_offsets(em, b, rows), em.mul_int(cols, layout.column_stride))
-    offsets = em.to_shape(offsets, shape)
-    em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(out, shape), offsets)), result, tile_ok))
+    for out, layout in outputs:
+        offsets = em.binary(tt.AddOp, layout.row_offsets(em, b, rows), em.mul_int(cols, layout.column_stride))
+        offsets = em.to_shape(offsets, shape)
+        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(out, shape), offsets)), result, tile_ok))

@@ -50,30 +50,31 @@ def attention_problem(att: Attention) -> AttentionProblem:
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
                       sm_count: int) -> list[KernelSpec]:
-    """One flash-attention kernel; when `kv_split` splits the KV loop for a GPU of `sm_count` SMs, its programs
-    store partials (f32 scratch buffers m, l and acc) and the last of each row block's combines them
-    (`attention_combine.py`)."""
+    """One flash-attention kernel (storing the rows' logsumexp too when the region returns it); when `kv_split`
+    splits the KV loop for a GPU of `sm_count` SMs (never with a logsumexp to store), its programs store partials
+    (f32 scratch buffers m, l and acc) and the last of each row block's combines them (`attention_combine.py`)."""
     problem = attention_problem(att)
-    split = kv_split(problem, blocks, sm_count)
+    split = kv_split(problem, blocks, sm_count) if att.lse_result is None else None
     notes = {"block_m": blocks.bm, "block_n": blocks.bn}
     if split is None:
         kernel, params = new_kernel(fusion, name)
         args = kernel.body.block.args
-        grid = emit_attention(Emitter(kernel.body.block), att, dict(zip([*fusion.block.args, att.pv.result], args)),
-                              blocks)
+        pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+        grid = emit_attention(Emitter(kernel.body.block), att, pointers, blocks, lse=pointers.get(att.lse_result))
         module = finish_module(kernel, blocks.num_warps)
         return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes)]
     rows = (split.count, problem.batch, problem.s_q)
     counters = Scratch((cdiv(problem.s_q, blocks.bm) * problem.batch,), i32, counter=True)
     scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32), counters)
     notes["kv_splits"] = split.count
-    n_in = len(fusion.block.args)
     kernel, params = new_kernel(fusion, name, scratch)
     args = kernel.body.block.args
-    out, m, l_sum, acc, counter = args[n_in:]
+    pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+    m, l_sum, acc, counter = args[len(pointers) :]
     em = Emitter(kernel.body.block)
-    grid = emit_attention(em, att, dict(zip(fusion.block.args, args)), blocks, split, (m, l_sum, acc))
-    combine_in_last_chunk(em, (m, l_sum, acc), counter, out, OutputLayout.of(att), element_type(att.pv.result.type),
+    grid = emit_attention(em, att, pointers, blocks, split, (m, l_sum, acc))
+    outputs = [(pointers[view.base], OutputLayout.of(att, view)) for view in att.outputs]
+    combine_in_last_chunk(em, (m, l_sum, acc), counter, outputs, element_type(att.pv.result.type),
                           (split.count, problem.batch, problem.s_q, problem.d_v), blocks.bm, blocks.num_warps)
     module = finish_module(kernel, blocks.num_warps)
     return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes, scratch=scratch)]

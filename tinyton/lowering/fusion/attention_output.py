@@ -1,6 +1,6 @@
-"""Where an attention kernel stores its output rows: `p @ v`'s `[batch..., S_q, D_v]` in the array the region
+"""Where an attention kernel stores its output rows: `p @ v`'s `[batch..., S_q, D_v]` in each array the region
 writes, in its own row-major layout or through the transposed view a model lays it out in before the output
-projection (`Attention.out`: `y.transpose(1, 2).reshape(B, S, H * D)` stored as `[B, S, H, D]` directly, so no
+projection (`Attention.outputs`: `y.transpose(1, 2).reshape(B, S, H * D)` stored as `[B, S, H, D]` directly, so no
 kernel copies it). The flash-attention program and flash-decoding's combine (attention_combine.py) share it.
 
 A program knows its batch entry as one flat index over the batch axes that are not packed (grid axis 1) and its
@@ -15,10 +15,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention
-from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.attention import Attention, QView
 from tinyton.dialects import tt
-from tinyton.dialects.tt import shape_of
 from tinyton.lowering.fusion.attention_blocks import packed_group_axes
 from tinyton.lowering.fusion.emitter import Emitter
 
@@ -34,11 +32,10 @@ class OutputLayout:
     strides: tuple[int, ...]
 
     @staticmethod
-    def of(att: Attention) -> OutputLayout:
-        assert att.pv is not None, "a forward attention stores p @ v"
-        shape = shape_of(att.pv.result.type)
-        strides = att.out.strides if att.out is not None else contiguous_strides(shape)
-        return OutputLayout(tuple(shape[:-2]), packed_group_axes(att), shape[-2], tuple(strides))
+    def of(att: Attention, view: QView) -> OutputLayout:
+        """The layout of one of `att.outputs`."""
+        shape = view.shape
+        return OutputLayout(tuple(shape[:-2]), packed_group_axes(att), shape[-2], tuple(view.strides))
 
     def row_offsets(self, em: Emitter, batch_index: SSAValue, rows: SSAValue) -> SSAValue:
         """`[R, 1]` element offsets of rows `rows` (`[R, 1]`) of the flat batch entry `batch_index`."""

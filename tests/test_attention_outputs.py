@@ -1,8 +1,9 @@
-"""The attention output stored through the layout a model gives it next: `o.swapaxes(1, 2).reshape(B, S, H * D)`
-(heads merged back before the output projection) is written by the flash-attention kernel as `[B, S, H, D]`
-directly, no kernel copies or transposes it (tinyton/analysis/attention.py `output_view`,
-tinyton/lowering/fusion/attention_output.py); flash-decoding's combine and query heads packed as rows store the
-same way. NumPy-checked; a layout that moves the head dim off the last axis is left to its consumer."""
+"""What a flash-attention kernel stores: its output through the layout a model gives it next
+(`o.swapaxes(1, 2).reshape(B, S, H * D)`, heads merged back before the output projection, written as `[B, S, H, D]`
+directly: no kernel copies or transposes it; tinyton/analysis/attention.py `output_views`,
+tinyton/lowering/fusion/attention_output.py), in several layouts when the program reads several, and each row's
+logsumexp when the program keeps it (a training step's forward). Flash-decoding's combine and query heads packed as
+rows store the same way. NumPy-checked; a layout that moves the head dim off the last axis is left to its consumer."""
 
 from __future__ import annotations
 
@@ -39,6 +40,23 @@ def grouped_heads_merged(q, k, v):
     b, kv, g, s, d = q.shape
     o = _softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.125, v)
     return tt.transpose(o, (0, 3, 1, 2, 4)).reshape(b, s, kv * g * d)
+
+
+@tt.jit
+def kept_and_merged(q, k, v):
+    """A training step's forward: `o` as computed (kept for the backward) and its heads merged for the projection."""
+    b, h, s, d = q.shape
+    o = _softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.25, v)
+    return o, tt.swapaxes(o, 1, 2).reshape(b, s, h * d)
+
+
+@tt.jit
+def grouped_kept_and_merged(q, k, v):
+    """Grouped heads `(B, KV, G, S, D)` reshaped back to `(B, H, S, D)`, that kept and also merged: the layouts
+    branch after the reshape."""
+    b, kv, g, s, d = q.shape
+    o = _softmax_pv((q @ tt.swapaxes(k, -1, -2)) * 0.125, v).reshape(b, kv * g, s, d)
+    return o, tt.swapaxes(o, 1, 2).reshape(b, s, kv * g * d)
 
 
 @tt.jit
@@ -95,6 +113,31 @@ def test_packed_query_heads_are_stored_to_their_merged_rows(s_q, s_kv):
     np.testing.assert_allclose(program(q, k, v), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("s_kv", [24, 2048])
+def test_one_kernel_stores_the_output_in_both_layouts_a_program_reads(s_kv):
+    """Both from the registers (and from flash-decoding's combine): no copy kernel for the second."""
+    rng = np.random.default_rng(s_kv)
+    q, k, v = randn(rng, 1, 2, 3, 16), randn(rng, 1, 2, s_kv, 16), randn(rng, 1, 2, s_kv, 16)
+    program = kept_and_merged.compile(q, k, v)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    kept, merged = program(q, k, v)
+    o = reference(q, k, v, 0.25)
+    np.testing.assert_allclose(kept, o, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(merged, _merged(o), rtol=1e-4, atol=1e-5)
+
+
+def test_layouts_that_branch_after_a_reshape_are_both_stored():
+    rng = np.random.default_rng(9)
+    q = randn(rng, 2, 2, 3, 8, 16)
+    k, v = randn(rng, 2, 2, 1, 8, 16), randn(rng, 2, 2, 1, 8, 16)
+    program = grouped_kept_and_merged.compile(q, k, v)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    kept, merged = program(q, k, v)
+    o = reference(q, k, v, 0.125).reshape(2, 6, 8, 16)
+    np.testing.assert_allclose(kept, o, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(merged, _merged(o), rtol=1e-4, atol=1e-5)
+
+
 def test_a_layout_that_moves_the_head_dim_is_left_to_its_consumer():
     rng = np.random.default_rng(4)
     q, k, v = randn(rng, 2, 16, 8), randn(rng, 2, 16, 8), randn(rng, 2, 16, 8)
@@ -111,3 +154,28 @@ def test_the_merged_store_assembles_for_hopper():
     attention = heads_merged.compile(q, k, v).steps[0].launch
     kernel = compile_module(attention.module, num_warps=attention.num_warps, arch="sm_90a", toolchain="llvmlite")
     assert "st.global" in kernel.asm["ptx"] and kernel.n_spills == 0
+
+
+@tt.jit
+def attention_and_logsumexp(q, k, v):
+    """A training step's forward: the output and each row's logsumexp (`m + log(l)` of its own softmax), kept for
+    the backward."""
+    s = (q @ tt.swapaxes(k, -1, -2)) * 0.25
+    m = tt.max(s, axis=-1, keepdims=True)
+    e = tt.exp(s - m)
+    total = tt.sum(e, axis=-1, keepdims=True)
+    return (e / total) @ v, (m + tt.log(total))[..., 0]
+
+
+@pytest.mark.parametrize("s_q, s_kv", [(16, 16), (37, 50), (3, 2048)])
+def test_the_rows_logsumexp_is_stored_by_the_attention_kernel(s_q, s_kv):
+    """One kernel stores both (its KV loop unsplit even for few queries: the logsumexp is the whole row's)."""
+    rng = np.random.default_rng(s_q)
+    q, k, v = randn(rng, 2, 3, s_q, 16), randn(rng, 2, 3, s_kv, 16), randn(rng, 2, 3, s_kv, 16)
+    program = attention_and_logsumexp.compile(q, k, v)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    out, lse = program(q, k, v)
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2) * 0.25
+    want_lse = s.max(-1) + np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1))
+    np.testing.assert_allclose(out, reference(q, k, v, 0.25), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
