@@ -139,6 +139,37 @@ def test_backward_from_a_saved_logsumexp_is_three_launches():
     check(backward_from_lse, (q, k, v, o.astype(np.float32), lse, do), (dq, dk, dv), 50, 50, BACKWARD)
 
 
+def _heads(x, heads):
+    b, s, c = x.shape
+    return tt.swapaxes(x.reshape(b, s, heads, c // heads), 1, 2)
+
+
+@tt.jit
+def backward_in_model_layout(qkv, o, lse, do, heads):
+    """A training step's backward as a model lays its operands out: q, k and v windows of one projection `(B, S, 3C)`,
+    o and do `(B, S, C)`, each with its heads split."""
+    c = qkv.shape[-1] // 3
+    q, k, v = (_heads(qkv[:, :, i * c : (i + 1) * c], heads) for i in range(3))
+    o, do = _heads(o, heads), _heads(do, heads)
+    p = tt.exp(q @ k.mT * SCALE - lse)
+    ds = p * (do @ v.mT - tt.sum(do * o, axis=-1, keepdims=True))
+    return ds @ k * SCALE, ds.mT @ q * SCALE, p.mT @ do
+
+
+def test_the_backward_reads_its_operands_where_the_model_wrote_them():
+    """No kernel copies the windows or transposes the heads first: the three backward kernels read them through
+    their strides, as the forward kernel does."""
+    rng = np.random.default_rng(5)
+    b, s, heads, d = 2, 24, 3, 16
+    qkv, o, do = randn(rng, b, s, 3 * heads * d), randn(rng, b, s, heads * d), randn(rng, b, s, heads * d)
+    split = lambda x: np.swapaxes(x.reshape(b, s, heads, d), 1, 2)  # noqa: E731
+    q, k, v = (split(qkv[:, :, i * heads * d : (i + 1) * heads * d]) for i in range(3))
+    o_ref, dq, dk, dv = attention_gradients_reference(q, k, v, split(do), SCALE)
+    lse = forward_lse(q, k).astype(np.float32)
+    check(backward_in_model_layout, (qkv, o_ref.transpose(0, 2, 1, 3).reshape(b, s, -1).astype(np.float32), lse, do,
+                                     heads), (dq, dk, dv), s, s, BACKWARD)
+
+
 # ---- the entry point of the torch backend ---------------------------------------------------------------
 
 

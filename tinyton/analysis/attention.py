@@ -18,7 +18,7 @@ a region the generator cannot emit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from math import prod
 
@@ -131,18 +131,23 @@ def _through(base: SSAValue, ops: Sequence[Operation]) -> QView | None:
     return QView(base, tuple(ops), tuple(shape), tuple(strides), offset)
 
 
-def strided_view(value: SSAValue, windows: bool = False, cast: bool = False) -> QView:
+def strided_view(value: SSAValue, windows: bool = False, cast: bool = False,
+                 readers: Collection[Operation] = ()) -> QView:
     """The longest chain of single-use reshapes and transposes (and with `windows`, slices inside their input;
     with `cast`, one float cast) ending at `value` that is a strided view of the array it starts from (a reshape
     of a transposed view only where NumPy's would be a view: the heads of `x.transpose(0, 2, 1, 3)` split into
-    groups; nanoGPT's `qkv.split(c, 2)[1].view(b, t, h, d).transpose(1, 2)`)."""
+    groups; nanoGPT's `qkv.split(c, 2)[1].view(b, t, h, d).transpose(1, 2)`). `readers`: the ops of one region,
+    whose uses of a value count as one (an attention backward reads q in the scores and in dk)."""
     kinds = (tta.ReshapeOp, tta.TransposeOp, *((tta.SliceOp,) if windows else ()))
     chain: list[Operation] = []
     end = value
-    while isinstance(value, OpResult) and value.has_one_use() and (isinstance(value.op, kinds) or cast and isinstance(
+    inside = set(readers)
+    while isinstance(value, OpResult) and (value.has_one_use() or inside and all(
+            use.operation in inside for use in value.uses)) and (isinstance(value.op, kinds) or cast and isinstance(
             value.op, tta.CastOp) and is_float(element_type(value.op.input.type)) and is_float(element_type(
             value.type)) and not any(isinstance(op, tta.CastOp) for op in chain)):  # fmt: skip
         chain.insert(0, value.op)
+        inside.add(value.op)
         value = value.op.input
     for first in range(len(chain) + 1):  # drop leading ops until the rest is a view
         view = _through(chain[first].input if first < len(chain) else end, chain[first:])
@@ -265,9 +270,10 @@ class Stored:
     view: QView | None = None
 
 
-def stored(value: SSAValue) -> Stored:
-    """`value` as a strided view and a float cast of an array (`Stored`); no ops: the array itself."""
-    view = strided_view(value, windows=True, cast=True)
+def stored(value: SSAValue, readers: Collection[Operation] = ()) -> Stored:
+    """`value` as a strided view and a float cast of an array (`Stored`); no ops: the array itself. `readers`: as
+    `strided_view`'s."""
+    view = strided_view(value, windows=True, cast=True, readers=readers)
     return Stored(view.base, view.ops, None if view.contiguous else view)
 
 

@@ -27,7 +27,7 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.attention import Attention, score_chain, strided_view
+from tinyton.analysis.attention import Attention, QView, score_chain, stored, strided_view
 from tinyton.analysis.domain import VIEWS
 from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
 from tinyton.analysis.logsumexp import row_logsumexp
@@ -67,6 +67,10 @@ class AttentionBackward:
     guarded: bool = False
     """The probabilities are `exp(s - lse)` of `tt.logsumexp`'s lse, which is +inf for a row holding +inf
     (p is then NaN only where s is +inf): the forward kernel stores that lse for the backward's p."""
+    do_view: QView | None = None
+    """`do` read through a strided view of the array in memory (`_read_in_place`); None: `do` as it is."""
+    o_view: QView | None = None
+    """A given `o` read likewise."""
 
     @property
     def group_axes(self) -> tuple[int, ...]:
@@ -259,7 +263,25 @@ def _backward(ds: tta.MulOp, p: SSAValue, rest: SSAValue) -> AttentionBackward |
     scores = Attention(strided_view(q), k, True, v, qk, transpose, steps,
                        prob_ops if softmax is not None else (), pv)
     found = _gradients(ds, p, dp_op, vt, rsum, product, diff, scores, lse, o, do, prob_ops)
-    return replace(found, guarded=guarded) if found is not None else None
+    return _read_in_place(replace(found, guarded=guarded)) if found is not None else None
+
+
+def _read_in_place(found: AttentionBackward) -> AttentionBackward:
+    """q, k, v, do and a given o read through their strided views of the arrays in memory (windows of one
+    projection, heads transposed: nanoGPT's and a Llama block's training step), the view ops joining the region,
+    as the forward kernel reads them; no kernel copies them first."""
+    members = set(found.ops)
+    scores = found.scores
+    q = strided_view(scores.qk.lhs, windows=True, readers=members)
+    k, v = stored(scores.k, readers=members), stored(scores.v, readers=members)
+    do = strided_view(found.do, windows=True, readers=members)
+    o = strided_view(found.o, windows=True, readers=members) if found.o is not None and (
+        scores.pv is None or found.o != scores.pv.result) else None  # fmt: skip
+    views = [q.ops, k.ops, v.ops, do.ops, o.ops if o is not None else ()]
+    scores = replace(scores, q=q, k_stored=k if k.ops else None, v_stored=v if v.ops else None)
+    ops = tuple(dict.fromkeys([*(op for chain in views for op in chain), *found.ops]))
+    return replace(found, scores=scores, ops=ops, do_view=do if do.ops else None,
+                   o_view=o if o is not None and o.ops else None)
 
 
 def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.TransposeOp, rsum: tta.ReduceSumOp,

@@ -23,6 +23,7 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
+from tinyton.analysis.attention import QView
 from tinyton.analysis.attention_backward import AttentionBackward, Gradient
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt, tta
@@ -133,9 +134,16 @@ class _Backward(_Program):
         return self.load(att.q.base, rows, d_cols, att.q.strides[-2], att.q.strides[-1], mask, att.q)
 
     def _do_block(self, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        return self._rows_of(self.bwd.do, self.bwd.do_view, rows, row_ok)
+
+    def _rows_of(self, value: SSAValue, view: QView | None, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
+        """Rows of `do` or `o` (`[..., S_q, D_v]`): the array itself, or read through its strided `view`."""
         em = self.em
         cols = em.arange(self.dvp, 2, 1)
-        return self.load(self.bwd.do, rows, cols, self.d_v, 1, em.and_(row_ok, self._below(cols, self.dvp, self.d_v)))
+        mask = em.and_(row_ok, self._below(cols, self.dvp, self.d_v))
+        if view is None:
+            return self.load(value, rows, cols, self.d_v, 1, mask)
+        return self.load(view.base, rows, cols, view.strides[-2], view.strides[-1], mask, view)
 
     def _probabilities(self, q: SSAValue, kt: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue,
                        col_ok: SSAValue | None, masked: bool, lse: SSAValue) -> SSAValue:
@@ -177,14 +185,19 @@ class _Delta(_Backward):
         self.coords = self._batch_coords()
         rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
         do = em.cast(self._do_block(rows, row_ok), f32)
-        cols = em.arange(self.dvp, 2, 1)
-        o_mask = em.and_(row_ok, self._below(cols, self.dvp, self.d_v))
         flat = self._flat_batch()
-        offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q * self.d_v), (1, 1)),
-                            em.mul_int(rows, self.d_v))
-        shape = (self.bm, self.dvp)
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.o, shape), em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)))
-        o = em.emit(tt.LoadOp(ptrs, em.to_shape(o_mask, shape), em.const(0, element_type(self.buffers.o.type.pointee), shape)))
+        if self.bwd.o_view is not None:
+            o = self._rows_of(self.bwd.o, self.bwd.o_view, rows, row_ok)
+        else:  # the given o, or the forward kernel's: contiguous
+            cols = em.arange(self.dvp, 2, 1)
+            o_mask = em.and_(row_ok, self._below(cols, self.dvp, self.d_v))
+            offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q * self.d_v), (1, 1)),
+                                em.mul_int(rows, self.d_v))
+            shape = (self.bm, self.dvp)
+            offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
+            zero = em.const(0, element_type(self.buffers.o.type.pointee), shape)
+            o = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(self.buffers.o, shape), offsets)),
+                                  em.to_shape(o_mask, shape), zero))
         delta = em.reduce("sum", em.binary(tt.MulOp, do, em.cast(o, f32)), 1)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.delta, (self.bm, 1)),
                                    em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q), (self.bm, 1)), rows)))

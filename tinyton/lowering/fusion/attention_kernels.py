@@ -107,7 +107,10 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
         pointers = dict(zip([*fusion.block.args, *results], args))
         extra = dict(zip(scratch_t, args[n:]))
         lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[1]]
-        o_value = att.pv.result if bwd.lse is None else bwd.o
+        for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
+            if st is not None:  # read through reshapes and a cast of the array in memory, as the forward reads them
+                pointers[value] = pointers[st.base]
+        o_value = att.pv.result if bwd.lse is None else bwd.o_view.base if bwd.o_view is not None else bwd.o
         o = extra[scratch_t[-1]] if o_scratch else pointers[o_value] if o_value is not None else None
         if o_scratch:
             pointers[att.pv.result] = o
