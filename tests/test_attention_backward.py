@@ -83,7 +83,8 @@ def check(program, args, want, s_q, s_kv, kinds, rtol=1e-4, atol=1e-5):
     assert [step.launch.kind for step in compiled.steps] == kinds
     allocated = compiled.buffer_specs[len(compiled.input_positions) :]
     assert not any(shape[-2:] == (s_q, s_kv) for shape, _ in allocated), "an S x S buffer is allocated"
-    for got, expected in zip(compiled(*args), want, strict=True):
+    results = compiled(*args)
+    for got, expected in zip(results if isinstance(results, tuple) else (results,), want, strict=True):
         np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=rtol, atol=atol)
 
 
@@ -146,6 +147,10 @@ def _heads(x, heads):
 
 @tt.jit
 def backward_in_model_layout(qkv, o, lse, do, heads):
+    return _gradients_in_model_layout(qkv, o, lse, do, heads)
+
+
+def _gradients_in_model_layout(qkv, o, lse, do, heads):
     """A training step's backward as a model lays its operands out: q, k and v windows of one projection `(B, S, 3C)`,
     o and do `(B, S, C)`, each with its heads split."""
     c = qkv.shape[-1] // 3
@@ -156,18 +161,51 @@ def backward_in_model_layout(qkv, o, lse, do, heads):
     return ds @ k * SCALE, ds.mT @ q * SCALE, p.mT @ do
 
 
-def test_the_backward_reads_its_operands_where_the_model_wrote_them():
-    """No kernel copies the windows or transposes the heads first: the three backward kernels read them through
-    their strides, as the forward kernel does."""
-    rng = np.random.default_rng(5)
-    b, s, heads, d = 2, 24, 3, 16
+@tt.jit
+def packed_gradient(qkv, o, lse, do, heads):
+    """The gradient of the packed projection's output: dq, dk and dv with their heads merged, side by side."""
+    b, s, _ = qkv.shape
+    grads = _gradients_in_model_layout(qkv, o, lse, do, heads)
+    return tt.concatenate([tt.swapaxes(g, 1, 2).reshape(b, s, -1) for g in grads], axis=-1)
+
+
+@tt.jit
+def gradient_beside_another_array(qkv, o, lse, do, heads, other):
+    b, s, _ = qkv.shape
+    dq = _gradients_in_model_layout(qkv, o, lse, do, heads)[0]
+    return tt.concatenate([tt.swapaxes(dq, 1, 2).reshape(b, s, -1), other], axis=-1)
+
+
+def _model_layout_case(rng, b=2, s=24, heads=3, d=16):
     qkv, o, do = randn(rng, b, s, 3 * heads * d), randn(rng, b, s, heads * d), randn(rng, b, s, heads * d)
     split = lambda x: np.swapaxes(x.reshape(b, s, heads, d), 1, 2)  # noqa: E731
     q, k, v = (split(qkv[:, :, i * heads * d : (i + 1) * heads * d]) for i in range(3))
-    o_ref, dq, dk, dv = attention_gradients_reference(q, k, v, split(do), SCALE)
+    o_ref, *grads = attention_gradients_reference(q, k, v, split(do), SCALE)
     lse = forward_lse(q, k).astype(np.float32)
-    check(backward_in_model_layout, (qkv, o_ref.transpose(0, 2, 1, 3).reshape(b, s, -1).astype(np.float32), lse, do,
-                                     heads), (dq, dk, dv), s, s, BACKWARD)
+    merged = lambda g: np.swapaxes(g, 1, 2).reshape(b, s, -1)  # noqa: E731
+    return (qkv, merged(o_ref).astype(np.float32), lse, do, heads), grads, merged
+
+
+def test_the_backward_reads_its_operands_where_the_model_wrote_them():
+    """No kernel copies the windows or transposes the heads first: the three backward kernels read them through
+    their strides, as the forward kernel does."""
+    args, grads, _ = _model_layout_case(np.random.default_rng(5))
+    check(backward_in_model_layout, args, grads, 24, 24, BACKWARD)
+
+
+def test_the_gradients_are_stored_side_by_side_where_the_model_reads_them():
+    """Merged heads concatenated (a packed projection's gradient): the dk/dv and dq kernels store each gradient in its
+    window of the one array, no transpose or concatenation kernel after them."""
+    args, grads, merged = _model_layout_case(np.random.default_rng(6))
+    check(packed_gradient, args, (np.concatenate([merged(g) for g in grads], axis=-1),), 24, 24, BACKWARD)
+
+
+def test_a_gradient_concatenated_with_another_array_is_still_right():
+    rng = np.random.default_rng(7)
+    args, grads, merged = _model_layout_case(rng)
+    other = randn(rng, 2, 24, 5)
+    got = gradient_beside_another_array(*args, other)
+    np.testing.assert_allclose(got, np.concatenate([merged(grads[0]), other], axis=-1), rtol=1e-4, atol=1e-5)
 
 
 # ---- the entry point of the torch backend ---------------------------------------------------------------

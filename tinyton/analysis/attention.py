@@ -156,15 +156,17 @@ def strided_view(value: SSAValue, windows: bool = False, cast: bool = False,
     raise AssertionError("unreachable: a value is a view of itself")
 
 
-def output_views(value: SSAValue) -> tuple[QView, ...]:
+def output_views(value: SSAValue, windows: bool = False) -> tuple[QView, ...]:
     """Where `p @ v` (`value`) is stored: along each path of transposes and reshapes that lays it out again, as far
     as the path's end, stored row-major, holds `value` as a strided view (`QView` of `value`'s shape over that end
     array, `ops` the path) with each output row's last axis contiguous (nanoGPT's and Llama's
     `y.transpose(1, 2).reshape(B, S, H * D)` before the output projection); and `value` itself (no ops) where a use
-    reads it as it is (a training step's forward saves it too): the kernel stores each."""
+    reads it as it is (a training step's forward saves it too): the kernel stores each. With `windows`, a path may
+    end in a concatenation, `value` then a window of its result (an attention backward's dq, dk and dv side by side,
+    as a packed qkv projection's gradient): the caller sees that every input of it is stored too."""
     users = [use.operation for use in value.uses]
-    views = [view for user in users if isinstance(user, LAYOUT_OPS) for view in _layouts([user])]
-    if not views or any(not isinstance(user, LAYOUT_OPS) or not _layouts([user]) for user in users):
+    views = [view for user in users for view in _layouts([user], value, windows)]
+    if not views or any(not _layouts([user], value, windows) for user in users):
         views.insert(0, QView(value, (), tuple(shape_of(value.type)), _contiguous(shape_of(value.type))))
     return tuple(views)
 
@@ -172,39 +174,53 @@ def output_views(value: SSAValue) -> tuple[QView, ...]:
 LAYOUT_OPS = (tta.TransposeOp, tta.ReshapeOp)
 
 
-def _layouts(path: list[Operation]) -> list[QView]:
-    """The `output_views` along `path` (layout ops from `p @ v`) and its continuations; [] where the path's end is
-    not a view with rows of D contiguous (its first op's input is then stored instead)."""
-    users = [use.operation for use in path[-1].results[0].uses]
+def _layouts(path: list[Operation], source: SSAValue, windows: bool) -> list[QView]:
+    """The `output_views` of `source` along `path` (layout ops, perhaps a concatenation last) and its continuations;
+    [] where the path's end is not a view with rows of D contiguous (its first op's input is then stored instead)."""
+    last = path[-1]
+    if isinstance(last, tta.ConcatenateOp):
+        view = _pulled_back(path, source) if windows else None
+        return [view] if view is not None else []
+    if not isinstance(last, LAYOUT_OPS):
+        return []
+    users = [use.operation for use in last.results[0].uses]
     found, stored_here = [], False
     for user in users:
-        further = _layouts([*path, user]) if isinstance(user, LAYOUT_OPS) else []
+        further = _layouts([*path, user], source, windows)
         found += further
         stored_here |= not further
-    view = _pulled_back(path)
+    view = _pulled_back(path, source)
     if view is None:
         return []
     return [view, *found] if stored_here or not users else found
 
 
-def _pulled_back(path: Sequence[Operation]) -> QView | None:
-    """`p @ v` as a view of the row-major array at the end of `path`, or None (a copy, or rows of D not
-    contiguous)."""
-    shape = shape_of(path[-1].results[0].type)
+def _pulled_back(path: Sequence[Operation], source: SSAValue) -> QView | None:
+    """`source` as a view of the row-major array at the end of `path` (of which it is a window when the path ends in
+    a concatenation), or None (a copy, or rows of D not contiguous)."""
+    end = path[-1].results[0]
+    shape = shape_of(end.type)
     strides: tuple[int, ...] | None = _contiguous(shape)
-    for op in reversed(path):  # pull the end array's strides back to each op's input
-        source = shape_of(op.input.type)
-        if isinstance(op, tta.TransposeOp):
-            pulled = [0] * len(source)
+    offset = 0
+    inputs = [source, *(op.results[0] for op in path[:-1])]
+    for op, value in zip(reversed(path), reversed(inputs)):  # pull the end array's strides back to each op's input
+        source_shape = shape_of(value.type)
+        if isinstance(op, tta.ConcatenateOp):
+            if list(op.inputs).count(value) != 1:
+                return None
+            axis, index = op.axis.value.data, list(op.inputs).index(value)
+            offset = sum(shape_of(x.type)[axis] for x in list(op.inputs)[:index]) * strides[axis]
+        elif isinstance(op, tta.TransposeOp):
+            pulled = [0] * len(source_shape)
             for i, p in enumerate(op.perm):
                 pulled[p] = strides[i]
             strides = tuple(pulled)
-        elif (strides := reshaped_strides(shape, strides, source)) is None:
+        elif (strides := reshaped_strides(shape, strides, source_shape)) is None:
             return None
-        shape = source
+        shape = source_shape
     if shape[-1] > 1 and strides[-1] != 1:
         return None
-    return QView(path[-1].results[0], tuple(path), tuple(shape), strides)
+    return QView(end, tuple(path), tuple(shape), strides, offset)
 
 
 def softmax_logsumexp(m: SSAValue, total: SSAValue) -> tuple[Operation, ...] | None:

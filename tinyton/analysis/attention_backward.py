@@ -27,7 +27,7 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.attention import Attention, QView, score_chain, stored, strided_view
+from tinyton.analysis.attention import Attention, QView, output_views, score_chain, stored, strided_view
 from tinyton.analysis.domain import VIEWS
 from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
 from tinyton.analysis.logsumexp import row_logsumexp
@@ -46,6 +46,13 @@ class Gradient:
     scale: Operation | None = None
     """The multiplication (or division) of the product by `factor`, if any."""
     factor: SSAValue | None = None
+    out: tuple[QView, ...] = ()
+    """The arrays the kernel stores `result` to, each through its strides (`output_views`); () for `result`."""
+
+    @property
+    def outputs(self) -> tuple[QView, ...]:
+        shape = tuple(shape_of(self.result.type))
+        return self.out or (QView(self.result, (), shape, tuple(prod(shape[i + 1 :]) for i in range(len(shape)))),)
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,8 @@ class AttentionBackward:
 
     @property
     def outputs(self) -> list[SSAValue]:
-        return [v for v in (self.scores.pv.result if self.scores.pv else None, self.dq.result, self.dk.result,
-                            self.dv.result) if v is not None]
+        stored = [view.base for grad in (self.dq, self.dk, self.dv) for view in grad.outputs]
+        return list(dict.fromkeys([*([self.scores.pv.result] if self.scores.pv else []), *stored]))
 
 
 def _strip(value: SSAValue) -> SSAValue:
@@ -279,9 +286,25 @@ def _read_in_place(found: AttentionBackward) -> AttentionBackward:
         scores.pv is None or found.o != scores.pv.result) else None  # fmt: skip
     views = [q.ops, k.ops, v.ops, do.ops, o.ops if o is not None else ()]
     scores = replace(scores, q=q, k_stored=k if k.ops else None, v_stored=v if v.ops else None)
-    ops = tuple(dict.fromkeys([*(op for chain in views for op in chain), *found.ops]))
+    grads = _stored_in_place((found.dq, found.dk, found.dv))
+    stores = [op for grad in grads for view in grad.out for op in view.ops]
+    ops = tuple(dict.fromkeys([*(op for chain in views for op in chain), *found.ops, *stores]))
     return replace(found, scores=scores, ops=ops, do_view=do if do.ops else None,
-                   o_view=o if o is not None and o.ops else None)
+                   o_view=o if o is not None and o.ops else None, dq=grads[0], dk=grads[1], dv=grads[2])
+
+
+def _stored_in_place(grads: Sequence[Gradient]) -> list[Gradient]:
+    """dq, dk and dv stored in the layouts the program reads them in (`output_views`: heads merged back, and side
+    by side in one array when they are concatenated, as a packed qkv projection's gradient); concatenations only
+    where the region stores every input of them."""
+    for windows in (True, False):
+        found = [replace(grad, out=output_views(grad.result, windows)) for grad in grads]
+        ends = {view.ops[-2].results[0] if len(view.ops) > 1 else grad.result: view
+                for grad in found for view in grad.out if view.ops and isinstance(view.ops[-1], tta.ConcatenateOp)}
+        concatenations = {view.ops[-1] for view in ends.values()}
+        if all(all(x in ends for x in op.inputs) for op in concatenations):
+            return found
+    raise AssertionError("unreachable: without windows no view ends in a concatenation")
 
 
 def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.TransposeOp, rsum: tta.ReduceSumOp,
@@ -352,6 +375,24 @@ def _closed(found: AttentionBackward) -> bool:
     if tuple(scores.q.shape[:-2]) != tuple(out_batch) or tuple(shape_of(scores.qk.result.type)[:-2]) != tuple(out_batch):
         return False
     return all(element_type(v.type) == element_type(scores.q.base.type) for v in (scores.k, scores.v, found.do))
+
+
+def gradient_concatenations(ops: Sequence[Operation]) -> set[tta.ConcatenateOp]:
+    """The concatenations among `ops` of attention gradients only (through transposes and reshapes: a packed qkv
+    projection's gradient, dq, dk and dv side by side), which the backward's kernels store in place
+    (`_stored_in_place`); the fusion keeps them whole for it rather than turning them into selects."""
+    gradients = {grad.result for op in ops if isinstance(op, tta.MulOp) and (found := find_backward(op)) is not None
+                 for grad in (found.dq, found.dk, found.dv)}
+    return {op for op in ops if isinstance(op, tta.ConcatenateOp) and gradients
+            and all(_laid_out_from(x) in gradients for x in op.inputs)}
+
+
+def _laid_out_from(value: SSAValue) -> SSAValue:
+    """`value` before the single-use transposes and reshapes that make it."""
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.TransposeOp, tta.ReshapeOp)) and \
+            value.op.input.has_one_use():
+        value = value.op.input
+    return value
 
 
 def backward_of(ops: Sequence[Operation], results: Sequence[SSAValue]) -> AttentionBackward | None:

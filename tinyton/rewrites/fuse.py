@@ -275,7 +275,8 @@ def merge_equal_ops(module: ModuleOp) -> None:
 class FusePass(ModulePass):
     """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
     heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), slices of computed
-    values onto the arrays read (`tinyton-push-slices`, concatenations first), gathers of them onto their
+    values onto the arrays read (`tinyton-push-slices`, concatenations first, but for those of attention gradients,
+    which the backward's kernels store in place: any left after the patterns are pushed then), gathers of them onto their
     operands (`tinyton-push-gathers`), row scales behind matmuls
     (`tinyton-row-scale`), pattern
     fusion (`tinyton-fuse-patterns`), then the
@@ -293,13 +294,15 @@ class FusePass(ModulePass):
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
             canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
         with stage("slices pushed to the arrays read"):
-            PushSlicesPass().apply(ctx, op)
+            PushSlicesPass(keep_gradients=True).apply(ctx, op)
         with stage("gathers pushed to the arrays read"):
             PushGathersPass().apply(ctx, op)
         with stage("row scales behind matmuls"):
             RowScalePass().apply(ctx, op)
         with stage("fusion patterns (PDL)"):
             FusePatternsPass().apply(ctx, op)
+        with stage("slices pushed to the arrays read"):  # the concatenations no attention backward stored
+            PushSlicesPass().apply(ctx, op)
         with stage("fusion planner"):
             for fn in functions(op):
                 fuse_function(fn)

@@ -28,6 +28,7 @@ from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tinyton.analysis.attention_backward import gradient_concatenations
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, shape_of, tile_type
 from tinyton.rewrites.attention_canonical import backward_product_operand
@@ -248,23 +249,30 @@ def push_slices(fn: func.FuncOp) -> None:
 
 @dataclass(frozen=True)
 class ConcatenateToSlicesPass(ModulePass):
-    """`tta.concatenate` as a select between shifted slices of its inputs."""
+    """`tta.concatenate` as a select between shifted slices of its inputs; with `keep_gradients`, not a
+    concatenation of attention gradients, which the backward's kernels store in place
+    (`gradient_concatenations`)."""
 
     name = "tinyton-concatenate-to-slices"
+    keep_gradients: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in functions(op):
-            for concat in [o for o in fn.body.block.ops if isinstance(o, tta.ConcatenateOp)]:
+            ops = list(fn.body.block.ops)
+            kept = gradient_concatenations(ops) if self.keep_gradients else set()
+            for concat in [o for o in ops if isinstance(o, tta.ConcatenateOp) and o not in kept]:
                 concatenate_to_slices(concat)
 
 
 @dataclass(frozen=True)
 class PushSlicesPass(ModulePass):
-    """Slices of computed values become slices of the values read from memory (index arithmetic)."""
+    """Slices of computed values become slices of the values read from memory (index arithmetic); with
+    `keep_gradients`, concatenations of attention gradients stay (`ConcatenateToSlicesPass`)."""
 
     name = "tinyton-push-slices"
+    keep_gradients: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        ConcatenateToSlicesPass().apply(ctx, op)
+        ConcatenateToSlicesPass(self.keep_gradients).apply(ctx, op)
         for fn in functions(op):
             push_slices(fn)

@@ -31,6 +31,7 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention import _Program
 from tinyton.lowering.fusion.attention_blocks import Blocks
+from tinyton.lowering.fusion.attention_output import flat_offset
 from tinyton.lowering.fusion.attention_scores import LOG2E
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
@@ -165,16 +166,22 @@ class _Backward(_Program):
             acc = em.binary(tt.DivOp if isinstance(grad.scale, tta.DivOp) else tt.MulOp, acc, value)
         return em.cast(acc, element_type(grad.result.type))
 
-    def _store(self, ptr: SSAValue, offset: SSAValue, rows: SSAValue, row_ok: SSAValue, width: int, padded: int,
+    def _store(self, grad: Gradient, batch_index: SSAValue, rows: SSAValue, row_ok: SSAValue, padded: int,
                value: SSAValue) -> None:
-        """`value` (`[R, padded]`) to rows of `width` elements at `offset` of a contiguous array."""
+        """`value` (`[R, padded]`), rows `rows` of the gradient's batch entry `batch_index` (row-major over its batch
+        axes longer than 1), to each array it is stored in, through that array's strides (`Gradient.outputs`)."""
         em = self.em
         cols = em.arange(padded, 2, 1)
         shape = (shape_of(rows.type)[0], padded)
-        offsets = em.binary(tt.AddOp, em.to_shape(offset, (1, 1)), em.mul_int(rows, width))
-        offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
-        mask = em.to_shape(em.and_(row_ok, self._below(cols, padded, width)), shape)
-        em.emit(tt.StoreOp(em.emit(tt.AddPtrOp(em.to_shape(ptr, shape), offsets)), value, mask))
+        for view in grad.outputs:
+            width = view.shape[-1]
+            first = flat_offset(em, batch_index, view.shape[:-2], view.strides[:-2])
+            first = em.add(first, em.i32(view.offset) if view.offset else None)
+            offsets = em.binary(tt.AddOp, em.to_shape(first, (1, 1)), em.mul_int(rows, view.strides[-2]))
+            offsets = em.to_shape(em.binary(tt.AddOp, offsets, em.mul_int(cols, view.strides[-1])), shape)
+            mask = em.to_shape(em.and_(row_ok, self._below(cols, padded, width)), shape)
+            ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[view.base], shape), offsets))
+            em.emit(tt.StoreOp(ptrs, value, mask))
 
 
 class _Delta(_Backward):
@@ -208,7 +215,7 @@ class _Delta(_Backward):
 class _KeyValueGrads(_Backward):
     """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads)."""
 
-    def emit(self, dk_ptr: SSAValue, dv_ptr: SSAValue) -> tuple[int, int, int]:
+    def emit(self) -> tuple[int, int, int]:
         em, bwd = self.em, self.bwd
         outer = em.emit(tt.ProgramIdOp(1))
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bn)
@@ -249,9 +256,8 @@ class _KeyValueGrads(_Backward):
             dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
         kv_rows = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))
         kv_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv))
-        self._store(dk_ptr, em.mul_int(outer, self.s_kv * self.d), kv_rows, kv_ok, self.d, self.dp, self._finish(bwd.dk, dk))
-        self._store(dv_ptr, em.mul_int(outer, self.s_kv * self.d_v), kv_rows, kv_ok, self.d_v, self.dvp,
-                    self._finish(bwd.dv, dv))
+        self._store(bwd.dk, outer, kv_rows, kv_ok, self.dp, self._finish(bwd.dk, dk))
+        self._store(bwd.dv, outer, kv_rows, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
         return cdiv(self.s_kv, self.bn), max(1, programs), 1
 
@@ -268,7 +274,7 @@ class _KeyValueGrads(_Backward):
 class _QueryGrads(_Backward):
     """dq of one query block: grid (query blocks, batch), the key loops as the forward splits them."""
 
-    def emit(self, dq_ptr: SSAValue) -> tuple[int, int, int]:
+    def emit(self) -> tuple[int, int, int]:
         em = self.em
         self.coords = self._batch_coords()
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
@@ -301,8 +307,7 @@ class _QueryGrads(_Backward):
         if c is not None and c < 0:  # rows i < -c see no key (their loops may visit none): NaN, as their p
             blind = em.to_shape(em.cmp("lt", em.add(rows, em.i32(c)), em.i32(0)), (self.bm, self.dp))
             dq = em.select(blind, em.const(float("nan"), f32, (self.bm, self.dp)), dq)
-        offset = em.mul_int(self._flat_batch(), self.s_q * self.d)
-        self._store(dq_ptr, offset, rows, row_ok, self.d, self.dp, self._finish(self.bwd.dq, dq))
+        self._store(self.bwd.dq, self._flat_batch(), rows, row_ok, self.dp, self._finish(self.bwd.dq, dq))
         return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
 
 
@@ -313,9 +318,9 @@ def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSA
 
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                          buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit(pointers[bwd.dk.result], pointers[bwd.dv.result])
+    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit()
 
 
 def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                      buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _QueryGrads(em, bwd, pointers, blocks.dq, buffers).emit(pointers[bwd.dq.result])
+    return _QueryGrads(em, bwd, pointers, blocks.dq, buffers).emit()

@@ -30,27 +30,30 @@ class OutputLayout:
     packed: tuple[int, ...]
     s_q: int
     strides: tuple[int, ...]
+    offset: int = 0
+    """Elements before the view's first (a window of a concatenation)."""
 
     @staticmethod
     def of(att: Attention, view: QView) -> OutputLayout:
         """The layout of one of `att.outputs`."""
         shape = view.shape
-        return OutputLayout(tuple(shape[:-2]), packed_group_axes(att), shape[-2], tuple(view.strides))
+        return OutputLayout(tuple(shape[:-2]), packed_group_axes(att), shape[-2], tuple(view.strides), view.offset)
 
     def row_offsets(self, em: Emitter, batch_index: SSAValue, rows: SSAValue) -> SSAValue:
         """`[R, 1]` element offsets of rows `rows` (`[R, 1]`) of the flat batch entry `batch_index`."""
         axes = [a for a in range(len(self.batch)) if a not in self.packed]
-        first = _flat_offset(em, batch_index, [self.batch[a] for a in axes], [self.strides[a] for a in axes])
+        first = em.add(flat_offset(em, batch_index, [self.batch[a] for a in axes], [self.strides[a] for a in axes]),
+                       em.i32(self.offset) if self.offset else None)
         extents = [*(self.batch[a] for a in self.packed), self.s_q]
         strides = [*(self.strides[a] for a in self.packed), self.strides[-2]]
-        return em.binary(tt.AddOp, em.to_shape(first, (1, 1)), _flat_offset(em, rows, extents, strides))
+        return em.binary(tt.AddOp, em.to_shape(first, (1, 1)), flat_offset(em, rows, extents, strides))
 
     @property
     def column_stride(self) -> int:
         return self.strides[-1]
 
 
-def _flat_offset(em: Emitter, index: SSAValue, extents: Sequence[int], strides: Sequence[int]) -> SSAValue:
+def flat_offset(em: Emitter, index: SSAValue, extents: Sequence[int], strides: Sequence[int]) -> SSAValue:
     """The element offset of the row-major position `index` over axes of `extents` laid out with `strides`:
     one multiply when the axes (those longer than 1) walk memory with one stride, else a coordinate each."""
     walked = [(n, s) for n, s in zip(extents, strides) if n > 1]
