@@ -44,7 +44,7 @@ UNARY = [
     "isfinite", "logical_not", "invert", "bitwise_not",
 ]  # fmt: skip
 BINARY = [
-    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "power",
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "fmod", "power",
     "maximum", "minimum", "fmax", "fmin", "copysign", "arctan2", "hypot", "logaddexp", "logical_and",
     "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
     "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
@@ -141,7 +141,7 @@ def undefined(name: str, args: list[np.ndarray]) -> np.ndarray | None:
     a = args[0]
     if name == "reciprocal" and a.dtype.kind in "iu":
         return np.broadcast_to(a != 0, a.shape)
-    if name in ("floor_divide", "remainder", "mod") and a.dtype.kind == "i":
+    if name in ("floor_divide", "remainder", "mod", "fmod") and a.dtype.kind == "i":
         b = args[1]
         shape = np.broadcast_shapes(a.shape, b.shape)
         return np.broadcast_to(~((a == np.iinfo(a.dtype).min) & (b == -1)), shape)  # INT_MIN // -1 overflows

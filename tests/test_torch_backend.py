@@ -185,19 +185,47 @@ CONVOLUTIONS = {
     "2d-3x3": (lambda: torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 10, 9)),
     "2d-patches": (lambda: torch.nn.Conv2d(3, 16, 4, stride=4), (2, 3, 16, 18)),
     "2d-grouped": (lambda: torch.nn.Conv2d(4, 8, (3, 2), stride=(2, 1), groups=2, bias=False), (1, 4, 9, 7)),
+    "1d-transposed": (lambda: torch.nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1), (2, 4, 9)),
+    "2d-transposed-grouped": (lambda: torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), groups=2, dilation=(1, 2)),
+                              (1, 4, 5, 4)),
+    "1d-transposed-cropped": (lambda: torch.nn.ConvTranspose1d(3, 2, 2, padding=1), (2, 3, 7)),
 }
 
 
 @pytest.mark.parametrize("name", CONVOLUTIONS)
 def test_convolutions_are_windows_and_a_matmul(name: str) -> None:
-    """Convolutions (1-d and 2-d, padded, strided, dilated, grouped, depthwise, a ViT's patches) run in tinyton:
-    windows of the input gathered into columns, one matmul per group; their backward runs in torch."""
+    """Convolutions (1-d and 2-d, padded, strided, dilated, grouped, depthwise, a ViT's patches, transposed) run in
+    tinyton: windows of the input gathered into columns, one matmul per group (a transposed one's input spread by
+    the stride first)."""
     torch.manual_seed(0)
     make, shape = CONVOLUTIONS[name]
     conv = make().eval()
     with torch.no_grad():
         e = check(conv, torch.randn(*shape))
-    assert 0 < e.num_launches <= 4 and "matmul" in str(e)
+    assert 0 < e.num_launches <= (8 if "transposed" in name else 4) and "matmul" in str(e)
+
+
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_convolutions_train_in_tinyton(name: str) -> None:
+    """`convolution_backward` (the input gradient a transposed convolution, or a convolution for a transposed one;
+    the weight gradient `dy` times the windows; the bias gradient a sum) runs in tinyton: eager's gradients, no
+    ATen op in torch."""
+    torch.manual_seed(0)
+    make, shape = CONVOLUTIONS[name]
+    check_forward_backward(make(), torch.randn(*shape, requires_grad=True))
+
+
+def test_fmod_and_remainder_run_in_tinyton() -> None:
+    """`torch.fmod` (the dividend's sign, exact) and `torch.remainder` (the divisor's), of floats and ints, tensors and
+    scalars: one kernel, eager's values."""
+    torch.manual_seed(0)
+
+    def f(x: torch.Tensor, y: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        ints = torch.fmod(i, 3) + i % 4 + torch.remainder(i, -3)
+        return torch.fmod(x, y) + torch.fmod(x, 1.5) + torch.remainder(x, y) * 2 + ints.float()
+
+    e = check(f, torch.randn(4, 8) * 5, torch.randn(4, 8) + 0.5, torch.randint(-20, 20, (4, 8)))
+    assert e.num_launches == 1, str(e)
 
 
 def test_explain_compiles_past_dynamos_recompile_limit() -> None:

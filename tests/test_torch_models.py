@@ -121,13 +121,13 @@ def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:
     check_forward_backward(_Layers(), torch.randn(3, 8, 6, requires_grad=True))
 
 
-def test_a_convolution_trains_with_its_backward_in_torch() -> None:
-    """The convolutions' forward runs in tinyton; `convolution_backward` has no rule yet and runs in torch, the
-    gradients as eager's."""
+def test_a_convolutional_network_trains_in_tinyton() -> None:
+    """Convolutions forward and backward (`convolution_backward` too), an upsampling transposed convolution among
+    them: the gradients as eager's, no ATen op in torch."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv1d(4, 8, 3, padding=1), torch.nn.GELU(), torch.nn.Conv1d(8, 4, 1))
-    check_forward_backward(model, torch.randn(2, 4, 10, requires_grad=True),
-                           fallbacks={"aten.convolution_backward.default"})
+    model = torch.nn.Sequential(torch.nn.Conv1d(4, 8, 3, padding=1), torch.nn.GELU(), torch.nn.Conv1d(8, 8, 3, stride=2),
+                                torch.nn.ReLU(), torch.nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
+    check_forward_backward(model, torch.randn(2, 4, 10, requires_grad=True))
 
 
 @pytest.mark.parametrize("model_class", [NanoGPT, MicroGPT])

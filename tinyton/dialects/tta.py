@@ -56,7 +56,7 @@ from tinyton.dialects.tt_types import FLOAT8_TYPES, element_type, is_float, requ
 # The shape rules and the elementwise ops live in their own modules; `tta.<name>` reaches all of them.
 from tinyton.dialects.tta_elementwise import (
     AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, ConstantOp, DivOp, ExpOp, FloorDivOp, LogOp, MaximumOp,
-    MinimumOp, ModOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
+    MinimumOp, ModOp, FmodOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
 )
 from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range
 from tinyton.dialects.tta_put import UPDATES, PutOp
@@ -351,6 +351,7 @@ Tta = Dialect(
         DivOp,
         FloorDivOp,
         ModOp,
+        FmodOp,
         MaximumOp,
         MinimumOp,
         AndOp,
@@ -401,7 +402,7 @@ __all__ = [  # `tta.<name>`: this module's ops and those of the op modules it ga
     "CumSumOp", "DivOp", "dtype_name", "element_type", "ErfOp", "Exp2Op", "expect_result", "Expm1Op", "ExpOp",
     "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaxOp", "FminOp", "format_shape", "FusionOp", "HypotOp",
     "INDEX_ELEMENT", "inside_range", "is_float", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS",
-    "matmul_element", "matmul_shape", "MatmulOp", "MaximumOp", "MinimumOp", "ModOp", "MulOp", "NegOp",
+    "matmul_element", "matmul_shape", "MatmulOp", "MaximumOp", "MinimumOp", "ModOp", "FmodOp", "MulOp", "NegOp",
     "normalize_axis", "OrOp", "PowOp", "program_function", "PutOp", "reduced_shape", "ReduceMaxOp", "ReduceMeanOp",
     "ReduceMinOp", "ReduceOp", "ReduceProdOp", "ReduceSumOp", "require", "ReshapeOp", "RETURNS_TUPLE",
     "returns_tuple", "RintOp", "RsqrtOp", "ScanOp", "shape_of", "ShapeError", "ShlOp", "ShrOp", "SinOp", "SliceOp",

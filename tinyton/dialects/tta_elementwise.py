@@ -118,6 +118,14 @@ class ModOp(BinaryOp):
 
 
 @irdl_op_definition
+class FmodOp(BinaryOp):
+    """Remainder with the sign of the dividend (NumPy's `fmod`, C's `%`), exact for floats; an int remainder by zero
+    is 0, as NumPy's."""
+
+    name = "tta.fmod"
+
+
+@irdl_op_definition
 class MaximumOp(BinaryOp):
     name = "tta.maximum"
 

@@ -28,6 +28,7 @@ _BINARY: dict[type[Operation], Callable[[Any, Any], Any]] = {
     tta.DivOp: np.divide,
     tta.FloorDivOp: np.floor_divide,
     tta.ModOp: np.mod,
+    tta.FmodOp: np.fmod,
     tta.MaximumOp: np.maximum,
     tta.MinimumOp: np.minimum,
     tta.AndOp: np.bitwise_and,

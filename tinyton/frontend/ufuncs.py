@@ -138,6 +138,7 @@ binary_ufunc("multiply", tta.MulOp, "`a * b` (of bools: and).", on_bool=tta.AndO
 binary_ufunc("true_divide", tta.DivOp, "`a / b`; ints divide as float64.", "divide")
 binary_ufunc("floor_divide", tta.FloorDivOp, "`a // b`, rounding toward minus infinity; an int divided by 0 is 0.")
 binary_ufunc("remainder", tta.ModOp, "`a % b`, with the sign of b; an int remainder by 0 is 0.", "mod")
+binary_ufunc("fmod", tta.FmodOp, "The remainder with the sign of a (C's `%`), exact for floats; an int remainder by 0 is 0.")
 
 
 @register("divmod", "`(a // b, a % b)`: NumPy's floor_divide and remainder (of one exact fmod) in one call.")

@@ -3,8 +3,9 @@ matmul per group of channels, whose epilogue adds the bias.
 
 Non-overlapping windows (a vision transformer's patch embedding: stride equal to the kernel, no padding or
 dilation) are a reshape and a transpose of the input; other windows are strided slices of the padded input, one a
-kernel position, stacked. Transposed convolutions and kernels of more than `MAX_KERNEL_POSITIONS` positions run in
-torch.
+kernel position, stacked. A transposed convolution is a convolution of its input spread by the stride, padded, by
+the flipped kernel; `convolution_backward` is one of each kind and a weight gradient (`dy` times the windows).
+Kernels of more than `MAX_KERNEL_POSITIONS` positions run in torch.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
 from tinyton.torch.common import Unsupported
+from tinyton.torch.shape_rules import constant_pad_nd
 
 aten = torch.ops.aten
 
@@ -43,28 +45,117 @@ def _windows(x: Traced, kernel: Sequence[int], out: Sequence[int], stride: Seque
     return tt.stack(slices, axis=2)
 
 
-def convolution(x: Traced, weight: Traced, bias: Traced | None, stride: Sequence[int], padding: Sequence[int],
-                dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Traced:
-    if transposed:
-        raise Unsupported("transposed convolution")
-    kernel, n = tuple(weight.shape[2:]), x.ndim - 2
-    if prod(kernel) > MAX_KERNEL_POSITIONS:
-        raise Unsupported(f"a convolution kernel of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
-    stride, padding, dilation = (tuple(v) * (n if len(v) == 1 else 1) for v in (stride, padding, dilation))
-    sizes = [length + 2 * p for length, p in zip(x.shape[2:], padding)]
-    out = tuple((size - d * (k - 1) - 1) // s + 1 for size, d, k, s in zip(sizes, dilation, kernel, stride))
-    if stride == kernel and not any(padding) and set(dilation) == {1}:
+def _sizes(values: Sequence[int], n: int) -> tuple[int, ...]:
+    """A per-spatial-dim argument (`stride`, `padding`, ...) for `n` dims (torch repeats a single value)."""
+    return tuple(values) * (n if len(values) == 1 else 1)
+
+
+def _columns(x: Traced, kernel: Sequence[int], out: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+             dilation: Sequence[int], groups: int) -> Traced:
+    """The windows of `x` `[B, C, L...]` (padded) that make the `out` positions, as columns `[B, G, C/G * K, P]`."""
+    if tuple(stride) == tuple(kernel) and not any(padding) and set(dilation) == {1}:
         columns = _patches(x, kernel, out)
     else:
         if any(padding):
             x = tt.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)])
         columns = _windows(x, kernel, out, stride, dilation)
-    b, c, o = x.shape[0], x.shape[1], weight.shape[0]
-    columns = tt.reshape(columns, (b, groups, c // groups * prod(kernel), prod(out)))  # [B, G, C/G * K, P]
+    return tt.reshape(columns, (x.shape[0], groups, x.shape[1] // groups * prod(kernel), prod(out)))
+
+
+def _convolve(x: Traced, weight: Traced, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+              groups: int) -> Traced:
+    """`[B, O, out...]`: the convolution of `x` `[B, C, L...]` by `weight` `[O, C/G, k...]`, no bias."""
+    kernel = tuple(weight.shape[2:])
+    if prod(kernel) > MAX_KERNEL_POSITIONS:
+        raise Unsupported(f"a convolution kernel of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
+    sizes = [length + 2 * p for length, p in zip(x.shape[2:], padding)]
+    out = tuple((size - d * (k - 1) - 1) // s + 1 for size, d, k, s in zip(sizes, dilation, kernel, stride))
+    columns = _columns(x, kernel, out, stride, padding, dilation, groups)
+    o = weight.shape[0]
     result = tt.reshape(weight, (groups, o // groups, -1)) @ columns  # [B, G, O/G, P]
-    result = tt.reshape(result, (b, o, *out))
+    return tt.reshape(result, (x.shape[0], o, *out))
+
+
+def _spread(x: Traced, stride: Sequence[int]) -> Traced:
+    """`x` `[B, C, L...]` with `stride - 1` zeros between its elements along each spatial dim (`(L - 1) * s + 1`)."""
+    for axis, s in enumerate(stride, start=2):
+        if s == 1:
+            continue
+        n = x.shape[axis]
+        zeros = tt.zeros(x.shape, x.dtype)
+        x = tt.stack([x, *([zeros] * (s - 1))], axis=axis + 1)  # [.., L, s, ..]
+        x = tt.reshape(x, (*x.shape[:axis], n * s, *x.shape[axis + 2 :]))
+        x = x[(slice(None),) * axis + (slice(0, (n - 1) * s + 1),)]
+    return x
+
+
+def _transposed(x: Traced, weight: Traced, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                groups: int, sizes: Sequence[int]) -> Traced:
+    """The transposed convolution of `x` `[B, C_in, L...]` by `weight` `[C_in, C_out/G, k...]`, of spatial `sizes`:
+    what a convolution by `weight` takes back to its input's shape (its input gradient). It is a convolution of `x`
+    spread by the stride and padded by `d (k - 1) - p` (cropped where that is negative, and on the right to
+    `sizes`), stride 1, by the kernel flipped with its channels swapped within each group."""
+    kernel, n = tuple(weight.shape[2:]), len(sizes)
+    c_in, c_out = weight.shape[0], weight.shape[1] * groups
+    x = _spread(x, stride)
+    for axis in range(n):
+        before = dilation[axis] * (kernel[axis] - 1) - padding[axis]
+        after = sizes[axis] + dilation[axis] * (kernel[axis] - 1) - before - x.shape[axis + 2]
+        x = constant_pad_nd(x, [0] * (2 * (n - 1 - axis)) + [before, after])
+    flipped = tt.flip(weight, tuple(range(2, 2 + n)))  # [C_in, C_out/G, k...] -> per group [C_out/G, C_in/G, k...]
+    flipped = tt.reshape(flipped, (groups, c_in // groups, c_out // groups, *kernel))
+    flipped = tt.reshape(tt.swapaxes(flipped, 1, 2), (c_out, c_in // groups, *kernel))
+    return _convolve(x, flipped, (1,) * n, (0,) * n, dilation, groups)
+
+
+def _weight_gradient(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int], groups: int) -> Traced:
+    """`[O, C/G, k...]`: the gradient of a convolution's weight, `dy` `[B, O, out...]` times the windows of `x`
+    `[B, C, L...]` that made each output position, summed over the batch and the positions (one product a group)."""
+    b, o, out = dy.shape[0], dy.shape[1], tuple(dy.shape[2:])
+    columns = _columns(x, kernel, out, stride, padding, dilation, groups)  # [B, G, C/G * K, P]
+    columns = tt.reshape(tt.transpose(columns, (1, 0, 3, 2)), (groups, b * prod(out), columns.shape[2]))
+    dy = tt.reshape(tt.transpose(tt.reshape(dy, (b, groups, o // groups, prod(out))), (1, 2, 0, 3)),
+                    (groups, o // groups, b * prod(out)))
+    return tt.reshape(dy @ columns, (o, x.shape[1] // groups, *kernel))
+
+
+def convolution(x: Traced, weight: Traced, bias: Traced | None, stride: Sequence[int], padding: Sequence[int],
+                dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Traced:
+    n = x.ndim - 2
+    stride, padding, dilation, output_padding = (_sizes(v, n) for v in (stride, padding, dilation, output_padding))
+    if transposed:
+        kernel = weight.shape[2:]
+        sizes = [(length - 1) * s - 2 * p + d * (k - 1) + op + 1 for length, s, p, d, k, op in
+                 zip(x.shape[2:], stride, padding, dilation, kernel, output_padding)]  # fmt: skip
+        result = _transposed(x, weight, stride, padding, dilation, groups, sizes)
+    else:
+        result = _convolve(x, weight, stride, padding, dilation, groups)
+    o = result.shape[1]
     return result if bias is None else result + tt.reshape(bias, (o, *(1,) * n))
 
 
-RULES = {aten.convolution.default: convolution}
-"""ATen overload -> rule, for convolutions."""
+def convolution_backward(dy: Traced, x: Traced, weight: Traced, bias_sizes: Sequence[int] | None,
+                         stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], transposed: bool,
+                         output_padding: Sequence[int], groups: int,
+                         output_mask: Sequence[bool]) -> tuple[Traced | None, Traced | None, Traced | None]:
+    """(input, weight, bias) gradients, those `output_mask` asks for. A convolution's input gradient is the transposed
+    convolution of `dy` by its weight, and a transposed convolution's is the convolution of `dy`; the weight gradient
+    is `dy` times the windows of the other operand, of `dy` itself for a transposed convolution."""
+    n = x.ndim - 2
+    stride, padding, dilation = (_sizes(v, n) for v in (stride, padding, dilation))
+    kernel = tuple(weight.shape[2:])
+    dx = dw = db = None
+    if output_mask[0]:
+        dx = (_convolve(dy, weight, stride, padding, dilation, groups) if transposed else
+              _transposed(dy, weight, stride, padding, dilation, groups, x.shape[2:]))  # fmt: skip
+    if output_mask[1]:
+        dw = (_weight_gradient(x, dy, kernel, stride, padding, dilation, groups) if transposed else
+              _weight_gradient(dy, x, kernel, stride, padding, dilation, groups))  # fmt: skip
+    if output_mask[2]:
+        db = tt.sum(dy, axis=(0, *range(2, dy.ndim)))
+    return dx, dw, db
+
+
+RULES = {aten.convolution.default: convolution, aten.convolution_backward.default: convolution_backward}
+"""ATen overload -> rule, for convolutions and their gradients."""

@@ -278,6 +278,8 @@ RULES = {
     aten.hardtanh.default: lambda x, low=-1.0, high=1.0: clamp(x, low, high),
     aten.hardtanh_backward.default: hardtanh_backward,
     aten.atan2.default: atan2,
+    **{op: tt.fmod for op in (aten.fmod.Tensor, aten.fmod.Scalar)},
+    **{op: tt.remainder for op in (aten.remainder.Tensor, aten.remainder.Scalar)},
     aten.maximum.default: tt.maximum,
     aten.minimum.default: tt.minimum,
     **{op: clamp for op in (aten.clamp.default, aten.clamp.Tensor)},

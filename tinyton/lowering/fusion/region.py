@@ -48,6 +48,17 @@ UNARY: dict[type[Operation], type[Operation]] = {
     tta.FloorOp: tt.FloorOp, tta.CeilOp: tt.CeilOp, tta.TruncOp: tt.TruncOp, tta.RintOp: tt.RintOp,
 }
 IN_REGISTERS = (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
+
+
+def fmod(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """NumPy's `fmod`: `tt.rem` (the dividend's sign; C's exact fmod for floats), but 0 for an int remainder by 0,
+    where `tt.rem` gives the dividend."""
+    rem = em.binary(tt.RemOp, a, b)
+    element = element_type(rem.type)
+    if is_float(element):
+        return rem
+    zero = em.const(0, element)
+    return em.select(em.cmp("eq", b, zero), zero, rem)
 """Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
 
 
@@ -191,6 +202,8 @@ class RegionEmitter(ProgramIndices):
             return em.emit(UNARY[type(op)](args[0]))
         if isinstance(op, tta.PowOp):
             return power(em, *args)
+        if isinstance(op, tta.FmodOp):
+            return fmod(em, *args)
         return em.binary(BINARY[type(op)], *args)
 
     def _scan(self, op: tta.ScanOp, scope: Scope) -> SSAValue:
