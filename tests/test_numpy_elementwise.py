@@ -282,6 +282,33 @@ def test_functions_numpy_spells_otherwise(name: str, device: str, data: st.DataO
                                equal_nan=True)
 
 
+def _erfinv(x: np.ndarray) -> np.ndarray:
+    """erfinv in float64 by bisection on math.erf (NaN past ±1, ±inf at ±1)."""
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    lo, hi = np.full(x.shape, -7.0), np.full(x.shape, 7.0)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        below = erf(mid) < x
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    lo = np.where(np.abs(x) < 1e-8, x * (math.sqrt(math.pi) / 2), lo)  # erfinv's first term: exact in float64 there
+    with np.errstate(invalid="ignore"):
+        lo = np.where(np.abs(x) == 1, np.copysign(np.inf, x), lo)
+        return np.where((np.abs(x) > 1) | np.isnan(x), np.nan, lo)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16])
+def test_erfinv_inverts_erf_to_float32_accuracy(device: str, dtype: np.dtype) -> None:
+    """tt.erfinv (scipy's), np.exp's result types, Giles' polynomials: float32's accuracy (NumPy has no erfinv)."""
+    gpu = on_gpu(device)
+    x = np.concatenate([np.linspace(-0.9999, 0.9999, 4001), [-1, 1, -1.5, 2, np.nan, 0, 1e-30]]).astype(dtype)
+    got = np.asarray(program("tt", "erfinv")(x))
+    assert got.dtype == np.exp(x).dtype
+    rtol = {np.dtype(np.float16): 2e-3, BF16: 1.6e-2}.get(np.dtype(dtype), 1e-6)
+    want = _erfinv(x.astype(np.float64))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=1e-30, equal_nan=True, err_msg=str(gpu))
+
+
 # ---- refusals --------------------------------------------------------------------------------------
 
 
@@ -400,7 +427,7 @@ def test_every_numpy_name_is_a_documented_builtin() -> None:
     builtin with a one-line docstring."""
     from tinyton.frontend.traced import ARRAY_IMPLS
 
-    names = [*UNARY, *BINARY, "clip", "round", "around", "where", "astype", "sigmoid", "erf", "rsqrt", "abs",
+    names = [*UNARY, *BINARY, "clip", "round", "around", "where", "astype", "sigmoid", "erf", "erfinv", "rsqrt", "abs",
              "pow", "atan2", "relu"]  # fmt: skip
     for name in names:
         assert name in ARRAY_IMPLS and hasattr(tt, name), name

@@ -228,6 +228,13 @@ def test_fmod_and_remainder_run_in_tinyton() -> None:
     assert e.num_launches == 1, str(e)
 
 
+def test_erfinv_runs_in_tinyton() -> None:
+    """`torch.erfinv` (`nn.init.trunc_normal_`'s): float32-accurate, ±1 to ±inf."""
+    x = torch.cat([torch.linspace(-0.999, 0.999, 101), torch.tensor([-1.0, 1.0, 0.0])])
+    e = check(torch.erfinv, x)
+    assert e.num_launches == 1, str(e)
+
+
 def test_explain_compiles_past_dynamos_recompile_limit() -> None:
     """dynamo compiles one code object (`nn.Linear.forward`) at most `recompile_limit` (8) times in a process and then
     runs it eagerly: an explanation always compiles its call (the suite's ninth `nn.Conv1d` explained nothing)."""

@@ -1,6 +1,6 @@
 """NumPy's math ufuncs on traced arrays: exponentials, logarithms, trigonometric and hyperbolic functions,
 rounding, NaN/inf tests and the float binaries (`copysign`, `arctan2`, `hypot`, `fmax`, `fmin`, `logaddexp`),
-plus `sigmoid`, `erf`, `rsqrt` and `round` which NumPy spells otherwise. Types resolve as in
+plus `sigmoid`, `erf`, `erfinv`, `rsqrt` and `round` which NumPy spells otherwise. Types resolve as in
 tinyton/frontend/ufuncs.py (`np.sin` of int32 is float64, of bools float16).
 """
 
@@ -159,6 +159,35 @@ def sigmoid(x: Operand) -> Traced:
     (x,), _ = resolve("exp", [x])
     one = scalar(x, 1.0)
     return emit(tta.DivOp, one, emit(tta.AddOp, one, emit(tta.ExpOp, emit(tta.NegOp, x))))
+
+
+ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                  -0.00417768164, 0.246640727, 1.50140941)
+ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+               0.00943887047, 1.00167406, 2.83297682)
+"""Giles' single-precision polynomials of erfinv(x) / x in `w - 2.5` (w = -log(1 - x²) < 5) and `sqrt(w) - 3`
+(M. Giles, "Approximating the erfinv function", GPU Computing Gems, 2011), highest power first."""
+
+
+@register("erfinv", "The inverse error function (not in NumPy: scipy.special.erfinv; its types are exp's), "
+          "float32-accurate in every type (Giles' polynomials); ±1 give ±inf, |x| > 1 NaN.")
+def erfinv(x: Operand) -> Traced:
+    (x,), _ = resolve("exp", [x])
+    element = x.element
+    if x.dtype.itemsize == 2:  # float16/bfloat16: in float32, rounded once
+        x = x.to(np.float32)
+    one = scalar(x, 1.0)
+    w = emit(tta.NegOp, emit(tta.LogOp, emit(tta.MulOp, emit(tta.SubOp, one, x), emit(tta.AddOp, one, x))))
+    central, tail = emit(tta.SubOp, w, scalar(x, 2.5)), emit(tta.SubOp, emit(tta.SqrtOp, w), scalar(x, 3.0))
+    near = cmp("lt", w, scalar(x, 5.0))
+    t = where(near, central, tail)
+    p = where(near, scalar(x, ERFINV_CENTRAL[0]), scalar(x, ERFINV_TAIL[0]))
+    for a, b in zip(ERFINV_CENTRAL[1:], ERFINV_TAIL[1:]):
+        p = emit(tta.AddOp, where(near, scalar(x, a), scalar(x, b)), emit(tta.MulOp, p, t))
+    y = emit(tta.MulOp, p, x)
+    edge = cmp("eq", emit(tta.AbsOp, x), one)
+    y = where(edge, emit(tta.CopysignOp, scalar(x, np.inf), x), y)
+    return y.to(element) if y.element != element else y
 
 
 @register("relu", "maximum(x, 0).")

@@ -23,7 +23,7 @@ def _array_only(name: str, doc: str) -> Any:
 
 _ARRAY_ONLY = (
     "absolute", "add", "arctan2", "around", "atan2", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
-    "clip", "copysign", "divide", "divmod", "equal", "floor_divide", "fmax", "fmin", "fmod", "greater", "greater_equal", "hypot",
+    "clip", "copysign", "divide", "divmod", "equal", "erfinv", "floor_divide", "fmax", "fmin", "fmod", "greater", "greater_equal", "hypot",
     "invert", "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "logaddexp", "logical_and",
     "logical_not", "logical_or", "logical_xor", "mod", "multiply", "negative", "not_equal", "positive", "pow",
     "power", "reciprocal", "remainder", "right_shift", "round", "sign", "square", "subtract", "true_divide", "astype",

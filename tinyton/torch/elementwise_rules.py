@@ -278,6 +278,7 @@ RULES = {
     aten.hardtanh.default: lambda x, low=-1.0, high=1.0: clamp(x, low, high),
     aten.hardtanh_backward.default: hardtanh_backward,
     aten.atan2.default: atan2,
+    aten.erfinv.default: tt.erfinv,
     **{op: tt.fmod for op in (aten.fmod.Tensor, aten.fmod.Scalar)},
     **{op: tt.remainder for op in (aten.remainder.Tensor, aten.remainder.Scalar)},
     aten.maximum.default: tt.maximum,
