@@ -228,6 +228,23 @@ def test_fmod_and_remainder_run_in_tinyton() -> None:
     assert e.num_launches == 1, str(e)
 
 
+def test_scatter_add_and_index_add_run_in_tinyton() -> None:
+    """`scatter_add` along any dim (an index shorter than its source: the source read over the index's extent), and
+    `index_add` (an accumulating `index_put`): one-hot sums, eager's values, nothing in torch."""
+    torch.manual_seed(0)
+
+    def f(base, idx, src, idx2, src2, b3, i3, s3):
+        return (base.scatter_add(1, idx, src), base.scatter_add(0, idx2, src2), b3.scatter_add(-1, i3, s3),
+                base.index_add(0, torch.tensor([0, 2, 2]), src2[:3] * 0.5))
+
+    args = (torch.randn(4, 6), torch.randint(0, 6, (4, 9)), torch.randn(4, 9), torch.randint(0, 4, (7, 6)),
+            torch.randn(8, 6), torch.randn(2, 3, 5), torch.randint(0, 5, (2, 3, 4)), torch.randn(2, 3, 4))
+    e = ttt.explain(f, *args)
+    for got, want in zip(e.output, f(*args), strict=True):
+        torch.testing.assert_close(got, want, **TOL)
+    assert not e.fallbacks, e.reasons
+
+
 def test_erfinv_runs_in_tinyton() -> None:
     """`torch.erfinv` (`nn.init.trunc_normal_`'s): float32-accurate, ±1 to ±inf."""
     x = torch.cat([torch.linspace(-0.999, 0.999, 101), torch.tensor([-1.0, 1.0, 0.0])])

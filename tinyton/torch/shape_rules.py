@@ -245,6 +245,21 @@ def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
     return tt.where(_one_hot_row(base, axis, index), src, base)
 
 
+def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
+    """`base.scatter_add(dim, index, src)`: each `src` element (over the index's extent) added at its index along
+    `dim`: a sum over the index's axis of `src` where the index equals each position (a one-hot reduction, as
+    embedding's backward sums: no atomics, the same order every run)."""
+    axis = _axis(dim, base.ndim)
+    if index.ndim != base.ndim or any(index.shape[d] != base.shape[d] for d in range(base.ndim) if d != axis):
+        raise Unsupported("scatter_add with an index smaller than the input outside `dim`")
+    src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
+    positions = tt.reshape(tt.arange(0, base.shape[axis]), (1,) * index.ndim + (-1,))
+    hot = tt.reshape(index, (*index.shape, 1)) == positions  # [..., I, ..., J]
+    summed = tt.sum(tt.where(hot, tt.reshape(src, (*src.shape, 1)), 0), axis=axis)  # [..., ..., J]
+    order = (*range(axis), base.ndim - 1, *range(axis, base.ndim - 1))  # J back in the place of `dim`
+    return base + tt.transpose(summed, order).astype(base.dtype)
+
+
 def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
     """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul."""
     flat = tt.reshape(indices, (1, -1))
@@ -337,6 +352,7 @@ RULES = {
     aten.index.Tensor: index,
     aten.gather.default: gather,
     **{op: scatter for op in (aten.scatter.value, aten.scatter.src)},
+    aten.scatter_add.default: scatter_add,
     aten.index_put.default: index_put,
     aten.full.default: full,
     aten.full_like.default: full_like,
