@@ -1,6 +1,6 @@
 """What a flash-attention kernel stores: its output through the layout a model gives it next
 (`o.swapaxes(1, 2).reshape(B, S, H * D)`, heads merged back before the output projection, written as `[B, S, H, D]`
-directly: no kernel copies or transposes it; tinyton/analysis/attention.py `output_views`,
+directly: no kernel copies or transposes it; tinyton/analysis/strided_views.py `output_views`,
 tinyton/lowering/fusion/attention_output.py), in several layouts when the program reads several, and each row's
 logsumexp when the program keeps it (a training step's forward). Flash-decoding's combine and query heads packed as
 rows store the same way. NumPy-checked; a layout that moves the head dim off the last axis is left to its consumer."""

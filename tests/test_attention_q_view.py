@@ -1,6 +1,6 @@
 """q, k and v read as views inside the flash-attention kernel: split heads (reshape, then swap axes) of a
 `(B, S, H*D)` array, or windows of one packed qkv projection (nanoGPT's `split`), are one attention kernel
-reading them in place, no transposed copy (tinyton/analysis/attention.py `strided_view`), NumPy-checked; chains
+reading them in place, no transposed copy (tinyton/analysis/strided_views.py `strided_view`), NumPy-checked; chains
 that are not a view (a reshape after a transpose) still compute right."""
 
 from __future__ import annotations

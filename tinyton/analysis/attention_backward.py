@@ -27,10 +27,11 @@ from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.attention import Attention, QView, output_views, score_chain, stored, strided_view
+from tinyton.analysis.attention import Attention, score_chain
 from tinyton.analysis.domain import VIEWS
 from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
 from tinyton.analysis.logsumexp import row_logsumexp
+from tinyton.analysis.strided_views import QView, output_views, own_layout, stored, strided_view
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 
@@ -51,8 +52,7 @@ class Gradient:
 
     @property
     def outputs(self) -> tuple[QView, ...]:
-        shape = tuple(shape_of(self.result.type))
-        return self.out or (QView(self.result, (), shape, tuple(prod(shape[i + 1 :]) for i in range(len(shape)))),)
+        return self.out or (own_layout(self.result),)
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,9 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.attention import (
-    output_views,
-    score_chain,
-    select_of,
-    softmax_logsumexp,
-    stored,
-    strided_view,
-)
+from tinyton.analysis.attention import score_chain, select_of, softmax_logsumexp
 from tinyton.analysis.index_masks import index_mask, mask_ops
+from tinyton.analysis.strided_views import output_views, stored, strided_view
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 

@@ -21,8 +21,8 @@ group is one kernel the codegen can emit):
   group's shapes do not broadcast together, the domain is its outputs' shape (tinyton/analysis/domain.py).
 A merge is refused when it would make the group graph cyclic (a path leaves one group and re-enters
 the other through a third): checked on the condensed group graph (tinyton/rewrites/group_graph.py). Nothing is duplicated but
-views, scalar constants and norms before projections of different widths. Groups are emitted in topological
-order.
+views, scalar constants, index arithmetic (ints and bools computed from constants and aranges only) and norms
+before projections of different widths. Groups are emitted in topological order.
 """
 
 from __future__ import annotations

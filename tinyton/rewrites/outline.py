@@ -16,9 +16,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.domain import VIEWS, Domain, NotFusable, analyze
+from tinyton.analysis.domain import ELEMENTWISE, VIEWS, Domain, NotFusable, analyze
 from tinyton.dialects import tta
-from tinyton.dialects.tt_types import shape_of
+from tinyton.dialects.tt_types import element_type, is_float, shape_of
 from tinyton.rewrites.group_graph import lexicographic_order
 
 Group = tuple[list[Operation], str | None]
@@ -58,8 +58,9 @@ def erase_dead_ops(fn: func.FuncOp) -> None:
 
 
 def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
-    """Give every user of a layout op (transpose/reshape/broadcast_to) or an `arange` its own copy, the users
-    in one seed group one copy between them (an attention backward reads q in its forward and in dk: one array).
+    """Give every user of a layout op (transpose/reshape/broadcast_to), an `arange` or index arithmetic computed
+    from them (`_computes_indices`) its own copy, the users in one seed group one copy between them (an attention
+    backward reads q in its forward and in dk: one array).
 
     Views and index ranges cost nothing but index arithmetic, so each consumer kernel can absorb one instead of
     forcing it to be materialised for the others (an `arange` shared by two `take_along_axis` was yielded by
@@ -67,6 +68,13 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
     as their left operand share one copy per output shape: sibling projections share an operand
     (tinyton/analysis/matmul_operands.py)."""
     seed_of = {op: i for i, (ops, _) in enumerate(seeds) for op in ops}
+    index_arithmetic: set[Operation] = set()
+    for op in fn.body.block.ops:  # program order: an op's operands are classified before it
+        if _computes_indices(op, index_arithmetic):
+            index_arithmetic.add(op)
+    for op in reversed(list(fn.body.block.ops)):  # readers first: a whole computation copied per reader
+        if op in index_arithmetic and op not in seed_of:
+            _one_copy_per_reader(op, seed_of)
     for op in list(fn.body.block.ops):
         if not isinstance(op, (*VIEWS, tta.ArangeOp)) or _stored_by_its_seed(op, seed_of):
             continue
@@ -87,9 +95,36 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
                 use.operation.operands[use.index] = clone
 
 
+def _computes_indices(op: Operation, found: set[Operation]) -> bool:
+    """An elementwise op or a view of int or bool values computed from constants and aranges only (`found`: the ops
+    already known to): index arithmetic and masks (`(i - start) // step`, `i < n`), which a reader recomputes for
+    nothing rather than read a kernel's result (RoPE's backward made two kernels of them, each read twice)."""
+    if not isinstance(op, (*ELEMENTWISE, *VIEWS)) or isinstance(op, (tta.ConstantOp, tta.ArangeOp)) or not op.results:
+        return False
+    if any(is_float(element_type(r.type)) for r in op.results):
+        return False
+    return all(isinstance(v, OpResult) and (isinstance(v.op, (tta.ConstantOp, tta.ArangeOp)) or v.op in found)
+               for v in op.operands)
+
+
+def _one_copy_per_reader(op: Operation, seed_of: dict[Operation, int]) -> None:
+    """Give each reader of `op` (each seed group's readers together) its own copy of it; the function's return
+    shares the first reader's (a kernel computing it anyway stores it too)."""
+    readers: dict[object, list] = {}
+    uses = sorted(op.results[0].uses, key=lambda use: isinstance(use.operation, func.ReturnOp))
+    for use in uses:
+        key = next(iter(readers), None) if isinstance(use.operation, func.ReturnOp) else seed_of.get(
+            use.operation, (use.operation, use.index))  # fmt: skip
+        readers.setdefault(key, []).append(use)
+    for group in list(readers.values())[1:]:
+        clone = _clone_after(op)
+        for use in group:
+            use.operation.operands[use.index] = clone
+
+
 def _stored_by_its_seed(op: Operation, seed_of: dict[Operation, int]) -> bool:
     """A view in a seed group of a value computed in the same group: the layout the group's kernel stores its
-    result in (attention's `output_view`), which every reader then reads as stored, not a view of its own
+    result in (attention's `output_views`), which every reader then reads as stored, not a view of its own
     (a copy would make the value before it a second result)."""
     producer = op.operands[0].owner if op.operands else None
     return op in seed_of and isinstance(producer, Operation) and seed_of.get(producer) == seed_of[op]

@@ -77,15 +77,14 @@ def _convolve(x: Traced, weight: Traced, stride: Sequence[int], padding: Sequenc
 
 
 def _spread(x: Traced, stride: Sequence[int]) -> Traced:
-    """`x` `[B, C, L...]` with `stride - 1` zeros between its elements along each spatial dim (`(L - 1) * s + 1`)."""
+    """`x` `[B, C, L...]` with `stride - 1` zeros between its elements along each spatial dim (`(L - 1) * s + 1`): a
+    gather of element `i // s` where `i % s == 0`."""
     for axis, s in enumerate(stride, start=2):
         if s == 1:
             continue
-        n = x.shape[axis]
-        zeros = tt.zeros(x.shape, x.dtype)
-        x = tt.stack([x, *([zeros] * (s - 1))], axis=axis + 1)  # [.., L, s, ..]
-        x = tt.reshape(x, (*x.shape[:axis], n * s, *x.shape[axis + 2 :]))
-        x = x[(slice(None),) * axis + (slice(0, (n - 1) * s + 1),)]
+        i = tt.arange(0, (x.shape[axis] - 1) * s + 1)
+        shape = tuple(-1 if d == axis else 1 for d in range(x.ndim))
+        x = tt.where(tt.reshape(i % s == 0, shape), tt.take(x, i // s, axis=axis), 0)
     return x
 
 

@@ -32,7 +32,8 @@ from math import prod
 from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, QView, Select
+from tinyton.analysis.attention import Attention, Select
+from tinyton.analysis.strided_views import QView
 from tinyton.analysis.domain import contiguous_strides
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt

@@ -23,7 +23,7 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import QView
+from tinyton.analysis.strided_views import QView
 from tinyton.analysis.attention_backward import AttentionBackward, Gradient
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt, tta

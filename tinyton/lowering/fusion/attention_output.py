@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, QView
+from tinyton.analysis.attention import Attention
+from tinyton.analysis.strided_views import QView
 from tinyton.dialects import tt
 from tinyton.lowering.fusion.attention_blocks import packed_group_axes
 from tinyton.lowering.fusion.emitter import Emitter
