@@ -128,8 +128,11 @@ def slice_(x: Traced, dim: int = 0, start: int | None = None, end: int | None = 
 
 
 def select(x: Traced, dim: int, index: int) -> Traced:
+    """`x[..., index, ...]`: a window of one along `dim`, reshaped away (a view a reader reads in place:
+    `nn.MultiheadAttention`'s q, k and v selected from its packed projection)."""
     axis = _axis(dim, x.ndim)
-    return tt.take(x, index + x.shape[axis] if index < 0 else index, axis=axis)
+    index = index + x.shape[axis] if index < 0 else index
+    return tt.reshape(slice_(x, axis, index, index + 1), x.shape[:axis] + x.shape[axis + 1 :])
 
 
 def split_with_sizes(x: Traced, sizes: Sequence[int], dim: int = 0) -> list[Traced]:
