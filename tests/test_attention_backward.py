@@ -294,3 +294,21 @@ def test_backward_kernels_assemble(arch):
         assemble_ptx(ptx, arch)
         if launch.kind in ("attention_dkdv", "attention_dq"):
             assert ("wgmma" if arch == "sm_90a" else "mma.sync") in ptx
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_backward_kernels_in_the_models_layout_assemble(arch):
+    """The three kernels reading q, k, v, o and do through their views and storing the gradients side by side, in
+    fp16 and bf16: PTX that ptxas accepts, on the tensor cores."""
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        qkv, o, do = np.zeros((2, 128, 3 * 128), dtype), np.zeros((2, 128, 128), dtype), np.zeros((2, 128, 128), dtype)
+        lse = np.zeros((2, 2, 128, 1), np.float32)
+        program = packed_gradient.compile(qkv, o, lse, do, 2)
+        assert [step.launch.kind for step in program.steps] == BACKWARD
+        for step in program.steps:
+            launch = step.launch
+            ptx = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch=arch).asm["ptx"]
+            assemble_ptx(ptx, arch)
+            if launch.kind in ("attention_dkdv", "attention_dq"):
+                assert ("wgmma" if arch == "sm_90a" else "mma.sync") in ptx

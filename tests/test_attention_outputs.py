@@ -148,12 +148,24 @@ def test_a_layout_that_moves_the_head_dim_is_left_to_its_consumer():
 
 
 @needs_ptxas
-def test_the_merged_store_assembles_for_hopper():
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("program", [heads_merged, kept_and_merged], ids=["merged", "kept-and-merged"])
+def test_the_stores_assemble(program, arch):
     rng = np.random.default_rng(5)
     q, k, v = (randn(rng, 2, 4, 128, 64, dtype=np.float16) for _ in range(3))
-    attention = heads_merged.compile(q, k, v).steps[0].launch
-    kernel = compile_module(attention.module, num_warps=attention.num_warps, arch="sm_90a", toolchain="llvmlite")
+    attention = program.compile(q, k, v).steps[0].launch
+    kernel = compile_module(attention.module, num_warps=attention.num_warps, arch=arch, toolchain="llvmlite")
     assert "st.global" in kernel.asm["ptx"] and kernel.n_spills == 0
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_80"])
+def test_the_logsumexp_store_assembles(arch):
+    rng = np.random.default_rng(6)
+    q, k, v = (randn(rng, 2, 4, 128, 64, dtype=np.float16) for _ in range(3))
+    attention = attention_and_logsumexp.compile(q, k, v).steps[0].launch
+    kernel = compile_module(attention.module, num_warps=attention.num_warps, arch=arch, toolchain="llvmlite")
+    assert kernel.n_spills == 0
 
 
 @tt.jit
