@@ -13,6 +13,7 @@ and the ops that ran in torch, then the geomean per contestant.
     python bench/bench_torch.py --no-max-autotune --seqs 128 --dtypes fp32
     python bench/bench_torch.py --configs Qwen2.5-7B --seqs 512 --out rows.jsonl     # a part, kept
     python bench/bench_torch.py --report rows.jsonl more.jsonl                        # parts merged: table, geomeans
+    python bench/bench_torch.py --training --cases "decoder block training" --seqs 512 --dtypes bf16  # fwd + bwd
 
 The whole suite takes longer than one device call; `--out` keeps each part's rows (with the hash of tinyton's
 sources they ran on) and `--report` merges parts into one table.
@@ -90,8 +91,22 @@ def hf_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.
     return F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype) @ v
 
 
-def cases(cfg: Config, seq: int, dtype: torch.dtype) -> dict[str, tuple[Callable, tuple]]:
-    """Case name -> (torch function, its arguments), fresh random inputs on the benchmark's device."""
+def training_step(block: torch.nn.Module) -> Callable:
+    """A decoder block's training step: forward, then the backward of the output's sum (each contestant's compiled
+    backward graph runs in it; gradients accumulate into the block's parameters). Returns the loss."""
+
+    @torch.enable_grad()
+    def step(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        loss = block(x, cos, sin).float().sum()
+        loss.backward()
+        return loss.detach()
+
+    return step
+
+
+def cases(cfg: Config, seq: int, dtype: torch.dtype, training: bool = False) -> dict[str, tuple[Callable, tuple]]:
+    """Case name -> (torch function, its arguments), fresh random inputs on the benchmark's device; with `training`,
+    the decoder block's training step too (not one of deplodock's rows)."""
     def rand(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, device=DEVICE, dtype=dtype)
 
@@ -100,7 +115,11 @@ def cases(cfg: Config, seq: int, dtype: torch.dtype) -> dict[str, tuple[Callable
     mask = torch.full((seq, seq), float("-inf"), device=DEVICE, dtype=dtype).triu(1)[None, None]
     block = LlamaBlock(cfg.dim, cfg.heads, cfg.kv_heads, cfg.hidden).to(DEVICE, dtype).eval()
     cos, sin = (t.to(DEVICE, dtype) for t in rope_tables(seq, hd))
-    return {
+    extra = {}
+    if training:
+        trained = LlamaBlock(cfg.dim, cfg.heads, cfg.kv_heads, cfg.hidden).to(DEVICE, dtype).train()
+        extra["decoder block training"] = (training_step(trained), (rand(1, seq, cfg.dim) * 0.5, cos, sin))
+    return extra | {
         "matmul (q_proj)": (lambda x, w: x @ w.T, (rand(1, seq, cfg.dim), rand(cfg.dim, cfg.dim) * 0.02)),
         "matmul (kv_proj)": (lambda x, w: x @ w.T, (rand(1, seq, cfg.dim), rand(2 * cfg.kv_heads * hd, cfg.dim) * 0.02)),
         "rmsnorm": (hf_rmsnorm, (rand(1, seq, cfg.dim), rand(cfg.dim))),
@@ -142,7 +161,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         for seq in (int(s) for s in pick(args.seqs, "8").split(",")):
             for dtype_name in args.dtypes.split(","):
                 dtype = DTYPES[dtype_name]
-                for name, (fn, inputs) in cases(cfg, seq, dtype).items():
+                for name, (fn, inputs) in cases(cfg, seq, dtype, args.training).items():
                     if args.cases and name not in args.cases.split(","):
                         continue
                     torch._dynamo.reset()
@@ -197,6 +216,8 @@ def main() -> None:
     parser.add_argument("--dtypes", default="fp32,bf16")
     parser.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     parser.add_argument("--no-max-autotune", action="store_true", help="skip inductor's max-autotune (slow to compile)")
+    parser.add_argument("--training", action="store_true",
+                        help="also time a decoder block's training step (forward and backward; --cases to select it)")
     parser.add_argument("--out", help="append each measured row to this file as a JSON line")
     parser.add_argument("--report", nargs="+", metavar="FILE",
                         help="measure nothing: the table and geomeans of the rows in these files (from --out)")
