@@ -56,7 +56,7 @@ class _Program(ScoreSteps):
                  split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
                  lse: SSAValue | None = None, lse_guarded: bool = False):
         out = att.pv.result
-        self.em, self.att, self.pointers, self.out = em, att, pointers, out
+        self.em, self.att, self.pointers = em, att, pointers
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
