@@ -99,6 +99,31 @@ def test_stacked_and_transposed_heads_are_read_in_place():
     np.testing.assert_allclose(program(qkv), reference(q, k, v, 0.25), rtol=1e-4, atol=1e-5)
 
 
+@tt.jit
+def merged_batch_heads_attention(qkv, heads):
+    """`nn.MultiheadAttention`'s layout: q, k and v windows of one projection `(S, B, 3E)`, reshaped to
+    `(S, B * heads, D)` (batch and heads merged, which no strided view is: their strides differ), transposed, and
+    reshaped back to `(B, heads, S, D)`, which splits the merged dim again: a view after all."""
+    s, b, e3 = qkv.shape
+    e = e3 // 3
+    q, k, v = (tt.swapaxes(qkv[:, :, i * e : (i + 1) * e].reshape(s, b * heads, e // heads), 0, 1)
+               .reshape(b, heads, s, e // heads) for i in range(3))
+    sc = (q @ tt.swapaxes(k, -1, -2)) * 0.25
+    e_ = tt.exp(sc - tt.max(sc, axis=-1, keepdims=True))
+    return (e_ / tt.sum(e_, axis=-1, keepdims=True)) @ v
+
+
+def test_heads_merged_with_the_batch_and_split_back_are_read_in_place():
+    rng = np.random.default_rng(8)
+    s, b, heads, d = 12, 2, 4, 16
+    qkv = randn(rng, s, b, 3 * heads * d)
+    program = merged_batch_heads_attention.compile(qkv, heads)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    q, k, v = (np.swapaxes(qkv[:, :, i * heads * d : (i + 1) * heads * d].reshape(s, b * heads, d), 0, 1)
+               .reshape(b, heads, s, d) for i in range(3))
+    np.testing.assert_allclose(program(qkv, heads), reference(q, k, v, 0.25), rtol=1e-4, atol=1e-5)
+
+
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_windows_of_a_packed_projection_assemble(arch):

@@ -82,33 +82,87 @@ def _window(op: tta.SliceOp, shape: Sequence[int]) -> bool:
                for start, step, n, size in zip(op.starts, op.steps, out, shape))
 
 
+Atoms = tuple[tuple[int, int], ...]
+"""One dim of a view as (extent, stride) pieces, outermost first: a single piece, or several where a reshape merged
+dims that are not contiguous with each other (nanoGPT's and `nn.MultiheadAttention`'s batch x heads), which only a
+later reshape splitting them back makes a view again."""
+
+
+def _regrouped(dims: Sequence[Atoms], out: Sequence[int]) -> list[Atoms] | None:
+    """`dims` reshaped to `out`: their pieces in order, an extent-1 one dropped, cut into runs of `out`'s extents
+    (a piece split in two where a run ends inside it); None where a run cannot end inside a piece."""
+    pending = [atom for dim in dims for atom in dim if atom[0] != 1]
+    result: list[Atoms] = []
+    for extent in out:
+        run: list[tuple[int, int]] = []
+        size = 1
+        while size < extent:
+            if not pending:
+                return None
+            n, stride = pending.pop(0)
+            need = extent // size
+            if n > need:  # the run ends inside this piece: its outer `need` positions here, the rest next
+                if n % need:
+                    return None
+                pending.insert(0, (n // need, stride))
+                n, stride = need, stride * (n // need)
+            run.append((n, stride))
+            size *= n
+        if size != extent:
+            return None
+        result.append(_merged(run))
+    return result if not pending else None
+
+
+def _merged(run: Sequence[tuple[int, int]]) -> Atoms:
+    """A run of pieces with each pair that walks memory as one piece merged."""
+    merged: list[tuple[int, int]] = []
+    for n, stride in run:
+        if merged and merged[-1][1] == n * stride:
+            merged[-1] = (merged[-1][0] * n, stride)
+        else:
+            merged.append((n, stride))
+    return tuple(merged)
+
+
 def _through(base: SSAValue, ops: Sequence[Operation]) -> QView | None:
-    """`base` read through `ops` as a strided view, or None where one needs a copy (a reshape NumPy would copy,
-    a slice past the input's end); float casts change no geometry."""
-    shape, strides, offset = shape_of(base.type), _contiguous(shape_of(base.type)), 0
+    """`base` read through `ops` as a strided view, or None where one needs a copy (a reshape NumPy would copy
+    that no later reshape undoes, a slice past the input's end, a slice of merged dims); float casts change no
+    geometry."""
+    shape = shape_of(base.type)
+    dims: list[Atoms] = [((n, st),) for n, st in zip(shape, _contiguous(shape))]
+    offset = 0
     for op in ops:
         out = shape_of(op.results[0].type)
         if isinstance(op, tta.TransposeOp):
-            strides = tuple(strides[p] for p in op.perm)
+            dims = [dims[p] for p in op.perm]
         elif isinstance(op, tta.SliceOp):
-            if not _window(op, shape):
+            if not _window(op, shape) or any(len(dim) > 1 for dim in dims):
                 return None
-            offset += sum(start * st for start, st in zip(op.starts, strides))
-            strides = tuple(st * step for st, step in zip(strides, op.steps))
+            offset += sum(start * _stride(dim) for start, dim in zip(op.starts, dims))
+            dims = [((n, _stride(dim) * step),) for n, dim, step in zip(out, dims, op.steps)]
         elif isinstance(op, tta.ReshapeOp):
-            if (reshaped := reshaped_strides(shape, strides, out)) is None:
+            if 0 in shape or (regrouped := _regrouped(dims, out)) is None:
                 return None
-            strides = reshaped
+            dims = regrouped
         shape = out
-    return QView(base, tuple(ops), tuple(shape), tuple(strides), offset)
+    if any(len(dim) > 1 for dim in dims):
+        return None
+    return QView(base, tuple(ops), tuple(shape), tuple(map(_stride, dims)), offset)
+
+
+def _stride(dim: Atoms) -> int:
+    """A dim's one stride (0 for an extent-1 dim a reshape made, which has no piece)."""
+    return dim[0][1] if dim else 0
 
 
 def strided_view(value: SSAValue, windows: bool = False, cast: bool = False,
                  readers: Collection[Operation] = ()) -> QView:
     """The longest chain of single-use reshapes and transposes (and with `windows`, slices inside their input;
     with `cast`, one float cast) ending at `value` that is a strided view of the array it starts from (a reshape
-    of a transposed view only where NumPy's would be a view: the heads of `x.transpose(0, 2, 1, 3)` split into
-    groups; nanoGPT's `qkv.split(c, 2)[1].view(b, t, h, d).transpose(1, 2)`). `readers`: the ops of one region,
+    of a transposed view only where NumPy's would be a view, or where a later reshape undoes its merge: the heads
+    of `x.transpose(0, 2, 1, 3)` split into groups; nanoGPT's `qkv.split(c, 2)[1].view(b, t, h, d).transpose(1, 2)`;
+    `nn.MultiheadAttention`'s `(S, B * H, D)` transposed and reshaped back to `(B, H, S, D)`). `readers`: the ops of one region,
     whose uses of a value count as one (an attention backward reads q in the scores and in dk)."""
     kinds = (tta.ReshapeOp, tta.TransposeOp, *((tta.SliceOp,) if windows else ()))
     chain: list[Operation] = []
