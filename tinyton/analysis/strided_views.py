@@ -49,32 +49,6 @@ def own_layout(value: SSAValue) -> QView:
     return QView(value, (), shape, _contiguous(shape))
 
 
-def reshaped_strides(shape: Sequence[int], strides: Sequence[int], out: Sequence[int]) -> tuple[int, ...] | None:
-    """The strides of a reshape to `out` of the strided view (`shape`, `strides`), or None when it needs a
-    copy (NumPy's rule: each run of dims that merges or splits must be contiguous within itself)."""
-    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    new = [i for i, n in enumerate(out) if n != 1]
-    if 0 in shape or prod(shape) != prod(out):
-        return None
-    result = [0] * len(out)
-    i = j = 0
-    while i < len(old) and j < len(new):
-        i_end, j_end, a, b = i + 1, j + 1, old[i][0], out[new[j]]
-        while a != b:
-            if a < b:
-                a, i_end = a * old[i_end][0], i_end + 1
-            else:
-                b, j_end = b * out[new[j_end]], j_end + 1
-        if any(old[t][1] != old[t + 1][0] * old[t + 1][1] for t in range(i, i_end - 1)):
-            return None
-        stride = old[i_end - 1][1]
-        for t in reversed(range(j, j_end)):
-            result[new[t]] = stride
-            stride *= out[new[t]]
-        i, j = i_end, j_end
-    return tuple(result)
-
-
 def _window(op: tta.SliceOp, shape: Sequence[int]) -> bool:
     """Whether the slice reads inside its input everywhere (no padding): a view of it."""
     out = shape_of(op.result.type)
@@ -89,15 +63,16 @@ later reshape splitting them back makes a view again."""
 
 
 def _regrouped(dims: Sequence[Atoms], out: Sequence[int]) -> list[Atoms] | None:
-    """`dims` reshaped to `out`: their pieces in order, an extent-1 one dropped, cut into runs of `out`'s extents
-    (a piece split in two where a run ends inside it); None where a run cannot end inside a piece."""
-    pending = [atom for dim in dims for atom in dim if atom[0] != 1]
+    """`dims` reshaped to `out`: their pieces in order (an extent-1 one dropped, neighbours that walk memory as one
+    merged), cut into runs of `out`'s extents (a piece split in two where a run ends inside it); None where a run
+    cannot end inside a piece."""
+    pending = list(_merged([atom for dim in dims for atom in dim if atom[0] != 1]))
     result: list[Atoms] = []
     for extent in out:
         run: list[tuple[int, int]] = []
         size = 1
         while size < extent:
-            if not pending:
+            if not pending or extent % size:  # a run that cannot end inside a piece ((2, 3) -> (3, 2): a copy)
                 return None
             n, stride = pending.pop(0)
             need = extent // size
@@ -154,6 +129,14 @@ def _through(base: SSAValue, ops: Sequence[Operation]) -> QView | None:
 def _stride(dim: Atoms) -> int:
     """A dim's one stride (0 for an extent-1 dim a reshape made, which has no piece)."""
     return dim[0][1] if dim else 0
+
+
+def _reshaped(shape: Sequence[int], strides: Sequence[int], out: Sequence[int]) -> tuple[int, ...] | None:
+    """The strides of a reshape to `out` of the strided view (`shape`, `strides`), or None when it needs a copy
+    (NumPy's rule: each run of dims that merges or splits must be contiguous within itself)."""
+    if 0 in shape or (dims := _regrouped([((n, st),) for n, st in zip(shape, strides)], out)) is None:
+        return None
+    return None if any(len(dim) > 1 for dim in dims) else tuple(map(_stride, dims))
 
 
 def strided_view(value: SSAValue, windows: bool = False, cast: bool = False,
@@ -241,7 +224,7 @@ def _pulled_back(path: Sequence[Operation], source: SSAValue) -> QView | None:
             for i, p in enumerate(op.perm):
                 pulled[p] = strides[i]
             strides = tuple(pulled)
-        elif (strides := reshaped_strides(shape, strides, source_shape)) is None:
+        elif (strides := _reshaped(shape, strides, source_shape)) is None:
             return None
         shape = source_shape
     if shape[-1] > 1 and strides[-1] != 1:
