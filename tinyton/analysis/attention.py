@@ -305,10 +305,9 @@ def _attention_of(pv: tta.MatmulOp) -> Attention | None:
     qk, transpose, steps = chain
     k = transpose.input if transpose is not None else qk.rhs
     k_select, v_select = select_of(k), select_of(pv.rhs)
-    found = Attention(strided_view(qk.lhs, windows=True), k, transpose is not None, pv.rhs, qk, transpose, steps,
-                      (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
-                      stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
-    return found
+    return Attention(strided_view(qk.lhs, windows=True), k, transpose is not None, pv.rhs, qk, transpose, steps,
+                     (rmax, sub, exp, rsum, div), pv, p_cast, k_select, v_select,
+                     stored(k) if k_select is None else None, stored(pv.rhs) if v_select is None else None)  # fmt: skip
 
 
 def _last_axis(reduction: tta.ReduceOp, value: SSAValue) -> bool:

@@ -9,11 +9,11 @@ from above), so constants are not part of any group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue, Use
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.analysis.domain import ELEMENTWISE, VIEWS, Domain, NotFusable, analyze
@@ -74,25 +74,21 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
             index_arithmetic.add(op)
     for op in reversed(list(fn.body.block.ops)):  # readers first: a whole computation copied per reader
         if op in index_arithmetic and op not in seed_of:
-            _one_copy_per_reader(op, seed_of)
+            first = next((u for u in op.results[0].uses if not isinstance(u.operation, func.ReturnOp)), None)
+
+            def reader(use: Use, first: Use | None = first) -> object:
+                """The function's return shares the first reader's copy (a kernel computing it stores it too)."""
+                use = first if first is not None and isinstance(use.operation, func.ReturnOp) else use
+                return seed_of.get(use.operation, (use.operation, use.index))
+
+            _one_copy_per_group(op, reader)
     for op in list(fn.body.block.ops):
         if not isinstance(op, (*VIEWS, tta.ArangeOp)) or _stored_by_its_seed(op, seed_of):
             continue
         uses = list(op.result.uses)
         siblings = bool(uses) and all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in uses)
-        readers: dict[object, list] = {}
-        for use in uses:
-            if use.operation in seed_of:
-                key: object = seed_of[use.operation]
-            elif siblings:
-                key = shape_of(use.operation.results[0].type)
-            else:
-                key = (use.operation, use.index)
-            readers.setdefault(key, []).append(use)
-        for group in list(readers.values())[1:]:
-            clone = _clone_after(op)
-            for use in group:
-                use.operation.operands[use.index] = clone
+        _one_copy_per_group(op, lambda u, siblings=siblings: seed_of[u.operation] if u.operation in seed_of else
+                            shape_of(u.operation.results[0].type) if siblings else (u.operation, u.index))  # fmt: skip
 
 
 def _computes_indices(op: Operation, found: set[Operation]) -> bool:
@@ -107,15 +103,11 @@ def _computes_indices(op: Operation, found: set[Operation]) -> bool:
                for v in op.operands)
 
 
-def _one_copy_per_reader(op: Operation, seed_of: dict[Operation, int]) -> None:
-    """Give each reader of `op` (each seed group's readers together) its own copy of it; the function's return
-    shares the first reader's (a kernel computing it anyway stores it too)."""
-    readers: dict[object, list] = {}
-    uses = sorted(op.results[0].uses, key=lambda use: isinstance(use.operation, func.ReturnOp))
-    for use in uses:
-        key = next(iter(readers), None) if isinstance(use.operation, func.ReturnOp) else seed_of.get(
-            use.operation, (use.operation, use.index))  # fmt: skip
-        readers.setdefault(key, []).append(use)
+def _one_copy_per_group(op: Operation, group_of: Callable[[Use], object]) -> None:
+    """Give each group of `op`'s readers (by `group_of` of each use) its own copy of it, the first group `op`."""
+    readers: dict[object, list[Use]] = {}
+    for use in list(op.results[0].uses):
+        readers.setdefault(group_of(use), []).append(use)
     for group in list(readers.values())[1:]:
         clone = _clone_after(op)
         for use in group:

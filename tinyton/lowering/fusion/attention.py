@@ -174,9 +174,10 @@ class _Program(ScoreSteps):
         out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
         shape = (self.bm, self.dvp)
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
+        batch_index = em.emit(tt.ProgramIdOp(1))
         for view in att.outputs:
             layout = OutputLayout.of(att, view)
-            offsets = layout.row_offsets(em, em.emit(tt.ProgramIdOp(1)), rows)
+            offsets = layout.row_offsets(em, batch_index, rows)
             offsets = em.binary(tt.AddOp, offsets, em.mul_int(dv_cols, layout.column_stride))
             ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[view.base], shape), em.to_shape(offsets, shape)))
             em.emit(tt.StoreOp(ptrs, out, mask))

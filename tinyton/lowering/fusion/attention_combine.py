@@ -44,8 +44,9 @@ def combine_in_last_chunk(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAVa
 
 
 def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue],
-                  outputs: Sequence[tuple[SSAValue, OutputLayout]], out_element: Attribute, sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue,
-                  rows_per: int, num_warps: int, cache: str | None = None) -> None:
+                  outputs: Sequence[tuple[SSAValue, OutputLayout]], out_element: Attribute,
+                  sizes: tuple[int, int, int, int], b: SSAValue, start: SSAValue, rows_per: int, num_warps: int,
+                  cache: str | None = None) -> None:
     """Fold the `splits` chunks' partials of rows `[start, start + rows_per)` of batch `b` and store the rows
     (`cache`: the loads' PTX cache operator)."""
     splits, batch, s_q, d_v = sizes

@@ -48,6 +48,7 @@ UNARY: dict[type[Operation], type[Operation]] = {
     tta.FloorOp: tt.FloorOp, tta.CeilOp: tt.CeilOp, tta.TruncOp: tt.TruncOp, tta.RintOp: tt.RintOp,
 }
 IN_REGISTERS = (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)
+"""Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
 
 
 def fmod(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -59,7 +60,6 @@ def fmod(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
         return rem
     zero = em.const(0, element)
     return em.select(em.cmp("eq", b, zero), zero, rem)
-"""Layout ops that are free in registers once the domain analysis accepted them (maps did the work)."""
 
 
 class RegionEmitter(ProgramIndices):
