@@ -135,7 +135,7 @@ class _Program(ScoreSteps):
     def emit(self) -> None:
         em, att = self.em, self.att
         self.coords = self._batch_coords()
-        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
+        start = em.mul_int(self._query_block(), self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
         row_ok = em.cmp("lt", rows, em.i32(self.rows))
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
@@ -151,6 +151,9 @@ class _Program(ScoreSteps):
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
         carried = [em.const(float("-inf"), f32, (self.bm, 1)), zero_rows, em.const(0.0, f32, (self.bm, self.dvp))]
+        overlap = self.blocks.overlap and not self.blocks.broadcast
+        if overlap:  # the previous block's probabilities, none before the first
+            carried.append(em.const(0.0, element_type(att.v.type), (self.bm, self.bn)))
         first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
         prefetch = self.blocks.broadcast and att.k_select is None and att.v_select is None
         for lb, ub, masked in ((first, split, False), (split, end, True)):
@@ -161,10 +164,14 @@ class _Program(ScoreSteps):
                 continue
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
+                if overlap:
+                    return self._overlapped_block(j, queries, row_ok, q, dv_cols, masked, *values)
                 return self._kv_block(j, queries, row_ok, q, dv_cols, masked, *values)
 
             stages = self.blocks.masked_stages if masked else self.blocks.stages
             carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
+        if overlap:
+            carried = self._last_product(end, dv_cols, *carried)
         if self.partials is not None:
             self._store_partials(rows, row_ok, dv_cols, *carried)
             return
@@ -200,6 +207,16 @@ class _Program(ScoreSteps):
 
         first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
+
+    def _query_block(self) -> SSAValue:
+        """Which block of query rows this program computes. Causal programs go longest first (FlashAttention's
+        order): the last query block sees every key, the first one block, so launched in row order the last
+        wave is the longest programs running on a few SMs while the rest idle. (Split KV loops keep the order
+        their combine step reads the partials in.)"""
+        block = self.em.emit(tt.ProgramIdOp(0))
+        if self.att.causal_offset is None or self.packed or self.split is not None or self.grid[0] == 1:
+            return block
+        return self.em.binary(tt.SubOp, self.em.i32(self.grid[0] - 1), block)
 
     def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
         """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the
@@ -343,28 +360,74 @@ class _Program(ScoreSteps):
             # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a
             # decode step) its load then overlaps the scores and the softmax instead of waiting for them
             v = self._value_block(j, bound, dv_cols)
-        zero = em.const(0.0, f32, (self.bm, self.bn))
-        imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
         if self.blocks.broadcast:  # [BM, BN, D]: the key rows (`[BN, D]`) summed along D
             k = em.cast(kt if self.att.k_transposed else em.emit(tt.TransOp(kt, (1, 0))), f32)
             s = em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, q, em.expand(k, 0)), 2))
         else:
-            s = em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
+            s = self._scores(q, kt)
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        m_new, l_new, alpha, p = self._softmax_step(s, m_old, l_old)
+        scaled = em.binary(tt.MulOp, acc, alpha)
+        if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN (p rounded to v's type)
+            products = em.binary(tt.MulOp, em.expand(em.cast(p, f32), 2), em.expand(em.cast(v, f32), 0))
+            acc_new = em.binary(tt.AddOp, scaled, em.emit(tt.ReduceSumOp(products, 1)))
+        else:
+            acc_new = self._weighted_values(p, v, scaled)
+        return [m_new, l_new, acc_new]
+
+    def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
+                          masked: bool, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue) -> list[SSAValue]:  # fmt: skip
+        """One key block with FlashAttention-3's intra-warpgroup overlap (`Blocks.overlap`): this block's scores
+        and the previous block's `p @ v` are issued back to back, so that the tensor cores compute `p @ v` while
+        the softmax of this block runs (the lowering leaves both dots in flight and waits for each where it is
+        read: tinyton/lowering/tt_to_llvm/dot_overlap.py). `acc` and `p_prev` are relative to `m_old` until
+        `alpha` moves them to the new maximum; the first step's `p_prev` is 0, its `p @ v` reads the first block.
+        The value block read is the previous one, always whole (keys below this block's start)."""
+        em = self.em
+        cols, col_ok = self._columns(j, masked)
+        kt = self._key_block(j, self._ragged_bound(col_ok))
+        previous = em.binary(tt.MaximumOp, em.binary(tt.SubOp, j, em.i32(self.bn)), em.i32(0))
+        v = self._value_block(previous, None, dv_cols)
+        s = self._scores(q, kt)
+        acc = self._weighted_values(p_prev, v, acc)
+        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        m_new, l_new, alpha, p = self._softmax_step(s, m_old, l_old)
+        return [m_new, l_new, em.binary(tt.MulOp, acc, alpha), p]
+
+    def _last_product(self, end: int | SSAValue, dv_cols: SSAValue, m: SSAValue, total: SSAValue, acc: SSAValue,
+                      p: SSAValue) -> list[SSAValue]:  # fmt: skip
+        """The overlapped loops' last `p @ v`: the value block of their last step, `max((end - 1) // BN, 0)`
+        blocks in (with no step, `p` is 0 and the first block serves)."""
+        em = self.em
+        if isinstance(end, int):
+            last = em.i32(max((end - 1) // self.bn * self.bn, 0))
+        else:
+            blocks = em.div_int(em.binary(tt.SubOp, end, em.i32(1)), self.bn)
+            last = em.binary(tt.MaximumOp, em.mul_int(blocks, self.bn), em.i32(0))
+        bound = em.i32(self.s_kv) if self.s_kv % self.bn else None
+        return [m, total, self._weighted_values(p, self._value_block(last, bound, dv_cols), acc)]
+
+    def _scores(self, q: SSAValue, kt: SSAValue) -> SSAValue:
+        """`q @ kᵀ` of one block on the tensor cores (or FMAs, TF32x3), in f32."""
+        zero = self.em.const(0.0, f32, (self.bm, self.bn))
+        imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        return self.em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
+
+    def _weighted_values(self, p: SSAValue, v: SSAValue, acc: SSAValue) -> SSAValue:
+        """`acc + p @ v` (p already in v's type)."""
+        imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        return self.em.emit(tt.DotOp(p, v, acc, self._precision(p), imprecise))
+
+    def _softmax_step(self, s: SSAValue, m_old: SSAValue, l_old: SSAValue) -> tuple[SSAValue, ...]:
+        """The online softmax of one score block in base 2: the new row maxima and sums, the factor `alpha`
+        that moves what was accumulated to the new maxima, and the probabilities in v's type."""
+        em = self.em
         m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
-        scaled = em.binary(tt.MulOp, acc, alpha)
-        p = em.cast(p, element_type(self.att.v.type))
-        imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
-        if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN (p rounded to v's type)
-            products = em.binary(tt.MulOp, em.expand(em.cast(p, f32), 2), em.expand(em.cast(v, f32), 0))
-            acc_new = em.binary(tt.AddOp, scaled, em.emit(tt.ReduceSumOp(products, 1)))
-        else:
-            acc_new = em.emit(tt.DotOp(p, v, scaled, self._precision(p), imprecise))
-        return [m_new, l_new, acc_new]
+        return m_new, l_new, alpha, em.cast(p, element_type(self.att.v.type))
 
     def _precision(self, a: SSAValue) -> str:
         """f32 operands: three TF32 products on the tensor cores where the blocks say (`Blocks.tf32x3`), else

@@ -219,13 +219,16 @@ class LayoutAssignment:
 
     def _sibling(self, op: tt.BroadcastOp, result: SSAValue) -> Layout | None:
         """The layout of another operand of an elementwise user that broadcasting into reuses registers
-        (`acc * alpha[:, None]`: alpha sliced from the scores' layout, acc in the second dot's)."""
+        (`acc * alpha[:, None]`: alpha sliced from the scores' layout, acc in the second dot's, perhaps through a
+        `tt.dot_wait` placed after the broadcast: tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
         shape, source = tt.shape_of(result.type), self.layout[op.input]
         for use in result.uses:
             if not isinstance(use.operation, ELEMENTWISE):
                 continue
             for v in use.operation.operands:
                 layout = self.layout.get(v)
+                if layout is None and isinstance(v.owner, tt.DotWaitOp):  # waited for after the broadcast
+                    layout = self.layout.get(v.owner.acc)
                 if (v is not result and v not in self.free and layout is not None and layout.shape == shape
                         and layout.project(tt.shape_of(op.input.type)) == source):
                     return layout

@@ -58,6 +58,7 @@ from tinyton.analysis.pass_inputs import check_kernel_module
 from tinyton.dialects import tt
 from tinyton.errors import CompilationError
 from tinyton.lowering.tt_to_llvm.context import kernel_num_warps, programs_per_sm
+from tinyton.lowering.tt_to_llvm.dot_overlap import overlap_dots
 from tinyton.lowering.tt_to_llvm.pipeline_plan import (
     Plan,
     feeds_mma_only,
@@ -251,6 +252,8 @@ def pipeline_module(
             specialize_loop(plan, stages, warps, programs_per_sm(module))
             continue
         new_loop = pipeline_loop(plan, stages)
+        if not plan.async_dots:
+            overlap_dots(new_loop.body.block, warps, arch)
         if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies
             pipelined.add(new_loop)
     for read in hoisted:
