@@ -174,6 +174,8 @@ class KernelContext(Emitter):
         self.smem_bytes = 0
         self.smem_pending: tuple[int, int] | None = None
         """Bytes of shared memory that threads may read until the next barrier."""
+        self.smem_pins: dict[SSAValue, int] = {}
+        """Dots in flight whose operands were staged in shared memory (`pin_smem`), each with the floor before it."""
         self.values: dict[SSAValue, Tile | Lazy] = {}
         self.module_ops: dict[str, Operation] = {}
         """Symbols the kernel needs beside it in the module (`vprintf`, format strings), by name."""
@@ -281,6 +283,18 @@ class KernelContext(Emitter):
             )
         self.smem_bytes = max(self.smem_bytes, self.smem_floor)
         return start
+
+    def pin_smem(self, dot: SSAValue, end: int) -> None:
+        """Keep the rounds lowered after this point above `end` until `dot` (a wgmma left in flight: it reads its
+        staged operands until its `tt.dot_wait`, which no barrier orders) is waited for (`unpin_smem`)."""
+        self.smem_pins[dot] = self.smem_floor
+        self.smem_floor = max(self.smem_floor, end)
+
+    def unpin_smem(self, dot: SSAValue) -> None:
+        """`dot` is waited for: once no pinned dot runs, rounds may use the staged operands' bytes again."""
+        floor = self.smem_pins.pop(dot, None)
+        if floor is not None and not self.smem_pins:
+            self.smem_floor = min(floor, self.smem_floor)
 
     def smem_read(self, start: int, nbytes: int) -> None:
         """Record that threads read `[start, start + nbytes)` since the last barrier."""

@@ -167,12 +167,12 @@ def b_tile(op: tt.DotOp) -> Swizzle:
 
 def shared_operands(
     ctx: KernelContext, op: tt.DotOp, sources: tuple[SSAValue | None, SSAValue], tiles: tuple[Swizzle, Swizzle],
-    async_proxy: bool = False,
+    async_proxy: bool = False, in_flight: SSAValue | None = None,
 ) -> list[SSAValue | None]:
     """The byte address of each operand's swizzled tile (`sources`: the values whose tiles they are; None
     for an operand read from registers): the slot a `tt.local_load` reads (pipelined loops), or a staging
     buffer the operand's registers are stored to (then a barrier, after a `fence.proxy.async` when
-    `async_proxy`: wgmma reads them)."""
+    `async_proxy`: wgmma reads them; pinned until the dot `in_flight` is waited for, if given)."""
     bases: list[SSAValue | None] = [None, None]
     staged = []
     for i, (value, tile) in enumerate(zip(sources, tiles)):
@@ -198,6 +198,8 @@ def shared_operands(
             fence_async_proxy(ctx)
         ctx.barrier()
         ctx.smem_read(start, nbytes)
+        if in_flight is not None:
+            ctx.pin_smem(in_flight, start + nbytes)
     return bases
 
 

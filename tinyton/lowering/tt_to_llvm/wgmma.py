@@ -22,7 +22,8 @@ such dot whose instructions are as many times wider, their accumulators concaten
 N.. of an m64n(2N) accumulator are those of the second dot's m64nN, in the same order). A dot the pipeliner
 left in flight (`tt.async_dot`) stops after the commit; its `tt.dot_wait` is that `wait_group N` (wgmma orders
 the accumulator registers between consecutive instructions of one shape, so the next iteration's dot may take
-them before they are final). A float8 dot with
+them before they are final); operands it staged in shared memory stay pinned there until that wait (no barrier
+orders wgmma's reads of them: `KernelContext.pin_smem`). A float8 dot with
 `max_num_imprecise_acc` (`float8_dot.promotion_steps`) goes block by block: per chain of that many K steps a
 fence, the wgmmas into a fresh partial (the first with scale-d false) and a commit; then `wait_group 1` (the chain
 before is done, this one runs on) and one `add.f32` per register of the chain before into the accumulator, and
@@ -214,7 +215,8 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
     a_words = _a_fragments(ctx, op, ctx.layout_of(op.a)) if from_registers else None
     accs = [list(ctx.get(dot.acc, layout)) for dot in group]
     a_source = None if from_registers else m_major or op.a
-    a_base, b_base = shared_operands(ctx, op, (a_source, k_major or op.b), (a_tile, bt), True)
+    in_flight = op.result if tt.ASYNC_DOT_ATTR in op.attributes else None
+    a_base, b_base = shared_operands(ctx, op, (a_source, k_major or op.b), (a_tile, bt), True, in_flight)
     a_bits = _descriptor_bits(a_tile, 16) if m_major is None else _descriptor_bits(a_tile, a_tile.panel_bytes)
     b_bits = _descriptor_bits(bt, 16) if k_major is not None else _descriptor_bits(bt, bt.panel_bytes)
     row0, col0 = _warpgroup(ctx, tiling)
@@ -298,7 +300,9 @@ def _wait(ctx: KernelContext, pending: int, acc: list[SSAValue]) -> list[SSAValu
 @lowers_tile(tt.DotWaitOp)
 def lower_dot_wait(ctx: KernelContext, op: tt.DotWaitOp, layout: Layout | None) -> list[SSAValue]:
     assert layout is not None
-    return _wait(ctx, op.pending.value.data, list(ctx.get(op.acc, layout)))
+    done = _wait(ctx, op.pending.value.data, list(ctx.get(op.acc, layout)))
+    ctx.unpin_smem(op.acc)
+    return done
 
 
 @lowers(tt.PromotedDotOp)
