@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from attention_reference import attention_gradients_reference, masked_scores
+from toolchains import needs_ptxas
 
 import tinyton as tt
 from tinyton.compiler import compile_module
@@ -312,3 +313,18 @@ def test_backward_kernels_in_the_models_layout_assemble(arch):
         program = packed_gradient.compile(qkv, o, lse, do, 2)
         assert [step.launch.kind for step in program.steps] == BACKWARD
         _assert_assembles(program, arch)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_the_gradient_kernels_keep_their_accumulators_in_registers(d):
+    """sm_90a: dk and dv (the dk/dv kernel's whole-kernel accumulators) and dq fit the registers at every head dim,
+    with nothing spilled; the dk/dv kernel's four products all run on wgmma, pᵀ and dsᵀ read from registers."""
+    q = np.zeros((2, 512, d), np.float16)
+    program = causal_step.compile(q, q, q, q)
+    for step in program.steps[2:]:
+        launch = step.launch
+        kernel = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+        assert kernel.n_spills == 0, f"{launch.kind} at D = {d} spills {kernel.n_spills} registers"
+        if launch.kind == "attention_dkdv":
+            assert kernel.asm["ptx"].count("wgmma.commit_group") >= 4 and "mma.sync" not in kernel.asm["ptx"]

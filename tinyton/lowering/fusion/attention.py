@@ -42,7 +42,7 @@ from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
 from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
-from tinyton.lowering.fusion.emitter import Emitter, f32
+from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
 
 LN2 = 0.6931471805599453
@@ -70,6 +70,7 @@ class _Program(ScoreSteps):
         self.element = element_type(att.q.base.type)
         self.blocks = blocks
         self.bm, self.bn = self.blocks.bm, self.blocks.bn
+        self.score_shape = (self.bm, self.bn)
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.packed = packed_group_axes(att)
         """Grouped-query heads packed as rows of one query block (decoding): their coordinates are 0, the
@@ -111,9 +112,9 @@ class _Program(ScoreSteps):
     def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
              mask: SSAValue | None, view: QView | None = None, cast: bool = True) -> SSAValue:
         """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
-        `[1, C]`); masked lanes give 0. `cast=False`: as stored (a k or v in another float type, `Stored`)."""
+        `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in another float type, `Stored`)."""
         em = self.em
-        shape = (shape_of(rows.type)[0], shape_of(cols.type)[1])
+        shape = broadcast_shape(shape_of(rows.type), shape_of(cols.type))
         offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
         for index, stride in ((rows, row_stride), (cols, col_stride)):
             if stride:
@@ -314,10 +315,11 @@ class _Program(ScoreSteps):
         """The bound of a block's key loads: S_kv where `col_ok` says the block is ragged, else None (all in range)."""
         return self.em.i32(self.s_kv) if col_ok is not None else None
 
-    def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True) -> SSAValue:
+    def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True, rows: bool = False) -> SSAValue:
         """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
         reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
-        loaded as it is. Keys at or past `bound` (None: all in range) read 0; `cast=False`: as stored."""
+        loaded as it is. `rows`: the block's `[BN, D]` rows instead (the left operand of `k @ qᵀ`). Keys at or
+        past `bound` (None: all in range) read 0; `cast=False`: as stored."""
         em, att = self.em, self.att
         if att.k_transposed:
             kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
@@ -325,12 +327,13 @@ class _Program(ScoreSteps):
             row_in = em.cmp("lt", kv_rows, bound) if bound is not None else None
             mask = em.and_(row_in, self._below(d_cols, self.dp, self.d))
             k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), mask, cast)
-            return k if self.blocks.broadcast else em.emit(tt.TransOp(k, (1, 0)))
+            return k if self.blocks.broadcast or rows else em.emit(tt.TransOp(k, (1, 0)))
         d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
         cols = self._columns(j, masked=False)[0]
         col_in = em.cmp("lt", cols, bound) if bound is not None else None
         mask = em.and_(self._below(d_rows, self.dp, self.d), col_in)
-        return self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), mask, cast)
+        kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), mask, cast)
+        return em.emit(tt.TransOp(kt, (1, 0))) if rows else kt
 
     def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
         """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""

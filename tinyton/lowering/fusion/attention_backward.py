@@ -39,8 +39,7 @@ from tinyton.lowering.fusion.emitter import Emitter, f32
 @dataclass(frozen=True)
 class BackwardBlocks:
     """Tilings of the backward kernels: the dk/dv kernel walks query blocks of `dkdv.bm` for a key block of
-    `dkdv.bn`; the dq kernel walks key blocks of `dq.bn` for a query block of `dq.bm` (Triton's tutorial:
-    32 x 128 and 128 x 32 for 16-bit operands)."""
+    `dkdv.bn`; the dq kernel walks key blocks of `dq.bn` for a query block of `dq.bm`."""
 
     dkdv: Blocks
     dq: Blocks
@@ -48,13 +47,18 @@ class BackwardBlocks:
 
 
 def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
-    """16-bit operands as Triton's tutorial tiles them (halved for head dims over 128); f32 operands (FMAs)
-    in 32 x 32 blocks."""
+    """16-bit operands as FlashAttention-2 tiles them on 8 warps: the dk/dv kernel 64 queries a step for 128 keys
+    (64 for head dims over 128), the dq kernel 64 keys a step for 128 queries (32 keys for 64 queries over 128):
+    dk and dv, each `[BN, D]` f32, live in registers for the whole kernel, and on two warpgroups they fit without
+    spilling up to the head dims' limits (sm_90a, ptxas: 255 registers at D = 128; Triton's tutorial tiling, 128
+    keys and 32 queries on 4 warps, spilled 569 registers there and 512 at D = 256). f32 operands (FMAs) in 32 x 32
+    blocks."""
     att = bwd.scores
     wide = max(att.q.shape[-1], shape_of(att.v.type)[-1]) > 128
     if element_type(att.q.base.type).bitwidth == 16:
-        big = 64 if wide else 128
-        return BackwardBlocks(Blocks(32, big, 4), Blocks(big, 32, 4))
+        if wide:
+            return BackwardBlocks(Blocks(64, 64, 8), Blocks(64, 32, 8))
+        return BackwardBlocks(Blocks(64, 128, 8), Blocks(128, 64, 8))
     return BackwardBlocks(Blocks(32, 32, 4), Blocks(32, 32, 4))
 
 
@@ -82,6 +86,7 @@ class _Backward(_Program):
         self.s_kv, self.d_v = shape_of(att.v.type)[-2:]
         self.element = element_type(att.q.base.type)
         self.blocks, self.bm, self.bn = blocks, blocks.bm, blocks.bn
+        self.score_shape = (self.bm, self.bn)
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
         self.packed = ()
@@ -104,9 +109,10 @@ class _Backward(_Program):
         return flat
 
     def _row_values(self, ptr: SSAValue, offset: SSAValue, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
-        """`[BM, 1]` f32 of a per-row array at `offset + row` (masked rows read 0)."""
+        """f32 of a per-row array at `offset + row`, in the shape of `rows` (`[BM, 1]`, or `[1, BM]` along the
+        columns of transposed scores); masked rows read 0."""
         em = self.em
-        shape = (shape_of(rows.type)[0], 1)
+        shape = shape_of(rows.type)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, shape), em.binary(tt.AddOp, em.to_shape(offset, shape), rows)))
         loaded = em.emit(tt.LoadOp(ptrs, row_ok, em.const(0, element_type(ptr.type.pointee), shape)))
         return em.cast(loaded, f32)
@@ -146,11 +152,12 @@ class _Backward(_Program):
             return self.load(value, rows, cols, self.d_v, 1, mask)
         return self.load(view.base, rows, cols, view.strides[-2], view.strides[-1], mask, view)
 
-    def _probabilities(self, q: SSAValue, kt: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue,
+    def _probabilities(self, a: SSAValue, b: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue,
                        col_ok: SSAValue | None, masked: bool, lse: SSAValue) -> SSAValue:
-        """`p = exp2(s - lse)` of a `[BM, BN]` block, recomputed as the forward computed it."""
+        """`p = exp2(s - lse)` of a score block `a @ b` (`q @ kᵀ`, or `k @ qᵀ` for `score_shape` transposed),
+        recomputed as the forward computed it."""
         em = self.em
-        s = em.emit(tt.DotOp(q, kt, em.const(0.0, f32, (self.bm, self.bn))))
+        s = em.emit(tt.DotOp(a, b, em.const(0.0, f32, self.score_shape)))
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, lse)))
 
@@ -213,34 +220,48 @@ class _Delta(_Backward):
 
 
 class _KeyValueGrads(_Backward):
-    """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads)."""
+    """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads).
+
+    The scores are computed transposed, `sᵀ = k @ qᵀ` (`[BN, BM]`: keys on the rows, FlashAttention-2's
+    order), so that `pᵀ` and `dsᵀ` come out of their products in the accumulator layout the next products take
+    their left operand in: `dv += pᵀ @ do` and `dk += dsᵀ @ q` read them from registers (wgmma), and every product
+    has a key block's rows (`BN`, split over the warpgroups) as its M. Computed as `q @ kᵀ`, each of `pᵀ`, `dsᵀ`
+    was transposed through shared memory, and a 32-query block kept the score products off wgmma."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.score_shape = (self.bn, self.bm)
 
     def emit(self) -> tuple[int, int, int]:
         em, bwd = self.em, self.bwd
         outer = em.emit(tt.ProgramIdOp(1))
         start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bn)
         self.coords = self._coords_of(outer, em.i32(0) if self.group else None)  # k and v: any head of the group
-        cols, col_ok = self._columns(start, True)
-        kt = self._key_block(start, self._ragged_bound(col_ok))
+        keys = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
+        key_ok = em.cmp("lt", keys, em.i32(self.s_kv)) if self.s_kv % self.bn else None
+        bound = self._ragged_bound(key_ok)
+        k = self._key_block(start, bound, rows=True)
         dv_cols = em.arange(self.dvp, 2, 1)
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)
-        v = self._value_block(start, self._ragged_bound(col_ok), dv_cols)
-        vt = em.emit(tt.TransOp(v, (1, 0)))
+        v = self._value_block(start, bound, dv_cols)
         operand = self.element
 
         def q_block(i: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             dk, dv = carried
             rows, row_ok = self._rows(i, self.bm)
             q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
-            p = self._probabilities(q, kt, rows, row_ok, cols, col_ok, True, self._lse(rows, row_ok))
-            if self.s_q % self.bm:  # rows past S_q: no contribution (their lse and do read 0)
-                p = em.select(em.to_shape(row_ok, (self.bm, self.bn)), p, em.const(0.0, f32))
-            dv = em.emit(tt.DotOp(em.emit(tt.TransOp(em.cast(p, operand), (1, 0))), em.cast(do, operand), dv))
-            dp = em.emit(tt.DotOp(do, vt, em.const(0.0, f32, (self.bm, self.bn))))
-            ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, self._delta(rows, row_ok)))
-            dk = em.emit(tt.DotOp(em.emit(tt.TransOp(em.cast(ds, operand), (1, 0))), q, dk))
+            queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
+            query_ok = em.cmp("lt", queries, em.i32(self.s_q))
+            qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
+            pt = self._probabilities(k, qt, queries, query_ok, keys, key_ok, True, self._lse(queries, query_ok))
+            if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
+                pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
+            dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
+            dpt = em.emit(tt.DotOp(v, dot, em.const(0.0, f32, self.score_shape)))
+            dst = em.binary(tt.MulOp, pt, em.binary(tt.SubOp, dpt, self._delta(queries, query_ok)))
+            dk = em.emit(tt.DotOp(em.cast(dst, operand), q, dk))
             return [dk, dv]
 
         def head(g: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
@@ -254,10 +275,9 @@ class _KeyValueGrads(_Backward):
         c = self.att.causal_offset
         if c is not None and c < 0 < self.s_q:  # query 0 sees no key: its NaN p reaches every key's gradients
             dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
-        kv_rows = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))
-        kv_ok = em.cmp("lt", kv_rows, em.i32(self.s_kv))
-        self._store(bwd.dk, outer, kv_rows, kv_ok, self.dp, self._finish(bwd.dk, dk))
-        self._store(bwd.dv, outer, kv_rows, kv_ok, self.dvp, self._finish(bwd.dv, dv))
+        kv_ok = em.cmp("lt", keys, em.i32(self.s_kv))
+        self._store(bwd.dk, outer, keys, kv_ok, self.dp, self._finish(bwd.dk, dk))
+        self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
         return cdiv(self.s_kv, self.bn), max(1, programs), 1
 

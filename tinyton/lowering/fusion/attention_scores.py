@@ -44,6 +44,9 @@ class ScoreSteps:
     pointers: dict[SSAValue, SSAValue]
     bm: int
     bn: int
+    score_shape: tuple[int, int]
+    """The score block's shape: `(BM, BN)`, or `(BN, BM)` for the dk/dv kernel's transposed scores (rows keys,
+    columns queries): the row and column index tiles passed in are then `[1, BM]` queries and `[BN, 1]` keys."""
     scale: SSAValue | None
     load: Callable[..., SSAValue]
     _matrix_strides: Callable[[SSAValue], tuple[int, int]]
@@ -98,7 +101,7 @@ class ScoreSteps:
         if folded is None:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
-            s = em.select(em.to_shape(col_ok, (self.bm, self.bn)), s, em.const(float("-inf"), f32))
+            s = em.select(em.to_shape(col_ok, self.score_shape), s, em.const(float("-inf"), f32))
         return s
 
     def _is_causal_step(self, step: ScoreStep) -> bool:
@@ -155,7 +158,7 @@ class ScoreSteps:
         op = step.op
         if isinstance(op, tta.WhereOp):
             cond, yes, no = operands
-            return em.select(em.to_shape(cond, (self.bm, self.bn)), yes, no)
+            return em.select(em.to_shape(cond, self.score_shape), yes, no)
         if isinstance(op, tta.NegOp):
             return em.emit(tt.NegOp(s))
         return em.binary(_STEP_OPS[type(op)], *operands)
