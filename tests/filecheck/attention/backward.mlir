@@ -65,7 +65,8 @@ func.func @training_step(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tenso
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return
 
-// The kernels: delta, dk/dv (a loop over query blocks: p = exp2(s - lse), pᵀ and dsᵀ products) and dq;
+// The kernels: delta, dk/dv (a loop over query blocks: the scores transposed, sᵀ = k @ qᵀ, pᵀ = exp2(sᵀ - lse),
+// pᵀ and dsᵀ multiplied as they come out) and dq;
 // the training step's forward kernel also stores log2-sums (the logsumexp).
 // KERNELS:       tta.fusion "attention_backward"{{.*}}kernel = "[[N:from_lse_[0-9]+_attention_backward]]_delta [[N]]_dkdv [[N]]_dq"
 // KERNELS:       tta.fusion "attention_backward"{{.*}}kernel = "[[T:training_step_[0-9]+_attention_backward]]_forward [[T]]_delta [[T]]_dkdv [[T]]_dq"
@@ -73,8 +74,10 @@ func.func @training_step(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tenso
 // KERNELS:         tt.reduce
 // KERNELS:       func.func @[[N]]_dkdv
 // KERNELS:         scf.for
-// KERNELS:           tt.exp2
 // KERNELS:           tt.trans
+// KERNELS:           tt.dot
+// KERNELS:           tt.exp2
+// KERNELS-NOT:       tt.trans
 // KERNELS:           tt.dot
 // KERNELS:       func.func @[[N]]_dq
 // KERNELS:         scf.for
