@@ -152,12 +152,16 @@ class _Backward(_Program):
             return self.load(value, rows, cols, self.d_v, 1, mask)
         return self.load(view.base, rows, cols, view.strides[-2], view.strides[-1], mask, view)
 
-    def _probabilities(self, a: SSAValue, b: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue,
-                       col_ok: SSAValue | None, masked: bool, lse: SSAValue) -> SSAValue:
-        """`p = exp2(s - lse)` of a score block `a @ b` (`q @ kᵀ`, or `k @ qᵀ` for `score_shape` transposed),
-        recomputed as the forward computed it."""
+    def _product(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """`a @ b` into a score-shaped f32 block (`q @ kᵀ` or `do @ vᵀ`; `k @ qᵀ` and `v @ doᵀ` transposed)."""
+        return self.em.emit(tt.DotOp(a, b, self.em.const(0.0, f32, self.score_shape)))
+
+    def _probabilities(self, s: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue, col_ok: SSAValue | None,
+                       masked: bool, lse: SSAValue) -> SSAValue:
+        """`p = exp2(s - lse)` of the score block `s` (`_product`), recomputed as the forward computed it. The
+        kernels issue `s` and `dp`'s product back to back before this: the softmax runs while `dp` is on the
+        tensor cores (tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
         em = self.em
-        s = em.emit(tt.DotOp(a, b, em.const(0.0, f32, self.score_shape)))
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, lse)))
 
@@ -255,11 +259,11 @@ class _KeyValueGrads(_Backward):
             queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
-            pt = self._probabilities(k, qt, queries, query_ok, keys, key_ok, True, self._lse(queries, query_ok))
+            st, dpt = self._product(k, qt), self._product(v, dot)
+            pt = self._probabilities(st, queries, query_ok, keys, key_ok, True, self._lse(queries, query_ok))
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
                 pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
-            dpt = em.emit(tt.DotOp(v, dot, em.const(0.0, f32, self.score_shape)))
             dst = em.binary(tt.MulOp, pt, em.binary(tt.SubOp, dpt, self._delta(queries, query_ok)))
             dk = em.emit(tt.DotOp(em.cast(dst, operand), q, dk))
             return [dk, dv]
@@ -314,9 +318,9 @@ class _QueryGrads(_Backward):
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
                 cols, col_ok = self._columns(j, masked)
                 kt = self._key_block(j, self._ragged_bound(col_ok))
-                p = self._probabilities(q, kt, rows, row_ok, cols, col_ok, masked, lse)
                 v = self._value_block(j, self._ragged_bound(col_ok), dv_cols)
-                dp = em.emit(tt.DotOp(do, em.emit(tt.TransOp(v, (1, 0))), em.const(0.0, f32, (self.bm, self.bn))))
+                s, dp = self._product(q, kt), self._product(do, em.emit(tt.TransOp(v, (1, 0))))
+                p = self._probabilities(s, rows, row_ok, cols, col_ok, masked, lse)
                 ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, delta))
                 k = em.emit(tt.TransOp(kt, (1, 0)))
                 return [em.emit(tt.DotOp(em.cast(ds, self.element), k, values[0]))]
