@@ -136,7 +136,7 @@ class _Program(ScoreSteps):
     def emit(self) -> None:
         em, att = self.em, self.att
         self.coords = self._batch_coords()
-        start = em.mul_int(self._query_block(), self.bm)
+        start = em.mul_int(self._query_block(self.grid[0]), self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
         row_ok = em.cmp("lt", rows, em.i32(self.rows))
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
@@ -209,15 +209,15 @@ class _Program(ScoreSteps):
         first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
 
-    def _query_block(self) -> SSAValue:
-        """Which block of query rows this program computes. Causal programs go longest first (FlashAttention's
+    def _query_block(self, count: int) -> SSAValue:
+        """Which of the `count` blocks of query rows this program computes. Causal programs go longest first (FlashAttention's
         order): the last query block sees every key, the first one block, so launched in row order the last
         wave is the longest programs running on a few SMs while the rest idle. (Split KV loops keep the order
         their combine step reads the partials in.)"""
         block = self.em.emit(tt.ProgramIdOp(0))
-        if self.att.causal_offset is None or self.packed or self.split is not None or self.grid[0] == 1:
+        if self.att.causal_offset is None or self.packed or self.split is not None or count == 1:
             return block
-        return self.em.binary(tt.SubOp, self.em.i32(self.grid[0] - 1), block)
+        return self.em.binary(tt.SubOp, self.em.i32(count - 1), block)
 
     def _chunk(self, split: int | SSAValue, end: int | SSAValue) -> tuple[int | SSAValue, ...]:
         """The bounds (start, unmasked end, end) of the KV loops: the whole range, or with a split the

@@ -301,7 +301,7 @@ class _QueryGrads(_Backward):
     def emit(self) -> tuple[int, int, int]:
         em = self.em
         self.coords = self._batch_coords()
-        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm)
+        start = em.mul_int(self._query_block(cdiv(self.s_q, self.bm)), self.bm)  # causal: the longest first
         rows, row_ok = self._rows(start, self.bm)
         q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
         folded = self._log2e_step()
