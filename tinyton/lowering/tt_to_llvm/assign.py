@@ -32,7 +32,7 @@ from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.axis_info import pointee_bytes
 from tinyton.lowering.tt_to_llvm.layouts import Layout, blocked, scannable
 from tinyton.lowering.tt_to_llvm.mma_layout import mma_tiling, uses_mma
-from tinyton.lowering.tt_to_llvm.wgmma_layout import uses_wgmma, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import register_a_layout, uses_wgmma, wgmma_tiling
 
 ELEMENTWISE = (
     tt.BinaryOp, tt.UnaryOp, tt.CmpOp, tt.SelectOp, tt.CastOp, tt.BitcastOp, tt.FmaOp, tt.HintOp, tt.AddPtrOp,
@@ -114,7 +114,8 @@ class LayoutAssignment:
     def _wanted(self, value: SSAValue, memo: dict[SSAValue, Layout | None]) -> Layout | None:
         """A layout, other than its own, that a user of the flexible `value` needs it in (`memo` holds the
         answer for the flexible values defined after it). A tile a loop carries (loaded one K step ahead) is
-        wanted as the body's users of it want it, initial value and next iteration's alike."""
+        wanted as the body's users of it want it, initial value and next iteration's alike; a wgmma dot's left
+        operand in the layout of its register fragment (q of a warp-specialised attention, left in registers)."""
         for use in value.uses:
             user = use.operation
             arg = _carried_as(user, use.index)
@@ -125,6 +126,8 @@ class LayoutAssignment:
             else:
                 deeper = memo[result] if result in self._flexible else None
                 match user:
+                    case tt.DotOp() if user.a is value and uses_wgmma(user, self.num_warps, self.arch):
+                        wanted = register_a_layout(user, self.num_warps)  # loaded as wgmma reads it from registers
                     case tt.ExpandDimsOp():
                         wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
                     case tt.BroadcastOp():

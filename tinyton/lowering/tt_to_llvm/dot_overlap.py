@@ -14,8 +14,9 @@ that reads it, told how many dots issued after it may still run: the softmax of 
     acc * alpha                         m = max(s') ...
                                         acc' = tt.dot_wait acc, 0;  acc' * alpha
 
-Every dot is waited for within the step, so the pipeliner's slots (which the next steps overwrite) and the
-operands staged in shared memory (each dot's own round of the step) are read by no dot still running past it.
+Every dot is waited for within the step, before a warp-specialised consumer releases the step's slot, so the
+pipeliner's slots (which the next steps overwrite) and the operands staged in shared memory (pinned until the wait:
+`KernelContext.pin_smem`) are read by no dot still running past it.
 Only top-level dots of the step, none promoting float8 partials, and only when all of them run on wgmma: a
 synchronous one would wait for every group before it (`wait_group 0`).
 """
@@ -55,9 +56,12 @@ def overlap_dots(block: Block, num_warps: int, arch: str) -> bool:
 
 
 def _first_reader(dot: tt.DotOp, block: Block) -> Operation:
-    """The first op of `block` that reads `dot`'s result (itself or through an op nested in it)."""
+    """The first op of `block` after `dot` that reads its result (itself or through an op nested in it), or that
+    releases the shared-memory slots its operands may be in (a warp-specialised consumer's arrival on `empty`)."""
     users = [use.operation for use in dot.result.uses]
-    for op in block.ops:
-        if any(op.is_ancestor(user) for user in users):
+    op = dot.next_op
+    while op is not None:
+        if isinstance(op, tt.BarrierArriveOp) or any(op.is_ancestor(user) for user in users):
             return op
+        op = op.next_op
     raise AssertionError(f"{dot.name} in a loop body is read by nothing (its yield reads it at least)")

@@ -169,24 +169,28 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
 
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
-    from shared memory by every iteration, they are copied there once instead of stored each time."""
+    from shared memory by every iteration, they are copied there once instead of stored each time. Not in a loop
+    asking for warp specialisation, whose producer would copy them too: its dots read them from registers
+    (wgmma's register A, the layout assignment loads them in)."""
     found = []
     for op in module.walk():
         if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and is_zero(op.other)):
             continue
-        if feeds_mma_only(op) and all(_inside_loop(u.operation, op.parent_block()) for u in op.result.uses):
+        loops = [_enclosing_loop(u.operation, op.parent_block()) for u in op.result.uses]
+        if feeds_mma_only(op) and all(loop is not None and tt.WARP_SPECIALIZE_ATTR not in loop.attributes
+                                      for loop in loops):
             found.append(op)
     return found
 
 
-def _inside_loop(op: Operation, outer: Block | None) -> bool:
-    """Whether `op` sits in an `scf.for` nested in `outer`."""
-    parent = op.parent_op()
+def _enclosing_loop(op: Operation, outer: Block | None) -> scf.ForOp | None:
+    """The outermost `scf.for` nested in `outer` that holds `op`, if any."""
+    found, parent = None, op.parent_op()
     while parent is not None and outer is not None and outer.is_ancestor(parent):
         if isinstance(parent, scf.ForOp):
-            return True
+            found = parent
         parent = parent.parent_op()
-    return False
+    return found
 
 
 def _hoist(load: tt.LoadOp) -> tt.LocalLoadOp:
@@ -250,9 +254,10 @@ def pipeline_module(
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
         if plan.warp_specialized:
             specialize_loop(plan, stages, warps, programs_per_sm(module))
-            continue
-        new_loop = pipeline_loop(plan, stages)
-        if not plan.async_dots:
+            new_loop = plan.loop  # the consumers' loop
+        else:
+            new_loop = pipeline_loop(plan, stages)
+        if not plan.async_dots:  # a step's slots are released (or overwritten) once its dots are waited for
             overlap_dots(new_loop.body.block, warps, arch)
         if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies
             pipelined.add(new_loop)

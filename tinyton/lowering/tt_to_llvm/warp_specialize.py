@@ -208,7 +208,8 @@ def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) ->
 def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tuple[SSAValue, SSAValue]:
     """Turn `plan`'s loop into waits on `full`, reads of the slots, its dots and the release of each slot once the
     dots reading it are done: dots in flight release the previous iteration's slot (the last one's after the
-    loop), dots that wait for themselves their own iteration's; gives the slot and phase after the loop."""
+    loop), dots that wait for themselves their own iteration's; gives the slot and phase after the loop (`plan.loop`
+    is then the consumers' loop)."""
     loop = plan.loop
     in_flight = bool(plan.async_dots)
     if in_flight:
@@ -238,7 +239,7 @@ def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tupl
         after.add(tt.BarrierArriveOp(ring.empty, _previous(after, slot_out, ring.slots),
                                      after.value(tt.CmpOp("lt", new_loop.lb, new_loop.ub))))
     region_dce(new_loop.body)
-    new_loop = drop_dead_carried(new_loop)  # the addresses the loads were carried by
+    new_loop = plan.loop = drop_dead_carried(new_loop)  # the addresses the loads were carried by
     slot_out, phase_out = new_loop.results[-2:]
     return slot_out, phase_out
 

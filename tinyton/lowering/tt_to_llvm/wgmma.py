@@ -57,7 +57,9 @@ from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.mma_layout import m_major_a
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
-from tinyton.lowering.tt_to_llvm.wgmma_layout import MAX_N, ROWS, WARPGROUP, WgmmaTiling, k_step, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import (
+    ROWS, WARPGROUP, WgmmaTiling, k_step, register_a, wgmma_tiling,
+)
 
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 
@@ -116,18 +118,6 @@ def _wgmma(
         f"${r + n_in - 2}, p, {', '.join(scales)};\n}}"
     )
     return _asm(ctx, text, r, inputs, acc or [])
-
-
-def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
-    """Whether A can be read from registers: it is held in the accumulator layout of an m x k wgmma (the
-    probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks
-    (16-bit types only: an 8-bit A fragment packs four K-consecutive elements per register)."""
-    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
-    if layout is None or isinstance(op.a.owner, tt.LocalLoadOp) or m_major_a(op) is not None or k > MAX_N or \
-            tt.element_type(op.a.type).bitwidth != 16:
-        return False
-    a_tiling, tiling = WgmmaTiling.of(m, k, num_warps), WgmmaTiling.of(m, n, num_warps)
-    return a_tiling.groups_n == 1 and tiling.groups_n == 1 and layout == a_tiling.accumulator()
 
 
 def _a_fragments(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[list[list[SSAValue]]]:

@@ -133,3 +133,22 @@ def wgmma_fits(op: tt.DotOp, num_warps: int, arch: str, k_major: bool) -> bool:
 def wgmma_tiling(op: tt.DotOp, num_warps: int) -> WgmmaTiling:
     m, n = tt.shape_of(op.result.type)
     return WgmmaTiling.of(m, n, num_warps)
+
+
+def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
+    """Whether A can be read from registers: it is held in the accumulator layout of an m x k wgmma (the
+    probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks
+    (16-bit types only: an 8-bit A fragment packs four K-consecutive elements per register)."""
+    fragment = register_a_layout(op, num_warps)
+    return layout is not None and fragment is not None and layout == fragment
+
+
+def register_a_layout(op: tt.DotOp, num_warps: int) -> Layout | None:
+    """The layout in which `op`'s A would be read from registers (`register_a`), if A may be: a 16-bit A of at
+    most `MAX_N` columns, not a shared-memory slot or read M-major, both products' warpgroups split along M."""
+    (m, k), (_, n) = tt.shape_of(op.a.type), tt.shape_of(op.b.type)
+    if isinstance(op.a.owner, tt.LocalLoadOp) or m_major_a(op) is not None or k > MAX_N or \
+            tt.element_type(op.a.type).bitwidth != 16:
+        return None
+    a_tiling, tiling = WgmmaTiling.of(m, k, num_warps), WgmmaTiling.of(m, n, num_warps)
+    return a_tiling.accumulator() if a_tiling.groups_n == 1 and tiling.groups_n == 1 else None

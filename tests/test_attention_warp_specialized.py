@@ -1,0 +1,84 @@
+"""FlashAttention-3's producer and consumers (`Blocks.warp_specialize`, tinyton/lowering/fusion/attention.py
+`_specialized_loop`): one KV loop whose key and value blocks are descriptor loads, split on sm_90a into a producer
+warpgroup copying them by TMA into an mbarrier-guarded ring and consumer warpgroups whose q stays in registers
+(wgmma's register A). The same results as the plain kernel on the simulator and the GPU, with and without the
+products overlapped; forms it does not fit (causal, ragged) keep the plain loops."""
+
+from __future__ import annotations
+
+import re
+import weakref
+
+import numpy as np
+import pytest
+from test_attention import batched_attention, causal_attention, randn, reference
+from toolchains import needs_ptxas
+
+from tinyton.compiler import compile_module
+from tinyton.compiler import program as compiler_program
+from tinyton.frontend import programs
+from tinyton.lowering.fusion.attention_blocks import Blocks
+
+BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture
+def blocks(monkeypatch):
+    """Every attention compiled from here on with the given blocks (no program compiled before is reused)."""
+
+    def use(chosen: Blocks) -> None:
+        monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: chosen)
+        monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
+
+    return use
+
+
+def _kv_loop(program) -> str:
+    return str(program.steps[0].launch.module)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+@pytest.mark.parametrize("shape, kv_heads", [((2, 4, 256, 64), 4), ((1, 8, 512, 128), 2), ((2, 2, 128, 96), 2)])
+def test_warp_specialized_attention_matches(monkeypatch, blocks, backend, overlap, shape, kv_heads):
+    """Heads of their own and grouped-query heads (k and v broadcast over the group), head dims padded or not."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    b, h, s, d = shape
+    rng = np.random.default_rng(s + d)
+    q = randn(rng, b, h, s, d, dtype=np.float16)
+    k, v = (randn(rng, b, kv_heads, 1, s, d, dtype=np.float16) for _ in range(2))
+    q = q.reshape(b, kv_heads, h // kv_heads, s, d)
+    program = batched_attention.compile(q, k, v, 0.1)
+    assert "tt.warp_specialize" in _kv_loop(program) and "tt.descriptor_load" in _kv_loop(program)
+    np.testing.assert_allclose(program(q, k, v, 0.1), reference(q, k, v, 0.1), rtol=2e-2, atol=2e-2)
+
+
+def test_forms_it_does_not_fit_keep_the_plain_loops(blocks):
+    """A causal end and a ragged last block need the masked loop: the request is ignored, as Triton's is."""
+    blocks(Blocks(64, 32, 4, warp_specialize=True))
+    rng = np.random.default_rng(1)
+    q, k, v = (randn(rng, 1, 2, 100, 64, dtype=np.float16) for _ in range(3))
+    for program in (causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.1)):
+        assert "tt.warp_specialize" not in _kv_loop(program)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+def test_the_consumers_wait_on_mbarriers_only(blocks, overlap):
+    """sm_90a: a producer warpgroup (its registers given up) issues the TMA copies, the consumers (grown to 240
+    registers) read q from registers and wait for each slot on its mbarrier: no barrier of all threads in their
+    loop, nothing spilled."""
+    blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    rng = np.random.default_rng(2)
+    q, k, v = (randn(rng, 2, 4, 1024, 128, dtype=np.float16) for _ in range(3))
+    launch = batched_attention.compile(q, k, v, 0.1).steps[0].launch
+    kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+    ptx = kernel.asm["ptx"]
+    assert "setmaxnreg.dec.sync.aligned.u32 24" in ptx and "setmaxnreg.inc.sync.aligned.u32 240" in ptx
+    assert "cp.async.bulk.tensor.4d" in ptx and kernel.n_spills == 0
+    consumers = ptx[ptx.index("setmaxnreg.inc"):]
+    loop = consumers[: consumers.index("mbarrier.arrive")]
+    assert "bar.sync" not in loop and "mbarrier.try_wait" in loop
+    assert re.search(r"wgmma.mma_async\S* \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}", loop), "q from registers"
+    assert ("wgmma.wait_group.sync.aligned 1" in loop) == overlap
