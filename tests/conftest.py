@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
+
+from tinyton.compiler import program as compiler_program
+from tinyton.frontend import programs
 
 ISOLATED_ENV = "TINYTON_ISOLATED"
 ISOLATED_SECONDS = 300
@@ -45,3 +49,15 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if child.returncode != 0:
         pytest.fail(f"{pyfuncitem.nodeid} failed in its own process:\n{(child.stdout + child.stderr)[-4000:]}")
     return True
+
+
+@pytest.fixture
+def attention_blocks(monkeypatch):
+    """`attention_blocks(Blocks(...))`: every attention compiled from then on takes those blocks instead of the
+    tuner's or the default (no array program compiled before is reused)."""
+
+    def use(chosen) -> None:
+        monkeypatch.setattr(compiler_program, "attention_blocks", lambda problem: chosen)
+        monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
+
+    return use

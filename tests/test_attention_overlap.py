@@ -6,8 +6,6 @@ flight within the step (tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pytest
 from test_attention import batched_attention, causal_attention, causal_reference, masked_attention, randn, reference
@@ -15,30 +13,17 @@ from test_attention_outputs import attention_and_logsumexp
 from toolchains import needs_ptxas
 
 from tinyton.compiler import compile_module
-from tinyton.compiler import program as compiler_program
-from tinyton.frontend import programs
 from tinyton.lowering.fusion.attention_blocks import Blocks
 
-BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture
-def overlapped(monkeypatch):
-    """Every attention compiled from here on with the given blocks (no program compiled before is reused)."""
-
-    def use(blocks: Blocks) -> None:
-        monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: blocks)
-        monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
-
-    return use
+BACKENDS = ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 @pytest.mark.parametrize("s_q, s_kv", [(128, 256), (100, 77), (64, 64), (1, 300)])
-def test_full_attention_matches(monkeypatch, overlapped, backend, dtype, s_q, s_kv):
+def test_full_attention_matches(monkeypatch, attention_blocks, backend, dtype, s_q, s_kv):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    overlapped(Blocks(64, 32, 4, overlap=True))
+    attention_blocks(Blocks(64, 32, 4, overlap=True))
     rng = np.random.default_rng(s_q + s_kv)
     q, k, v = (randn(rng, 2, 3, s, 64, dtype=dtype) for s in (s_q, s_kv, s_kv))
     tol = 2e-2 if dtype == np.float16 else 1e-4
@@ -47,10 +32,10 @@ def test_full_attention_matches(monkeypatch, overlapped, backend, dtype, s_q, s_
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("s", [128, 200, 33])
-def test_causal_attention_matches(monkeypatch, overlapped, backend, s):
+def test_causal_attention_matches(monkeypatch, attention_blocks, backend, s):
     """The unmasked loop hands its last probabilities to the masked one: both loops' steps and the last product."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    overlapped(Blocks(64, 32, 4, overlap=True))
+    attention_blocks(Blocks(64, 32, 4, overlap=True))
     rng = np.random.default_rng(s)
     q, k, v = (randn(rng, 1, 2, s, 64, dtype=np.float16) for _ in range(3))
     want = causal_reference(q, k, v, 0.125)
@@ -58,9 +43,9 @@ def test_causal_attention_matches(monkeypatch, overlapped, backend, s):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_masks_bias_and_fully_masked_rows(monkeypatch, overlapped, backend):
+def test_masks_bias_and_fully_masked_rows(monkeypatch, attention_blocks, backend):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    overlapped(Blocks(64, 32, 4, overlap=True))
+    attention_blocks(Blocks(64, 32, 4, overlap=True))
     rng = np.random.default_rng(3)
     q, k, v = randn(rng, 2, 70, 64), randn(rng, 2, 90, 64), randn(rng, 2, 90, 64)
     bias = randn(rng, 70, 90)
@@ -74,11 +59,11 @@ def test_masks_bias_and_fully_masked_rows(monkeypatch, overlapped, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_grouped_query_heads_and_a_split_kv_loop(monkeypatch, overlapped, backend):
+def test_grouped_query_heads_and_a_split_kv_loop(monkeypatch, attention_blocks, backend):
     """Decoding with the KV loop cut in chunks: each chunk's last product before its partials are stored; a chunk
     past the keys stores nothing of them."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    overlapped(Blocks(16, 32, 4, splits=5, overlap=True))
+    attention_blocks(Blocks(16, 32, 4, splits=5, overlap=True))
     rng = np.random.default_rng(4)
     q, k, v = randn(rng, 2, 8, 1, 64), randn(rng, 2, 1, 300, 64), randn(rng, 2, 1, 300, 64)
     program = batched_attention.compile(q, k, v, 0.125)
@@ -87,9 +72,9 @@ def test_grouped_query_heads_and_a_split_kv_loop(monkeypatch, overlapped, backen
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_logsumexp_is_of_every_block(monkeypatch, overlapped, backend):
+def test_the_logsumexp_is_of_every_block(monkeypatch, attention_blocks, backend):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    overlapped(Blocks(64, 32, 4, overlap=True))
+    attention_blocks(Blocks(64, 32, 4, overlap=True))
     rng = np.random.default_rng(5)
     q, k, v = (randn(rng, 2, 4, 150, 64) for _ in range(3))
     out, lse = attention_and_logsumexp.compile(q, k, v)(q, k, v)
@@ -101,10 +86,10 @@ def test_the_logsumexp_is_of_every_block(monkeypatch, overlapped, backend):
 
 @needs_ptxas
 @pytest.mark.parametrize("program, causal", [(batched_attention, False), (causal_attention, True)], ids=["full", "causal"])
-def test_both_dots_stay_in_flight_on_sm90a(overlapped, program, causal):
+def test_both_dots_stay_in_flight_on_sm90a(attention_blocks, program, causal):
     """Lowered for sm_90a (128 queries on two warpgroups, D = 128): the step's scores wait for themselves only
     (`wait_group 1`: `p @ v` runs on), `p @ v` is waited for where `alpha` rescales it, and nothing spills."""
-    overlapped(Blocks(128, 64, 8, overlap=True))
+    attention_blocks(Blocks(128, 64, 8, overlap=True))
     rng = np.random.default_rng(6)
     q, k, v = (randn(rng, 1, 2, 512, 128, dtype=np.float16) for _ in range(3))
     args = (q, k, v) if causal else (q, k, v, 0.088)

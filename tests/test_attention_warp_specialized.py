@@ -7,7 +7,6 @@ products overlapped; forms it does not fit (causal, ragged) keep the plain loops
 from __future__ import annotations
 
 import re
-import weakref
 
 import numpy as np
 import pytest
@@ -15,22 +14,9 @@ from test_attention import batched_attention, causal_attention, randn, reference
 from toolchains import needs_ptxas
 
 from tinyton.compiler import compile_module
-from tinyton.compiler import program as compiler_program
-from tinyton.frontend import programs
 from tinyton.lowering.fusion.attention_blocks import Blocks
 
-BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture
-def blocks(monkeypatch):
-    """Every attention compiled from here on with the given blocks (no program compiled before is reused)."""
-
-    def use(chosen: Blocks) -> None:
-        monkeypatch.setattr(compiler_program, "attention_blocks", lambda p: chosen)
-        monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
-
-    return use
+BACKENDS = ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])]
 
 
 def _kv_loop(program) -> str:
@@ -40,10 +26,10 @@ def _kv_loop(program) -> str:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
 @pytest.mark.parametrize("shape, kv_heads", [((2, 4, 256, 64), 4), ((1, 8, 512, 128), 2), ((2, 2, 128, 96), 2)])
-def test_warp_specialized_attention_matches(monkeypatch, blocks, backend, overlap, shape, kv_heads):
+def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backend, overlap, shape, kv_heads):
     """Heads of their own and grouped-query heads (k and v broadcast over the group), head dims padded or not."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
     b, h, s, d = shape
     rng = np.random.default_rng(s + d)
     q = randn(rng, b, h, s, d, dtype=np.float16)
@@ -54,9 +40,9 @@ def test_warp_specialized_attention_matches(monkeypatch, blocks, backend, overla
     np.testing.assert_allclose(program(q, k, v, 0.1), reference(q, k, v, 0.1), rtol=2e-2, atol=2e-2)
 
 
-def test_forms_it_does_not_fit_keep_the_plain_loops(blocks):
+def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A causal end and a ragged last block need the masked loop: the request is ignored, as Triton's is."""
-    blocks(Blocks(64, 32, 4, warp_specialize=True))
+    attention_blocks(Blocks(64, 32, 4, warp_specialize=True))
     rng = np.random.default_rng(1)
     q, k, v = (randn(rng, 1, 2, 100, 64, dtype=np.float16) for _ in range(3))
     for program in (causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.1)):
@@ -65,11 +51,11 @@ def test_forms_it_does_not_fit_keep_the_plain_loops(blocks):
 
 @needs_ptxas
 @pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
-def test_the_consumers_wait_on_mbarriers_only(blocks, overlap):
+def test_the_consumers_wait_on_mbarriers_only(attention_blocks, overlap):
     """sm_90a: a producer warpgroup (its registers given up) issues the TMA copies, the consumers (grown to 240
     registers) read q from registers and wait for each slot on its mbarrier: no barrier of all threads in their
     loop, nothing spilled."""
-    blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
     rng = np.random.default_rng(2)
     q, k, v = (randn(rng, 2, 4, 1024, 128, dtype=np.float16) for _ in range(3))
     launch = batched_attention.compile(q, k, v, 0.1).steps[0].launch
