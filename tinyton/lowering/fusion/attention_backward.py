@@ -268,14 +268,21 @@ class _KeyValueGrads(_Backward):
             dk = em.emit(tt.DotOp(em.cast(dst, operand), q, dk))
             return [dk, dv]
 
-        def head(g: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-            if self.group:
-                self.coords = self._coords_of(outer, g)
-            return em.for_loop(self._first_query(start), self.s_q, self.bm, carried, q_block)
-
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
-        group = prod(self.batch[i] for i in self.group)
-        dk, dv = em.for_loop(0, group, 1, carried, head) if self.group else head(em.i32(0), carried)
+        first = self._first_query(start)
+        if self.group:  # one loop over (head of the group, query block) pairs, pipelined across the heads: a loop
+            # a head had a pipeline's prologue and drain each, and spilled (21 registers at D = 128: ptxas, sm_90a)
+            group = prod(self.batch[i] for i in self.group)
+            first_value = em.i32(first) if isinstance(first, int) else first
+            per_head = em.div_int(em.binary(tt.SubOp, em.i32(self.s_q + self.bm - 1), first_value), self.bm)
+
+            def step(t: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
+                self.coords = self._coords_of(outer, em.binary(tt.FloorDivOp, t, per_head))
+                return q_block(em.add(first_value, em.mul_int(em.binary(tt.ModOp, t, per_head), self.bm)), values)
+
+            dk, dv = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step)
+        else:
+            dk, dv = em.for_loop(first, self.s_q, self.bm, carried, q_block)
         c = self.att.causal_offset
         if c is not None and c < 0 < self.s_q:  # query 0 sees no key: its NaN p reaches every key's gradients
             dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
