@@ -2,7 +2,7 @@
 `_specialized_loop`): one KV loop whose key and value blocks are descriptor loads, split on sm_90a into a producer
 warpgroup copying them by TMA into an mbarrier-guarded ring and consumer warpgroups whose q stays in registers
 (wgmma's register A). The same results as the plain kernel on the simulator and the GPU, with and without the
-products overlapped; forms it does not fit (causal, ragged) keep the plain loops."""
+products overlapped, a causal or ragged end masked in the one loop; forms it does not fit keep the plain loops."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import re
 
 import numpy as np
 import pytest
-from test_attention import batched_attention, causal_attention, randn, reference
+from test_attention import batched_attention, causal_attention, causal_reference, randn, reference
 from toolchains import needs_ptxas
 
+import tinyton as tt
 from tinyton.compiler import compile_module
 from tinyton.lowering.fusion.attention_blocks import Blocks
 
@@ -40,13 +41,39 @@ def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backe
     np.testing.assert_allclose(program(q, k, v, 0.1), reference(q, k, v, 0.1), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+@pytest.mark.parametrize("s", [256, 200, 77])
+def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attention_blocks, backend, overlap, s):
+    """A causal end (each program's loop stops at its diagonal) and a ragged last block: every block masked."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    rng = np.random.default_rng(s)
+    q, k, v = (randn(rng, 2, 3, s, 64, dtype=np.float16) for _ in range(3))
+    causal, full = causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.125)
+    assert "tt.warp_specialize" in _kv_loop(causal) and "tt.warp_specialize" in _kv_loop(full)
+    np.testing.assert_allclose(causal(q, k, v), causal_reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(full(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
-    """A causal end and a ragged last block need the masked loop: the request is ignored, as Triton's is."""
-    attention_blocks(Blocks(64, 32, 4, warp_specialize=True))
+    """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
+    is."""
+    attention_blocks(Blocks(16, 32, 4, splits=4, warp_specialize=True))
     rng = np.random.default_rng(1)
-    q, k, v = (randn(rng, 1, 2, 100, 64, dtype=np.float16) for _ in range(3))
-    for program in (causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.1)):
-        assert "tt.warp_specialize" not in _kv_loop(program)
+    q, k, v = randn(rng, 2, 1, 64, dtype=np.float16), randn(rng, 2, 300, 64, dtype=np.float16), randn(rng, 2, 300, 64, dtype=np.float16)
+    assert "tt.warp_specialize" not in _kv_loop(batched_attention.compile(q, k, v, 0.1))
+    attention_blocks(Blocks(64, 32, 4, warp_specialize=True))
+    kt = np.ascontiguousarray(np.swapaxes(k, -1, -2))
+    assert "tt.warp_specialize" not in _kv_loop(transposed_keys.compile(q, kt, v))
+
+
+@tt.jit
+def transposed_keys(q, kt, v):
+    """k given as kᵀ, stored `[D, S_kv]`: its blocks are not rows TMA copies as the loop reads them."""
+    s = (q @ kt) * 0.1
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
 
 
 @needs_ptxas

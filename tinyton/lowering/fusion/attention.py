@@ -159,7 +159,7 @@ class _Program(ScoreSteps):
             carried.append(em.const(0.0, element_type(att.v.type), (self.bm, self.bn)))
         first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
         prefetch = self.blocks.broadcast and att.k_select is None and att.v_select is None
-        specialized = self._specialized_loop(queries, row_ok, q, dv_cols, carried)
+        specialized = self._specialized_loop(queries, row_ok, q, dv_cols, carried, end)
         loops = [] if specialized is not None else [(first, split, False), (split, end, True)]
         carried = specialized or carried
         for lb, ub, masked in loops:
@@ -215,19 +215,21 @@ class _Program(ScoreSteps):
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
 
     def _specialized_loop(self, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
-                          carried: list[SSAValue]) -> list[SSAValue] | None:
-        """FlashAttention-3's producer and consumers (`Blocks.warp_specialize`): one KV loop over whole blocks whose
-        key and value blocks are descriptor loads, marked for the pipeliner to split into a producer warpgroup copying
-        them by TMA into an mbarrier-guarded ring and the program's warps computing (q stays in registers, wgmma's
-        left operand: lowering/tt_to_llvm/warp_specialize.py). None, emitting nothing, where the kernel is not one
-        such loop (a causal or key-limited end, a ragged last block, a split, packed or broadcast rows, fp32) or TMA
-        cannot read k or v (a window at an offset, a select, a k stored transposed). With `Blocks.overlap` too, the
-        consumers overlap their products as `_overlapped_block` does."""
+                          carried: list[SSAValue], end: int | SSAValue) -> list[SSAValue] | None:
+        """FlashAttention-3's producer and consumers (`Blocks.warp_specialize`): one KV loop up to `end` whose key and
+        value blocks are descriptor loads, marked for the pipeliner to split into a producer warpgroup copying them
+        by TMA into an mbarrier-guarded ring and the program's warps computing (q stays in registers, wgmma's left
+        operand: lowering/tt_to_llvm/warp_specialize.py). A causal mask or a ragged last block is applied to every
+        block (the split into unmasked and masked loops would be two loops to specialise): the tuner weighs that
+        against the plain kernel's two loops. None, emitting nothing, for a split, packed or broadcast rows, a
+        key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).
+        With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does."""
         att, blocks = self.att, self.blocks
         if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
             return None
-        if att.causal_offset is not None or att.key_limit is not None or self.s_kv % self.bn:
+        if att.key_limit is not None:
             return None
+        masked = att.causal_offset is not None or self.s_kv % self.bn != 0
         if element_type(att.q.base.type).bitwidth != 16 or not att.k_transposed:
             return None
         k_view, v_view = self._descriptor_view(att.k), self._descriptor_view(att.v)
@@ -239,11 +241,11 @@ class _Program(ScoreSteps):
             kt = em.emit(tt.TransOp(self._descriptor_rows(att.k, k_view, j, self.d, self.dp), (1, 0)))
             if blocks.overlap:
                 v = self._descriptor_rows(att.v, v_view, self._previous_block(j), self.d_v, self.dvp)
-                return self._overlapped_block(j, rows, row_ok, q, dv_cols, False, *values, loaded=[kt, v])
+                return self._overlapped_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
             v = self._descriptor_rows(att.v, v_view, j, self.d_v, self.dvp)
-            return self._kv_block(j, rows, row_ok, q, dv_cols, False, *values, loaded=[kt, v])
+            return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
 
-        return em.for_loop(0, self.s_kv, self.bn, carried, body, self.blocks.stages, warp_specialize=True)
+        return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True)
 
     def _descriptor_view(self, value: SSAValue) -> QView | None:
         """The view of k or v that `_descriptor_rows` reads as a TMA descriptor: rows contiguous along the head dim,
@@ -260,13 +262,14 @@ class _Program(ScoreSteps):
     def _descriptor_rows(self, value: SSAValue, view: QView, j: SSAValue, width: int, padded: int) -> SSAValue:
         """The `[BN, padded]` rows of k or v from key `j` as a `tt.descriptor_load` of the array they are stored in
         through `view` (`_descriptor_view`: its batch dims of more than one entry, then keys and the head dim, TMA's
-        box on sm_90), as stored."""
+        box on sm_90), as stored; keys past the array's and columns past the head dim read 0."""
         em = self.em
         lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
         first = len(self.batch) - len(view.shape[:-2])
         rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
         cols = em.arange(padded, 2, 1)
-        mask = self._below(cols, padded, width)
+        keys = view.shape[-2]
+        mask = em.and_(em.cmp("lt", rows, em.i32(keys)) if keys % self.bn else None, self._below(cols, padded, width))
         shape = (self.bn, padded)
         offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(value, view), (1, 1)), em.mul_int(rows, view.strides[-2]))
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)))
