@@ -18,6 +18,9 @@ program sees whole run without the causal mask or the bounds of S_kv; only the b
 diagonal (and the ragged last one) run masked. Causal programs stop at the diagonal. A row whose scores
 are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
 
+FlashAttention-3's forms of the KV loop (the two products overlapped, a TMA producer warpgroup) are
+attention_forms.py's; causal programs run their query blocks longest first.
+
 Flash-decoding: given a `KVSplit` (attention_blocks.py), the grid gains a third axis of KV chunks; each
 program runs both loops clipped to its chunk and stores its `m`, `l` and unnormalised accumulator instead of
 the output; the last program of each row block to finish folds them into the rows (attention_combine.py), in
@@ -33,24 +36,23 @@ from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention, Select
-from tinyton.analysis.strided_views import QView, own_layout
+from tinyton.analysis.strided_views import QView
 from tinyton.analysis.domain import contiguous_strides
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
+from tinyton.lowering.fusion.attention_forms import FlashAttention3Forms
 from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
 from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
 
 LN2 = 0.6931471805599453
-MAX_DESCRIPTOR_RANK = 5
-"""Dims a TMA tensor map has at most (`cp.async.bulk.tensor.5d`)."""
 
 
-class _Program(ScoreSteps):
+class _Program(ScoreSteps, FlashAttention3Forms):
     """Emits one program's code: batch offsets, tile pointers, the KV loop; with a `split`, the program's
     chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
@@ -114,7 +116,8 @@ class _Program(ScoreSteps):
     def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
              mask: SSAValue | None, view: QView | None = None, cast: bool = True) -> SSAValue:
         """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
-        `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in another float type, `Stored`)."""
+        `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in
+        another float type, `Stored`)."""
         em = self.em
         shape = broadcast_shape(shape_of(rows.type), shape_of(cols.type))
         offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
@@ -213,74 +216,6 @@ class _Program(ScoreSteps):
 
         first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
-
-    def _specialized_loop(self, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
-                          carried: list[SSAValue], end: int | SSAValue) -> list[SSAValue] | None:
-        """FlashAttention-3's producer and consumers (`Blocks.warp_specialize`): one KV loop up to `end` whose key and
-        value blocks are descriptor loads, marked for the pipeliner to split into a producer warpgroup copying them
-        by TMA into an mbarrier-guarded ring and the program's warps computing (q stays in registers, wgmma's left
-        operand: lowering/tt_to_llvm/warp_specialize.py). A causal mask or a ragged last block is applied to every
-        block (the split into unmasked and masked loops would be two loops to specialise): the tuner weighs that
-        against the plain kernel's two loops. None, emitting nothing, for a split, packed or broadcast rows, a
-        key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).
-        With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does."""
-        att, blocks = self.att, self.blocks
-        if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
-            return None
-        if att.key_limit is not None:
-            return None
-        masked = att.causal_offset is not None or self.s_kv % self.bn != 0
-        if element_type(att.q.base.type).bitwidth != 16 or not att.k_transposed:
-            return None
-        k_view, v_view = self._descriptor_view(att.k), self._descriptor_view(att.v)
-        if k_view is None or v_view is None:
-            return None
-        em = self.em
-
-        def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
-            kt = em.emit(tt.TransOp(self._descriptor_rows(att.k, k_view, j, self.d, self.dp), (1, 0)))
-            if blocks.overlap:
-                v = self._descriptor_rows(att.v, v_view, self._previous_block(j), self.d_v, self.dvp)
-                return self._overlapped_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
-            v = self._descriptor_rows(att.v, v_view, j, self.d_v, self.dvp)
-            return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
-
-        return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True)
-
-    def _descriptor_view(self, value: SSAValue) -> QView | None:
-        """The view of k or v that `_descriptor_rows` reads as a TMA descriptor: rows contiguous along the head dim,
-        from offset 0, under at most three batch dims of more than one entry; None for any other (or a select)."""
-        att = self.att
-        if (att.k_select if value is att.k else att.v_select) is not None:
-            return None
-        view = self._stored_view(value) or own_layout(value)
-        if view.offset or len(view.shape) < 2 or view.strides[-1] != 1:
-            return None
-        lead = [n for n, st in zip(view.shape[:-2], view.strides[:-2]) if n > 1 and st]
-        return view if len(lead) + 2 <= MAX_DESCRIPTOR_RANK else None
-
-    def _descriptor_rows(self, value: SSAValue, view: QView, j: SSAValue, width: int, padded: int) -> SSAValue:
-        """The `[BN, padded]` rows of k or v from key `j` as a `tt.descriptor_load` of the array they are stored in
-        through `view` (`_descriptor_view`: its batch dims of more than one entry, then keys and the head dim, TMA's
-        box on sm_90), as stored; keys past the array's and columns past the head dim read 0."""
-        em = self.em
-        lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
-        first = len(self.batch) - len(view.shape[:-2])
-        rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
-        cols = em.arange(padded, 2, 1)
-        keys = view.shape[-2]
-        mask = em.and_(em.cmp("lt", rows, em.i32(keys)) if keys % self.bn else None, self._below(cols, padded, width))
-        shape = (self.bn, padded)
-        offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(value, view), (1, 1)), em.mul_int(rows, view.strides[-2]))
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)))
-        element = element_type(self.pointers[value].type).pointee
-        return em.emit(tt.DescriptorLoadOp(
-            ptrs, em.to_shape(mask, shape) if mask is not None else None,
-            em.const(0.0, element, shape) if mask is not None else None, self.pointers[value],
-            [em.i32(n) for _, n, _ in lead] + [em.i32(view.shape[-2]), em.i32(width)],
-            [em.i32(st) for _, _, st in lead] + [em.i32(view.strides[-2]), em.i32(1)],
-            [self.coords[first + i] for i, _, _ in lead] + [j, em.i32(0)], "zero",
-        ))
 
     def _query_block(self, count: int) -> SSAValue:
         """Which of the `count` blocks of query rows this program computes. Causal programs go longest first (FlashAttention's
@@ -450,46 +385,6 @@ class _Program(ScoreSteps):
         else:
             acc_new = self._weighted_values(p, v, scaled)
         return [m_new, l_new, acc_new]
-
-    def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
-                          masked: bool, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,
-                          loaded: list[SSAValue] | None = None) -> list[SSAValue]:  # fmt: skip
-        """One key block with FlashAttention-3's intra-warpgroup overlap (`Blocks.overlap`): this block's scores
-        and the previous block's `p @ v` are issued back to back, so that the tensor cores compute `p @ v` while
-        the softmax of this block runs (the lowering leaves both dots in flight and waits for each where it is
-        read: tinyton/lowering/tt_to_llvm/dot_overlap.py). `acc` and `p_prev` are relative to `m_old` until
-        `alpha` moves them to the new maximum; the first step's `p_prev` is 0, its `p @ v` reads the first block.
-        The value block read is the previous one, always whole (keys below this block's start); `loaded`: this
-        block's kᵀ and that value block, read by the caller."""
-        em = self.em
-        cols, col_ok = self._columns(j, masked)
-        if loaded is not None:
-            kt, v = loaded
-        else:
-            kt = self._key_block(j, self._ragged_bound(col_ok))
-            v = self._value_block(self._previous_block(j), None, dv_cols)
-        s = self._scores(q, kt)
-        acc = self._weighted_values(p_prev, v, acc)
-        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
-        m_new, l_new, alpha, p = self._softmax_step(s, m_old, l_old)
-        return [m_new, l_new, em.binary(tt.MulOp, acc, alpha), p]
-
-    def _previous_block(self, j: SSAValue) -> SSAValue:
-        """The start of the key block before the one at `j` (the first block's own start)."""
-        return self.em.binary(tt.MaximumOp, self.em.binary(tt.SubOp, j, self.em.i32(self.bn)), self.em.i32(0))
-
-    def _last_product(self, end: int | SSAValue, dv_cols: SSAValue, m: SSAValue, total: SSAValue, acc: SSAValue,
-                      p: SSAValue) -> list[SSAValue]:  # fmt: skip
-        """The overlapped loops' last `p @ v`: the value block of their last step, `max((end - 1) // BN, 0)`
-        blocks in (with no step, `p` is 0 and the first block serves)."""
-        em = self.em
-        if isinstance(end, int):
-            last = em.i32(max((end - 1) // self.bn * self.bn, 0))
-        else:
-            blocks = em.div_int(em.binary(tt.SubOp, end, em.i32(1)), self.bn)
-            last = em.binary(tt.MaximumOp, em.mul_int(blocks, self.bn), em.i32(0))
-        bound = em.i32(self.s_kv) if self.s_kv % self.bn else None
-        return [m, total, self._weighted_values(p, self._value_block(last, bound, dv_cols), acc)]
 
     def _scores(self, q: SSAValue, kt: SSAValue) -> SSAValue:
         """`q @ kᵀ` of one block on the tensor cores (or FMAs, TF32x3), in f32."""
