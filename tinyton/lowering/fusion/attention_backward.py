@@ -57,7 +57,7 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
     wide = max(att.q.shape[-1], shape_of(att.v.type)[-1]) > 128
     if element_type(att.q.base.type).bitwidth == 16:
         if wide:
-            return BackwardBlocks(Blocks(64, 64, 8), Blocks(64, 32, 8))
+            return BackwardBlocks(Blocks(64, 64, 8), Blocks(64, 32, 8, stages=2))  # its staged ds fits beside
         return BackwardBlocks(Blocks(64, 128, 8), Blocks(128, 64, 8))
     return BackwardBlocks(Blocks(32, 32, 4), Blocks(32, 32, 4))
 
@@ -164,6 +164,17 @@ class _Backward(_Program):
         em = self.em
         s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
         return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, lse)))
+
+    def _key_pair(self, j: SSAValue, bound: SSAValue | None) -> tuple[SSAValue, SSAValue]:
+        """kᵀ and k of the key block at `j` from one load, one of them its transpose: both products read the
+        pipeliner's slot. (kᵀ transposed back was no dot operand, so the block was loaded unpipelined every step and
+        stored to shared memory two bytes at a time: the dq kernel took twice the dk/dv kernel's time, H200.)"""
+        em = self.em
+        if self.att.k_transposed:
+            k = self._key_block(j, bound, rows=True)
+            return em.emit(tt.TransOp(k, (1, 0))), k
+        kt = self._key_block(j, bound)
+        return kt, em.emit(tt.TransOp(kt, (1, 0)))
 
     def _finish(self, grad: Gradient, acc: SSAValue) -> SSAValue:
         """The gradient's own scale (constant or a one-element array) and dtype applied to its accumulator."""
@@ -324,15 +335,15 @@ class _QueryGrads(_Backward):
 
             def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
                 cols, col_ok = self._columns(j, masked)
-                kt = self._key_block(j, self._ragged_bound(col_ok))
+                kt, k = self._key_pair(j, self._ragged_bound(col_ok))
                 v = self._value_block(j, self._ragged_bound(col_ok), dv_cols)
                 s, dp = self._product(q, kt), self._product(do, em.emit(tt.TransOp(v, (1, 0))))
                 p = self._probabilities(s, rows, row_ok, cols, col_ok, masked, lse)
                 ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, delta))
-                k = em.emit(tt.TransOp(kt, (1, 0)))
                 return [em.emit(tt.DotOp(em.cast(ds, self.element), k, values[0]))]
 
-            carried = em.for_loop(lb, ub, self.bn, carried, body)
+            stages = self.blocks.masked_stages if masked else self.blocks.stages  # the main loop the deeper one
+            carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
         dq = carried[0]
         c = self.att.causal_offset
         if c is not None and c < 0:  # rows i < -c see no key (their loops may visit none): NaN, as their p
