@@ -27,7 +27,8 @@ def test_full_attention_matches(monkeypatch, attention_blocks, backend, dtype, s
     rng = np.random.default_rng(s_q + s_kv)
     q, k, v = (randn(rng, 2, 3, s, 64, dtype=dtype) for s in (s_q, s_kv, s_kv))
     tol = 2e-2 if dtype == np.float16 else 1e-4
-    np.testing.assert_allclose(batched_attention.compile(q, k, v, 0.125)(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=tol, atol=tol)
+    program = batched_attention.compile(q, k, v, 0.125)
+    np.testing.assert_allclose(program(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -85,7 +86,8 @@ def test_the_logsumexp_is_of_every_block(monkeypatch, attention_blocks, backend)
 
 
 @needs_ptxas
-@pytest.mark.parametrize("program, causal", [(batched_attention, False), (causal_attention, True)], ids=["full", "causal"])
+@pytest.mark.parametrize("program, causal", [(batched_attention, False), (causal_attention, True)],
+                         ids=["full", "causal"])
 def test_both_dots_stay_in_flight_on_sm90a(attention_blocks, program, causal):
     """Lowered for sm_90a (128 queries on two warpgroups, D = 128): the step's scores wait for themselves only
     (`wait_group 1`: `p @ v` runs on), `p @ v` is waited for where `alpha` rescales it, and nothing spills."""

@@ -61,7 +61,8 @@ def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     is."""
     attention_blocks(Blocks(16, 32, 4, splits=4, warp_specialize=True))
     rng = np.random.default_rng(1)
-    q, k, v = randn(rng, 2, 1, 64, dtype=np.float16), randn(rng, 2, 300, 64, dtype=np.float16), randn(rng, 2, 300, 64, dtype=np.float16)
+    q = randn(rng, 2, 1, 64, dtype=np.float16)
+    k, v = (randn(rng, 2, 300, 64, dtype=np.float16) for _ in range(2))
     assert "tt.warp_specialize" not in _kv_loop(batched_attention.compile(q, k, v, 0.1))
     attention_blocks(Blocks(64, 32, 4, warp_specialize=True))
     kt = np.ascontiguousarray(np.swapaxes(k, -1, -2))

@@ -218,10 +218,10 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
 
     def _query_block(self, count: int) -> SSAValue:
-        """Which of the `count` blocks of query rows this program computes. Causal programs go longest first (FlashAttention's
-        order): the last query block sees every key, the first one block, so launched in row order the last
-        wave is the longest programs running on a few SMs while the rest idle. (Split KV loops keep the order
-        their combine step reads the partials in.)"""
+        """Which of the `count` blocks of query rows this program computes. Causal programs go longest first
+        (FlashAttention's order): the last query block sees every key, the first one block, so launched in row order
+        the last wave is the longest programs running on a few SMs while the rest idle. (Split KV loops keep the
+        order their combine step reads the partials in.)"""
         block = self.em.emit(tt.ProgramIdOp(0))
         if self.att.causal_offset is None or self.packed or self.split is not None or count == 1:
             return block

@@ -151,8 +151,9 @@ class FlashAttention3Forms:
         keys = view.shape[-2]
         mask = em.and_(em.cmp("lt", rows, em.i32(keys)) if keys % self.bn else None, self._below(cols, padded, width))
         shape = (self.bn, padded)
-        offsets = em.binary(tt.AddOp, em.to_shape(self.batch_offset(value, view), (1, 1)), em.mul_int(rows, view.strides[-2]))
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)))
+        first_row = em.to_shape(self.batch_offset(value, view), (1, 1))
+        offsets = em.binary(tt.AddOp, em.binary(tt.AddOp, first_row, em.mul_int(rows, view.strides[-2])), cols)
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
         element = element_type(self.pointers[value].type).pointee
         return em.emit(tt.DescriptorLoadOp(
             ptrs, em.to_shape(mask, shape) if mask is not None else None,
