@@ -56,6 +56,24 @@ def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attentio
     np.testing.assert_allclose(full(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_queries_that_see_no_key_run_an_empty_loop(monkeypatch, attention_blocks, backend):
+    """More queries than keys, bottom-right aligned: the first 70 rows see no key (NaN, as NumPy's softmax), their
+    programs' producer and consumers both walk no block."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=True))
+    rng = np.random.default_rng(9)
+    q = randn(rng, 1, 2, 200, 64, dtype=np.float16)
+    k, v = (randn(rng, 1, 2, 130, 64, dtype=np.float16) for _ in range(2))
+    program = causal_attention.compile(q, k, v)
+    assert "tt.warp_specialize" in _kv_loop(program)
+    with np.errstate(invalid="ignore"):
+        want = causal_reference(q, k, v, 0.125)
+    got = program(q, k, v)
+    assert np.isnan(got[..., :70, :]).all() and not np.isnan(got[..., 70:, :]).any()
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
     is."""
