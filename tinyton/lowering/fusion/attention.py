@@ -119,16 +119,23 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in
         another float type, `Stored`)."""
         em = self.em
+        ptrs = self.block_pointers(value, rows, cols, row_stride, col_stride, view)
+        shape = shape_of(ptrs.type)
+        other = em.const(0, self.pointers[value].type.pointee, shape) if mask is not None else None
+        tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
+        return em.cast(tile, element_type(value.type)) if cast else tile  # a k or v stored in another float type
+
+    def block_pointers(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
+                       view: QView | None = None) -> SSAValue:
+        """The pointers of `load`'s tile: `value`'s (or its strided `view`'s) elements at `rows` and `cols` of this
+        program's batch entry."""
+        em = self.em
         shape = broadcast_shape(shape_of(rows.type), shape_of(cols.type))
         offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
         for index, stride in ((rows, row_stride), (cols, col_stride)):
             if stride:
                 offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
-        pointer = self.pointers[value]
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(pointer, shape), em.to_shape(offsets, shape)))
-        other = em.const(0, pointer.type.pointee, shape) if mask is not None else None
-        tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
-        return em.cast(tile, element_type(value.type)) if cast else tile  # a k or v stored in another float type
+        return em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
 
     def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
         """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""

@@ -76,6 +76,9 @@ class BackwardBuffers:
 class _Backward(_Program):
     """The forward's addressing and score code, over the backward's problem (no `p @ v` to read shapes from)."""
 
+    transposed_scores = False
+    """Whether the kernel computes `sᵀ = k @ qᵀ` (`score_shape` `(BN, BM)`) rather than `q @ kᵀ`."""
+
     def __init__(self, em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                  buffers: BackwardBuffers):
         att = bwd.scores
@@ -86,7 +89,7 @@ class _Backward(_Program):
         self.s_kv, self.d_v = shape_of(att.v.type)[-2:]
         self.element = element_type(att.q.base.type)
         self.blocks, self.bm, self.bn = blocks, blocks.bm, blocks.bn
-        self.score_shape = (self.bm, self.bn)
+        self.score_shape = (self.bn, self.bm) if self.transposed_scores else (self.bm, self.bn)
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
         self.packed = ()
@@ -243,9 +246,7 @@ class _KeyValueGrads(_Backward):
     has a key block's rows (`BN`, split over the warpgroups) as its M. Computed as `q @ kᵀ`, each of `pᵀ`, `dsᵀ`
     was transposed through shared memory, and a 32-query block kept the score products off wgmma."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.score_shape = (self.bn, self.bm)
+    transposed_scores = True
 
     def emit(self) -> tuple[int, int, int]:
         em, bwd = self.em, self.bwd

@@ -55,7 +55,7 @@ class FlashAttention3Forms:
     _softmax_step: Callable[..., tuple[SSAValue, ...]]
     _stored_view: Callable[..., QView | None]
     _below: Callable[..., SSAValue | None]
-    batch_offset: Callable[..., SSAValue]
+    block_pointers: Callable[..., SSAValue]
 
     def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
                           masked: bool, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,
@@ -151,9 +151,7 @@ class FlashAttention3Forms:
         keys = view.shape[-2]
         mask = em.and_(em.cmp("lt", rows, em.i32(keys)) if keys % self.bn else None, self._below(cols, padded, width))
         shape = (self.bn, padded)
-        first_row = em.to_shape(self.batch_offset(value, view), (1, 1))
-        offsets = em.binary(tt.AddOp, em.binary(tt.AddOp, first_row, em.mul_int(rows, view.strides[-2])), cols)
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
+        ptrs = self.block_pointers(value, rows, cols, view.strides[-2], 1, view)
         element = element_type(self.pointers[value].type).pointee
         return em.emit(tt.DescriptorLoadOp(
             ptrs, em.to_shape(mask, shape) if mask is not None else None,

@@ -42,13 +42,12 @@ def overlap_dots(block: Block, num_warps: int, arch: str) -> bool:
         return False
     order = {op: i for i, op in enumerate(block.ops)}
     readers = {dot: _first_reader(dot, block) for dot in dots}
-    issued_between = lambda dot: sum(order[dot] < order[other] < order[readers[dot]] for other in dots)  # noqa: E731
-    if not any(issued_between(dot) for dot in dots):
+    issued_after = {dot: sum(order[dot] < order[other] < order[readers[dot]] for other in dots) for dot in dots}
+    if not any(issued_after.values()):
         return False
     for dot in dots:
-        pending = issued_between(dot)
         dot.attributes[tt.ASYNC_DOT_ATTR] = UnitAttr()
-        wait = tt.DotWaitOp(dot.result, pending)
+        wait = tt.DotWaitOp(dot.result, issued_after[dot])
         block.insert_op_before(wait, readers[dot])
         dot.result.replace_all_uses_with(wait.result)
         wait.operands[0] = dot.result

@@ -140,7 +140,7 @@ def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
     probabilities of attention, cast from the scores), which is exactly the A fragment of m64k16 blocks
     (16-bit types only: an 8-bit A fragment packs four K-consecutive elements per register)."""
     fragment = register_a_layout(op, num_warps)
-    return layout is not None and fragment is not None and layout == fragment
+    return fragment is not None and layout == fragment
 
 
 def register_a_layout(op: tt.DotOp, num_warps: int) -> Layout | None:
