@@ -2,7 +2,8 @@
 `_specialized_loop`): one KV loop whose key and value blocks are descriptor loads, split on sm_90a into a producer
 warpgroup copying them by TMA into an mbarrier-guarded ring and consumer warpgroups whose q stays in registers
 (wgmma's register A). The same results as the plain kernel on the simulator and the GPU, with and without the
-products overlapped, a causal or ragged end masked in the one loop; forms it does not fit keep the plain loops."""
+products overlapped, its two consumer warpgroups taking turns (ping-pong) or not, a causal or ragged end masked in
+the one loop; forms it does not fit keep the plain loops."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ from tinyton.compiler import compile_module
 from tinyton.lowering.fusion.attention_blocks import Blocks
 
 BACKENDS = ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])]
+FORMS = pytest.mark.parametrize(
+    "form", [{}, {"overlap": True}, {"pingpong": True}, {"overlap": True, "pingpong": True}],
+    ids=["plain", "overlapped", "pingpong", "overlapped-pingpong"])
+"""The consumers' forms: their products overlapped within a step or not, their warpgroups taking turns or not."""
 
 
 def _kv_loop(program) -> str:
@@ -25,12 +30,12 @@ def _kv_loop(program) -> str:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+@FORMS
 @pytest.mark.parametrize("shape, kv_heads", [((2, 4, 256, 64), 4), ((1, 8, 512, 128), 2), ((2, 2, 128, 96), 2)])
-def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backend, overlap, shape, kv_heads):
+def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backend, form, shape, kv_heads):
     """Heads of their own and grouped-query heads (k and v broadcast over the group), head dims padded or not."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, **form))
     b, h, s, d = shape
     rng = np.random.default_rng(s + d)
     q = randn(rng, b, h, s, d, dtype=np.float16)
@@ -42,12 +47,12 @@ def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backe
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+@FORMS
 @pytest.mark.parametrize("s", [256, 200, 77])
-def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attention_blocks, backend, overlap, s):
+def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attention_blocks, backend, form, s):
     """A causal end (each program's loop stops at its diagonal) and a ragged last block: every block masked."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap))
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, **form))
     rng = np.random.default_rng(s)
     q, k, v = (randn(rng, 2, 3, s, 64, dtype=np.float16) for _ in range(3))
     causal, full = causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.125)
@@ -59,9 +64,9 @@ def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attentio
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_queries_that_see_no_key_run_an_empty_loop(monkeypatch, attention_blocks, backend):
     """More queries than keys, bottom-right aligned: the first 70 rows see no key (NaN, as NumPy's softmax), their
-    programs' producer and consumers both walk no block."""
+    programs' producer and consumers both walk no block (the consumers' turns only opened and closed)."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=True))
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=True, pingpong=True))
     rng = np.random.default_rng(9)
     q = randn(rng, 1, 2, 200, 64, dtype=np.float16)
     k, v = (randn(rng, 1, 2, 130, 64, dtype=np.float16) for _ in range(2))
@@ -114,3 +119,21 @@ def test_the_consumers_wait_on_mbarriers_only(attention_blocks, overlap):
     assert "bar.sync" not in loop and "mbarrier.try_wait" in loop
     assert re.search(r"wgmma.mma_async\S* \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}", loop), "q from registers"
     assert ("wgmma.wait_group.sync.aligned 1" in loop) == overlap
+
+
+@needs_ptxas
+@pytest.mark.parametrize("overlap", [False, True], ids=["plain", "overlapped"])
+def test_pingpong_consumers_take_turns_issuing_their_products(attention_blocks, overlap):
+    """sm_90a, `Blocks.pingpong`: in the consumers' loop each warpgroup waits for its turn (named barrier 2 or 3)
+    before the step's products and passes it on right after issuing them, before waiting for any (overlapped: both
+    products issued in the turn); nothing spilled."""
+    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, overlap=overlap, pingpong=True))
+    q = np.zeros((2, 4, 1024, 128), np.float16)
+    launch = batched_attention.compile(q, q, q, 0.1).steps[0].launch
+    kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+    ptx = kernel.asm["ptx"]
+    assert kernel.n_spills == 0
+    consumers = ptx[ptx.index("setmaxnreg.inc"):]
+    turn = consumers[consumers.index("@p bar.sync 3, 256"): consumers.index("@p bar.arrive 3, 256")]
+    assert turn.count("wgmma.commit_group") == (2 if overlap else 1)
+    assert "wgmma.wait_group.sync.aligned 1" not in turn

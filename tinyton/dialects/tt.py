@@ -54,7 +54,8 @@ from tinyton.dialects.tt_tma import (
     TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, DescriptorStoreOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
 from tinyton.dialects.tt_warps import (
-    PRODUCER_WARPS, REGISTER_FILE, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp, WarpSpecializeOp,
+    PINGPONG_ATTR, PRODUCER_WARPS, REGISTER_FILE, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp,
+    WarpgroupTurnOp, WarpSpecializeOp,
 )
 from tinyton.dialects.tt_grid import (
     GRID_OPS,
@@ -441,6 +442,6 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "ProgramIdOp", "PromotedDotOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",
     "SinOp", "SplatOp", "SplitOp", "SqrtOp", "SqrtRnOp", "StoreOp", "SubOp", "TanhOp", "TanOp", "tile_type",
-    "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PRODUCER_WARPS", "REGISTER_FILE", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
+    "TMA_OPS", "WARP_OPS", "WARP_SPECIALIZE_ATTR", "PINGPONG_ATTR", "PRODUCER_WARPS", "REGISTER_FILE", "BarrierArriveOp", "BarrierWaitOp", "WarpSpecializeOp", "WarpgroupTurnOp", "TmaArriveOp", "TmaCopyOp", "TmaWaitOp", "TransOp", "TruncOp", "Tt", "type_name", "UmulhiOp",
     "UnaryOp", "verify_tile_shape", "XorOp",
 ]  # fmt: skip

@@ -19,12 +19,16 @@ kernels are built:
                                  do not take part in them
     }
 
+With FlashAttention-3's ping-pong (`tt.pingpong` on the loop too), the consumer warpgroups take turns issuing a
+step's dots (`tt.warpgroup_turn`: tinyton/lowering/tt_to_llvm/warpgroup_turns.py), so that one's softmax runs
+while the other's products are on the tensor cores.
+
 Only the lowering sees these ops (the simulator runs the loop as written).
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import I32, IntegerAttr
+from xdsl.dialects.builtin import I32, IntegerAttr, StringAttr
 from xdsl.ir import Region
 from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, region_def, traits_def
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, NoTerminator
@@ -36,6 +40,13 @@ from tinyton.dialects.tt_types import require
 WARP_SPECIALIZE_ATTR = "tt.warp_specialize"
 """Unit attribute of an `scf.for` (Triton's `tl.range(..., warp_specialize=True)`) asking the pipeliner for a
 producer warpgroup that loads its operands while the program's warps compute."""
+
+PINGPONG_ATTR = "tt.pingpong"
+"""Unit attribute of an `scf.for` also marked `tt.warp_specialize`: its consumer warpgroups issue each step's dots
+in turns (FlashAttention-3's ping-pong; an attention kernel's `Blocks.pingpong`)."""
+
+TURN_STEPS = ("open", "take", "pass", "close")
+"""`tt.warpgroup_turn`'s steps: before the loop, before a step's dots, after them, after the loop."""
 
 PRODUCER_WARPS = 4
 """A warpgroup: `setmaxnreg` applies to whole warpgroups."""
@@ -94,4 +105,23 @@ class BarrierArriveOp(SlotArriveBase):
     name = "tt.barrier_arrive"
 
 
-WARP_OPS = (WarpSpecializeOp, BarrierWaitOp, BarrierArriveOp)
+@irdl_op_definition
+class WarpgroupTurnOp(IRDLOperation):
+    """A step of the consumer warpgroups' turns (FlashAttention-3's ping-pong scheduling), warpgroup w of N:
+    `take` waits until warpgroup w - 1 passed (w = 0: N - 1), `pass` lets warpgroup w + 1 go; `open` (before the
+    loop) lets warpgroup 0 take the first turn, `close` (after it) consumes the last pass to warpgroup 0, so
+    every named barrier is left as it was found."""
+
+    name = "tt.warpgroup_turn"
+    step = prop_def(StringAttr)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$step attr-dict"
+
+    def __init__(self, step: str):
+        super().__init__(properties={"step": StringAttr(step)})
+
+    def verify_(self) -> None:
+        require(self.step.data in TURN_STEPS, f"a warpgroup turn's step is one of {TURN_STEPS}, got {self.step.data!r}")
+
+
+WARP_OPS = (WarpSpecializeOp, BarrierWaitOp, BarrierArriveOp, WarpgroupTurnOp)

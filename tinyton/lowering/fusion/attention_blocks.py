@@ -91,6 +91,10 @@ class Blocks:
     mbarrier-guarded slots while the program's warps compute (`attention._specialized_loop`: one KV loop, masked
     throughout where a causal mask or a ragged block needs it; where it cannot be, the request is ignored, as Triton
     ignores its `warp_specialize`)."""
+    pingpong: bool = False
+    """FlashAttention-3's ping-pong, with `warp_specialize` on two warpgroups: they issue each step's products in
+    turns, one's softmax running while the other's products are on the tensor cores
+    (tinyton/lowering/tt_to_llvm/warpgroup_turns.py)."""
     overlap: bool = False
     """FlashAttention-3's intra-warpgroup overlap: each KV step issues its scores and the previous step's `p @ v`
     together, and the softmax runs while `p @ v` is on the tensor cores (wgmma, sm_90a; elsewhere the same
@@ -137,7 +141,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups), for prefill each also with its two products overlapped (`Blocks.overlap`) and those on 8 warps
-    also warp-specialised (`Blocks.warp_specialize`); for decoding,
+    also warp-specialised (`Blocks.warp_specialize`), with and without ping-pong (`Blocks.pingpong`); for decoding,
     each of those with the KV loop split in half, the heuristic's count,
     twice it, or not at all (`split_counts`), and the broadcast forms (`_broadcast_candidates`). An f32
     problem tries its default blocks on FMAs and on TF32x3 tensor cores; decoding (Llama's f32 attention over a
@@ -157,7 +161,7 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     found = [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
     if p.s_q > 16:  # prefill: each tiling with the scores and `p @ v` overlapped too, and on two warpgroups with a
         found += [replace(b, overlap=True) for b in found]  # producer warpgroup
-        found += [replace(b, warp_specialize=True) for b in found if b.num_warps == 8]
+        found += [replace(b, warp_specialize=True, pingpong=pp) for b in found if b.num_warps == 8 for pp in (False, True)]
     return list(dict.fromkeys([*found, *_broadcast_candidates(p, sm_count)]))
 
 

@@ -6,7 +6,9 @@ tuning candidate (`Blocks.overlap`, `Blocks.warp_specialize`):
   tinyton/lowering/tt_to_llvm/dot_overlap.py); the last `p @ v` after the loops;
 - producer and consumers: one KV loop whose key and value blocks are TMA descriptor loads, split by the pipeliner
   into a producer warpgroup filling an mbarrier-guarded ring and the consumer warpgroups
-  (tinyton/lowering/tt_to_llvm/warp_specialize.py).
+  (tinyton/lowering/tt_to_llvm/warp_specialize.py);
+- ping-pong: those consumer warpgroups issue each step's products in turns, so that one's softmax runs while the
+  other's products are on the tensor cores (tinyton/lowering/tt_to_llvm/warpgroup_turns.py).
 """
 
 from __future__ import annotations
@@ -106,7 +108,8 @@ class FlashAttention3Forms:
         block (the split into unmasked and masked loops would be two loops to specialise): the tuner weighs that
         against the plain kernel's two loops. None, emitting nothing, for a split, packed or broadcast rows, a
         key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).
-        With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does."""
+        With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does; with
+        `Blocks.pingpong`, their two warpgroups issue each step's products in turns."""
         att, blocks = self.att, self.blocks
         if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
             return None
@@ -125,7 +128,8 @@ class FlashAttention3Forms:
             v = self._descriptor_rows(att.v, v_view, j, self.d_v, self.dvp)
             return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
 
-        return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True)
+        return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True,
+                           pingpong=blocks.pingpong)
 
     def _descriptor_view(self, value: SSAValue) -> QView | None:
         """The view of k or v that `_descriptor_rows` reads as a TMA descriptor: rows contiguous along the head dim,

@@ -233,10 +233,11 @@ class Emitter:
     def for_loop(
         self, lb: int | SSAValue, ub: int | SSAValue, step: int, carried: Sequence[SSAValue],
         body: Callable[[SSAValue, list[SSAValue]], list[SSAValue]], num_stages: int | None = None,
-        warp_specialize: bool = False,
+        warp_specialize: bool = False, pingpong: bool = False,
     ) -> list[SSAValue]:
         """`scf.for` over i32 with loop-carried values; `body(iv, carried) -> new carried`; `num_stages`
-        asks the pipeliner for that depth, `warp_specialize` for a producer warpgroup.
+        asks the pipeliner for that depth, `warp_specialize` for a producer warpgroup, `pingpong` for the
+        consumer warpgroups to issue their dots in turns.
 
         The body is built before the loop op is inserted, so code emitted meanwhile into the enclosing
         block (hoisted loop invariants) lands before the loop."""
@@ -253,6 +254,8 @@ class Emitter:
             loop.attributes[tt.NUM_STAGES_ATTR] = IntegerAttr(num_stages, 32)
         if warp_specialize:
             loop.attributes[tt.WARP_SPECIALIZE_ATTR] = UnitAttr()
+        if pingpong:
+            loop.attributes[tt.PINGPONG_ATTR] = UnitAttr()
         self.emit(loop)
         return list(loop.results)
 

@@ -165,6 +165,9 @@ class KernelContext(Emitter):
         self.barrier_threads: int | None = None
         """Threads of the named barrier `barrier()` stands for (a warp-specialised kernel's consumers: its producer
         warps take no part); None: every thread of the program."""
+        self.in_turn = False
+        """Between a consumer warpgroup's `take` and `pass` of its turn (warpgroup_turns.py), where a barrier of
+        all consumers would deadlock."""
         self.leader_warp = 0
         """The warp whose lane 0 issues the program's TMA copies and mbarrier arrivals (the producer's first)."""
         self.store_tile: int | None = None
@@ -317,6 +320,10 @@ class KernelContext(Emitter):
         return int(found[1]) if found else 90
 
     def barrier(self) -> None:
+        if self.in_turn:
+            raise LoweringError(
+                "a barrier of all consumer warps between a warpgroup's `take` and `pass` (tt.warpgroup_turn) would"
+                " wait for warpgroups waiting for this one's turn: keep only the step's dots between them")
         if self.barrier_threads is None:
             self.insert(nvvm.Barrier0Op())
             return

@@ -80,6 +80,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 from tinyton.lowering.tt_to_llvm.tma import staged_store_bytes
 from tinyton.lowering.tt_to_llvm.warp_specialize import specialize_loop, wants_warp_specialization
+from tinyton.lowering.tt_to_llvm.warpgroup_turns import take_turns
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
 
@@ -248,6 +249,7 @@ def pipeline_module(
         if plan is None:
             continue
         plan.warp_specialized = wants_warp_specialization(plan, warps, arch)
+        pingpong = plan.warp_specialized and tt.PINGPONG_ATTR in loop.attributes
         stages = stage_count(loop, module, plan, budget)
         if stages < 2:
             continue
@@ -259,6 +261,8 @@ def pipeline_module(
             new_loop = pipeline_loop(plan, stages)
         if not plan.async_dots:  # a step's slots are released (or overwritten) once its dots are waited for
             overlap_dots(new_loop.body.block, warps, arch)
+        if pingpong:
+            take_turns(new_loop, warps // tt.PRODUCER_WARPS)
         if not plan.tma:  # only a cp.async loop's first wait covers the hoisted copies
             pipelined.add(new_loop)
     for read in hoisted:

@@ -6,6 +6,10 @@ program's warps take the registers (`setmaxnreg.inc`; the kernel is launched wit
 `.maxnreg`, pass_.py) and run the consumer region, where every barrier is the
 named barrier of their threads (`ctx.barrier_threads`): the producer never reaches one. Both branches then meet
 at the kernel's return. What comes before the op ran on every warp (the pipeliner allows no stores there).
+
+`tt.warpgroup_turn` (warpgroup_turns.py): warpgroup w of the N consumers takes its turn on named barrier
+`TURN_BARRIER + w` and passes on `TURN_BARRIER + (w + 1) % N`, each of two warpgroups' threads (one waits, one
+arrives).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from xdsl.dialects import llvm
 from xdsl.ir import Block
 
 from tinyton.dialects import tt
-from tinyton.lowering.tt_to_llvm.context import KernelContext, lowers
+from tinyton.lowering.tt_to_llvm.context import NAMED_BARRIER, KernelContext, lowers
 from tinyton.lowering.tt_to_llvm.memory import _inline_asm
 from tinyton.lowering.tt_to_llvm.warp_specialize import launch_registers
 
@@ -52,3 +56,28 @@ def lower_warp_specialize(ctx: KernelContext, op: tt.WarpSpecializeOp) -> None:
 def launch_warps(kernel, num_warps: int) -> int:
     """The warps a kernel is launched with: the program's, and a warp-specialised kernel's producer warps."""
     return num_warps + sum(op.producer_warps.value.data for op in kernel.walk() if isinstance(op, tt.WarpSpecializeOp))
+
+
+TURN_BARRIER = NAMED_BARRIER + 1
+"""The first named barrier of the warpgroups' turns (0 is every thread's, NAMED_BARRIER the consumers')."""
+
+
+@lowers(tt.WarpgroupTurnOp)
+def lower_warpgroup_turn(ctx: KernelContext, op: tt.WarpgroupTurnOp) -> None:
+    """Each warpgroup's `bar.sync` or `bar.arrive` under a predicate on its index: constant barrier ids, so that
+    ptxas counts the barriers the kernel uses (a register id would reserve all 16)."""
+    groups = ctx.num_warps // tt.PRODUCER_WARPS
+    step = op.step.data
+    if step == "take":
+        actions = [(g, "sync", TURN_BARRIER + g) for g in range(groups)]
+    elif step == "pass":
+        actions = [(g, "arrive", TURN_BARRIER + (g + 1) % groups) for g in range(groups)]
+    else:  # open: the last warpgroup lets the first go; close: the first takes that last pass
+        actions = [(groups - 1, "arrive", TURN_BARRIER)] if step == "open" else [(0, "sync", TURN_BARRIER)]
+    threads = 2 * 32 * tt.PRODUCER_WARPS
+    lines = ["{", ".reg .pred p;"]
+    for group, verb, barrier in actions:
+        lines += [f"setp.eq.u32 p, $0, {group};", f"@p bar.{verb} {barrier}, {threads};"]
+    group_index = ctx.int_op("lshr", ctx.warp, ctx.const(2))
+    _inline_asm(ctx, [*lines, "}"], [], [("r", group_index)], None)
+    ctx.in_turn = step == "take"
