@@ -86,7 +86,9 @@ def test_float32_problems_measure_fmas_against_tf32x3_tensor_cores():
 
 def test_candidates_by_head_dim_and_sequence():
     assert {b.bn for b in candidates(AttentionProblem(1, 4096, 4096, 64, 64, "bfloat16", False))} == {32, 64, 128}
-    assert {b.bn for b in candidates(PREFILL)} == {32, 64}
+    assert {b.bn for b in candidates(PREFILL) if not b.warp_specialize} == {32, 64}
+    wide = [b for b in candidates(PREFILL) if b.bn == 128]  # FlashAttention-3's: warp-specialised, two stages
+    assert len(wide) == 4 and all(b.warp_specialize and b.stages == 2 and b.num_warps == 8 for b in wide)
     assert {b.bn for b in candidates(AttentionProblem(1, 4096, 4096, 256, 256, "float16", False))} == {32}
     assert {b.bm for b in candidates(PREFILL)} == {64, 128}
     decode = candidates(AttentionProblem(256, 1, 4096, 128, 128, "float16", False))

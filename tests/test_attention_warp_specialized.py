@@ -20,9 +20,15 @@ from tinyton.lowering.fusion.attention_blocks import Blocks
 
 BACKENDS = ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])]
 FORMS = pytest.mark.parametrize(
-    "form", [{}, {"overlap": True}, {"pingpong": True}, {"overlap": True, "pingpong": True}],
-    ids=["plain", "overlapped", "pingpong", "overlapped-pingpong"])
-"""The consumers' forms: their products overlapped within a step or not, their warpgroups taking turns or not."""
+    "form", [{}, {"overlap": True}, {"pingpong": True}, {"overlap": True, "pingpong": True},
+             {"bn": 128, "stages": 2, "overlap": True, "pingpong": True}],
+    ids=["plain", "overlapped", "pingpong", "overlapped-pingpong", "128-keys"])
+"""The consumers' forms: their products overlapped within a step or not, their warpgroups taking turns or not; 64
+keys a step (q in registers) or FlashAttention-3's 128 (q in shared memory)."""
+
+
+def _specialized(**form) -> Blocks:
+    return Blocks(**{"bm": 128, "bn": 64, "num_warps": 8, "warp_specialize": True, **form})
 
 
 def _kv_loop(program) -> str:
@@ -35,7 +41,7 @@ def _kv_loop(program) -> str:
 def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backend, form, shape, kv_heads):
     """Heads of their own and grouped-query heads (k and v broadcast over the group), head dims padded or not."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, **form))
+    attention_blocks(_specialized(**form))
     b, h, s, d = shape
     rng = np.random.default_rng(s + d)
     q = randn(rng, b, h, s, d, dtype=np.float16)
@@ -52,7 +58,7 @@ def test_warp_specialized_attention_matches(monkeypatch, attention_blocks, backe
 def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attention_blocks, backend, form, s):
     """A causal end (each program's loop stops at its diagonal) and a ragged last block: every block masked."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
-    attention_blocks(Blocks(128, 64, 8, warp_specialize=True, **form))
+    attention_blocks(_specialized(**form))
     rng = np.random.default_rng(s)
     q, k, v = (randn(rng, 2, 3, s, 64, dtype=np.float16) for _ in range(3))
     causal, full = causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.125)
@@ -137,3 +143,22 @@ def test_pingpong_consumers_take_turns_issuing_their_products(attention_blocks, 
     turn = consumers[consumers.index("@p bar.sync 3, 256"): consumers.index("@p bar.arrive 3, 256")]
     assert turn.count("wgmma.commit_group") == (2 if overlap else 1)
     assert "wgmma.wait_group.sync.aligned 1" not in turn
+
+
+@needs_ptxas
+def test_128_key_blocks_read_q_from_shared_memory(attention_blocks):
+    """sm_90a, FlashAttention-3's 128-key blocks at D = 128: q copied to shared memory once by every warp before the
+    split (both products read their operands there), the consumers' loop waiting on mbarriers only; two stages fit
+    beside it, nothing spilled (q in registers spilled 80 bytes there)."""
+    attention_blocks(Blocks(128, 128, 8, stages=2, warp_specialize=True, overlap=True, pingpong=True))
+    q = np.zeros((1, 2, 1024, 128), np.float16)
+    launch = causal_attention.compile(q, q, q).steps[0].launch
+    kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+    ptx = kernel.asm["ptx"]
+    assert kernel.n_spills == 0
+    split = ptx.index("setmaxnreg.dec")
+    assert "cp.async.cg.shared.global" in ptx[:split] and re.search(r"cp.async.wait_group\s+0;", ptx[:split])
+    consumers = ptx[ptx.index("setmaxnreg.inc"):]
+    loop = consumers[: consumers.index("mbarrier.arrive")]
+    assert "bar.sync 1," not in loop
+    assert re.search(r"wgmma.mma_async\S*m64n128k16\S* \{[^}]*\}, %rd\d+, %rd\d+", loop), "q from shared memory"

@@ -103,8 +103,9 @@ class FlashAttention3Forms:
                           carried: list[SSAValue], end: int | SSAValue) -> list[SSAValue] | None:
         """FlashAttention-3's producer and consumers (`Blocks.warp_specialize`): one KV loop up to `end` whose key and
         value blocks are descriptor loads, marked for the pipeliner to split into a producer warpgroup copying them
-        by TMA into an mbarrier-guarded ring and the program's warps computing (q stays in registers, wgmma's left
-        operand: lowering/tt_to_llvm/warp_specialize.py). A causal mask or a ragged last block is applied to every
+        by TMA into an mbarrier-guarded ring and the program's warps computing (lowering/tt_to_llvm/warp_specialize.py;
+        q stays in registers, wgmma's left operand, for key blocks under 128, else in shared memory: pipeline.py
+        `SHARED_A_MIN_N`). A causal mask or a ragged last block is applied to every
         block (the split into unmasked and masked loops would be two loops to specialise): the tuner weighs that
         against the plain kernel's two loops. None, emitting nothing, for a split, packed or broadcast rows, a
         key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).

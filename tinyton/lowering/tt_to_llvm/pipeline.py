@@ -168,19 +168,32 @@ def pipeline_loop(plan: Plan, stages: int) -> scf.ForOp:
     return drop_dead_carried(new_loop)
 
 
+SHARED_A_MIN_N = 128
+"""Least N of a warp-specialised loop's wgmma dots for which an invariant A is read from shared memory: a wgmma of
+N = 64 reading both operands there (2 KiB each for 32 cycles of tensor-core work a warpgroup) takes about the
+shared-memory bandwidth of an SM, one of N = 128 three quarters of it; below, A stays in registers."""
+
+
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
-    from shared memory by every iteration, they are copied there once instead of stored each time. Not in a loop
-    asking for warp specialisation, whose producer would copy them too: its dots read them from registers
-    (wgmma's register A, the layout assignment loads them in)."""
+    from shared memory by every iteration, they are copied there once instead of stored each time. In a loop
+    asking for warp specialisation (every warp copies, before the split), only an A of dots at least
+    `SHARED_A_MIN_N` wide: narrower dots read it from registers (wgmma's register A, which the layout assignment
+    loads it in), as FlashAttention-3 keeps q in shared memory for its 128-key blocks."""
     found = []
     for op in module.walk():
         if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and is_zero(op.other)):
             continue
-        loops = [_enclosing_loop(u.operation, op.parent_block()) for u in op.result.uses]
-        if feeds_mma_only(op) and all(loop is not None and tt.WARP_SPECIALIZE_ATTR not in loop.attributes
-                                      for loop in loops):
-            found.append(op)
+        users = [u.operation for u in op.result.uses]
+        loops = [_enclosing_loop(user, op.parent_block()) for user in users]
+        if not feeds_mma_only(op) or any(loop is None for loop in loops):
+            continue
+        if any(tt.WARP_SPECIALIZE_ATTR in loop.attributes for loop in loops if loop is not None) and not all(
+            isinstance(user, tt.DotOp) and user.a is op.result and tt.shape_of(user.b.type)[1] >= SHARED_A_MIN_N
+            for user in users
+        ):
+            continue
+        found.append(op)
     return found
 
 

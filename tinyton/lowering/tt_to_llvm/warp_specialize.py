@@ -106,7 +106,11 @@ def wants_warp_specialization(plan: Plan, num_warps: int, arch: str) -> bool:
 
 
 def _writes(op: Operation) -> bool:
-    """Whether `op` may write memory (the producer warps run what precedes the split too)."""
+    """Whether `op` may write global memory (the producer warps run what precedes the split too): an invariant
+    operand's copy to shared memory (pipeline.py `_hoist`) may come first, every warp copying (the program's warps'
+    layouts, the producer's warps repeating theirs) and all waiting for it before the split."""
+    if isinstance(op, (tt.LocalAllocOp, tt.AsyncCopyOp, tt.AsyncCommitOp, tt.AsyncWaitOp)):
+        return False
     effects = get_effects(op)
     return effects is None or any(e.kind == MemoryEffectKind.WRITE for e in effects)
 
