@@ -1,6 +1,7 @@
 """The backward table of bench_attention.py (issue 23): FlashAttention-2's backward as tinyton generates it
 (`tinyton.compiler.attention_backward`, three launches from the forward's saved output and logsumexp)
-next to torch's SDPA backward (flash and cuDNN backends), on the same tensors; and the whole training step
+next to torch's SDPA backward (the backend it picks by default, and its flash and cuDNN backends), on the same
+tensors; and the whole training step
 as one array program (the textbook forward and backward math, rewritten into the forward kernel plus the
 three backward kernels) next to SDPA's forward + backward.
 
@@ -8,6 +9,8 @@ TFLOPS: FlashAttention's convention, the backward 2.5 times the forward's 4·B·
 """
 
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
@@ -52,19 +55,24 @@ def _logsumexp(q: torch.Tensor, k: torch.Tensor, scale: float, causal: bool) -> 
     return torch.stack(rows)
 
 
-def _sdpa_backward(backend: SDPBackend, q, k, v, do, options):
+def _backend(backend: SDPBackend | None):
+    """SDPA restricted to `backend`, or (None) left to pick its own, as a user's call does."""
+    return nullcontext() if backend is None else sdpa_kernel(backend)
+
+
+def _sdpa_backward(backend: SDPBackend | None, q, k, v, do, options):
     """A function running SDPA's backward alone (its forward done once, outside the timing)."""
     leaves = [x.detach().requires_grad_() for x in (q, k, v)]
-    with sdpa_kernel(backend):
+    with _backend(backend):
         out = F.scaled_dot_product_attention(*leaves, **options)
     return lambda: torch.autograd.grad(out, leaves, do, retain_graph=True)
 
 
-def _sdpa_training(backend: SDPBackend, q, k, v, do, options):
+def _sdpa_training(backend: SDPBackend | None, q, k, v, do, options):
     leaves = [x.detach().requires_grad_() for x in (q, k, v)]
 
     def run():
-        with sdpa_kernel(backend):
+        with _backend(backend):
             out = F.scaled_dot_product_attention(*leaves, **options)
         return torch.autograd.grad(out, leaves, do)
 
@@ -98,17 +106,20 @@ def backward_table(dtype: torch.dtype) -> None:
             check_close(f"tinyton backward {shape} {kind} {name}", g, w, tol=3e-2)
         times = {
             "tinyton": median_ms(lambda: attention_backward(q, k, v, o, lse, do, scale, causal=causal)),
+            "SDPA default": peer(_measure, _sdpa_backward, None, q, k, v, do, options),
             "SDPA flash": peer(_measure, _sdpa_backward, SDPBackend.FLASH_ATTENTION, q, k, v, do, options),
             "SDPA cuDNN": peer(_measure, _sdpa_backward, SDPBackend.CUDNN_ATTENTION, q, k, v, do, options),
         }
         flops = 2.5 * 4 * b * h * s * s * d * (0.5 if causal else 1.0)
         figures = {n: (flops / (t * 1e-3) / 1e12 if isinstance(t, float) else t) for n, t in times.items()}
         best = max((f for n, f in figures.items() if n.startswith("SDPA") and isinstance(f, float)), default=None)
-        ratio = f"{100 * figures['tinyton'] / best:.0f}%" if best else "n/a"
-        rows.append([f"{shape} {kind}", *figures.values(), ratio, 3])
+        ratios = [f"{100 * figures['tinyton'] / f:.0f}%" if isinstance(f, float) else "n/a"
+                  for f in (figures["SDPA default"], best)]
+        rows.append([f"{shape} {kind}", *figures.values(), *ratios, 3])
         print(f"# {rows[-1]}", flush=True)
     print_table(f"Attention backward, {str(dtype).split('.')[-1]} (TFLOPS, from the saved o and logsumexp)",
-                ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "tinyton / best SDPA", "launches"], rows)
+                ["(B, H, S, D)", "tinyton", "SDPA default", "SDPA flash", "SDPA cuDNN", "tinyton / SDPA default",
+                 "tinyton / best SDPA", "launches"], rows)
 
 
 def training_table(dtype: torch.dtype) -> None:
@@ -128,6 +139,7 @@ def training_table(dtype: torch.dtype) -> None:
             check_close(f"tinyton training step {shape} {name}", g, w.detach(), tol=3e-2)
         times = {
             "tinyton": median_ms(lambda: program(q, k, v, do, scale)),
+            "SDPA default": peer(_measure, _sdpa_training, None, q, k, v, do, {"is_causal": True}),
             "SDPA flash": peer(_measure, _sdpa_training, SDPBackend.FLASH_ATTENTION, q, k, v, do, {"is_causal": True}),
             "SDPA cuDNN": peer(_measure, _sdpa_training, SDPBackend.CUDNN_ATTENTION, q, k, v, do, {"is_causal": True}),
         }
@@ -136,4 +148,4 @@ def training_table(dtype: torch.dtype) -> None:
         rows.append([f"{shape} causal", *figures.values(), program.num_launches])
         print(f"# {rows[-1]}", flush=True)
     print_table(f"Attention forward + backward as one array program, {str(dtype).split('.')[-1]} (TFLOPS)",
-                ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "launches"], rows)
+                ["(B, H, S, D)", "tinyton", "SDPA default", "SDPA flash", "SDPA cuDNN", "launches"], rows)
