@@ -169,7 +169,7 @@ class _Program(ScoreSteps, FlashAttention3Forms):
             carried.append(em.const(0.0, element_type(att.v.type), (self.bm, self.bn)))
         first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
         prefetch = self.blocks.broadcast and att.k_select is None and att.v_select is None
-        specialized = self._specialized_loop(queries, row_ok, q, dv_cols, carried, end)
+        specialized = self._specialized_loop(queries, row_ok, q, dv_cols, carried, split, end)
         loops = [] if specialized is not None else [(first, split, False), (split, end, True)]
         carried = specialized or carried
         for lb, ub, masked in loops:
@@ -326,6 +326,17 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         cols = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
         return cols, em.cmp("lt", cols, em.i32(self.s_kv)) if masked and self.s_kv % self.bn else None
 
+    def _block_scores(self, s: SSAValue, j: SSAValue, rows: SSAValue, row_ok: SSAValue,
+                      masked: bool | SSAValue) -> SSAValue:
+        """The score steps on the block of keys from `j` (`_score_block`), masked or not, or masked only where the
+        scalar i1 `masked` holds: one loop over blocks of which only the last few cross the diagonal or S_kv (the
+        warp-specialised form's) then pays for the mask in those alone."""
+        if isinstance(masked, bool):
+            cols, col_ok = self._columns(j, masked)
+            return self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        return self.em.branch(masked, lambda: [self._block_scores(s, j, rows, row_ok, True)],
+                              lambda: [self._block_scores(s, j, rows, row_ok, False)])[0]
+
     def _ragged_bound(self, col_ok: SSAValue | None) -> SSAValue | None:
         """The bound of a block's key loads: S_kv where `col_ok` says the block is ragged, else None (all in range)."""
         return self.em.i32(self.s_kv) if col_ok is not None else None
@@ -363,17 +374,18 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         carries into the step that uses them."""
         return [self._key_block(j, bound, cast=False), self._value_block(j, bound, dv_cols, cast=False)]
 
-    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue, masked: bool,
-                  m_old: SSAValue, l_old: SSAValue, acc: SSAValue,
+    def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
+                  masked: bool | SSAValue, m_old: SSAValue, l_old: SSAValue, acc: SSAValue,
                   loaded: list[SSAValue] | None = None) -> list[SSAValue]:  # fmt: skip
         """One key block: scores on tensor cores, the score steps, the online softmax in base 2 (`m`, `l` in
-        log2 units), `acc += p @ v`. `loaded`: the block's k and v tiles as stored, loaded a step before."""
+        log2 units), `acc += p @ v`. `loaded`: the block's k and v tiles as stored, loaded a step before;
+        `masked`: whether the block is masked, or where (`_block_scores`) when they are."""
         em = self.em
-        cols, col_ok = self._columns(j, masked)
         if loaded is not None:
             kt, v = (em.cast(t, element_type(x.type)) for t, x in zip(loaded, (self.att.k, self.att.v)))
         else:
-            bound = self._ragged_bound(col_ok)
+            assert isinstance(masked, bool), "a block masked only where a condition holds is loaded before"
+            bound = self._ragged_bound(self._columns(j, masked)[1])
             kt = self._key_block(j, bound)
             # the value block is loaded with the key block: where no pipeliner stages them (the FMA path of a
             # decode step) its load then overlaps the scores and the softmax instead of waiting for them
@@ -383,7 +395,7 @@ class _Program(ScoreSteps, FlashAttention3Forms):
             s = em.emit(tt.ReduceSumOp(em.binary(tt.MulOp, q, em.expand(k, 0)), 2))
         else:
             s = self._scores(q, kt)
-        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        s = self._block_scores(s, j, rows, row_ok, masked)
         m_new, l_new, alpha, p = self._softmax_step(s, m_old, l_old)
         scaled = em.binary(tt.MulOp, acc, alpha)
         if self.blocks.broadcast:  # [BM, BN, D_v]: the same tile's layout, summed along BN (p rounded to v's type)

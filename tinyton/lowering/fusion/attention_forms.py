@@ -48,10 +48,10 @@ class FlashAttention3Forms:
     bn: int
     _kv_block: Callable[..., list[SSAValue]]
     _columns: Callable[..., tuple[SSAValue, SSAValue | None]]
+    _block_scores: Callable[..., SSAValue]
     _key_block: Callable[..., SSAValue]
     _value_block: Callable[..., SSAValue]
     _ragged_bound: Callable[..., SSAValue | None]
-    _score_block: Callable[..., SSAValue]
     _scores: Callable[..., SSAValue]
     _weighted_values: Callable[..., SSAValue]
     _softmax_step: Callable[..., tuple[SSAValue, ...]]
@@ -60,7 +60,7 @@ class FlashAttention3Forms:
     block_pointers: Callable[..., SSAValue]
 
     def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
-                          masked: bool, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,
+                          masked: bool | SSAValue, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,
                           loaded: list[SSAValue] | None = None) -> list[SSAValue]:  # fmt: skip
         """One key block with FlashAttention-3's intra-warpgroup overlap (`Blocks.overlap`): this block's scores
         and the previous block's `p @ v` are issued back to back, so that the tensor cores compute `p @ v` while
@@ -69,18 +69,17 @@ class FlashAttention3Forms:
         `alpha` moves them to the new maximum; the first step's `p_prev` is 0, its `p @ v` reads the first block.
         The value block read is the previous one, always whole (keys below this block's start); `loaded`: this
         block's kᵀ and that value block, read by the caller."""
-        em = self.em
-        cols, col_ok = self._columns(j, masked)
         if loaded is not None:
             kt, v = loaded
         else:
-            kt = self._key_block(j, self._ragged_bound(col_ok))
+            assert isinstance(masked, bool), "a block masked only where a condition holds is loaded before"
+            kt = self._key_block(j, self._ragged_bound(self._columns(j, masked)[1]))
             v = self._value_block(self._previous_block(j), None, dv_cols)
         s = self._scores(q, kt)
         acc = self._weighted_values(p_prev, v, acc)
-        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
+        s = self._block_scores(s, j, rows, row_ok, masked)
         m_new, l_new, alpha, p = self._softmax_step(s, m_old, l_old)
-        return [m_new, l_new, em.binary(tt.MulOp, acc, alpha), p]
+        return [m_new, l_new, self.em.binary(tt.MulOp, acc, alpha), p]
 
     def _previous_block(self, j: SSAValue) -> SSAValue:
         """The start of the key block before the one at `j` (the first block's own start)."""
@@ -100,14 +99,14 @@ class FlashAttention3Forms:
         return [m, total, self._weighted_values(p, self._value_block(last, bound, dv_cols), acc)]
 
     def _specialized_loop(self, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
-                          carried: list[SSAValue], end: int | SSAValue) -> list[SSAValue] | None:
+                          carried: list[SSAValue], split: int | SSAValue, end: int | SSAValue) -> list[SSAValue] | None:
         """FlashAttention-3's producer and consumers (`Blocks.warp_specialize`): one KV loop up to `end` whose key and
         value blocks are descriptor loads, marked for the pipeliner to split into a producer warpgroup copying them
         by TMA into an mbarrier-guarded ring and the program's warps computing (lowering/tt_to_llvm/warp_specialize.py;
         q stays in registers, wgmma's left operand, for key blocks under 128, else in shared memory: pipeline.py
         `SHARED_A_MIN_N`). A causal mask or a ragged last block is applied to every
-        block (the split into unmasked and masked loops would be two loops to specialise): the tuner weighs that
-        against the plain kernel's two loops. None, emitting nothing, for a split, packed or broadcast rows, a
+        block from `split` on, a branch in the one loop (the plain kernel's split into unmasked and masked loops
+        would be two loops to specialise). None, emitting nothing, for a split, packed or broadcast rows, a
         key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).
         With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does; with
         `Blocks.pingpong`, their two warpgroups issue each step's products in turns."""
@@ -119,9 +118,12 @@ class FlashAttention3Forms:
         k_view, v_view = self._descriptor_view(att.k), self._descriptor_view(att.v)
         if k_view is None or v_view is None:
             return None
-        em, masked = self.em, att.causal_offset is not None or self.s_kv % self.bn != 0
+        em = self.em
+        needs_mask = att.causal_offset is not None or self.s_kv % self.bn != 0
+        unmasked_end = split if isinstance(split, SSAValue) else em.i32(split)
 
         def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
+            masked = em.cmp("ge", j, unmasked_end) if needs_mask else False
             kt = em.emit(tt.TransOp(self._descriptor_rows(att.k, k_view, j, self.d, self.dp), (1, 0)))
             if blocks.overlap:
                 v = self._descriptor_rows(att.v, v_view, self._previous_block(j), self.d_v, self.dvp)

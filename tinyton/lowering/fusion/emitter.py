@@ -259,6 +259,23 @@ class Emitter:
         self.emit(loop)
         return list(loop.results)
 
+    def branch(self, cond: SSAValue, then: Callable[[], list[SSAValue]],
+               otherwise: Callable[[], list[SSAValue]]) -> list[SSAValue]:
+        """`scf.if` on a scalar i1 whose branches `then()` and `otherwise()` give values of the same types: its
+        results. Both are built before the op is inserted, as `for_loop`'s body is."""
+        outer = self.block
+        blocks, types = [], []
+        for build in (then, otherwise):
+            self.block = Block()
+            values = build()
+            self.emit(scf.YieldOp(*values))
+            blocks.append(self.block)
+            types = [v.type for v in values]
+        self.block = outer
+        op = scf.IfOp(cond, types, Region(blocks[0]), Region(blocks[1]))
+        self.emit(op)
+        return list(op.results)
+
     def continue_if(self, cond: SSAValue) -> None:
         """Emit what follows only where `cond` (a scalar i1) holds: into the then-block of an `scf.if`, until
         `close_branches` (the rest of a kernel that only some of its programs finish)."""
