@@ -1,10 +1,11 @@
-// FlashAttention-3's ping-pong on the K loop of wgmma_warp_specialized.mlir, its tiles 128 x 128 on 8 warps
-// (two consumer warpgroups, a wgmma each) and marked `tt.pingpong` too: tinyton-pipeline orders each step's dots by warpgroup turns
-// (tinyton/lowering/tt_to_llvm/warpgroup_turns.py). Before the consumers' loop the last warpgroup lets the first
-// go (`open`); in the loop, after the wait for the slot, a warpgroup takes its turn, issues the step's dot and passes
-// to the next; after the loop the first warpgroup takes the last pass (`close`), so the named barriers end as they
-// began. Lowered: warpgroup w takes its turn on named barrier 2 + w and passes on 2 + (w + 1) % 2, a barrier of
-// 256 threads (one warpgroup waits, the other arrives), the barrier ids constant under a predicate on w.
+// FlashAttention-3's ping-pong on the K loop of wgmma_warp_specialized.mlir, its tiles 128 x 128 on 8 warps (two
+// consumer warpgroups, a wgmma each; two stages) and marked `tt.pingpong` too: tinyton-pipeline orders each step's
+// dots by warpgroup turns (tinyton/lowering/tt_to_llvm/warpgroup_turns.py). Before the consumers' loop the last
+// warpgroup lets the first go (`open`); in the loop, after the wait for the slot, a warpgroup takes its turn, issues
+// the step's dot and passes to the next; after the loop the first warpgroup takes the last pass (`close`), so the
+// named barriers end as they began. Lowered: warpgroup w takes its turn on named barrier 2 + w and passes on 2 + (w
+// + 1) % 2, a barrier of 256 threads (one warpgroup waits, the other arrives), the barrier ids constant under a
+// predicate on w.
 // REQUIRES: mlir-tools
 // RUN: tinyton-opt %s -p 'tinyton-pipeline{arch="sm_90a"}' | filecheck %s --check-prefix=TT
 // RUN: tinyton-opt %s -p 'tinyton-to-llvm{arch="sm_90a"}' | filecheck %s --check-prefix=LLVM
@@ -115,7 +116,7 @@ builtin.module attributes {tt.num_warps = 8 : i32} {
       %74 = "tt.descriptor_load"(%128, %72, %73, %b_ptr, %K, %N, %N, %43, %11, %46) <{padding = "zero", operandSegmentSizes = array<i32: 1, 1, 1, 1, 2, 2, 2>}> : (tensor<32x128x!tt.ptr<f16>>, tensor<32x128xi1>, tensor<32x128xf16>, !tt.ptr<f16>, i32, i32, i32, i32, i32, i32) -> tensor<32x128xf16>
       %75 = tt.dot %44, %74, %7 : tensor<128x32xf16>, tensor<32x128xf16> -> tensor<128x128xf32>
       scf.yield %75 : tensor<128x128xf32>
-    } {tt.warp_specialize, tt.pingpong}
+    } {tt.warp_specialize, tt.pingpong, tt.num_stages = 2 : i32}
     %76 = tt.constant 128 : i32 -> i32
     %77 = tt.mul %0, %76 : i32
     %78 = tt.arange 0 to 128 : tensor<128xi32>
