@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from math import factorial, pi, sqrt
 
-from xdsl.dialects import llvm
+from xdsl.dialects import llvm, scf
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
@@ -60,6 +61,52 @@ def _erf(ctx: KernelContext, x: SSAValue) -> SSAValue:
     return ctx.select(ctx.value(llvm.FCmpOp(ax, ctx.const(1.0, t_), "olt")), small, large)
 
 
+ORDER_BLIND = (
+    tt.AddOp, tt.SubOp, tt.MulOp, tt.DivOp, tt.NegOp, tt.FmaOp, tt.CastOp, tt.Exp2Op, tt.Log2Op, tt.ReduceSumOp,
+    tt.DotOp, tt.DotWaitOp, tt.BroadcastOp, tt.SplatOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, tt.StoreOp,
+    tt.SelectOp,
+)
+"""Ops whose results a NaN operand makes NaN (or that store it) without asking whether a value is ordered: what
+`exp2`'s result may flow through without its NaN guard (`_order_blind`; a select's float operands are its data,
+never its condition)."""
+
+
+def _order_blind(value: SSAValue) -> bool:
+    """Whether nothing computed from `value` is compared, maxed, or read by an op outside `ORDER_BLIND`: following
+    uses through those ops and through loop-carried values (`scf.yield` to the loop's next iteration and results).
+    Then the folds that `_nan_kept` hides from ptxas have nothing to fold: attention's `p = exp2(s - m)` and its
+    `alpha` feed only sums, products and dots (two selects an element in the softmax of the flash kernel)."""
+    seen: set[SSAValue] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for use in v.uses:
+            user = use.operation
+            if isinstance(user, scf.YieldOp):
+                parent = user.parent_op()
+                if not isinstance(parent, (scf.ForOp, scf.IfOp)):
+                    return False
+                todo.append(parent.results[use.index])
+                if isinstance(parent, scf.ForOp):
+                    todo.append(parent.body.block.args[1 + use.index])
+            elif isinstance(user, ORDER_BLIND):
+                todo.extend(user.results)
+            else:
+                return False
+    return True
+
+
+@lowers_tile(tt.Exp2Op)
+def lower_exp2(ctx: KernelContext, op: tt.Exp2Op, layout: Layout | None) -> list[SSAValue]:
+    """`ex2.approx` of f32, NaN kept by a select (`exp2_nan_kept`) unless no comparison reads what it computes."""
+    if tt.element_type(op.result.type) != f32 or not _order_blind(op.result):
+        return lower_unary(ctx, op, layout)
+    return map_registers(ctx, lambda c, x: c.value(llvm.FExp2Op(x)), ctx.get(op.input, layout))
+
+
 MATH_UNARY = {
     tt.Exp2Op: (None, exp2_nan_kept),
     tt.Log2Op: (None, _intrinsic("llvm.nvvm.lg2.approx.f")),
@@ -72,7 +119,7 @@ MATH_BINARY = {tt.DivRnOp: (None, _llvm(llvm.FDivOp))}
 UNARY.update(MATH_UNARY)
 F64_NATIVE.update({tt.FloorOp, tt.CeilOp, tt.SqrtRnOp})
 BINARY.update(MATH_BINARY)
-lowers_tile(*MATH_UNARY)(lower_unary)
+lowers_tile(*(op for op in MATH_UNARY if op is not tt.Exp2Op))(lower_unary)
 lowers_tile(*MATH_BINARY)(lower_binary)
 
 
