@@ -420,9 +420,12 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         """The online softmax of one score block in base 2: the new row maxima and sums, the factor `alpha`
         that moves what was accumulated to the new maxima, and the probabilities in v's type."""
         em = self.em
-        m_new = em.binary(tt.MaximumOp, m_old, em.reduce("max", s, 1))
+        row_max, deferred = em.reduce("max", s, 1), self._deferred_scale()
+        if deferred is not None:  # the scores' maxima scaled, not the scores (positive: the same maxima)
+            row_max = em.binary(tt.MulOp, row_max, em.const(deferred, f32))
+        m_new = em.binary(tt.MaximumOp, m_old, row_max)
         m_safe = em.finite_max(m_new)  # empty rows stay 0
-        p = em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, m_safe)))
+        p = self._scaled_exp2(s, m_safe)
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
         return m_new, l_new, alpha, em.cast(p, element_type(self.att.v.type))

@@ -161,12 +161,10 @@ class _Backward(_Program):
 
     def _probabilities(self, s: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue, col_ok: SSAValue | None,
                        masked: bool, lse: SSAValue) -> SSAValue:
-        """`p = exp2(s - lse)` of the score block `s` (`_product`), recomputed as the forward computed it. The
-        kernels issue `s` and `dp`'s product back to back before this: the softmax runs while `dp` is on the
-        tensor cores (tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
-        em = self.em
-        s = self._score_block(s, rows, cols, row_ok, col_ok, masked)
-        return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, lse)))
+        """`p = exp2(s - lse)` of the score block `s` (`_product`), recomputed as the forward computed it (the
+        scale in the same FMA: `_scaled_exp2`). The kernels issue `s` and `dp`'s product back to back before this:
+        the softmax runs while `dp` is on the tensor cores (tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
+        return self._scaled_exp2(self._score_block(s, rows, cols, row_ok, col_ok, masked), lse)
 
     def _key_pair(self, j: SSAValue, bound: SSAValue | None) -> tuple[SSAValue, SSAValue]:
         """kᵀ and k of the key block at `j` from one load, one of them its transpose: both products read the

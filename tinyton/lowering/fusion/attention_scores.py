@@ -90,15 +90,17 @@ class ScoreSteps:
     def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
                      masked: bool) -> SSAValue:
         """The score steps on a `[BM, BN]` block of `q @ kᵀ` (the causal mask and the bounds of S_kv only when
-        `masked`), in log2 units (log2(e) folded into a scale); keys past S_kv are -inf."""
+        `masked`), in log2 units (log2(e) folded into a scale), or, where the scale is left to the softmax's FMA
+        (`_deferred_scale`), in units of that scale; keys past S_kv are -inf."""
         em = self.em
-        folded = self._log2e_step()
+        folded, deferred = self._log2e_step(), self._deferred_scale()
         for step in self.att.steps:
             if step is folded:
-                s = em.binary(tt.MulOp, s, self._folded_scale(step))
+                if deferred is None:
+                    s = em.binary(tt.MulOp, s, self._folded_scale(step))
             elif masked or not self._is_causal_step(step):
                 s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
-        if folded is None:
+        if folded is None and deferred is None:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
             s = em.select(em.to_shape(col_ok, self.score_shape), s, em.const(float("-inf"), f32))
@@ -121,6 +123,32 @@ class ScoreSteps:
             if masked_value is None or not is_minus_inf(masked_value):
                 return None
         return None
+
+    def _deferred_scale(self) -> float | None:
+        """The positive constant (the folded scale times log2(e), or log2(e) with none) that the score steps leave
+        to the softmax, which applies it in one FMA an element, `exp2(s * c - m)` (FlashAttention's
+        `softmax_scale_log2`), instead of a multiply here and a subtraction there: the masks' -inf and every
+        maximum keep their place under a positive factor. None for a runtime or a non-positive scale."""
+        step = self._log2e_step()
+        if step is None:
+            return LOG2E
+        (value,) = step.others
+        if not is_constant(value):
+            return None
+        number = float(value.op.value.value.data)
+        if isinstance(step.op, tta.DivOp):
+            return LOG2E / number if number > 0 else None
+        return number * LOG2E if number > 0 else None
+
+    def _scaled_exp2(self, s: SSAValue, offset: SSAValue) -> SSAValue:
+        """`exp2(s - offset)` of scores in log2 units, or `exp2(s * c - offset)` of scores awaiting their scale `c`
+        (`_deferred_scale`) as one FMA an element; `offset` (`[BM, 1]` or `[1, BM]`) broadcast along the keys."""
+        em, c = self.em, self._deferred_scale()
+        shape = shape_of(s.type)
+        if c is None:
+            return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, em.to_shape(offset, shape))))
+        negated = em.to_shape(em.emit(tt.NegOp(offset)), shape)
+        return em.emit(tt.Exp2Op(em.emit(tt.FmaOp(s, em.const(c, f32, shape), negated))))
 
     def _folded_scale(self, step: ScoreStep) -> SSAValue:
         """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
