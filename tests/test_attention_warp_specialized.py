@@ -70,6 +70,20 @@ def test_causal_and_ragged_keys_are_masked_in_the_one_loop(monkeypatch, attentio
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("s", [256, 200])
+def test_head_dim_256_in_64_key_blocks(monkeypatch, attention_blocks, backend, s):
+    """FlashAttention-3's blocks for head dim 256 (q in shared memory, two stages), causal and full."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(_specialized(bn=64, stages=2, overlap=True, pingpong=True))
+    rng = np.random.default_rng(s + 1)
+    q, k, v = (randn(rng, 1, 2, s, 256, dtype=np.float16) for _ in range(3))
+    causal, full = causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.0625)
+    assert "tt.warp_specialize" in _kv_loop(causal) and "tt.warp_specialize" in _kv_loop(full)
+    np.testing.assert_allclose(causal(q, k, v), causal_reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(full(q, k, v, 0.0625), reference(q, k, v, 0.0625), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_queries_that_see_no_key_run_an_empty_loop(monkeypatch, attention_blocks, backend):
     """More queries than keys, bottom-right aligned: the first 70 rows see no key (NaN, as NumPy's softmax), their
     programs' producer and consumers both walk no block (the consumers' turns only opened and closed)."""
@@ -148,12 +162,13 @@ def test_pingpong_consumers_take_turns_issuing_their_products(attention_blocks, 
 
 
 @needs_ptxas
-def test_128_key_blocks_read_q_from_shared_memory(attention_blocks):
-    """sm_90a, FlashAttention-3's 128-key blocks at D = 128: q copied to shared memory once by every warp before the
-    split (the scores' product reads both operands there); two stages fit beside it, nothing spilled (q in registers
-    spilled 80 bytes there)."""
-    attention_blocks(Blocks(128, 128, 8, stages=2, warp_specialize=True, overlap=True, pingpong=True))
-    q = np.zeros((1, 2, 1024, 128), np.float16)
+@pytest.mark.parametrize("d, bn", [(128, 128), (256, 64)])
+def test_wide_blocks_read_q_from_shared_memory(attention_blocks, d, bn):
+    """sm_90a, FlashAttention-3's 128-key blocks at D = 128 and 64-key ones at D = 256: q copied to shared memory once
+    by every warp before the split (the scores' product reads both operands there); two stages fit beside it, nothing
+    spilled (q in registers spilled 80 bytes at D = 128, and would take 64 registers a thread at D = 256)."""
+    attention_blocks(Blocks(128, bn, 8, stages=2, warp_specialize=True, overlap=True, pingpong=True))
+    q = np.zeros((1, 2, 1024, d), np.float16)
     launch = causal_attention.compile(q, q, q).steps[0].launch
     kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
     ptx = kernel.asm["ptx"]
@@ -161,4 +176,4 @@ def test_128_key_blocks_read_q_from_shared_memory(attention_blocks):
     split = ptx.index("setmaxnreg.dec")
     assert "cp.async.cg.shared.global" in ptx[:split] and re.search(r"cp.async.wait_group\s+0;", ptx[:split])
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
-    assert re.search(r"wgmma.mma_async\S*m64n128k16\S* \{[^}]*\}, %rd\d+, %rd\d+", consumers), "q from shared memory"
+    assert re.search(rf"wgmma.mma_async\S*m64n{bn}k16\S* \{{[^}}]*\}}, %rd\d+, %rd\d+", consumers), "q from shared memory"

@@ -142,7 +142,8 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups), for prefill each also with its two products overlapped (`Blocks.overlap`) and those on 8 warps
     also warp-specialised (`Blocks.warp_specialize`), with and without ping-pong (`Blocks.pingpong`), head dims over
-    64 also in FlashAttention-3's 128-key blocks (two stages: q in shared memory beside them); for decoding,
+    64 also in FlashAttention-3's wider key blocks (128 keys, 64 over head dim 128; two stages beside q in shared
+    memory); for decoding,
     each of those with the KV loop split in half, the heuristic's count,
     twice it, or not at all (`split_counts`), and the broadcast forms (`_broadcast_candidates`). An f32
     problem tries its default blocks on FMAs and on TF32x3 tensor cores; decoding (Llama's f32 attention over a
@@ -162,7 +163,8 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     found = [replace(b, splits=n) for b in found for n in split_counts(p, b, sm_count) or (0,)]
     if p.s_q > 16:  # prefill: each tiling with the scores and `p @ v` overlapped too, and on two warpgroups with a
         found += [replace(b, overlap=True) for b in found]  # producer warpgroup
-        wide = [Blocks(128, 128, 8, stages=2, overlap=o) for o in (False, True)] if 64 < widest <= 128 < p.s_q else []
+        wide_keys = 128 if widest <= 128 else 64  # FlashAttention-3's blocks: two stages beside q in shared memory
+        wide = [Blocks(128, wide_keys, 8, stages=2, overlap=o) for o in (False, True)] if 64 < widest and 128 < p.s_q else []
         found += [replace(b, warp_specialize=True, pingpong=pp)
                   for b in [*found, *wide] if b.num_warps == 8 for pp in (False, True)]
     return list(dict.fromkeys([*found, *_broadcast_candidates(p, sm_count)]))

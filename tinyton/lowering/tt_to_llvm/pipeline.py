@@ -173,13 +173,16 @@ SHARED_A_MIN_N = 128
 N = 64 reading both operands there (2 KiB each for 32 cycles of tensor-core work a warpgroup) takes about the
 shared-memory bandwidth of an SM, one of N = 128 three quarters of it; below, A stays in registers."""
 
+REGISTER_A_MAX_K = 128
+"""Widest invariant A (its K) a warp-specialised loop keeps in registers whatever N (`_shared_a`)."""
+
 
 def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
     """Loads outside any loop whose only users are tensor-core dots inside loops (q of attention): read
     from shared memory by every iteration, they are copied there once instead of stored each time. In a loop
-    asking for warp specialisation (every warp copies, before the split), only an A of dots at least
-    `SHARED_A_MIN_N` wide: narrower dots read it from registers (wgmma's register A, which the layout assignment
-    loads it in), as FlashAttention-3 keeps q in shared memory for its 128-key blocks."""
+    asking for warp specialisation (every warp copies, before the split), only an A of dots that read it there
+    (`_shared_a`): the others read it from registers (wgmma's register A, which the layout assignment loads it
+    in), as FlashAttention-3 keeps q in shared memory for its 128-key blocks."""
     found = []
     for op in module.walk():
         if not (isinstance(op, tt.LoadOp) and len(tt.shape_of(op.result.type)) == 2 and is_zero(op.other)):
@@ -189,12 +192,19 @@ def _invariant_operands(module: ModuleOp) -> list[tt.LoadOp]:
         if not feeds_mma_only(op) or any(loop is None for loop in loops):
             continue
         if any(tt.WARP_SPECIALIZE_ATTR in loop.attributes for loop in loops if loop is not None) and not all(
-            isinstance(user, tt.DotOp) and user.a is op.result and tt.shape_of(user.b.type)[1] >= SHARED_A_MIN_N
-            for user in users
+            isinstance(user, tt.DotOp) and user.a is op.result and _shared_a(user) for user in users
         ):
             continue
         found.append(op)
     return found
+
+
+def _shared_a(dot: tt.DotOp) -> bool:
+    """Whether a warp-specialised loop's wgmma dot reads its invariant A from shared memory rather than registers:
+    N at least `SHARED_A_MIN_N`, or a K over `REGISTER_A_MAX_K` (q of head dim 256 would take 64 registers a
+    thread)."""
+    k, n = tt.shape_of(dot.a.type)[1], tt.shape_of(dot.b.type)[1]
+    return n >= SHARED_A_MIN_N or k > REGISTER_A_MAX_K
 
 
 def _enclosing_loop(op: Operation, outer: Block | None) -> scf.ForOp | None:
