@@ -51,10 +51,13 @@ GROUPS = {
                "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
     "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
     "warp-specialized": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_warp_specialize.py"],
+    "attention-forms": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
+                        "tests/test_attention_warp_specialized.py", "tests/test_attention_overlap.py",
+                        "tests/test_attention_backward.py"],  # FlashAttention-3's forms (ping-pong), the backward
     "float8": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_fp8_matmul.py", "-k",
                "promoted_float8_tiles"],  # promoted dots in flight, each tile form
 }
-GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}}
+GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}, "attention-forms": {"TINYTON_ISOLATED": "1"}}
 """Environment a group adds: the warp-specialised GPU tests run in their own processes (tests/conftest.py), which
 the sanitizer does not follow (`--target-processes application-only`); here they run in its process. The
 one-shot benchmarks never reach those kernels: their products are too small for the tuner, which alone picks
