@@ -194,7 +194,10 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         m, total, acc = carried
         if self.lse is not None:
             self._store_lse(rows, row_ok, m, total)
-        out = em.cast(em.binary(tt.DivOp, acc, total), self.out_element)
+        # each row's reciprocal once, then a multiply an element (FlashAttention's): a division an element was 64
+        # `div.rn.f32` sequences a thread at D = 128, as long as a KV step's softmax
+        inverse = em.binary(tt.DivOp, em.const(1.0, f32, shape_of(total.type)), total)
+        out = em.cast(em.binary(tt.MulOp, acc, inverse), self.out_element)
         shape = (self.bm, self.dvp)
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
         batch_index = em.emit(tt.ProgramIdOp(1))

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
+from tinyton.dialects.tt import shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.emitter import Emitter, f32
@@ -82,7 +83,8 @@ def _combine_rows(em: Emitter, partials: tuple[SSAValue, SSAValue, SSAValue],
             total = em.binary(tt.AddOp, em.binary(tt.MulOp, total, alpha), em.binary(tt.MulOp, l_z, beta))
             acc = em.binary(tt.AddOp, em.binary(tt.MulOp, acc, alpha), em.binary(tt.MulOp, acc_z, beta))
             m = m_new
-    result = em.cast(em.binary(tt.DivOp, acc, total), out_element)
+    inverse = em.binary(tt.DivOp, em.const(1.0, f32, shape_of(total.type)), total)  # a division a row
+    result = em.cast(em.binary(tt.MulOp, acc, inverse), out_element)
     for out, layout in outputs:
         offsets = em.binary(tt.AddOp, layout.row_offsets(em, b, rows), em.mul_int(cols, layout.column_stride))
         offsets = em.to_shape(offsets, shape)
