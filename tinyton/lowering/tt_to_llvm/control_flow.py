@@ -1,17 +1,20 @@
 """
 `scf.for`, `scf.while` and `scf.if` become LLVM blocks; tiles cross block boundaries as one block
 argument per register, in the layout the assignment chose for the loop-carried value or
-the `if` result (yielded values are converted to it).
+the `if` result (yielded values are converted to it). A 16-bit float tile crosses them two elements to an i32
+(`_packs`): a register holds a whole 32-bit word on the GPU, so the halves carried one by one took twice the
+registers (the overlapped attention loop's fp16 probabilities, 64 a thread instead of 32 at 128 x 128 blocks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import accumulate
 
 from xdsl.dialects import llvm, scf
+from xdsl.dialects.builtin import Attribute, IntegerType, i32
 from xdsl.ir import Block, SSAValue
 
+from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import (
     SMEM_ANYWHERE,
     KernelContext,
@@ -20,22 +23,60 @@ from tinyton.lowering.tt_to_llvm.context import (
 )
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 
+I16 = IntegerType(16)
+
 
 def _layouts(ctx: KernelContext, values: Sequence[SSAValue]) -> list[Layout | None]:
     return [ctx.assign.layout.get(v) for v in values]
 
 
+def _packs(value: SSAValue, layout: Layout | None) -> bool:
+    """Whether `value` crosses a block boundary as pairs of 16-bit floats in i32 words."""
+    return (layout is not None and layout.num_regs % 2 == 0 and tt.is_float(value.type)
+            and tt.element_type(value.type).bitwidth == 16)
+
+
+def _boundary_types(values: Sequence[SSAValue], layouts: Sequence[Layout | None]) -> list[Attribute]:
+    """The types of the block arguments `values` cross a boundary as."""
+    types: list[Attribute] = []
+    for v, layout in zip(values, layouts):
+        count = layout.num_regs if layout is not None else 1
+        types += [i32] * (count // 2) if _packs(v, layout) else [llvm_type(v.type)] * count
+    return types
+
+
 def _flatten(ctx: KernelContext, values: Sequence[SSAValue], layouts: Sequence[Layout | None]) -> list[SSAValue]:
-    return [reg for v, layout in zip(values, layouts) for reg in ctx.get(v, layout)]
+    out = []
+    for v, layout in zip(values, layouts):
+        regs = ctx.get(v, layout)
+        if not _packs(v, layout):
+            out += regs
+            continue
+        for low, high in zip(regs[0::2], regs[1::2]):
+            low, high = (ctx.value(llvm.ZExtOp(ctx.value(llvm.BitcastOp(h, I16)), i32)) for h in (low, high))
+            out.append(ctx.int_op("or", low, ctx.int_op("shl", high, ctx.const(16))))
+    return out
 
 
 def _bind(
     ctx: KernelContext, values: Sequence[SSAValue], layouts: Sequence[Layout | None], regs: Sequence[SSAValue]
 ) -> None:
-    """Give `values` their registers, taken in order from `regs`."""
-    counts = [layout.num_regs if layout is not None else 1 for layout in layouts]
-    for v, layout, end, count in zip(values, layouts, accumulate(counts), counts):
-        ctx.set(v, layout, regs[end - count : end])
+    """Give `values` their registers, taken in order from `regs` (a 16-bit float tile's two to a word)."""
+    at = 0
+    for v, layout in zip(values, layouts):
+        count = layout.num_regs if layout is not None else 1
+        if not _packs(v, layout):
+            ctx.set(v, layout, regs[at : at + count])
+            at += count
+            continue
+        half = llvm_type(tt.element_type(v.type))
+        unpacked = []
+        for word in regs[at : at + count // 2]:
+            for shift in (0, 16):
+                bits = ctx.value(llvm.TruncOp(ctx.int_op("lshr", word, ctx.const(shift)) if shift else word, I16))
+                unpacked.append(ctx.value(llvm.BitcastOp(bits, half)))
+        ctx.set(v, layout, unpacked)
+        at += count // 2
 
 
 @lowers(scf.ForOp)
@@ -60,7 +101,7 @@ def lower_while(ctx: KernelContext, op: scf.WhileOp) -> None:
     leaves to exit(forwarded), whose arguments are the results."""
     before, after = op.before_region.block, op.after_region.block
     layouts = _layouts(ctx, op.res)
-    types = [llvm_type(v.type) for v, layout in zip(op.res, layouts) for _ in range(layout.num_regs if layout else 1)]
+    types = _boundary_types(op.res, layouts)
     inits = _flatten(ctx, op.arguments, layouts)
     header = ctx.new_block(types)
     ctx.insert(llvm.BrOp(header, *inits))
@@ -85,11 +126,7 @@ def lower_while(ctx: KernelContext, op: scf.WhileOp) -> None:
 @lowers(scf.IfOp)
 def lower_if(ctx: KernelContext, op: scf.IfOp) -> None:
     layouts = _layouts(ctx, op.output)
-    merge = Block(
-        arg_types=[
-            llvm_type(v.type) for v, layout in zip(op.output, layouts) for _ in range(layout.num_regs if layout else 1)
-        ]
-    )
+    merge = Block(arg_types=_boundary_types(op.output, layouts))
     regions = [r for r in (op.true_region, op.false_region) if r.blocks]
     targets = [ctx.new_block() for _ in regions]
     ctx.insert(llvm.CondBrOp(ctx.scalar(op.cond), targets[0], [], targets[1] if len(targets) > 1 else merge, []))
