@@ -73,7 +73,8 @@ never its condition)."""
 
 def _order_blind(value: SSAValue) -> bool:
     """Whether nothing computed from `value` is compared, maxed, or read by an op outside `ORDER_BLIND`: following
-    uses through those ops and through loop-carried values (`scf.yield` to the loop's next iteration and results).
+    uses through those ops and through loop-carried values (a loop's initial values, `scf.yield` to the loop's next
+    iteration and results).
     Then the folds that `_nan_kept` hides from ptxas have nothing to fold: attention's `p = exp2(s - m)` and its
     `alpha` feed only sums, products and dots (two selects an element in the softmax of the flash kernel)."""
     seen: set[SSAValue] = set()
@@ -92,6 +93,9 @@ def _order_blind(value: SSAValue) -> bool:
                 todo.append(parent.results[use.index])
                 if isinstance(parent, scf.ForOp):
                     todo.append(parent.body.block.args[1 + use.index])
+            elif isinstance(user, scf.ForOp) and use.index >= 3:  # an initial value of a loop-carried one
+                carried = use.index - 3
+                todo += [user.results[carried], user.body.block.args[1 + carried]]
             elif isinstance(user, ORDER_BLIND):
                 todo.extend(user.results)
             else:
