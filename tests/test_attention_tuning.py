@@ -99,9 +99,15 @@ def test_candidates_by_head_dim_and_sequence():
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_the_tuning_module_is_one_attention_region(causal):
-    p = AttentionProblem(3, 5, 300, 32, 16, "float16", causal)
-    (spec,) = fusion_to_kernels(fuse_module(attention_tuning.attention_module(p), fuse=True))
+@pytest.mark.parametrize("score_arrays", [0, 2])
+def test_the_tuning_module_is_one_attention_region(causal, score_arrays):
+    """The module the tuner times is the problem it is tuned for: the same region, biases and all (a bias tuned as
+    a plain attention got the plain one's blocks)."""
+    p = AttentionProblem(3, 5, 300, 32, 16, "float16", causal, score_arrays=score_arrays)
+    seen = []
+    choose = lambda problem: seen.append(problem) or default_blocks(problem)  # noqa: E731
+    (spec,) = fusion_to_kernels(fuse_module(attention_tuning.attention_module(p), fuse=True), choose_blocks=choose)
+    assert seen == [p]
     assert spec.kind == "attention" and spec.grid == (1, 3, 1)
     assert ("tt.minimum" in str(spec.module)) == causal
 

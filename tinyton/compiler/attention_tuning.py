@@ -58,7 +58,7 @@ def attention_blocks(problem: AttentionProblem) -> Blocks:
         return default_blocks(p)
     decoding = any(b.splits for b in options)  # the split depends on how many programs batch x heads give
     key = (device.name, p.dtype, p.d, p.d_v, p.causal, p.seq_class(), *((next_power_of_2(p.batch),) if decoding else ()),
-           *((p.kv_dtype,) if p.kv_dtype else ()))
+           *((p.kv_dtype,) if p.kv_dtype else ()), *((f"{p.score_arrays} score arrays",) if p.score_arrays else ()))
     samples: Samples = {}
     timer = lambda blocks: _timer(p, blocks, device.sm_count, samples)
     return TUNER.choose(key, options, timer, default=default_blocks(p), ahead=partial(_compile_ahead, p, device.sm_count))
@@ -69,8 +69,9 @@ _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0x
 
 
 def attention_module(p: AttentionProblem) -> ModuleOp:
-    """softmax(q kᵀ / sqrt(D) [causal]) v over `[batch, S, D]` arrays, as the frontend traces it; k and v
-    stored as `p.kv_dtype` and cast, where the problem's are (a bf16 cache under f32 attention)."""
+    """softmax(q kᵀ / sqrt(D) [causal] [+ bias...]) v over `[batch, S, D]` arrays, as the frontend traces it; k and
+    v stored as `p.kv_dtype` and cast, where the problem's are (a bf16 cache under f32 attention); `p.score_arrays`
+    `[S_q, S_kv]` arrays added to the scores, each read block by block as a bias is."""
     t = str(dtype_of(p.dtype).ir)
     sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v))
     q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
@@ -83,6 +84,13 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     %k = tta.cast %ks : {k_in} -> {k}
     %v = tta.cast %vs : {v_in} -> {v}"""
     kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
+    bias_type = f"tensor<{p.s_q}x{p.s_kv}x{t}>"
+    inputs += "".join(f", %bias{i}: {bias_type}" for i in range(p.score_arrays))
+    scores, biases = "scaled", ""
+    for i in range(p.score_arrays):
+        biases += f"""
+    %biased{i} = tta.add %{scores}, %bias{i} : {s}, {bias_type} -> {s}"""
+        scores = f"biased{i}"
     row, keep = f"tensor<{p.batch}x{p.s_q}x1x{t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
     mask = f"""
     %i0 = tta.arange 0 to {p.s_q} : tensor<{p.s_q}xi32>
@@ -92,14 +100,15 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     %j = tta.arange 0 to {p.s_kv} : tensor<{p.s_kv}xi32>
     %keep = tta.cmp "ge", %i, %j : tensor<{p.s_q}x1xi32>, tensor<{p.s_kv}xi32> -> {keep}
     %ninf = tta.constant {_MINUS_INF[t]} : {t} -> {t}
-    %s = tta.where %keep, %scaled, %ninf : {keep}, {s}, {t} -> {s}""" if p.causal else ""
+    %s = tta.where %keep, %{scores}, %ninf : {keep}, {s}, {t} -> {s}""" if p.causal else ""
+    masked = "s" if p.causal else scores
     text = f"""func.func @tune_attention({inputs}) -> {o} {{{casts}
     %kt = tta.transpose %k permutation = [0, 2, 1] : {k} -> {kt}
     %qk = tta.matmul %q, %kt : {q}, {kt} -> {s}
     %scale = tta.constant {p.d ** -0.5} : {t} -> {t}
-    %scaled = tta.mul %qk, %scale : {s}, {t} -> {s}{mask}
-    %m = tta.reduce_max %{"s" if p.causal else "scaled"} axis = 2 keepdims : {s} -> {row}
-    %d = tta.sub %{"s" if p.causal else "scaled"}, %m : {s}, {row} -> {s}
+    %scaled = tta.mul %qk, %scale : {s}, {t} -> {s}{biases}{mask}
+    %m = tta.reduce_max %{masked} axis = 2 keepdims : {s} -> {row}
+    %d = tta.sub %{masked}, %m : {s}, {row} -> {s}
     %e = tta.exp %d : {s}
     %l = tta.reduce_sum %e axis = 2 keepdims : {s} -> {row}
     %p = tta.div %e, %l : {s}, {row} -> {s}

@@ -7,8 +7,10 @@ from __future__ import annotations
 from math import prod
 
 from xdsl.dialects.builtin import i32
+from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
+from tinyton.analysis.index_masks import index_mask, is_constant
 from tinyton.analysis.attention_backward import AttentionBackward
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -45,7 +47,14 @@ def attention_problem(att: Attention) -> AttentionProblem:
     stored = att.k_stored.base if att.k_stored is not None and att.k_stored.ops else None
     kv_dtype = dtype_of(element_type(stored.type)).name if stored is not None else dtype
     return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
-                            out[-1], dtype, att.causal_offset is not None, "" if kv_dtype == dtype else kv_dtype)
+                            out[-1], dtype, att.causal_offset is not None, "" if kv_dtype == dtype else kv_dtype,
+                            len(score_arrays(att)))
+
+
+def score_arrays(att: Attention) -> list[SSAValue]:
+    """The arrays the score steps read block by block (not constants, one-element scales or index masks)."""
+    return [v for step in att.steps for v in step.others
+            if not is_constant(v) and index_mask(v) is None and prod(shape_of(v.type)) > 1]
 
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
