@@ -19,7 +19,8 @@ diagonal (and the ragged last one) run masked. Causal programs stop at the diago
 are all -inf gives NaN, as NumPy's softmax does; columns past `S_kv` count as -inf.
 
 FlashAttention-3's forms of the KV loop (the two products overlapped, a TMA producer warpgroup) are
-attention_forms.py's; causal programs run their query blocks longest first.
+attention_forms.py's, the block reads and addressing attention_reads.py's; causal programs run their query blocks
+longest first.
 
 Flash-decoding: given a `KVSplit` (attention_blocks.py), the grid gains a third axis of KV chunks; each
 program runs both loops clipped to its chunk and stores its `m`, `l` and unnormalised accumulator instead of
@@ -29,15 +30,12 @@ the same launch.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.attention import Attention, Select
-from tinyton.analysis.strided_views import QView
-from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.attention import Attention
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
@@ -45,14 +43,15 @@ from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
 from tinyton.lowering.fusion.attention_forms import FlashAttention3Forms
 from tinyton.lowering.fusion.attention_output import OutputLayout
+from tinyton.lowering.fusion.attention_reads import BlockReads
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
-from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32
+from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
 
 LN2 = 0.6931471805599453
 
 
-class _Program(ScoreSteps, FlashAttention3Forms):
+class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
     """Emits one program's code: batch offsets, tile pointers, the KV loop; with a `split`, the program's
     chunk of the KV loop and its partial results (m, l, unnormalised acc) stored to `partials`."""
 
@@ -82,67 +81,6 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         self.rows = self.s_q * prod(self.batch[a] for a in self.packed)
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.packed)
         self.grid = (cdiv(self.rows, self.bm), max(1, programs), split.count if split else 1)
-
-    # ---- addressing ---------------------------------------------------------------------------
-    def _batch_coords(self) -> list[SSAValue]:
-        """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
-        coords = [self.em.i32(0)] * len(self.batch)
-        axes = [i for i in range(len(self.batch)) if i not in self.packed]
-        self._decompose(self.em.emit(tt.ProgramIdOp(1)), axes, coords)
-        return coords
-
-    def _decompose(self, flat: SSAValue, axes: list[int], coords: list[SSAValue]) -> None:
-        """Set `coords` along `axes` to the row-major coordinates of the index `flat` over their extents."""
-        em, rest = self.em, flat
-        for n, i in enumerate(reversed(axes)):
-            last = n == len(axes) - 1
-            coords[i] = rest if last else em.mod_int(rest, self.batch[i])
-            if not last:
-                rest = em.div_int(rest, self.batch[i])
-
-    def batch_offset(self, value: SSAValue, view: QView | None = None) -> SSAValue:
-        """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
-        the strided `view` of it (from its offset)."""
-        shape = view.shape if view else shape_of(value.type)
-        strides = view.strides if view else contiguous_strides(shape)
-        lead = shape[:-2] if len(shape) >= 2 else ()
-        offset = self.em.i32(view.offset if view else 0)
-        for j, extent in enumerate(lead):
-            axis = len(self.batch) - len(lead) + j
-            if extent > 1:
-                offset = self.em.add(offset, self.em.mul_int(self.coords[axis], strides[j]))
-        return offset
-
-    def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
-             mask: SSAValue | None, view: QView | None = None, cast: bool = True) -> SSAValue:
-        """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
-        `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in
-        another float type, `Stored`)."""
-        em = self.em
-        ptrs = self.block_pointers(value, rows, cols, row_stride, col_stride, view)
-        shape = shape_of(ptrs.type)
-        other = em.const(0, self.pointers[value].type.pointee, shape) if mask is not None else None
-        tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
-        return em.cast(tile, element_type(value.type)) if cast else tile  # a k or v stored in another float type
-
-    def block_pointers(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
-                       view: QView | None = None) -> SSAValue:
-        """The pointers of `load`'s tile: `value`'s (or its strided `view`'s) elements at `rows` and `cols` of this
-        program's batch entry."""
-        em = self.em
-        shape = broadcast_shape(shape_of(rows.type), shape_of(cols.type))
-        offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
-        for index, stride in ((rows, row_stride), (cols, col_stride)):
-            if stride:
-                offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
-        return em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
-
-    def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
-        """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
-        shape = shape_of(value.type)
-        rows = shape[-2] if len(shape) >= 2 else 1
-        cols = shape[-1] if shape else 1
-        return (cols if rows > 1 else 0), (1 if cols > 1 else 0)
 
     # ---- the kernel ---------------------------------------------------------------------------
     def emit(self) -> None:
@@ -344,39 +282,6 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         """The bound of a block's key loads: S_kv where `col_ok` says the block is ragged, else None (all in range)."""
         return self.em.i32(self.s_kv) if col_ok is not None else None
 
-    def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True, rows: bool = False) -> SSAValue:
-        """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
-        reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
-        loaded as it is. `rows`: the block's `[BN, D]` rows instead (the left operand of `k @ qᵀ`). Keys at or
-        past `bound` (None: all in range) read 0; `cast=False`: as stored."""
-        em, att = self.em, self.att
-        if att.k_transposed:
-            kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
-            d_cols = em.arange(self.dp, 2, 1)
-            row_in = em.cmp("lt", kv_rows, bound) if bound is not None else None
-            mask = em.and_(row_in, self._below(d_cols, self.dp, self.d))
-            k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), mask, cast)
-            return k if self.blocks.broadcast or rows else em.emit(tt.TransOp(k, (1, 0)))
-        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
-        cols = self._columns(j, masked=False)[0]
-        col_in = em.cmp("lt", cols, bound) if bound is not None else None
-        mask = em.and_(self._below(d_rows, self.dp, self.d), col_in)
-        kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), mask, cast)
-        return em.emit(tt.TransOp(kt, (1, 0))) if rows else kt
-
-    def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
-        """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""
-        em = self.em
-        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
-        v_row_ok = em.cmp("lt", kv_rows, bound) if bound is not None else None
-        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
-        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok, cast)
-
-    def _kv_tiles(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue) -> list[SSAValue]:
-        """The key and value blocks at `j` as stored (keys at or past `bound` read 0): what a prefetching loop
-        carries into the step that uses them."""
-        return [self._key_block(j, bound, cast=False), self._value_block(j, bound, dv_cols, cast=False)]
-
     def _kv_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
                   masked: bool | SSAValue, m_old: SSAValue, l_old: SSAValue, acc: SSAValue,
                   loaded: list[SSAValue] | None = None) -> list[SSAValue]:  # fmt: skip
@@ -438,33 +343,8 @@ class _Program(ScoreSteps, FlashAttention3Forms):
         FMAs; 16-bit ones run on the tensor cores whatever it says."""
         return "tf32x3" if self.blocks.tf32x3 and isinstance(element_type(a.type), Float32Type) else "ieee"
 
-    def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
-              mask: SSAValue | None, cast: bool = True) -> SSAValue:  # fmt: skip
-        """A block of k or v as stored (contiguous `strides`, or its strided view; `cast=False`: in its stored
-        type), or of `where(mask, a, b)`: both views loaded, the index mask chooses."""
-        if select is None:
-            view = self._stored_view(value)
-            if view is None:
-                return self.load(value, rows, cols, *strides, mask, cast=cast)
-            tile = self._load_view(view, rows, cols, mask)
-            return self.em.cast(tile, element_type(value.type)) if cast else tile
-        assert cast, "a selected block is cast as it is loaded"
-        tiles = [self._load_view(view, rows, cols, mask) for view in (select.true, select.false)]
-        return self.em.select(self._mask_tile(select.mask, rows, cols), *tiles)
 
-    def _stored_view(self, value: SSAValue) -> QView | None:
-        """The strided view of the array in memory that k or v (`value`) is read through (`Stored.view`)."""
-        for st, kv in ((self.att.k_stored, self.att.k), (self.att.v_stored, self.att.v)):
-            if kv is value and st is not None:
-                return st.view
-        return None
 
-    def _load_view(self, view: QView, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
-        """`view` broadcast over a block (size-1 dims read with stride 0), as stored."""
-        pad = max(0, 2 - len(view.shape))
-        view = replace(view, shape=(1,) * pad + view.shape, strides=(0,) * pad + view.strides)
-        row_stride, col_stride = (0 if d == 1 else st for d, st in zip(view.shape[-2:], view.strides[-2:]))
-        return self.load(view.base, rows, cols, row_stride, col_stride, mask, view)
 
 
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,

@@ -1,0 +1,164 @@
+"""How the flash-attention kernels (attention.py, attention_backward.py) address and read their blocks: a program's
+batch coordinates and offsets, the pointers of a tile of any operand (through its broadcast or strided view), and
+the key and value blocks as stored: rows of k loaded and transposed for the dot (or kᵀ as it is stored), a strided
+view of a KV cache, a `where` between two views chosen by an index mask, a block kept in its stored type for a
+prefetching loop to carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from xdsl.ir import SSAValue
+
+from tinyton.analysis.attention import Attention, Select
+from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.strided_views import QView
+from tinyton.dialects import tt
+from tinyton.dialects.tt import element_type, shape_of
+from tinyton.lowering.fusion.attention_blocks import Blocks
+from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape
+
+
+class BlockReads:
+    """The addressing and block reads of `attention._Program`, which provides the emitter, the region, the blocks,
+    the kernel's pointers and sizes, and the masks' helpers."""
+
+    em: Emitter
+    att: Attention
+    blocks: Blocks
+    pointers: dict[SSAValue, SSAValue]
+    batch: tuple[int, ...]
+    packed: tuple[int, ...]
+    coords: list[SSAValue]
+    bn: int
+    d: int
+    d_v: int
+    dp: int
+    dvp: int
+    s_kv: int
+    _below: Callable[..., SSAValue | None]
+    _columns: Callable[..., tuple[SSAValue, SSAValue | None]]
+    _mask_tile: Callable[..., SSAValue]
+
+    def _batch_coords(self) -> list[SSAValue]:
+        """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
+        coords = [self.em.i32(0)] * len(self.batch)
+        axes = [i for i in range(len(self.batch)) if i not in self.packed]
+        self._decompose(self.em.emit(tt.ProgramIdOp(1)), axes, coords)
+        return coords
+
+    def _decompose(self, flat: SSAValue, axes: list[int], coords: list[SSAValue]) -> None:
+        """Set `coords` along `axes` to the row-major coordinates of the index `flat` over their extents."""
+        em, rest = self.em, flat
+        for n, i in enumerate(reversed(axes)):
+            last = n == len(axes) - 1
+            coords[i] = rest if last else em.mod_int(rest, self.batch[i])
+            if not last:
+                rest = em.div_int(rest, self.batch[i])
+
+    def batch_offset(self, value: SSAValue, view: QView | None = None) -> SSAValue:
+        """Element offset of this program's batch entry in `value` (broadcast dims have stride 0), or in
+        the strided `view` of it (from its offset)."""
+        shape = view.shape if view else shape_of(value.type)
+        strides = view.strides if view else contiguous_strides(shape)
+        lead = shape[:-2] if len(shape) >= 2 else ()
+        offset = self.em.i32(view.offset if view else 0)
+        for j, extent in enumerate(lead):
+            axis = len(self.batch) - len(lead) + j
+            if extent > 1:
+                offset = self.em.add(offset, self.em.mul_int(self.coords[axis], strides[j]))
+        return offset
+
+    def load(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
+             mask: SSAValue | None, view: QView | None = None, cast: bool = True) -> SSAValue:
+        """`value[batch, rows, cols]` (of its strided `view`, if given) as a tile (rows `[R, 1]`, cols
+        `[1, C]`, or transposed: `[1, R]` and `[C, 1]`); masked lanes give 0. `cast=False`: as stored (a k or v in
+        another float type, `Stored`)."""
+        em = self.em
+        ptrs = self.block_pointers(value, rows, cols, row_stride, col_stride, view)
+        shape = shape_of(ptrs.type)
+        other = em.const(0, self.pointers[value].type.pointee, shape) if mask is not None else None
+        tile = em.emit(tt.LoadOp(ptrs, em.to_shape(mask, shape) if mask is not None else None, other))
+        return em.cast(tile, element_type(value.type)) if cast else tile  # a k or v stored in another float type
+
+    def block_pointers(self, value: SSAValue, rows: SSAValue, cols: SSAValue, row_stride: int, col_stride: int,
+                       view: QView | None = None) -> SSAValue:
+        """The pointers of `load`'s tile: `value`'s (or its strided `view`'s) elements at `rows` and `cols` of this
+        program's batch entry."""
+        em = self.em
+        shape = broadcast_shape(shape_of(rows.type), shape_of(cols.type))
+        offsets = em.to_shape(self.batch_offset(value, view), (1, 1))
+        for index, stride in ((rows, row_stride), (cols, col_stride)):
+            if stride:
+                offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
+        return em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
+
+    def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
+        """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
+        shape = shape_of(value.type)
+        rows = shape[-2] if len(shape) >= 2 else 1
+        cols = shape[-1] if shape else 1
+        return (cols if rows > 1 else 0), (1 if cols > 1 else 0)
+
+    def _key_block(self, j: SSAValue, bound: SSAValue | None, cast: bool = True, rows: bool = False) -> SSAValue:
+        """kᵀ of the key block at `j`, `[D, BN]`: k stored (S_kv, D) is loaded as stored and transposed (the dot
+        reads it K-major; the broadcast products take the `[BN, D]` rows as loaded); an already transposed k is
+        loaded as it is. `rows`: the block's `[BN, D]` rows instead (the left operand of `k @ qᵀ`). Keys at or
+        past `bound` (None: all in range) read 0; `cast=False`: as stored."""
+        em, att = self.em, self.att
+        if att.k_transposed:
+            kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
+            d_cols = em.arange(self.dp, 2, 1)
+            row_in = em.cmp("lt", kv_rows, bound) if bound is not None else None
+            mask = em.and_(row_in, self._below(d_cols, self.dp, self.d))
+            k = self._read(att.k, att.k_select, kv_rows, d_cols, (self.d, 1), mask, cast)
+            return k if self.blocks.broadcast or rows else em.emit(tt.TransOp(k, (1, 0)))
+        d_rows = em.arange(self.dp, 2, 0)  # [Dp, 1]
+        cols = self._columns(j, masked=False)[0]
+        col_in = em.cmp("lt", cols, bound) if bound is not None else None
+        mask = em.and_(self._below(d_rows, self.dp, self.d), col_in)
+        kt = self._read(att.k, att.k_select, d_rows, cols, (self.s_kv, 1), mask, cast)
+        return em.emit(tt.TransOp(kt, (1, 0))) if rows else kt
+
+    def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
+        """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""
+        em = self.em
+        kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
+        v_row_ok = em.cmp("lt", kv_rows, bound) if bound is not None else None
+        v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
+        return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok, cast)
+
+    def _kv_tiles(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue) -> list[SSAValue]:
+        """The key and value blocks at `j` as stored (keys at or past `bound` read 0): what a prefetching loop
+        carries into the step that uses them."""
+        return [self._key_block(j, bound, cast=False), self._value_block(j, bound, dv_cols, cast=False)]
+
+    def _read(self, value: SSAValue, select: Select | None, rows: SSAValue, cols: SSAValue, strides: tuple[int, int],
+              mask: SSAValue | None, cast: bool = True) -> SSAValue:  # fmt: skip
+        """A block of k or v as stored (contiguous `strides`, or its strided view; `cast=False`: in its stored
+        type), or of `where(mask, a, b)`: both views loaded, the index mask chooses."""
+        if select is None:
+            view = self._stored_view(value)
+            if view is None:
+                return self.load(value, rows, cols, *strides, mask, cast=cast)
+            tile = self._load_view(view, rows, cols, mask)
+            return self.em.cast(tile, element_type(value.type)) if cast else tile
+        assert cast, "a selected block is cast as it is loaded"
+        tiles = [self._load_view(view, rows, cols, mask) for view in (select.true, select.false)]
+        return self.em.select(self._mask_tile(select.mask, rows, cols), *tiles)
+
+    def _stored_view(self, value: SSAValue) -> QView | None:
+        """The strided view of the array in memory that k or v (`value`) is read through (`Stored.view`)."""
+        for st, kv in ((self.att.k_stored, self.att.k), (self.att.v_stored, self.att.v)):
+            if kv is value and st is not None:
+                return st.view
+        return None
+
+    def _load_view(self, view: QView, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+        """`view` broadcast over a block (size-1 dims read with stride 0), as stored."""
+        pad = max(0, 2 - len(view.shape))
+        view = replace(view, shape=(1,) * pad + view.shape, strides=(0,) * pad + view.strides)
+        row_stride, col_stride = (0 if d == 1 else st for d, st in zip(view.shape[-2:], view.strides[-2:]))
+        return self.load(view.base, rows, cols, row_stride, col_stride, mask, view)
