@@ -36,7 +36,6 @@ from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
-from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
@@ -63,6 +62,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
+        self.masked_score: SSAValue | None = None
         self.scalars = {}
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
@@ -95,9 +95,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, att.q)
         if self.blocks.broadcast:  # `[BM, 1, D]` f32 before the KV loop: loaded in the layout the products read
             q = em.expand(em.cast(q, f32), 1)
-        folded = self._log2e_step()
-        if folded is not None and not is_constant(folded.others[0]):
-            self._folded_scale(folded)  # a runtime scale: read once, before the KV loops
+        self.prepare_scale()
         self._read_scalars()
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
@@ -328,10 +326,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         """The online softmax of one score block in base 2: the new row maxima and sums, the factor `alpha`
         that moves what was accumulated to the new maxima, and the probabilities in v's type."""
         em = self.em
-        row_max, deferred = em.reduce("max", s, 1), self._deferred_scale()
-        if deferred is not None:  # the scores' maxima scaled, not the scores (positive: the same maxima)
-            row_max = em.binary(tt.MulOp, row_max, em.const(deferred, f32))
-        m_new = em.binary(tt.MaximumOp, m_old, row_max)
+        m_new = em.binary(tt.MaximumOp, m_old, self.row_maxima(s))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = self._scaled_exp2(s, m_safe)
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))

@@ -83,7 +83,7 @@ class _Backward(_Program):
                  buffers: BackwardBuffers):
         att = bwd.scores
         self.em, self.att, self.bwd, self.pointers, self.buffers = em, att, bwd, pointers, buffers
-        self.split = self.partials = self.lse = self.scale = None
+        self.split = self.partials = self.lse = self.scale = self.masked_score = None
         self.batch = tuple(att.q.shape[:-2])
         self.s_q, self.d = att.q.shape[-2:]
         self.s_kv, self.d_v = shape_of(att.v.type)[-2:]
@@ -256,9 +256,7 @@ class _KeyValueGrads(_Backward):
         bound = self._ragged_bound(key_ok)
         k = self._key_block(start, bound, rows=True)
         dv_cols = em.arange(self.dvp, 2, 1)
-        folded = self._log2e_step()
-        if folded is not None and not is_constant(folded.others[0]):
-            self._folded_scale(folded)
+        self.prepare_scale()
         v = self._value_block(start, bound, dv_cols)
         operand = self.element
 
@@ -321,9 +319,7 @@ class _QueryGrads(_Backward):
         start = em.mul_int(self._query_block(cdiv(self.s_q, self.bm)), self.bm)  # causal: the longest first
         rows, row_ok = self._rows(start, self.bm)
         q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
-        folded = self._log2e_step()
-        if folded is not None and not is_constant(folded.others[0]):
-            self._folded_scale(folded)
+        self.prepare_scale()
         lse, delta = self._lse(rows, row_ok), self._delta(rows, row_ok)
         dv_cols = em.arange(self.dvp, 2, 1)
         carried = [em.const(0.0, f32, (self.bm, self.dp))]

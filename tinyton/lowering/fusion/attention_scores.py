@@ -10,7 +10,7 @@ of its own and a division by `sqrt(d)` costs what `* scale` costs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import prod
+from math import isfinite, prod
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
@@ -48,6 +48,8 @@ class ScoreSteps:
     """The score block's shape: `(BM, BN)`, or `(BN, BM)` for the dk/dv kernel's transposed scores (rows keys,
     columns queries): the row and column index tiles passed in are then `[1, BM]` queries and `[BN, 1]` keys."""
     scale: SSAValue | None
+    masked_score: SSAValue | None
+    """What a masked score is before a runtime scale multiplies it (`_masked_score`), chosen before the KV loop."""
     load: Callable[..., SSAValue]
     _matrix_strides: Callable[[SSAValue], tuple[int, int]]
 
@@ -94,16 +96,20 @@ class ScoreSteps:
         (`_deferred_scale`), in units of that scale; keys past S_kv are -inf."""
         em = self.em
         folded, deferred = self._log2e_step(), self._deferred_scale()
+        minus_inf = None  # after the folded step, what a mask's -inf is before the deferred scale
         for step in self.att.steps:
             if step is folded:
                 if deferred is None:
                     s = em.binary(tt.MulOp, s, self._folded_scale(step))
+                else:
+                    minus_inf = self._masked_score()
             elif masked or not self._is_causal_step(step):
-                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok))
+                s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), minus_inf)
         if folded is None and deferred is None:
             s = em.binary(tt.MulOp, s, em.const(LOG2E, f32))
         if col_ok is not None:
-            s = em.select(em.to_shape(col_ok, self.score_shape), s, em.const(float("-inf"), f32))
+            past = self._masked_score() if deferred is not None else em.const(float("-inf"), f32)
+            s = em.select(em.to_shape(col_ok, self.score_shape), s, past)
         return s
 
     def _is_causal_step(self, step: ScoreStep) -> bool:
@@ -124,21 +130,55 @@ class ScoreSteps:
                 return None
         return None
 
-    def _deferred_scale(self) -> float | None:
-        """The positive constant (the folded scale times log2(e), or log2(e) with none) that the score steps leave
-        to the softmax, which applies it in one FMA an element, `exp2(s * c - m)` (FlashAttention's
-        `softmax_scale_log2`), instead of a multiply here and a subtraction there: the masks' -inf and every
-        maximum keep their place under a positive factor. None for a runtime or a non-positive scale."""
+    def _deferred_scale(self) -> float | SSAValue | None:
+        """The scale the score steps leave to the softmax, which applies it in one FMA an element, `exp2(s * c - m)`
+        (FlashAttention's `softmax_scale_log2`), instead of a multiply here and a subtraction there: the folded
+        step's factor times log2(e) (log2(e) alone without one), a finite constant or a runtime value (read once
+        before the KV loops: `prepare_scale`). The maxima are then taken of the unscaled scores, or their minima
+        under a negative factor (`row_maxima`), and the masks after the scale put what becomes -inf once scaled
+        (`_masked_score`). None for a non-finite constant (a division by zero): multiplied here."""
         step = self._log2e_step()
         if step is None:
             return LOG2E
         (value,) = step.others
         if not is_constant(value):
-            return None
+            return self._folded_scale(step)
         number = float(value.op.value.value.data)
         if isinstance(step.op, tta.DivOp):
-            return LOG2E / number if number > 0 else None
-        return number * LOG2E if number > 0 else None
+            factor = LOG2E / number if number else float("inf")
+        else:
+            factor = number * LOG2E
+        return factor if isfinite(factor) else None
+
+    def _masked_score(self) -> SSAValue:
+        """A masked score before the deferred scale multiplies it: -inf, or +inf under a negative scale (a runtime
+        one's sign chosen once, before the KV loops: `prepare_scale`)."""
+        em, c = self.em, self._deferred_scale()
+        if not isinstance(c, SSAValue):
+            return em.const(float("-inf") if c is None or c >= 0 else float("inf"), f32)
+        if self.masked_score is None:
+            positive = em.cmp("ge", c, em.const(0.0, f32))
+            self.masked_score = em.select(positive, em.const(float("-inf"), f32), em.const(float("inf"), f32))
+        return self.masked_score
+
+    def prepare_scale(self) -> None:
+        """Before the KV loops: a runtime scale read once, and what its masked scores are (`_masked_score`)."""
+        folded = self._log2e_step()
+        if folded is not None and not is_constant(folded.others[0]):
+            self._folded_scale(folded)
+            self._masked_score()
+
+    def row_maxima(self, s: SSAValue) -> SSAValue:
+        """Each row's maximum of a score block in log2 units: of the unscaled scores times a deferred scale, their
+        minima under a negative one (a runtime scale's sign chosen by a branch a block)."""
+        em, c = self.em, self._deferred_scale()
+        if c is None:
+            return em.reduce("max", s, 1)
+        if isinstance(c, SSAValue):
+            extreme = em.branch(em.cmp("ge", c, em.const(0.0, f32)), lambda: [em.reduce("max", s, 1)],
+                                lambda: [em.reduce("min", s, 1)])[0]
+            return em.binary(tt.MulOp, extreme, c)
+        return em.binary(tt.MulOp, em.reduce("max" if c >= 0 else "min", s, 1), em.const(c, f32))
 
     def _scaled_exp2(self, s: SSAValue, offset: SSAValue) -> SSAValue:
         """`exp2(s - offset)` of scores in log2 units, or `exp2(s * c - offset)` of scores awaiting their scale `c`
@@ -147,8 +187,9 @@ class ScoreSteps:
         shape = shape_of(s.type)
         if c is None:
             return em.emit(tt.Exp2Op(em.binary(tt.SubOp, s, em.to_shape(offset, shape))))
+        factor = em.to_shape(c, shape) if isinstance(c, SSAValue) else em.const(c, f32, shape)
         negated = em.to_shape(em.emit(tt.NegOp(offset)), shape)
-        return em.emit(tt.Exp2Op(em.emit(tt.FmaOp(s, em.const(c, f32, shape), negated))))
+        return em.emit(tt.Exp2Op(em.emit(tt.FmaOp(s, factor, negated))))
 
     def _folded_scale(self, step: ScoreStep) -> SSAValue:
         """The factor of the folded step times log2(e), in f32: a constant, or for a one-element array its
@@ -164,9 +205,10 @@ class ScoreSteps:
             self.scale = em.binary(tt.DivOp, log2e, read) if divides else em.binary(tt.MulOp, read, log2e)
         return self.scale
 
-    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None) -> SSAValue:
+    def _apply(self, step: ScoreStep, s: SSAValue, rows: SSAValue, cols: SSAValue, mask: SSAValue | None,
+               minus_inf: SSAValue | None = None) -> SSAValue:
         """One score step on the `[BM, BN]` block, its other operands loaded (where `mask`), computed from
-        the block's indices, or splatted."""
+        the block's indices, or splatted; a constant -inf is `minus_inf` where given (`_masked_score`)."""
         em = self.em
         operands = []
         for i, value in enumerate(step.op.operands):
@@ -174,6 +216,8 @@ class ScoreSteps:
                 operands.append(s)
             elif (index := index_mask(value)) is not None:
                 operands.append(self._mask_tile(index, rows, cols))
+            elif minus_inf is not None and is_minus_inf(value):
+                operands.append(minus_inf)
             elif is_constant(value):
                 attr = value.op.value
                 element = i1 if element_type(value.type) == i1 else f32
