@@ -160,10 +160,14 @@ class _Backward(_Program):
         return self.em.emit(tt.DotOp(a, b, self.em.const(0.0, f32, self.score_shape)))
 
     def _probabilities(self, s: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue, col_ok: SSAValue | None,
-                       masked: bool, lse: SSAValue) -> SSAValue:
+                       masked: bool | SSAValue, lse: SSAValue) -> SSAValue:
         """`p = exp2(s - lse)` of the score block `s` (`_product`), recomputed as the forward computed it (the
         scale in the same FMA: `_scaled_exp2`). The kernels issue `s` and `dp`'s product back to back before this:
         the softmax runs while `dp` is on the tensor cores (tinyton/lowering/tt_to_llvm/dot_overlap.py)."""
+        if isinstance(masked, SSAValue):  # the causal mask only where the scalar i1 `masked` holds
+            s = self.em.branch(masked, lambda: [self._score_block(s, rows, cols, row_ok, col_ok, True)],
+                               lambda: [self._score_block(s, rows, cols, row_ok, col_ok, False)])[0]
+            return self._scaled_exp2(s, lse)
         return self._scaled_exp2(self._score_block(s, rows, cols, row_ok, col_ok, masked), lse)
 
     def _key_pair(self, j: SSAValue, bound: SSAValue | None) -> tuple[SSAValue, SSAValue]:
@@ -268,7 +272,8 @@ class _KeyValueGrads(_Backward):
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
             st, dpt = self._product(k, qt), self._product(v, dot)
-            pt = self._probabilities(st, queries, query_ok, keys, key_ok, True, self._lse(queries, query_ok))
+            pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start),
+                                     self._lse(queries, query_ok))
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
                 pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
@@ -299,6 +304,14 @@ class _KeyValueGrads(_Backward):
         self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
         return cdiv(self.s_kv, self.bn), max(1, programs), 1
+
+    def _crosses_diagonal(self, i: SSAValue, start: SSAValue) -> bool | SSAValue:
+        """Whether the query block at `i` needs the causal mask over the key block at `start`: some of its queries
+        do not see all of its keys (queries q see keys j <= q + c); True without a causal mask (nothing to skip)."""
+        c = self.att.causal_offset
+        if c is None:
+            return True
+        return self.em.cmp("lt", i, self.em.add(start, self.em.i32(self.bn - 1 - c)))
 
     def _first_query(self, start: SSAValue) -> int | SSAValue:
         """The first query block that sees key `start` (0 without a causal mask; queries i see keys j <= i + c)."""
