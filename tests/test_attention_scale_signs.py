@@ -1,8 +1,9 @@
 """The scale an attention's scores are multiplied by is applied in the softmax's FMA, `exp2(s * c - m)`, after the
 score steps (tinyton/lowering/fusion/attention_scores.py `_deferred_scale`): the maxima are then the unscaled
 scores' maxima times c, or their minima under a negative c, and a mask applied after the scale puts what becomes
--inf once scaled (+inf under a negative c). Constant and runtime scales of either sign, zero, causal and ragged
-masks, forward and training step: NumPy's results, on the simulator and the GPU."""
+-inf once scaled (+inf under a negative c); a zero constant, and a runtime scale a mask follows, are multiplied
+first as before. Constant and runtime scales of either sign and zero, causal and ragged masks, a division by
+zero: NumPy's results, on the simulator and the GPU, each program one flash-attention kernel."""
 
 from __future__ import annotations
 
@@ -41,6 +42,21 @@ def negative_constant(q, k, v):
 
 
 @tt.jit
+def unmasked_runtime(q, k, v, scale):
+    return _softmax((q @ k.mT) * scale) @ v
+
+
+@tt.jit
+def zero_constant(q, k, v):
+    return _softmax(_causal((q @ k.mT) * 0.0)) @ v
+
+
+@tt.jit
+def divided_by_zero(q, k, v):
+    return _softmax((q @ k.mT) / 0.0) @ v
+
+
+@tt.jit
 def masked_then_scaled(q, k, v, scale):
     """The mask before the scale: under a negative scale the masked scores are +inf, as NumPy computes them."""
     n, m = q.shape[-2], k.shape[-2]
@@ -51,8 +67,8 @@ def masked_then_scaled(q, k, v, scale):
 def _reference(q, k, v, scale, causal=True, mask_first=False):
     s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64)
     n, m = s.shape[-2:]
-    keep = np.arange(n)[:, None] + (m - n) >= np.arange(m)
-    with np.errstate(invalid="ignore", over="ignore"):
+    keep = np.arange(n)[:, None] + (m - n) >= np.arange(m) if causal else np.ones((n, m), bool)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         s = np.where(keep, s, -np.inf) * scale if mask_first else np.where(keep, s * scale, -np.inf)
         e = np.exp(s - s.max(-1, keepdims=True))
         return (e / e.sum(-1, keepdims=True)) @ v.astype(np.float64)
@@ -65,25 +81,37 @@ def _inputs(s_q, s_kv, d=64, dtype=np.float16):
     return q, k, v
 
 
+def _one_kernel(program, *args):
+    assert [step.launch.kind for step in program.compile(*args).steps] == ["attention"]
+    return program(*args)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", [0.125, -0.125, 0.0, -0.7])
+@pytest.mark.parametrize("scale", [0.125, -0.125, 0.0, -0.75])
 @pytest.mark.parametrize("s_q, s_kv", [(128, 128), (90, 200)])
 def test_runtime_scales_of_either_sign(monkeypatch, backend, scale, s_q, s_kv):
+    """A 0-d array of q's dtype (a float32 one would make the scores float32, as NumPy promotes them)."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     q, k, v = _inputs(s_q, s_kv)
-    value = np.array(scale, np.float32)
-    np.testing.assert_allclose(runtime_scaled(q, k, v, value), _reference(q, k, v, scale), rtol=2e-2, atol=2e-2)
+    value = np.array(scale, np.float16)
+    for program, causal in ((runtime_scaled, True), (unmasked_runtime, False)):
+        want = _reference(q, k, v, scale, causal)
+        np.testing.assert_allclose(_one_kernel(program, q, k, v, value), want, rtol=2e-2, atol=2e-2)
     if scale:
-        divisor = np.array(1 / scale, np.float32)
-        got = runtime_divided(q, k, v, divisor)
-        np.testing.assert_allclose(got, _reference(q, k, v, 1 / float(divisor)), rtol=2e-2, atol=2e-2)
+        divisor = np.array(1 / scale, np.float16)
+        want = _reference(q, k, v, 1 / float(divisor))
+        np.testing.assert_allclose(_one_kernel(runtime_divided, q, k, v, divisor), want, rtol=2e-2, atol=2e-2)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_negative_constant_scale(monkeypatch, backend):
+def test_negative_zero_and_infinite_constant_scales(monkeypatch, backend):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     q, k, v = _inputs(90, 200)
-    np.testing.assert_allclose(negative_constant(q, k, v), _reference(q, k, v, -0.3), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(_one_kernel(negative_constant, q, k, v), _reference(q, k, v, -0.3), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(_one_kernel(zero_constant, q, k, v), _reference(q, k, v, 0.0), rtol=2e-2, atol=2e-2)
+    with np.errstate(invalid="ignore"):
+        got = _one_kernel(divided_by_zero, q, k, v)
+    np.testing.assert_allclose(got, _reference(q, k, v, np.inf, causal=False), rtol=2e-2, atol=2e-2, equal_nan=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -94,5 +122,5 @@ def test_a_mask_before_a_negative_scale_keeps_numpys_result(monkeypatch, backend
     q, k, v = _inputs(64, 64)
     want = _reference(q, k, v, -0.5, mask_first=True)
     with np.errstate(invalid="ignore"):
-        got = masked_then_scaled(q, k, v, np.array(-0.5, np.float32))
+        got = _one_kernel(masked_then_scaled, q, k, v, np.array(-0.5, np.float16))
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)

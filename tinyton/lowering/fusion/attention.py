@@ -62,7 +62,6 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
-        self.masked_score: SSAValue | None = None
         self.scalars = {}
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]

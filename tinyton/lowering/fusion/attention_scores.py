@@ -10,7 +10,7 @@ of its own and a division by `sqrt(d)` costs what `* scale` costs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from math import isfinite, prod
+from math import copysign, isfinite, prod
 
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
@@ -48,8 +48,7 @@ class ScoreSteps:
     """The score block's shape: `(BM, BN)`, or `(BN, BM)` for the dk/dv kernel's transposed scores (rows keys,
     columns queries): the row and column index tiles passed in are then `[1, BM]` queries and `[BN, 1]` keys."""
     scale: SSAValue | None
-    masked_score: SSAValue | None
-    """What a masked score is before a runtime scale multiplies it (`_masked_score`), chosen before the KV loop."""
+    s_kv: int
     load: Callable[..., SSAValue]
     _matrix_strides: Callable[[SSAValue], tuple[int, int]]
 
@@ -101,7 +100,7 @@ class ScoreSteps:
             if step is folded:
                 if deferred is None:
                     s = em.binary(tt.MulOp, s, self._folded_scale(step))
-                else:
+                elif not isinstance(deferred, SSAValue):  # (a runtime one is deferred only with no mask after it)
                     minus_inf = self._masked_score()
             elif masked or not self._is_causal_step(step):
                 s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), minus_inf)
@@ -133,40 +132,37 @@ class ScoreSteps:
     def _deferred_scale(self) -> float | SSAValue | None:
         """The scale the score steps leave to the softmax, which applies it in one FMA an element, `exp2(s * c - m)`
         (FlashAttention's `softmax_scale_log2`), instead of a multiply here and a subtraction there: the folded
-        step's factor times log2(e) (log2(e) alone without one), a finite constant or a runtime value (read once
-        before the KV loops: `prepare_scale`). The maxima are then taken of the unscaled scores, or their minima
-        under a negative factor (`row_maxima`), and the masks after the scale put what becomes -inf once scaled
-        (`_masked_score`). None for a non-finite constant (a division by zero): multiplied here."""
+        step's factor times log2(e) (log2(e) alone without one). The maxima are then taken of the unscaled scores,
+        or their minima under a negative factor (`row_maxima`), and a mask after the scale puts what becomes -inf
+        once scaled (`_masked_score`: +inf under a negative factor). A nonzero finite constant; a runtime value
+        (read once before the KV loops: `prepare_scale`) only where nothing masks the scores after it (no `where`
+        after the scale, S_kv a multiple of the key block): a masked score cannot be put so that a runtime zero
+        makes it -inf. None otherwise: the scale multiplied here."""
         step = self._log2e_step()
         if step is None:
             return LOG2E
         (value,) = step.others
         if not is_constant(value):
-            return self._folded_scale(step)
+            unmasked = step is self.att.steps[-1] and self.s_kv % self.bn == 0
+            return self._folded_scale(step) if unmasked else None
         number = float(value.op.value.value.data)
         if isinstance(step.op, tta.DivOp):
             factor = LOG2E / number if number else float("inf")
         else:
             factor = number * LOG2E
-        return factor if isfinite(factor) else None
+        return factor if factor and isfinite(factor) else None
 
     def _masked_score(self) -> SSAValue:
-        """A masked score before the deferred scale multiplies it: -inf, or +inf under a negative scale (a runtime
-        one's sign chosen once, before the KV loops: `prepare_scale`)."""
-        em, c = self.em, self._deferred_scale()
-        if not isinstance(c, SSAValue):
-            return em.const(float("-inf") if c is None or c >= 0 else float("inf"), f32)
-        if self.masked_score is None:
-            positive = em.cmp("ge", c, em.const(0.0, f32))
-            self.masked_score = em.select(positive, em.const(float("-inf"), f32), em.const(float("inf"), f32))
-        return self.masked_score
+        """A masked score before the deferred (constant) scale multiplies it: -inf, or +inf under a negative one."""
+        c = self._deferred_scale()
+        assert not isinstance(c, SSAValue), "a runtime scale is deferred only where nothing masks after it"
+        return self.em.const(float("-inf") if c is None or c > 0 else float("inf"), f32)
 
     def prepare_scale(self) -> None:
-        """Before the KV loops: a runtime scale read once, and what its masked scores are (`_masked_score`)."""
+        """Before the KV loops: a runtime scale read once (`_folded_scale`)."""
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)
-            self._masked_score()
 
     def row_maxima(self, s: SSAValue) -> SSAValue:
         """Each row's maximum of a score block in log2 units: of the unscaled scores times a deferred scale, their
@@ -178,7 +174,7 @@ class ScoreSteps:
             extreme = em.branch(em.cmp("ge", c, em.const(0.0, f32)), lambda: [em.reduce("max", s, 1)],
                                 lambda: [em.reduce("min", s, 1)])[0]
             return em.binary(tt.MulOp, extreme, c)
-        return em.binary(tt.MulOp, em.reduce("max" if c >= 0 else "min", s, 1), em.const(c, f32))
+        return em.binary(tt.MulOp, em.reduce("max" if c > 0 else "min", s, 1), em.const(c, f32))
 
     def _scaled_exp2(self, s: SSAValue, offset: SSAValue) -> SSAValue:
         """`exp2(s - offset)` of scores in log2 units, or `exp2(s * c - offset)` of scores awaiting their scale `c`
@@ -197,8 +193,10 @@ class ScoreSteps:
         em, (value,) = self.em, step.others
         divides = isinstance(step.op, tta.DivOp)
         if is_constant(value):
-            number = value.op.value.value.data
-            return em.const(LOG2E / number if divides else number * LOG2E, f32)
+            number = float(value.op.value.value.data)
+            if divides:  # by zero: NumPy's +-inf (or NaN, of a zero score) once multiplied
+                return em.const(LOG2E / number if number else copysign(float("inf"), number), f32)
+            return em.const(number * LOG2E, f32)
         if self.scale is None:
             read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
             log2e = em.const(LOG2E, f32)
