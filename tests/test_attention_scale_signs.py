@@ -1,9 +1,10 @@
 """The scale an attention's scores are multiplied by is applied in the softmax's FMA, `exp2(s * c - m)`, after the
 score steps (tinyton/lowering/fusion/attention_scores.py `_deferred_scale`): the maxima are then the unscaled
 scores' maxima times c, or their minima under a negative c, and a mask applied after the scale puts what becomes
--inf once scaled (+inf under a negative c); a zero constant, and a runtime scale a mask follows, are multiplied
-first as before. Constant and runtime scales of either sign and zero, causal and ragged masks, a division by
-zero: NumPy's results, on the simulator and the GPU, each program one flash-attention kernel."""
+-inf once scaled (+inf under a negative c; a runtime zero is the least subnormal there); a zero constant, and a
+runtime scale after a mask, are multiplied first as before. Constant and runtime scales of either sign, zero and
+NaN, causal and ragged masks, a division by zero: NumPy's results, on the simulator and the GPU, each program one
+flash-attention kernel."""
 
 from __future__ import annotations
 
@@ -81,13 +82,16 @@ def _inputs(s_q, s_kv, d=64, dtype=np.float16):
     return q, k, v
 
 
-def _one_kernel(program, *args):
-    assert [step.launch.kind for step in program.compile(*args).steps] == ["attention"]
+def _one_kernel(program, *args, fma: bool = True):
+    """`program(*args)`, checked to be one flash-attention kernel whose scale is (or is not) in the softmax's FMA."""
+    steps = program.compile(*args).steps
+    assert [step.launch.kind for step in steps] == ["attention"]
+    assert ("tt.fma" in str(steps[0].launch.module)) == fma
     return program(*args)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("scale", [0.125, -0.125, 0.0, -0.75])
+@pytest.mark.parametrize("scale", [0.125, -0.125, 0.0, -0.0, -0.75])
 @pytest.mark.parametrize("s_q, s_kv", [(128, 128), (90, 200)])
 def test_runtime_scales_of_either_sign(monkeypatch, backend, scale, s_q, s_kv):
     """A 0-d array of q's dtype (a float32 one would make the scores float32, as NumPy promotes them)."""
@@ -108,19 +112,29 @@ def test_negative_zero_and_infinite_constant_scales(monkeypatch, backend):
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     q, k, v = _inputs(90, 200)
     np.testing.assert_allclose(_one_kernel(negative_constant, q, k, v), _reference(q, k, v, -0.3), rtol=2e-2, atol=2e-2)
-    np.testing.assert_allclose(_one_kernel(zero_constant, q, k, v), _reference(q, k, v, 0.0), rtol=2e-2, atol=2e-2)
+    want = _reference(q, k, v, 0.0)
+    np.testing.assert_allclose(_one_kernel(zero_constant, q, k, v, fma=False), want, rtol=2e-2, atol=2e-2)
     with np.errstate(invalid="ignore"):
-        got = _one_kernel(divided_by_zero, q, k, v)
+        got = _one_kernel(divided_by_zero, q, k, v, fma=False)
     np.testing.assert_allclose(got, _reference(q, k, v, np.inf, causal=False), rtol=2e-2, atol=2e-2, equal_nan=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_mask_before_a_negative_scale_keeps_numpys_result(monkeypatch, backend):
     """where(keep, s, -inf) * -0.5: the masked scores become +inf, so each row's softmax is NaN or over its masked
-    keys alone, as in NumPy."""
+    keys alone, as in NumPy; * 0: NaN (-inf * 0). Such a scale is multiplied before the softmax."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     q, k, v = _inputs(64, 64)
-    want = _reference(q, k, v, -0.5, mask_first=True)
+    for scale in (-0.5, 0.0):
+        want = _reference(q, k, v, scale, mask_first=True)
+        with np.errstate(invalid="ignore"):
+            got = _one_kernel(masked_then_scaled, q, k, v, np.array(scale, np.float16), fma=False)
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_nan_runtime_scale_gives_nan(monkeypatch, backend):
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    q, k, v = _inputs(64, 64)
     with np.errstate(invalid="ignore"):
-        got = _one_kernel(masked_then_scaled, q, k, v, np.array(-0.5, np.float16))
-    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2, equal_nan=True)
+        assert np.isnan(_one_kernel(runtime_scaled, q, k, v, np.array(np.nan, np.float16))).all()

@@ -206,9 +206,9 @@ def loop_ops(text: str) -> Counter:
 @pytest.mark.parametrize("program, scalar, effective", [(runtime_scale, 0.3, 0.3), (runtime_divisor, 4.0, 0.25),
                                                         (runtime_scale_on_q, 0.3, 0.3)])
 def test_a_runtime_scalar_is_read_once_and_folded(program, scalar, effective):
-    """Keys a multiple of the block: nothing masks the scores after the scale, so a runtime one waits for the
-    softmax's FMA as a constant one does (attention_scores._deferred_scale)."""
-    q, k, v = inputs(3, 2, 128, D)
+    """A runtime scale waits for the softmax's FMA as a constant one does (attention_scores._deferred_scale), the
+    ragged last key block masked as it would be scaled."""
+    q, k, v = inputs(3, 2, 90, D)
     scale = np.array(scalar, np.float32)  # a 0-d array: a value known only at run time
     ops = loop_ops(kernel_text(program, q, k, v, scale))
     # what a score costs is the constant scale's, the scale in the softmax's FMA (`exp2(s * c - m)`); its sign

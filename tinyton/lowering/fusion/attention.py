@@ -62,6 +62,8 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
         self.scale: SSAValue | None = None
         """A runtime scale times log2(e), read once before the KV loop (`_folded_scale`)."""
+        self.runtime_factor: SSAValue | None = None
+        self.masked_score: SSAValue | None = None
         self.scalars = {}
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]

@@ -83,7 +83,7 @@ class _Backward(_Program):
                  buffers: BackwardBuffers):
         att = bwd.scores
         self.em, self.att, self.bwd, self.pointers, self.buffers = em, att, bwd, pointers, buffers
-        self.split = self.partials = self.lse = self.scale = None
+        self.split = self.partials = self.lse = self.scale = self.runtime_factor = self.masked_score = None
         self.batch = tuple(att.q.shape[:-2])
         self.s_q, self.d = att.q.shape[-2:]
         self.s_kv, self.d_v = shape_of(att.v.type)[-2:]

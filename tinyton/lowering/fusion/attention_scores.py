@@ -33,6 +33,11 @@ _STEP_OPS: dict[type, type] = {
 }
 
 
+RUNTIME_ZERO = 2.0**-149
+"""What a runtime scale of zero is in the softmax's FMA (`ScoreSteps._runtime_factor`): the least f32 subnormal, whose
+product with any finite score is below 5e-7, so each exp2 is within that of NumPy's exp(0), and with -inf is -inf."""
+
+
 class ScoreSteps:
     """The score-step half of an attention program (`attention._Program`), which provides the emitter, the
     region, the kernel's pointers, the block sizes and the loads."""
@@ -48,7 +53,10 @@ class ScoreSteps:
     """The score block's shape: `(BM, BN)`, or `(BN, BM)` for the dk/dv kernel's transposed scores (rows keys,
     columns queries): the row and column index tiles passed in are then `[1, BM]` queries and `[BN, 1]` keys."""
     scale: SSAValue | None
-    s_kv: int
+    runtime_factor: SSAValue | None
+    """A runtime scale as the softmax's FMA takes it (`_runtime_factor`), read before the KV loops."""
+    masked_score: SSAValue | None
+    """What a masked score is before a runtime scale multiplies it (`_masked_score`), chosen before the KV loops."""
     load: Callable[..., SSAValue]
     _matrix_strides: Callable[[SSAValue], tuple[int, int]]
 
@@ -100,7 +108,7 @@ class ScoreSteps:
             if step is folded:
                 if deferred is None:
                     s = em.binary(tt.MulOp, s, self._folded_scale(step))
-                elif not isinstance(deferred, SSAValue):  # (a runtime one is deferred only with no mask after it)
+                else:
                     minus_inf = self._masked_score()
             elif masked or not self._is_causal_step(step):
                 s = self._apply(step, s, rows, cols, em.and_(row_ok, col_ok), minus_inf)
@@ -134,17 +142,15 @@ class ScoreSteps:
         (FlashAttention's `softmax_scale_log2`), instead of a multiply here and a subtraction there: the folded
         step's factor times log2(e) (log2(e) alone without one). The maxima are then taken of the unscaled scores,
         or their minima under a negative factor (`row_maxima`), and a mask after the scale puts what becomes -inf
-        once scaled (`_masked_score`: +inf under a negative factor). A nonzero finite constant; a runtime value
-        (read once before the KV loops: `prepare_scale`) only where nothing masks the scores after it (no `where`
-        after the scale, S_kv a multiple of the key block): a masked score cannot be put so that a runtime zero
-        makes it -inf. None otherwise: the scale multiplied here."""
+        once scaled (`_masked_score`: +inf under a negative factor). A nonzero finite constant, or a runtime value
+        (`_runtime_factor`) when the scale is the first score step (a -inf or a bias before a runtime zero scale
+        is NaN in NumPy). None otherwise: the scale multiplied here."""
         step = self._log2e_step()
         if step is None:
             return LOG2E
         (value,) = step.others
         if not is_constant(value):
-            unmasked = step is self.att.steps[-1] and self.s_kv % self.bn == 0
-            return self._folded_scale(step) if unmasked else None
+            return self._runtime_factor(step) if step is self.att.steps[0] else None
         number = float(value.op.value.value.data)
         if isinstance(step.op, tta.DivOp):
             factor = LOG2E / number if number else float("inf")
@@ -152,17 +158,35 @@ class ScoreSteps:
             factor = number * LOG2E
         return factor if factor and isfinite(factor) else None
 
+    def _runtime_factor(self, step: ScoreStep) -> SSAValue:
+        """A runtime scale as the softmax's FMA takes it: zero becomes the least subnormal (`RUNTIME_ZERO`), so that
+        the masks' -inf stays -inf once scaled (NumPy's scores are then 0 or -inf: each p within 5e-7 of 1 or 0),
+        read once before the KV loops (`prepare_scale`)."""
+        if self.runtime_factor is None:
+            em, c = self.em, self._folded_scale(step)
+            zero = em.cmp("eq", c, em.const(0.0, f32))
+            self.runtime_factor = em.select(zero, em.const(RUNTIME_ZERO, f32), c)
+        return self.runtime_factor
+
     def _masked_score(self) -> SSAValue:
-        """A masked score before the deferred (constant) scale multiplies it: -inf, or +inf under a negative one."""
-        c = self._deferred_scale()
-        assert not isinstance(c, SSAValue), "a runtime scale is deferred only where nothing masks after it"
-        return self.em.const(float("-inf") if c is None or c > 0 else float("inf"), f32)
+        """A masked score before the deferred scale multiplies it: -inf, or +inf under a negative one (a runtime
+        one's sign chosen once, before the KV loops)."""
+        em, c = self.em, self._deferred_scale()
+        if not isinstance(c, SSAValue):
+            return em.const(float("-inf") if c is None or c > 0 else float("inf"), f32)
+        if self.masked_score is None:
+            positive = em.cmp("ge", c, em.const(0.0, f32))
+            self.masked_score = em.select(positive, em.const(float("-inf"), f32), em.const(float("inf"), f32))
+        return self.masked_score
 
     def prepare_scale(self) -> None:
-        """Before the KV loops: a runtime scale read once (`_folded_scale`)."""
+        """Before the KV loops: a runtime scale read once (`_folded_scale`), as the FMA takes it and what its masked
+        scores are."""
         folded = self._log2e_step()
         if folded is not None and not is_constant(folded.others[0]):
             self._folded_scale(folded)
+            if isinstance(self._deferred_scale(), SSAValue):
+                self._masked_score()
 
     def row_maxima(self, s: SSAValue) -> SSAValue:
         """Each row's maximum of a score block in log2 units: of the unscaled scores times a deferred scale, their
