@@ -340,9 +340,6 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         return "tf32x3" if self.blocks.tf32x3 and isinstance(element_type(a.type), Float32Type) else "ieee"
 
 
-
-
-
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
                    partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,

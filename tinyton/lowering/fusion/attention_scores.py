@@ -38,6 +38,15 @@ RUNTIME_ZERO = 2.0**-149
 product with any finite score is below 5e-7, so each exp2 is within that of NumPy's exp(0), and with -inf is -inf."""
 
 
+def _constant_factor(step: ScoreStep) -> float:
+    """A constant scale step's factor times log2(e); a division by zero NumPy's +-inf (or NaN, of a zero score)
+    once multiplied."""
+    number = float(step.others[0].op.value.value.data)
+    if isinstance(step.op, tta.DivOp):
+        return LOG2E / number if number else copysign(float("inf"), number)
+    return number * LOG2E
+
+
 class ScoreSteps:
     """The score-step half of an attention program (`attention._Program`), which provides the emitter, the
     region, the kernel's pointers, the block sizes and the loads."""
@@ -151,11 +160,7 @@ class ScoreSteps:
         (value,) = step.others
         if not is_constant(value):
             return self._runtime_factor(step) if step is self.att.steps[0] else None
-        number = float(value.op.value.value.data)
-        if isinstance(step.op, tta.DivOp):
-            factor = LOG2E / number if number else float("inf")
-        else:
-            factor = number * LOG2E
+        factor = _constant_factor(step)
         return factor if factor and isfinite(factor) else None
 
     def _runtime_factor(self, step: ScoreStep) -> SSAValue:
@@ -217,10 +222,7 @@ class ScoreSteps:
         em, (value,) = self.em, step.others
         divides = isinstance(step.op, tta.DivOp)
         if is_constant(value):
-            number = float(value.op.value.value.data)
-            if divides:  # by zero: NumPy's +-inf (or NaN, of a zero score) once multiplied
-                return em.const(LOG2E / number if number else copysign(float("inf"), number), f32)
-            return em.const(number * LOG2E, f32)
+            return em.const(_constant_factor(step), f32)
         if self.scale is None:
             read = em.cast(em.emit(tt.LoadOp(self.pointers[value], None, None)), f32)
             log2e = em.const(LOG2E, f32)

@@ -209,7 +209,12 @@ def _nan_kept(fn: Unary) -> Unary:
     return apply
 
 
-exp2_nan_kept = _nan_kept(lambda ctx, x: ctx.value(llvm.FExp2Op(x)))
+def exp2(ctx: KernelContext, x: SSAValue) -> SSAValue:
+    """2**x by `ex2.approx` (ptxas may take the result to be ordered: `exp2_nan_kept` where that matters)."""
+    return ctx.value(llvm.FExp2Op(x))
+
+
+exp2_nan_kept = _nan_kept(exp2)
 """2**x by `ex2.approx`, NaN kept."""
 
 

@@ -27,6 +27,7 @@ from tinyton.lowering.tt_to_llvm.elementwise import (
     _intrinsic,
     _is_bf16,
     _llvm,
+    exp2,
     exp2_nan_kept,
     lower_binary,
     lower_unary,
@@ -108,7 +109,7 @@ def lower_exp2(ctx: KernelContext, op: tt.Exp2Op, layout: Layout | None) -> list
     """`ex2.approx` of f32, NaN kept by a select (`exp2_nan_kept`) unless no comparison reads what it computes."""
     if tt.element_type(op.result.type) != f32 or not _order_blind(op.result):
         return lower_unary(ctx, op, layout)
-    return map_registers(ctx, lambda c, x: c.value(llvm.FExp2Op(x)), ctx.get(op.input, layout))
+    return map_registers(ctx, exp2, ctx.get(op.input, layout))
 
 
 MATH_UNARY = {

@@ -28,13 +28,13 @@ from xdsl.ir import Operation
 from tinyton.dialects import tt
 
 
-def take_turns(loop: scf.ForOp, warpgroups: int) -> bool:
-    """Order the first run of adjacent dots of `loop`'s body (the consumers' loop) by warpgroup turns; whether the
-    loop had dots to order among two or more warpgroups."""
+def take_turns(loop: scf.ForOp, warpgroups: int) -> None:
+    """Order the first run of adjacent dots of `loop`'s body (the consumers' loop) by warpgroup turns, where it has
+    dots and two or more warpgroups to order."""
     body = loop.body.block
     first = next((op for op in body.ops if isinstance(op, tt.DotOp)), None)
     if first is None or warpgroups < 2:
-        return False
+        return
     last: Operation = first
     while isinstance(last.next_op, tt.DotOp):
         last = last.next_op
@@ -44,4 +44,3 @@ def take_turns(loop: scf.ForOp, warpgroups: int) -> bool:
     assert block is not None
     block.insert_op_before(tt.WarpgroupTurnOp("open"), loop)
     block.insert_op_after(tt.WarpgroupTurnOp("close"), loop)
-    return True
