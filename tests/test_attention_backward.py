@@ -298,7 +298,7 @@ def _assert_assembles(program, arch: str) -> None:
         launch = step.launch
         ptx = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch=arch).asm["ptx"]
         assemble_ptx(ptx, arch)
-        if launch.kind in ("attention_dkdv", "attention_dq"):
+        if launch.kind == "attention_dkdv":
             assert ("wgmma" if arch == "sm_90a" else "mma.sync") in ptx
 
 
@@ -316,15 +316,19 @@ def test_backward_kernels_in_the_models_layout_assemble(arch):
 
 
 @needs_ptxas
-@pytest.mark.parametrize("d", [64, 128, 256])
-def test_the_gradient_kernels_keep_their_accumulators_in_registers(d):
-    """sm_90a: dk and dv (the dk/dv kernel's whole-kernel accumulators) and dq fit the registers at every head dim,
-    with nothing spilled; the dk/dv kernel's four products all run on wgmma, pᵀ and dsᵀ read from registers."""
+@pytest.mark.parametrize("d, spilled", [(64, 0), (128, 0), (256, 8)])
+def test_the_gradient_kernels_keep_their_accumulators_in_registers(d, spilled):
+    """sm_90a: dk and dv (the dk/dv kernel's whole-kernel accumulators) fit the registers beside a step's scores
+    and its share of dq (at D = 256 but for a few registers, `spilled` at most); the dk/dv kernel's five products
+    all run on wgmma, pᵀ and dsᵀ read from registers, ds's product adding to dq's sum with one TMA reduction."""
     q = np.zeros((2, 512, d), np.float16)
     program = causal_step.compile(q, q, q, q)
     for step in program.steps[2:]:
         launch = step.launch
         kernel = compile_module(launch.module.clone(), num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
-        assert kernel.n_spills == 0, f"{launch.kind} at D = {d} spills {kernel.n_spills} registers"
+        allowed = spilled if launch.kind == "attention_dkdv" else 0
+        assert kernel.n_spills <= allowed, f"{launch.kind} at D = {d} spills {kernel.n_spills} registers"
         if launch.kind == "attention_dkdv":
-            assert kernel.asm["ptx"].count("wgmma.commit_group") >= 4 and "mma.sync" not in kernel.asm["ptx"]
+            ptx = kernel.asm["ptx"]
+            assert ptx.count("wgmma.commit_group") >= 5 and "mma.sync" not in ptx
+            assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group" in ptx

@@ -98,12 +98,12 @@ def test_which_dots_are_issued_together(fn, tiles, together):
 @needs_ptxas
 @pytest.mark.parametrize("fn", [swiglu, swiglu_kn], ids=["x@w.T", "x@w"])
 def test_swiglu_is_one_m64n256_wgmma_a_k_step(fn):
-    """On a 128 x 128 tile the two products are m64n256k16 wgmmas only (four a K step of 64), as a 128 x 256
-    tile's; 128 accumulator registers a thread and no spills (ptxas -v, sm_90a)."""
+    """On a 128 x 128 tile the two products are m64n256k16 wgmmas only (four a K step of 64, however many steps LLVM
+    unrolls), as a 128 x 256 tile's; 128 accumulator registers a thread and no spills (ptxas -v, sm_90a)."""
     spec = _kernel_module(fn, WIDE)
     ptx = compile_module(spec.module, num_warps=spec.num_warps, arch="sm_90a").asm["ptx"]
     shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k16)", ptx)
-    assert shapes == ["m64n256k16"] * 4
+    assert set(shapes) == {"m64n256k16"} and len(shapes) % 4 == 0
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
     registers, spills = register_usage(ptx, "sm_90a") or (0, 0)
     assert spills == 0 and registers <= 232

@@ -16,7 +16,7 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from tinyton.dialects import tt
 
-WRITES = (tt.StoreOp, tt.DescriptorStoreOp, tt.AtomicRMWOp, tt.AtomicCASOp)
+WRITES = (tt.StoreOp, tt.DescriptorWriteBase, tt.AtomicRMWOp, tt.AtomicCASOp)
 """Ops that write memory through their `ptr` operand."""
 READS = (tt.LoadOp, tt.DescriptorLoadOp, tt.AtomicRMWOp, tt.AtomicCASOp)
 """Ops that read memory through their `ptr` operand."""

@@ -51,7 +51,8 @@ from tinyton.dialects.tt_shared import (
     NUM_STAGES_ATTR, PromotedDotOp, buffer_parts, slot_type,
 )
 from tinyton.dialects.tt_tma import (
-    TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, DescriptorStoreOp, TmaArriveOp, TmaCopyOp, TmaWaitOp,
+    TMA_OPS, BarrierAllocOp, BarrierInitOp, DescriptorLoadOp, DescriptorReduceOp, DescriptorStoreOp,
+    DescriptorWriteBase, TmaArriveOp, TmaCopyOp, TmaWaitOp,
 )
 from tinyton.dialects.tt_warps import (
     PINGPONG_ATTR, PRODUCER_WARPS, REGISTER_FILE, WARP_OPS, WARP_SPECIALIZE_ATTR, BarrierArriveOp, BarrierWaitOp,
@@ -437,7 +438,7 @@ __all__ = [  # `tt.<name>`: this module's ops and those of the op modules it gat
     "Expm1Op", "ExpOp", "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaOp", "FmaxOp", "FminOp", "GatherOp",
     "GRID_OPS", "GridBarrierOp", "GridDependencyWaitOp", "HintOp", "HistogramOp", "HypotOp", "INDEXING_OPS", "InlineAsmOp", "LaunchDependentsOp", "INPUT_PRECISIONS",
     "is_float", "is_int", "is_pointer", "JoinOp", "LIBM_OPS", "LoadEffects", "LoadOp", "LocalAllocOp",
-    "LocalLoadOp", "DescriptorStoreOp", "buffer_parts", "slot_type", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp", "MEMORY_OPS",
+    "LocalLoadOp", "DescriptorReduceOp", "DescriptorStoreOp", "DescriptorWriteBase", "buffer_parts", "slot_type", "Log10Op", "Log1pOp", "Log2Op", "LogOp", "MATH_OPS", "MAX_TILE_ELEMENTS", "MaximumOp", "MEMORY_OPS",
     "MinimumOp", "ModOp", "MulOp", "NegOp", "NUM_STAGES_ATTR", "OVERLAP_ATTR", "READ_ONLY_ATTR", "TRIGGER_ATTR", "NumProgramsOp", "OrOp", "PointerType", "PrintOp",
     "ProgramIdOp", "PromotedDotOp", "RANDOM_OPS", "ReduceMaxOp", "ReduceMinOp", "ReduceOp", "ReduceSumOp", "RemOp", "require",
     "ReshapeOp", "RintOp", "RsqrtOp", "ScanOp", "SelectOp", "shape_of", "SHAPE_OPS", "SHARED_OPS", "ShlOp", "ShrOp",

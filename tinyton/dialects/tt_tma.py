@@ -15,6 +15,8 @@ sees, as Triton's Hopper pipeline does:
 
 `tt.descriptor_store` is the store counterpart an array program's warp-specialised matmul writes its output tile
 with: a masked `tt.store` that names the block the same way, stored by TMA from shared memory on sm_90.
+`tt.descriptor_reduce` adds a block into memory the same way (a tensor descriptor's `atomic_add`; the attention
+backward's dq): atomics everywhere but on sm_90, where one TMA reduction adds the block from shared memory.
 
 A `tt.tma_copy` names its tensor map by the descriptor's operands: the lowering appends one kernel
 parameter per distinct map (a pointer to a 128-byte `CUtensorMap` in global memory) and tells the runtime
@@ -25,6 +27,9 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import (
     I32,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
     IntegerAttr,
     MemRefType,
     StringAttr,
@@ -103,14 +108,10 @@ class DescriptorLoadOp(IRDLOperation):
         require(self.other is None or self.other.type == expected, f"other must be {type_name(expected)}")
 
 
-@irdl_op_definition
-class DescriptorStoreOp(IRDLOperation):
-    """`tt.store(ptr, value, mask)` of the block at `offsets` of the descriptor `base`/`shape`/`strides`, whose
-    `mask` is exactly the block's part inside `shape` (TMA clips the block to it). A warp-specialised kernel's
-    consumers store it on sm_90 with TMA from shared memory (tinyton/lowering/tt_to_llvm/tma.py); everywhere
-    else, the simulator included, it is that store."""
+class DescriptorWriteBase(IRDLOperation):
+    """A write of the 2-D block `value` at `offsets` of the descriptor `base`/`shape`/`strides` through the pointers
+    `ptr`, whose `mask` is exactly the block's part inside `shape` (TMA clips the block to it)."""
 
-    name = "tt.descriptor_store"
     ptr = operand_def(TensorType)
     value = operand_def(TensorType)
     mask = opt_operand_def(TensorType)
@@ -123,24 +124,61 @@ class DescriptorStoreOp(IRDLOperation):
 
     def __init__(
         self, ptr: Operand, value: Operand, mask: Operand | None, base: Operand, shape: list[Operand],
-        strides: list[Operand], offsets: list[Operand],
+        strides: list[Operand], offsets: list[Operand], properties: dict[str, Attribute] | None = None,
     ):
-        super().__init__(operands=[ptr, value, [mask] if mask else [], base, shape, strides, offsets])
+        super().__init__(operands=[ptr, value, [mask] if mask else [], base, shape, strides, offsets],
+                         properties=properties or {})
 
     def verify_(self) -> None:
         rank = len(shape_of(self.ptr.type))
         scalar_pointer = is_pointer(self.base.type) and not shape_of(self.base.type)
-        require(scalar_pointer, "descriptor_store needs a scalar base pointer")
+        require(scalar_pointer, f"{self.name} needs a scalar base pointer")
         require(
             len(self.shape) == len(self.strides) == len(self.offsets) >= rank == 2,
-            "descriptor_store of a 2-D block needs at least 2 sizes, strides and offsets, as many of each",
+            f"{self.name} of a 2-D block needs at least 2 sizes, strides and offsets, as many of each",
         )
         expected = tile_type(element_type(self.ptr.type).pointee, shape_of(self.ptr.type))
-        require(self.value.type == expected, f"descriptor_store stores {type_name(expected)}")
+        require(self.value.type == expected, f"{self.name} writes {type_name(expected)}")
+
+
+@irdl_op_definition
+class DescriptorStoreOp(DescriptorWriteBase):
+    """`tt.store(ptr, value, mask)` of the block. A warp-specialised kernel's consumers store it on sm_90 with TMA
+    from shared memory (tinyton/lowering/tt_to_llvm/tma.py); everywhere else, the simulator included, it is that
+    store."""
+
+    name = "tt.descriptor_store"
 
 
 def barrier_type(slots: int) -> MemRefType:
     return MemRefType(i64, [slots], memory_space=IntegerAttr(SHARED_SPACE, 32))
+
+
+REDUCE_KINDS = ("add",)
+REDUCE_ELEMENTS = (Float32Type, Float16Type, BFloat16Type)
+
+
+@irdl_op_definition
+class DescriptorReduceOp(DescriptorWriteBase):
+    """`tt.atomic_rmw(kind, ptr, value, mask)` of the block, its old values unread (Triton's `tt.descriptor_reduce`,
+    a tensor descriptor's `atomic_add`): on sm_90 one TMA reduction from shared memory
+    (`cp.reduce.async.bulk.tensor`) instead of an atomic per element and its address; everywhere else, the
+    simulator included, those atomics."""
+
+    name = "tt.descriptor_reduce"
+    kind = prop_def(StringAttr)
+
+    def __init__(
+        self, kind: str, ptr: Operand, value: Operand, mask: Operand | None, base: Operand, shape: list[Operand],
+        strides: list[Operand], offsets: list[Operand],
+    ):
+        super().__init__(ptr, value, mask, base, shape, strides, offsets, {"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        require(self.kind.data in REDUCE_KINDS, f"descriptor_reduce kind must be one of {', '.join(REDUCE_KINDS)}")
+        elem = element_type(self.value.type)
+        require(isinstance(elem, REDUCE_ELEMENTS), f"descriptor_reduce adds f32, f16 or bf16, not {type_name(elem)}")
 
 
 @irdl_op_definition
@@ -260,4 +298,4 @@ class TmaWaitOp(SlotWaitBase):
     name = "tt.tma_wait"
 
 
-TMA_OPS = (DescriptorLoadOp, DescriptorStoreOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)
+TMA_OPS = (DescriptorLoadOp, DescriptorStoreOp, DescriptorReduceOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)

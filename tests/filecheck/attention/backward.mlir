@@ -65,13 +65,15 @@ func.func @training_step(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tenso
 // CHECK-NOT:     tta.fusion
 // CHECK:         func.return
 
-// The kernels: delta, dk/dv (a loop over query blocks: the scores transposed, sᵀ = k @ qᵀ, pᵀ = exp2(sᵀ - lse),
-// pᵀ and dsᵀ multiplied as they come out) and dq;
-// the training step's forward kernel also stores log2-sums (the logsumexp).
+// The kernels: delta (zeroing dq's f32 sum), dk/dv (a loop over query blocks: the scores transposed, sᵀ = k @ qᵀ,
+// pᵀ = exp2(sᵀ - lse), pᵀ and dsᵀ multiplied as they come out, ds @ k added to dq's sum) and dq (the sum scaled and
+// stored); the training step's forward kernel also stores log2-sums (the logsumexp).
 // KERNELS:       tta.fusion "attention_backward"{{.*}}kernel = "[[N:from_lse_[0-9]+_attention_backward]]_delta [[N]]_dkdv [[N]]_dq"
 // KERNELS:       tta.fusion "attention_backward"{{.*}}kernel = "[[T:training_step_[0-9]+_attention_backward]]_forward [[T]]_delta [[T]]_dkdv [[T]]_dq"
 // KERNELS:       func.func @[[N]]_delta
 // KERNELS:         tt.reduce
+// KERNELS:         tt.store
+// KERNELS:         tt.store
 // KERNELS:       func.func @[[N]]_dkdv
 // KERNELS:         scf.for
 // KERNELS:           tt.trans
@@ -79,10 +81,15 @@ func.func @training_step(%q: tensor<32x16xf32>, %k: tensor<32x16xf32>, %v: tenso
 // KERNELS:           tt.exp2
 // KERNELS-NOT:       tt.trans
 // KERNELS:           tt.dot
-// KERNELS:       func.func @[[N]]_dq
-// KERNELS:         scf.for
-// KERNELS:           tt.exp2
 // KERNELS:           tt.dot
+// KERNELS:           tt.trans
+// KERNELS:           tt.dot
+// KERNELS:           "tt.descriptor_reduce"{{.*}}<{kind = "add"
+// KERNELS:       func.func @[[N]]_dq
+// KERNELS-NOT:     scf.for
+// KERNELS-NOT:     tt.dot
+// KERNELS:         tt.load
+// KERNELS:         tt.store
 // KERNELS:       func.func @[[T]]_forward
 // KERNELS:         tt.log2
 // KERNELS:       func.func @[[T]]_delta

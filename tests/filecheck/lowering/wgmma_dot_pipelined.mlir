@@ -22,7 +22,7 @@
 // LLVM:      nvvm.wgmma.fence.aligned
 // LLVM:      llvm.or %{{.*}}, %[[A_BITS]] : i64
 // LLVM:      llvm.or %{{.*}}, %[[B_BITS]] : i64
-// LLVM-NEXT: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, $32, $33, p, 1, 1, 0, 1;{{.*}}", "=f,{{.*}},=f,l,l,r,0,1,{{.*}},31"
+// LLVM-NEXT: llvm.inline_asm has_side_effects "{{.*}}add.s64 da, $32, 0;{{.*}}add.s64 db, $33, 0;{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, da, db, p, 1, 1, 0, 1;{{.*}}", "=f,{{.*}},=f,l,l,r,0,1,{{.*}},31"
 // LLVM:      llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16
 // LLVM-NOT:  wgmma.mma_async
 // LLVM:      nvvm.wgmma.commit.group.sync.aligned

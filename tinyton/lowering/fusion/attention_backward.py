@@ -2,15 +2,19 @@
 
     [forward]  the flash-attention kernel (attention.py), also storing each row's logsumexp: only when the
                program computes the probabilities by a softmax instead of giving `lse`
-    delta      per query row, `rowsum(do * o)` (= `rowsum(dp * p)`), f32 scratch
+    delta      per query row, `rowsum(do * o)` (= `rowsum(dp * p)`), f32 scratch; zeroes the rows' dq sum
     dk/dv      one program per key block (and key/value head): k and v loaded once, a loop over the query
                heads of its group (grouped-query attention) and the query blocks that see it, recomputing
-               `p = exp2(s - lse)` block by block: `dv += pᵀ do`, `ds = p (do vᵀ - delta)`, `dk += dsᵀ q`
-    dq         one program per query block: a loop over the key blocks it sees, `dq += ds k`
+               `p = exp2(s - lse)` block by block: `dv += pᵀ do`, `ds = p (do vᵀ - delta)`, `dk += dsᵀ q`,
+               and the query block's share of dq, `ds k`, added to its f32 sum in memory (FlashAttention-2 and
+               3's atomics: one TMA reduction of the block on sm_90, `tt.descriptor_reduce`)
+    dq         one program per query block: the sum scaled and cast, stored where the program wants dq
 
 Scores are recomputed with the forward's own code (the score steps, masks, the scale folded with log2(e),
-causal loops stopping at the diagonal), so p matches the forward's. No S x S array is stored: three
-launches (four with the forward). Everything computes in float32; `p` and `ds` are cast to the operands'
+causal loops stopping at the diagonal), so p matches the forward's. Five products a step, none recomputed
+(a dq kernel walking the key blocks recomputed `s` and `dp`: seven). No S x S array is stored: three
+launches (four with the forward). dq's sum is added in an order the GPU picks: its rounding may differ
+from run to run in the last bits of float32. Everything computes in float32; `p` and `ds` are cast to the operands'
 dtype for the products (tensor cores for fp16 and bf16). A row whose scores are all -inf has lse -inf and
 gives NaN gradients, as the textbook math in NumPy does: its dq, and every key's dk and dv (its NaN p
 reaches them all; a causal mask that leaves the first queries without a key says so before any loop).
@@ -39,37 +43,38 @@ from tinyton.lowering.fusion.emitter import Emitter, f32
 @dataclass(frozen=True)
 class BackwardBlocks:
     """Tilings of the backward kernels: the dk/dv kernel walks query blocks of `dkdv.bm` for a key block of
-    `dkdv.bn`; the dq kernel walks key blocks of `dq.bn` for a query block of `dq.bm`."""
+    `dkdv.bn`; the delta and dq kernels take `rows` query rows a program."""
 
     dkdv: Blocks
-    dq: Blocks
-    delta_rows: int = 64
+    rows: int = 64
 
 
 def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
-    """16-bit operands as FlashAttention-2 tiles them on 8 warps: the dk/dv kernel 64 queries a step for 128 keys
-    (64 for head dims over 128), the dq kernel 64 keys a step for 128 queries (32 keys for 64 queries over 128):
-    dk and dv, each `[BN, D]` f32, live in registers for the whole kernel, and on two warpgroups they fit without
-    spilling up to the head dims' limits (sm_90a, ptxas: 255 registers at D = 128; Triton's tutorial tiling, 128
-    keys and 32 queries on 4 warps, spilled 569 registers there and 512 at D = 256). f32 operands (FMAs) in 32 x 32
+    """16-bit operands as FlashAttention-2 and 3 tile them on 8 warps: the dk/dv kernel 64 queries a step for 128
+    keys (64 keys for head dims over 128; 128 queries at head dims up to 64, where a 64-query block's share of dq,
+    `[64, D]`, would be 32 columns a warpgroup: no whole 128-byte panels of k for wgmma), q and do double-buffered
+    (three stages left sm_80 no room for the 128 x 128 scores' layout conversions). dk and dv, each `[BN, D]`
+    f32, live in registers for the whole kernel beside a step's scores and its share of dq (sm_90a, ptxas: 242
+    registers at D = 128, nothing spilled; 8 and 28 bytes spilled at D = 64 and 256; Triton's tutorial tiling, 128
+    keys and 32 queries on 4 warps, spilled 569 registers at D = 128 without dq). f32 operands (FMAs) in 32 x 32
     blocks."""
     att = bwd.scores
-    wide = max(att.q.shape[-1], shape_of(att.v.type)[-1]) > 128
+    d = max(att.q.shape[-1], shape_of(att.v.type)[-1])
     if element_type(att.q.base.type).bitwidth == 16:
-        if wide:
-            return BackwardBlocks(Blocks(64, 64, 8), Blocks(64, 32, 8, stages=2))  # its staged ds fits beside
-        return BackwardBlocks(Blocks(64, 128, 8), Blocks(128, 64, 8))
-    return BackwardBlocks(Blocks(32, 32, 4), Blocks(32, 32, 4))
+        return BackwardBlocks(Blocks(128 if d <= 64 else 64, 64 if d > 128 else 128, 8, stages=2))
+    return BackwardBlocks(Blocks(32, 32, 4))
 
 
 @dataclass(frozen=True)
 class BackwardBuffers:
     """Pointers of one backward kernel: `lse` (given or the forward's scratch, f32 `[batch, S_q]` when
-    scratch), `delta` (f32 scratch `[batch, S_q]`) and `o`."""
+    scratch), `delta` (f32 scratch `[batch, S_q]`), `dq_sum` (f32 scratch `[batch, S_q, D]`, D padded to a
+    power of 2) and `o`."""
 
     lse: SSAValue
     lse_given: bool
     delta: SSAValue
+    dq_sum: SSAValue
     o: SSAValue
 
 
@@ -155,9 +160,12 @@ class _Backward(_Program):
             return self.load(value, rows, cols, self.d_v, 1, mask)
         return self.load(view.base, rows, cols, view.strides[-2], view.strides[-1], mask, view)
 
-    def _product(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """`a @ b` into a score-shaped f32 block (`q @ kᵀ` or `do @ vᵀ`; `k @ qᵀ` and `v @ doᵀ` transposed)."""
-        return self.em.emit(tt.DotOp(a, b, self.em.const(0.0, f32, self.score_shape)))
+    def _product(self, a: SSAValue, b: SSAValue, start: SSAValue | None = None) -> SSAValue:
+        """`a @ b` into a score-shaped f32 block (`q @ kᵀ` or `do @ vᵀ`; `k @ qᵀ` and `v @ doᵀ` transposed), added
+        to `start` (broadcast to the block) if given."""
+        em = self.em
+        acc = em.const(0.0, f32, self.score_shape) if start is None else em.to_shape(start, self.score_shape)
+        return em.emit(tt.DotOp(a, b, acc))
 
     def _probabilities(self, s: SSAValue, rows: SSAValue, row_ok: SSAValue, cols: SSAValue, col_ok: SSAValue | None,
                        masked: bool | SSAValue, lse: SSAValue) -> SSAValue:
@@ -180,6 +188,15 @@ class _Backward(_Program):
             return em.emit(tt.TransOp(k, (1, 0))), k
         kt = self._key_block(j, bound)
         return kt, em.emit(tt.TransOp(kt, (1, 0)))
+
+    def _dq_sum_block(self, flat: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """Pointers of the rows' dq sums (`[R, D]`) of batch entry `flat`, and the rows' mask in that shape."""
+        em = self.em
+        shape = (shape_of(rows.type)[0], self.dp)
+        first = em.to_shape(em.mul_int(flat, self.s_q * self.dp), (1, 1))
+        offsets = em.binary(tt.AddOp, first, em.mul_int(rows, self.dp))
+        offsets = em.to_shape(em.binary(tt.AddOp, offsets, em.arange(self.dp, 2, 1)), shape)
+        return em.emit(tt.AddPtrOp(em.to_shape(self.buffers.dq_sum, shape), offsets)), em.to_shape(row_ok, shape)
 
     def _finish(self, grad: Gradient, acc: SSAValue) -> SSAValue:
         """The gradient's own scale (constant or a one-element array) and dtype applied to its accumulator."""
@@ -212,7 +229,7 @@ class _Backward(_Program):
 
 
 class _Delta(_Backward):
-    """`delta = rowsum(do * o)` per query row: grid (query blocks, batch)."""
+    """`delta = rowsum(do * o)` per query row, and the rows' dq sums zeroed: grid (query blocks, batch)."""
 
     def emit(self) -> tuple[int, int, int]:
         em = self.em
@@ -236,6 +253,8 @@ class _Delta(_Backward):
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.delta, (self.bm, 1)),
                                    em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q), (self.bm, 1)), rows)))
         em.emit(tt.StoreOp(ptrs, delta, row_ok))
+        dq_sums, dq_ok = self._dq_sum_block(flat, rows, row_ok)
+        em.emit(tt.StoreOp(dq_sums, em.const(0.0, f32, (self.bm, self.dp)), dq_ok))
         return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
 
 
@@ -246,7 +265,8 @@ class _KeyValueGrads(_Backward):
     order), so that `pᵀ` and `dsᵀ` come out of their products in the accumulator layout the next products take
     their left operand in: `dv += pᵀ @ do` and `dk += dsᵀ @ q` read them from registers (wgmma), and every product
     has a key block's rows (`BN`, split over the warpgroups) as its M. Computed as `q @ kᵀ`, each of `pᵀ`, `dsᵀ`
-    was transposed through shared memory, and a 32-query block kept the score products off wgmma."""
+    was transposed through shared memory, and a 32-query block kept the score products off wgmma. The fifth
+    product, the query block's share of dq `ds @ k`, takes `ds` through shared memory."""
 
     transposed_scores = True
 
@@ -271,14 +291,18 @@ class _KeyValueGrads(_Backward):
             queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
-            st, dpt = self._product(k, qt), self._product(v, dot)
+            st = self._product(k, qt)
+            # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step
+            minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, (1, self.bm)), self._delta(queries, query_ok))
+            dpt = self._product(v, dot, minus_delta)
             pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start),
                                      self._lse(queries, query_ok))
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
                 pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
-            dst = em.binary(tt.MulOp, pt, em.binary(tt.SubOp, dpt, self._delta(queries, query_ok)))
-            dk = em.emit(tt.DotOp(em.cast(dst, operand), q, dk))
+            dst = em.cast(em.binary(tt.MulOp, pt, dpt), operand)
+            dk = em.emit(tt.DotOp(dst, q, dk))
+            self._add_query_grads(i, rows, row_ok, em.emit(tt.TransOp(dst, (1, 0))), k)
             return [dk, dv]
 
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
@@ -293,9 +317,9 @@ class _KeyValueGrads(_Backward):
                 self.coords = self._coords_of(outer, em.binary(tt.FloorDivOp, t, per_head))
                 return q_block(em.add(first_value, em.mul_int(em.binary(tt.ModOp, t, per_head), self.bm)), values)
 
-            dk, dv = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step)
+            dk, dv = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step, self.blocks.stages)
         else:
-            dk, dv = em.for_loop(first, self.s_q, self.bm, carried, q_block)
+            dk, dv = em.for_loop(first, self.s_q, self.bm, carried, q_block, self.blocks.stages)
         c = self.att.causal_offset
         if c is not None and c < 0 < self.s_q:  # query 0 sees no key: its NaN p reaches every key's gradients
             dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
@@ -304,6 +328,18 @@ class _KeyValueGrads(_Backward):
         self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
         return cdiv(self.s_kv, self.bn), max(1, programs), 1
+
+    def _add_query_grads(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue, ds: SSAValue, k: SSAValue) -> None:
+        """`ds @ k` added to the dq sums of the query block at `i` (`[BM, D]`, every key block's programs adding
+        theirs): one `tt.descriptor_reduce` of the block of the sums seen as `[batch, S_q, D]`."""
+        em = self.em
+        part = em.emit(tt.DotOp(ds, k, em.const(0.0, f32, (self.bm, self.dp))))
+        flat = self._flat_batch()
+        ptrs, mask = self._dq_sum_block(flat, rows, row_ok)
+        sizes = [em.i32(n) for n in (max(1, prod(self.batch)), self.s_q, self.dp)]
+        strides = [em.i32(n) for n in (self.s_q * self.dp, self.dp, 1)]
+        em.emit(tt.DescriptorReduceOp("add", ptrs, part, mask if self.s_q % self.bm else None, self.buffers.dq_sum,
+                                      sizes, strides, [flat, i, em.i32(0)]))
 
     def _crosses_diagonal(self, i: SSAValue, start: SSAValue) -> bool | SSAValue:
         """Whether the query block at `i` needs the causal mask over the key block at `start`: some of its queries
@@ -324,46 +360,27 @@ class _KeyValueGrads(_Backward):
 
 
 class _QueryGrads(_Backward):
-    """dq of one query block: grid (query blocks, batch), the key loops as the forward splits them."""
+    """dq of one query block: its f32 sum, which the dk/dv kernel's programs added up, scaled, cast and stored where
+    the program wants it: grid (query blocks, batch)."""
 
     def emit(self) -> tuple[int, int, int]:
         em = self.em
         self.coords = self._batch_coords()
-        start = em.mul_int(self._query_block(cdiv(self.s_q, self.bm)), self.bm)  # causal: the longest first
-        rows, row_ok = self._rows(start, self.bm)
-        q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
-        self.prepare_scale()
-        lse, delta = self._lse(rows, row_ok), self._delta(rows, row_ok)
-        dv_cols = em.arange(self.dvp, 2, 1)
-        carried = [em.const(0.0, f32, (self.bm, self.dp))]
-        first, split, end = self._chunk(self._unmasked_end(start), self._kv_end(start))
-        for lb, ub, masked in ((first, split, False), (split, end, True)):
-            if ub == 0 or lb == ub:
-                continue
-
-            def body(j: SSAValue, values: list[SSAValue], masked: bool = masked) -> list[SSAValue]:
-                cols, col_ok = self._columns(j, masked)
-                kt, k = self._key_pair(j, self._ragged_bound(col_ok))
-                v = self._value_block(j, self._ragged_bound(col_ok), dv_cols)
-                s, dp = self._product(q, kt), self._product(do, em.emit(tt.TransOp(v, (1, 0))))
-                p = self._probabilities(s, rows, row_ok, cols, col_ok, masked, lse)
-                ds = em.binary(tt.MulOp, p, em.binary(tt.SubOp, dp, delta))
-                return [em.emit(tt.DotOp(em.cast(ds, self.element), k, values[0]))]
-
-            stages = self.blocks.masked_stages if masked else self.blocks.stages  # the main loop the deeper one
-            carried = em.for_loop(lb, ub, self.bn, carried, body, stages)
-        dq = carried[0]
+        rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
+        flat = self._flat_batch()
+        ptrs, mask = self._dq_sum_block(flat, rows, row_ok)
+        dq = em.emit(tt.LoadOp(ptrs, mask, em.const(0.0, f32, (self.bm, self.dp))))
         c = self.att.causal_offset
-        if c is not None and c < 0:  # rows i < -c see no key (their loops may visit none): NaN, as their p
+        if c is not None and c < 0:  # rows i < -c see no key (no program added to them): NaN, as their p
             blind = em.to_shape(em.cmp("lt", em.add(rows, em.i32(c)), em.i32(0)), (self.bm, self.dp))
             dq = em.select(blind, em.const(float("nan"), f32, (self.bm, self.dp)), dq)
-        self._store(self.bwd.dq, self._flat_batch(), rows, row_ok, self.dp, self._finish(self.bwd.dq, dq))
+        self._store(self.bwd.dq, flat, rows, row_ok, self.dp, self._finish(self.bwd.dq, dq))
         return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
 
 
 def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], buffers: BackwardBuffers,
                blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _Delta(em, bwd, pointers, Blocks(blocks.delta_rows, 16, 4), buffers).emit()
+    return _Delta(em, bwd, pointers, Blocks(blocks.rows, 16, 4), buffers).emit()
 
 
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
@@ -373,4 +390,4 @@ def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSA
 
 def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                      buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _QueryGrads(em, bwd, pointers, blocks.dq, buffers).emit()
+    return _QueryGrads(em, bwd, pointers, Blocks(blocks.rows, 16, 4), buffers).emit()

@@ -15,7 +15,7 @@ from tinyton.analysis.attention_backward import AttentionBackward
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dtypes import dtype_of
-from tinyton.intmath import cdiv
+from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.attention_backward import (
     BackwardBuffers,
@@ -92,15 +92,16 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
 def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,
                                choose_blocks: BlockChooser) -> list[KernelSpec]:
     """FlashAttention-2's backward (attention_backward.py): the forward kernel storing the rows' logsumexp
-    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for lse, delta and (when
-    the program does not return it) the forward output."""
+    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for delta, dq's sum, lse and
+    (when the program does not return it) the forward output."""
     att = bwd.scores
     rows = (prod(att.q.shape[:-2]) * att.q.shape[-2],)
     results = list(fusion.yield_op.values)
     o_scratch = bwd.lse is None and att.pv is not None and att.pv.result not in results
     if bwd.lse is None and bwd.o is None and att.pv is None:
         raise AssertionError("backward_of gives a forward output or a logsumexp")
-    scratch = [Scratch(rows, f32)]  # delta
+    dq_sum = Scratch((rows[0], next_power_of_2(max(16, att.q.shape[-1]))), f32)
+    scratch = [Scratch(rows, f32), dq_sum]  # delta, dq's sum
     if bwd.lse is None:
         scratch.append(Scratch(rows, f32))  # lse, from the forward kernel
     if o_scratch:
@@ -115,7 +116,7 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
         n = len(fusion.block.args) + len(results)
         pointers = dict(zip([*fusion.block.args, *results], args))
         extra = dict(zip(scratch_t, args[n:]))
-        lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[1]]
+        lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[2]]
         for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
             if st is not None:  # read through reshapes and a cast of the array in memory, as the forward reads them
                 pointers[value] = pointers[st.base]
@@ -123,7 +124,7 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
         o = extra[scratch_t[-1]] if o_scratch else pointers[o_value] if o_value is not None else None
         if o_scratch:
             pointers[att.pv.result] = o
-        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[scratch_t[0]], o)
+        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[scratch_t[0]], extra[dq_sum], o)
         grid = emit(Emitter(kernel.body.block), pointers, buffers)
         specs.append(KernelSpec(f"{name}_{stage}", kind, finish_module(kernel, warps), grid, warps, params, fusion,
                                 {}, scratch=scratch_t))
@@ -135,5 +136,5 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
     kernel("delta", "attention_delta", 4, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
     kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
            lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
-    kernel("dq", "attention_dq", blocks.dq.num_warps, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
+    kernel("dq", "attention_dq", 4, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
     return specs

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.lowering.ptx.libdevice import PREFIX, calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.llvmlite_ir import to_llvmlite
-from tinyton.lowering.ptx.toolchain import TRIPLE, ToolchainError, ptx_features
+from tinyton.lowering.ptx.toolchain import SHORT_POINTERS, TRIPLE, ToolchainError, ptx_features
 from tinyton.profiling import stage
 
 
@@ -22,6 +22,7 @@ from tinyton.profiling import stage
 def _target_machine(arch: str) -> llb.TargetMachine:
     llb.initialize_all_targets()
     llb.initialize_all_asmprinters()
+    llb.set_option("tinyton", SHORT_POINTERS)
     target = llb.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch, features=ptx_features(arch), opt=3)
 

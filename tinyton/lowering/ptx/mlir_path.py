@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.lowering.ptx.libdevice import calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.toolchain import (
+    SHORT_POINTERS,
     TRIPLE,
     ToolchainError,
     find_tool,
@@ -43,7 +44,7 @@ def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
     mlir_opt, translate, opt, llc = tools = [find_tool(t) for t in TOOLS]
     if None in tools:
         raise ToolchainError(f"the mlir toolchain needs {', '.join(TOOLS)} on PATH")
-    target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}"]
+    target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}", SHORT_POINTERS]
     with stage("print llvm dialect (xDSL)"):
         mlir_text = str(module)
     with stage("mlir-opt (verify, convert-nvvm-to-llvm)"):

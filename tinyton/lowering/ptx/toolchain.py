@@ -10,6 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 TRIPLE = "nvptx64-nvidia-cuda"
+SHORT_POINTERS = "-nvptx-short-ptr"
+"""Both paths give shared-memory pointers 32 bits (`p3:32:32`, as Triton does): the shared window is 32 bits wide,
+and 64-bit addresses of a kernel's shared tiles, hoisted out of its loops, held two registers each (the attention
+backward's dk/dv kernel spilled 52 registers at D = 128 for them, sm_90a)."""
 LLVM_BIN = Path(os.environ.get("TINYTON_LLVM_BIN", "/usr/lib/llvm-22/bin"))
 
 # Smallest PTX ISA that knows each architecture; PTX 8.0 covers everything up to sm_90a.

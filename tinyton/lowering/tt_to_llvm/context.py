@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     ModuleOp,
+    i32,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -224,9 +225,18 @@ class KernelContext(Emitter):
 
         return self.cached(("coords", layout.lane, layout.warp), build)
 
-    def coords(self, layout: Layout, r: int) -> list[SSAValue]:
-        """Coordinates of register `r` of this thread."""
-        return [self.int_op("add", t, self.const(c)) for t, c in zip(self.thread_coords(layout), layout.reg_coord(r))]
+    def pinned_coords(self, layout: Layout) -> list[SSAValue]:
+        """`thread_coords` through a copy LLVM cannot move (a volatile `mov`), here: what is computed from it stays
+        where it is used. A tile's register addresses derived from the kernel-wide coordinates are loop-invariant, and
+        LLVM hoists them out of the loop, each then held in a register for the whole loop (the attention backward's
+        dk/dv kernel staged two tiles a step, 31 registers: it spilled)."""
+        return [self.value(llvm.InlineAsmOp("mov.b32 $0, $1;", "=r,r", [t], [i32], has_side_effects=True))
+                for t in self.thread_coords(layout)]
+
+    def coords(self, layout: Layout, r: int, base: Sequence[SSAValue] | None = None) -> list[SSAValue]:
+        """Coordinates of register `r` of this thread (from `base`, the thread's coordinates, if given)."""
+        base = base if base is not None else self.thread_coords(layout)
+        return [self.int_op("add", t, self.const(c)) for t, c in zip(base, layout.reg_coord(r))]
 
     def replica_predicate(self, layout: Layout | None) -> SSAValue | None:
         """True in exactly one of the threads holding the same elements (None: no replicas)."""

@@ -68,15 +68,15 @@ def k_major_b(op: tt.DotOp) -> SSAValue | None:
 
 
 def m_major_a(op: tt.DotOp) -> SSAValue | None:
-    """The loaded K x M tile whose transpose is A (`a.T @ b`: A stored K x M, a weight gradient's `x.T @ dy`), for a
-    16-bit A that wgmma then reads M-major from shared memory (`imm-trans-a`) as it reads a K x N B, with no
-    transpose in registers; None otherwise, and for an A computed in registers (attention's transposed
-    probabilities), which is staged K-major as before. Only wgmma uses it: mma.sync transposes such an A in
-    registers."""
+    """The K x M tile whose transpose is A (`a.T @ b`: A stored K x M, a weight gradient's `x.T @ dy`; the attention
+    backward's `ds` from `dsᵀ` in registers), for a 16-bit A that wgmma then reads M-major from shared memory
+    (`imm-trans-a`) as it reads a K x N B, with no transpose in registers: a loaded tile as stored, a computed one
+    staged in its own orientation (the elements a thread holds side by side, along M, stored together: staged
+    K-major, `dsᵀ`'s were stored two bytes at a time). None otherwise. Only wgmma uses it: mma.sync transposes
+    such an A in registers."""
     a = op.a.owner
     transposed = isinstance(a, tt.TransOp) and tuple(a.order.get_values()) == (1, 0)
-    loaded = transposed and isinstance(a.input.owner, (tt.LoadOp, tt.DescriptorLoadOp, tt.LocalLoadOp))
-    return a.input if loaded and isinstance(tt.element_type(op.a.type), MMA_ELEMENT_TYPES) else None
+    return a.input if transposed and isinstance(tt.element_type(op.a.type), MMA_ELEMENT_TYPES) else None
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,12 @@ def store_swizzled(
 ) -> None:
     """Store a 2-D tile held in `layout`: each run of consecutive registers within one chunk
     as one vector store (built explicitly: LLVM does not always merge scalar stores whose
-    addresses it hoisted out of a loop one by one)."""
+    addresses it hoisted out of a loop one by one). The addresses are computed here
+    (`KernelContext.pinned_coords`), not hoisted out of the loop the store is in."""
     run = min(layout.contiguous_per_thread(), swizzle.vec)
+    base = ctx.pinned_coords(layout)
     for r in range(0, len(regs), run):
-        row, col = ctx.coords(layout, r)
+        row, col = ctx.coords(layout, r, base)
         ptr = ctx.smem_ptr(elem, swizzle.offset(ctx, row, col), byte_offset)
         value = regs[r]
         if run > 1:

@@ -114,18 +114,18 @@ def copy_spec(op: tt.TmaCopyOp, kernel: func.FuncOp) -> dict[str, Any]:
     return spec
 
 
-def store_spec(op: tt.DescriptorStoreOp, kernel: func.FuncOp) -> dict[str, Any] | None:
-    """The map a descriptor store writes through; None when TMA cannot write it."""
+def store_spec(op: tt.DescriptorWriteBase, kernel: func.FuncOp) -> dict[str, Any] | None:
+    """The map a descriptor store or reduction writes through; None when TMA cannot write it."""
     return tensor_map_spec(op.base, op.shape, op.strides, tuple(tt.shape_of(op.value.type)), "zero", kernel)
 
 
 def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[Operation, int]]:
-    """The distinct maps the kernel's `tt.tma_copy` and TMA-stored `tt.descriptor_store` ops use, in order (one
-    parameter each), and the map of each."""
+    """The distinct maps the kernel's `tt.tma_copy` and TMA-written `tt.descriptor_store`/`tt.descriptor_reduce`
+    ops use, in order (one parameter each), and the map of each."""
     specs: list[dict[str, Any]] = []
     index: dict[Operation, int] = {}
     for op in kernel.walk():
-        if isinstance(op, (tt.TmaCopyOp, tt.DescriptorStoreOp)):
+        if isinstance(op, (tt.TmaCopyOp, tt.DescriptorWriteBase)):
             spec = copy_spec(op, kernel) if isinstance(op, tt.TmaCopyOp) else store_spec(op, kernel)
             assert spec is not None, "descriptor stores TMA cannot write were expanded"
             if spec not in specs:
@@ -135,14 +135,15 @@ def tensor_map_specs(kernel: func.FuncOp) -> tuple[list[dict[str, Any]], dict[Op
 
 
 def expand_descriptors(kernel: func.FuncOp, tma_stores: bool) -> None:
-    """The descriptor loads TMA does not read, and the descriptor stores it does not write (all of them without
-    `tma_stores`; else those outside a warp-specialised kernel's consumers, or of a map TMA cannot write), become
-    the masked loads and stores they stand for."""
+    """The descriptor loads TMA does not read, and the descriptor writes it does not make (all of them without
+    `tma_stores`; else the stores outside a warp-specialised kernel's consumers, the reductions in its producer, and
+    those of a map TMA cannot write), become the masked loads, stores and atomics they stand for."""
     for op in list(kernel.walk()):
         if isinstance(op, tt.DescriptorLoadOp):
             plain: Operation = tt.LoadOp(op.ptr, op.mask, op.other)
-        elif isinstance(op, tt.DescriptorStoreOp) and not (tma_stores and _in_consumers(op) and store_spec(op, kernel)):
-            plain = tt.StoreOp(op.ptr, op.value, op.mask)
+        elif isinstance(op, tt.DescriptorWriteBase) and not (tma_stores and _tma_writes(op, kernel)):
+            plain = (tt.StoreOp(op.ptr, op.value, op.mask) if isinstance(op, tt.DescriptorStoreOp)
+                     else tt.AtomicRMWOp(op.kind.data, op.ptr, op.value, op.mask, sem="relaxed"))
         else:
             continue
         block = op.parent_block()
@@ -154,11 +155,22 @@ def expand_descriptors(kernel: func.FuncOp, tma_stores: bool) -> None:
         op.erase()
 
 
-def _in_consumers(op: Operation) -> bool:
+def _tma_writes(op: tt.DescriptorWriteBase, kernel: func.FuncOp) -> bool:
+    """Whether TMA makes the write on sm_90: a store only in a warp-specialised kernel's consumers (the persistent
+    matmul's epilogue it was built for), a reduction anywhere but in a producer; either where TMA can write its map."""
+    role = _warp_role(op)
+    placed = role == "consumer" if isinstance(op, tt.DescriptorStoreOp) else role != "producer"
+    return placed and store_spec(op, kernel) is not None
+
+
+def _warp_role(op: Operation) -> str | None:
+    """"consumer" or "producer" for an op in a `tt.warp_specialize`'s region of that name; None outside one."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, tt.WarpSpecializeOp):
         op, parent = parent, parent.parent_op()
-    return parent is not None and op.parent_region() is parent.consumer
+    if parent is None:
+        return None
+    return "consumer" if op.parent_region() is parent.consumer else "producer"
 
 
 def reserve_barriers(ctx: KernelContext, kernel: func.FuncOp) -> None:
@@ -206,7 +218,7 @@ def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
     ctx.barrier()
 
 
-def _panels(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorStoreOp, tile: Swizzle, shared: SSAValue):
+def _panels(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorWriteBase, tile: Swizzle, shared: SSAValue):
     """Per 128-byte panel of `tile` (at the shared-window address `shared`): its address and the coordinates of
     its box in `op`'s map, innermost first, as `cp.async.bulk.tensor` takes them."""
     *outer, row, col = (ctx.scalar(v) for v in op.offsets)
@@ -215,7 +227,7 @@ def _panels(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorStoreOp, tile: S
         yield at, [ctx.int_op("add", col, ctx.const(p * tile.panel_cols)), row, *reversed(outer)]
 
 
-def _map(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorStoreOp) -> SSAValue:
+def _map(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorWriteBase) -> SSAValue:
     """The address of the map `op` reads or writes through."""
     return ctx.value(llvm.PtrToIntOp(ctx.tensor_maps[op], i64))
 
@@ -276,9 +288,9 @@ def lower_barrier_arrive(ctx: KernelContext, op: tt.BarrierArriveOp) -> None:
 
 
 def staged_store_bytes(root: Operation) -> int:
-    """Bytes of the shared-memory tile the TMA stores under `root` stage their blocks in (the largest; 0: none),
-    which the pipeliner keeps out of its buffers' budget."""
-    return max((_staged_tile(op).nbytes for op in root.walk() if isinstance(op, tt.DescriptorStoreOp)), default=0)
+    """Bytes of the shared-memory tile the TMA stores and reductions under `root` stage their blocks in (the
+    largest; 0: none), which the pipeliner keeps out of its buffers' budget."""
+    return max((_staged_tile(op).nbytes for op in root.walk() if isinstance(op, tt.DescriptorWriteBase)), default=0)
 
 
 def reserve_store_tile(ctx: KernelContext, kernel: func.FuncOp) -> None:
@@ -289,15 +301,16 @@ def reserve_store_tile(ctx: KernelContext, kernel: func.FuncOp) -> None:
         ctx.store_tile = ctx.reserve_smem(nbytes, 1024)
 
 
-def _staged_tile(op: tt.DescriptorStoreOp) -> Swizzle:
+def _staged_tile(op: tt.DescriptorWriteBase) -> Swizzle:
     rows, cols = tt.shape_of(op.value.type)
     return Swizzle(rows, cols, byte_size(llvm_type(op.value.type)))
 
 
-@lowers(tt.DescriptorStoreOp)
-def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None:
+@lowers(tt.DescriptorStoreOp, tt.DescriptorReduceOp)
+def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorWriteBase) -> None:
     """The block goes to the kernel's store tile (`reserve_store_tile`) in the map's swizzled panels, then thread 0
-    stores each panel with TMA (`cp.async.bulk.tensor ... .bulk_group`) and commits them, without waiting.
+    stores each panel with TMA (`cp.async.bulk.tensor ... .bulk_group`; a reduction adds it to memory:
+    `cp.reduce.async.bulk.tensor ... .add.tile.bulk_group`, atomic per element) and commits them, without waiting.
     Before writing, thread 0 waits until TMA has read the previous store's panels (`wait_group.read 0`) and a
     barrier tells the other threads: a persistent matmul's tile goes out while the next tile's K loop runs,
     instead of holding the leader's warpgroup (and with it the tensor cores) until it has."""
@@ -313,9 +326,10 @@ def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorStoreOp) -> None
     param = _map(ctx, op)
     rank = len(op.offsets)
     coords = ", ".join(f"${3 + i}" for i in range(rank))
+    copy = (f"cp.reduce.async.bulk.tensor.{rank}d.global.shared::cta.{op.kind.data}.tile.bulk_group"
+            if isinstance(op, tt.DescriptorReduceOp) else f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group")
     for at, box in _panels(ctx, op, tile, _address(ctx, ctx.smem_ptr(i8, 0, ctx.store_tile))):
-        lines = ["{", ".reg .b64 map;", "cvta.global.u64 map, $1;",
-                 f"@$0 cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [map, {{{coords}}}], [$2];", "}"]
+        lines = ["{", ".reg .b64 map;", "cvta.global.u64 map, $1;", f"@$0 {copy} [map, {{{coords}}}], [$2];", "}"]
         inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in box]
         _inline_asm(ctx, lines, [], inputs, None)
     _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;"], [], [("b", leader)], None)

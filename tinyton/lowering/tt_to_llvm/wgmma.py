@@ -70,12 +70,19 @@ def _descriptor_bits(tile: Swizzle, leading: int) -> int:
     return (leading >> 4) << 16 | (stride >> 4) << 32 | SWIZZLE_MODE[tile.row_bytes] << 62
 
 
-def _descriptor(ctx: KernelContext, base: SSAValue, byte_offset: SSAValue, bits: int) -> SSAValue:
-    """The descriptor of the block at `base` + `byte_offset` (a shared-memory pointer and an i32)."""
-    address = ctx.int_op("add", ctx.value(llvm.PtrToIntOp(base, i32)), byte_offset)
+Descriptor = tuple[SSAValue, int]
+"""A block's descriptor as the wgmma asm takes it: a 64-bit descriptor and a constant byte offset (a multiple of 16)
+that the asm adds to its address field. The K steps of a tile differ by constants only: their descriptors share one
+register pair, which LLVM hoists out of a loop when the tile is the loop's invariant (a descriptor a K step, hoisted,
+held 2 registers each: 32 of the attention backward's dk/dv kernel's, which then spilled)."""
+
+
+def _descriptor(ctx: KernelContext, base: SSAValue, offset: tuple[SSAValue, int], bits: int) -> Descriptor:
+    """The descriptor of the block at `base` + `offset` (a shared-memory pointer, an i32 and constant bytes)."""
+    address = ctx.int_op("add", ctx.value(llvm.PtrToIntOp(base, i32)), offset[0])
     field = ctx.int_op("and", ctx.int_op("lshr", address, ctx.const(4)), ctx.const(0x3FFF))
     wide = ctx.value(llvm.ZExtOp(field, i64))
-    return ctx.value(llvm.OrOp(wide, ctx.const(bits, i64)))
+    return ctx.value(llvm.OrOp(wide, ctx.const(bits, i64))), offset[1]
 
 
 def _asm(ctx: KernelContext, text: str, outputs: int, inputs: list[tuple[str, SSAValue]], tied: list[SSAValue]) -> list[SSAValue]:
@@ -92,7 +99,7 @@ PTX_TYPES = {Float16Type(): "f16", BFloat16Type(): "bf16", Float8E4M3FNType(): "
 
 
 def _wgmma(
-    ctx: KernelContext, shape: tuple[int, int], types: tuple[str, str], a: SSAValue | list[SSAValue], b: SSAValue,
+    ctx: KernelContext, shape: tuple[int, int], types: tuple[str, str], a: Descriptor | list[SSAValue], b: Descriptor,
     transposes: tuple[int, int | None], acc: list[SSAValue] | None,
 ) -> list[SSAValue]:
     """`acc += A @ B` for one 64 x N x K block (`shape` (N, K); `acc`: this thread's N / 2 registers, None:
@@ -103,21 +110,24 @@ def _wgmma(
     r = shape[0] // 2
     regs = ", ".join(f"${i}" for i in range(r))
     scale_d = ("r", ctx.const(0 if acc is None else 1))
+    descriptors = [("b", b)]
     if isinstance(a, list):
-        inputs = [*(("r", w) for w in a), ("l", b), scale_d]
+        inputs = [*(("r", w) for w in a), ("l", b[0]), scale_d]
         a_text, scales = "{" + ", ".join(f"${r + i}" for i in range(4)) + "}", ["1", "1"]
     else:
-        inputs = [("l", a), ("l", b), scale_d]
-        a_text, scales = f"${r}", ["1", "1"] if trans_b is None else ["1", "1", str(trans_a)]
+        inputs = [("l", a[0]), ("l", b[0]), scale_d]
+        a_text, scales = "da", ["1", "1"] if trans_b is None else ["1", "1", str(trans_a)]
+        descriptors.insert(0, ("a", a))
     if trans_b is not None:
         scales.append(str(trans_b))
     n_in = len(inputs)
-    text = (
-        f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${r + n_in - 1}, 0;\n"
-        f"wgmma.mma_async.sync.aligned.m64n{shape[0]}k{shape[1]}.f32.{types[0]}.{types[1]} {{{regs}}}, {a_text}, "
-        f"${r + n_in - 2}, p, {', '.join(scales)};\n}}"
-    )
-    return _asm(ctx, text, r, inputs, acc or [])
+    lines = ["{", ".reg .pred p;", ".reg .b64 da, db;", f"setp.ne.b32 p, ${r + n_in - 1}, 0;"]
+    for (name, (_, offset)), position in zip(descriptors, range(r + n_in - 1 - len(descriptors), r + n_in - 1)):
+        assert offset % 16 == 0, "a block's descriptor addresses 16-byte units"
+        lines.append(f"add.s64 d{name}, ${position}, {offset >> 4};")
+    lines += [f"wgmma.mma_async.sync.aligned.m64n{shape[0]}k{shape[1]}.f32.{types[0]}.{types[1]} {{{regs}}}, "
+              f"{a_text}, db, p, {', '.join(scales)};", "}"]
+    return _asm(ctx, "\n".join(lines), r, inputs, acc or [])
 
 
 def _a_fragments(ctx: KernelContext, op: tt.DotOp, layout: Layout) -> list[list[list[SSAValue]]]:
@@ -156,15 +166,14 @@ def _along_k(tile: Swizzle, kk: int) -> int:
     return kk // tile.panel_cols * tile.panel_bytes + kk % tile.panel_cols * tile.elem_bytes
 
 
-def _block_offset(tile: Swizzle, start: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> SSAValue:
-    """Byte offset of an operand's block at row or column `start` (A's rows, B's columns), K step `kk`: K-major
-    (an M x K or N x K tile), rows `start`.. and the step's bytes along the row; MN-major (K x M or K x N), the
-    panel of `start` and rows `kk`.."""
+def _block_offset(tile: Swizzle, start: SSAValue, kk: int, k_major: bool, ctx: KernelContext) -> tuple[SSAValue, int]:
+    """Byte offset of an operand's block at row or column `start` (A's rows, B's columns), K step `kk`, as a part that
+    depends on `start` and the step's constant bytes: K-major (an M x K or N x K tile), rows `start`.. and the step's
+    bytes along the row; MN-major (K x M or K x N), the panel of `start` and rows `kk`.."""
     if k_major:
-        along = _along_k(tile, kk)
-        return ctx.int_op("add", ctx.int_op("mul", start, ctx.const(tile.row_bytes)), ctx.const(along))
+        return ctx.int_op("mul", start, ctx.const(tile.row_bytes)), _along_k(tile, kk)
     panel = ctx.int_op("lshr", start, ctx.const(tile.panel_cols.bit_length() - 1))
-    return ctx.int_op("add", ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), ctx.const(kk * tile.row_bytes))
+    return ctx.int_op("mul", panel, ctx.const(tile.panel_bytes)), kk * tile.row_bytes
 
 
 def issued_together(op: tt.DotOp) -> list[tt.DotOp]:
@@ -218,7 +227,7 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
         """The wgmma of K step `kk` for the instruction block (i, j) of this warpgroup, into `block` (the
         group's B tiles side by side: as many instructions wide)."""
         if a_words is not None:
-            a: SSAValue | list[SSAValue] = a_words[i][kk // step]
+            a: Descriptor | list[SSAValue] = a_words[i][kk // step]
         else:
             row = ctx.int_op("add", row0, ctx.const(i * ROWS * tiling.groups_m))
             a = _descriptor(ctx, a_base, _block_offset(a_tile, row, kk, m_major is None, ctx), a_bits)

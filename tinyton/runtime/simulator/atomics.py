@@ -1,4 +1,4 @@
-"""`tt.atomic_rmw`, `tt.atomic_cas`, `tt.debug_barrier` and the grid-dependency wait in the simulator.
+"""`tt.atomic_rmw`, `tt.atomic_cas`, `tt.descriptor_reduce`, `tt.debug_barrier` and the grid-dependency wait in the simulator.
 
 Atomics run sequentially: programs in order (the batched path flattens its lanes program-major), the lanes of
 a tile in row-major order, each reading the element, combining and writing it back before the next lane, so
@@ -91,6 +91,27 @@ class AtomicFunctions(SimFunctions):
         mask = args[2] if op.mask is not None else None
         table = FLOAT_RMW if tt.is_float(op.val.type) else INT_RMW
         return (self._run(interpreter, op, ptr, [val], mask, table[op.kind.data]),)
+
+    @impl(tt.DescriptorReduceOp)
+    def run_descriptor_reduce(self, interpreter: Interpreter, op: tt.DescriptorReduceOp,
+                              args: PythonValues) -> PythonValues:
+        """The atomic adds it stands for, lane by lane (`np.add.at`: no old values to give back)."""
+        launch: Launch = self.launch(interpreter)
+        ptr: Pointer = args[0]
+        buffer = launch.buffers[ptr.buffer]
+        if not buffer.flags.writeable:
+            number, name = launch.buffer_args[ptr.buffer]
+            raise SimulatorError(f"{op.name} into argument '{name}' (#{number}), a read-only array")
+        r = rank(op.ptr.type)
+        mask = launch.restrict(args[2] if op.mask is not None else None, r)
+        lead = () if launch.programs is None else (len(launch.programs),)
+        shape = lead + tt.shape_of(op.ptr.type)
+        offsets = np.broadcast_to(ptr.offsets, shape)
+        active = np.ones(shape, bool) if mask is None else np.broadcast_to(mask, shape)
+        index = offsets[active]
+        MemoryFunctions._check(self, launch, op, "atomic", ptr.buffer, index, (offsets, active), r)
+        np.add.at(buffer, index, np.broadcast_to(np.asarray(args[1], buffer.dtype), shape)[active])
+        return ()
 
     @impl(tt.AtomicCASOp)
     def run_atomic_cas(self, interpreter: Interpreter, op: tt.AtomicCASOp, args: PythonValues) -> PythonValues:
