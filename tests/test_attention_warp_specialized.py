@@ -176,4 +176,4 @@ def test_wide_blocks_read_q_from_shared_memory(attention_blocks, d, bn):
     split = ptx.index("setmaxnreg.dec")
     assert "cp.async.cg.shared.global" in ptx[:split] and re.search(r"cp.async.wait_group\s+0;", ptx[:split])
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
-    assert re.search(rf"wgmma.mma_async\S*m64n{bn}k16\S* \{{[^}}]*\}}, %rd\d+, %rd\d+", consumers), "q from shared memory"
+    assert re.search(rf"wgmma.mma_async\S*m64n{bn}k16\S* \{{[^}}]*\}}, da, db", consumers), "q from shared memory"
