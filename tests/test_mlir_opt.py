@@ -18,7 +18,8 @@ from xdsl.ir import Block, Region
 from tinyton import profiling
 from tinyton.compiler import compile_module
 from tinyton.lowering.ptx import ToolchainError, assemble_ptx, compile_llvm_module, mlir_path
-from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.ptx.llvmlite_path import _target_machine
+from tinyton.lowering.ptx.toolchain import DATA_LAYOUT, find_tool
 
 pytestmark = [
     pytest.mark.skipif(not mlir_path.available(), reason="LLVM/MLIR 22 tools (mlir-opt) not found"),
@@ -82,3 +83,10 @@ def test_profile_shows_the_mlir_opt_stage(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "mlir-opt (verify, convert-nvvm-to-llvm)" in err
     assert err.index("mlir-opt") < err.index("mlir-translate") < err.index("llc")
+
+
+def test_both_paths_use_short_shared_pointers():
+    """The subprocess path's module carries the data layout llvmlite's target machine gives (32-bit shared
+    pointers, `toolchain.DATA_LAYOUT`): shared addresses are one register on both paths."""
+    assert str(_target_machine("sm_90a").target_data) == DATA_LAYOUT
+    assert "p3:32:32" in DATA_LAYOUT

@@ -4,17 +4,18 @@ PTX through the upstream LLVM tools, as subprocesses.
 xDSL prints the module; upstream `mlir-opt` verifies it and runs `--convert-nvvm-to-llvm` (which expands the
 `nvvm` ops that have no intrinsic into the PTX upstream writes for them; those mlir-translate knows pass
 through), so a module that upstream MLIR rejects is caught as the compiler bug it is; `mlir-translate` turns it
-into LLVM IR, `llvm-link` adds the libdevice functions it calls (if any: f64 math), `opt -O3` runs the same
+into LLVM IR (with the 32-bit shared pointers of `toolchain.DATA_LAYOUT`), `llvm-link` adds the libdevice functions it calls (if any: f64 math), `opt -O3` runs the same
 mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up in the `ToolchainError`
 when it fails.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from tinyton.lowering.ptx.libdevice import calls_libdevice, libdevice_path
 from tinyton.lowering.ptx.toolchain import (
+    DATA_LAYOUT,
     SHORT_POINTERS,
     TRIPLE,
     ToolchainError,
@@ -25,6 +26,8 @@ from tinyton.lowering.ptx.toolchain import (
 from tinyton.profiling import stage
 
 TOOLS = ("mlir-opt", "mlir-translate", "opt", "llc")
+DATA_LAYOUT_ATTR = "llvm.data_layout"
+"""The module attribute mlir-translate writes as the LLVM module's `target datalayout`."""
 MLIR_OPT_PASSES = ("--convert-nvvm-to-llvm",)
 
 
@@ -45,6 +48,7 @@ def compile_with_mlir_tools(module: ModuleOp, arch: str) -> dict[str, str]:
     if None in tools:
         raise ToolchainError(f"the mlir toolchain needs {', '.join(TOOLS)} on PATH")
     target = [f"-mtriple={TRIPLE}", f"-mcpu={arch}", f"-mattr={ptx_features(arch)}", SHORT_POINTERS]
+    module.attributes[DATA_LAYOUT_ATTR] = StringAttr(DATA_LAYOUT)
     with stage("print llvm dialect (xDSL)"):
         mlir_text = str(module)
     with stage("mlir-opt (verify, convert-nvvm-to-llvm)"):

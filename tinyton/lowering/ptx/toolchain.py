@@ -13,7 +13,10 @@ TRIPLE = "nvptx64-nvidia-cuda"
 SHORT_POINTERS = "-nvptx-short-ptr"
 """Both paths give shared-memory pointers 32 bits (`p3:32:32`, as Triton does): the shared window is 32 bits wide,
 and 64-bit addresses of a kernel's shared tiles, hoisted out of its loops, held two registers each (the attention
-backward's dk/dv kernel spilled 52 registers at D = 128 for them, sm_90a)."""
+backward's dk/dv kernel spilled 52 registers at D = 128 for them, sm_90a). The option makes the target's code agree;
+the module says it in its data layout (`DATA_LAYOUT`), which `opt` takes from the module, not from the option."""
+DATA_LAYOUT = "e-p3:32:32-p4:32:32-p5:32:32-p6:32:32-p7:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+"""NVPTX's 64-bit data layout with the short pointers of `SHORT_POINTERS` (LLVM 22's, as llvmlite's target gives it)."""
 LLVM_BIN = Path(os.environ.get("TINYTON_LLVM_BIN", "/usr/lib/llvm-22/bin"))
 
 # Smallest PTX ISA that knows each architecture; PTX 8.0 covers everything up to sm_90a.
