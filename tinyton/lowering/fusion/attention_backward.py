@@ -178,17 +178,6 @@ class _Backward(_Program):
             return self._scaled_exp2(s, lse)
         return self._scaled_exp2(self._score_block(s, rows, cols, row_ok, col_ok, masked), lse)
 
-    def _key_pair(self, j: SSAValue, bound: SSAValue | None) -> tuple[SSAValue, SSAValue]:
-        """kᵀ and k of the key block at `j` from one load, one of them its transpose: both products read the
-        pipeliner's slot. (kᵀ transposed back was no dot operand, so the block was loaded unpipelined every step and
-        stored to shared memory two bytes at a time: the dq kernel took twice the dk/dv kernel's time, H200.)"""
-        em = self.em
-        if self.att.k_transposed:
-            k = self._key_block(j, bound, rows=True)
-            return em.emit(tt.TransOp(k, (1, 0))), k
-        kt = self._key_block(j, bound)
-        return kt, em.emit(tt.TransOp(kt, (1, 0)))
-
     def _dq_sum_block(self, flat: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
         """Pointers of the rows' dq sums (`[R, D]`) of batch entry `flat`, and the rows' mask in that shape."""
         em = self.em
