@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 F = torch.nn.functional
 
 from torch_checks import check_forward_backward, kernel_kinds
+from torch_models import rope, rope_tables
 
 import tinyton.torch as ttt
 from tinyton.runtime import driver
@@ -506,3 +507,31 @@ def test_explain_lists_each_launch_with_its_programs_and_tiles() -> None:
     line = next(line for line in str(e).splitlines() if "kernel 0:" in line)
     assert "matmul_epilogue" in line and "torch_partition_0_matmul_epilogue" in line, line
     assert "1 program of 4 warps, BM 64, BN 64, BK 32, STAGES 3" in line, line  # the default tiles: 40 x 48 in one
+
+
+@pytest.mark.parametrize("start, end, step", [(2, 6, 1), (-5, None, 1), (1, 8, 3), (None, None, 1)])
+def test_slice_scatter(start, end, step) -> None:
+    """`aten.slice_scatter` (what a slice's gradient becomes) as torch writes it: a window of the source (or, with a
+    step, a gather of it) where the index is in the slice, the base elsewhere."""
+    torch.manual_seed(0)
+    base = torch.randn(3, 8, 4)
+    n = len(range(*slice(start, end, step).indices(8)))
+    src = torch.randn(3, n, 4)
+    e = check(lambda b, s: torch.ops.aten.slice_scatter(b, s, 1, start, end, step), base, src)
+    assert e.num_launches == 1, str(e)
+
+
+def test_rope_backward_is_one_elementwise_kernel() -> None:
+    """RoPE's `cat((-x2, x1))` of the halves: its gradient (two slice_scatters of the halves, a window each) is one
+    elementwise kernel with the products by cos and sin (four kernels and a gather of a computed array before)."""
+    torch.manual_seed(0)
+    cos, sin = rope_tables(8, 16)
+    x = torch.randn(2, 2, 8, 16, requires_grad=True)
+    dy = torch.randn(2, 2, 8, 16)
+    e = ttt.explain(lambda t: rope(t, cos, sin), x)
+    e.output.backward(dy)
+    reference = x.detach().requires_grad_()
+    rope(reference, cos, sin).backward(dy)
+    torch.testing.assert_close(x.grad, reference.grad, **TOL)
+    backward = [step.launch.kind for g in e.report.groups if g.graph == "backward" for step in g.last.steps]
+    assert backward == ["elementwise"], str(e)

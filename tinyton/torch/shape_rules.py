@@ -190,15 +190,23 @@ def index_select(x: Traced, dim: int, index: Traced) -> Traced:
 
 def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = None, end: int | None = None,
                   step: int = 1) -> Traced:
-    """`base` with `base[..., start:end:step, ...] = src` along `dim`: a gather of src where the index is in the slice."""
+    """`base` with `base[..., start:end:step, ...] = src` along `dim`: src padded to base's extent where the index
+    is in the slice (a window of src, which fuses as a view: the backward of RoPE's `cat` of two halves is one
+    elementwise kernel), or, for a step over 1, a gather of src there."""
     axis = _axis(dim, base.ndim)
     start, end, step = slice(start, end, step).indices(base.shape[axis])
     count = len(range(start, end, step))
     if count == 0:
         return base
     i = tt.arange(0, base.shape[axis])
-    inside = (i >= start) & (i < end) & ((i - start) % step == 0)
-    part = _take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis)
+    inside = (i >= start) & (i < end)
+    if step == 1:
+        widths = [(0, 0)] * base.ndim
+        widths[axis] = (start, base.shape[axis] - end)
+        part = tt.pad(src, widths)
+    else:
+        inside = inside & ((i - start) % step == 0)
+        part = _take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis)
     return tt.where(_along(inside, axis, base.ndim), part, base)
 
 
