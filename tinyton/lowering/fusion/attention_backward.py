@@ -27,7 +27,7 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.strided_views import QView
+from tinyton.analysis.strided_views import QView, own_layout
 from tinyton.analysis.attention_backward import AttentionBackward, Gradient
 from tinyton.analysis.index_masks import is_constant
 from tinyton.dialects import tt, tta
@@ -54,10 +54,10 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
     keys (64 keys for head dims over 128; 128 queries at head dims up to 64, where a 64-query block's share of dq,
     `[64, D]`, would be 32 columns a warpgroup: no whole 128-byte panels of k for wgmma), q and do double-buffered
     (three stages left sm_80 no room for the 128 x 128 scores' layout conversions). dk and dv, each `[BN, D]`
-    f32, live in registers for the whole kernel beside a step's scores and its share of dq (sm_90a, ptxas: 242
-    registers at D = 128, nothing spilled; 8 and 28 bytes spilled at D = 64 and 256; Triton's tutorial tiling, 128
-    keys and 32 queries on 4 warps, spilled 569 registers at D = 128 without dq). f32 operands (FMAs) in 32 x 32
-    blocks."""
+    f32, live in registers for the whole kernel beside a step's scores and its share of dq (sm_90a, ptxas: 236-243
+    registers at D = 64 and 128, nothing spilled; 16-28 bytes spilled at D = 256, whose dq block, 64 registers a
+    thread, and its 64 KB staging tile leave q and do one stage, loaded; Triton's tutorial tiling, 128 keys and 32
+    queries on 4 warps, spilled 569 registers at D = 128 without dq). f32 operands (FMAs) in 32 x 32 blocks."""
     att = bwd.scores
     d = max(att.q.shape[-1], shape_of(att.v.type)[-1])
     if element_type(att.q.base.type).bitwidth == 16:
@@ -276,7 +276,7 @@ class _KeyValueGrads(_Backward):
         def q_block(i: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
             dk, dv = carried
             rows, row_ok = self._rows(i, self.bm)
-            q, do = self._q_block(rows, row_ok), self._do_block(rows, row_ok)
+            q, do = self._query_rows(i, rows, row_ok)
             queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
@@ -317,6 +317,18 @@ class _KeyValueGrads(_Backward):
         self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
         return cdiv(self.s_kv, self.bn), max(1, programs), 1
+
+    def _query_rows(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """q and do of the query block at `i`: 16-bit ones read by TMA on sm_90 where it can read them
+        (`descriptor_rows`: one thread copies each block, where loads took every thread's addresses, held across
+        the loop), else loaded."""
+        att, bwd = self.att, self.bwd
+        q_view = self.descriptor_view(att.q)
+        do_view = self.descriptor_view(bwd.do_view or own_layout(bwd.do))
+        if self.element.bitwidth != 16 or q_view is None or do_view is None:
+            return self._q_block(rows, row_ok), self._do_block(rows, row_ok)
+        return (self.descriptor_rows(att.q.base, q_view, i, self.bm, self.d, self.dp),
+                self.descriptor_rows(do_view.base, do_view, i, self.bm, self.d_v, self.dvp))
 
     def _add_query_grads(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue, ds: SSAValue, k: SSAValue) -> None:
         """`ds @ k` added to the dq sums of the query block at `i` (`[BM, D]`, every key block's programs adding

@@ -24,7 +24,6 @@ from tinyton.dialects.tt import element_type
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
 from tinyton.lowering.fusion.emitter import Emitter
 
-MAX_DESCRIPTOR_RANK = 5
 """Dims a TMA tensor map has at most (`cp.async.bulk.tensor.5d`)."""
 
 
@@ -135,35 +134,12 @@ class FlashAttention3Forms:
                            pingpong=blocks.pingpong)
 
     def _descriptor_view(self, value: SSAValue) -> QView | None:
-        """The view of k or v that `_descriptor_rows` reads as a TMA descriptor: rows contiguous along the head dim,
-        from offset 0, under at most three batch dims of more than one entry; None for any other (or a select)."""
+        """The view of k or v that `descriptor_rows` reads (`descriptor_view`); None for a select."""
         att = self.att
         if (att.k_select if value is att.k else att.v_select) is not None:
             return None
-        view = self._stored_view(value) or own_layout(value)
-        if view.offset or len(view.shape) < 2 or view.strides[-1] != 1:
-            return None
-        lead = [n for n, st in zip(view.shape[:-2], view.strides[:-2]) if n > 1 and st]
-        return view if len(lead) + 2 <= MAX_DESCRIPTOR_RANK else None
+        return self.descriptor_view(self._stored_view(value) or own_layout(value))
 
     def _descriptor_rows(self, value: SSAValue, view: QView, j: SSAValue, width: int, padded: int) -> SSAValue:
-        """The `[BN, padded]` rows of k or v from key `j` as a `tt.descriptor_load` of the array they are stored in
-        through `view` (`_descriptor_view`: its batch dims of more than one entry, then keys and the head dim, TMA's
-        box on sm_90), as stored; keys past the array's and columns past the head dim read 0."""
-        em = self.em
-        lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
-        first = len(self.batch) - len(view.shape[:-2])
-        rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))
-        cols = em.arange(padded, 2, 1)
-        keys = view.shape[-2]
-        mask = em.and_(em.cmp("lt", rows, em.i32(keys)) if keys % self.bn else None, self._below(cols, padded, width))
-        shape = (self.bn, padded)
-        ptrs = self.block_pointers(value, rows, cols, view.strides[-2], 1, view)
-        element = element_type(self.pointers[value].type).pointee
-        return em.emit(tt.DescriptorLoadOp(
-            ptrs, em.to_shape(mask, shape) if mask is not None else None,
-            em.const(0.0, element, shape) if mask is not None else None, self.pointers[value],
-            [em.i32(n) for _, n, _ in lead] + [em.i32(view.shape[-2]), em.i32(width)],
-            [em.i32(st) for _, _, st in lead] + [em.i32(view.strides[-2]), em.i32(1)],
-            [self.coords[first + i] for i, _, _ in lead] + [j, em.i32(0)], "zero",
-        ))
+        """The `[BN, padded]` rows of k or v from key `j` (`descriptor_rows`)."""
+        return self.descriptor_rows(value, view, j, self.bn, width, padded)

@@ -20,6 +20,9 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape
 
+MAX_DESCRIPTOR_RANK = 5
+"""TMA's most dims: a descriptor read's batch dims of more than one entry, then rows and columns."""
+
 
 class BlockReads:
     """The addressing and block reads of `attention._Program`, which provides the emitter, the region, the blocks,
@@ -94,6 +97,37 @@ class BlockReads:
             if stride:
                 offsets = em.binary(tt.AddOp, offsets, em.mul_int(index, stride))
         return em.emit(tt.AddPtrOp(em.to_shape(self.pointers[value], shape), em.to_shape(offsets, shape)))
+
+    def descriptor_view(self, view: QView) -> QView | None:
+        """`view` if `descriptor_rows` can read it as a TMA descriptor: rows contiguous along the last dim, from
+        offset 0, under at most three batch dims of more than one entry; else None."""
+        if view.offset or len(view.shape) < 2 or view.strides[-1] != 1:
+            return None
+        lead = [n for n, st in zip(view.shape[:-2], view.strides[:-2]) if n > 1 and st]
+        return view if len(lead) + 2 <= MAX_DESCRIPTOR_RANK else None
+
+    def descriptor_rows(self, value: SSAValue, view: QView, start: SSAValue, count: int, width: int,
+                        padded: int) -> SSAValue:
+        """`count` rows from `start` of `value`'s `[..., rows, width]` array in memory, read through `view`
+        (`descriptor_view`), as a `[count, padded]` `tt.descriptor_load` (its batch dims of more than one entry, then
+        rows and the last dim: TMA's box on sm_90), as stored; rows past the array's and columns past `width` read 0."""
+        em = self.em
+        lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
+        first = len(self.batch) - len(view.shape[:-2])
+        rows = em.binary(tt.AddOp, em.to_shape(start, (count, 1)), em.arange(count, 2, 0))
+        cols = em.arange(padded, 2, 1)
+        extent = view.shape[-2]
+        mask = em.and_(em.cmp("lt", rows, em.i32(extent)) if extent % count else None, self._below(cols, padded, width))
+        shape = (count, padded)
+        ptrs = self.block_pointers(value, rows, cols, view.strides[-2], 1, view)
+        element = element_type(self.pointers[value].type).pointee
+        return em.emit(tt.DescriptorLoadOp(
+            ptrs, em.to_shape(mask, shape) if mask is not None else None,
+            em.const(0.0, element, shape) if mask is not None else None, self.pointers[value],
+            [em.i32(n) for _, n, _ in lead] + [em.i32(extent), em.i32(width)],
+            [em.i32(st) for _, _, st in lead] + [em.i32(view.strides[-2]), em.i32(1)],
+            [self.coords[first + i] for i, _, _ in lead] + [start, em.i32(0)], "zero",
+        ))
 
     def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:
         """Strides of `value`'s last two dims seen as a (S_q, S_kv) score operand (0 where it broadcasts)."""
