@@ -74,6 +74,12 @@ def _push_slices() -> type[ModulePass]:
     return PushSlicesPass
 
 
+def _push_transposes() -> type[ModulePass]:
+    from tinyton.rewrites.remap import PushTransposesPass
+
+    return PushTransposesPass
+
+
 def _push_gathers() -> type[ModulePass]:
     from tinyton.rewrites.gathers import PushGathersPass
 
@@ -110,6 +116,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-fuse": _fuse,
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
+    "tinyton-push-transposes": _push_transposes,
     "tinyton-push-gathers": _push_gathers,
     "tinyton-in-place": _in_place,
     "tinyton-split-heads": _split_heads,

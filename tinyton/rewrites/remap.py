@@ -230,6 +230,51 @@ def _arange_window(b: Builder, producer: tta.ArangeOp, window: Window) -> SSAVal
     return b.add(tta.AddOp(scaled, b.const(first)))
 
 
+# ---- pushing transposes ---------------------------------------------------------------------------
+
+
+def _transposed(b: Builder, value: SSAValue, perm: Sequence[int]) -> SSAValue:
+    """`value` broadcast (NumPy, trailing dims) into a result of rank `len(perm)`, transposed by `perm`: its
+    missing leading dims added as size-1 dims first; a scalar as it is."""
+    shape = shape_of(value.type)
+    if not shape:
+        return value
+    full = (1,) * (len(perm) - len(shape)) + tuple(shape)
+    padded = value if full == tuple(shape) else b.add(tta.ReshapeOp(value, full))
+    if list(perm) == sorted(perm):
+        return padded
+    return b.add(tta.TransposeOp(padded, list(perm)))
+
+
+def push_transpose(op: tta.TransposeOp) -> bool:
+    """Move transpose `op` above the elementwise op, broadcast or transpose computing its input, when `op` is
+    that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's operand,
+    stays where the attention and matmul forms read it); True if rewritten."""
+    source, perm = op.input, list(op.perm)
+    if not isinstance(source, OpResult) or perm[-1] != len(perm) - 1 or source.uses.get_length() != 1:
+        return False
+    producer, b = source.op, Builder(op)
+    out = shape_of(op.result.type)
+    if isinstance(producer, ELEMENTWISE):
+        operands = [_transposed(b, v, perm) for v in producer.operands]
+        shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
+        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
+                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
+        value = b.broadcast(b.add(clone), out)
+    elif isinstance(producer, tta.BroadcastToOp):
+        value = b.broadcast(_transposed(b, producer.input, perm), out)
+    elif isinstance(producer, tta.TransposeOp):
+        composed = [producer.perm[p] for p in perm]
+        value = producer.input if composed == sorted(composed) else b.add(tta.TransposeOp(producer.input, composed))
+    else:
+        return False
+    op.result.replace_all_uses_with(value)
+    Rewriter.erase_op(op)
+    if not source.uses:  # its operands' transposes may move on: they are their only readers now
+        Rewriter.erase_op(producer)
+    return True
+
+
 def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]) -> None:
     """Apply `push` (True when it rewrote) to every op of `kind` in `fn` until none moves, then drop what no
     longer has users."""
@@ -245,6 +290,11 @@ def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]
 def push_slices(fn: func.FuncOp) -> None:
     """Push every slice of `fn` up as far as it goes, then drop what no longer has users."""
     push_all(fn, tta.SliceOp, push_slice)
+
+
+def push_transposes(fn: func.FuncOp) -> None:
+    """Push every transpose of `fn` that keeps the last dim up as far as it goes, then drop what has no users."""
+    push_all(fn, tta.TransposeOp, push_transpose)
 
 
 @dataclass(frozen=True)
@@ -276,3 +326,17 @@ class PushSlicesPass(ModulePass):
         ConcatenateToSlicesPass(self.keep_gradients).apply(ctx, op)
         for fn in functions(op):
             push_slices(fn)
+
+
+@dataclass(frozen=True)
+class PushTransposesPass(ModulePass):
+    """Transposes that keep the last dim (heads split or merged), of computed values, become transposes of the
+    values read from memory, which the fusion reads as strided views: the elementwise ops computing them then
+    compute in the transposed order and store it, where a kernel of their own copied their result (RoPE's
+    backward before a projection's weight gradient)."""
+
+    name = "tinyton-push-transposes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in functions(op):
+            push_transposes(fn)

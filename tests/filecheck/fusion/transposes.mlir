@@ -1,0 +1,48 @@
+// RUN: tinyton-opt %s -p tinyton-push-transposes | filecheck %s --check-prefix=PUSH
+// RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s --check-prefix=FUSE
+
+// tinyton-push-transposes moves a transpose that keeps the last dim (heads split or merged) of a computed value,
+// its only reader, onto the values the computation reads: the computation runs in the transposed order.
+
+// RoPE's backward merged into heads for a projection's weight gradient: the transpose moves through the add and
+// the products onto x and the tables (a table's missing batch dims added first); one kernel where the
+// elementwise kernel's result was copied by a transpose kernel of its own.
+func.func @heads_merged(%x: tensor<2x4x8x16xf32>, %cos: tensor<8x16xf32>, %sin: tensor<8x16xf32>) -> tensor<2x8x4x16xf32> {
+  %a = tta.mul %x, %cos : tensor<2x4x8x16xf32>, tensor<8x16xf32> -> tensor<2x4x8x16xf32>
+  %b = tta.mul %x, %sin : tensor<2x4x8x16xf32>, tensor<8x16xf32> -> tensor<2x4x8x16xf32>
+  %s = tta.add %a, %b : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  %t = tta.transpose %s permutation = [0, 2, 1, 3] : tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  func.return %t : tensor<2x8x4x16xf32>
+}
+
+// PUSH-LABEL: func.func @heads_merged
+// PUSH:         %[[X:.+]] = tta.transpose %x permutation = [0, 2, 1, 3]
+// PUSH:         %[[C:.+]] = tta.reshape %cos : tensor<8x16xf32> -> tensor<1x1x8x16xf32>
+// PUSH-NEXT:    %[[CT:.+]] = tta.transpose %[[C]] permutation = [0, 2, 1, 3] : tensor<1x1x8x16xf32> -> tensor<1x8x1x16xf32>
+// PUSH-NEXT:    tta.mul %[[X]], %[[CT]] : tensor<2x8x4x16xf32>, tensor<1x8x1x16xf32> -> tensor<2x8x4x16xf32>
+// PUSH-NOT:     tta.transpose %s
+// PUSH:         %t = tta.add {{.*}} -> tensor<2x8x4x16xf32>
+// PUSH-NEXT:    func.return %t
+
+// FUSE-LABEL: func.func @heads_merged
+// FUSE-NEXT:    %t = tta.fusion "elementwise"(%x, %cos, %sin)
+// FUSE-NOT:     tta.fusion
+
+// `.mT` (a product's transposed operand, where the matmul and attention forms read it) and a transpose of a value
+// with another reader stay.
+func.func @kept(%x: tensor<4x8xf32>, %y: tensor<2x4x8xf32>) -> (tensor<8x4xf32>, tensor<4x2x8xf32>, tensor<2x4x8xf32>) {
+  %e = tta.exp %x : tensor<4x8xf32>
+  %t = tta.transpose %e permutation = [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+  %n = tta.neg %y : tensor<2x4x8xf32>
+  %u = tta.transpose %n permutation = [1, 0, 2] : tensor<2x4x8xf32> -> tensor<4x2x8xf32>
+  func.return %t, %u, %n : tensor<8x4xf32>, tensor<4x2x8xf32>, tensor<2x4x8xf32>
+}
+
+// PUSH-LABEL: func.func @kept
+// PUSH:         %e = tta.exp %x
+// PUSH-NEXT:    %t = tta.transpose %e permutation = [1, 0]
+// PUSH-NEXT:    %n = tta.neg %y
+// PUSH-NEXT:    %u = tta.transpose %n permutation = [1, 0, 2]
+
+// FUSE-LABEL: func.func @kept
+// FUSE:         tta.fusion "transpose"(%e)
