@@ -330,3 +330,20 @@ def _long_axis_cases(backend: str):
 
 test_long_axes = _long_axis_cases("simulator")
 test_long_axes_on_gpu = pytest.mark.gpu(_long_axis_cases("gpu"))
+
+
+@tt.jit
+def scaled_sums(x, axes, keepdims):
+    return tt.sum(x * 2.0, axis=axes, keepdims=keepdims)
+
+
+@pytest.mark.parametrize("axes, kernels", [((0, 1), 1), ((1, 2), 1), ((0, 2), 2), ((0, 1, 2), 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_adjacent_axes_are_one_reduction(axes, kernels, keepdims):
+    """A reduction over a run of adjacent axes (a norm weight's gradient, summed over batch and sequence) is one
+    reduction of the axes merged, one kernel; axes apart are one reduction each."""
+    x = np.random.default_rng(0).standard_normal((3, 8, 20)).astype(np.float32)
+    program = scaled_sums.compile(x, axes, keepdims)
+    assert len(program.steps) == kernels
+    np.testing.assert_allclose(program(x, axes, keepdims), np.sum(x * 2.0, axis=axes, keepdims=keepdims),
+                               rtol=1e-5, atol=1e-5)

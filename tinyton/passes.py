@@ -74,10 +74,10 @@ def _push_slices() -> type[ModulePass]:
     return PushSlicesPass
 
 
-def _push_transposes() -> type[ModulePass]:
-    from tinyton.rewrites.remap import PushTransposesPass
+def _push_layouts() -> type[ModulePass]:
+    from tinyton.rewrites.remap import PushLayoutsPass
 
-    return PushTransposesPass
+    return PushLayoutsPass
 
 
 def _push_gathers() -> type[ModulePass]:
@@ -116,7 +116,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-fuse": _fuse,
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
-    "tinyton-push-transposes": _push_transposes,
+    "tinyton-push-layouts": _push_layouts,
     "tinyton-push-gathers": _push_gathers,
     "tinyton-in-place": _in_place,
     "tinyton-split-heads": _split_heads,

@@ -9,6 +9,7 @@ emits the few canonical `tta` ops the fusion passes know about.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -58,8 +59,9 @@ exp, log, sqrt, rsqrt, abs, maximum, minimum, relu, where = (
 
 
 def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Traced:
-    """Reduce over `axis` (int, tuple or None = all), one `tta.reduce_*` per axis, or one over the
-    flattened array for `axis=None` (the shape the row-reduction templates expect)."""
+    """Reduce over `axis` (int, tuple or None = all), one `tta.reduce_*` per run of adjacent axes (merged by a
+    reshape: a norm weight's gradient, summed over batch and sequence, is one reduction, not two kernels), or
+    one over the flattened array for `axis=None` (the shape the row-reduction templates expect)."""
     x = _one(x)
     if op is tta.ReduceMeanOp and not is_float(x.element):
         x = x.to(np.float64)  # NumPy's mean of ints and bools
@@ -87,9 +89,25 @@ def _reduce(op: type[tta.ReduceOp], x: Any, axis: Axis, keepdims: bool) -> Trace
         return result.to(element)
     if len(axes) > 1 and op in (tta.ReduceSumOp, tta.ReduceMeanOp) and element == f16:
         x = x.to(np.float32)  # float16: NumPy rounds once, so keep the partial results in float32
-    for a in sorted(axes, reverse=True):
-        x = x.tracer.emit(op, x.value, a, keepdims)
+    for first, last in reversed(_runs(sorted(axes))):
+        shape = x.shape
+        if last > first:
+            x = reshape(x, (*shape[:first], prod(shape[first : last + 1]), *shape[last + 1 :]))
+        x = x.tracer.emit(op, x.value, first, keepdims)
+        if keepdims and last > first:
+            x = reshape(x, (*shape[:first], *(1,) * (last + 1 - first), *shape[last + 1 :]))
     return x.to(element)
+
+
+def _runs(axes: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct axes as runs of adjacent ones, (first, last) each."""
+    runs: list[tuple[int, int]] = []
+    for a in axes:
+        if runs and runs[-1][1] == a - 1:
+            runs[-1] = (runs[-1][0], a)
+        else:
+            runs.append((a, a))
+    return runs
 
 
 _NO_IDENTITY = {tta.ReduceMaxOp: "maximum", tta.ReduceMinOp: "minimum"}

@@ -61,7 +61,7 @@ from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.gathers import PushGathersPass
-from tinyton.rewrites.remap import PushSlicesPass, PushTransposesPass
+from tinyton.rewrites.remap import PushLayoutsPass, PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
 
@@ -303,8 +303,8 @@ class FusePass(ModulePass):
             FusePatternsPass().apply(ctx, op)
         with stage("slices pushed to the arrays read"):  # the concatenations no attention backward stored
             PushSlicesPass().apply(ctx, op)
-        with stage("transposes pushed to the arrays read"):  # after the patterns, which read q, k and v's
-            PushTransposesPass().apply(ctx, op)
+        with stage("transposes and reshapes pushed to the arrays read"):  # after the patterns (q, k and v's)
+            PushLayoutsPass().apply(ctx, op)
         with stage("fusion planner"):
             for fn in functions(op):
                 fuse_function(fn)

@@ -246,6 +246,80 @@ def _transposed(b: Builder, value: SSAValue, perm: Sequence[int]) -> SSAValue:
     return b.add(tta.TransposeOp(padded, list(perm)))
 
 
+def _merged_runs(src: Sequence[int], out: Sequence[int]) -> list[tuple[int, int]] | None:
+    """The runs `(first, last)` of `src`'s dims whose products are `out`'s dims, when `out` merges adjacent dims of
+    `src` and merges some (a reshape moving size-1 dims only is free in registers); None for any other reshape."""
+    runs, i = [], 0
+    for n in out:
+        first, size = i, 1
+        while i < len(src) and (size < n or i == first):
+            size, i = size * src[i], i + 1
+        if size != n or n == 0:
+            return None
+        runs.append((first, i - 1))
+    return runs if i == len(src) and any(last > first for first, last in runs) else None
+
+
+def _merged(b: Builder, value: SSAValue, src: Sequence[int], runs: list[tuple[int, int]]) -> SSAValue | None:
+    """`value`, broadcast (NumPy, trailing dims) into `src`, with the dims of each run merged: a run it holds
+    whole or broadcasts whole; None when it broadcasts part of a run."""
+    shape = shape_of(value.type)
+    if not shape:
+        return value
+    padded = (1,) * (len(src) - len(shape)) + tuple(shape)
+    merged = []
+    for first, last in runs:
+        part = padded[first : last + 1]
+        if part != tuple(src[first : last + 1]) and any(d != 1 for d in part):
+            return None
+        merged.append(prod(part))
+    return value if tuple(merged) == tuple(shape) else b.add(tta.ReshapeOp(value, merged))
+
+
+def _feeds_reduction(value: SSAValue) -> bool:
+    """Whether `value` is reduced, through elementwise ops each its only reader's."""
+    while value.uses.get_length() == 1:
+        user = next(iter(value.uses)).operation
+        if isinstance(user, tta.ReduceOp):
+            return True
+        if not isinstance(user, ELEMENTWISE):
+            return False
+        value = user.results[0]
+    return False
+
+
+def push_reshape(op: tta.ReshapeOp) -> bool:
+    """Move reshape `op`, merging adjacent dims, above the elementwise op or broadcast computing its input when it
+    is that value's only reader and what it gives is reduced (a sum over batch and sequence of a computed value,
+    `tinyton.frontend`'s one reduction of the merged axes; a reshape before a matmul's epilogue stays where the
+    epilogue reads the product); True if rewritten."""
+    source, out = op.input, shape_of(op.result.type)
+    if not isinstance(source, OpResult) or source.uses.get_length() != 1 or not _feeds_reduction(op.result):
+        return False
+    producer, src = source.op, shape_of(source.type)
+    runs = _merged_runs(src, out)
+    if runs is None or not isinstance(producer, (*ELEMENTWISE, tta.BroadcastToOp)):
+        return False
+    b = Builder(op)
+    operands = [_merged(b, v, src, runs) for v in producer.operands]
+    if any(v is None for v in operands):
+        for v in operands:  # the reshapes made for the others: unused
+            if v is not None and v not in producer.operands:
+                Rewriter.erase_op(v.owner)
+        return False
+    if isinstance(producer, tta.BroadcastToOp):
+        value = b.broadcast(operands[0], out)
+    else:
+        shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
+        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
+                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
+        value = b.broadcast(b.add(clone), out)
+    op.result.replace_all_uses_with(value)
+    Rewriter.erase_op(op)
+    Rewriter.erase_op(producer)
+    return True
+
+
 def push_transpose(op: tta.TransposeOp) -> bool:
     """Move transpose `op` above the elementwise op, broadcast or transpose computing its input, when `op` is
     that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's operand,
@@ -292,9 +366,11 @@ def push_slices(fn: func.FuncOp) -> None:
     push_all(fn, tta.SliceOp, push_slice)
 
 
-def push_transposes(fn: func.FuncOp) -> None:
-    """Push every transpose of `fn` that keeps the last dim up as far as it goes, then drop what has no users."""
+def push_layouts(fn: func.FuncOp) -> None:
+    """Push every transpose of `fn` that keeps the last dim, and every reshape merging dims, up as far as they go,
+    then drop what has no users."""
     push_all(fn, tta.TransposeOp, push_transpose)
+    push_all(fn, tta.ReshapeOp, push_reshape)
 
 
 @dataclass(frozen=True)
@@ -329,14 +405,15 @@ class PushSlicesPass(ModulePass):
 
 
 @dataclass(frozen=True)
-class PushTransposesPass(ModulePass):
-    """Transposes that keep the last dim (heads split or merged), of computed values, become transposes of the
-    values read from memory, which the fusion reads as strided views: the elementwise ops computing them then
-    compute in the transposed order and store it, where a kernel of their own copied their result (RoPE's
-    backward before a projection's weight gradient)."""
+class PushLayoutsPass(ModulePass):
+    """Transposes that keep the last dim (heads split or merged) and reshapes merging adjacent dims, of computed
+    values (their only readers), become transposes and reshapes of the values read from memory, which the fusion
+    reads as views: the elementwise ops computing them then compute in that layout, where a kernel of their own
+    copied their result (RoPE's backward before a projection's weight gradient) or stored it for a reduction over
+    the merged dims (a norm weight's gradient, summed over batch and sequence)."""
 
-    name = "tinyton-push-transposes"
+    name = "tinyton-push-layouts"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in functions(op):
-            push_transposes(fn)
+            push_layouts(fn)

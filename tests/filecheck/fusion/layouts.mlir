@@ -1,7 +1,7 @@
-// RUN: tinyton-opt %s -p tinyton-push-transposes | filecheck %s --check-prefix=PUSH
+// RUN: tinyton-opt %s -p tinyton-push-layouts | filecheck %s --check-prefix=PUSH
 // RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s --check-prefix=FUSE
 
-// tinyton-push-transposes moves a transpose that keeps the last dim (heads split or merged) of a computed value,
+// tinyton-push-layouts moves a transpose that keeps the last dim (heads split or merged) of a computed value,
 // its only reader, onto the values the computation reads: the computation runs in the transposed order.
 
 // RoPE's backward merged into heads for a projection's weight gradient: the transpose moves through the add and
@@ -46,3 +46,34 @@ func.func @kept(%x: tensor<4x8xf32>, %y: tensor<2x4x8xf32>) -> (tensor<8x4xf32>,
 
 // FUSE-LABEL: func.func @kept
 // FUSE:         tta.fusion "transpose"(%e)
+
+// A reshape merging adjacent dims of a computed value that is then reduced (a norm weight's gradient summed over
+// batch and sequence: one reduction of the merged axes) moves onto the values read: one kernel, where the product
+// was stored for the reduction. A reshape whose value is not reduced stays (a matmul's epilogue reads it there).
+func.func @merged_then_reduced(%x: tensor<2x8x64xf32>, %w: tensor<64xf32>) -> tensor<64xf32> {
+  %p = tta.mul %x, %w : tensor<2x8x64xf32>, tensor<64xf32> -> tensor<2x8x64xf32>
+  %r = tta.reshape %p : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  %s = tta.reduce_sum %r axis = 0 : tensor<16x64xf32> -> tensor<64xf32>
+  func.return %s : tensor<64xf32>
+}
+
+// PUSH-LABEL: func.func @merged_then_reduced
+// PUSH-NEXT:    %[[X:.+]] = tta.reshape %x : tensor<2x8x64xf32> -> tensor<16x64xf32>
+// PUSH-NEXT:    %[[W:.+]] = tta.reshape %w : tensor<64xf32> -> tensor<1x64xf32>
+// PUSH-NEXT:    %[[P:.+]] = tta.mul %[[X]], %[[W]] : tensor<16x64xf32>, tensor<1x64xf32> -> tensor<16x64xf32>
+// PUSH-NEXT:    %s = tta.reduce_sum %[[P]] axis = 0
+
+// FUSE-LABEL: func.func @merged_then_reduced
+// FUSE-NEXT:    %s = tta.fusion "reduction"(%x, %w)
+// FUSE-NOT:     tta.fusion
+// FUSE:         func.return
+
+func.func @merged_not_reduced(%x: tensor<2x8x64xf32>) -> tensor<16x64xf32> {
+  %e = tta.exp %x : tensor<2x8x64xf32>
+  %r = tta.reshape %e : tensor<2x8x64xf32> -> tensor<16x64xf32>
+  func.return %r : tensor<16x64xf32>
+}
+
+// PUSH-LABEL: func.func @merged_not_reduced
+// PUSH-NEXT:    %e = tta.exp %x
+// PUSH-NEXT:    %r = tta.reshape %e
