@@ -321,9 +321,9 @@ def push_reshape(op: tta.ReshapeOp) -> bool:
 
 
 def push_transpose(op: tta.TransposeOp) -> bool:
-    """Move transpose `op` above the elementwise op, broadcast or transpose computing its input, when `op` is
-    that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's operand,
-    stays where the attention and matmul forms read it); True if rewritten."""
+    """Move transpose `op` above the elementwise op, broadcast, transpose or reduction computing its input, when
+    `op` is that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's
+    operand, stays where the attention and matmul forms read it); True if rewritten."""
     source, perm = op.input, list(op.perm)
     if not isinstance(source, OpResult) or perm[-1] != len(perm) - 1 or source.uses.get_length() != 1:
         return False
@@ -340,6 +340,24 @@ def push_transpose(op: tta.TransposeOp) -> bool:
     elif isinstance(producer, tta.TransposeOp):
         composed = [producer.perm[p] for p in perm]
         value = producer.input if composed == sorted(composed) else b.add(tta.TransposeOp(producer.input, composed))
+    elif isinstance(producer, tta.ReshapeOp):  # one moving size-1 dims only (a squeeze): its input transposed alike
+        src = shape_of(producer.input.type)
+        kept_in = [d for d, n in enumerate(src) if n != 1]
+        kept_out = [d for d, n in enumerate(shape_of(source.type)) if n != 1]
+        if [src[d] for d in kept_in] != [shape_of(source.type)[d] for d in kept_out]:
+            return False
+        order = list(range(len(src)))
+        for slot, d in zip(kept_in, (kept_in[kept_out.index(p)] for p in perm if p in kept_out)):
+            order[slot] = d
+        value = b.add(tta.ReshapeOp(_transposed(b, producer.input, order), out))
+    elif isinstance(producer, tta.ReduceOp):  # the reduction of the input transposed alike, the reduced dim in place
+        axis = producer.axis.value.data
+        order = list(perm)
+        if not producer.keeps_dims:
+            kept = [d for d in range(len(perm) + 1) if d != axis]
+            order = [kept[p] for p in perm]
+            order.insert(axis, axis)
+        value = b.add(type(producer)(_transposed(b, producer.input, order), axis, producer.keeps_dims))
     else:
         return False
     op.result.replace_all_uses_with(value)

@@ -5,8 +5,8 @@
 // its only reader, onto the values the computation reads: the computation runs in the transposed order.
 
 // RoPE's backward merged into heads for a projection's weight gradient: the transpose moves through the add and
-// the products onto x and the tables (a table's missing batch dims added first); one kernel where the
-// elementwise kernel's result was copied by a transpose kernel of its own.
+// the products onto x and the tables (a table's missing batch dims added first, the transpose of that reshape a
+// reshape); one kernel where the elementwise kernel's result was copied by a transpose kernel of its own.
 func.func @heads_merged(%x: tensor<2x4x8x16xf32>, %cos: tensor<8x16xf32>, %sin: tensor<8x16xf32>) -> tensor<2x8x4x16xf32> {
   %a = tta.mul %x, %cos : tensor<2x4x8x16xf32>, tensor<8x16xf32> -> tensor<2x4x8x16xf32>
   %b = tta.mul %x, %sin : tensor<2x4x8x16xf32>, tensor<8x16xf32> -> tensor<2x4x8x16xf32>
@@ -17,9 +17,8 @@ func.func @heads_merged(%x: tensor<2x4x8x16xf32>, %cos: tensor<8x16xf32>, %sin: 
 
 // PUSH-LABEL: func.func @heads_merged
 // PUSH:         %[[X:.+]] = tta.transpose %x permutation = [0, 2, 1, 3]
-// PUSH:         %[[C:.+]] = tta.reshape %cos : tensor<8x16xf32> -> tensor<1x1x8x16xf32>
-// PUSH-NEXT:    %[[CT:.+]] = tta.transpose %[[C]] permutation = [0, 2, 1, 3] : tensor<1x1x8x16xf32> -> tensor<1x8x1x16xf32>
-// PUSH-NEXT:    tta.mul %[[X]], %[[CT]] : tensor<2x8x4x16xf32>, tensor<1x8x1x16xf32> -> tensor<2x8x4x16xf32>
+// PUSH-NEXT:    %[[C:.+]] = tta.reshape %cos : tensor<8x16xf32> -> tensor<1x8x1x16xf32>
+// PUSH-NEXT:    tta.mul %[[X]], %[[C]] : tensor<2x8x4x16xf32>, tensor<1x8x1x16xf32> -> tensor<2x8x4x16xf32>
 // PUSH-NOT:     tta.transpose %s
 // PUSH:         %t = tta.add {{.*}} -> tensor<2x8x4x16xf32>
 // PUSH-NEXT:    func.return %t
@@ -77,3 +76,23 @@ func.func @merged_not_reduced(%x: tensor<2x8x64xf32>) -> tensor<16x64xf32> {
 // PUSH-LABEL: func.func @merged_not_reduced
 // PUSH-NEXT:    %e = tta.exp %x
 // PUSH-NEXT:    %r = tta.reshape %e
+
+// A transpose of a sum over a group's copies (grouped-query heads repeated by hand: dv summed over the copies, then
+// merged into heads): through the squeeze and the reduction onto the summed array, read as a strided view.
+func.func @transposed_sum(%x: tensor<2x2x3x8x16xf32>) -> tensor<2x8x2x16xf32> {
+  %s = tta.reduce_sum %x axis = 2 keepdims : tensor<2x2x3x8x16xf32> -> tensor<2x2x1x8x16xf32>
+  %q = tta.reshape %s : tensor<2x2x1x8x16xf32> -> tensor<2x2x8x16xf32>
+  %t = tta.transpose %q permutation = [0, 2, 1, 3] : tensor<2x2x8x16xf32> -> tensor<2x8x2x16xf32>
+  func.return %t : tensor<2x8x2x16xf32>
+}
+
+// PUSH-LABEL: func.func @transposed_sum
+// PUSH-NEXT:    %[[X:.+]] = tta.transpose %x permutation = [0, 3, 2, 1, 4] : tensor<2x2x3x8x16xf32> -> tensor<2x8x3x2x16xf32>
+// PUSH-NEXT:    %[[S:.+]] = tta.reduce_sum %[[X]] axis = 2 keepdims : tensor<2x8x3x2x16xf32> -> tensor<2x8x1x2x16xf32>
+// PUSH-NEXT:    %t = tta.reshape %[[S]] : tensor<2x8x1x2x16xf32> -> tensor<2x8x2x16xf32>
+// PUSH-NEXT:    func.return %t
+
+// FUSE-LABEL: func.func @transposed_sum
+// FUSE-NEXT:    %t = tta.fusion "reduction"(%x)
+// FUSE-NOT:     tta.fusion
+// FUSE:         func.return
