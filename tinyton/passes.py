@@ -75,7 +75,7 @@ def _push_slices() -> type[ModulePass]:
 
 
 def _push_layouts() -> type[ModulePass]:
-    from tinyton.rewrites.remap import PushLayoutsPass
+    from tinyton.rewrites.layouts import PushLayoutsPass
 
     return PushLayoutsPass
 

@@ -61,7 +61,8 @@ from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.gathers import PushGathersPass
-from tinyton.rewrites.remap import PushLayoutsPass, PushSlicesPass
+from tinyton.rewrites.layouts import PushLayoutsPass
+from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
 

@@ -12,6 +12,7 @@ Takes: a module of `func.func`s of tta ops. Gives: the same functions computing 
   reads as views with an offset and bounds (tinyton/analysis/domain.py `View`), so a slice, flip, pad or
   concatenation of a computed value fuses with its producer and its consumers. The producer stays for
   its other users (elementwise work is recomputed, memory is not re-read in another kernel).
+  (`tinyton-push-layouts`, rewrites/layouts.py, does the same for head transposes and merging reshapes.)
 """
 
 from __future__ import annotations
@@ -104,6 +105,15 @@ def _zero(element: Attribute) -> IntegerAttr | FloatAttr:
 # ---- pushing slices -------------------------------------------------------------------------------
 
 
+def recomputed(b: Builder, producer: Operation, operands: list[SSAValue], out: Sequence[int]) -> SSAValue:
+    """The elementwise op `producer` of `operands` (its operands remapped), broadcast to `out`."""
+    shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
+    clone = type(producer).create(operands=operands,
+                                  result_types=[tile_type(element_type(producer.results[0].type), shape)],
+                                  properties=dict(producer.properties), attributes=dict(producer.attributes))
+    return b.broadcast(b.add(clone), out)
+
+
 def _windows(op: tta.SliceOp) -> list[Window]:
     return list(zip(op.starts, op.steps, shape_of(op.result.type)))
 
@@ -143,10 +153,7 @@ def push_slice(op: tta.SliceOp) -> bool:
     elif isinstance(producer, ELEMENTWISE):
         operands = [v if not shape_of(v.type) else b.slice(v, _operand_windows(windows, shape_of(v.type)))
                     for v in producer.operands]
-        shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
-        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
-                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
-        value = b.broadcast(b.add(clone), out)
+        value = recomputed(b, producer, operands, out)
     elif isinstance(producer, tta.TransposeOp):
         inverse = [0] * len(out)
         for d, p in enumerate(producer.perm):
@@ -230,143 +237,6 @@ def _arange_window(b: Builder, producer: tta.ArangeOp, window: Window) -> SSAVal
     return b.add(tta.AddOp(scaled, b.const(first)))
 
 
-# ---- pushing transposes ---------------------------------------------------------------------------
-
-
-def _transposed(b: Builder, value: SSAValue, perm: Sequence[int]) -> SSAValue:
-    """`value` broadcast (NumPy, trailing dims) into a result of rank `len(perm)`, transposed by `perm`: its
-    missing leading dims added as size-1 dims first; a scalar as it is."""
-    shape = shape_of(value.type)
-    if not shape:
-        return value
-    full = (1,) * (len(perm) - len(shape)) + tuple(shape)
-    padded = value if full == tuple(shape) else b.add(tta.ReshapeOp(value, full))
-    if list(perm) == sorted(perm):
-        return padded
-    return b.add(tta.TransposeOp(padded, list(perm)))
-
-
-def _merged_runs(src: Sequence[int], out: Sequence[int]) -> list[tuple[int, int]] | None:
-    """The runs `(first, last)` of `src`'s dims whose products are `out`'s dims, when `out` merges adjacent dims of
-    `src` and merges some (a reshape moving size-1 dims only is free in registers); None for any other reshape."""
-    runs, i = [], 0
-    for n in out:
-        first, size = i, 1
-        while i < len(src) and (size < n or i == first):
-            size, i = size * src[i], i + 1
-        if size != n or n == 0:
-            return None
-        runs.append((first, i - 1))
-    return runs if i == len(src) and any(last > first for first, last in runs) else None
-
-
-def _merged(b: Builder, value: SSAValue, src: Sequence[int], runs: list[tuple[int, int]]) -> SSAValue | None:
-    """`value`, broadcast (NumPy, trailing dims) into `src`, with the dims of each run merged: a run it holds
-    whole or broadcasts whole; None when it broadcasts part of a run."""
-    shape = shape_of(value.type)
-    if not shape:
-        return value
-    padded = (1,) * (len(src) - len(shape)) + tuple(shape)
-    merged = []
-    for first, last in runs:
-        part = padded[first : last + 1]
-        if part != tuple(src[first : last + 1]) and any(d != 1 for d in part):
-            return None
-        merged.append(prod(part))
-    return value if tuple(merged) == tuple(shape) else b.add(tta.ReshapeOp(value, merged))
-
-
-def _feeds_reduction(value: SSAValue) -> bool:
-    """Whether `value` is reduced, through elementwise ops each its only reader's."""
-    while value.uses.get_length() == 1:
-        user = next(iter(value.uses)).operation
-        if isinstance(user, tta.ReduceOp):
-            return True
-        if not isinstance(user, ELEMENTWISE):
-            return False
-        value = user.results[0]
-    return False
-
-
-def push_reshape(op: tta.ReshapeOp) -> bool:
-    """Move reshape `op`, merging adjacent dims, above the elementwise op or broadcast computing its input when it
-    is that value's only reader and what it gives is reduced (a sum over batch and sequence of a computed value,
-    `tinyton.frontend`'s one reduction of the merged axes; a reshape before a matmul's epilogue stays where the
-    epilogue reads the product); True if rewritten."""
-    source, out = op.input, shape_of(op.result.type)
-    if not isinstance(source, OpResult) or source.uses.get_length() != 1 or not _feeds_reduction(op.result):
-        return False
-    producer, src = source.op, shape_of(source.type)
-    runs = _merged_runs(src, out)
-    if runs is None or not isinstance(producer, (*ELEMENTWISE, tta.BroadcastToOp)):
-        return False
-    b = Builder(op)
-    operands = [_merged(b, v, src, runs) for v in producer.operands]
-    if any(v is None for v in operands):
-        for v in operands:  # the reshapes made for the others: unused
-            if v is not None and v not in producer.operands:
-                Rewriter.erase_op(v.owner)
-        return False
-    if isinstance(producer, tta.BroadcastToOp):
-        value = b.broadcast(operands[0], out)
-    else:
-        shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
-        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
-                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
-        value = b.broadcast(b.add(clone), out)
-    op.result.replace_all_uses_with(value)
-    Rewriter.erase_op(op)
-    Rewriter.erase_op(producer)
-    return True
-
-
-def push_transpose(op: tta.TransposeOp) -> bool:
-    """Move transpose `op` above the elementwise op, broadcast, transpose or reduction computing its input, when
-    `op` is that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's
-    operand, stays where the attention and matmul forms read it); True if rewritten."""
-    source, perm = op.input, list(op.perm)
-    if not isinstance(source, OpResult) or perm[-1] != len(perm) - 1 or source.uses.get_length() != 1:
-        return False
-    producer, b = source.op, Builder(op)
-    out = shape_of(op.result.type)
-    if isinstance(producer, ELEMENTWISE):
-        operands = [_transposed(b, v, perm) for v in producer.operands]
-        shape = tta.broadcast_shapes(*(shape_of(v.type) for v in operands))
-        clone = type(producer).create(operands=operands, result_types=[tile_type(element_type(source.type), shape)],
-                                      properties=dict(producer.properties), attributes=dict(producer.attributes))
-        value = b.broadcast(b.add(clone), out)
-    elif isinstance(producer, tta.BroadcastToOp):
-        value = b.broadcast(_transposed(b, producer.input, perm), out)
-    elif isinstance(producer, tta.TransposeOp):
-        composed = [producer.perm[p] for p in perm]
-        value = producer.input if composed == sorted(composed) else b.add(tta.TransposeOp(producer.input, composed))
-    elif isinstance(producer, tta.ReshapeOp):  # one moving size-1 dims only (a squeeze): its input transposed alike
-        src = shape_of(producer.input.type)
-        kept_in = [d for d, n in enumerate(src) if n != 1]
-        kept_out = [d for d, n in enumerate(shape_of(source.type)) if n != 1]
-        if [src[d] for d in kept_in] != [shape_of(source.type)[d] for d in kept_out]:
-            return False
-        order = list(range(len(src)))
-        for slot, d in zip(kept_in, (kept_in[kept_out.index(p)] for p in perm if p in kept_out)):
-            order[slot] = d
-        value = b.add(tta.ReshapeOp(_transposed(b, producer.input, order), out))
-    elif isinstance(producer, tta.ReduceOp):  # the reduction of the input transposed alike, the reduced dim in place
-        axis = producer.axis.value.data
-        order = list(perm)
-        if not producer.keeps_dims:
-            kept = [d for d in range(len(perm) + 1) if d != axis]
-            order = [kept[p] for p in perm]
-            order.insert(axis, axis)
-        value = b.add(type(producer)(_transposed(b, producer.input, order), axis, producer.keeps_dims))
-    else:
-        return False
-    op.result.replace_all_uses_with(value)
-    Rewriter.erase_op(op)
-    if not source.uses:  # its operands' transposes may move on: they are their only readers now
-        Rewriter.erase_op(producer)
-    return True
-
-
 def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]) -> None:
     """Apply `push` (True when it rewrote) to every op of `kind` in `fn` until none moves, then drop what no
     longer has users."""
@@ -382,13 +252,6 @@ def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]
 def push_slices(fn: func.FuncOp) -> None:
     """Push every slice of `fn` up as far as it goes, then drop what no longer has users."""
     push_all(fn, tta.SliceOp, push_slice)
-
-
-def push_layouts(fn: func.FuncOp) -> None:
-    """Push every transpose of `fn` that keeps the last dim, and every reshape merging dims, up as far as they go,
-    then drop what has no users."""
-    push_all(fn, tta.TransposeOp, push_transpose)
-    push_all(fn, tta.ReshapeOp, push_reshape)
 
 
 @dataclass(frozen=True)
@@ -420,18 +283,3 @@ class PushSlicesPass(ModulePass):
         ConcatenateToSlicesPass(self.keep_gradients).apply(ctx, op)
         for fn in functions(op):
             push_slices(fn)
-
-
-@dataclass(frozen=True)
-class PushLayoutsPass(ModulePass):
-    """Transposes that keep the last dim (heads split or merged) and reshapes merging adjacent dims, of computed
-    values (their only readers), become transposes and reshapes of the values read from memory, which the fusion
-    reads as views: the elementwise ops computing them then compute in that layout, where a kernel of their own
-    copied their result (RoPE's backward before a projection's weight gradient) or stored it for a reduction over
-    the merged dims (a norm weight's gradient, summed over batch and sequence)."""
-
-    name = "tinyton-push-layouts"
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for fn in functions(op):
-            push_layouts(fn)
