@@ -298,4 +298,7 @@ class TmaWaitOp(SlotWaitBase):
     name = "tt.tma_wait"
 
 
-TMA_OPS = (DescriptorLoadOp, DescriptorStoreOp, DescriptorReduceOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp, TmaWaitOp)
+TMA_OPS = (
+    DescriptorLoadOp, DescriptorStoreOp, DescriptorReduceOp, BarrierAllocOp, BarrierInitOp, TmaCopyOp, TmaArriveOp,
+    TmaWaitOp,
+)

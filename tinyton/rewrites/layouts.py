@@ -59,12 +59,9 @@ def _merged_runs(src: Sequence[int], out: Sequence[int]) -> list[tuple[int, int]
     return runs if i == len(src) and any(last > first for first, last in runs) else None
 
 
-def _merged(b: Builder, value: SSAValue, src: Sequence[int], runs: list[tuple[int, int]]) -> SSAValue | None:
-    """`value`, broadcast (NumPy, trailing dims) into `src`, with the dims of each run merged: a run it holds
-    whole or broadcasts whole; None when it broadcasts part of a run."""
-    shape = shape_of(value.type)
-    if not shape:
-        return value
+def _merged_shape(shape: Sequence[int], src: Sequence[int], runs: list[tuple[int, int]]) -> tuple[int, ...] | None:
+    """The shape of an operand of `shape`, broadcast (NumPy, trailing dims) into `src`, with the dims of each run
+    merged: a run it holds whole or broadcasts whole; None when it broadcasts part of a run."""
     padded = (1,) * (len(src) - len(shape)) + tuple(shape)
     merged = []
     for first, last in runs:
@@ -72,7 +69,7 @@ def _merged(b: Builder, value: SSAValue, src: Sequence[int], runs: list[tuple[in
         if part != tuple(src[first : last + 1]) and any(d != 1 for d in part):
             return None
         merged.append(prod(part))
-    return value if tuple(merged) == tuple(shape) else b.add(tta.ReshapeOp(value, merged))
+    return tuple(merged)
 
 
 def _feeds_reduction(value: SSAValue) -> bool:
@@ -99,13 +96,12 @@ def push_reshape(op: tta.ReshapeOp) -> bool:
     runs = _merged_runs(src, out)
     if runs is None or not isinstance(producer, (*ELEMENTWISE, tta.BroadcastToOp)):
         return False
-    b = Builder(op)
-    operands = [_merged(b, v, src, runs) for v in producer.operands]
-    if any(v is None for v in operands):
-        for v in operands:  # the reshapes made for the others: unused
-            if v is not None and v not in producer.operands:
-                Rewriter.erase_op(v.owner)
+    shapes = [_merged_shape(shape_of(v.type), src, runs) if shape_of(v.type) else () for v in producer.operands]
+    if None in shapes:
         return False
+    b = Builder(op)
+    operands = [v if s in ((), shape_of(v.type)) else b.add(tta.ReshapeOp(v, s))
+                for v, s in zip(producer.operands, shapes)]
     if isinstance(producer, tta.BroadcastToOp):
         value = b.broadcast(operands[0], out)
     else:

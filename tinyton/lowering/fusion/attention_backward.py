@@ -48,6 +48,11 @@ class BackwardBlocks:
     dkdv: Blocks
     rows: int = 64
 
+    @property
+    def row_blocks(self) -> Blocks:
+        """The delta and dq kernels' blocks: `rows` query rows on 4 warps."""
+        return Blocks(self.rows, 16, 4)
+
 
 def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
     """16-bit operands as FlashAttention-2 and 3 tile them on 8 warps: the dk/dv kernel 64 queries a step for 128
@@ -381,7 +386,7 @@ class _QueryGrads(_Backward):
 
 def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], buffers: BackwardBuffers,
                blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _Delta(em, bwd, pointers, Blocks(blocks.rows, 16, 4), buffers).emit()
+    return _Delta(em, bwd, pointers, blocks.row_blocks, buffers).emit()
 
 
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
@@ -391,4 +396,4 @@ def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSA
 
 def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                      buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _QueryGrads(em, bwd, pointers, Blocks(blocks.rows, 16, 4), buffers).emit()
+    return _QueryGrads(em, bwd, pointers, blocks.row_blocks, buffers).emit()

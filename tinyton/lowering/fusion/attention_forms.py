@@ -24,8 +24,6 @@ from tinyton.dialects.tt import element_type
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
 from tinyton.lowering.fusion.emitter import Emitter
 
-"""Dims a TMA tensor map has at most (`cp.async.bulk.tensor.5d`)."""
-
 
 class FlashAttention3Forms:
     """The KV loop forms of `attention._Program`, which provides the emitter, the region, the blocks and the loads,

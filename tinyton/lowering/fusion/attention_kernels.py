@@ -133,8 +133,9 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
         forward = choose_blocks(attention_problem(att))
         kernel("forward", "attention", forward.num_warps,
                lambda em, ptrs, buf: emit_attention(em, att, ptrs, forward, lse=buf.lse, lse_guarded=bwd.guarded))
-    kernel("delta", "attention_delta", 4, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
+    row_warps = blocks.row_blocks.num_warps
+    kernel("delta", "attention_delta", row_warps, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
     kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
            lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
-    kernel("dq", "attention_dq", 4, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
+    kernel("dq", "attention_dq", row_warps, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
     return specs

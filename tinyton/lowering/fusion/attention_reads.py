@@ -21,7 +21,8 @@ from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape
 
 MAX_DESCRIPTOR_RANK = 5
-"""TMA's most dims: a descriptor read's batch dims of more than one entry, then rows and columns."""
+"""Dims a TMA tensor map has at most (`cp.async.bulk.tensor.5d`): a descriptor read's batch dims of more than one
+entry, then rows and columns."""
 
 
 class BlockReads:

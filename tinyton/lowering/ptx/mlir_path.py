@@ -4,9 +4,9 @@ PTX through the upstream LLVM tools, as subprocesses.
 xDSL prints the module; upstream `mlir-opt` verifies it and runs `--convert-nvvm-to-llvm` (which expands the
 `nvvm` ops that have no intrinsic into the PTX upstream writes for them; those mlir-translate knows pass
 through), so a module that upstream MLIR rejects is caught as the compiler bug it is; `mlir-translate` turns it
-into LLVM IR (with the 32-bit shared pointers of `toolchain.DATA_LAYOUT`), `llvm-link` adds the libdevice functions it calls (if any: f64 math), `opt -O3` runs the same
-mid-level pipeline as the llvmlite path, and `llc` emits PTX. Each tool's stderr ends up in the `ToolchainError`
-when it fails.
+into LLVM IR (with the 32-bit shared pointers of `toolchain.DATA_LAYOUT`), `llvm-link` adds the libdevice functions
+it calls (if any: f64 math), `opt -O3` runs the same mid-level pipeline as the llvmlite path, and `llc` emits PTX.
+Each tool's stderr ends up in the `ToolchainError` when it fails.
 """
 
 from __future__ import annotations

@@ -96,20 +96,7 @@ class AtomicFunctions(SimFunctions):
     def run_descriptor_reduce(self, interpreter: Interpreter, op: tt.DescriptorReduceOp,
                               args: PythonValues) -> PythonValues:
         """The atomic adds it stands for, lane by lane (`np.add.at`: no old values to give back)."""
-        launch: Launch = self.launch(interpreter)
-        ptr: Pointer = args[0]
-        buffer = launch.buffers[ptr.buffer]
-        if not buffer.flags.writeable:
-            number, name = launch.buffer_args[ptr.buffer]
-            raise SimulatorError(f"{op.name} into argument '{name}' (#{number}), a read-only array")
-        r = rank(op.ptr.type)
-        mask = launch.restrict(args[2] if op.mask is not None else None, r)
-        lead = () if launch.programs is None else (len(launch.programs),)
-        shape = lead + tt.shape_of(op.ptr.type)
-        offsets = np.broadcast_to(ptr.offsets, shape)
-        active = np.ones(shape, bool) if mask is None else np.broadcast_to(mask, shape)
-        index = offsets[active]
-        MemoryFunctions._check(self, launch, op, "atomic", ptr.buffer, index, (offsets, active), r)
+        buffer, shape, active, index = self._lanes(interpreter, op, args[0], args[2] if op.mask is not None else None)
         np.add.at(buffer, index, np.broadcast_to(np.asarray(args[1], buffer.dtype), shape)[active])
         return ()
 
@@ -166,6 +153,18 @@ class AtomicFunctions(SimFunctions):
         combine: Combine,
     ) -> Any:
         """Apply `combine` to each active lane's element and operands, lane by lane."""
+        buffer, shape, active, index = self._lanes(interpreter, op, ptr, mask)
+        lanes = [np.broadcast_to(np.asarray(o, buffer.dtype), shape)[active] for o in operands]
+        result = np.zeros(shape, buffer.dtype)
+        result[active] = apply_sequentially(buffer, index, lanes, combine)
+        return result[()] if result.ndim == 0 else result
+
+    def _lanes(
+        self, interpreter: Interpreter, op: tt.AtomicRMWOp | tt.AtomicCASOp | tt.DescriptorReduceOp, ptr: Pointer,
+        mask: Any,
+    ) -> tuple[np.ndarray, tuple[int, ...], np.ndarray, np.ndarray]:
+        """The array an atomic op writes through `ptr` (refused when read-only), the shape of its lanes, which of
+        them are active and the element each active one writes (checked to lie in the array)."""
         launch: Launch = self.launch(interpreter)
         r = rank(op.ptr.type)
         buffer = launch.buffers[ptr.buffer]
@@ -179,8 +178,5 @@ class AtomicFunctions(SimFunctions):
         offsets = np.broadcast_to(ptr.offsets, shape)
         active = np.ones(shape, bool) if mask is None else np.broadcast_to(mask, shape)
         index = offsets[active]
-        lanes = [np.broadcast_to(np.asarray(o, buffer.dtype), shape)[active] for o in operands]
         MemoryFunctions._check(self, launch, op, "atomic", ptr.buffer, index, (offsets, active), r)
-        result = np.zeros(shape, buffer.dtype)
-        result[active] = apply_sequentially(buffer, index, lanes, combine)
-        return result[()] if result.ndim == 0 else result
+        return buffer, shape, active, index
