@@ -88,7 +88,9 @@ def test_candidates_by_head_dim_and_sequence():
     assert {b.bn for b in candidates(AttentionProblem(1, 4096, 4096, 64, 64, "bfloat16", False))} == {32, 64, 128}
     assert {b.bn for b in candidates(PREFILL) if not b.warp_specialize} == {32, 64}
     wide = [b for b in candidates(PREFILL) if b.bn == 128]  # FlashAttention-3's: warp-specialised, two stages
-    assert len(wide) == 4 and all(b.warp_specialize and b.stages == 2 and b.num_warps == 8 for b in wide)
+    assert len(wide) == 6 and all(b.warp_specialize and b.stages == 2 and b.num_warps == 8 for b in wide)
+    persistent = [b for b in candidates(PREFILL) if b.persistent]  # ping-pong ones, also walking over tiles
+    assert persistent and all(b.warp_specialize and b.pingpong for b in persistent)
     wide_head = candidates(AttentionProblem(1, 4096, 4096, 256, 256, "float16", False))
     assert {b.bn for b in wide_head if not b.warp_specialize} == {32}
     assert {b.bn for b in wide_head if b.stages == 2} == {64}  # FlashAttention-3's, q in shared memory

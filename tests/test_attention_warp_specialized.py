@@ -16,6 +16,7 @@ from toolchains import needs_ptxas
 
 import tinyton as tt
 from tinyton.compiler import compile_module
+from tinyton.compiler import program as compiler_program
 from tinyton.lowering.fusion.attention_blocks import Blocks
 
 BACKENDS = ["sim", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.isolated])]
@@ -101,6 +102,24 @@ def test_queries_that_see_no_key_run_an_empty_loop(monkeypatch, attention_blocks
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("s, d, bn", [(256, 64, 64), (384, 64, 64), (200, 128, 128), (640, 128, 64)])
+def test_persistent_programs_walk_over_the_tiles(monkeypatch, attention_blocks, backend, s, d, bn):
+    """`Blocks.persistent` on a GPU of 5 SMs: 5 programs walk over the tiles, causal query blocks in pairs of one
+    head (an odd count's last block beside an empty one past the rows), full ones a head's blocks in a row; every
+    tile computed once, with q copied to shared memory a tile (128-key blocks) or kept in registers."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    monkeypatch.setattr(compiler_program, "sm_count", lambda: 5)
+    attention_blocks(_specialized(bn=bn, stages=2 if bn == 128 else 3, overlap=True, pingpong=True, persistent=True))
+    rng = np.random.default_rng(s + d)
+    q, k, v = (randn(rng, 2, 3, s, d, dtype=np.float16) for _ in range(3))
+    causal, full = causal_attention.compile(q, k, v), batched_attention.compile(q, k, v, 0.125)
+    assert causal.steps[0].launch.grid == full.steps[0].launch.grid == (5, 1, 1)
+    assert "tt.warp_specialize" in _kv_loop(causal)
+    np.testing.assert_allclose(causal(q, k, v), causal_reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(full(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
     is."""
@@ -177,3 +196,22 @@ def test_wide_blocks_read_q_from_shared_memory(attention_blocks, d, bn):
     assert "cp.async.cg.shared.global" in ptx[:split] and re.search(r"cp.async.wait_group\s+0;", ptx[:split])
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
     assert re.search(rf"wgmma.mma_async\S*m64n{bn}k16\S* \{{[^}}]*\}}, da, db", consumers), "q from shared memory"
+
+
+@needs_ptxas
+def test_persistent_consumers_wait_for_each_other_before_the_next_tiles_q(attention_blocks):
+    """sm_90a, `Blocks.persistent` with q in shared memory (128-key blocks): the producer's tile loop copies each
+    tile's key and value blocks; the consumers' copies q a tile, after a barrier of their own threads (a warp must
+    not overwrite the q another warp's products of the last tile still read); nothing spilled."""
+    attention_blocks(Blocks(128, 128, 8, stages=2, warp_specialize=True, overlap=True, pingpong=True, persistent=True))
+    q = np.zeros((4, 16, 1024, 128), np.float16)
+    launch = causal_attention.compile(q, q, q).steps[0].launch
+    assert launch.grid == (132, 1, 1)
+    kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+    ptx = kernel.asm["ptx"]
+    assert kernel.n_spills == 0
+    split = ptx.index("setmaxnreg.dec")
+    assert "cp.async.cg.shared.global" not in ptx[:split], "q is copied a tile, by the consumers"
+    consumers = ptx[ptx.index("setmaxnreg.inc"):]
+    copy = consumers.index("cp.async.cg.shared.global")
+    assert re.search(r"bar.sync\s+1, 256;", consumers[:copy].rsplit("cp.async", 1)[-1]), "a barrier before the copy"

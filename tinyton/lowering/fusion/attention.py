@@ -46,6 +46,7 @@ from tinyton.lowering.fusion.attention_reads import BlockReads
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
+from tinyton.lowering.fusion.persistent import persist
 
 LN2 = 0.6931471805599453
 
@@ -56,7 +57,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
 
     def __init__(self, em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                  split: KVSplit | None = None, partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
-                 lse: SSAValue | None = None, lse_guarded: bool = False):
+                 lse: SSAValue | None = None, lse_guarded: bool = False, sm_count: int = 0):
         out = att.pv.result
         self.em, self.att, self.pointers = em, att, pointers
         self.split, self.partials, self.lse, self.lse_guarded = split, partials, lse, lse_guarded
@@ -82,12 +83,16 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.rows = self.s_q * prod(self.batch[a] for a in self.packed)
         programs = prod(n for i, n in enumerate(self.batch) if i not in self.packed)
         self.grid = (cdiv(self.rows, self.bm), max(1, programs), split.count if split else 1)
+        self.sm_count = sm_count
+        self.tiles = 0
+        """A persistent kernel's tiles (`Blocks.persistent`, `_tile`); 0 for a program a tile."""
 
     # ---- the kernel ---------------------------------------------------------------------------
     def emit(self) -> None:
         em, att = self.em, self.att
-        self.coords = self._batch_coords()
-        start = em.mul_int(self._query_block(self.grid[0]), self.bm)
+        block, self.batch_index = self._tile()
+        self.coords = self._batch_coords(self.batch_index)
+        start = em.mul_int(block, self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
         row_ok = em.cmp("lt", rows, em.i32(self.rows))
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
@@ -137,10 +142,9 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         out = em.cast(em.binary(tt.MulOp, acc, inverse), self.out_element)
         shape = (self.bm, self.dvp)
         mask = em.to_shape(em.and_(row_ok, self._below(dv_cols, self.dvp, self.d_v)), shape)
-        batch_index = em.emit(tt.ProgramIdOp(1))
         for view in att.outputs:
             layout = OutputLayout.of(att, view)
-            offsets = layout.row_offsets(em, batch_index, rows)
+            offsets = layout.row_offsets(em, self.batch_index, rows)
             offsets = em.binary(tt.AddOp, offsets, em.mul_int(dv_cols, layout.column_stride))
             ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.pointers[view.base], shape), em.to_shape(offsets, shape)))
             em.emit(tt.StoreOp(ptrs, out, mask))
@@ -163,6 +167,46 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
 
         first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
+
+    def _tile(self) -> tuple[SSAValue, SSAValue]:
+        """The query block and the batch program (the index `_batch_coords` decomposes) this program computes: its
+        program ids, or for a persistent kernel (`Blocks.persistent`, on the warp-specialised loop) those of the
+        tile `program_id(0)`, which `persist` makes the tile loop's index."""
+        count, programs = self.grid[0], self.grid[1]
+        if not (self.blocks.persistent and self.sm_count and self.specializes()):
+            return self._query_block(count), self.em.emit(tt.ProgramIdOp(1))
+        em, tile = self.em, self.em.emit(tt.ProgramIdOp(0))
+        if self.att.causal_offset is None:  # a head's query blocks one after another: its keys stay in L2
+            self.tiles = count * programs
+            return em.mod_int(tile, count), em.div_int(tile, count)
+        return self._causal_tile(tile, count, programs)
+
+    def _causal_tile(self, tile: SSAValue, count: int, programs: int) -> tuple[SSAValue, SSAValue]:
+        """A persistent causal kernel's tile: causal query blocks differ in length (block b sees b + 1 key blocks),
+        and a fixed walk cannot start the next tile on whichever SM is free as the GPU does with a program a
+        tile, so each program runs blocks in pairs of one head that add up alike, `i` and `m - 1 - i` (m: the
+        even count of blocks under `count`; an odd count's last block runs beside an empty one), in two
+        consecutive turns; a wave's P programs take the next P pairs, the last wave's n pairs shared out over
+        its 2n tiles. Pairs of one head come one after another: a wave's heads' keys and values stay in L2."""
+        em = self.em
+        even = count - count % 2
+        pairs = even // 2 + count % 2
+        units = pairs * programs
+        self.tiles = 2 * units
+        p = min(self.tiles, self.sm_count)  # the programs `persist` launches
+        wave = em.div_int(tile, 2 * p)
+        turn = em.mod_int(tile, 2 * p)
+        n = em.binary(tt.MinimumOp, em.i32(p), em.binary(tt.SubOp, em.i32(units), em.mul_int(wave, p)))
+        unit = em.add(em.mul_int(wave, p), em.binary(tt.ModOp, turn, n))
+        second = em.cmp("ge", turn, n)
+        i, batch = em.mod_int(unit, pairs), em.div_int(unit, pairs)
+        if count % 2:  # the unpaired last block, then an empty block past the rows (`_kv_end` gives it no keys)
+            unpaired = em.cmp("eq", i, em.i32(even // 2))
+            long, short = em.select(unpaired, em.i32(count - 1), em.binary(tt.SubOp, em.i32(even - 1), i)), \
+                em.select(unpaired, em.i32(count), i)
+        else:
+            long, short = em.binary(tt.SubOp, em.i32(even - 1), i), i
+        return em.select(second, short, long), batch
 
     def _query_block(self, count: int) -> SSAValue:
         """Which of the `count` blocks of query rows this program computes. Causal programs go longest first
@@ -222,7 +266,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         if self.lse_guarded:
             inf = em.const(float("inf"), f32)
             lse = em.select(em.cmp("eq", m, inf), inf, lse)
-        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(em.emit(tt.ProgramIdOp(1)), self.rows), (1, 1)), rows)
+        row_index = em.binary(tt.AddOp, em.to_shape(em.mul_int(self.batch_index, self.rows), (1, 1)), rows)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.lse, (self.bm, 1)), row_index))
         em.emit(tt.StoreOp(ptrs, em.cast(lse, self.lse.type.pointee), row_ok))
 
@@ -249,6 +293,8 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
             return self.s_kv
         em = self.em
         end = em.i32(self.s_kv)
+        if c is not None and self.tiles:  # a persistent kernel's empty block past the rows (`_causal_tile`)
+            end = em.select(em.cmp("lt", start, em.i32(self.rows)), end, em.i32(0))
         if c is not None:
             end = em.binary(tt.MinimumOp, em.i32(self.s_q + c) if self.packed else em.add(start, em.i32(self.bm + c)), end)
         if limit is not None:
@@ -343,14 +389,17 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
 def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue], blocks: Blocks,
                    split: KVSplit | None = None,
                    partials: tuple[SSAValue, SSAValue, SSAValue] | None = None,
-                   lse: SSAValue | None = None, lse_guarded: bool = False) -> tuple[int, int, int]:
+                   lse: SSAValue | None = None, lse_guarded: bool = False, sm_count: int = 0) -> tuple[int, int, int]:
     """Emit the kernel body (`pointers` maps the region's inputs, and its output unless the program stores
     `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp,
-    `tt.logsumexp`'s when `lse_guarded`); returns the grid."""
+    `tt.logsumexp`'s when `lse_guarded`); returns the grid (for `Blocks.persistent`, a program for each of the
+    `sm_count` SMs at most)."""
     pointers = dict(pointers)
     for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
         if st is not None and st.ops:  # reshapes keep the layout; the cast is applied to each loaded block
             pointers[value] = pointers[st.base]
-    program = _Program(em, att, pointers, blocks, split, partials, lse, lse_guarded)
+    program = _Program(em, att, pointers, blocks, split, partials, lse, lse_guarded, sm_count)
     program.emit()
+    if program.tiles:
+        return persist(em.block, program.tiles, sm_count), 1, 1
     return program.grid

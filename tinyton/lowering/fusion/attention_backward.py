@@ -227,7 +227,7 @@ class _Delta(_Backward):
 
     def emit(self) -> tuple[int, int, int]:
         em = self.em
-        self.coords = self._batch_coords()
+        self.coords = self._batch_coords(em.emit(tt.ProgramIdOp(1)))
         rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
         do = em.cast(self._do_block(rows, row_ok), f32)
         flat = self._flat_batch()
@@ -371,7 +371,7 @@ class _QueryGrads(_Backward):
 
     def emit(self) -> tuple[int, int, int]:
         em = self.em
-        self.coords = self._batch_coords()
+        self.coords = self._batch_coords(em.emit(tt.ProgramIdOp(1)))
         rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
         flat = self._flat_batch()
         ptrs, mask = self._dq_sum_block(flat, rows, row_ok)

@@ -108,13 +108,10 @@ class FlashAttention3Forms:
         With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does; with
         `Blocks.pingpong`, their two warpgroups issue each step's products in turns."""
         att, blocks = self.att, self.blocks
-        if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
-            return None
-        if att.key_limit is not None or element_type(att.q.base.type).bitwidth != 16 or not att.k_transposed:
+        if not self.specializes():
             return None
         k_view, v_view = self._descriptor_view(att.k), self._descriptor_view(att.v)
-        if k_view is None or v_view is None:
-            return None
+        assert k_view is not None and v_view is not None
         em = self.em
         needs_mask = att.causal_offset is not None or self.s_kv % self.bn != 0
         unmasked_end = split if isinstance(split, SSAValue) else em.i32(split)
@@ -130,6 +127,15 @@ class FlashAttention3Forms:
 
         return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True,
                            pingpong=blocks.pingpong)
+
+    def specializes(self) -> bool:
+        """Whether the KV loop takes the producer-and-consumers form (`_specialized_loop`)."""
+        att, blocks = self.att, self.blocks
+        if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
+            return False
+        if att.key_limit is not None or element_type(att.q.base.type).bitwidth != 16 or not att.k_transposed:
+            return False
+        return self._descriptor_view(att.k) is not None and self._descriptor_view(att.v) is not None
 
     def _descriptor_view(self, value: SSAValue) -> QView | None:
         """The view of k or v that `descriptor_rows` reads (`descriptor_view`); None for a select."""

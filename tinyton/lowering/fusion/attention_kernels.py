@@ -69,7 +69,8 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
         kernel, params = new_kernel(fusion, name)
         args = kernel.body.block.args
         pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
-        grid = emit_attention(Emitter(kernel.body.block), att, pointers, blocks, lse=pointers.get(att.lse_result))
+        grid = emit_attention(Emitter(kernel.body.block), att, pointers, blocks, lse=pointers.get(att.lse_result),
+                              sm_count=sm_count)
         module = finish_module(kernel, blocks.num_warps)
         return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes)]
     rows = (split.count, problem.batch, problem.s_q)

@@ -46,11 +46,11 @@ class BlockReads:
     _columns: Callable[..., tuple[SSAValue, SSAValue | None]]
     _mask_tile: Callable[..., SSAValue]
 
-    def _batch_coords(self) -> list[SSAValue]:
-        """This program's batch coordinates from program_id(1) (packed axes: 0, their heads are rows)."""
+    def _batch_coords(self, flat: SSAValue) -> list[SSAValue]:
+        """The batch coordinates of the program's flat batch index (packed axes: 0, their heads are rows)."""
         coords = [self.em.i32(0)] * len(self.batch)
         axes = [i for i in range(len(self.batch)) if i not in self.packed]
-        self._decompose(self.em.emit(tt.ProgramIdOp(1)), axes, coords)
+        self._decompose(flat, axes, coords)
         return coords
 
     def _decompose(self, flat: SSAValue, axes: list[int], coords: list[SSAValue]) -> None:

@@ -96,7 +96,7 @@ def build_kernels(fusion: tta.FusionOp, name: str, choose_tiles: TileChooser = d
     if geom.notes.get("WARP_SPECIALIZE"):  # a matmul region's warp-specialised tile: persistent programs
         staged = tiles.block_m * tiles.block_n * max(element_type(v.type).bitwidth // 8 for v in results)
         per_sm = programs_sharing_an_sm(stage_bytes(problem, tiles) + staged, tiles.num_warps)  # ring, TMA store's tile
-        programs = persist(kernel, geom.programs, sm_count, per_sm)
+        programs = persist(kernel.body.block, geom.programs, sm_count, per_sm)
     module = finish_module(kernel, geom.num_warps)
     if per_sm:
         module.attributes["tt.min_programs_per_sm"] = IntegerAttr(per_sm, i32)

@@ -1,7 +1,8 @@
 """Persistent programs: one a multiprocessor, each walking over output tiles, as Hopper's warp-specialised
 kernels run (CUTLASS's and Triton's persistent matmuls).
 
-A matmul region's kernel computes the tile of `program_id(0)`. Made persistent, its body runs in a loop over the
+A matmul region's kernel computes the tile of `program_id(0)` (an attention kernel's, a flat index of its query
+blocks and heads: attention.py). Made persistent, its body runs in a loop over the
 tiles `pid, pid + P, pid + 2P, ...` (P programs, at most one an SM), the loop marked `tt.warp_specialize`: the
 pipeliner's producer warpgroup then copies the next tile's first K steps while the program's warps finish the
 last tile's dots and its epilogue (tinyton/lowering/tt_to_llvm/warp_specialize.py). The tiles keep their order
@@ -38,18 +39,17 @@ def programs_sharing_an_sm(shared_bytes: int, num_warps: int) -> int:
     return 2 if fits else 1
 
 
-def persist(kernel: func.FuncOp, tiles: int, sm_count: int, per_sm: int = 1) -> int:
-    """Wrap `kernel`'s body in a loop over its `tiles` (each its former `program_id(0)`); gives the programs to
-    launch: `per_sm` for each of the GPU's SMs, or tiles if fewer."""
+def persist(block: Block, tiles: int, sm_count: int, per_sm: int = 1) -> int:
+    """Wrap a kernel's body `block` in a loop over its `tiles` (each its former `program_id(0)`); gives the
+    programs to launch: `per_sm` for each of the GPU's SMs, or tiles if fewer."""
     programs = min(tiles, sm_count * per_sm)
-    block = kernel.body.block
     body = Block(arg_types=[i32])
     for op in [op for op in block.ops if not isinstance(op, func.ReturnOp)]:
         op.detach()
         body.add_op(op)
     for op in list(body.walk()):
         if isinstance(op, (tt.ProgramIdOp, tt.NumProgramsOp)) and op.axis.value.data == 0:
-            assert isinstance(op, tt.ProgramIdOp), "a matmul tile's kernel does not ask for its grid"
+            assert isinstance(op, tt.ProgramIdOp), "a tile's kernel does not ask for its grid"
             op.result.replace_all_uses_with(body.args[0])
             op.detach()
             op.erase()

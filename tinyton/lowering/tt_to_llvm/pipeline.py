@@ -218,10 +218,14 @@ def _enclosing_loop(op: Operation, outer: Block | None) -> scf.ForOp | None:
 
 
 def _hoist(load: tt.LoadOp) -> tt.LocalLoadOp:
-    """Replace the load with a one-slot buffer filled by `cp.async` (one commit group) and read back."""
+    """Replace the load with a one-slot buffer filled by `cp.async` (one commit group) and read back. Inside a
+    loop (a persistent kernel's tiles) the threads first wait for each other: the copy must not overwrite the
+    last iteration's tile while another warp's dots still read it."""
     b = Builder(load.parent_block(), load)
     buffer = b.value(tt.LocalAllocOp(1, tt.shape_of(load.result.type), tt.element_type(load.result.type)))
     slot = b.value(constant(0))
+    if isinstance(load.parent_op(), scf.ForOp):
+        b.add(tt.DebugBarrierOp())
     b.add(tt.AsyncCopyOp(load.ptr, buffer, slot, load.mask))
     b.add(tt.AsyncCommitOp())
     read = b.add(tt.LocalLoadOp(buffer, slot))
