@@ -55,9 +55,9 @@ GROUPS = {
                         "tests/test_attention_warp_specialized.py", "tests/test_attention_backward.py", "-k",
                         "200-overlapped-pingpong or 77-128-keys or shape1-2-pingpong or head_dim_256 and 200"
                         " or no_key or 1024-64-True-float16 or 777-128-False-bfloat16 or persistent and 384"
-                        " or persistent and 200"],
+                        " or persistent and 200 or ring and 200"],
     # FlashAttention-3's forward forms (ping-pong turns, overlapped products, 128- and 256-wide q in shared memory,
-    # causal and ragged ends, an empty loop, persistent programs) and the backward kernels (causal fp16, a ragged grouped-query bf16)
+    # causal and ragged ends, an empty loop, persistent programs, a bias block in the ring) and the backward kernels (causal fp16, a ragged grouped-query bf16)
     "float8": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_fp8_matmul.py", "-k",
                "promoted_float8_tiles"],  # promoted dots in flight, each tile form
 }

@@ -120,6 +120,29 @@ def test_persistent_programs_walk_over_the_tiles(monkeypatch, attention_blocks, 
     np.testing.assert_allclose(full(q, k, v, 0.125), reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
 
 
+@tt.jit
+def biased_attention(q, k, v, bias):
+    s = q @ k.mT * 0.125 + bias
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("s, d", [(200, 64), (256, 128)])
+def test_a_bias_block_rides_in_the_ring(monkeypatch, attention_blocks, backend, s, d):
+    """An S x S bias array's `[BM, BN]` blocks are descriptor loads beside the key and value blocks (the producer
+    copies them into the same slots; a ragged last block reads 0 past the keys and is masked)."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(_specialized(overlap=True, pingpong=True))
+    rng = np.random.default_rng(s + d)
+    q, k, v = (randn(rng, 2, 3, s, d, dtype=np.float16) for _ in range(3))
+    bias = randn(rng, s, s, dtype=np.float16)
+    program = biased_attention.compile(q, k, v, bias)
+    assert _kv_loop(program).count("tt.descriptor_load") == 3
+    want = reference(q, k, v, 0.125, bias.astype(np.float64), True)
+    np.testing.assert_allclose(program(q, k, v, bias), want, rtol=2e-2, atol=2e-2)
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
     is."""
@@ -215,3 +238,19 @@ def test_persistent_consumers_wait_for_each_other_before_the_next_tiles_q(attent
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
     copy = consumers.index("cp.async.cg.shared.global")
     assert re.search(r"bar.sync\s+1, 256;", consumers[:copy].rsplit("cp.async", 1)[-1]), "a barrier before the copy"
+
+
+@needs_ptxas
+def test_the_producer_copies_the_bias_blocks(attention_blocks):
+    """sm_90a: a bias block is one more TMA copy a step in the producer's loop (its slots sized for it, nothing
+    spilled); the consumers read it from its slot, not from global memory (34 global loads a thread when they
+    loaded it themselves)."""
+    attention_blocks(_specialized(overlap=True, pingpong=True))
+    q = np.zeros((2, 3, 200, 64), np.float16)
+    launch = biased_attention.compile(q, q, q, np.zeros((200, 200), np.float16)).steps[0].launch
+    kernel = compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite")
+    ptx = kernel.asm["ptx"]
+    assert kernel.n_spills == 0
+    producer = ptx[ptx.index("setmaxnreg.dec"): ptx.index("setmaxnreg.inc")]
+    consumers = ptx[ptx.index("setmaxnreg.inc"):]
+    assert producer.count("cp.async.bulk.tensor") % 3 == 0 and consumers.count("ld.global") <= 4

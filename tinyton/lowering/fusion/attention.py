@@ -66,6 +66,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.runtime_factor: SSAValue | None = None
         self.masked_score: SSAValue | None = None
         self.scalars = {}
+        self.score_tiles = {}
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -92,7 +93,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         em, att = self.em, self.att
         block, self.batch_index = self._tile()
         self.coords = self._batch_coords(self.batch_index)
-        start = em.mul_int(block, self.bm)
+        start = self.start = em.mul_int(block, self.bm)
         rows = em.binary(tt.AddOp, em.to_shape(start, (self.bm, 1)), em.arange(self.bm, 2, 0))
         row_ok = em.cmp("lt", rows, em.i32(self.rows))
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index

@@ -103,6 +103,7 @@ class _Backward(_Program):
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
         self.packed = ()
+        self.score_tiles = {}
 
     # ---- addressing -------------------------------------------------------------------------------
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
@@ -22,6 +23,7 @@ from tinyton.analysis.strided_views import QView, own_layout
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit
+from tinyton.lowering.fusion.attention_scores import score_arrays
 from tinyton.lowering.fusion.emitter import Emitter
 
 
@@ -37,6 +39,10 @@ class FlashAttention3Forms:
     batch: tuple[int, ...]
     coords: list[SSAValue]
     pointers: dict[SSAValue, SSAValue]
+    score_tiles: dict[SSAValue, SSAValue]
+    start: SSAValue
+    score_shape: tuple[int, int]
+    s_q: int
     s_kv: int
     d: int
     d_v: int
@@ -55,6 +61,8 @@ class FlashAttention3Forms:
     _stored_view: Callable[..., QView | None]
     _below: Callable[..., SSAValue | None]
     block_pointers: Callable[..., SSAValue]
+    descriptor_view: Callable[..., QView | None]
+    descriptor_block: Callable[..., SSAValue]
 
     def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
                           masked: bool | SSAValue, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,
@@ -118,6 +126,7 @@ class FlashAttention3Forms:
 
         def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
             masked = em.cmp("ge", j, unmasked_end) if needs_mask else False
+            self.score_tiles = self._score_tiles(j)
             kt = em.emit(tt.TransOp(self._descriptor_rows(att.k, k_view, j, self.d, self.dp), (1, 0)))
             if blocks.overlap:
                 v = self._descriptor_rows(att.v, v_view, self._previous_block(j), self.d_v, self.dvp)
@@ -125,8 +134,25 @@ class FlashAttention3Forms:
             v = self._descriptor_rows(att.v, v_view, j, self.d_v, self.dvp)
             return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
 
-        return em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True,
-                           pingpong=blocks.pingpong)
+        carried = em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True,
+                              pingpong=blocks.pingpong)
+        self.score_tiles = {}
+        return carried
+
+    def _score_tiles(self, j: SSAValue) -> dict[SSAValue, SSAValue]:
+        """The `[BM, BN]` blocks at key `j` of the score arrays (an additive bias) the producer can copy with the key
+        and value blocks: 16- and 32-bit floats of S_q x S_kv rows contiguous along the keys (a key-padding bias of
+        one row, or a mask of bools, is loaded by the consumers as before)."""
+        tiles = {}
+        for value in score_arrays(self.att):
+            view = self.descriptor_view(own_layout(value))
+            element = element_type(value.type)
+            if view is None or not isinstance(element, (Float16Type, BFloat16Type, Float32Type)):
+                continue
+            if view.shape[-2:] != (self.s_q, self.s_kv):
+                continue
+            tiles[value] = self.descriptor_block(value, view, (self.start, j), self.score_shape, self.s_kv)
+        return tiles
 
     def specializes(self) -> bool:
         """Whether the KV loop takes the producer-and-consumers form (`_specialized_loop`)."""

@@ -10,7 +10,6 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
-from tinyton.analysis.index_masks import index_mask, is_constant
 from tinyton.analysis.attention_backward import AttentionBackward
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
@@ -33,6 +32,7 @@ from tinyton.lowering.fusion.attention_blocks import (
 )
 from tinyton.lowering.fusion.attention_combine import combine_in_last_chunk
 from tinyton.lowering.fusion.attention_output import OutputLayout
+from tinyton.lowering.fusion.attention_scores import score_arrays
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.kernel_spec import KernelSpec, finish_module, new_kernel
 from tinyton.lowering.fusion.split import Scratch
@@ -49,12 +49,6 @@ def attention_problem(att: Attention) -> AttentionProblem:
     return AttentionProblem(prod(out[:-2]) // group, out[-2] * group, shape_of(att.v.type)[-2], att.q.shape[-1],
                             out[-1], dtype, att.causal_offset is not None, "" if kv_dtype == dtype else kv_dtype,
                             len(score_arrays(att)))
-
-
-def score_arrays(att: Attention) -> list[SSAValue]:
-    """The arrays the score steps read block by block (not constants, one-element scales or index masks)."""
-    return [v for step in att.steps for v in step.others
-            if not is_constant(v) and index_mask(v) is None and prod(shape_of(v.type)) > 1]
 
 
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,

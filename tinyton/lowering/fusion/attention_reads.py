@@ -112,22 +112,28 @@ class BlockReads:
         """`count` rows from `start` of `value`'s `[..., rows, width]` array in memory, read through `view`
         (`descriptor_view`), as a `[count, padded]` `tt.descriptor_load` (its batch dims of more than one entry, then
         rows and the last dim: TMA's box on sm_90), as stored; rows past the array's and columns past `width` read 0."""
+        return self.descriptor_block(value, view, (start, self.em.i32(0)), (count, padded), width)
+
+    def descriptor_block(self, value: SSAValue, view: QView, start: tuple[SSAValue, SSAValue], box: tuple[int, int],
+                         width: int) -> SSAValue:
+        """The `box` (rows, columns) of `value`'s `[..., rows, width]` array in memory from the (row, column) `start`,
+        read through `view` (`descriptor_view`) as a `tt.descriptor_load`, as stored; past the array it reads 0."""
         em = self.em
         lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
         first = len(self.batch) - len(view.shape[:-2])
-        rows = em.binary(tt.AddOp, em.to_shape(start, (count, 1)), em.arange(count, 2, 0))
-        cols = em.arange(padded, 2, 1)
+        rows = em.binary(tt.AddOp, em.to_shape(start[0], (box[0], 1)), em.arange(box[0], 2, 0))
+        cols = em.binary(tt.AddOp, em.to_shape(start[1], (1, box[1])), em.arange(box[1], 2, 1))
         extent = view.shape[-2]
-        mask = em.and_(em.cmp("lt", rows, em.i32(extent)) if extent % count else None, self._below(cols, padded, width))
-        shape = (count, padded)
+        mask = em.and_(em.cmp("lt", rows, em.i32(extent)) if extent % box[0] else None,
+                       em.cmp("lt", cols, em.i32(width)) if width % box[1] else None)
         ptrs = self.block_pointers(value, rows, cols, view.strides[-2], 1, view)
         element = element_type(self.pointers[value].type).pointee
         return em.emit(tt.DescriptorLoadOp(
-            ptrs, em.to_shape(mask, shape) if mask is not None else None,
-            em.const(0.0, element, shape) if mask is not None else None, self.pointers[value],
+            ptrs, em.to_shape(mask, box) if mask is not None else None,
+            em.const(0.0, element, box) if mask is not None else None, self.pointers[value],
             [em.i32(n) for _, n, _ in lead] + [em.i32(extent), em.i32(width)],
             [em.i32(st) for _, _, st in lead] + [em.i32(view.strides[-2]), em.i32(1)],
-            [self.coords[first + i] for i, _, _ in lead] + [start, em.i32(0)], "zero",
+            [self.coords[first + i] for i, _, _ in lead] + list(start), "zero",
         ))
 
     def _matrix_strides(self, value: SSAValue) -> tuple[int, int]:

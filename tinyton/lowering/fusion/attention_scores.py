@@ -47,6 +47,12 @@ def _constant_factor(step: ScoreStep) -> float:
     return number * LOG2E
 
 
+def score_arrays(att: Attention) -> list[SSAValue]:
+    """The arrays the score steps read block by block (not constants, one-element scales or index masks)."""
+    return [v for step in att.steps for v in step.others
+            if not is_constant(v) and index_mask(v) is None and prod(shape_of(v.type)) > 1]
+
+
 class ScoreSteps:
     """The score-step half of an attention program (`attention._Program`), which provides the emitter, the
     region, the kernel's pointers, the block sizes and the loads."""
@@ -55,6 +61,8 @@ class ScoreSteps:
     att: Attention
     scalars: dict[SSAValue, SSAValue]
     """The one-element integer inputs of the index masks, read before the KV loops (`_read_scalars`)."""
+    score_tiles: dict[SSAValue, SSAValue]
+    """The current key block's tiles of score arrays read ahead of the steps (`FlashAttention3Forms._score_tiles`)."""
     pointers: dict[SSAValue, SSAValue]
     bm: int
     bn: int
@@ -248,8 +256,10 @@ class ScoreSteps:
                 number = attr.value.data if isinstance(attr, (FloatAttr, IntegerAttr)) else 0
                 operands.append(em.const(number, element))
             else:
-                row_stride, col_stride = self._matrix_strides(value)
-                tile = self.load(value, rows, cols, row_stride, col_stride, mask)
+                tile = self.score_tiles.get(value)
+                if tile is None:
+                    row_stride, col_stride = self._matrix_strides(value)
+                    tile = self.load(value, rows, cols, row_stride, col_stride, mask)
                 operands.append(tile if element_type(value.type) == i1 else em.cast(tile, f32))
         op = step.op
         if isinstance(op, tta.WhereOp):

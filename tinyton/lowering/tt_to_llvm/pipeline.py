@@ -272,10 +272,9 @@ def pipeline_module(
     for loop in reversed(loops):
         if loop.parent is None:  # rebuilt: a tile loop around a warp-specialised one
             continue
-        plan = plan_loop(loop, warps, arch, tma)
+        plan = _plan(loop, module, warps, arch, tma, budget)
         if plan is None:
             continue
-        plan.warp_specialized = wants_warp_specialization(plan, warps, arch)
         pingpong = plan.warp_specialized and tt.PINGPONG_ATTR in loop.attributes
         stages = stage_count(loop, module, plan, budget)
         if stages < 2:
@@ -294,6 +293,19 @@ def pipeline_module(
             pipelined.add(new_loop)
     for read in hoisted:
         _wait_before_first_use(read, pipelined)
+
+
+def _plan(loop: scf.ForOp, module: ModuleOp, warps: int, arch: str, tma: bool, budget: int) -> Plan | None:
+    """How to pipeline `loop` (`plan_loop`), the blocks no dot reads left to plain loads where their slots would
+    make the ring shallower than it is without them."""
+    plans = [plan_loop(loop, warps, arch, tma, side) for side in (True, False)]
+    for plan in plans:
+        if plan is not None:
+            plan.warp_specialized = wants_warp_specialization(plan, warps, arch)
+    plan, bare = plans
+    if plan is not None and plan.side and bare is not None:
+        return plan if stage_count(loop, module, plan, budget) >= stage_count(loop, module, bare, budget) else bare
+    return plan
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,8 @@ class Plan:
     share one buffer, side by side in each slot, in the order of their dots."""
     warp_specialized: bool = False
     """Whether a producer warpgroup fills the slots (warp_specialize.py): consumers release each slot themselves."""
+    side: int = 0
+    """How many of the loads no dot reads (`_side_block`: an attention's bias, read back from its slot)."""
 
     @property
     def dot_groups(self) -> int:
@@ -92,6 +94,11 @@ class Plan:
         """Shared memory of one slot of every buffer (and of its mbarrier with TMA)."""
         tiles = sum(tt.element_type(ld.result.type).bitwidth // 8 * tile_elements(ld.result) for ld in self.loads)
         return tiles + 8 * self.tma * (1 + self.warp_specialized)
+
+
+def _side_block(op: Operation, arch: str) -> bool:
+    """A 2-D descriptor load TMA can copy whose block no dot reads."""
+    return isinstance(op, tt.DescriptorLoadOp) and len(tt.shape_of(op.result.type)) == 2 and uses_tma([op], arch)
 
 
 def pure_slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation], set[int]] | None:
@@ -118,10 +125,11 @@ def pure_slice(values: Iterable[SSAValue], block: Block) -> tuple[set[Operation]
     return ops, carried
 
 
-def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | None:
-    """How to pipeline `loop`: its loads that feed only tensor-core dots (all by TMA when they can be, else
-    those with a zero `other` by cp.async), the carried values and pure ops their addresses need; None when
-    there are none or an address needs an impure op."""
+def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool, side: bool = True) -> Plan | None:
+    """How to pipeline `loop`: its loads that feed only tensor-core dots (all by TMA when they can be, with the
+    loop's other 2-D descriptor loads TMA can copy unless not `side`; else those with a zero `other` by cp.async),
+    the carried values and pure ops their addresses need; None when there are none or an address needs an impure
+    op."""
     block = loop.body.block
     candidates = [
         op for op in block.ops
@@ -129,6 +137,9 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | N
         and feeds_mma_only(op, num_warps, arch)
     ]
     tma = tma and uses_tma(candidates, arch)
+    dot_loads = len(candidates)
+    if tma and side:  # blocks other ops read (an attention's bias) ride in the same ring, read back from their slot
+        candidates = [op for op in block.ops if op in candidates or _side_block(op, arch)]
     loads = candidates if tma else [op for op in candidates if is_zero(op.other)]
     if not loads:
         return None
@@ -150,7 +161,7 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool) -> Plan | N
     ordered = [op for op in block.ops if op in ops]
     dots = _async_dots(block, loads, num_warps, arch)
     together = issued_together(dots, loads, num_warps) if tma else []
-    return Plan(loop, loads, sorted(carried), ordered, dots, tma, together=together)
+    return Plan(loop, loads, sorted(carried), ordered, dots, tma, together=together, side=len(loads) - dot_loads)
 
 
 def issued_together(dots: list[tt.DotOp], loads: list[Load], num_warps: int) -> list[list[Load]]:
