@@ -177,7 +177,7 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         if not (self.blocks.persistent and self.sm_count and self.specializes()):
             return self._query_block(count), self.em.emit(tt.ProgramIdOp(1))
         em, tile = self.em, self.em.emit(tt.ProgramIdOp(0))
-        if self.att.causal_offset is None:  # a head's query blocks one after another: its keys stay in L2
+        if self.att.causal_offset is None or count == 1:  # a head's query blocks one after another: its keys stay in L2
             self.tiles = count * programs
             return em.mod_int(tile, count), em.div_int(tile, count)
         return self._causal_tile(tile, count, programs)
