@@ -30,6 +30,7 @@ from tinyton.dialects import tt as ttd
 from tinyton.frontend.tracing import trace
 from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.fusion.matmul_tiles import (
+    SIBLING_WARP_SPECIALIZED_CANDIDATES,
     WARP_SPECIALIZE_ENV,
     WARP_SPECIALIZED_CANDIDATES,
     MatmulProblem,
@@ -328,6 +329,9 @@ def test_the_tuner_measures_warp_specialised_tiles_on_hopper(monkeypatch):
     assert {t for t in candidates(problem, warp_specialize=True) if t.warp_specialize} == {
         t.fit(problem) for t in WARP_SPECIALIZED_CANDIDATES}
     assert not any(t.warp_specialize for t in candidates(MatmulProblem(1, 16, 4096, 4096, "bfloat16"), True))
+    siblings = MatmulProblem(1, 512, 18944, 3584, "bfloat16", dots=2)  # SwiGLU's gate and up: 128 registers at most
+    assert {t for t in candidates(siblings, warp_specialize=True) if t.warp_specialize} == {
+        MatmulTiles(128, 128, 64, 8, 4, warp_specialize=True), *SIBLING_WARP_SPECIALIZED_CANDIDATES}
     assert warp_specialized()
     monkeypatch.setenv(WARP_SPECIALIZE_ENV, "0")
     assert not warp_specialized()
@@ -336,8 +340,9 @@ def test_the_tuner_measures_warp_specialised_tiles_on_hopper(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.isolated
 @pytest.mark.parametrize("fn, tiles", [(gelu_linear, WIDE), (swiglu, PAIR), (gelu_linear, MatmulTiles(128, 128, 64, 8, 2, warp_specialize=True)),
-                                       (gelu_linear, MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True))],
-                         ids=["gelu", "swiglu", "two-stages", "two-an-sm"])
+                                       (gelu_linear, MatmulTiles(128, 128, 64, 4, 2, warp_specialize=True)),
+                                       (swiglu, SIBLING_WARP_SPECIALIZED_CANDIDATES[0])],
+                         ids=["gelu", "swiglu", "two-stages", "two-an-sm", "swiglu-two-an-sm"])
 @pytest.mark.parametrize("programs", [None, 2], ids=["an-sm-each", "two-programs"])
 def test_split_array_kernels_match_numpy_on_the_gpu(monkeypatch, fn, tiles, programs):
     """300 rows, 520 columns, K 264: masked row and column blocks, a ragged last K step zero-filled by TMA; with

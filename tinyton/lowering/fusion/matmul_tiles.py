@@ -170,6 +170,12 @@ themselves, no slot is kept for the dots in flight; the last, one consumer warpg
 programs on an SM, one's epilogue beside the other's dots: `persistent.programs_sharing_an_sm`), measured beside
 CANDIDATES on Hopper (`candidates(..., warp_specialize=True)`) unless `TINYTON_WARP_SPECIALIZE=0`."""
 
+SIBLING_WARP_SPECIALIZED_CANDIDATES: tuple[MatmulTiles, ...] = (MatmulTiles(128, 64, 64, 4, 2, warp_specialize=True),)
+"""For sibling dots (SwiGLU's gate and up), beside WARP_SPECIALIZED_CANDIDATES (whose one-warpgroup tile would hold
+two 128 x 128 accumulators, 256 registers a thread): one consumer warpgroup whose two 128 x 64 accumulators take 128,
+issued as one 128-wide wgmma, on two stages (80 KiB with the output tile), so that two programs share an SM and one's
+epilogue runs beside the other's dots (ptxas, sm_90a: nothing spilled at Qwen2.5-7B's 512 x 18944 x 3584)."""
+
 FLOAT8_CANDIDATES: tuple[MatmulTiles, ...] = (
     MatmulTiles(128, 128, 128, 8, 4),
     MatmulTiles(128, 128, 128, 8, 4, warp_specialize=True),
@@ -349,7 +355,8 @@ def accumulator_registers(p: MatmulProblem, t: MatmulTiles) -> int:
 
 def candidates(p: MatmulProblem, warp_specialize: bool = False, hopper: bool = False) -> list[MatmulTiles]:
     """The CANDIDATES (and for few rows the SKINNY_CANDIDATES whose stages fit, with their split-K forms, on a
-    `hopper` GPU the PADDED_SKINNY_CANDIDATES too; with `warp_specialize`, the WARP_SPECIALIZED_CANDIDATES; for
+    `hopper` GPU the PADDED_SKINNY_CANDIDATES too; with `warp_specialize`, the WARP_SPECIALIZED_CANDIDATES, for
+    sibling dots the SIBLING_WARP_SPECIALIZED_CANDIDATES too; for
     float8, the FLOAT8_CANDIDATES) fit to `p`, without those whose accumulators would spill (the smallest if all
     would)."""
     skinny = [t.fit(p) for t in SKINNY_CANDIDATES] if p.m <= SKINNY_ROWS else []
@@ -361,7 +368,8 @@ def candidates(p: MatmulProblem, warp_specialize: bool = False, hopper: bool = F
     skinny += [split for t in skinny for split in split_k_candidates(p, t)]
     gemv = [t.fit(p) for t in GEMV_CANDIDATES] if p.m == 1 else []
     gemv = [t for t in gemv if gemv_registers(p, t) <= GEMV_REGISTERS]
-    large = [t.fit(p) for t in WARP_SPECIALIZED_CANDIDATES] if warp_specialize and p.m > SKINNY_ROWS else []
+    specialized = (*WARP_SPECIALIZED_CANDIDATES, *(SIBLING_WARP_SPECIALIZED_CANDIDATES if p.dots > 1 else ()))
+    large = [t.fit(p) for t in specialized] if warp_specialize and p.m > SKINNY_ROWS else []
     if p.dtype in FLOAT8_NAMES and p.m > SKINNY_ROWS:
         large += [t.fit(p) for t in FLOAT8_CANDIDATES if warp_specialize or not t.warp_specialize]
     tiles = list(dict.fromkeys([*(t.fit(p) for t in CANDIDATES), *large, *skinny, *gemv]))
