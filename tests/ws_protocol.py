@@ -63,6 +63,8 @@ class Run:
     barriers: dict[tuple[SSAValue, int], Mbarrier] = field(default_factory=dict)
     slots: dict[tuple[SSAValue, int, int], tuple] = field(default_factory=dict)
     reading: dict[tuple[SSAValue, int], tuple] = field(default_factory=dict)
+    released_by: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """Each buffer's `empty` mbarriers: those the producer waited on before copying into it."""
     reads: int = 0
     copies: int = 0
 
@@ -74,9 +76,11 @@ def _value(env: dict[SSAValue, object], v: SSAValue, what: str) -> int:
     return int(value)
 
 
-def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run,
-             counters: tuple[int, ...]) -> Generator[None, None, list[object]]:
-    """Run `ops` (a block's); yield while a wait cannot pass; give the operands of the block's yield."""
+def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run, counters: tuple[int, ...],
+             waited: list[SSAValue] | None = None) -> Generator[None, None, list[object]]:
+    """Run `ops` (a block's); yield while a wait cannot pass; give the operands of the block's yield. `waited`
+    holds the role's last waited mbarriers (the producer's `empty` ones guard the buffers it then copies into)."""
+    waited = [] if waited is None else waited
     for op in ops:
         if isinstance(op, scf.YieldOp):
             return [env.get(v) for v in op.operands]
@@ -87,7 +91,7 @@ def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run,
             for i in range(lb, ub, step):
                 env[body.args[0]] = i
                 env.update(zip(body.args[1:], carried))
-                carried = yield from _execute(body.ops, env, run, (*counters, i))
+                carried = yield from _execute(body.ops, env, run, (*counters, i), waited)
             env.update(zip(op.results, carried))
         elif isinstance(op, tt.ConstantOp) and not isinstance(op.result.type, TensorType):
             value = op.value
@@ -108,11 +112,13 @@ def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run,
             parity = _value(env, op.phase, "wait's phase")
             while not barrier.passed(parity):
                 yield
+            waited[:] = [op.barriers]
         elif isinstance(op, tt.TmaCopyOp):
             slot = _value(env, op.slot, "copy's slot")
             if (op.buffer, slot) in run.reading:
                 raise ProtocolError(f"the producer overwrites slot {slot} at {counters} before the consumers released it")
             run.slots[op.buffer, slot, op.part_index] = counters
+            run.released_by[op.buffer] = waited[0] if waited else None
             run.copies += 1
         elif isinstance(op, tt.TmaArriveOp):
             if _value(env, op.valid, "arrival's condition"):
@@ -128,7 +134,7 @@ def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run,
             if _value(env, op.valid, "release's condition"):
                 slot = _value(env, op.slot, "released slot")
                 for buffer, held in list(run.reading):
-                    if held == slot:
+                    if held == slot and run.released_by.get(buffer) is op.barriers:
                         del run.reading[buffer, held]
                 for _ in range(run.consumer_warps):
                     run.barriers[op.barriers, slot].arrive()

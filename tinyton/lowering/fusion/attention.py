@@ -67,6 +67,8 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.masked_score: SSAValue | None = None
         self.scalars = {}
         self.score_tiles = {}
+        self.last_values: SSAValue | None = None
+        """The overlapped loops' last value block, read before them (`_specialized_loop`)."""
         out_shape = shape_of(out.type)
         self.batch = out_shape[:-2]
         self.s_q, self.d_v = out_shape[-2:]
@@ -99,7 +101,11 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         queries = em.mod_int(rows, self.s_q) if self.packed else rows  # what masks and biases index
         d_cols, dv_cols = em.arange(self.dp, 2, 1), em.arange(self.dvp, 2, 1)
         q_ok = em.and_(row_ok, self._below(d_cols, self.dp, self.d))
-        q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, att.q)
+        q_view = self.descriptor_view(att.q) if self.tiles else None
+        if q_view is not None:  # a persistent kernel's producer copies it a tile ahead (warp_specialize._tile_ring)
+            q = self.descriptor_rows(att.q.base, q_view, start, self.bm, self.d, self.dp, past_rows=True)
+        else:
+            q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, att.q)
         if self.blocks.broadcast:  # `[BM, 1, D]` f32 before the KV loop: loaded in the layout the products read
             q = em.expand(em.cast(q, f32), 1)
         self.prepare_scale()

@@ -104,6 +104,7 @@ class _Backward(_Program):
         self.group = tuple(bwd.group_axes)
         self.packed = ()
         self.score_tiles = {}
+        self.last_values = None
 
     # ---- addressing -------------------------------------------------------------------------------
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:

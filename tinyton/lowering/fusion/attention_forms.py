@@ -40,6 +40,8 @@ class FlashAttention3Forms:
     coords: list[SSAValue]
     pointers: dict[SSAValue, SSAValue]
     score_tiles: dict[SSAValue, SSAValue]
+    last_values: SSAValue | None
+    tiles: int
     start: SSAValue
     score_shape: tuple[int, int]
     s_q: int
@@ -95,13 +97,19 @@ class FlashAttention3Forms:
         """The overlapped loops' last `p @ v`: the value block of their last step, `max((end - 1) // BN, 0)`
         blocks in (with no step, `p` is 0 and the first block serves)."""
         em = self.em
-        if isinstance(end, int):
-            last = em.i32(max((end - 1) // self.bn * self.bn, 0))
-        else:
-            blocks = em.div_int(em.binary(tt.SubOp, end, em.i32(1)), self.bn)
-            last = em.binary(tt.MaximumOp, em.mul_int(blocks, self.bn), em.i32(0))
+        last = self._last_block(end)
+        if self.last_values is not None:  # read before the loop (`_specialized_loop`)
+            return [m, total, self._weighted_values(p, self.last_values, acc)]
         bound = em.i32(self.s_kv) if self.s_kv % self.bn else None
         return [m, total, self._weighted_values(p, self._value_block(last, bound, dv_cols), acc)]
+
+    def _last_block(self, end: int | SSAValue) -> SSAValue:
+        """The start of the overlapped loops' last value block, `max((end - 1) // BN, 0)` blocks in."""
+        em = self.em
+        if isinstance(end, int):
+            return em.i32(max((end - 1) // self.bn * self.bn, 0))
+        blocks = em.div_int(em.binary(tt.SubOp, end, em.i32(1)), self.bn)
+        return em.binary(tt.MaximumOp, em.mul_int(blocks, self.bn), em.i32(0))
 
     def _specialized_loop(self, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
                           carried: list[SSAValue], split: int | SSAValue, end: int | SSAValue) -> list[SSAValue] | None:
@@ -123,6 +131,8 @@ class FlashAttention3Forms:
         em = self.em
         needs_mask = att.causal_offset is not None or self.s_kv % self.bn != 0
         unmasked_end = split if isinstance(split, SSAValue) else em.i32(split)
+        if blocks.overlap and self.tiles:  # a persistent kernel's producer copies it a tile ahead, with q
+            self.last_values = self._descriptor_rows(att.v, v_view, self._last_block(end), self.d_v, self.dvp)
 
         def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
             masked = em.cmp("ge", j, unmasked_end) if needs_mask else False

@@ -108,23 +108,25 @@ class BlockReads:
         return view if len(lead) + 2 <= MAX_DESCRIPTOR_RANK else None
 
     def descriptor_rows(self, value: SSAValue, view: QView, start: SSAValue, count: int, width: int,
-                        padded: int) -> SSAValue:
+                        padded: int, past_rows: bool = False) -> SSAValue:
         """`count` rows from `start` of `value`'s `[..., rows, width]` array in memory, read through `view`
         (`descriptor_view`), as a `[count, padded]` `tt.descriptor_load` (its batch dims of more than one entry, then
-        rows and the last dim: TMA's box on sm_90), as stored; rows past the array's and columns past `width` read 0."""
-        return self.descriptor_block(value, view, (start, self.em.i32(0)), (count, padded), width)
+        rows and the last dim: TMA's box on sm_90), as stored; rows past the array's and columns past `width` read 0
+        (`past_rows`: whole blocks may start past the rows)."""
+        return self.descriptor_block(value, view, (start, self.em.i32(0)), (count, padded), width, past_rows)
 
     def descriptor_block(self, value: SSAValue, view: QView, start: tuple[SSAValue, SSAValue], box: tuple[int, int],
-                         width: int) -> SSAValue:
+                         width: int, past_rows: bool = False) -> SSAValue:
         """The `box` (rows, columns) of `value`'s `[..., rows, width]` array in memory from the (row, column) `start`,
-        read through `view` (`descriptor_view`) as a `tt.descriptor_load`, as stored; past the array it reads 0."""
+        read through `view` (`descriptor_view`) as a `tt.descriptor_load`, as stored; past the array it reads 0 (rows
+        are masked where the extent is no multiple of the box's, or `past_rows`)."""
         em = self.em
         lead = [(i, n, st) for i, (n, st) in enumerate(zip(view.shape[:-2], view.strides[:-2])) if n > 1 and st]
         first = len(self.batch) - len(view.shape[:-2])
         rows = em.binary(tt.AddOp, em.to_shape(start[0], (box[0], 1)), em.arange(box[0], 2, 0))
         cols = em.binary(tt.AddOp, em.to_shape(start[1], (1, box[1])), em.arange(box[1], 2, 1))
         extent = view.shape[-2]
-        mask = em.and_(em.cmp("lt", rows, em.i32(extent)) if extent % box[0] else None,
+        mask = em.and_(em.cmp("lt", rows, em.i32(extent)) if extent % box[0] or past_rows else None,
                        em.cmp("lt", cols, em.i32(width)) if width % box[1] else None)
         ptrs = self.block_pointers(value, rows, cols, view.strides[-2], 1, view)
         element = element_type(self.pointers[value].type).pointee

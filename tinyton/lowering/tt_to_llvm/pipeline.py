@@ -281,7 +281,7 @@ def pipeline_module(
             continue
         budget -= (stages + plan.extra_slots) * plan.stage_bytes
         if plan.warp_specialized:
-            specialize_loop(plan, stages, warps, programs_per_sm(module))
+            specialize_loop(plan, stages, warps, programs_per_sm(module), arch, budget)
             new_loop = plan.loop  # the consumers' loop
         else:
             new_loop = pipeline_loop(plan, stages)

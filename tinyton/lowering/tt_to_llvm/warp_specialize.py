@@ -30,7 +30,10 @@ loop-carried values or loads) are pipelined as usual: like Triton's, the attribu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from math import prod
 
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import IntegerAttr, i1, i32
@@ -50,7 +53,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     keep_in_flight,
 )
 from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan, pure_slice
-from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
+from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma, uses_tma
 
 MOST_REGISTERS = 248
 """Most registers a thread may hold in `setmaxnreg`'s steps of 8 (255 is the hardware's most)."""
@@ -115,22 +118,24 @@ def _writes(op: Operation) -> bool:
     return effects is None or any(e.kind == MemoryEffectKind.WRITE for e in effects)
 
 
-def _tile_slice(plan: Plan, outer: scf.ForOp) -> list[Operation] | None:
-    """The pure ops of the tile loop's body that the K loop's bounds and copies need (body order), or None when
-    they need a value carried by the tile loop or an op that is not pure (a load)."""
+def _tile_slice(plan: Plan, outer: scf.ForOp, tile_loads: Sequence[tt.DescriptorLoadOp] = ()) -> list[Operation] | None:
+    """The pure ops of the tile loop's body that the K loop's bounds and copies need, and those of `tile_loads`
+    (body order), or None when they need a value carried by the tile loop or an op that is not pure (a load)."""
     loop = plan.loop
     roots = [loop.lb, loop.ub, loop.step, *(loop.iter_args[i] for i in plan.carried)]
     roots += [v for op in plan.ops for v in op.operands]
-    roots += [v for ld in plan.loads for v in (ld.base, *ld.shape, *ld.strides, *ld.offsets)]  # what TMA reads
+    roots += [v for ld in [*plan.loads, *tile_loads] for v in (ld.base, *ld.shape, *ld.strides, *ld.offsets)]  # what TMA reads
     found = pure_slice(roots, outer.body.block)
     if found is None or found[1]:
         return None
     return [op for op in outer.body.block.ops if op in found[0]]
 
 
-def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1) -> None:
+def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1, arch: str = "sm_90a",
+                    spare_shared: int = 0) -> None:
     """Rewrite `plan`'s loop (and its tile loop) and the rest of its kernel into a producer and consumers
-    (`per_sm` programs sharing an SM's registers)."""
+    (`per_sm` programs sharing an SM's registers; `spare_shared` bytes left beside the ring for the tile loads'
+    slots, `_tile_ring`)."""
     loop = plan.loop
     outer = tile_loop(loop)
     site = outer or loop
@@ -142,10 +147,11 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1) ->
     before.add(tt.BarrierInitOp(full))
     before.add(tt.BarrierInitOp(empty, num_warps))
     ring = _Ring(stages, slot_buffers, full, empty)
+    tiles = _tile_ring(before, plan, outer, arch, spare_shared, num_warps) if outer is not None else None
     producer = Block()
     start = Builder(producer, None)
     zero = start.value(constant(0))
-    start.add(_produce(plan, ring, {}, zero, zero) if outer is None else _produce_tiles(plan, outer, ring, zero))
+    start.add(_produce(plan, ring, {}, zero, zero) if outer is None else _produce_tiles(plan, outer, ring, zero, tiles))
     consumer = Block()
     rest = [op for op in kernel.ops if site.is_before_in_block(op) and not isinstance(op, func.ReturnOp)]
     for op in [site, *rest]:
@@ -155,7 +161,7 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1) ->
     if outer is None:
         _consume(plan, ring, zero, zero)
     else:
-        _consume_tiles(plan, outer, ring, zero)
+        _consume_tiles(plan, outer, ring, zero, tiles)
     registers = consumer_registers(num_warps, per_sm)
     split = tt.WarpSpecializeOp(Region(producer), Region(consumer), PRODUCER_REGISTERS, registers)
     kernel.insert_op_before(split, kernel.last_op)
@@ -163,12 +169,62 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1) ->
 
 @dataclass(frozen=True)
 class _Ring:
-    """The slots' buffers (per load: buffer, part) and their `full` and `empty` mbarriers."""
+    """The slots' buffers (per load: buffer, part) and their `full` and `empty` mbarriers; for a tile ring, the
+    tile loop's loads it takes (`_tile_ring`)."""
 
     slots: int
     buffers: list[tuple[SSAValue, int]]
     full: SSAValue
     empty: SSAValue
+    loads: tuple[tt.DescriptorLoadOp, ...] = ()
+
+
+def _tile_loads(plan: Plan, outer: scf.ForOp, arch: str) -> list[tt.DescriptorLoadOp]:
+    """The tile loop's 2-D descriptor loads before its K loop that TMA can copy and whose operands the producer can
+    compute (an attention's q block, the scores' left operand, and the value block of its last product)."""
+    loop, block = plan.loop, outer.body.block
+    found = []
+    for op in block.ops:
+        if op is loop:
+            break
+        if not (isinstance(op, tt.DescriptorLoadOp) and len(tt.shape_of(op.result.type)) == 2 and uses_tma([op], arch)):
+            continue
+        sliced = pure_slice([*op.offsets, *op.shape, *op.strides], block)
+        if sliced is not None and not sliced[1]:
+            found.append(op)
+    return found
+
+
+def _sink(op: Operation) -> None:
+    """Move `op` down its block to just before the first op that reads its result (or holds a reader)."""
+    block = op.parent_block()
+    assert block is not None
+    users = [use.operation for use in op.results[0].uses]
+    first = next(o for o in block.ops if any(o.is_ancestor(u) for u in users))
+    op.detach()
+    block.insert_op_before(op, first)
+
+
+def _tile_ring(before: Builder, plan: Plan, outer: scf.ForOp, arch: str, spare: int, num_warps: int) -> _Ring | None:
+    """Slots for the tile loads (`_tile_loads`) the producer copies a tile ahead, with their `full` and `empty`
+    mbarriers: two for the first of them that fit so in `spare` bytes of shared memory (the next tile's blocks
+    arrive while the consumers finish this one), else one for those that fit so (they arrive once the consumers
+    released the slot); None for none. The loads left out stay the consumers'."""
+    found = _tile_loads(plan, outer, arch)
+    sizes = list(accumulate(tt.element_type(ld.result.type).bitwidth // 8 * prod(tt.shape_of(ld.result.type))
+                            for ld in found))
+    slots = 2 if sizes and 2 * sizes[0] <= spare else 1
+    loads = [ld for ld, total in zip(found, sizes) if slots * total <= spare]
+    for load in found[len(loads):]:  # the consumers' loads: where they are first read, not held across the K loop
+        _sink(load)
+    if not loads:
+        return None
+    tile_buffers = [(before.value(tt.LocalAllocOp(slots, tt.shape_of(ld.result.type), tt.element_type(ld.result.type))), 0)
+                    for ld in loads]
+    full, empty = (before.value(tt.BarrierAllocOp(slots)) for _ in range(2))
+    before.add(tt.BarrierInitOp(full))
+    before.add(tt.BarrierInitOp(empty, num_warps))
+    return _Ring(slots, tile_buffers, full, empty, tuple(loads))
 
 
 def _produce(
@@ -196,17 +252,26 @@ def _produce(
     return scf.ForOp(rename(loop.lb), rename(loop.ub), rename(loop.step), inits, Region(body))
 
 
-def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) -> scf.ForOp:
-    """The tile loop with only what the K loop's copies need, the slot and phase carried across the tiles."""
+def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue, tiles: _Ring | None) -> scf.ForOp:
+    """The tile loop with only what the K loop's copies (and the tile ring's) need, the slot and phase of each ring
+    carried across the tiles; each tile's loads are copied before its K loop's."""
     old = outer.body.block
-    body = Block(arg_types=[i32, i32, i32])
+    carried = 4 if tiles is not None else 2
+    body = Block(arg_types=[i32] * (1 + carried))
     b = Builder(body, None)
     mapping: dict[SSAValue, SSAValue] = {old.args[0]: body.args[0]}
-    for op in _tile_slice(plan, outer) or []:
+    for op in _tile_slice(plan, outer, tiles.loads if tiles else ()) or []:
         b.add(op.clone(value_mapper=mapping))
-    inner = b.add(_produce(plan, ring, mapping, *body.args[1:]))
-    b.add(scf.YieldOp(*inner.results[-2:]))
-    return scf.ForOp(outer.lb, outer.ub, outer.step, [zero, zero], Region(body))
+    state: list[SSAValue] = []
+    if tiles is not None:
+        slot, phase = body.args[3:5]
+        b.add(tt.BarrierWaitOp(tiles.empty, slot, b.value(tt.SubOp(b.value(constant(1)), phase))))
+        issue_tma(b.add, tiles.loads, mapping, tiles.buffers, tiles.full, slot,
+                  b.value(tt.ConstantOp(IntegerAttr(1, 1), i1)))
+        state = [advance(b, slot, tiles.slots), flip(b, phase, slot, tiles.slots)]
+    inner = b.add(_produce(plan, ring, mapping, *body.args[1:3]))
+    b.add(scf.YieldOp(*inner.results[-2:], *state))
+    return scf.ForOp(outer.lb, outer.ub, outer.step, [zero] * carried, Region(body))
 
 
 def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -248,13 +313,29 @@ def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tupl
     return slot_out, phase_out
 
 
-def _consume_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue) -> None:
-    """`_consume` inside the tile loop, the slot and phase carried across the tiles."""
+def _consume_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue, tiles: _Ring | None) -> None:
+    """`_consume` inside the tile loop, the slot and phase carried across the tiles; the tile ring's blocks read
+    from their slot once it is full, and the slot released at the tile's end."""
     body = outer.body.block
     slot = body.insert_arg(i32, len(body.args))
     phase = body.insert_arg(i32, len(body.args))
+    tile_state: list[SSAValue] = []
+    if tiles is not None:
+        tile_slot = body.insert_arg(i32, len(body.args))
+        tile_phase = body.insert_arg(i32, len(body.args))
+        b = Builder(body, tiles.loads[0])
+        b.add(tt.BarrierWaitOp(tiles.full, tile_slot, tile_phase))
+        for load, (buffer, part) in zip(tiles.loads, tiles.buffers):
+            load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, tile_slot, part)))
+        for load in tiles.loads:
+            load.detach()
+            load.erase()
     slot_out, phase_out = _consume(plan, ring, slot, phase)
-    carry(outer, [zero, zero], [slot_out, phase_out])
+    if tiles is not None:  # released at the tile's end, every dot reading the slot waited for
+        end = Builder(body, body.last_op)
+        end.add(tt.BarrierArriveOp(tiles.empty, tile_slot, end.value(tt.ConstantOp(IntegerAttr(1, 1), i1))))
+        tile_state = [advance(end, tile_slot, tiles.slots), flip(end, tile_phase, tile_slot, tiles.slots)]
+    carry(outer, [zero] * (2 + len(tile_state)), [slot_out, phase_out, *tile_state])
 
 
 def _previous(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
