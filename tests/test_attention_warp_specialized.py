@@ -142,7 +142,7 @@ def test_a_bias_block_rides_in_the_ring(monkeypatch, attention_blocks, backend, 
     q, k, v = (randn(rng, 2, 3, s, d, dtype=np.float16) for _ in range(3))
     bias = randn(rng, s, s, dtype=np.float16)
     program = biased_attention.compile(q, k, v, bias)
-    assert _kv_loop(program).count("tt.descriptor_load") == 3
+    assert _kv_loop(program).count("tt.descriptor_load") == 4  # k, v and the bias a step; the last value block
     want = reference(q, k, v, 0.125, bias.astype(np.float64), True)
     np.testing.assert_allclose(program(q, k, v, bias), want, rtol=2e-2, atol=2e-2)
 
@@ -255,6 +255,29 @@ def test_the_persistent_producer_copies_each_tiles_q_ahead(attention_blocks, bn,
     assert kernel.n_spills == 0
 
 
+@pytest.mark.parametrize("d, bn", [(64, 64), (128, 128), (256, 64)])
+def test_the_producer_copies_the_last_value_block_first(attention_blocks, d, bn):
+    """The overlapped loop's last `p @ v` reads the value block of its last step after the loop: the producer copies
+    it into a slot of its own before the ring's blocks (the consumers waited a memory latency for it at the end of
+    each program); where no producer runs (sm_80), the load stays after the loop, not held across it."""
+    attention_blocks(_specialized(bn=bn, stages=2 if d > 64 else 3, overlap=True, pingpong=True))
+    q = np.zeros((2, 3, 384, d), np.float16)
+    launch = causal_attention.compile(q, q, q).steps[0].launch
+    module = launch.module.clone()
+    pipeline_module(module, 227 * 1024, num_warps=launch.num_warps, arch="sm_90a")
+    split = next(op for op in module.walk() if isinstance(op, ttd.WarpSpecializeOp))
+    (first,) = [op for op in split.producer.block.ops if isinstance(op, ttd.TmaCopyOp)]
+    assert first.base.name_hint == "v" and not any(isinstance(op, ttd.DescriptorLoadOp) for op in split.consumer.walk())
+    for program in range(3):
+        copied, read = check(module, program)
+        assert copied == read > 0
+    module = launch.module.clone()
+    pipeline_module(module, 163 * 1024, num_warps=launch.num_warps, arch="sm_80")
+    (load,) = [op for op in module.walk() if isinstance(op, ttd.DescriptorLoadOp) and op.parent_op() is not None
+               and not isinstance(op.parent_op(), scf.ForOp)]
+    assert not any(isinstance(op, scf.ForOp) and load.is_before_in_block(op) for op in load.parent_block().ops)
+
+
 @needs_ptxas
 def test_the_producer_copies_the_bias_blocks(attention_blocks):
     """sm_90a: a bias block is one more TMA copy a step in the producer's loop (its slots sized for it, nothing
@@ -268,4 +291,5 @@ def test_the_producer_copies_the_bias_blocks(attention_blocks):
     assert kernel.n_spills == 0
     producer = ptx[ptx.index("setmaxnreg.dec"): ptx.index("setmaxnreg.inc")]
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
-    assert producer.count("cp.async.bulk.tensor") % 3 == 0 and consumers.count("ld.global") <= 4
+    # the last product's value block once, then k, v and the bias at each copy site
+    assert (producer.count("cp.async.bulk.tensor") - 1) % 3 == 0 and consumers.count("ld.global") <= 4

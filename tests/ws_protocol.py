@@ -63,6 +63,8 @@ class Run:
     barriers: dict[tuple[SSAValue, int], Mbarrier] = field(default_factory=dict)
     slots: dict[tuple[SSAValue, int, int], tuple] = field(default_factory=dict)
     reading: dict[tuple[SSAValue, int], tuple] = field(default_factory=dict)
+    tma_buffers: set[SSAValue] = field(default_factory=set)
+    """The buffers TMA copies fill (the slots the protocol guards)."""
     released_by: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Each buffer's `empty` mbarriers: those the producer waited on before copying into it."""
     reads: int = 0
@@ -123,7 +125,7 @@ def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run, co
         elif isinstance(op, tt.TmaArriveOp):
             if _value(env, op.valid, "arrival's condition"):
                 run.barriers[op.barriers, _value(env, op.slot, "arrival's slot")].arrive()
-        elif isinstance(op, tt.LocalLoadOp):
+        elif isinstance(op, tt.LocalLoadOp) and op.buffer in run.tma_buffers:  # not a cp.async copy's buffer
             slot = _value(env, op.slot, "read's slot")
             written = run.slots.get((op.buffer, slot, op.part_index))
             if written != counters:
@@ -149,6 +151,7 @@ def check(module, program_id: int = 0, arguments: dict[int, int] | None = None,
     kernel = split.parent_block()
     inits = [op for op in kernel.ops if isinstance(op, tt.BarrierInitOp)]
     run = Run(program_id, max(op.arrival_count for op in inits))
+    run.tma_buffers = {op.buffer for op in module.walk() if isinstance(op, tt.TmaCopyOp)}
     for init in inits:
         for s in range(init.barriers.type.get_shape()[0]):
             run.barriers[init.barriers, s] = Mbarrier(init.arrival_count)

@@ -131,7 +131,7 @@ class FlashAttention3Forms:
         em = self.em
         needs_mask = att.causal_offset is not None or self.s_kv % self.bn != 0
         unmasked_end = split if isinstance(split, SSAValue) else em.i32(split)
-        if blocks.overlap and self.tiles:  # a persistent kernel's producer copies it a tile ahead, with q
+        if blocks.overlap:  # the producer copies it before the loop's blocks (a tile ahead, with q, when persistent)
             self.last_values = self._descriptor_rows(att.v, v_view, self._last_block(end), self.d_v, self.dvp)
 
         def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:

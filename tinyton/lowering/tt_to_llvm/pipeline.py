@@ -79,7 +79,7 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
 )
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 from tinyton.lowering.tt_to_llvm.tma import staged_store_bytes
-from tinyton.lowering.tt_to_llvm.warp_specialize import specialize_loop, wants_warp_specialization
+from tinyton.lowering.tt_to_llvm.warp_specialize import specialize_loop, wants_warp_specialization, writes_memory
 from tinyton.lowering.tt_to_llvm.warpgroup_turns import take_turns
 
 DEFAULT_SHARED_LIMIT = 48 * 1024
@@ -293,6 +293,23 @@ def pipeline_module(
             pipelined.add(new_loop)
     for read in hoisted:
         _wait_before_first_use(read, pipelined)
+    _sink_past_loops(module)
+
+
+def _sink_past_loops(module: ModuleOp) -> None:
+    """A descriptor load no producer took whose readers all come after a loop that follows it (and writes no memory)
+    moves past the loop: held in registers across it, its block would cost the loop's registers (the overlapped
+    attention's last value block where no producer copies it)."""
+    for load in [op for op in module.walk() if isinstance(op, tt.DescriptorLoadOp)]:
+        block, users = load.parent_block(), [use.operation for use in load.result.uses]
+        if block is None or not users:
+            continue
+        first = next(op for op in block.ops if any(op.is_ancestor(u) for u in users))
+        loops = [op for op in block.ops if isinstance(op, scf.ForOp) and load.is_before_in_block(op)
+                 and op.is_before_in_block(first)]
+        if loops and not any(writes_memory(op) for loop in loops for op in loop.body.walk()):
+            load.detach()
+            block.insert_op_before(load, first)
 
 
 def _plan(loop: scf.ForOp, module: ModuleOp, warps: int, arch: str, tma: bool, budget: int) -> Plan | None:

@@ -105,10 +105,10 @@ def wants_warp_specialization(plan: Plan, num_warps: int, arch: str) -> bool:
     site = outer or loop
     block = site.parent_block()
     assert block is not None
-    return not any(_writes(op) for op in block.ops if op.is_before_in_block(site))
+    return not any(writes_memory(op) for op in block.ops if op.is_before_in_block(site))
 
 
-def _writes(op: Operation) -> bool:
+def writes_memory(op: Operation) -> bool:
     """Whether `op` may write global memory (the producer warps run what precedes the split too): an invariant
     operand's copy to shared memory (pipeline.py `_hoist`) may come first, every warp copying (the program's warps'
     layouts, the producer's warps repeating theirs) and all waiting for it before the split."""
@@ -147,11 +147,16 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1, ar
     before.add(tt.BarrierInitOp(full))
     before.add(tt.BarrierInitOp(empty, num_warps))
     ring = _Ring(stages, slot_buffers, full, empty)
-    tiles = _tile_ring(before, plan, outer, arch, spare_shared, num_warps) if outer is not None else None
+    tiles = _tile_ring(before, plan, outer, arch, spare_shared, num_warps)
     producer = Block()
     start = Builder(producer, None)
     zero = start.value(constant(0))
-    start.add(_produce(plan, ring, {}, zero, zero) if outer is None else _produce_tiles(plan, outer, ring, zero, tiles))
+    if outer is None:
+        if tiles is not None:  # the kernel's one tile: its blocks copied before the K loop's
+            _copy_tile(start, tiles, {}, zero, zero)
+        start.add(_produce(plan, ring, {}, zero, zero))
+    else:
+        start.add(_produce_tiles(plan, outer, ring, zero, tiles))
     consumer = Block()
     rest = [op for op in kernel.ops if site.is_before_in_block(op) and not isinstance(op, func.ReturnOp)]
     for op in [site, *rest]:
@@ -159,6 +164,8 @@ def specialize_loop(plan: Plan, stages: int, num_warps: int, per_sm: int = 1, ar
         consumer.add_op(op)
     zero = Builder(consumer, site).value(constant(0))
     if outer is None:
+        if tiles is not None:
+            _read_tile(Builder(consumer, site), tiles, zero, zero)
         _consume(plan, ring, zero, zero)
     else:
         _consume_tiles(plan, outer, ring, zero, tiles)
@@ -179,15 +186,21 @@ class _Ring:
     loads: tuple[tt.DescriptorLoadOp, ...] = ()
 
 
-def _tile_loads(plan: Plan, outer: scf.ForOp, arch: str) -> list[tt.DescriptorLoadOp]:
-    """The tile loop's 2-D descriptor loads before its K loop that TMA can copy and whose operands the producer can
-    compute (an attention's q block, the scores' left operand, and the value block of its last product)."""
-    loop, block = plan.loop, outer.body.block
+def _tile_loads(plan: Plan, outer: scf.ForOp | None, arch: str) -> list[tt.DescriptorLoadOp]:
+    """The 2-D descriptor loads before the K loop in the tile loop's body (or, without one, in the kernel's, read only
+    after the split) that TMA can copy and whose operands the producer can compute: an attention's q block, the scores'
+    left operand, and the value block of its last product."""
+    loop = plan.loop
+    block = loop.parent_block() if outer is None else outer.body.block
     found = []
-    for op in block.ops:
+    for op in block.ops if block is not None else ():
         if op is loop:
             break
         if not (isinstance(op, tt.DescriptorLoadOp) and len(tt.shape_of(op.result.type)) == 2 and uses_tma([op], arch)):
+            continue
+        if outer is None:  # what precedes the split both roles run: the producer has the operands
+            if all(loop.is_before_in_block(use.operation) for use in op.result.uses):
+                found.append(op)
             continue
         sliced = pure_slice([*op.offsets, *op.shape, *op.strides], block)
         if sliced is not None and not sliced[1]:
@@ -205,15 +218,17 @@ def _sink(op: Operation) -> None:
     block.insert_op_before(op, first)
 
 
-def _tile_ring(before: Builder, plan: Plan, outer: scf.ForOp, arch: str, spare: int, num_warps: int) -> _Ring | None:
+def _tile_ring(before: Builder, plan: Plan, outer: scf.ForOp | None, arch: str, spare: int,
+               num_warps: int) -> _Ring | None:
     """Slots for the tile loads (`_tile_loads`) the producer copies a tile ahead, with their `full` and `empty`
     mbarriers: two for the first of them that fit so in `spare` bytes of shared memory (the next tile's blocks
     arrive while the consumers finish this one), else one for those that fit so (they arrive once the consumers
-    released the slot); None for none. The loads left out stay the consumers'."""
+    released the slot; a kernel without a tile loop has one tile); None for none. The loads left out stay the
+    consumers'."""
     found = _tile_loads(plan, outer, arch)
     sizes = list(accumulate(tt.element_type(ld.result.type).bitwidth // 8 * prod(tt.shape_of(ld.result.type))
                             for ld in found))
-    slots = 2 if sizes and 2 * sizes[0] <= spare else 1
+    slots = 2 if outer is not None and sizes and 2 * sizes[0] <= spare else 1
     loads = [ld for ld, total in zip(found, sizes) if slots * total <= spare]
     for load in found[len(loads):]:  # the consumers' loads: where they are first read, not held across the K loop
         _sink(load)
@@ -265,13 +280,27 @@ def _produce_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue, ti
     state: list[SSAValue] = []
     if tiles is not None:
         slot, phase = body.args[3:5]
-        b.add(tt.BarrierWaitOp(tiles.empty, slot, b.value(tt.SubOp(b.value(constant(1)), phase))))
-        issue_tma(b.add, tiles.loads, mapping, tiles.buffers, tiles.full, slot,
-                  b.value(tt.ConstantOp(IntegerAttr(1, 1), i1)))
+        _copy_tile(b, tiles, mapping, slot, phase)
         state = [advance(b, slot, tiles.slots), flip(b, phase, slot, tiles.slots)]
     inner = b.add(_produce(plan, ring, mapping, *body.args[1:3]))
     b.add(scf.YieldOp(*inner.results[-2:], *state))
     return scf.ForOp(outer.lb, outer.ub, outer.step, [zero] * carried, Region(body))
+
+
+def _copy_tile(b: Builder, tiles: _Ring, mapping: dict[SSAValue, SSAValue], slot: SSAValue, phase: SSAValue) -> None:
+    """The producer's copy of a tile's blocks into `slot` once the consumers released it."""
+    b.add(tt.BarrierWaitOp(tiles.empty, slot, b.value(tt.SubOp(b.value(constant(1)), phase))))
+    issue_tma(b.add, tiles.loads, mapping, tiles.buffers, tiles.full, slot, b.value(tt.ConstantOp(IntegerAttr(1, 1), i1)))
+
+
+def _read_tile(b: Builder, tiles: _Ring, slot: SSAValue, phase: SSAValue) -> None:
+    """The consumers' wait for a tile's blocks in `slot`, which their loads then read from there."""
+    b.add(tt.BarrierWaitOp(tiles.full, slot, phase))
+    for load, (buffer, part) in zip(tiles.loads, tiles.buffers):
+        load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, slot, part)))
+    for load in tiles.loads:
+        load.detach()
+        load.erase()
 
 
 def _consume(plan: Plan, ring: _Ring, slot0: SSAValue, phase0: SSAValue) -> tuple[SSAValue, SSAValue]:
@@ -323,13 +352,7 @@ def _consume_tiles(plan: Plan, outer: scf.ForOp, ring: _Ring, zero: SSAValue, ti
     if tiles is not None:
         tile_slot = body.insert_arg(i32, len(body.args))
         tile_phase = body.insert_arg(i32, len(body.args))
-        b = Builder(body, tiles.loads[0])
-        b.add(tt.BarrierWaitOp(tiles.full, tile_slot, tile_phase))
-        for load, (buffer, part) in zip(tiles.loads, tiles.buffers):
-            load.result.replace_all_uses_with(b.value(tt.LocalLoadOp(buffer, tile_slot, part)))
-        for load in tiles.loads:
-            load.detach()
-            load.erase()
+        _read_tile(Builder(body, tiles.loads[0]), tiles, tile_slot, tile_phase)
     slot_out, phase_out = _consume(plan, ring, slot, phase)
     if tiles is not None:  # released at the tile's end, every dot reading the slot waited for
         end = Builder(body, body.last_op)
