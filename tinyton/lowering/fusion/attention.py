@@ -175,46 +175,6 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         first = self._kv_tiles(lb if isinstance(lb, SSAValue) else em.i32(lb), end, dv_cols)
         return em.for_loop(lb, ub, self.bn, [*carried, *first], body)[:3]
 
-    def _tile(self) -> tuple[SSAValue, SSAValue]:
-        """The query block and the batch program (the index `_batch_coords` decomposes) this program computes: its
-        program ids, or for a persistent kernel (`Blocks.persistent`, on the warp-specialised loop) those of the
-        tile `program_id(0)`, which `persist` makes the tile loop's index."""
-        count, programs = self.grid[0], self.grid[1]
-        if not (self.blocks.persistent and self.sm_count and self.specializes()):
-            return self._query_block(count), self.em.emit(tt.ProgramIdOp(1))
-        em, tile = self.em, self.em.emit(tt.ProgramIdOp(0))
-        if self.att.causal_offset is None or count == 1:  # a head's query blocks one after another: its keys stay in L2
-            self.tiles = count * programs
-            return em.mod_int(tile, count), em.div_int(tile, count)
-        return self._causal_tile(tile, count, programs)
-
-    def _causal_tile(self, tile: SSAValue, count: int, programs: int) -> tuple[SSAValue, SSAValue]:
-        """A persistent causal kernel's tile: causal query blocks differ in length (block b sees b + 1 key blocks),
-        and a fixed walk cannot start the next tile on whichever SM is free as the GPU does with a program a
-        tile, so each program runs blocks in pairs of one head that add up alike, `i` and `m - 1 - i` (m: the
-        even count of blocks under `count`; an odd count's last block runs beside an empty one), in two
-        consecutive turns; a wave's P programs take the next P pairs, the last wave's n pairs shared out over
-        its 2n tiles. Pairs of one head come one after another: a wave's heads' keys and values stay in L2."""
-        em = self.em
-        even = count - count % 2
-        pairs = even // 2 + count % 2
-        units = pairs * programs
-        self.tiles = 2 * units
-        p = min(self.tiles, self.sm_count)  # the programs `persist` launches
-        wave = em.div_int(tile, 2 * p)
-        turn = em.mod_int(tile, 2 * p)
-        n = em.binary(tt.MinimumOp, em.i32(p), em.binary(tt.SubOp, em.i32(units), em.mul_int(wave, p)))
-        unit = em.add(em.mul_int(wave, p), em.binary(tt.ModOp, turn, n))
-        second = em.cmp("ge", turn, n)
-        i, batch = em.mod_int(unit, pairs), em.div_int(unit, pairs)
-        if count % 2:  # the unpaired last block, then an empty block past the rows (`_kv_end` gives it no keys)
-            unpaired = em.cmp("eq", i, em.i32(even // 2))
-            long, short = em.select(unpaired, em.i32(count - 1), em.binary(tt.SubOp, em.i32(even - 1), i)), \
-                em.select(unpaired, em.i32(count), i)
-        else:
-            long, short = em.binary(tt.SubOp, em.i32(even - 1), i), i
-        return em.select(second, short, long), batch
-
     def _query_block(self, count: int) -> SSAValue:
         """Which of the `count` blocks of query rows this program computes. Causal programs go longest first
         (FlashAttention's order): the last query block sees every key, the first one block, so launched in row order

@@ -8,7 +8,8 @@ tuning candidate (`Blocks.overlap`, `Blocks.warp_specialize`):
   into a producer warpgroup filling an mbarrier-guarded ring and the consumer warpgroups
   (tinyton/lowering/tt_to_llvm/warp_specialize.py);
 - ping-pong: those consumer warpgroups issue each step's products in turns, so that one's softmax runs while the
-  other's products are on the tensor cores (tinyton/lowering/tt_to_llvm/warpgroup_turns.py).
+  other's products are on the tensor cores (tinyton/lowering/tt_to_llvm/warpgroup_turns.py);
+- persistent programs: one an SM walking over the tiles (`_tile`; the producer copies each tile's q a tile ahead).
 """
 
 from __future__ import annotations
@@ -63,8 +64,52 @@ class FlashAttention3Forms:
     _stored_view: Callable[..., QView | None]
     _below: Callable[..., SSAValue | None]
     block_pointers: Callable[..., SSAValue]
+    _query_block: Callable[..., SSAValue]
+    grid: tuple[int, int, int]
+    sm_count: int
+    rows: int
     descriptor_view: Callable[..., QView | None]
     descriptor_block: Callable[..., SSAValue]
+
+    def _tile(self) -> tuple[SSAValue, SSAValue]:
+        """The query block and the batch program (the index `_batch_coords` decomposes) this program computes: its
+        program ids, or for a persistent kernel (`Blocks.persistent`, on the warp-specialised loop) those of the
+        tile `program_id(0)`, which `persist` makes the tile loop's index."""
+        count, programs = self.grid[0], self.grid[1]
+        if not (self.blocks.persistent and self.sm_count and self.specializes()):
+            return self._query_block(count), self.em.emit(tt.ProgramIdOp(1))
+        em, tile = self.em, self.em.emit(tt.ProgramIdOp(0))
+        if self.att.causal_offset is None or count == 1:  # a head's query blocks one after another: its keys stay in L2
+            self.tiles = count * programs
+            return em.mod_int(tile, count), em.div_int(tile, count)
+        return self._causal_tile(tile, count, programs)
+
+    def _causal_tile(self, tile: SSAValue, count: int, programs: int) -> tuple[SSAValue, SSAValue]:
+        """A persistent causal kernel's tile: causal query blocks differ in length (block b sees b + 1 key blocks),
+        and a fixed walk cannot start the next tile on whichever SM is free as the GPU does with a program a
+        tile, so each program runs blocks in pairs of one head that add up alike, `i` and `m - 1 - i` (m: the
+        even count of blocks under `count`; an odd count's last block runs beside an empty one), in two
+        consecutive turns; a wave's P programs take the next P pairs, the last wave's n pairs shared out over
+        its 2n tiles. Pairs of one head come one after another: a wave's heads' keys and values stay in L2."""
+        em = self.em
+        even = count - count % 2
+        pairs = even // 2 + count % 2
+        units = pairs * programs
+        self.tiles = 2 * units
+        p = min(self.tiles, self.sm_count)  # the programs `persist` launches
+        wave = em.div_int(tile, 2 * p)
+        turn = em.mod_int(tile, 2 * p)
+        n = em.binary(tt.MinimumOp, em.i32(p), em.binary(tt.SubOp, em.i32(units), em.mul_int(wave, p)))
+        unit = em.add(em.mul_int(wave, p), em.binary(tt.ModOp, turn, n))
+        second = em.cmp("ge", turn, n)
+        i, batch = em.mod_int(unit, pairs), em.div_int(unit, pairs)
+        if count % 2:  # the unpaired last block, then an empty block past the rows (`_kv_end` gives it no keys)
+            unpaired = em.cmp("eq", i, em.i32(even // 2))
+            long, short = em.select(unpaired, em.i32(count - 1), em.binary(tt.SubOp, em.i32(even - 1), i)), \
+                em.select(unpaired, em.i32(count), i)
+        else:
+            long, short = em.binary(tt.SubOp, em.i32(even - 1), i), i
+        return em.select(second, short, long), batch
 
     def _overlapped_block(self, j: SSAValue, rows: SSAValue, row_ok: SSAValue, q: SSAValue, dv_cols: SSAValue,
                           masked: bool | SSAValue, m_old: SSAValue, l_old: SSAValue, acc: SSAValue, p_prev: SSAValue,

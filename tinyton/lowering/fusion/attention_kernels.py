@@ -7,7 +7,6 @@ from __future__ import annotations
 from math import prod
 
 from xdsl.dialects.builtin import i32
-from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
 from tinyton.analysis.attention_backward import AttentionBackward
