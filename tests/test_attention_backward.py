@@ -8,6 +8,8 @@ backend."""
 
 from __future__ import annotations
 
+import weakref
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,6 +19,8 @@ from toolchains import needs_ptxas
 import tinyton as tt
 from tinyton.compiler import compile_module
 from tinyton.compiler.attention_backward import attention_backward, backward_program
+from tinyton.frontend import programs
+from tinyton.lowering.fusion.attention_backward import DQ_ENV
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 
@@ -124,6 +128,25 @@ def test_grouped_query_gradients_sum_over_the_group():
     program = grouped_query_step.compile(q, k, v, do)
     dkdv = next(step for step in program.steps if step.launch.kind == "attention_dkdv")
     assert dkdv.grid[1] == 4, "one program per key block of each key/value head: K and V read once"
+
+
+def test_dq_walking_the_key_blocks_matches_too(monkeypatch):
+    """`TINYTON_ATTENTION_DQ=walk`: the dq kernel walks the key blocks itself, recomputing `s` and `dp` (the form to
+    measure beside the dk/dv kernel's reduction): the same gradients, causal, ragged and grouped, and no dq sum added
+    or zeroed."""
+    monkeypatch.setenv(DQ_ENV, "walk")
+    monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
+    rng = np.random.default_rng(7)
+    q, k, v, do = randn(rng, 2, 70, 32), randn(rng, 2, 100, 32), randn(rng, 2, 100, 32), randn(rng, 2, 70, 32)
+    keep = np.arange(70)[:, None] + 30 >= np.arange(100)[None, :]
+    want = attention_gradients_reference(q, k, v, do, SCALE, keep=keep)
+    check(causal_step, (q, k, v, do), want, 70, 100, ["attention", *BACKWARD])
+    modules = [str(step.launch.module) for step in causal_step.compile(q, k, v, do).steps[1:]]
+    assert not any("tt.descriptor_reduce" in m for m in modules) and "scf.for" in modules[-1]
+    q, do = randn(rng, 2, 2, 3, 45, 16), randn(rng, 2, 2, 3, 45, 16)
+    k, v = randn(rng, 2, 2, 1, 45, 16), randn(rng, 2, 2, 1, 45, 16)
+    check(grouped_query_step, (q, k, v, do), attention_gradients_reference(q, k, v, do, SCALE, group_axis=2), 45, 45,
+          ["attention", *BACKWARD])
 
 
 def forward_lse(q, k, scale=SCALE, bias=None, keep=None):

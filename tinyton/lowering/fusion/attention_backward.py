@@ -9,6 +9,12 @@
                and the query block's share of dq, `ds k`, added to its f32 sum in memory (FlashAttention-2 and
                3's atomics: one TMA reduction of the block on sm_90, `tt.descriptor_reduce`)
     dq         one program per query block: the sum scaled and cast, stored where the program wants dq
+               (delta's and dq's kernels: attention_backward_rows.py)
+
+With `TINYTON_ATTENTION_DQ=walk` (`BackwardBlocks.dq`) dq is instead its own kernel's again, each program walking
+the key blocks its query block sees and recomputing `s` and `dp` (seven products a step; the delta kernel zeroes
+nothing, the dk/dv kernel adds nothing): the form measured at 66-75 % of cuDNN on an H200 before dq moved into the
+dk/dv kernel (60 % after, docs/benchmarks.md), kept to measure the two side by side.
 
 Scores are recomputed with the forward's own code (the score steps, masks, the scale folded with log2(e),
 causal loops stopping at the diagonal), so p matches the forward's. Five products a step, none recomputed
@@ -22,6 +28,7 @@ reaches them all; a causal mask that leaves the first queries without a key says
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from math import prod
 
@@ -47,11 +54,23 @@ class BackwardBlocks:
 
     dkdv: Blocks
     rows: int = 64
+    dq: Blocks | None = None
+    """The dq kernel's blocks where it walks the key blocks itself (`dq.bn` keys a step for `dq.bm` queries); None
+    where the dk/dv kernel adds each query block's share to a sum the dq kernel then scales."""
 
     @property
     def row_blocks(self) -> Blocks:
-        """The delta and dq kernels' blocks: `rows` query rows on 4 warps."""
+        """The delta kernel's blocks, and the dq kernel's where it scales a sum: `rows` query rows on 4 warps."""
         return Blocks(self.rows, 16, 4)
+
+    @property
+    def query_blocks(self) -> Blocks:
+        """The dq kernel's blocks."""
+        return self.dq or self.row_blocks
+
+
+DQ_ENV = "TINYTON_ATTENTION_DQ"
+"""`walk`: the dq kernel walks the key blocks (`BackwardBlocks.dq`); anything else: the dk/dv kernel adds dq."""
 
 
 def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
@@ -65,7 +84,14 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
     queries on 4 warps, spilled 569 registers at D = 128 without dq). f32 operands (FMAs) in 32 x 32 blocks."""
     att = bwd.scores
     d = max(att.q.shape[-1], shape_of(att.v.type)[-1])
-    if element_type(att.q.base.type).bitwidth == 16:
+    sixteen = element_type(att.q.base.type).bitwidth == 16
+    if os.environ.get(DQ_ENV) == "walk":  # FlashAttention-2's tiles for the dq kernel too (the twenty-second session's)
+        if not sixteen:
+            return BackwardBlocks(Blocks(32, 32, 4), dq=Blocks(32, 32, 4))
+        if d > 128:
+            return BackwardBlocks(Blocks(64, 64, 8), dq=Blocks(64, 32, 8, stages=2))
+        return BackwardBlocks(Blocks(64, 128, 8), dq=Blocks(128, 64, 8))
+    if sixteen:
         return BackwardBlocks(Blocks(128 if d <= 64 else 64, 64 if d > 128 else 128, 8, stages=2))
     return BackwardBlocks(Blocks(32, 32, 4))
 
@@ -83,7 +109,7 @@ class BackwardBuffers:
     o: SSAValue
 
 
-class _Backward(_Program):
+class BackwardProgram(_Program):
     """The forward's addressing and score code, over the backward's problem (no `p @ v` to read shapes from)."""
 
     transposed_scores = False
@@ -103,8 +129,11 @@ class _Backward(_Program):
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
         self.packed = ()
+        self.dq_reduced = True
+        """Whether the dk/dv kernel adds dq to a sum (`BackwardBlocks.dq` None)."""
         self.score_tiles = {}
         self.last_values = None
+        self.tiles = 0
 
     # ---- addressing -------------------------------------------------------------------------------
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:
@@ -224,37 +253,7 @@ class _Backward(_Program):
             em.emit(tt.StoreOp(ptrs, value, mask))
 
 
-class _Delta(_Backward):
-    """`delta = rowsum(do * o)` per query row, and the rows' dq sums zeroed: grid (query blocks, batch)."""
-
-    def emit(self) -> tuple[int, int, int]:
-        em = self.em
-        self.coords = self._batch_coords(em.emit(tt.ProgramIdOp(1)))
-        rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
-        do = em.cast(self._do_block(rows, row_ok), f32)
-        flat = self._flat_batch()
-        if self.bwd.o_view is not None:
-            o = self._rows_of(self.bwd.o, self.bwd.o_view, rows, row_ok)
-        else:  # the given o, or the forward kernel's: contiguous
-            cols = em.arange(self.dvp, 2, 1)
-            o_mask = em.and_(row_ok, self._below(cols, self.dvp, self.d_v))
-            offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q * self.d_v), (1, 1)),
-                                em.mul_int(rows, self.d_v))
-            shape = (self.bm, self.dvp)
-            offsets = em.to_shape(em.binary(tt.AddOp, offsets, cols), shape)
-            zero = em.const(0, element_type(self.buffers.o.type.pointee), shape)
-            o = em.emit(tt.LoadOp(em.emit(tt.AddPtrOp(em.to_shape(self.buffers.o, shape), offsets)),
-                                  em.to_shape(o_mask, shape), zero))
-        delta = em.reduce("sum", em.binary(tt.MulOp, do, em.cast(o, f32)), 1)
-        ptrs = em.emit(tt.AddPtrOp(em.to_shape(self.buffers.delta, (self.bm, 1)),
-                                   em.binary(tt.AddOp, em.to_shape(em.mul_int(flat, self.s_q), (self.bm, 1)), rows)))
-        em.emit(tt.StoreOp(ptrs, delta, row_ok))
-        dq_sums, dq_ok = self._dq_sum_block(flat, rows, row_ok)
-        em.emit(tt.StoreOp(dq_sums, em.const(0.0, f32, (self.bm, self.dp)), dq_ok))
-        return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
-
-
-class _KeyValueGrads(_Backward):
+class _KeyValueGrads(BackwardProgram):
     """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads).
 
     The scores are computed transposed, `sᵀ = k @ qᵀ` (`[BN, BM]`: keys on the rows, FlashAttention-2's
@@ -298,7 +297,8 @@ class _KeyValueGrads(_Backward):
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
             dst = em.cast(em.binary(tt.MulOp, pt, dpt), operand)
             dk = em.emit(tt.DotOp(dst, q, dk))
-            self._add_query_grads(i, rows, row_ok, em.emit(tt.TransOp(dst, (1, 0))), k)
+            if self.dq_reduced:
+                self._add_query_grads(i, rows, row_ok, em.emit(tt.TransOp(dst, (1, 0))), k)
             return [dk, dv]
 
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
@@ -367,35 +367,14 @@ class _KeyValueGrads(_Backward):
         return em.mul_int(em.div_int(first, self.bm), self.bm)
 
 
-class _QueryGrads(_Backward):
-    """dq of one query block: its f32 sum, which the dk/dv kernel's programs added up, scaled, cast and stored where
-    the program wants it: grid (query blocks, batch)."""
-
-    def emit(self) -> tuple[int, int, int]:
-        em = self.em
-        self.coords = self._batch_coords(em.emit(tt.ProgramIdOp(1)))
-        rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
-        flat = self._flat_batch()
-        ptrs, mask = self._dq_sum_block(flat, rows, row_ok)
-        dq = em.emit(tt.LoadOp(ptrs, mask, em.const(0.0, f32, (self.bm, self.dp))))
-        c = self.att.causal_offset
-        if c is not None and c < 0:  # rows i < -c see no key (no program added to them): NaN, as their p
-            blind = em.to_shape(em.cmp("lt", em.add(rows, em.i32(c)), em.i32(0)), (self.bm, self.dp))
-            dq = em.select(blind, em.const(float("nan"), f32, (self.bm, self.dp)), dq)
-        self._store(self.bwd.dq, flat, rows, row_ok, self.dp, self._finish(self.bwd.dq, dq))
-        return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
-
-
-def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], buffers: BackwardBuffers,
-               blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _Delta(em, bwd, pointers, blocks.row_blocks, buffers).emit()
+def kernel_program(kind: type[BackwardProgram], em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
+            blocks: Blocks, buffers: BackwardBuffers, backward: BackwardBlocks) -> BackwardProgram:
+    """A `kind` kernel's program over `blocks`, told how dq is computed (`BackwardBlocks.dq`)."""
+    program = kind(em, bwd, pointers, blocks, buffers)
+    program.dq_reduced = backward.dq is None
+    return program
 
 
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                          buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit()
-
-
-def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
-                     buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _QueryGrads(em, bwd, pointers, blocks.row_blocks, buffers).emit()
+    return kernel_program(_KeyValueGrads, em, bwd, pointers, blocks.dkdv, buffers, blocks).emit()

@@ -15,13 +15,8 @@ from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dtypes import dtype_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention import emit_attention
-from tinyton.lowering.fusion.attention_backward import (
-    BackwardBuffers,
-    backward_blocks,
-    emit_delta,
-    emit_key_value_grads,
-    emit_query_grads,
-)
+from tinyton.lowering.fusion.attention_backward import BackwardBuffers, backward_blocks, emit_key_value_grads
+from tinyton.lowering.fusion.attention_backward_rows import emit_delta, emit_query_grads
 from tinyton.lowering.fusion.attention_blocks import (
     AttentionProblem,
     BlockChooser,
@@ -131,5 +126,6 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
     kernel("delta", "attention_delta", row_warps, lambda em, ptrs, buf: emit_delta(em, bwd, ptrs, buf, blocks))
     kernel("dkdv", "attention_dkdv", blocks.dkdv.num_warps,
            lambda em, ptrs, buf: emit_key_value_grads(em, bwd, ptrs, buf, blocks))
-    kernel("dq", "attention_dq", row_warps, lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
+    kernel("dq", "attention_dq", blocks.query_blocks.num_warps,
+           lambda em, ptrs, buf: emit_query_grads(em, bwd, ptrs, buf, blocks))
     return specs
