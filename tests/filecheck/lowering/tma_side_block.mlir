@@ -1,6 +1,6 @@
 // tma_pipelined.mlir's K loop with a block no dot reads: b's block loaded a second time and summed into a carried
 // value (as an attention's bias block is added to its scores). On sm_90a tinyton-pipeline copies it by TMA into a
-// third buffer of the ring beside A and B, and the loop reads it back from its slot (`pipeline_plan._side_block`):
+// third buffer of the ring beside A and B, and the loop reads it back from its slot (`pipeline_plan.tma_block`):
 // three copies a stage, no descriptor load left in the loop (in the 48 KiB of the default limit its slots would
 // cost the ring a stage, and it stays a plain load).
 // REQUIRES: mlir-tools

@@ -105,8 +105,8 @@ class FlashAttention3Forms:
         i, batch = em.mod_int(unit, pairs), em.div_int(unit, pairs)
         if count % 2:  # the unpaired last block, then an empty block past the rows (`_kv_end` gives it no keys)
             unpaired = em.cmp("eq", i, em.i32(even // 2))
-            long, short = em.select(unpaired, em.i32(count - 1), em.binary(tt.SubOp, em.i32(even - 1), i)), \
-                em.select(unpaired, em.i32(count), i)
+            long = em.select(unpaired, em.i32(count - 1), em.binary(tt.SubOp, em.i32(even - 1), i))
+            short = em.select(unpaired, em.i32(count), i)
         else:
             long, short = em.binary(tt.SubOp, em.i32(even - 1), i), i
         return em.select(second, short, long), batch
@@ -141,12 +141,10 @@ class FlashAttention3Forms:
                       p: SSAValue) -> list[SSAValue]:  # fmt: skip
         """The overlapped loops' last `p @ v`: the value block of their last step, `max((end - 1) // BN, 0)`
         blocks in (with no step, `p` is 0 and the first block serves)."""
-        em = self.em
-        last = self._last_block(end)
         if self.last_values is not None:  # read before the loop (`_specialized_loop`)
             return [m, total, self._weighted_values(p, self.last_values, acc)]
-        bound = em.i32(self.s_kv) if self.s_kv % self.bn else None
-        return [m, total, self._weighted_values(p, self._value_block(last, bound, dv_cols), acc)]
+        bound = self.em.i32(self.s_kv) if self.s_kv % self.bn else None
+        return [m, total, self._weighted_values(p, self._value_block(self._last_block(end), bound, dv_cols), acc)]
 
     def _last_block(self, end: int | SSAValue) -> SSAValue:
         """The start of the overlapped loops' last value block, `max((end - 1) // BN, 0)` blocks in."""

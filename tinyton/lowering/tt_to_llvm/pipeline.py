@@ -74,8 +74,10 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     carry,
     constant,
     drop_dead_carried,
+    first_reader,
     flip,
     keep_in_flight,
+    sink,
 )
 from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 from tinyton.lowering.tt_to_llvm.tma import staged_store_bytes
@@ -238,15 +240,10 @@ def _hoist(load: tt.LoadOp) -> tt.LocalLoadOp:
 def _wait_before_first_use(read: tt.LocalLoadOp, pipelined: set[scf.ForOp]) -> None:
     """Before the first op using the hoisted tile, wait for its copy, unless that op is a pipelined loop
     using it directly: that loop's first `tt.async_wait` covers the older copy."""
-    block = read.parent_block()
-    users = [use.operation for use in read.results[0].uses]
-    first = None
-    for op in block.ops:
-        if any(op.is_ancestor(u) for u in users):
-            first = op
-            break
-    if first is None:
+    block, first = read.parent_block(), first_reader(read)
+    if block is None or first is None:
         return
+    users = [use.operation for use in read.results[0].uses]
     if first in pipelined and all(u.parent_op() is first for u in users if first.is_ancestor(u)):
         return
     block.insert_op_before(tt.AsyncWaitOp(0), first)
@@ -301,27 +298,30 @@ def _sink_past_loops(module: ModuleOp) -> None:
     moves past the loop: held in registers across it, its block would cost the loop's registers (the overlapped
     attention's last value block where no producer copies it)."""
     for load in [op for op in module.walk() if isinstance(op, tt.DescriptorLoadOp)]:
-        block, users = load.parent_block(), [use.operation for use in load.result.uses]
-        if block is None or not users:
+        block, first = load.parent_block(), first_reader(load)
+        if block is None or first is None:
             continue
-        first = next(op for op in block.ops if any(op.is_ancestor(u) for u in users))
         loops = [op for op in block.ops if isinstance(op, scf.ForOp) and load.is_before_in_block(op)
                  and op.is_before_in_block(first)]
         if loops and not any(writes_memory(op) for loop in loops for op in loop.body.walk()):
-            load.detach()
-            block.insert_op_before(load, first)
+            sink(load, first)
 
 
 def _plan(loop: scf.ForOp, module: ModuleOp, warps: int, arch: str, tma: bool, budget: int) -> Plan | None:
     """How to pipeline `loop` (`plan_loop`), the blocks no dot reads left to plain loads where their slots would
     make the ring shallower than it is without them."""
-    plans = [plan_loop(loop, warps, arch, tma, side) for side in (True, False)]
-    for plan in plans:
+    def planned(side: bool) -> Plan | None:
+        plan = plan_loop(loop, warps, arch, tma, side)
         if plan is not None:
             plan.warp_specialized = wants_warp_specialization(plan, warps, arch)
-    plan, bare = plans
-    if plan is not None and plan.side and bare is not None:
-        return plan if stage_count(loop, module, plan, budget) >= stage_count(loop, module, bare, budget) else bare
+        return plan
+
+    plan = planned(side=True)
+    if plan is None or not plan.side:
+        return plan
+    bare = planned(side=False)
+    if bare is not None and stage_count(loop, module, plan, budget) < stage_count(loop, module, bare, budget):
+        return bare
     return plan
 
 

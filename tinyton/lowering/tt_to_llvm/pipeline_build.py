@@ -39,6 +39,22 @@ class Builder:
         return self.add(op).results[0]
 
 
+def first_reader(op: Operation) -> Operation | None:
+    """The first op of `op`'s block that reads its result or holds an op that does; None when nothing reads it."""
+    block = op.parent_block()
+    assert block is not None
+    users = [use.operation for use in op.results[0].uses]
+    return next((o for o in block.ops if any(o.is_ancestor(u) for u in users)), None)
+
+
+def sink(op: Operation, before: Operation) -> None:
+    """Move `op` down its block to just before `before`."""
+    block = op.parent_block()
+    assert block is not None
+    op.detach()
+    block.insert_op_before(op, before)
+
+
 def advance(b: Builder, slot: SSAValue, slots: int) -> SSAValue:
     """`(slot + 1) % slots`."""
     one, last = b.value(constant(1)), b.value(constant(slots - 1))

@@ -77,7 +77,8 @@ class Plan:
     warp_specialized: bool = False
     """Whether a producer warpgroup fills the slots (warp_specialize.py): consumers release each slot themselves."""
     side: int = 0
-    """How many of the loads no dot reads (`_side_block`: an attention's bias, read back from its slot)."""
+    """How many of the loads no dot reads (`tma_block`s beside the dots' operands: an attention's bias, read back
+    from its slot)."""
 
     @property
     def dot_groups(self) -> int:
@@ -96,8 +97,8 @@ class Plan:
         return tiles + 8 * self.tma * (1 + self.warp_specialized)
 
 
-def _side_block(op: Operation, arch: str) -> bool:
-    """A 2-D descriptor load TMA can copy whose block no dot reads."""
+def tma_block(op: Operation, arch: str) -> bool:
+    """Whether `op` is a 2-D descriptor load TMA can copy on `arch`."""
     return isinstance(op, tt.DescriptorLoadOp) and len(tt.shape_of(op.result.type)) == 2 and uses_tma([op], arch)
 
 
@@ -137,9 +138,10 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool, side: bool 
         and feeds_mma_only(op, num_warps, arch)
     ]
     tma = tma and uses_tma(candidates, arch)
-    dot_loads = len(candidates)
-    if tma and side:  # blocks other ops read (an attention's bias) ride in the same ring, read back from their slot
-        candidates = [op for op in block.ops if op in candidates or _side_block(op, arch)]
+    # blocks other ops read (an attention's bias) ride in the same ring, read back from their slot
+    side_loads = [op for op in block.ops if op not in candidates and tma_block(op, arch)] if tma and side else []
+    if side_loads:
+        candidates = [op for op in block.ops if op in candidates or op in side_loads]
     loads = candidates if tma else [op for op in candidates if is_zero(op.other)]
     if not loads:
         return None
@@ -161,7 +163,7 @@ def plan_loop(loop: scf.ForOp, num_warps: int, arch: str, tma: bool, side: bool 
     ordered = [op for op in block.ops if op in ops]
     dots = _async_dots(block, loads, num_warps, arch)
     together = issued_together(dots, loads, num_warps) if tma else []
-    return Plan(loop, loads, sorted(carried), ordered, dots, tma, together=together, side=len(loads) - dot_loads)
+    return Plan(loop, loads, sorted(carried), ordered, dots, tma, together=together, side=len(side_loads))
 
 
 def issued_together(dots: list[tt.DotOp], loads: list[Load], num_warps: int) -> list[list[Load]]:

@@ -49,11 +49,13 @@ from tinyton.lowering.tt_to_llvm.pipeline_build import (
     carry,
     constant,
     drop_dead_carried,
+    first_reader,
     flip,
     keep_in_flight,
+    sink,
 )
-from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan, pure_slice
-from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma, uses_tma
+from tinyton.lowering.tt_to_llvm.pipeline_plan import Plan, pure_slice, tma_block
+from tinyton.lowering.tt_to_llvm.pipeline_tma import issue_tma
 
 MOST_REGISTERS = 248
 """Most registers a thread may hold in `setmaxnreg`'s steps of 8 (255 is the hardware's most)."""
@@ -192,11 +194,12 @@ def _tile_loads(plan: Plan, outer: scf.ForOp | None, arch: str) -> list[tt.Descr
     left operand, and the value block of its last product."""
     loop = plan.loop
     block = loop.parent_block() if outer is None else outer.body.block
+    assert block is not None
     found = []
-    for op in block.ops if block is not None else ():
+    for op in block.ops:
         if op is loop:
             break
-        if not (isinstance(op, tt.DescriptorLoadOp) and len(tt.shape_of(op.result.type)) == 2 and uses_tma([op], arch)):
+        if not tma_block(op, arch):
             continue
         if outer is None:  # what precedes the split both roles run: the producer has the operands
             if all(loop.is_before_in_block(use.operation) for use in op.result.uses):
@@ -206,16 +209,6 @@ def _tile_loads(plan: Plan, outer: scf.ForOp | None, arch: str) -> list[tt.Descr
         if sliced is not None and not sliced[1]:
             found.append(op)
     return found
-
-
-def _sink(op: Operation) -> None:
-    """Move `op` down its block to just before the first op that reads its result (or holds a reader)."""
-    block = op.parent_block()
-    assert block is not None
-    users = [use.operation for use in op.results[0].uses]
-    first = next(o for o in block.ops if any(o.is_ancestor(u) for u in users))
-    op.detach()
-    block.insert_op_before(op, first)
 
 
 def _tile_ring(before: Builder, plan: Plan, outer: scf.ForOp | None, arch: str, spare: int,
@@ -231,7 +224,7 @@ def _tile_ring(before: Builder, plan: Plan, outer: scf.ForOp | None, arch: str, 
     slots = 2 if outer is not None and sizes and 2 * sizes[0] <= spare else 1
     loads = [ld for ld, total in zip(found, sizes) if slots * total <= spare]
     for load in found[len(loads):]:  # the consumers' loads: where they are first read, not held across the K loop
-        _sink(load)
+        sink(load, first_reader(load))
     if not loads:
         return None
     tile_buffers = [(before.value(tt.LocalAllocOp(slots, tt.shape_of(ld.result.type), tt.element_type(ld.result.type))), 0)
