@@ -100,12 +100,12 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
 class BackwardBuffers:
     """Pointers of one backward kernel: `lse` (given or the forward's scratch, f32 `[batch, S_q]` when
     scratch), `delta` (f32 scratch `[batch, S_q]`), `dq_sum` (f32 scratch `[batch, S_q, D]`, D padded to a
-    power of 2) and `o`."""
+    power of 2; None where the dq kernel walks the key blocks, `BackwardBlocks.dq`) and `o`."""
 
     lse: SSAValue
     lse_given: bool
     delta: SSAValue
-    dq_sum: SSAValue
+    dq_sum: SSAValue | None
     o: SSAValue
 
 
@@ -129,11 +129,14 @@ class BackwardProgram(_Program):
         self.dp, self.dvp = max(16, next_power_of_2(self.d)), max(16, next_power_of_2(self.d_v))
         self.group = tuple(bwd.group_axes)
         self.packed = ()
-        self.dq_reduced = True
-        """Whether the dk/dv kernel adds dq to a sum (`BackwardBlocks.dq` None)."""
         self.score_tiles = {}
         self.last_values = None
         self.tiles = 0
+
+    @property
+    def dq_reduced(self) -> bool:
+        """Whether the dk/dv kernel adds dq to a sum, which the dq kernel scales (`BackwardBlocks.dq` None)."""
+        return self.buffers.dq_sum is not None
 
     # ---- addressing -------------------------------------------------------------------------------
     def _coords_of(self, outer: SSAValue, inner: SSAValue | None) -> list[SSAValue]:
@@ -367,14 +370,6 @@ class _KeyValueGrads(BackwardProgram):
         return em.mul_int(em.div_int(first, self.bm), self.bm)
 
 
-def kernel_program(kind: type[BackwardProgram], em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
-            blocks: Blocks, buffers: BackwardBuffers, backward: BackwardBlocks) -> BackwardProgram:
-    """A `kind` kernel's program over `blocks`, told how dq is computed (`BackwardBlocks.dq`)."""
-    program = kind(em, bwd, pointers, blocks, buffers)
-    program.dq_reduced = backward.dq is None
-    return program
-
-
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                          buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return kernel_program(_KeyValueGrads, em, bwd, pointers, blocks.dkdv, buffers, blocks).emit()
+    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit()

@@ -11,12 +11,7 @@ from tinyton.analysis.attention_backward import AttentionBackward
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type
 from tinyton.intmath import cdiv
-from tinyton.lowering.fusion.attention_backward import (
-    BackwardBlocks,
-    BackwardBuffers,
-    BackwardProgram,
-    kernel_program,
-)
+from tinyton.lowering.fusion.attention_backward import BackwardBlocks, BackwardBuffers, BackwardProgram
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 
@@ -115,9 +110,9 @@ class _QueryGrads(BackwardProgram):
 
 def emit_delta(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue], buffers: BackwardBuffers,
                blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return kernel_program(_Delta, em, bwd, pointers, blocks.row_blocks, buffers, blocks).emit()
+    return _Delta(em, bwd, pointers, blocks.row_blocks, buffers).emit()
 
 
 def emit_query_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                      buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return kernel_program(_QueryGrads, em, bwd, pointers, blocks.query_blocks, buffers, blocks).emit()
+    return _QueryGrads(em, bwd, pointers, blocks.query_blocks, buffers).emit()

@@ -81,22 +81,21 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
 def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, name: str,
                                choose_blocks: BlockChooser) -> list[KernelSpec]:
     """FlashAttention-2's backward (attention_backward.py): the forward kernel storing the rows' logsumexp
-    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for delta, dq's sum, lse and
-    (when the program does not return it) the forward output."""
+    (only without a given `lse`), then the delta, dk/dv and dq kernels; f32 scratch for delta, dq's sum (where the
+    dk/dv kernel adds to it), lse and (when the program does not return it) the forward output."""
     att = bwd.scores
     rows = (prod(att.q.shape[:-2]) * att.q.shape[-2],)
     results = list(fusion.yield_op.values)
     o_scratch = bwd.lse is None and att.pv is not None and att.pv.result not in results
     if bwd.lse is None and bwd.o is None and att.pv is None:
         raise AssertionError("backward_of gives a forward output or a logsumexp")
-    dq_sum = Scratch((rows[0], next_power_of_2(max(16, att.q.shape[-1]))), f32)
-    scratch = [Scratch(rows, f32), dq_sum]  # delta, dq's sum
-    if bwd.lse is None:
-        scratch.append(Scratch(rows, f32))  # lse, from the forward kernel
-    if o_scratch:
-        scratch.append(Scratch((*att.q.shape[:-2], att.q.shape[-2], shape_of(att.v.type)[-1]), element_type(att.v.type)))
-    scratch_t = tuple(scratch)
     blocks = backward_blocks(bwd)
+    delta = Scratch(rows, f32)
+    dq_sum = Scratch((rows[0], next_power_of_2(max(16, att.q.shape[-1]))), f32) if blocks.dq is None else None
+    lse_scratch = Scratch(rows, f32) if bwd.lse is None else None  # from the forward kernel
+    o_shape = (*att.q.shape[:-2], att.q.shape[-2], shape_of(att.v.type)[-1])
+    o_buffer = Scratch(o_shape, element_type(att.v.type)) if o_scratch else None
+    scratch_t = tuple(b for b in (delta, dq_sum, lse_scratch, o_buffer) if b is not None)
     specs: list[KernelSpec] = []
 
     def kernel(stage: str, kind: str, warps: int, emit) -> None:
@@ -105,15 +104,15 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
         n = len(fusion.block.args) + len(results)
         pointers = dict(zip([*fusion.block.args, *results], args))
         extra = dict(zip(scratch_t, args[n:]))
-        lse = pointers[bwd.lse] if bwd.lse is not None else extra[scratch_t[2]]
+        lse = pointers[bwd.lse] if lse_scratch is None else extra[lse_scratch]
         for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
             if st is not None:  # read through reshapes and a cast of the array in memory, as the forward reads them
                 pointers[value] = pointers[st.base]
         o_value = att.pv.result if bwd.lse is None else bwd.o_view.base if bwd.o_view is not None else bwd.o
-        o = extra[scratch_t[-1]] if o_scratch else pointers[o_value] if o_value is not None else None
+        o = extra[o_buffer] if o_buffer is not None else pointers[o_value] if o_value is not None else None
         if o_scratch:
             pointers[att.pv.result] = o
-        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[scratch_t[0]], extra[dq_sum], o)
+        buffers = BackwardBuffers(lse, bwd.lse is not None, extra[delta], extra.get(dq_sum), o)
         grid = emit(Emitter(kernel.body.block), pointers, buffers)
         specs.append(KernelSpec(f"{name}_{stage}", kind, finish_module(kernel, warps), grid, warps, params, fusion,
                                 {}, scratch=scratch_t))
