@@ -115,7 +115,8 @@ class LayoutAssignment:
         """A layout, other than its own, that a user of the flexible `value` needs it in (`memo` holds the
         answer for the flexible values defined after it). A tile a loop carries (loaded one K step ahead) is
         wanted as the body's users of it want it, initial value and next iteration's alike; a wgmma dot's left
-        operand in the layout of its register fragment (q of a warp-specialised attention, left in registers)."""
+        operand in the layout of its register fragment (q of a warp-specialised attention, left in registers); a
+        dot's start in its accumulator's layout (a row's broadcast loaded in the slice of it each thread holds)."""
         for use in value.uses:
             user = use.operation
             arg = _carried_as(user, use.index)
@@ -128,6 +129,8 @@ class LayoutAssignment:
                 match user:
                     case tt.DotOp() if user.a is value and uses_wgmma(user, self.num_warps, self.arch):
                         wanted = register_a_layout(user, self.num_warps)  # loaded as wgmma reads it from registers
+                    case tt.DotOp() if user.acc is value:  # a product's start (`-delta` of an attention backward)
+                        wanted = self.layout[result]
                     case tt.ExpandDimsOp():
                         wanted = deeper.slice(user.axis.value.data) if deeper is not None else None
                     case tt.BroadcastOp():

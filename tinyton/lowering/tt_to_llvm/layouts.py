@@ -114,7 +114,7 @@ class Layout:
 
     def project(self, shape: Sequence[int]) -> Layout:
         """The layout of a tile of `shape` (this one's, with some dimensions 1) that
-        broadcasts to this layout by reusing registers."""
+        broadcasts to this layout by reusing registers (its `broadcast_target`)."""
 
         def proj(b: Basis) -> Basis:
             return tuple(0 if s == 1 else x for x, s in zip(b, shape))
@@ -124,6 +124,7 @@ class Layout:
             tuple(p for b in self.reg if any(p := proj(b))),
             tuple(proj(b) for b in self.lane),
             tuple(proj(b) for b in self.warp),
+            parent=self,
         )
 
     def broadcast_target(self, shape: Sequence[int]) -> Layout | None:
