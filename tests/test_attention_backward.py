@@ -343,7 +343,8 @@ def test_backward_kernels_in_the_models_layout_assemble(arch):
 def test_the_gradient_kernels_keep_their_accumulators_in_registers(d, spilled):
     """sm_90a: dk and dv (the dk/dv kernel's whole-kernel accumulators) fit the registers beside a step's scores
     and its share of dq (at D = 256 but for a few registers, `spilled` at most); the dk/dv kernel's five products
-    all run on wgmma, pᵀ and dsᵀ read from registers, ds's product adding to dq's sum with one TMA reduction."""
+    all run on wgmma, pᵀ and dsᵀ read from registers, ds's product adding to dq's sum with one TMA reduction;
+    a step costs no NaN guard on p's exp2 and no shared-memory round trip of -delta."""
     q = np.zeros((2, 512, d), np.float16)
     program = causal_step.compile(q, q, q, q)
     for step in program.steps[2:]:
@@ -355,3 +356,6 @@ def test_the_gradient_kernels_keep_their_accumulators_in_registers(d, spilled):
             ptx = kernel.asm["ptx"]
             assert ptx.count("wgmma.commit_group") >= 5 and "mma.sync" not in ptx
             assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group" in ptx
+            assert "setp.nan" not in ptx, "p's exp2 feeds only products and dq's TMA sum: no NaN guard"
+            barriers = 8 if d <= 128 else 11  # D = 256: q and do one stage, loaded (`backward_blocks`)
+            assert ptx.count("bar.sync") <= barriers, "delta loaded in the scores' layout, not broadcast through shared memory"

@@ -288,13 +288,14 @@ class _KeyValueGrads(BackwardProgram):
             q, do = self._query_rows(i, rows, row_ok)
             queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
-            qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
-            st = self._product(k, qt)
+            # the rows' lse and delta read before the products are issued: their latency runs under the products
+            lse = self._lse(queries, query_ok)
             # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step
             minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, (1, self.bm)), self._delta(queries, query_ok))
+            qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
+            st = self._product(k, qt)
             dpt = self._product(v, dot, minus_delta)
-            pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start),
-                                     self._lse(queries, query_ok))
+            pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start), lse)
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
                 pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))

@@ -65,9 +65,10 @@ def _erf(ctx: KernelContext, x: SSAValue) -> SSAValue:
 ORDER_BLIND = (
     tt.AddOp, tt.SubOp, tt.MulOp, tt.DivOp, tt.NegOp, tt.FmaOp, tt.CastOp, tt.Exp2Op, tt.Log2Op, tt.ReduceSumOp,
     tt.DotOp, tt.DotWaitOp, tt.BroadcastOp, tt.SplatOp, tt.ExpandDimsOp, tt.ReshapeOp, tt.TransOp, tt.StoreOp,
-    tt.SelectOp,
+    tt.SelectOp, tt.DescriptorStoreOp, tt.DescriptorReduceOp,
 )
-"""Ops whose results a NaN operand makes NaN (or that store it) without asking whether a value is ordered: what
+"""Ops whose results a NaN operand makes NaN (or that store it, or add it: `tt.descriptor_reduce` has no kind but
+"add") without asking whether a value is ordered: what
 `exp2`'s result may flow through without its NaN guard (`_order_blind`; a select's float operands are its data,
 never its condition)."""
 
