@@ -257,7 +257,8 @@ class BackwardProgram(_Program):
 
 
 class _KeyValueGrads(BackwardProgram):
-    """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads).
+    """dk and dv of one key block of one key/value head: grid (key blocks, key/value heads), under a causal mask
+    (key/value heads, key blocks).
 
     The scores are computed transposed, `sᵀ = k @ qᵀ` (`[BN, BM]`: keys on the rows, FlashAttention-2's
     order), so that `pᵀ` and `dsᵀ` come out of their products in the accumulator layout the next products take
@@ -270,8 +271,12 @@ class _KeyValueGrads(BackwardProgram):
 
     def emit(self) -> tuple[int, int, int]:
         em, bwd = self.em, self.bwd
-        outer = em.emit(tt.ProgramIdOp(1))
-        start = em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bn)
+        # Causal: the key blocks along the grid's second axis, so that every head's first key block, seen by the
+        # most queries, is launched first (the GPU places programs in id order, the first axis fastest): in a
+        # head's order the longest programs of the last heads ran last, on a few SMs (a 2-wave grouped-query grid)
+        key_axis = 1 if self.att.causal_offset is not None else 0
+        outer = em.emit(tt.ProgramIdOp(1 - key_axis))
+        start = em.mul_int(em.emit(tt.ProgramIdOp(key_axis)), self.bn)
         self.coords = self._coords_of(outer, em.i32(0) if self.group else None)  # k and v: any head of the group
         keys = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
         key_ok = em.cmp("lt", keys, em.i32(self.s_kv)) if self.s_kv % self.bn else None
@@ -326,8 +331,8 @@ class _KeyValueGrads(BackwardProgram):
         kv_ok = em.cmp("lt", keys, em.i32(self.s_kv))
         self._store(bwd.dk, outer, keys, kv_ok, self.dp, self._finish(bwd.dk, dk))
         self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
-        programs = prod(n for i, n in enumerate(self.batch) if i not in self.group)
-        return cdiv(self.s_kv, self.bn), max(1, programs), 1
+        grid = [cdiv(self.s_kv, self.bn), max(1, prod(n for i, n in enumerate(self.batch) if i not in self.group))]
+        return grid[key_axis], grid[1 - key_axis], 1
 
     def _query_rows(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
         """q and do of the query block at `i`: 16-bit ones read by TMA on sm_90 where it can read them
