@@ -71,10 +71,15 @@ _MINUS_INF = {"f16": "0xfc00", "bf16": "0xff80", "f32": "0xff800000", "f64": "0x
 def attention_module(p: AttentionProblem) -> ModuleOp:
     """softmax(q kᵀ / sqrt(D) [causal] [+ bias...]) v over `[batch, S, D]` arrays, as the frontend traces it; k and
     v stored as `p.kv_dtype` and cast, where the problem's are (a bf16 cache under f32 attention); `p.score_arrays`
-    `[S_q, S_kv]` arrays added to the scores, each read block by block as a bias is."""
+    `[S_q, S_kv]` arrays added to the scores, each read block by block as a bias is. Float8 operands multiply into
+    float32 (ml_dtypes' NumPy): the scores and softmax are float32, the probabilities cast back for `p @ v`
+    (FlashAttention-3's e4m3 forward)."""
     t = str(dtype_of(p.dtype).ir)
-    sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v), (p.s_q, p.d_v))
-    q, k, v, o = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
+    float8 = p.dtype.startswith("float8")
+    st = "f32" if float8 else t
+    sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v))
+    q, k, v = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
+    o = f"tensor<{p.batch}x{p.s_q}x{p.d_v}x{st}>"
     inputs, casts = f"%q: {q}, %k: {k}, %v: {v}", ""
     if p.kv_dtype:
         st = str(dtype_of(p.kv_dtype).ir)
@@ -83,15 +88,15 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
         casts = f"""
     %k = tta.cast %ks : {k_in} -> {k}
     %v = tta.cast %vs : {v_in} -> {v}"""
-    kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
-    bias_type = f"tensor<{p.s_q}x{p.s_kv}x{t}>"
+    kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{st}>"
+    bias_type = f"tensor<{p.s_q}x{p.s_kv}x{st}>"
     inputs += "".join(f", %bias{i}: {bias_type}" for i in range(p.score_arrays))
     scores, biases = "scaled", ""
     for i in range(p.score_arrays):
         biases += f"""
     %biased{i} = tta.add %{scores}, %bias{i} : {s}, {bias_type} -> {s}"""
         scores = f"biased{i}"
-    row, keep = f"tensor<{p.batch}x{p.s_q}x1x{t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
+    row, keep = f"tensor<{p.batch}x{p.s_q}x1x{st}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
     mask = f"""
     %i0 = tta.arange 0 to {p.s_q} : tensor<{p.s_q}xi32>
     %i1 = tta.reshape %i0 : tensor<{p.s_q}xi32> -> tensor<{p.s_q}x1xi32>
@@ -99,20 +104,23 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     %i = tta.add %i1, %c : tensor<{p.s_q}x1xi32>, i32 -> tensor<{p.s_q}x1xi32>
     %j = tta.arange 0 to {p.s_kv} : tensor<{p.s_kv}xi32>
     %keep = tta.cmp "ge", %i, %j : tensor<{p.s_q}x1xi32>, tensor<{p.s_kv}xi32> -> {keep}
-    %ninf = tta.constant {_MINUS_INF[t]} : {t} -> {t}
-    %s = tta.where %keep, %{scores}, %ninf : {keep}, {s}, {t} -> {s}""" if p.causal else ""
+    %ninf = tta.constant {_MINUS_INF[st]} : {st} -> {st}
+    %s = tta.where %keep, %{scores}, %ninf : {keep}, {s}, {st} -> {s}""" if p.causal else ""
     masked = "s" if p.causal else scores
+    narrowed = f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
+    cast = f"""
+    %pc = tta.cast %p : {s} -> {narrowed}""" if float8 else ""
     text = f"""func.func @tune_attention({inputs}) -> {o} {{{casts}
     %kt = tta.transpose %k permutation = [0, 2, 1] : {k} -> {kt}
     %qk = tta.matmul %q, %kt : {q}, {kt} -> {s}
-    %scale = tta.constant {p.d ** -0.5} : {t} -> {t}
-    %scaled = tta.mul %qk, %scale : {s}, {t} -> {s}{biases}{mask}
+    %scale = tta.constant {p.d ** -0.5} : {st} -> {st}
+    %scaled = tta.mul %qk, %scale : {s}, {st} -> {s}{biases}{mask}
     %m = tta.reduce_max %{masked} axis = 2 keepdims : {s} -> {row}
     %d = tta.sub %{masked}, %m : {s}, {row} -> {s}
     %e = tta.exp %d : {s}
     %l = tta.reduce_sum %e axis = 2 keepdims : {s} -> {row}
-    %p = tta.div %e, %l : {s}, {row} -> {s}
-    %o = tta.matmul %p, %v : {s}, {v} -> {o}
+    %p = tta.div %e, %l : {s}, {row} -> {s}{cast}
+    %o = tta.matmul %{"pc" if float8 else "p"}, %v : {narrowed if float8 else s}, {v} -> {o}
     func.return %o : {o}
 }}"""
     return Parser(tinyton_context(), text).parse_module()
