@@ -13,8 +13,8 @@
 
 With `TINYTON_ATTENTION_DQ=walk` (`BackwardBlocks.dq`) dq is instead its own kernel's again, each program walking
 the key blocks its query block sees and recomputing `s` and `dp` (seven products a step; the delta kernel zeroes
-nothing, the dk/dv kernel adds nothing): the form measured at 66-75 % of cuDNN on an H200 before dq moved into the
-dk/dv kernel (60 % after, docs/benchmarks.md), kept to measure the two side by side.
+nothing, the dk/dv kernel adds nothing), kept to measure the two side by side: on an H100 each was ahead on three of
+the backward table's six rows (geomean 78 % of cuDNN walking, 79 % reduced: docs/benchmarks.md).
 
 Scores are recomputed with the forward's own code (the score steps, masks, the scale folded with log2(e),
 causal loops stopping at the diagonal), so p matches the forward's. Five products a step, none recomputed
