@@ -76,27 +76,27 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     (FlashAttention-3's e4m3 forward)."""
     t = str(dtype_of(p.dtype).ir)
     float8 = p.dtype.startswith("float8")
-    st = "f32" if float8 else t
+    score_t = "f32" if float8 else t
     sizes = ((p.s_q, p.d), (p.s_kv, p.d), (p.s_kv, p.d_v))
     q, k, v = (f"tensor<{p.batch}x{s}x{d}x{t}>" for s, d in sizes)
-    o = f"tensor<{p.batch}x{p.s_q}x{p.d_v}x{st}>"
+    o = f"tensor<{p.batch}x{p.s_q}x{p.d_v}x{score_t}>"
     inputs, casts = f"%q: {q}, %k: {k}, %v: {v}", ""
     if p.kv_dtype:
-        st = str(dtype_of(p.kv_dtype).ir)
-        k_in, v_in = (f"tensor<{p.batch}x{p.s_kv}x{d}x{st}>" for d in (p.d, p.d_v))
+        stored = str(dtype_of(p.kv_dtype).ir)
+        k_in, v_in = (f"tensor<{p.batch}x{p.s_kv}x{d}x{stored}>" for d in (p.d, p.d_v))
         inputs = f"%q: {q}, %ks: {k_in}, %vs: {v_in}"
         casts = f"""
     %k = tta.cast %ks : {k_in} -> {k}
     %v = tta.cast %vs : {v_in} -> {v}"""
-    kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{st}>"
-    bias_type = f"tensor<{p.s_q}x{p.s_kv}x{st}>"
+    kt, s = f"tensor<{p.batch}x{p.d}x{p.s_kv}x{t}>", f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{score_t}>"
+    bias_type = f"tensor<{p.s_q}x{p.s_kv}x{score_t}>"
     inputs += "".join(f", %bias{i}: {bias_type}" for i in range(p.score_arrays))
     scores, biases = "scaled", ""
     for i in range(p.score_arrays):
         biases += f"""
     %biased{i} = tta.add %{scores}, %bias{i} : {s}, {bias_type} -> {s}"""
         scores = f"biased{i}"
-    row, keep = f"tensor<{p.batch}x{p.s_q}x1x{st}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
+    row, keep = f"tensor<{p.batch}x{p.s_q}x1x{score_t}>", f"tensor<{p.s_q}x{p.s_kv}xi1>"
     mask = f"""
     %i0 = tta.arange 0 to {p.s_q} : tensor<{p.s_q}xi32>
     %i1 = tta.reshape %i0 : tensor<{p.s_q}xi32> -> tensor<{p.s_q}x1xi32>
@@ -104,8 +104,8 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     %i = tta.add %i1, %c : tensor<{p.s_q}x1xi32>, i32 -> tensor<{p.s_q}x1xi32>
     %j = tta.arange 0 to {p.s_kv} : tensor<{p.s_kv}xi32>
     %keep = tta.cmp "ge", %i, %j : tensor<{p.s_q}x1xi32>, tensor<{p.s_kv}xi32> -> {keep}
-    %ninf = tta.constant {_MINUS_INF[st]} : {st} -> {st}
-    %s = tta.where %keep, %{scores}, %ninf : {keep}, {s}, {st} -> {s}""" if p.causal else ""
+    %ninf = tta.constant {_MINUS_INF[score_t]} : {score_t} -> {score_t}
+    %s = tta.where %keep, %{scores}, %ninf : {keep}, {s}, {score_t} -> {s}""" if p.causal else ""
     masked = "s" if p.causal else scores
     narrowed = f"tensor<{p.batch}x{p.s_q}x{p.s_kv}x{t}>"
     cast = f"""
@@ -113,8 +113,8 @@ def attention_module(p: AttentionProblem) -> ModuleOp:
     text = f"""func.func @tune_attention({inputs}) -> {o} {{{casts}
     %kt = tta.transpose %k permutation = [0, 2, 1] : {k} -> {kt}
     %qk = tta.matmul %q, %kt : {q}, {kt} -> {s}
-    %scale = tta.constant {p.d ** -0.5} : {st} -> {st}
-    %scaled = tta.mul %qk, %scale : {s}, {st} -> {s}{biases}{mask}
+    %scale = tta.constant {p.d ** -0.5} : {score_t} -> {score_t}
+    %scaled = tta.mul %qk, %scale : {s}, {score_t} -> {s}{biases}{mask}
     %m = tta.reduce_max %{masked} axis = 2 keepdims : {s} -> {row}
     %d = tta.sub %{masked}, %m : {s}, {row} -> {s}
     %e = tta.exp %d : {s}
