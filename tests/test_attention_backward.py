@@ -149,25 +149,6 @@ def test_dq_walking_the_key_blocks_matches_too(monkeypatch):
           ["attention", *BACKWARD])
 
 
-@pytest.mark.parametrize("form", ["carried", "step"])
-def test_dq_shares_added_a_step_late_or_in_their_step_match(monkeypatch, form):
-    """By default the dk/dv kernel adds a step's share of dq in the next step, after its first product is issued,
-    and the last share after the loop (two reductions in the kernel); `TINYTON_ATTENTION_DQ=step` adds each in its
-    own step (one), as D = 256 always does (the share does not fit the registers a step longer)."""
-    if form == "step":
-        monkeypatch.setenv(DQ_ENV, "step")
-    monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
-    rng = np.random.default_rng(9)
-    q, k, v, do = randn(rng, 2, 70, 32), randn(rng, 2, 100, 32), randn(rng, 2, 100, 32), randn(rng, 2, 70, 32)
-    keep = np.arange(70)[:, None] + 30 >= np.arange(100)[None, :]
-    check(causal_step, (q, k, v, do), attention_gradients_reference(q, k, v, do, SCALE, keep=keep), 70, 100,
-          ["attention", *BACKWARD])
-    for x, reductions in ((q, 2 if form == "carried" else 1), (np.zeros((2, 64, 256), np.float16), 1)):
-        steps = causal_step.compile(x, x, x, x).steps
-        dkdv = next(str(step.launch.module) for step in steps if step.launch.kind == "attention_dkdv")
-        assert dkdv.count("tt.descriptor_reduce") == reductions
-
-
 def forward_lse(q, k, scale=SCALE, bias=None, keep=None):
     s = masked_scores(q, k, scale, bias, keep)
     m = s.max(-1, keepdims=True)

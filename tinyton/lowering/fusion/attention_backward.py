@@ -7,8 +7,7 @@
                heads of its group (grouped-query attention) and the query blocks that see it, recomputing
                `p = exp2(s - lse)` block by block: `dv += pᵀ do`, `ds = p (do vᵀ - delta)`, `dk += dsᵀ q`,
                and the query block's share of dq, `ds k`, added to its f32 sum in memory (FlashAttention-2 and
-               3's atomics: one TMA reduction of the block on sm_90, `tt.descriptor_reduce`) in the next step,
-               while that step's first product runs (`carries_dq`; `TINYTON_ATTENTION_DQ=step`: in its own)
+               3's atomics: one TMA reduction of the block on sm_90, `tt.descriptor_reduce`)
     dq         one program per query block: the sum scaled and cast, stored where the program wants dq
                (delta's and dq's kernels: attention_backward_rows.py)
 
@@ -58,8 +57,6 @@ class BackwardBlocks:
     dq: Blocks | None = None
     """The dq kernel's blocks where it walks the key blocks itself (`dq.bn` keys a step for `dq.bm` queries); None
     where the dk/dv kernel adds each query block's share to a sum the dq kernel then scales."""
-    carry_dq: bool = True
-    """Whether the dk/dv kernel may add a step's share of dq in the next step (`_KeyValueGrads.carries_dq`)."""
 
     @property
     def row_blocks(self) -> Blocks:
@@ -73,8 +70,7 @@ class BackwardBlocks:
 
 
 DQ_ENV = "TINYTON_ATTENTION_DQ"
-"""`walk`: the dq kernel walks the key blocks (`BackwardBlocks.dq`); `step`: the dk/dv kernel adds each step's share
-of dq in that step (`BackwardBlocks.carry_dq` off); anything else: in the next step, where it fits."""
+"""`walk`: the dq kernel walks the key blocks (`BackwardBlocks.dq`); anything else: the dk/dv kernel adds dq."""
 
 
 def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
@@ -95,10 +91,9 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
         if d > 128:
             return BackwardBlocks(Blocks(64, 64, 8), dq=Blocks(64, 32, 8, stages=2))
         return BackwardBlocks(Blocks(64, 128, 8), dq=Blocks(128, 64, 8))
-    carry = os.environ.get(DQ_ENV) != "step"
     if sixteen:
-        return BackwardBlocks(Blocks(128 if d <= 64 else 64, 64 if d > 128 else 128, 8, stages=2), carry_dq=carry)
-    return BackwardBlocks(Blocks(32, 32, 4), carry_dq=carry)
+        return BackwardBlocks(Blocks(128 if d <= 64 else 64, 64 if d > 128 else 128, 8, stages=2))
+    return BackwardBlocks(Blocks(32, 32, 4))
 
 
 @dataclass(frozen=True)
@@ -274,11 +269,6 @@ class _KeyValueGrads(BackwardProgram):
 
     transposed_scores = True
 
-    def __init__(self, em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
-                 blocks: BackwardBlocks, buffers: BackwardBuffers):
-        super().__init__(em, bwd, pointers, blocks.dkdv, buffers)
-        self.carry_dq = blocks.carry_dq
-
     def emit(self) -> tuple[int, int, int]:
         em, bwd = self.em, self.bwd
         # Causal: the key blocks along the grid's second axis, so that every head's first key block, seen by the
@@ -360,7 +350,7 @@ class _KeyValueGrads(BackwardProgram):
         first product is issued: its staging, two barriers and TMA reduction then run beside the tensor cores, where
         they had waited for the share's product and held the next step's products back. Not at D = 256: the share is
         64 registers a thread more than fit beside dk and dv (113-155 spilled, ptxas sm_90a)."""
-        return self.dq_reduced and self.dp <= 128 and self.carry_dq
+        return self.dq_reduced and self.dp <= 128
 
     def _query_rows(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
         """q and do of the query block at `i`: 16-bit ones read by TMA on sm_90 where it can read them
@@ -407,4 +397,4 @@ class _KeyValueGrads(BackwardProgram):
 
 def emit_key_value_grads(em: Emitter, bwd: AttentionBackward, pointers: dict[SSAValue, SSAValue],
                          buffers: BackwardBuffers, blocks: BackwardBlocks) -> tuple[int, int, int]:
-    return _KeyValueGrads(em, bwd, pointers, blocks, buffers).emit()
+    return _KeyValueGrads(em, bwd, pointers, blocks.dkdv, buffers).emit()
