@@ -288,19 +288,17 @@ class _KeyValueGrads(BackwardProgram):
         operand = self.element
 
         def q_block(i: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-            dk, dv, *pending = carried
+            dk, dv = carried
             rows, row_ok = self._rows(i, self.bm)
             q, do = self._query_rows(i, rows, row_ok)
             queries = em.binary(tt.AddOp, em.to_shape(i, (1, self.bm)), em.arange(self.bm, 2, 1))  # [1, BM]
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
+            # the rows' lse and delta read before the products are issued: their latency runs under the products
+            lse = self._lse(queries, query_ok)
+            # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step
+            minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, (1, self.bm)), self._delta(queries, query_ok))
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
             st = self._product(k, qt)
-            # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step;
-            # delta read before the step before's share of dq is staged, lse after (registers at D = 64: ptxas)
-            minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, (1, self.bm)), self._delta(queries, query_ok))
-            if pending:  # the step before's share of dq goes out while this step's first product runs
-                self._add_query_grads(*pending)
-            lse = self._lse(queries, query_ok)
             dpt = self._product(v, dot, minus_delta)
             pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start), lse)
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
@@ -308,33 +306,25 @@ class _KeyValueGrads(BackwardProgram):
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
             dst = em.cast(em.binary(tt.MulOp, pt, dpt), operand)
             dk = em.emit(tt.DotOp(dst, q, dk))
-            if not self.dq_reduced:
-                return [dk, dv]
-            part = em.emit(tt.DotOp(em.emit(tt.TransOp(dst, (1, 0))), k, em.const(0.0, f32, (self.bm, self.dp))))
-            if pending:
-                return [dk, dv, part, i, self._flat_batch()]
-            self._add_query_grads(part, i, self._flat_batch())
+            if self.dq_reduced:
+                self._add_query_grads(i, rows, row_ok, em.emit(tt.TransOp(dst, (1, 0))), k)
             return [dk, dv]
 
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
         first = self._first_query(start)
-        first_value = em.i32(first) if isinstance(first, int) else first
-        if self.carries_dq:  # the first step adds zeros to its own rows
-            carried += [em.const(0.0, f32, (self.bm, self.dp)), first_value, self._flat_batch()]
         if self.group:  # one loop over (head of the group, query block) pairs, pipelined across the heads: a loop
             # a head had a pipeline's prologue and drain each, and spilled (21 registers at D = 128: ptxas, sm_90a)
             group = prod(self.batch[i] for i in self.group)
+            first_value = em.i32(first) if isinstance(first, int) else first
             per_head = em.div_int(em.binary(tt.SubOp, em.i32(self.s_q + self.bm - 1), first_value), self.bm)
 
             def step(t: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
                 self.coords = self._coords_of(outer, em.binary(tt.FloorDivOp, t, per_head))
                 return q_block(em.add(first_value, em.mul_int(em.binary(tt.ModOp, t, per_head), self.bm)), values)
 
-            dk, dv, *pending = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step, self.blocks.stages)
+            dk, dv = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step, self.blocks.stages)
         else:
-            dk, dv, *pending = em.for_loop(first, self.s_q, self.bm, carried, q_block, self.blocks.stages)
-        if pending:
-            self._add_query_grads(*pending)
+            dk, dv = em.for_loop(first, self.s_q, self.bm, carried, q_block, self.blocks.stages)
         c = self.att.causal_offset
         if c is not None and c < 0 < self.s_q:  # query 0 sees no key: its NaN p reaches every key's gradients
             dk, dv = (em.binary(tt.AddOp, x, em.const(float("nan"), f32, shape_of(x.type))) for x in (dk, dv))
@@ -343,14 +333,6 @@ class _KeyValueGrads(BackwardProgram):
         self._store(bwd.dv, outer, keys, kv_ok, self.dvp, self._finish(bwd.dv, dv))
         grid = [cdiv(self.s_kv, self.bn), max(1, prod(n for i, n in enumerate(self.batch) if i not in self.group))]
         return grid[key_axis], grid[1 - key_axis], 1
-
-    @property
-    def carries_dq(self) -> bool:
-        """Whether a step's share of dq (`[BM, D]` f32) is carried to the next step and added there, after that step's
-        first product is issued: its staging, two barriers and TMA reduction then run beside the tensor cores, where
-        they had waited for the share's product and held the next step's products back. Not at D = 256: the share is
-        64 registers a thread more than fit beside dk and dv (113-155 spilled, ptxas sm_90a)."""
-        return self.dq_reduced and self.dp <= 128
 
     def _query_rows(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue) -> tuple[SSAValue, SSAValue]:
         """q and do of the query block at `i`: 16-bit ones read by TMA on sm_90 where it can read them
@@ -364,18 +346,17 @@ class _KeyValueGrads(BackwardProgram):
         return (self.descriptor_rows(att.q.base, q_view, i, self.bm, self.d, self.dp),
                 self.descriptor_rows(do_view.base, do_view, i, self.bm, self.d_v, self.dvp))
 
-    def _add_query_grads(self, part: SSAValue, i: SSAValue, flat: SSAValue) -> None:
-        """A query block's share of dq, `ds @ k` (`part`, `[BM, D]`: the block at `i` of batch entry `flat`), added
-        to its dq sums, every key block's programs adding theirs: one `tt.descriptor_reduce` of the block of the
-        sums seen as `[batch, S_q, D]`, its rows past S_q masked (a causal key block no query sees: the block after
-        the last)."""
+    def _add_query_grads(self, i: SSAValue, rows: SSAValue, row_ok: SSAValue, ds: SSAValue, k: SSAValue) -> None:
+        """`ds @ k` added to the dq sums of the query block at `i` (`[BM, D]`, every key block's programs adding
+        theirs): one `tt.descriptor_reduce` of the block of the sums seen as `[batch, S_q, D]`."""
         em = self.em
-        rows, row_ok = self._rows(i, self.bm)
+        part = em.emit(tt.DotOp(ds, k, em.const(0.0, f32, (self.bm, self.dp))))
+        flat = self._flat_batch()
         ptrs, mask = self._dq_sum_block(flat, rows, row_ok)
         sizes = [em.i32(n) for n in (max(1, prod(self.batch)), self.s_q, self.dp)]
         strides = [em.i32(n) for n in (self.s_q * self.dp, self.dp, 1)]
-        em.emit(tt.DescriptorReduceOp("add", ptrs, part, mask, self.buffers.dq_sum, sizes, strides,
-                                      [flat, i, em.i32(0)]))
+        em.emit(tt.DescriptorReduceOp("add", ptrs, part, mask if self.s_q % self.bm else None, self.buffers.dq_sum,
+                                      sizes, strides, [flat, i, em.i32(0)]))
 
     def _crosses_diagonal(self, i: SSAValue, start: SSAValue) -> bool | SSAValue:
         """Whether the query block at `i` needs the causal mask over the key block at `start`: some of its queries
