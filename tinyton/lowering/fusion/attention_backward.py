@@ -78,8 +78,8 @@ def backward_blocks(bwd: AttentionBackward) -> BackwardBlocks:
     keys (64 keys for head dims over 128; 128 queries at head dims up to 64, where a 64-query block's share of dq,
     `[64, D]`, would be 32 columns a warpgroup: no whole 128-byte panels of k for wgmma), q and do double-buffered
     (three stages left sm_80 no room for the 128 x 128 scores' layout conversions). dk and dv, each `[BN, D]`
-    f32, live in registers for the whole kernel beside a step's scores and its share of dq (sm_90a, ptxas: 236-243
-    registers at D = 64 and 128, nothing spilled; 16-28 bytes spilled at D = 256, whose dq block, 64 registers a
+    f32, live in registers for the whole kernel beside a step's scores and its share of dq (sm_90a, ptxas: 230-244
+    registers at D = 64 and 128, nothing spilled; 4 bytes spilled at D = 256, whose dq block, 64 registers a
     thread, and its 64 KB staging tile leave q and do one stage, loaded; Triton's tutorial tiling, 128 keys and 32
     queries on 4 warps, spilled 569 registers at D = 128 without dq). f32 operands (FMAs) in 32 x 32 blocks."""
     att = bwd.scores
