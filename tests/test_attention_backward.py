@@ -346,7 +346,8 @@ def test_the_gradient_kernels_keep_their_accumulators_in_registers(d, spilled):
     and its share of dq (at D = 256 but for a few registers, `spilled` at most); the dk/dv kernel's five products
     all run on wgmma, pᵀ and dsᵀ read from registers, ds's product adding to dq's sum with one TMA reduction;
     a step costs no NaN guard on p's exp2 and no shared-memory round trip of -delta; ptxas keeps every kernel's
-    wgmmas in flight (no C7514: it serialises them all where registers a wgmma writes are read before its wait)."""
+    wgmmas in flight (no C7514: it serialises them all where registers a wgmma writes are read before its wait)
+    and injects no wait inside the dk/dv kernel's step (C7517)."""
     q = np.zeros((2, 512, d), np.float16)
     program = causal_step.compile(q, q, q, q)
     for step in program.steps:
@@ -361,6 +362,8 @@ def test_the_gradient_kernels_keep_their_accumulators_in_registers(d, spilled):
         allowed = spilled if launch.kind == "attention_dkdv" else 0
         assert kernel.n_spills <= allowed, f"{launch.kind} at D = {d} spills {kernel.n_spills} registers"
         if launch.kind == "attention_dkdv":
+            # ptxas's one injected wait is at the loop's back edge, after the step's own waits: none inside the step
+            assert report.count("C7517") <= 1, report
             assert ptx.count("wgmma.commit_group") >= 5 and "mma.sync" not in ptx
             assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group" in ptx
             assert "setp.nan" not in ptx, "p's exp2 feeds only products and dq's TMA sum: no NaN guard"

@@ -156,8 +156,8 @@ class BackwardProgram(_Program):
         return flat
 
     def _row_values(self, ptr: SSAValue, offset: SSAValue, rows: SSAValue, row_ok: SSAValue) -> SSAValue:
-        """f32 of a per-row array at `offset + row`, in the shape of `rows` (`[BM, 1]`, or `[1, BM]` along the
-        columns of transposed scores); masked rows read 0."""
+        """f32 of a per-row array at `offset + row`, in the shape of `rows` (`[BM, 1]`, `[1, BM]` along the columns
+        of transposed scores, or a whole score block); masked rows read 0."""
         em = self.em
         shape = shape_of(rows.type)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(ptr, shape), em.binary(tt.AddOp, em.to_shape(offset, shape), rows)))
@@ -295,8 +295,12 @@ class _KeyValueGrads(BackwardProgram):
             query_ok = em.cmp("lt", queries, em.i32(self.s_q))
             # the rows' lse and delta read before the products are issued: their latency runs under the products
             lse = self._lse(queries, query_ok)
-            # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step
-            minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, (1, self.bm)), self._delta(queries, query_ok))
+            # dpᵀ - delta: the product starts from -delta, which then takes no registers of its own across the step;
+            # read for every element of the block, each accumulator register loaded by itself: a row read once and
+            # copied from register to register made ptxas wait for sᵀ's product before issuing dpᵀ's (C7517)
+            shape = self.score_shape
+            delta = self._delta(em.to_shape(queries, shape), em.to_shape(query_ok, shape))
+            minus_delta = em.binary(tt.SubOp, em.const(0.0, f32, shape), delta)
             qt, dot = (em.emit(tt.TransOp(x, (1, 0))) for x in (q, do))
             st = self._product(k, qt)
             dpt = self._product(v, dot, minus_delta)
