@@ -56,6 +56,7 @@ from tinyton.lowering.tt_to_llvm.float8_dot import chain_in_flight, promotion_st
 from tinyton.lowering.tt_to_llvm.layouts import Layout
 from tinyton.lowering.tt_to_llvm.mma import b_tile, k_major_b, shared_operands
 from tinyton.lowering.tt_to_llvm.mma_layout import m_major_a
+from tinyton.lowering.tt_to_llvm.pipeline_plan import is_zero
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
 from tinyton.lowering.tt_to_llvm.wgmma_layout import (
     ROWS, WARPGROUP, WgmmaTiling, k_step, register_a, wgmma_tiling,
@@ -277,10 +278,14 @@ def lower_wgmma_dot(ctx: KernelContext, op: tt.DotOp | tt.PromotedDotOp, layout:
         assert previous is not None
         promote(*previous, 0)
         return acc
+    # A product from zero: its first K step writes fresh registers (scale-d false), no zeros copied into them first
+    # (copied from one accumulator register to the others, they made ptxas wait for the wgmmas in flight, C7517)
+    fresh = all(is_zero(dot.acc) for dot in group)
     ctx.insert(nvvm.WgmmaFenceOp())
     for kk in range(0, k, step):
         for i, j, base in blocks:
-            out = issue(kk, i, j, [r for acc in accs for r in acc[base : base + per]])
+            into = None if fresh and kk == 0 else [r for acc in accs for r in acc[base : base + per]]
+            out = issue(kk, i, j, into)
             for g, acc in enumerate(accs):
                 acc[base : base + per] = out[g * per : (g + 1) * per]
     ctx.insert(nvvm.WgmmaCommitGroupOp())
