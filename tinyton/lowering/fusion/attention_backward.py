@@ -306,7 +306,7 @@ class _KeyValueGrads(BackwardProgram):
             dpt = self._product(v, dot, minus_delta)
             pt = self._probabilities(st, queries, query_ok, keys, key_ok, self._crosses_diagonal(i, start), lse)
             if self.s_q % self.bm:  # queries past S_q: no contribution (their lse and do read 0)
-                pt = em.select(em.to_shape(query_ok, self.score_shape), pt, em.const(0.0, f32))
+                pt = em.select(em.to_shape(query_ok, shape), pt, em.const(0.0, f32))
             dv = em.emit(tt.DotOp(em.cast(pt, operand), em.cast(do, operand), dv))
             dst = em.cast(em.binary(tt.MulOp, pt, dpt), operand)
             dk = em.emit(tt.DotOp(dst, q, dk))

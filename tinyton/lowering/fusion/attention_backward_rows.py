@@ -53,22 +53,21 @@ class _QueryGrads(BackwardProgram):
     def emit(self) -> tuple[int, int, int]:
         em = self.em
         self.coords = self._batch_coords(em.emit(tt.ProgramIdOp(1)))
+        flat = self._flat_batch()
         if self.dq_reduced:
             rows, row_ok = self._rows(em.mul_int(em.emit(tt.ProgramIdOp(0)), self.bm), self.bm)
-            ptrs, mask = self._dq_sum_block(self._flat_batch(), rows, row_ok)
+            ptrs, mask = self._dq_sum_block(flat, rows, row_ok)
             dq = em.emit(tt.LoadOp(ptrs, mask, em.const(0.0, f32, (self.bm, self.dp))))
         else:
             start = em.mul_int(self._query_block(cdiv(self.s_q, self.bm)), self.bm)  # causal: the longest first
             rows, row_ok = self._rows(start, self.bm)
             dq = self._walk_keys(rows, row_ok, start)
-        flat = self._flat_batch()
         c = self.att.causal_offset
         if c is not None and c < 0:  # rows i < -c see no key (no program added to them): NaN, as their p
             blind = em.to_shape(em.cmp("lt", em.add(rows, em.i32(c)), em.i32(0)), (self.bm, self.dp))
             dq = em.select(blind, em.const(float("nan"), f32, (self.bm, self.dp)), dq)
         self._store(self.bwd.dq, flat, rows, row_ok, self.dp, self._finish(self.bwd.dq, dq))
         return cdiv(self.s_q, self.bm), max(1, prod(self.batch)), 1
-
 
     def _walk_keys(self, rows: SSAValue, row_ok: SSAValue, start: SSAValue) -> SSAValue:
         """dq of the query block at `start` from the key blocks it sees, the loops as the forward splits them:
