@@ -211,8 +211,10 @@ def test_pingpong_consumers_take_turns_issuing_their_products(attention_blocks, 
 @pytest.mark.parametrize("d, bn", [(128, 128), (256, 64)])
 def test_wide_blocks_read_q_from_shared_memory(attention_blocks, d, bn):
     """sm_90a, FlashAttention-3's 128-key blocks at D = 128 and 64-key ones at D = 256: q copied to shared memory once
-    by every warp before the split (the scores' product reads both operands there); two stages fit beside it, nothing
-    spilled (q in registers spilled 80 bytes at D = 128, and would take 64 registers a thread at D = 256)."""
+    before the split (the scores' product reads both operands there), by the program's 8 warps only: each copy
+    predicated, where the producer's 4 warps, whose index wraps onto the copy's layout, had written the first 4
+    warps' bytes again (racecheck's write-write hazards). Two stages fit beside it, nothing spilled (q in registers
+    spilled 80 bytes at D = 128, and would take 64 registers a thread at D = 256)."""
     attention_blocks(Blocks(128, bn, 8, stages=2, warp_specialize=True, overlap=True, pingpong=True))
     q = np.zeros((1, 2, 1024, d), np.float16)
     launch = causal_attention.compile(q, q, q).steps[0].launch
@@ -221,6 +223,9 @@ def test_wide_blocks_read_q_from_shared_memory(attention_blocks, d, bn):
     assert kernel.n_spills == 0
     split = ptx.index("setmaxnreg.dec")
     assert "cp.async.cg.shared.global" in ptx[:split] and re.search(r"cp.async.wait_group\s+0;", ptx[:split])
+    copies = re.findall(r"^\s*(\S+)\s+cp.async.cg.shared.global", ptx[:split], re.M)
+    assert copies and all(guard.startswith("@%p") for guard in copies), copies
+    assert re.search(r"setp.lt.u32\s+%p\d+, %r\d+, 256;", ptx[:split]), "the program's warps: thread below 256"
     consumers = ptx[ptx.index("setmaxnreg.inc"):]
     assert re.search(rf"wgmma.mma_async\S*m64n{bn}k16\S* \{{[^}}]*\}}, da, db", consumers), "q from shared memory"
 

@@ -14,7 +14,7 @@ which reads shared memory through the async proxy, a `fence.proxy.async` before 
 from __future__ import annotations
 
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import MemRefType, i8
+from xdsl.dialects.builtin import MemRefType, i8, i32
 from xdsl.ir import SSAValue
 
 from tinyton.dialects import tt
@@ -25,7 +25,7 @@ from tinyton.lowering.tt_to_llvm.context import (
     lowers_tile,
 )
 from tinyton.lowering.tt_to_llvm.layouts import Layout
-from tinyton.lowering.tt_to_llvm.memory import access_width, load_words
+from tinyton.lowering.tt_to_llvm.memory import _inline_asm, access_width, load_words
 from tinyton.lowering.tt_to_llvm.shared import byte_size
 from tinyton.lowering.tt_to_llvm.swizzle import Swizzle
 
@@ -66,14 +66,21 @@ def lower_local_alloc(ctx: KernelContext, op: tt.LocalAllocOp) -> None:
     """Reserved before lowering (`reserve_buffers`)."""
 
 
-def _cp_async(ctx: KernelContext, dst: SSAValue, src: SSAValue, nbytes: int, pred: SSAValue | None) -> None:
+def _cp_async(
+    ctx: KernelContext, dst: SSAValue, src: SSAValue, nbytes: int, pred: SSAValue | None, issuer: SSAValue | None
+) -> None:
+    """One `cp.async` of `nbytes`: zero-filled where `pred` is false, issued only where `issuer` is true (one of the
+    threads holding the same run: a replica would write the same bytes again, a race for racecheck)."""
     kind = "cg" if nbytes == 16 else "ca"
+    size = ctx.select(pred, ctx.const(nbytes), ctx.const(0)) if pred is not None else ctx.const(nbytes)
+    if issuer is not None:  # the intrinsic takes no predicate
+        line = f"@$3 cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;"
+        inputs = [("r", ctx.value(llvm.PtrToIntOp(dst, i32))), ("l", src), ("r", size), ("b", issuer)]
+        _inline_asm(ctx, [line], [], inputs, None)
+        return
     name = f"llvm.nvvm.cp.async.{kind}.shared.global.{nbytes}"
-    args = [dst, src]
-    if pred is not None:
-        name += ".s"
-        args.append(ctx.select(pred, ctx.const(nbytes), ctx.const(0)))
-    ctx.insert(llvm.CallIntrinsicOp(name, args, []))
+    args = [dst, src, *([size] if pred is not None else [])]
+    ctx.insert(llvm.CallIntrinsicOp(name + (".s" if pred is not None else ""), args, []))
 
 
 @lowers(tt.AsyncCopyOp)
@@ -86,12 +93,13 @@ def lower_async_copy(ctx: KernelContext, op: tt.AsyncCopyOp) -> None:
     nbytes = v * byte_size(elem)
     swizzle = slot_swizzle(op.buffer)
     base = slot_base(ctx, op.buffer, op.slot)
+    issuer = ctx.replica_predicate(layout)
     for g in range(0, len(ptrs), v):
         row, col = ctx.coords(layout, g)
         dst = ctx.gep(base, swizzle.offset(ctx, row, col), elem)
         pred = masks[g] if masks is not None else None
         if nbytes >= 4:
-            _cp_async(ctx, dst, ptrs[g], nbytes, pred)
+            _cp_async(ctx, dst, ptrs[g], nbytes, pred, issuer)
             continue
         for i, value in enumerate(load_words(ctx, ptrs[g], pred, elem, v)):
             ctx.insert(llvm.StoreOp(value, ctx.gep(dst, i, elem), alignment=byte_size(elem)))

@@ -171,6 +171,10 @@ class KernelContext(Emitter):
         all consumers would deadlock."""
         self.leader_warp = 0
         """The warp whose lane 0 issues the program's TMA copies and mbarrier arrivals (the producer's first)."""
+        self.spare_warps = False
+        """Whether warps past the program's `num_warps` run the code being lowered: a warp-specialised kernel's
+        producer warps, before the split (warp_roles.py). Their warp index wraps onto the program's layouts, so
+        `replica_predicate` counts them as replicas."""
         self.store_tile: int | None = None
         """Byte offset of the shared-memory tile TMA stores stage their blocks in (tma.reserve_store_tile)."""
         self.programs_per_sm = 1
@@ -249,9 +253,11 @@ class KernelContext(Emitter):
             ):
                 if bits:
                     conds.append(self.icmp("eq", self.int_op("and", part, self.const(bits)), self.const(0)))
+            if self.spare_warps:
+                conds.append(self.icmp("ult", self.warp, self.const(self.num_warps)))
             return self.all_of(conds)
 
-        key = ("replica", layout.lane, layout.warp) if layout else ("replica",)
+        key = ("replica", self.spare_warps, *((layout.lane, layout.warp) if layout else ()))
         return self.cached(key, build)
 
     # --- shared memory ------------------------------------------------------------------------

@@ -152,6 +152,7 @@ def lower_to_llvm(
         wgmma,
     )
     ctx.programs_per_sm = programs_per_sm(module)
+    ctx.spare_warps = launch > warps
     async_copy.reserve_buffers(ctx, kernel)
     tma.reserve_barriers(ctx, kernel)
     tma.reserve_store_tile(ctx, kernel)

@@ -5,7 +5,9 @@ registers up (`setmaxnreg.dec`), and their first lane issues the TMA copies and 
 program's warps take the registers (`setmaxnreg.inc`; the kernel is launched with the whole register file,
 `.maxnreg`, pass_.py) and run the consumer region, where every barrier is the
 named barrier of their threads (`ctx.barrier_threads`): the producer never reaches one. Both branches then meet
-at the kernel's return. What comes before the op ran on every warp (the pipeliner allows no stores there).
+at the kernel's return. What comes before the op runs on every warp (the pipeliner allows no stores there); its
+copies into shared memory are issued by the program's warps only (`ctx.spare_warps`: the producer's warps would
+write the same bytes again, a race for compute-sanitizer's racecheck).
 
 `tt.warpgroup_turn` (warpgroup_turns.py): warpgroup w of the N consumers takes its turn on named barrier
 `TURN_BARRIER + w` and passes on `TURN_BARRIER + (w + 1) % N`, each of two warpgroups' threads (one waits, one
@@ -32,7 +34,8 @@ def lower_warp_specialize(ctx: KernelContext, op: tt.WarpSpecializeOp) -> None:
     consumers = ctx.num_warps
     producer, consumer, merge = ctx.new_block(), Block(), Block()  # blocks in the order their code runs
     ctx.insert(llvm.CondBrOp(ctx.icmp("uge", ctx.warp, ctx.const(consumers)), producer, [], consumer, []))
-    pending = ctx.smem_pending
+    pending, spare = ctx.smem_pending, ctx.spare_warps
+    ctx.spare_warps = False
     ctx.move_to(producer)
     _set_registers(ctx, "dec", op.producer_registers.value.data)
     ctx.leader_warp = consumers
@@ -51,6 +54,7 @@ def lower_warp_specialize(ctx: KernelContext, op: tt.WarpSpecializeOp) -> None:
     ctx.insert(llvm.BrOp(merge))
     ctx.func.body.add_block(merge)
     ctx.move_to(merge)
+    ctx.spare_warps = spare
 
 
 def launch_warps(kernel, num_warps: int) -> int:
