@@ -177,6 +177,11 @@ class KernelContext(Emitter):
         `replica_predicate` counts them as replicas."""
         self.store_tile: int | None = None
         """Byte offset of the shared-memory tile TMA stores stage their blocks in (tma.reserve_store_tile)."""
+        self.last_barrier: Operation | None = None
+        """The latest barrier of the block being lowered since its last TMA store (a kernel with a store tile, the
+        stores' leader among its threads): the next store's leader waits for the previous store's reads of the tile
+        right before it, instead of waiting and synchronising again (tma.py); the dk/dv kernel's step reuses the
+        barrier that publishes ds for its product with k."""
         self.programs_per_sm = 1
         """Programs that share an SM (`tt.min_programs_per_sm`): a warp-specialised program's share of its registers."""
         self.smem_bytes = 0
@@ -335,16 +340,30 @@ class KernelContext(Emitter):
         found = re.match(r"sm_(\d+)", self.assign.arch)
         return int(found[1]) if found else 90
 
+    def leader(self) -> SSAValue:
+        """True in lane 0 of the leader warp only (thread 0, or the producer's first thread): the thread that issues
+        the program's TMA copies and stores and mbarrier arrivals."""
+        warp = self.leader_warp
+
+        def build() -> SSAValue:
+            other = self.int_op("xor", self.warp, self.const(warp)) if warp else self.warp
+            return self.icmp("eq", self.int_op("or", self.lane, other), self.const(0))
+
+        return self.cached(("tma-leader", warp), build)
+
     def barrier(self) -> None:
+        """A barrier of the program's threads (a warp-specialised kernel's consumers: a named one)."""
         if self.in_turn:
             raise LoweringError(
                 "a barrier of all consumer warps between a warpgroup's `take` and `pass` (tt.warpgroup_turn) would"
                 " wait for warpgroups waiting for this one's turn: keep only the step's dots between them")
         if self.barrier_threads is None:
-            self.insert(nvvm.Barrier0Op())
-            return
-        operands = [self.const(NAMED_BARRIER), self.const(self.barrier_threads)]
-        self.insert(llvm.CallIntrinsicOp("llvm.nvvm.barrier.cta.sync.aligned.count", operands, []))
+            op: Operation = self.insert(nvvm.Barrier0Op())
+        else:
+            operands = [self.const(NAMED_BARRIER), self.const(self.barrier_threads)]
+            op = self.insert(llvm.CallIntrinsicOp("llvm.nvvm.barrier.cta.sync.aligned.count", operands, []))
+        if self.store_tile is not None and self.leader_warp == 0:
+            self.last_barrier = op
 
     # --- values -------------------------------------------------------------------------------
 
@@ -420,10 +439,13 @@ class KernelContext(Emitter):
         return list(carried)
 
     def lower_block(self, block: Block) -> None:
-        """Lower the ops of a tt block, up to (not including) its terminator."""
+        """Lower the ops of a tt block, up to (not including) its terminator. `last_barrier` is the block's own:
+        a nested block may run again (a loop's) or not at all (a branch)."""
+        self.last_barrier = None
         for op in block.ops:
             if not op.has_trait(IsTerminator):
                 self.lower_op(op)
+        self.last_barrier = None
 
     def lower_op(self, op: Operation) -> None:
         if type(op) in OP_LOWERINGS:

@@ -33,6 +33,7 @@ from typing import Any
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.dialects import nvvm, tt
 from tinyton.dtypes import dtype_of
@@ -190,17 +191,6 @@ def _barrier(ctx: KernelContext, barriers: SSAValue, slot: SSAValue) -> SSAValue
     return _address(ctx, base)
 
 
-def _leader(ctx: KernelContext) -> SSAValue:
-    """True in lane 0 of the leader warp only (thread 0, or the producer's first thread)."""
-    warp = ctx.leader_warp
-
-    def build() -> SSAValue:
-        other = ctx.int_op("xor", ctx.warp, ctx.const(warp)) if warp else ctx.warp
-        return ctx.icmp("eq", ctx.int_op("or", ctx.lane, other), ctx.const(0))
-
-    return ctx.cached(("tma-leader", warp), build)
-
-
 @lowers(tt.BarrierAllocOp)
 def lower_barrier_alloc(ctx: KernelContext, op: tt.BarrierAllocOp) -> None:
     """Reserved before lowering (`reserve_barriers`)."""
@@ -209,7 +199,7 @@ def lower_barrier_alloc(ctx: KernelContext, op: tt.BarrierAllocOp) -> None:
 @lowers(tt.BarrierInitOp)
 def lower_barrier_init(ctx: KernelContext, op: tt.BarrierInitOp) -> None:
     slots = op.barriers.type.get_shape()[0]
-    leader = _leader(ctx)
+    leader = ctx.leader()
     for s in range(slots):
         bar = _address(ctx, ctx.smem_ptr(i64, s, ctx.local_buffers[op.barriers]))
         line = f"@$0 mbarrier.init.shared::cta.b64 [$1], {op.arrival_count};"
@@ -236,7 +226,7 @@ def _map(ctx: KernelContext, op: tt.TmaCopyOp | tt.DescriptorWriteBase) -> SSAVa
 def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
     tile: Swizzle = slot_swizzle(op.buffer)
     param = _map(ctx, op)
-    pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
+    pred = ctx.int_op("and", ctx.leader(), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
     dst = _address(ctx, slot_base(ctx, op.buffer, op.slot, op.part_index))
     rank = len(op.offsets)
@@ -256,7 +246,7 @@ def lower_tma_copy(ctx: KernelContext, op: tt.TmaCopyOp) -> None:
 
 @lowers(tt.TmaArriveOp)
 def lower_tma_arrive(ctx: KernelContext, op: tt.TmaArriveOp) -> None:
-    pred = ctx.int_op("and", _leader(ctx), ctx.scalar(op.valid))
+    pred = ctx.int_op("and", ctx.leader(), ctx.scalar(op.valid))
     bar = _barrier(ctx, op.barriers, op.slot)
     _inline_asm(ctx, ["@$0 mbarrier.arrive.shared::cta.b64 _, [$1];"], [], [("b", pred), ("r", bar)], None)
 
@@ -313,13 +303,19 @@ def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorWriteBase) -> No
     `cp.reduce.async.bulk.tensor ... .add.tile.bulk_group`, atomic per element) and commits them, without waiting.
     Before writing, thread 0 waits until TMA has read the previous store's panels (`wait_group.read 0`) and a
     barrier tells the other threads: a persistent matmul's tile goes out while the next tile's K loop runs,
-    instead of holding the leader's warpgroup (and with it the tensor cores) until it has."""
+    instead of holding the leader's warpgroup (and with it the tensor cores) until it has. Where the block has a
+    barrier since its last store (`ctx.last_barrier`), the wait goes right before that one instead: no barrier of
+    its own."""
     layout = ctx.layout_of(op.value)
     tile = _staged_tile(op)
     assert ctx.store_tile is not None, "reserve_store_tile gives every TMA store its tile before lowering"
-    leader = _leader(ctx)
-    _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group.read 0;"], [], [("b", leader)], None)
-    ctx.barrier()
+    leader = ctx.leader()
+    wait = llvm.InlineAsmOp("@$0 cp.async.bulk.wait_group.read 0;", "b", [leader], [], has_side_effects=True)
+    if ctx.last_barrier is not None:
+        Rewriter.insert_op(wait, InsertPoint.before(ctx.last_barrier))
+    else:
+        ctx.insert(wait)
+        ctx.barrier()
     store_swizzled(ctx, ctx.get(op.value, layout), layout, llvm_type(op.value.type), tile, ctx.store_tile)
     fence_async_proxy(ctx)
     ctx.barrier()
@@ -333,10 +329,11 @@ def lower_descriptor_store(ctx: KernelContext, op: tt.DescriptorWriteBase) -> No
         inputs = [("b", leader), ("l", param), ("r", at)] + [("r", v) for v in box]
         _inline_asm(ctx, lines, [], inputs, None)
     _inline_asm(ctx, ["@$0 cp.async.bulk.commit_group;"], [], [("b", leader)], None)
+    ctx.last_barrier = None
 
 
 def finish_stores(ctx: KernelContext) -> None:
     """At the kernel's end thread 0 waits for its TMA stores to complete: the store tile must outlive their reads."""
     if ctx.store_tile is not None:
         assert ctx.leader_warp == 0, "the kernel's end is the program's warps' (the stores' leader), not a producer's"
-        _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group 0;"], [], [("b", _leader(ctx))], None)
+        _inline_asm(ctx, ["@$0 cp.async.bulk.wait_group 0;"], [], [("b", ctx.leader())], None)
