@@ -7,7 +7,9 @@ the tests and a slice of the differential fuzzer's programs (issues 11 and 25).
 
 A group is one process, so that one sanitizer start covers many kernels: the examples at small sizes
 (bench/run_examples.py) or a benchmark script in one-shot mode (bench/common.py: small shapes with tails,
-each measured tinyton function run once, no peers). Per group the first tool runs alone first: it compiles
+each measured tinyton function run once, no peers); except a group of GPU tests, whose tests run a process each,
+side by side (racecheck took over 250 s for the `attention-forms` tests in one process, 35 s for them one a process,
+sixteen cores). Per group (per test) the first tool runs alone first: it compiles
 into this run's fresh kernel cache and tunes the `a @ b` tiles (every candidate then runs under it); the
 other tools reuse the cache and run in parallel. torch's kernels (C++ names, `_Z...`) and cuBLAS's
 (`...gemm...`) are not checked; a canary (a tinyton kernel that writes past its array) must be reported by
@@ -36,6 +38,8 @@ import tinyton as tt
 from tinyton.runtime import driver
 
 ROOT = Path(__file__).resolve().parent.parent
+PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu"]
+"""A group of GPU tests: these arguments, then the test files (and a `-k` selection)."""
 GROUPS = {
     "examples": ["bench/run_examples.py"],
     "microgpt": ["bench/run_examples.py", "microgpt"],
@@ -47,19 +51,16 @@ GROUPS = {
     "microgpt-bench-64": ["bench/bench_microgpt.py", "--embd", "64"],
     "llama": ["examples/llama/generate.py", "--config", "tiny", "--tokens", "4"],  # decode: GEMV, greedy draw
     "language": ["bench/run_language_cases.py"],  # sort, gather, histogram, scans, atomics, descriptors...
-    "splits": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_split_k.py",
-               "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
+    "splits": [*PYTEST, "tests/test_split_k.py", "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
     "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
-    "warp-specialized": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_warp_specialize.py"],
-    "attention-forms": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                        "tests/test_attention_warp_specialized.py", "tests/test_attention_backward.py", "-k",
+    "warp-specialized": [*PYTEST, "tests/test_warp_specialize.py"],
+    "attention-forms": [*PYTEST, "tests/test_attention_warp_specialized.py", "tests/test_attention_backward.py", "-k",
                         "200-overlapped-pingpong or 77-128-keys or shape1-2-pingpong or head_dim_256 and 200"
                         " or no_key or 1024-64-True-float16 or 777-128-False-bfloat16 or persistent and 384"
                         " or persistent and 200 or ring and 200"],
     # FlashAttention-3's forward forms (ping-pong turns, overlapped products, 128- and 256-wide q in shared memory,
     # causal and ragged ends, an empty loop, persistent programs, a bias block in the ring) and the backward kernels (causal fp16, a ragged grouped-query bf16)
-    "float8": ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_fp8_matmul.py", "-k",
-               "promoted_float8_tiles"],  # promoted dots in flight, each tile form
+    "float8": [*PYTEST, "tests/test_fp8_matmul.py", "-k", "promoted_float8_tiles"],  # promoted dots in flight, each tile form
 }
 GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}, "attention-forms": {"TINYTON_ISOLATED": "1"}}
 """Environment a group adds: the warp-specialised GPU tests run in their own processes (tests/conftest.py), which
@@ -87,6 +88,7 @@ class Run:
     tool: str  # a compute-sanitizer tool, or "plain"
     group: str
     log: Path
+    test: str = ""  # one test of a group of GPU tests (its pytest id); "": the whole group
     seconds: float = 0.0
     returncode: int | None = None  # None: timed out
     problems: int | None = None  # errors + hazards; None: no summary
@@ -112,7 +114,8 @@ class Run:
             if self.group == CANARY:
                 outcome += " (expected: the canary's out-of-bounds store)" if self.problems else " (the canary was missed)"
         verdict = "ok" if self.clean else "FAIL"
-        return f"{self.tool:<10} {self.group:<17} {verdict:<5} {self.seconds:6.1f} s  {outcome}"
+        test = f"  {self.test.split('::')[-1]}" if self.test else ""
+        return f"{self.tool:<10} {self.group:<17} {verdict:<5} {self.seconds:6.1f} s  {outcome}{test}"
 
 
 def excerpt(log: Path, lines: int = 12) -> str:
@@ -122,8 +125,10 @@ def excerpt(log: Path, lines: int = 12) -> str:
     return "\n".join("    " + line for line in (reports[:lines] or text[-lines:]))
 
 
-def command(tool: str, group: str) -> list[str]:
+def command(tool: str, group: str, test: str = "") -> list[str]:
     script = [sys.executable, __file__, "--canary"] if group == CANARY else [sys.executable, *GROUPS[group]]
+    if test:
+        script = [sys.executable, *PYTEST, test]
     if tool == "plain":
         return script
     excluded = [option for value in EXCLUDED for option in ("--kernel-name-exclude", value)]
@@ -135,7 +140,7 @@ def execute(run: Run, env: dict[str, str], deadline: float) -> Run:
     start = time.perf_counter()
     with open(run.log, "w") as log:
         env = {**env, **GROUP_ENV.get(run.group, {})}
-        process = subprocess.Popen(command(run.tool, run.group), cwd=ROOT, env=env, stdout=log,
+        process = subprocess.Popen(command(run.tool, run.group, run.test), cwd=ROOT, env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
         try:
             run.returncode = process.wait(timeout=max(0.0, deadline - start))
@@ -153,17 +158,28 @@ def problems(output: str) -> int | None:
     return sum(counts) if counts else None
 
 
+def tests_of(group: str, env: dict[str, str]) -> list[str]:
+    """The pytest ids a group of GPU tests selects (one process each); [""] for any other group (one process)."""
+    if GROUPS[group][: len(PYTEST)] != PYTEST:
+        return [""]
+    found = subprocess.run([sys.executable, *GROUPS[group], "--collect-only", "--rootdir", str(ROOT)], cwd=ROOT, env=env,
+                           capture_output=True, text=True)  # fmt: skip (ids relative to ROOT, where they run)
+    return [line for line in found.stdout.splitlines() if "::" in line] or [""]
+
+
 def schedule(tools: list[str], groups: list[str], jobs: int, env: dict[str, str], logs: Path, deadline: float) -> list[Run]:
-    """Every tool on every group; a group's first tool before its others, which then run side by side."""
+    """Every tool on every group (on each of a test group's tests); a group's (test's) first tool before its others,
+    which then run side by side."""
     done: list[Run] = []
     with ThreadPoolExecutor(jobs) as pool:
 
-        def submit(tool: str, group: str) -> Future[Run]:
-            return pool.submit(execute, Run(tool, group, logs / f"{tool}-{group}.log"), env, deadline)
+        def submit(tool: str, group: str, name: str, test: str = "") -> Future[Run]:
+            return pool.submit(execute, Run(tool, group, logs / f"{tool}-{name}.log", test), env, deadline)
 
-        pending = {submit(tools[0], group) for group in groups}
+        pending = {submit(tools[0], group, f"{group}-{i}" if test else group, test)
+                   for group in groups for i, test in enumerate(tests_of(group, env))}  # fmt: skip
         if tools[0] == "memcheck":
-            pending.add(submit("memcheck", CANARY))
+            pending.add(submit("memcheck", CANARY, CANARY))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -171,7 +187,8 @@ def schedule(tools: list[str], groups: list[str], jobs: int, env: dict[str, str]
                 print(run.line(), flush=True)
                 done.append(run)
                 if run.tool == tools[0] and run.group != CANARY:
-                    pending |= {submit(tool, run.group) for tool in tools[1:]}
+                    name = run.log.stem.removeprefix(f"{run.tool}-")
+                    pending |= {submit(tool, run.group, name, run.test) for tool in tools[1:]}
     return done
 
 

@@ -20,6 +20,7 @@ from tinyton.lowering.ptx.usage import register_usage
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
+from tinyton.lowering.tt_to_llvm.control_flow import dots_outlive_their_wait
 from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from toolchains import TOOLCHAINS, needs_ptxas
 
@@ -109,6 +110,9 @@ def test_array_matmul_dots_stay_in_flight_on_sm_90a(fn, dots: int):
     assert [op.pending.value.data for op in in_loop[1::2]] == [1] * dots
     after = [op for op in _ops(module, tt.DotWaitOp) if op not in in_loop]
     assert [op.pending.value.data for op in after] == [0] * dots
+    # each dot runs into the next iteration, past the wait that unpins its staged operands: no barrier in this loop
+    # tells the lowering that every earlier read of shared memory is done
+    assert dots_outlive_their_wait(loop)
     if find_tool("ptxas") is not None:
         ptx = compile_module(kernel.module.clone(), num_warps=kernel.num_warps, arch="sm_90a").asm["ptx"]
         assert "wgmma.wait_group.sync.aligned 1;" in ptx

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,8 +98,24 @@ def test_every_group_runs_on_the_simulator(group, tmp_path):
     env = dict(os.environ, TINYTON_BACKEND="sim")
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "sanitize.py"), "--plain", "--groups", group,
                            "--log-dir", str(tmp_path)], env=env, capture_output=True, text=True, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stdout + (tmp_path / f"plain-{group}.log").read_text()[-3000:]
-    assert "1/1 runs clean" in done.stdout
+    logs = "".join(log.read_text()[-3000:] for log in tmp_path.glob("plain-*.log"))
+    assert done.returncode == 0, done.stdout + logs
+    clean = re.search(r"(\d+)/(\d+) runs clean", done.stdout)
+    assert clean and clean[1] == clean[2], done.stdout
+
+
+def test_a_group_of_gpu_tests_runs_a_process_a_test(tmp_path, monkeypatch):
+    """Its tests one process each, side by side (a sanitizer's start and its slow-down per process, not per group)."""
+    tests = tmp_path / "test_two.py"
+    tests.write_text("import pytest\n\n\n@pytest.mark.gpu\ndef test_a():\n    pass\n\n\n@pytest.mark.gpu\n"
+                     "def test_b():\n    pass\n\n\ndef test_not_on_the_gpu():\n    pass\n")  # fmt: skip
+    monkeypatch.setattr(sanitize, "GROUPS", {"tests": [*sanitize.PYTEST, tests.name]})
+    monkeypatch.setattr(sanitize, "ROOT", tmp_path)  # where the group's commands run
+    env = dict(os.environ, TINYTON_BACKEND="sim")
+    runs = sanitize.schedule(["plain"], ["tests"], 2, env, tmp_path, time.perf_counter() + 120)
+    assert sorted(run.test.split("::")[-1] for run in runs) == ["test_a", "test_b"]
+    assert all(run.clean for run in runs), [run.log.read_text() for run in runs]
+    assert all(run.line().endswith(run.test.split("::")[-1]) for run in runs)
 
 
 @pytest.mark.gpu

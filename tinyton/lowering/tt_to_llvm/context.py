@@ -189,6 +189,10 @@ class KernelContext(Emitter):
         """Bytes of shared memory that threads may read until the next barrier."""
         self.smem_pins: dict[SSAValue, int] = {}
         """Dots in flight whose operands were staged in shared memory (`pin_smem`), each with the floor before it."""
+        self.dots_outlive_waits = False
+        """Whether a dot of the loop being lowered may run past the wait its staged operands are unpinned at, or
+        into the next iteration, where `smem_pins` does not show it (control_flow.py): then no barrier is taken to
+        order every earlier read of shared memory (`barrier`)."""
         self.values: dict[SSAValue, Tile | Lazy] = {}
         self.module_ops: dict[str, Operation] = {}
         """Symbols the kernel needs beside it in the module (`vprintf`, format strings), by name."""
@@ -352,7 +356,10 @@ class KernelContext(Emitter):
         return self.cached(("tma-leader", warp), build)
 
     def barrier(self) -> None:
-        """A barrier of the program's threads (a warp-specialised kernel's consumers: a named one)."""
+        """A barrier of the program's threads (a warp-specialised kernel's consumers: a named one). Every read of
+        shared memory before it is done once it is passed, but a staged operand's read by a dot still in flight:
+        with none (no pin, none outliving its wait), the next round may write anywhere (`smem_pending`). The attention
+        dk/dv step stages ds after the barrier at its top, with no barrier of its own."""
         if self.in_turn:
             raise LoweringError(
                 "a barrier of all consumer warps between a warpgroup's `take` and `pass` (tt.warpgroup_turn) would"
@@ -364,6 +371,8 @@ class KernelContext(Emitter):
             op = self.insert(llvm.CallIntrinsicOp("llvm.nvvm.barrier.cta.sync.aligned.count", operands, []))
         if self.store_tile is not None and self.leader_warp == 0:
             self.last_barrier = op
+        if not self.smem_pins and not self.dots_outlive_waits:
+            self.smem_pending = None
 
     # --- values -------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import llvm, scf
 from xdsl.dialects.builtin import Attribute, IntegerType, i32
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import (
@@ -79,15 +79,46 @@ def _bind(
         at += count // 2
 
 
+def dots_outlive_their_wait(op: Operation) -> bool:
+    """Whether a dot in `op`'s regions (a loop's body, a kernel's) may still run past the wait the lowering unpins
+    its staged operands at (`KernelContext.barrier`): a wait that leaves its own dot in flight (`tt.dot_wait d, N`
+    with `d` among the N youngest dots, as a pipelined accumulation does), a wait for a dot of an earlier iteration
+    or from outside, a dot not waited for within the region, a promoted float8 dot (its second chain runs into the
+    next iteration), or a dot in flight across a nested region; dots and waits in a nested region other than a loop
+    count too (a branch may skip them; a loop is judged by itself)."""
+    issued: set[SSAValue] = set()
+    in_flight: list[SSAValue] = []
+    for block in (region.block for region in op.regions):
+        for inner in block.ops:
+            if inner.regions and any(isinstance(nested, (tt.DotOp, tt.DotWaitOp, tt.PromotedDotOp)) for nested in inner.walk()):
+                if in_flight or not isinstance(inner, (scf.ForOp, scf.WhileOp)):
+                    return True
+            elif isinstance(inner, tt.PromotedDotOp):
+                return True
+            elif isinstance(inner, tt.DotOp) and tt.ASYNC_DOT_ATTR in inner.attributes:
+                issued.add(inner.result)
+                in_flight.append(inner.result)
+            elif isinstance(inner, tt.DotWaitOp):
+                left = inner.pending.value.data
+                younger = in_flight[len(in_flight) - left:] if left else []
+                if inner.acc not in issued or inner.acc in younger:
+                    return True
+                in_flight = younger
+    return bool(in_flight)
+
+
 @lowers(scf.ForOp)
 def lower_for(ctx: KernelContext, op: scf.ForOp) -> None:
     body = op.body.block
     layouts = _layouts(ctx, op.res)
+    outer = ctx.dots_outlive_waits
 
     def iteration(iv: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
         ctx.set(body.args[0], None, [iv])
         _bind(ctx, body.args[1:], layouts, carried)
+        ctx.dots_outlive_waits = outer or dots_outlive_their_wait(op)
         ctx.lower_block(body)
+        ctx.dots_outlive_waits = outer
         return _flatten(ctx, body.last_op.operands, layouts)
 
     inits = _flatten(ctx, op.iter_args, layouts)
@@ -107,6 +138,8 @@ def lower_while(ctx: KernelContext, op: scf.WhileOp) -> None:
     ctx.insert(llvm.BrOp(header, *inits))
     ctx.move_to(header)
     ctx.smem_pending = SMEM_ANYWHERE  # an iteration may read shared memory that the next one overwrites
+    outer = ctx.dots_outlive_waits
+    ctx.dots_outlive_waits = outer or dots_outlive_their_wait(op)
     _bind(ctx, before.args, layouts, header.args)
     ctx.lower_block(before)
     condition = before.last_op
@@ -116,6 +149,7 @@ def lower_while(ctx: KernelContext, op: scf.WhileOp) -> None:
     ctx.move_to(body)
     _bind(ctx, after.args, layouts, body.args)
     ctx.lower_block(after)
+    ctx.dots_outlive_waits = outer
     ctx.insert(llvm.BrOp(header, *_flatten(ctx, after.last_op.operands, layouts)))
     ctx.func.body.add_block(exit_block)
     ctx.move_to(exit_block)

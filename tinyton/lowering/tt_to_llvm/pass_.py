@@ -153,6 +153,7 @@ def lower_to_llvm(
     )
     ctx.programs_per_sm = programs_per_sm(module)
     ctx.spare_warps = launch > warps
+    ctx.dots_outlive_waits = control_flow.dots_outlive_their_wait(kernel)
     async_copy.reserve_buffers(ctx, kernel)
     tma.reserve_barriers(ctx, kernel)
     tma.reserve_store_tile(ctx, kernel)
