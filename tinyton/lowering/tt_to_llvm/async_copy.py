@@ -72,15 +72,14 @@ def _cp_async(
     """One `cp.async` of `nbytes`: zero-filled where `pred` is false, issued only where `issuer` is true (one of the
     threads holding the same run: a replica would write the same bytes again, a race for racecheck)."""
     kind = "cg" if nbytes == 16 else "ca"
-    size = ctx.select(pred, ctx.const(nbytes), ctx.const(0)) if pred is not None else ctx.const(nbytes)
+    size = [ctx.select(pred, ctx.const(nbytes), ctx.const(0))] if pred is not None else []
     if issuer is not None:  # the intrinsic takes no predicate
-        line = f"@$3 cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;"
-        inputs = [("r", ctx.value(llvm.PtrToIntOp(dst, i32))), ("l", src), ("r", size), ("b", issuer)]
+        line = f"@$2 cp.async.{kind}.shared.global [$0], [$1], {nbytes}{', $3' if size else ''};"
+        inputs = [("r", ctx.value(llvm.PtrToIntOp(dst, i32))), ("l", src), ("b", issuer), *(("r", copied) for copied in size)]
         _inline_asm(ctx, [line], [], inputs, None)
         return
-    name = f"llvm.nvvm.cp.async.{kind}.shared.global.{nbytes}"
-    args = [dst, src, *([size] if pred is not None else [])]
-    ctx.insert(llvm.CallIntrinsicOp(name + (".s" if pred is not None else ""), args, []))
+    name = f"llvm.nvvm.cp.async.{kind}.shared.global.{nbytes}" + (".s" if size else "")
+    ctx.insert(llvm.CallIntrinsicOp(name, [dst, src, *size], []))
 
 
 @lowers(tt.AsyncCopyOp)
