@@ -51,7 +51,8 @@ GROUPS = {
     "microgpt-bench-64": ["bench/bench_microgpt.py", "--embd", "64"],
     "llama": ["examples/llama/generate.py", "--config", "tiny", "--tokens", "4"],  # decode: GEMV, greedy draw
     "language": ["bench/run_language_cases.py"],  # sort, gather, histogram, scans, atomics, descriptors...
-    "splits": [*PYTEST, "tests/test_split_k.py", "tests/test_attention_decoding.py"],  # split-K, flash-decoding: the last program of a tile finishes
+    # split-K, flash-decoding: the last program of a tile finishes
+    "splits": [*PYTEST, "tests/test_split_k.py", "tests/test_attention_decoding.py"],
     "fuzz": ["tests/fuzz/run.py", "--seed", "20261202", "--cases", "150"],  # the NumPy op set, model blocks
     "warp-specialized": [*PYTEST, "tests/test_warp_specialize.py"],
     "attention-forms": [*PYTEST, "tests/test_attention_warp_specialized.py", "tests/test_attention_backward.py", "-k",
@@ -60,7 +61,7 @@ GROUPS = {
                         " or persistent and 200 or ring and 200"],
     # FlashAttention-3's forward forms (ping-pong turns, overlapped products, 128- and 256-wide q in shared memory,
     # causal and ragged ends, an empty loop, persistent programs, a bias block in the ring) and the backward kernels (causal fp16, a ragged grouped-query bf16)
-    "float8": [*PYTEST, "tests/test_fp8_matmul.py", "-k", "promoted_float8_tiles"],  # promoted dots in flight, each tile form
+    "float8": [*PYTEST, "tests/test_fp8_matmul.py", "-k", "promoted_float8_tiles"],  # promoted dots in flight, each tile
 }
 GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}, "attention-forms": {"TINYTON_ISOLATED": "1"}}
 """Environment a group adds: the warp-specialised GPU tests run in their own processes (tests/conftest.py), which
@@ -162,8 +163,8 @@ def tests_of(group: str, env: dict[str, str]) -> list[str]:
     """The pytest ids a group of GPU tests selects (one process each); [""] for any other group (one process)."""
     if GROUPS[group][: len(PYTEST)] != PYTEST:
         return [""]
-    found = subprocess.run([sys.executable, *GROUPS[group], "--collect-only", "--rootdir", str(ROOT)], cwd=ROOT, env=env,
-                           capture_output=True, text=True)  # fmt: skip (ids relative to ROOT, where they run)
+    collect = [sys.executable, *GROUPS[group], "--collect-only", "--rootdir", str(ROOT)]  # ids relative to ROOT
+    found = subprocess.run(collect, cwd=ROOT, env=env, capture_output=True, text=True)
     return [line for line in found.stdout.splitlines() if "::" in line] or [""]
 
 

@@ -75,7 +75,8 @@ def _cp_async(
     size = [ctx.select(pred, ctx.const(nbytes), ctx.const(0))] if pred is not None else []
     if issuer is not None:  # the intrinsic takes no predicate
         line = f"@$2 cp.async.{kind}.shared.global [$0], [$1], {nbytes}{', $3' if size else ''};"
-        inputs = [("r", ctx.value(llvm.PtrToIntOp(dst, i32))), ("l", src), ("b", issuer), *(("r", copied) for copied in size)]
+        address = ctx.value(llvm.PtrToIntOp(dst, i32))
+        inputs = [("r", address), ("l", src), ("b", issuer), *(("r", copied) for copied in size)]
         _inline_asm(ctx, [line], [], inputs, None)
         return
     name = f"llvm.nvvm.cp.async.{kind}.shared.global.{nbytes}" + (".s" if size else "")

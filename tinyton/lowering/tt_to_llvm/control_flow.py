@@ -79,6 +79,9 @@ def _bind(
         at += count // 2
 
 
+DOT_OPS = (tt.DotOp, tt.DotWaitOp, tt.PromotedDotOp)
+
+
 def dots_outlive_their_wait(op: Operation) -> bool:
     """Whether a dot in `op`'s regions (a loop's body, a kernel's) may still run past the wait the lowering unpins
     its staged operands at (`KernelContext.barrier`): a wait that leaves its own dot in flight (`tt.dot_wait d, N`
@@ -90,7 +93,7 @@ def dots_outlive_their_wait(op: Operation) -> bool:
     in_flight: list[SSAValue] = []
     for block in (region.block for region in op.regions):
         for inner in block.ops:
-            if inner.regions and any(isinstance(nested, (tt.DotOp, tt.DotWaitOp, tt.PromotedDotOp)) for nested in inner.walk()):
+            if inner.regions and any(isinstance(nested, DOT_OPS) for nested in inner.walk()):
                 if in_flight or not isinstance(inner, (scf.ForOp, scf.WhileOp)):
                     return True
             elif isinstance(inner, tt.PromotedDotOp):
