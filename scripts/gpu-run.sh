@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One batched GPU session for the lent-device tool: install the carried wheels, then run the named parts
-# (tests, tests:FILES, examples, sanitize, fuzz, bench:NAME[=ARGS], probe:NAME[=ARGS], save-tuning) with every
+# (tests, tests:FILES, examples, sanitize[:GROUPS[=TOOLS]], fuzz, bench:NAME[=ARGS], probe:NAME[=ARGS], save-tuning) with every
 # part's whole log in $OUT, so that a summary line never depends on the tool's output tail. Usage:
 #   scripts/gpu-run.sh tests:tests/test_llama.py,tests/test_grid_dependency.py "bench:llm=--models llama-3.2-1b --batches 1" fuzz
 set -uo pipefail
@@ -33,7 +33,11 @@ for part in "$@"; do
             (cd bench && timeout "${BENCH_TIMEOUT:-300}" python3 "$script" $args) 2>&1 | tee "$out/${part%%:*}_$name.md" \
                 | grep -v "^tinyton: " | tail -25 ;;
         save-tuning) dest=$(cd "$out" && pwd)/tuning.tar.gz; (cd "$TINYTON_CACHE_DIR" && find . -name '*.json' | tar -czf "$dest" -T -) && ls -l "$dest" ;;  # carry back as .gpu/tuning.tar.gz
-        sanitize) python3 bench/sanitize.py --log-dir "$out/sanitize" 2>&1 | tee "$out/sanitize.log" | tail -40 ;;  # scripts/sanitize-all.sh
+        sanitize|sanitize:*)  # sanitize:GROUPS[=TOOLS], comma-separated (bench/sanitize.py's); scripts/sanitize-all.sh
+            spec=${part#sanitize}; spec=${spec#:}; options=()
+            [ -n "$spec" ] && options=(--groups "${spec%%=*}")
+            [ "$spec" != "${spec#*=}" ] && options+=(--tools "${spec#*=}")
+            python3 bench/sanitize.py --log-dir "$out/sanitize" "${options[@]}" 2>&1 | tee "$out/sanitize.log" | tail -40 ;;
         *) echo "unknown part $part" ;;
     esac
 done
