@@ -17,7 +17,8 @@ fi
 for part in "$@"; do
     echo "=== $part"
     case $part in
-        tests) TINYTON_FUZZ_CASES=0 python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -40 ;;
+        tests) TINYTON_FUZZ_CASES=0 timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" \
+                   -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -40 ;;
         tests:*)
             files=${part#tests:}
             # shellcheck disable=SC2086  # the files split into words on purpose
