@@ -276,7 +276,8 @@ class _KeyValueGrads(BackwardProgram):
         # head's order the longest programs of the last heads ran last, on a few SMs (a 2-wave grouped-query grid)
         key_axis = 1 if self.att.causal_offset is not None else 0
         outer = em.emit(tt.ProgramIdOp(1 - key_axis))
-        start = em.mul_int(em.emit(tt.ProgramIdOp(key_axis)), self.bn)
+        key_block = em.emit(tt.ProgramIdOp(key_axis))
+        start = em.mul_int(key_block, self.bn)
         self.coords = self._coords_of(outer, em.i32(0) if self.group else None)  # k and v: any head of the group
         keys = em.binary(tt.AddOp, em.to_shape(start, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
         key_ok = em.cmp("lt", keys, em.i32(self.s_kv)) if self.s_kv % self.bn else None
@@ -316,6 +317,13 @@ class _KeyValueGrads(BackwardProgram):
 
         carried = [em.const(0.0, f32, (self.bn, self.dp)), em.const(0.0, f32, (self.bn, self.dvp))]
         first = self._first_query(start)
+
+        def in_turn(block: SSAValue, blocks: SSAValue) -> SSAValue:
+            """Without a causal mask every key block walks all of a head's query blocks: each from its own on (then
+            round), so that the programs of a head, which run side by side, add their shares of dq to different
+            blocks of the sum at a time, not all to the same one."""
+            return em.binary(tt.ModOp, em.add(block, key_block), blocks) if first == 0 else block
+
         if self.group:  # one loop over (head of the group, query block) pairs, pipelined across the heads: a loop
             # a head had a pipeline's prologue and drain each, and spilled (21 registers at D = 128: ptxas, sm_90a)
             group = prod(self.batch[i] for i in self.group)
@@ -324,9 +332,17 @@ class _KeyValueGrads(BackwardProgram):
 
             def step(t: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
                 self.coords = self._coords_of(outer, em.binary(tt.FloorDivOp, t, per_head))
-                return q_block(em.add(first_value, em.mul_int(em.binary(tt.ModOp, t, per_head), self.bm)), values)
+                block = in_turn(em.binary(tt.ModOp, t, per_head), per_head)
+                return q_block(em.add(first_value, em.mul_int(block, self.bm)), values)
 
             dk, dv = em.for_loop(0, em.mul_int(per_head, group), 1, carried, step, self.blocks.stages)
+        elif first == 0:
+            blocks = em.i32(cdiv(self.s_q, self.bm))
+
+            def walk(t: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
+                return q_block(em.mul_int(in_turn(t, blocks), self.bm), values)
+
+            dk, dv = em.for_loop(0, blocks, 1, carried, walk, self.blocks.stages)
         else:
             dk, dv = em.for_loop(first, self.s_q, self.bm, carried, q_block, self.blocks.stages)
         c = self.att.causal_offset
