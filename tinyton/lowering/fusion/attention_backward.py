@@ -4,7 +4,9 @@
                program computes the probabilities by a softmax instead of giving `lse`
     delta      per query row, `rowsum(do * o)` (= `rowsum(dp * p)`), f32 scratch; zeroes the rows' dq sum
     dk/dv      one program per key block (and key/value head): k and v loaded once, a loop over the query
-               heads of its group (grouped-query attention) and the query blocks that see it, recomputing
+               heads of its group (grouped-query attention) and the query blocks that see it (without a causal
+               mask from the key block's own index on, then round: a head's programs add to different dq blocks
+               at a time), recomputing
                `p = exp2(s - lse)` block by block: `dv += pᵀ do`, `ds = p (do vᵀ - delta)`, `dk += dsᵀ q`,
                and the query block's share of dq, `ds k`, added to its f32 sum in memory (FlashAttention-2 and
                3's atomics: one TMA reduction of the block on sm_90, `tt.descriptor_reduce`)
