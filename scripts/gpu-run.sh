@@ -8,21 +8,21 @@ cd "$(dirname "$0")/.."
 . scripts/gpu-env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/device.txt"
 # pytest-xdist, when carried (fetch-wheels.sh pytest-xdist execnet), spreads the tests over the host's cores: the
-# GPU tests' time is mostly compiling on the CPU.
-parallel=()
+# GPU tests' time is mostly compiling on the CPU. Each worker's tuners then compile in 2 processes, not the host's
+# cores each; the benchmarks keep them all (gpu-env.sh).
+parallel=() test_compile_jobs=$TINYTON_COMPILE_JOBS
 if python3 -c "import xdist" 2>/dev/null; then
-    parallel=(-n "${TEST_JOBS:-12}")
-    export TINYTON_COMPILE_JOBS=2
+    parallel=(-n "${TEST_JOBS:-12}") test_compile_jobs=2
 fi
 for part in "$@"; do
     echo "=== $part"
     case $part in
-        tests) TINYTON_FUZZ_CASES=0 timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" \
+        tests) TINYTON_FUZZ_CASES=0 TINYTON_COMPILE_JOBS=$test_compile_jobs timeout "${TESTS_TIMEOUT:-540}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" \
                    -m gpu tests 2>&1 | tee "$out/pytest-gpu.log" | tail -40 ;;
         tests:*)
             files=${part#tests:}
             # shellcheck disable=SC2086  # the files split into words on purpose
-            timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m gpu ${files//,/ } 2>&1 \
+            TINYTON_COMPILE_JOBS=$test_compile_jobs timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m gpu ${files//,/ } 2>&1 \
                 | tee "$out/pytest-gpu-part.log" | grep -E "passed|failed|FAILED|Error" | tail -20 ;;
         fuzz) TINYTON_FUZZ_TILES=${TINYTON_FUZZ_TILES:-drawn} bash scripts/fuzz-gpu.sh "${FUZZ_CASES:-10000}" "${FUZZ_SEED:-20261123}" 0 "${FUZZ_LIMIT:-300}" | tail -8 ;;
         examples) for e in examples/*.py; do printf '%s: ' "$e"; TINYTON_BACKEND=cuda timeout 120 python3 "$e" 2>&1 | tail -1; done | tee "$out/examples.log" ;;
