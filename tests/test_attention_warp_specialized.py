@@ -237,7 +237,7 @@ def test_the_persistent_producer_copies_each_tiles_q_ahead(attention_blocks, bn,
     memory beside the ring (64-key blocks), the value block of the last overlapped product into two slots of their own
     a tile ahead, then the key and value blocks of its steps; the consumers copy nothing (where that value block does
     not fit, they load it after the K loop) and wait for the tile's slot, then each step's; the mbarrier protocol
-    holds (ws_protocol.py) and nothing spilled."""
+    and the ping-pong turns, run on across the tiles, hold (ws_protocol.py) and nothing spilled."""
     attention_blocks(Blocks(128, bn, 8, stages=2 if bn == 128 else 3, warp_specialize=True, overlap=True,
                             pingpong=True, persistent=True))
     q = np.zeros((4, 16, 1024, 128), np.float16)

@@ -44,7 +44,7 @@ from tinyton.lowering.tt_to_llvm.pipeline import pipeline_module
 from tinyton.rewrites.pipeline import fuse_module
 from tinyton.tools.tensor_descriptor import TensorDescriptor
 from sass import accumulator_reads_before_the_last_wait, nvdisasm, sass
-from ws_protocol import ProtocolError, check
+from ws_protocol import ProtocolError, check, check_turns
 from toolchains import TOOLCHAINS, needs_ptxas
 
 BF16 = ml_dtypes.bfloat16
@@ -183,6 +183,17 @@ def test_the_protocol_check_finds_a_wrong_phase():
     wait.operands[2] = loop.body.block.args[-1]  # the phase itself
     with pytest.raises(ProtocolError, match="deadlock"):
         check(module, 0)
+
+
+@pytest.mark.parametrize("steps", [[0, 3, 2], [2, 0, 0, 1]], ids=["three-tiles", "empty-tiles"])
+def test_the_turns_of_persistent_consumers_run_on_across_their_tiles(steps):
+    """Ping-pong turns opened and closed around each tile's loop deadlock once the last warpgroup runs ahead: its
+    last `pass` and the next tile's `open` complete warpgroup 0's barrier with no one waiting (a named barrier
+    counts arrivals). Opened once around the tile loop (warpgroup_turns.py), the same turns hold, empty tiles too."""
+    per_tile = [["take", "pass"] * n for n in steps]
+    with pytest.raises(ProtocolError, match="deadlock"):
+        check_turns([step for turns in per_tile for step in ["open", *turns, "close"]], 2)
+    check_turns(["open", *(step for turns in per_tile for step in turns), "close"], 2)
 
 
 def test_the_protocol_of_a_split_loop_at_the_top_of_its_kernel():

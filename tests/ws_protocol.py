@@ -7,6 +7,11 @@ has the other parity). A TMA copy writes its slot at once, tagged with the produ
 read of the slot must find the tag of its own loop counters (the same iteration of the same tile), and a copy must
 not overwrite a slot before the consumers released it. Both blocked with no progress is a deadlock (the GPU would
 hang). What this does not check: the lowering to PTX (FileCheck and ptxas do), timing.
+
+The consumers' ping-pong turns (`tt.warpgroup_turn`) are checked apart, on the sequence of turn steps the consumers
+ran: each warpgroup plays it on a model of the named barriers (`bar.sync` and `bar.arrive` count arrivals; the
+barrier completes at two warpgroups' worth, whoever arrived), under every schedule in which one warpgroup runs ahead
+as far as it can, the schedules that break a protocol whose barriers could be completed by one warpgroup twice.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ class Run:
     """Each buffer's `empty` mbarriers: those the producer waited on before copying into it."""
     reads: int = 0
     copies: int = 0
+    turns: list[str] = field(default_factory=list)
+    """The consumers' `tt.warpgroup_turn` steps, in the order they ran."""
 
 
 def _value(env: dict[SSAValue, object], v: SSAValue, what: str) -> int:
@@ -132,6 +139,8 @@ def _execute(ops: Iterable[Operation], env: dict[SSAValue, object], run: Run, co
                 raise ProtocolError(f"the consumers' iteration {counters} reads slot {slot}, which holds {written}")
             run.reading[op.buffer, slot] = counters
             run.reads += 1
+        elif isinstance(op, tt.WarpgroupTurnOp):
+            run.turns.append(op.step.data)
         elif isinstance(op, tt.BarrierArriveOp):
             if _value(env, op.valid, "release's condition"):
                 slot = _value(env, op.slot, "released slot")
@@ -182,4 +191,55 @@ def check(module, program_id: int = 0, arguments: dict[int, int] | None = None,
         raise ProtocolError("the protocol did not end")
     if run.copies != run.reads:
         raise ProtocolError(f"{run.copies} tiles copied, {run.reads} read")
+    check_turns(run.turns, run.consumer_warps // tt.PRODUCER_WARPS)
     return run.copies, run.reads
+
+
+def _turn_actions(steps: list[str], group: int, groups: int) -> list[tuple[str, int]]:
+    """What warpgroup `group` does at each turn step (warp_roles.lower_warpgroup_turn): (`sync` or `arrive`, barrier)."""
+    actions = []
+    for step in steps:
+        if step == "take":
+            actions.append(("sync", group))
+        elif step == "pass":
+            actions.append(("arrive", (group + 1) % groups))
+        elif step == "open" and group == groups - 1:
+            actions.append(("arrive", 0))
+        elif step == "close" and group == 0:
+            actions.append(("sync", 0))
+    return actions
+
+
+def check_turns(steps: list[str], groups: int) -> None:
+    """Play the consumers' turn steps on named barriers of two warpgroups' arrivals, each warpgroup in turn running
+    ahead of the others as far as it can; raise where they all block, or where a barrier is left part-way."""
+    if groups < 2 or not steps:
+        return
+    plans = [_turn_actions(steps, g, groups) for g in range(groups)]
+    for ahead in range(groups):
+        arrived, generation = [0] * groups, [0] * groups  # per barrier: arrivals of its current generation, generations
+        position, waiting = [0] * groups, [None] * groups  # per warpgroup: next action, (barrier, generation) awaited
+        order = [ahead, *(g for g in range(groups) if g != ahead)]
+        while any(position[g] < len(plans[g]) or waiting[g] for g in range(groups)):
+            for g in order:  # the first warpgroup that can move does
+                if waiting[g] is not None:
+                    barrier, joined = waiting[g]
+                    if generation[barrier] == joined:
+                        continue
+                    waiting[g] = None
+                    break
+                if position[g] < len(plans[g]):
+                    verb, barrier = plans[g][position[g]]
+                    position[g] += 1
+                    joined = generation[barrier]
+                    arrived[barrier] += 1
+                    if arrived[barrier] == 2:
+                        arrived[barrier], generation[barrier] = 0, joined + 1
+                    elif verb == "sync":
+                        waiting[g] = (barrier, joined)
+                    break
+            else:
+                raise ProtocolError(f"deadlock in the warpgroups' turns (warpgroup {ahead} ahead): "
+                                    f"warpgroups at steps {position} of {[len(p) for p in plans]}")
+        if any(arrived):
+            raise ProtocolError(f"the warpgroups' turns leave named barriers part-way: {arrived} arrivals")

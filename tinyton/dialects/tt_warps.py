@@ -109,8 +109,8 @@ class BarrierArriveOp(SlotArriveBase):
 class WarpgroupTurnOp(IRDLOperation):
     """A step of the consumer warpgroups' turns (FlashAttention-3's ping-pong scheduling), warpgroup w of N:
     `take` waits until warpgroup w - 1 passed (w = 0: N - 1), `pass` lets warpgroup w + 1 go; `open` (before the
-    loop) lets warpgroup 0 take the first turn, `close` (after it) consumes the last pass to warpgroup 0, so
-    every named barrier is left as it was found."""
+    loop, or a persistent kernel's tile loop) lets warpgroup 0 take the first turn, `close` (after it) consumes the
+    last pass to warpgroup 0, so every named barrier is left as it was found."""
 
     name = "tt.warpgroup_turn"
     step = prop_def(StringAttr)

@@ -15,6 +15,13 @@ dots at the same moments and then all run their softmax while the tensor cores i
     }
     tt.warpgroup_turn close                    warpgroup 0 takes the last pass: the barriers end as they began
 
+A persistent kernel's consumers run that loop once a tile, inside their tile loop: `open` and `close` then go
+around the tile loop, so the turns run on from one tile into the next. Around each tile's loop they would race: a
+named barrier counts arrivals, not warpgroups, so warpgroup N - 1, running ahead through its epilogue (or through a
+tile with no steps, a causal pair's empty block), could `pass` and `open` again before warpgroup 0 reached its
+`close`: two arrivals completing the barrier with no one waiting, and both warpgroups blocked for good after
+(compute-sanitizer's racecheck, slowing warps unevenly, hung there).
+
 The lowering (warp_roles.py) makes each turn a named barrier of two warpgroups' threads: `bar.sync` by the
 warpgroup taking its turn, `bar.arrive` by the one passing. Nothing between `take` and `pass` may wait for all
 consumers (a barrier there would deadlock): the lowering refuses one.
@@ -22,7 +29,7 @@ consumers (a barrier there would deadlock): the lowering refuses one.
 
 from __future__ import annotations
 
-from xdsl.dialects import scf
+from xdsl.dialects import func, scf
 from xdsl.ir import Operation
 
 from tinyton.dialects import tt
@@ -40,7 +47,16 @@ def take_turns(loop: scf.ForOp, warpgroups: int) -> None:
         last = last.next_op
     body.insert_op_before(tt.WarpgroupTurnOp("take"), first)
     body.insert_op_after(tt.WarpgroupTurnOp("pass"), last)
-    block = loop.parent_block()
+    site = _outermost(loop)
+    block = site.parent_block()
     assert block is not None
-    block.insert_op_before(tt.WarpgroupTurnOp("open"), loop)
-    block.insert_op_after(tt.WarpgroupTurnOp("close"), loop)
+    block.insert_op_before(tt.WarpgroupTurnOp("open"), site)
+    block.insert_op_after(tt.WarpgroupTurnOp("close"), site)
+
+
+def _outermost(loop: scf.ForOp) -> Operation:
+    """The op of the consumers' region that holds `loop`: a persistent kernel's tile loop, else the loop itself."""
+    site: Operation = loop
+    while (parent := site.parent_op()) is not None and not isinstance(parent, (tt.WarpSpecializeOp, func.FuncOp)):
+        site = parent
+    return site
