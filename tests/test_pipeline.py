@@ -4,6 +4,8 @@ NumPy at every depth, with masked tails in M, N and K (K also not a multiple of 
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -149,3 +151,20 @@ def test_pipelined_matmul_matches_numpy(m: int, n: int, k: int, block, warps: in
     b = rng.standard_normal((k, n)).astype(np.float16)
     c = np.full((m, n), np.nan, np.float32)
     np.testing.assert_allclose(matmul(a, b, c, block, warps, num_stages=stages), reference(a, b), rtol=1e-3, atol=1e-3)
+
+
+def test_synchronous_copies_are_made_by_one_thread_of_the_replicas():
+    """K not a multiple of 8 (copies of 2 bytes, under cp.async's 4, go through registers) with 16 x 16 tiles on 16
+    warps: two threads hold each element, and only one, as cp.async's issuer, loads and stores it (racecheck's
+    write-write hazard otherwise): every such store is branched around in the other."""
+    kernel = _kernel((16, 16, 16), 16, num_stages=3, mnk=(64, 64, 60))
+    kernel.arch, kernel.toolchain = "sm_80", "llvmlite"
+    lines = kernel.asm["ptx"].splitlines()
+    guarded = []
+    for i, line in enumerate(lines):
+        if "st.shared.b16" in line:
+            j = i
+            while not (lines[j].strip().endswith(":") or re.search(r"@%p\d+ bra", lines[j])):
+                j -= 1
+            guarded.append(bool(re.search(r"@%p\d+ bra", lines[j])))
+    assert guarded and all(guarded)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import MemRefType, i8, i32
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.context import (
@@ -100,9 +100,14 @@ def lower_async_copy(ctx: KernelContext, op: tt.AsyncCopyOp) -> None:
         pred = masks[g] if masks is not None else None
         if nbytes >= 4:
             _cp_async(ctx, dst, ptrs[g], nbytes, pred, issuer)
-            continue
-        for i, value in enumerate(load_words(ctx, ptrs[g], pred, elem, v)):
-            ctx.insert(llvm.StoreOp(value, ctx.gep(dst, i, elem), alignment=byte_size(elem)))
+        else:  # below cp.async's 4 bytes: loaded and stored by the one thread of the replicas, as cp.async is
+            ctx.only_where(issuer, lambda dst=dst, ptr=ptrs[g], pred=pred: _copy_words(ctx, dst, ptr, pred, elem, v))
+
+
+def _copy_words(ctx: KernelContext, dst: SSAValue, src: SSAValue, pred: SSAValue | None, elem: Attribute, v: int) -> None:
+    """`v` elements from global `src` to shared `dst` through registers (zeros where `pred` is false)."""
+    for i, value in enumerate(load_words(ctx, src, pred, elem, v)):
+        ctx.insert(llvm.StoreOp(value, ctx.gep(dst, i, elem), alignment=byte_size(elem)))
 
 
 @lowers(tt.AsyncCommitOp)

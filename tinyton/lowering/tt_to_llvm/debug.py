@@ -125,12 +125,4 @@ def lower_print(ctx: KernelContext, op: tt.PrintOp) -> None:
 
 
 def _call_if(ctx: KernelContext, condition: SSAValue | None, callee: str, *args: SSAValue) -> None:
-    if condition is None:
-        ctx.insert(llvm.CallOp(callee, *args, return_type=i32))
-        return
-    then, done = ctx.new_block(), ctx.new_block()
-    ctx.insert(llvm.CondBrOp(condition, then, [], done, []))
-    ctx.move_to(then)
-    ctx.insert(llvm.CallOp(callee, *args, return_type=i32))
-    ctx.insert(llvm.BrOp(done))
-    ctx.move_to(done)
+    ctx.only_where(condition, lambda: ctx.insert(llvm.CallOp(callee, *args, return_type=i32)))

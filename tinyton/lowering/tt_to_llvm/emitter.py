@@ -160,3 +160,16 @@ class Emitter:
 
     def move_to(self, block: Block) -> None:
         self.ip = InsertPoint.at_end(block)
+
+    def only_where(self, condition: SSAValue | None, body: Callable[[], object]) -> None:
+        """Emit `body` to run in the threads where the i1 `condition` holds (in every thread where it is None),
+        for effects one thread of a replicated value must have alone (a print, a store of a replica's bytes)."""
+        if condition is None:
+            body()
+            return
+        then, done = self.new_block(), self.new_block()
+        self.insert(llvm.CondBrOp(condition, then, [], done, []))
+        self.move_to(then)
+        body()
+        self.insert(llvm.BrOp(done))
+        self.move_to(done)
