@@ -38,6 +38,8 @@ VIEW_OPS = (aten.view, aten._unsafe_view, aten.expand, aten.clone, aten.permute,
             aten.squeeze, aten.alias, aten.slice, aten._to_copy)
 """Layout ops between the operands of a written-out attention and its products (and casts): free to recompute."""
 SPLITS = (aten.split, aten.split_with_sizes, aten.unbind)
+COPIES = (aten.clone, aten._to_copy)
+"""The layout ops among VIEW_OPS that copy."""
 SCORE_OPS = (aten.mul, aten.div, aten.add, aten.sub, aten.neg, aten.where, aten.masked_fill, aten.full,
              aten.scalar_tensor, aten.arange, aten.le, aten.lt, aten.ge, aten.gt, aten.eq, aten.ne, aten.logical_and,
              aten.logical_or, aten.logical_not, aten.bitwise_not, aten.bitwise_and, aten.bitwise_or)
@@ -79,9 +81,9 @@ def _regions(joint: GraphModule) -> list[list[Node]]:
         calls = [name for name, target in node.meta.get("source_fn_stack") or [] if target is SDPA]
         if calls:
             regions.setdefault(calls[-1], []).append(node)
-    found = list(regions.values())
-    covered = {n for nodes in found for n in nodes}
     order = {n: i for i, n in enumerate(joint.graph.nodes)}
+    found = [sorted(_with_operand_layouts(nodes), key=order.__getitem__) for nodes in regions.values()]
+    covered = {n for nodes in found for n in nodes}
     for node in _forward_calls(joint):
         if _packet(node) is aten._softmax and node not in covered:
             region = _written_out_region(node)
@@ -89,6 +91,23 @@ def _regions(joint: GraphModule) -> list[list[Node]]:
                 found.append(sorted(set(region), key=order.__getitem__))
                 covered.update(region)
     return found
+
+
+def _with_operand_layouts(nodes: list[Node]) -> list[Node]:
+    """An SDPA call's ops and the layout ops before it that make its q, k and v (`_layout_ops`: nanoGPT's `split` of
+    the qkv projection, `view(...).transpose(1, 2)`), so that the forward saves the projection they are views of, not
+    a copy of each (4 copy kernels a block when it did). A copy among them (k and v repeated by hand for grouped
+    heads: `expand`, then `reshape`'s `clone`) is kept as the forward made it, not made again in the backward."""
+    region, inside = list(nodes), set(nodes)
+    for node in nodes:
+        for operand in node.all_input_nodes:
+            if operand not in inside:
+                views = _layout_ops(operand)
+                copy = next((i for i, op in enumerate(views) if _packet(op) in COPIES), len(views))
+                added = [op for op in views[:copy] if op not in inside]
+                region += added
+                inside.update(added)
+    return region
 
 
 def _probability_product(softmax: Node) -> tuple[Node, list[Node]] | None:
