@@ -472,11 +472,13 @@ def test_later_calls_convert_as_the_first_did() -> None:
 def test_views_of_inputs_are_made_by_torch() -> None:
     """A partition's output that is a view of its input (the flattened activations and the weight's transpose
     AOTAutograd saves for a linear layer's backward) is torch's view of the argument, not a copy by a kernel: a
-    training forward of a linear layer and SiLU is the product (saved too) and the activation."""
+    training forward of a linear layer and SiLU is one kernel, the product's epilogue storing it (saved too) and
+    the activation, computed on the product's rows before they are reshaped to `[2, 6, 8]` (two kernels when the
+    reshape stood between them)."""
     torch.manual_seed(0)
     x, w = torch.randn(2, 6, 16), torch.randn(8, 16, requires_grad=True)
     e = check(lambda x, w: F.silu(x @ w.T), x, w)
-    assert e.num_launches == 2 and "reshape: reshape" not in str(e) and "transpose: transpose" not in str(e), str(e)
+    assert e.num_launches == 1 and "reshape: reshape" not in str(e) and "transpose: transpose" not in str(e), str(e)
     loss = torch.compile(lambda x, w: F.silu(x @ w.T).square().sum(), backend=ttt.backend)(x, w)
     loss.backward()
     want = torch.func.grad(lambda w: F.silu(x @ w.T).square().sum())(w.detach())

@@ -23,13 +23,15 @@ def test_llama_block_forward_backward() -> None:
     assert e.num_launches <= 19, str(e)
 
 
-@pytest.mark.parametrize("gqa,launches,backward", [("enable_gqa", 12, 24), ("repeat", 17, 26)])
+@pytest.mark.parametrize("gqa,launches,backward", [("enable_gqa", 10, 24), ("repeat", 13, 26)])
 def test_llama_block_training_attention_is_flash_both_ways(gqa: str, launches: int, backward: int) -> None:
     """Heads of 16: the attention's scores are recomputed in the backward, not saved (q, k, v, the output and the
     rows' logsumexp are), so the forward is one flash-attention kernel (19 and 21 forward launches when the
     probabilities were saved) that stores the output both as kept and with its heads merged for the output
     projection, and the backward FlashAttention-2's delta, dk/dv and dq kernels, with no second pass over the keys
-    for the forward's statistics; k and v repeated by hand are saved repeated. The backward's RoPE is one
+    for the forward's statistics; k and v repeated by hand are saved repeated. The residual adds after the output
+    and down projections run in their epilogues, on the products' rows before the reshape to `[B, T, C]` (12 and 17
+    forward launches when the reshape kept them apart). The backward's RoPE is one
     elementwise kernel a tensor that stores the heads merged for the projections' gradients, and each norm weight's
     gradient one reduction, dk and dv summed over repeated copies stored with the heads merged (30 and 33 backward
     launches when RoPE's was four kernels and two transposes, each norm weight's two reductions, and the sums
@@ -73,6 +75,20 @@ def test_nanogpt_block_training_attention_is_flash_both_ways(heads: int) -> None
         assert "slice" not in kinds["backward"] and len(kinds["backward"]) <= 26, str(e)
     else:
         assert "attention" not in kinds["forward"] and "attention_dq" not in kinds["backward"], str(e)
+
+
+def test_nanogpt_sdpa_block_training_forward_copies_nothing() -> None:
+    """nanoGPT's flash path (`F.scaled_dot_product_attention` on the windows of the qkv projection): the forward saves
+    the projection, of which q, k and v are views (a copy of the projection and of each when the views were outside
+    the attention's region), the GELU and both residual adds run in the products' epilogues on their rows before the
+    reshape to `[B, T, C]` (the activation and the last residual were kernels of their own, 13 launches in all): the
+    norms, the two projections around the attention, the attention, and the MLP's two."""
+    torch.manual_seed(0)
+    e = check_forward_backward(GPTBlock(dim=64, heads=4, dropout=0.0, sdpa=True), torch.randn(2, 8, 64, requires_grad=True))
+    kinds = {g.graph: [step.launch.kind for step in g.last.steps] for g in e.report.groups}
+    assert kinds["forward"] == ["row_reduction", "matmul_epilogue", "attention", "matmul_epilogue", "row_reduction",
+                                "matmul_epilogue", "matmul_epilogue"], str(e)
+    assert {"attention_dkdv", "attention_dq"} <= set(kinds["backward"]) and len(kinds["backward"]) <= 20, str(e)
 
 
 def test_nanogpt_block_with_dropout_saves_its_probabilities() -> None:

@@ -85,13 +85,13 @@ class LlamaBlock(nn.Module):
 
 
 class GPTBlock(nn.Module):
-    """A nanoGPT block: LayerNorm, fused qkv split, attention written out with a causal masked_fill,
-    GELU (tanh) MLP, dropout."""
+    """A nanoGPT block: LayerNorm, fused qkv split, attention written out with a causal masked_fill (or, `sdpa`,
+    nanoGPT's flash path: `F.scaled_dot_product_attention(..., is_causal=True)`), GELU (tanh) MLP, dropout."""
 
     def __init__(self, dim: int = 32, heads: int = 4, dropout: float = 0.1, gelu: str = "tanh",
-                 norm: type[nn.Module] = nn.LayerNorm) -> None:
+                 norm: type[nn.Module] = nn.LayerNorm, sdpa: bool = False) -> None:
         super().__init__()
-        self.heads, self.gelu = heads, gelu
+        self.heads, self.gelu, self.sdpa = heads, gelu, sdpa
         self.ln_1, self.ln_2 = norm(dim), norm(dim)
         self.c_attn, self.c_proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.c_fc, self.mlp_proj = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
@@ -101,10 +101,13 @@ class GPTBlock(nn.Module):
         b, t, c = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
-        att = self.drop(F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.drop.p if self.training else 0.0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))
+            y = self.drop(F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)) @ v
+        y = y.transpose(1, 2).contiguous().view(b, t, c)
         x = x + self.drop(self.c_proj(y))
         return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate=self.gelu)))
 

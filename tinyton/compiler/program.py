@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,18 +173,17 @@ def sm_count() -> int:
     return driver.device().sm_count if driver.is_available() else NOMINAL_SM_COUNT
 
 
-def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue]) -> list[Any]:
-    """The contiguous reshapes (`alias` kernels) whose output is a result and whose input an intermediate
-    read by them alone (`(o5d).reshape(B, H, S, D)` after grouped-query attention) and written by a kernel
-    that runs (not itself a reshape sharing its input's buffer): no copy is launched, the producer writes the
-    result, whose bytes are the same."""
-    readers: dict[SSAValue, int] = {}
-    for k in launches:
-        for v in k.inputs:
-            readers[v] = readers.get(v, 0) + 1
+def _reshaped_in_place(launches: Sequence[Any], results: set[SSAValue], destinations: set[SSAValue]) -> list[Any]:
+    """The contiguous reshapes (`alias` kernels) whose output is a result and whose input an intermediate that no
+    other result reshapes and no put writes into (`destinations`), written by a kernel that runs (not itself a
+    reshape sharing its input's buffer): `(o5d).reshape(B, H, S, D)` after grouped-query attention, a
+    projection's activation that the next product reads and the program returns `[B, T, N]`. No copy is
+    launched: the producer writes the result, whose bytes are the same, and the intermediate's other readers
+    read it there."""
+    reshaped = Counter(k.inputs[k.alias] for k in launches if k.alias is not None and k.outputs[0] in results)
     shared = {k.outputs[0] for k in launches if k.alias is not None}
     return [k for k in launches if k.alias is not None and k.outputs[0] in results and isinstance(k.inputs[k.alias], OpResult)
-            and k.inputs[k.alias] not in results | shared and readers[k.inputs[k.alias]] == 1]
+            and k.inputs[k.alias] not in results | shared | destinations and reshaped[k.inputs[k.alias]] == 1]
 
 
 def mark_overlap(launches: Sequence[Any], slot: Mapping[Any, int], n_inputs: int) -> None:
@@ -241,7 +241,8 @@ def build_program(
     returned = list(body.last_op.operands)
     updates = program_updates(program_function(fused))
     results = set(returned)
-    in_place = _reshaped_in_place(launches, results)
+    destinations = {dest for k in launches for fusion in k.fusions for _, dest in put_destinations(fusion)}
+    in_place = _reshaped_in_place(launches, results, destinations)
     for k in in_place:  # a result that reshapes an intermediate: its producer writes the result's buffer
         slot[k.inputs[k.alias]] = buffer(k.outputs[0])
     kept: list[Any] = []

@@ -9,8 +9,11 @@ value computed in registers needs memory (tinyton/analysis/domain.py): moved, th
 result, in that layout, where a kernel of its own copied it (RoPE's backward merged into heads for the projections'
 gradients; dk and dv summed over k and v repeated by hand) or it was stored for a reduction over the merged dims (a
 norm weight's gradient, summed over batch and sequence). `.mT`, which products read as it is, stays; so does a
-reshape whose value is not reduced (a matmul's epilogue reads the product in its own shape). Run after the patterns,
-which read q, k and v through their transposes.
+merging reshape whose value is not reduced (a matmul's epilogue reads the product in its own shape). The other way,
+a reshape splitting a computed value's dims (a linear layer's product `[B * T, N]` viewed as `[B, T, N]`) moves
+down, below its elementwise readers, so that an activation or a residual runs in the product's epilogue; it is left
+where the value is stored (the same bytes) or read by what needs the split shape. Run after the patterns, which
+read q, k and v through their transposes.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from math import prod
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import OpResult, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -112,6 +115,67 @@ def push_reshape(op: tta.ReshapeOp) -> bool:
     return True
 
 
+def sink_reshape(op: tta.ReshapeOp) -> bool:
+    """Move reshape `op`, splitting dims of a computed value (a product's rows into batch and sequence, as
+    `nn.Linear` on `[B, T, C]` gives), below an elementwise reader of the same shape, whose other operands are
+    merged alike: the reader (an activation, a residual) then runs in the product's shape, in its epilogue, and
+    the reshape is left where the value is stored or read from memory (a reshape of a reshape, which moving
+    readers one at a time leaves, made one); True if rewritten."""
+    source, out = op.input, shape_of(op.result.type)
+    if isinstance(source, OpResult) and isinstance(source.op, tta.ReshapeOp):  # a reshape of a reshape: one
+        value = source.op.input
+        if tuple(shape_of(value.type)) != tuple(out):
+            value = Builder(op).add(tta.ReshapeOp(value, out))
+        op.result.replace_all_uses_with(value)
+        Rewriter.erase_op(op)
+        return True
+    src = shape_of(source.type)
+    runs = _merged_runs(out, src)
+    if not isinstance(source, OpResult) or runs is None or [d for d in out if d != 1] == [d for d in src if d != 1]:
+        return False  # moving size-1 dims only is free in registers
+    for user in dict.fromkeys(u.operation for u in op.result.uses):
+        if isinstance(user, ELEMENTWISE) and shape_of(user.results[0].type) == out:
+            shapes = [_merged_shape(shape_of(v.type), out, runs) if shape_of(v.type) else () for v in user.operands]
+            if all(v is op.result or (s is not None and _free_to_merge(v, s)) for v, s in zip(user.operands, shapes)):
+                _sink_below(op, user, shapes)
+                return True
+    return False
+
+
+def _sink_below(op: tta.ReshapeOp, user: Operation, shapes: list[tuple[int, ...]]) -> None:
+    """`user` of reshape `op`'s result computed on `op`'s input (its other operands in `shapes`), then reshaped."""
+    source, out = op.input, shape_of(op.result.type)
+    b = Builder(user)
+    operands = [source if v is op.result else _reshaped(b, v, s) for v, s in zip(user.operands, shapes)]
+    value = b.add(tta.ReshapeOp(recomputed(b, user, operands, shape_of(source.type)), out))
+    user.results[0].replace_all_uses_with(value)
+    Rewriter.erase_op(user)
+    if not op.result.uses:
+        Rewriter.erase_op(op)
+
+
+def _free_to_merge(value: SSAValue, shape: tuple[int, ...]) -> bool:
+    """Whether `value` takes `shape` at no cost: moving size-1 dims only, undoing a reshape, or a view of an array read
+    from memory. A value computed beside it (a norm's row statistics) stays as it is, and so does the reader: its
+    kernel would otherwise read the same rows in two shapes."""
+    if [d for d in shape if d != 1] == [d for d in shape_of(value.type) if d != 1]:
+        return True
+    if isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp) and tuple(shape_of(value.op.input.type)) == shape:
+        return True
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)):
+        value = value.op.operands[0]
+    return not isinstance(value, OpResult)
+
+
+def _reshaped(b: Builder, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+    """`value` in `shape` (a scalar as it is): a reshape, or the value a reshape made it from."""
+    if shape in ((), tuple(shape_of(value.type))):
+        return value
+    if isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp) and tuple(shape_of(value.op.input.type)) == shape:
+        return value.op.input
+    return b.add(tta.ReshapeOp(value, shape))
+
+
 def push_transpose(op: tta.TransposeOp) -> bool:
     """Move transpose `op` above the elementwise op, broadcast, transpose or reduction computing its input, when
     `op` is that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's
@@ -157,9 +221,10 @@ def push_transpose(op: tta.TransposeOp) -> bool:
 
 def push_layouts(fn: func.FuncOp) -> None:
     """Push every transpose of `fn` that keeps the last dim, and every reshape merging dims, up as far as they go,
-    then drop what has no users."""
+    and every reshape splitting dims down, then drop what has no users."""
     push_all(fn, tta.TransposeOp, push_transpose)
     push_all(fn, tta.ReshapeOp, push_reshape)
+    push_all(fn, tta.ReshapeOp, sink_reshape)
 
 
 @dataclass(frozen=True)
@@ -168,7 +233,8 @@ class PushLayoutsPass(ModulePass):
     values (their only readers), become transposes and reshapes of the values read from memory, which the fusion
     reads as views: the elementwise ops computing them then compute in that layout, where a kernel of their own
     copied their result (RoPE's backward before a projection's weight gradient) or stored it for a reduction over
-    the merged dims (a norm weight's gradient, summed over batch and sequence)."""
+    the merged dims (a norm weight's gradient, summed over batch and sequence); reshapes splitting a computed
+    value's dims move below its elementwise readers (a linear layer's activation and residual into its epilogue)."""
 
     name = "tinyton-push-layouts"
 

@@ -96,3 +96,43 @@ func.func @transposed_sum(%x: tensor<2x2x3x8x16xf32>) -> tensor<2x8x2x16xf32> {
 // FUSE-NEXT:    %t = tta.fusion "reduction"(%x)
 // FUSE-NOT:     tta.fusion
 // FUSE:         func.return
+
+// A reshape splitting a computed value's rows (a linear layer's product `[B * T, N]` viewed as `[B, T, N]`) moves
+// below its elementwise readers, their other operands merged alike (an input's view, a bias broadcast as it is):
+// the activation and the residual run on the product's rows in its epilogue, one kernel where the reshape had left
+// them to a second (the reshape left of the result is the same bytes: the program shares their buffer). A reader that also reads a value computed in the split shape (a norm's row mean) keeps it.
+func.func @split_rows_sink(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>, %r: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+  %p = tta.matmul %x, %w : tensor<16x64xf32>, tensor<64x32xf32> -> tensor<16x32xf32>
+  %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>
+  %a = tta.add %v, %b : tensor<2x8x32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+  %t = tta.tanh %a : tensor<2x8x32xf32>
+  %m = tta.mul %t, %v : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+  %s = tta.add %m, %r : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+  func.return %s : tensor<2x8x32xf32>
+}
+
+// PUSH-LABEL: func.func @split_rows_sink
+// PUSH:         %p = tta.matmul %x, %w
+// PUSH-NOT:     tta.reshape %p
+// PUSH:         tta.tanh %{{.*}} : tensor<16x32xf32>
+// PUSH:         %[[R:.+]] = tta.reshape %r : tensor<2x8x32xf32> -> tensor<16x32xf32>
+// PUSH:         %[[S:.+]] = tta.add %{{.*}}, %[[R]] : tensor<16x32xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+// PUSH-NEXT:    %{{.*}} = tta.reshape %[[S]] : tensor<16x32xf32> -> tensor<2x8x32xf32>
+
+// FUSE-LABEL: func.func @split_rows_sink
+// FUSE-NEXT:    %[[E:.+]] = tta.fusion "matmul_epilogue"(%x, %w, %b, %r) {{.*}} -> tensor<16x32xf32>
+// FUSE:         %s = tta.fusion "reshape"(%[[E]])
+// FUSE-NOT:     tta.fusion
+// FUSE:         func.return
+
+func.func @split_rows_kept(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tensor<2x8x32xf32> {
+  %p = tta.matmul %x, %w : tensor<16x64xf32>, tensor<64x32xf32> -> tensor<16x32xf32>
+  %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>
+  %m = tta.reduce_mean %v axis = 2 keepdims : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+  %d = tta.sub %v, %m : tensor<2x8x32xf32>, tensor<2x8x1xf32> -> tensor<2x8x32xf32>
+  func.return %d : tensor<2x8x32xf32>
+}
+
+// PUSH-LABEL: func.func @split_rows_kept
+// PUSH:         %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>
+// PUSH:         %d = tta.sub %v, %m
