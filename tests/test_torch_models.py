@@ -84,7 +84,8 @@ def test_nanogpt_sdpa_block_training_forward_copies_nothing() -> None:
     reshape to `[B, T, C]` (the activation and the last residual were kernels of their own, 13 launches in all): the
     norms, the two projections around the attention, the attention, and the MLP's two."""
     torch.manual_seed(0)
-    e = check_forward_backward(GPTBlock(dim=64, heads=4, dropout=0.0, sdpa=True), torch.randn(2, 8, 64, requires_grad=True))
+    block = GPTBlock(dim=64, heads=4, dropout=0.0, sdpa=True)
+    e = check_forward_backward(block, torch.randn(2, 8, 64, requires_grad=True))
     kinds = {g.graph: [step.launch.kind for step in g.last.steps] for g in e.report.groups}
     assert kinds["forward"] == ["row_reduction", "matmul_epilogue", "attention", "matmul_epilogue", "row_reduction",
                                 "matmul_epilogue", "matmul_epilogue"], str(e)

@@ -102,7 +102,8 @@ class GPTBlock(nn.Module):
         q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         if self.sdpa:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.drop.p if self.training else 0.0, is_causal=True)
+            dropout = self.drop.p if self.training else 0.0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
             mask = torch.tril(torch.ones(t, t, dtype=torch.bool, device=x.device))

@@ -196,7 +196,8 @@ def check(module, program_id: int = 0, arguments: dict[int, int] | None = None,
 
 
 def _turn_actions(steps: list[str], group: int, groups: int) -> list[tuple[str, int]]:
-    """What warpgroup `group` does at each turn step (warp_roles.lower_warpgroup_turn): (`sync` or `arrive`, barrier)."""
+    """What warpgroup `group` does at each turn step (warp_roles.lower_warpgroup_turn): (`sync` or `arrive`,
+    barrier)."""
     actions = []
     for step in steps:
         if step == "take":
@@ -217,8 +218,8 @@ def check_turns(steps: list[str], groups: int) -> None:
         return
     plans = [_turn_actions(steps, g, groups) for g in range(groups)]
     for ahead in range(groups):
-        arrived, generation = [0] * groups, [0] * groups  # per barrier: arrivals of its current generation, generations
-        position, waiting = [0] * groups, [None] * groups  # per warpgroup: next action, (barrier, generation) awaited
+        arrived, generation = [0] * groups, [0] * groups  # per barrier: its current generation's arrivals, its count
+        position, waiting = [0] * groups, [None] * groups  # per warpgroup: next action, (barrier, generation) it awaits
         order = [ahead, *(g for g in range(groups) if g != ahead)]
         while any(position[g] < len(plans[g]) or waiting[g] for g in range(groups)):
             for g in order:  # the first warpgroup that can move does

@@ -136,7 +136,8 @@ def sink_reshape(op: tta.ReshapeOp) -> bool:
     for user in dict.fromkeys(u.operation for u in op.result.uses):
         if isinstance(user, ELEMENTWISE) and shape_of(user.results[0].type) == out:
             shapes = [_merged_shape(shape_of(v.type), out, runs) if shape_of(v.type) else () for v in user.operands]
-            if all(v is op.result or (s is not None and _free_to_merge(v, s)) for v, s in zip(user.operands, shapes)):
+            free = (v is op.result or (s is not None and _free_to_merge(v, s)) for v, s in zip(user.operands, shapes))
+            if all(free):
                 _sink_below(op, user, shapes)
                 return True
     return False
@@ -155,23 +156,30 @@ def _sink_below(op: tta.ReshapeOp, user: Operation, shapes: list[tuple[int, ...]
 
 
 def _free_to_merge(value: SSAValue, shape: tuple[int, ...]) -> bool:
-    """Whether `value` takes `shape` at no cost: moving size-1 dims only, undoing a reshape, or a view of an array read
-    from memory. A value computed beside it (a norm's row statistics) stays as it is, and so does the reader: its
+    """Whether `value` takes `shape` at no cost: moving size-1 dims only, undoing a reshape, or a view of an array
+    read from memory. A value computed beside it (a norm's row statistics) stays as it is, and so does the reader: its
     kernel would otherwise read the same rows in two shapes."""
     if [d for d in shape if d != 1] == [d for d in shape_of(value.type) if d != 1]:
         return True
-    if isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp) and tuple(shape_of(value.op.input.type)) == shape:
+    if _reshaped_from(value) == shape:
         return True
     while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)):
         value = value.op.operands[0]
     return not isinstance(value, OpResult)
 
 
+def _reshaped_from(value: SSAValue) -> tuple[int, ...] | None:
+    """The shape a reshape made `value` from, None where no reshape made it."""
+    if isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp):
+        return tuple(shape_of(value.op.input.type))
+    return None
+
+
 def _reshaped(b: Builder, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
     """`value` in `shape` (a scalar as it is): a reshape, or the value a reshape made it from."""
     if shape in ((), tuple(shape_of(value.type))):
         return value
-    if isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp) and tuple(shape_of(value.op.input.type)) == shape:
+    if _reshaped_from(value) == shape:
         return value.op.input
     return b.add(tta.ReshapeOp(value, shape))
 

@@ -100,7 +100,8 @@ func.func @transposed_sum(%x: tensor<2x2x3x8x16xf32>) -> tensor<2x8x2x16xf32> {
 // A reshape splitting a computed value's rows (a linear layer's product `[B * T, N]` viewed as `[B, T, N]`) moves
 // below its elementwise readers, their other operands merged alike (an input's view, a bias broadcast as it is):
 // the activation and the residual run on the product's rows in its epilogue, one kernel where the reshape had left
-// them to a second (the reshape left of the result is the same bytes: the program shares their buffer). A reader that also reads a value computed in the split shape (a norm's row mean) keeps it.
+// them to a second (the reshape left of the result is the same bytes: the program shares their buffer). A reader
+// that also reads a value computed in the split shape (a norm's row mean) keeps it.
 func.func @split_rows_sink(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>, %r: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
   %p = tta.matmul %x, %w : tensor<16x64xf32>, tensor<64x32xf32> -> tensor<16x32xf32>
   %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>

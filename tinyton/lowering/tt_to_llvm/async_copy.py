@@ -104,7 +104,8 @@ def lower_async_copy(ctx: KernelContext, op: tt.AsyncCopyOp) -> None:
             ctx.only_where(issuer, lambda dst=dst, ptr=ptrs[g], pred=pred: _copy_words(ctx, dst, ptr, pred, elem, v))
 
 
-def _copy_words(ctx: KernelContext, dst: SSAValue, src: SSAValue, pred: SSAValue | None, elem: Attribute, v: int) -> None:
+def _copy_words(ctx: KernelContext, dst: SSAValue, src: SSAValue, pred: SSAValue | None, elem: Attribute,
+                v: int) -> None:
     """`v` elements from global `src` to shared `dst` through registers (zeros where `pred` is false)."""
     for i, value in enumerate(load_words(ctx, src, pred, elem, v)):
         ctx.insert(llvm.StoreOp(value, ctx.gep(dst, i, elem), alignment=byte_size(elem)))
