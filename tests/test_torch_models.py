@@ -4,12 +4,14 @@ programs do not have yet (`expected_fallbacks`), which disappear when the builti
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
 
 import tinyton.torch as ttt
-from torch_checks import check_forward_backward, check_training, expected_fallbacks, kernel_kinds
+from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks, kernel_kinds
 from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
 
 
@@ -150,6 +152,63 @@ def test_a_convolutional_network_trains_in_tinyton() -> None:
     model = torch.nn.Sequential(torch.nn.Conv1d(4, 8, 3, padding=1), torch.nn.GELU(), torch.nn.Conv1d(8, 8, 3, stride=2),
                                 torch.nn.ReLU(), torch.nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
     check_forward_backward(model, torch.randn(2, 4, 10, requires_grad=True))
+
+
+def test_batch_norm_trains_on_the_batch_statistics() -> None:
+    """Batch norm in a training step (AOTAutograd's functional form): each channel standardised by its batch mean
+    and biased variance over the batch and positions, and the running statistics moved towards them (the variance
+    unbiased) as eager moves them, two steps in a row; the gradients as eager's, no ATen op in torch."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8, momentum=0.3),
+                                torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 1), torch.nn.BatchNorm2d(4))
+    reference = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=ttt.backend)
+    for step in range(2):
+        x = torch.randn(2, 3, 5, 5)
+        out, want = compiled(x), reference(x)  # each call moves the running statistics once
+        torch.testing.assert_close(out, want, **TOL)
+        out.square().sum().backward()
+        want.square().sum().backward()
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, **TOL, msg=lambda m, name=name: f"step {step}, {name}: {m}")
+    for (name, b), r in zip(model.named_buffers(), reference.buffers()):
+        torch.testing.assert_close(b, r, **TOL, msg=lambda m, name=name: f"{name}: {m}")
+    e = ttt.explain(copy.deepcopy(model), torch.randn(2, 3, 5, 5))
+    assert not e.fallbacks, e.reasons
+
+
+@pytest.mark.parametrize("pool", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                  {"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)},
+                                  {"kernel_size": 3, "stride": 1, "padding": 1}],
+                         ids=["2x2", "3x3-stride-2-padded", "dilated", "overlapping"])
+def test_max_pooling_forward_and_backward(pool: dict) -> None:
+    """Max pooling with indices as torch's (the first maximum of a window in scan order, a NaN the maximum, the padding
+    never chosen), and its gradient: each window's added where its maximum is, overlapping windows' summed."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 9, 8)
+    x[1, 2, :2, :2] = 5.0  # ties
+    check_forward_backward(torch.nn.MaxPool2d(**pool), x.clone().requires_grad_())
+    x[0, 0, 1, 1] = float("nan")
+    pooled = ttt.explain(lambda x: torch.nn.functional.max_pool2d_with_indices(x, **pool), x)
+    values, indices = torch.nn.functional.max_pool2d_with_indices(x, **pool)
+    torch.testing.assert_close(pooled.output[0], values, equal_nan=True)
+    assert torch.equal(pooled.output[1], indices) and not pooled.fallbacks, pooled.reasons
+
+
+def test_a_convolutional_classifier_with_batch_norm_and_pooling_trains_in_tinyton() -> None:
+    """Convolutions, batch norm on the batch's statistics, ReLU and SiLU, max and global average pooling and a
+    log-softmax head: forward and backward as eager's, no ATen op in torch; with the batch size dynamic too (as dynamo
+    makes it once a model sees a second one), where the backward's batch norm scales by a float of the sizes."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1, stride=2), torch.nn.SiLU(), torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(), torch.nn.Linear(16, 10), torch.nn.LogSoftmax(-1))
+    check_forward_backward(model, torch.randn(4, 3, 12, 12, requires_grad=True))
+    model.zero_grad(set_to_none=True)
+    x = torch.randn(3, 3, 12, 12, requires_grad=True)
+    torch._dynamo.mark_dynamic(x, 0)
+    check_forward_backward(model, x)
 
 
 @pytest.mark.parametrize("model_class", [NanoGPT, MicroGPT])

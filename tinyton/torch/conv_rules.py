@@ -156,5 +156,62 @@ def convolution_backward(dy: Traced, x: Traced, weight: Traced, bias_sizes: Sequ
     return dx, dw, db
 
 
-RULES = {aten.convolution.default: convolution, aten.convolution_backward.default: convolution_backward}
+def _pool_window_maxima(x: Traced, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                        dilation: Sequence[int], ceil_mode: bool) -> tuple[Traced, Traced, tuple[int, ...], tuple]:
+    """(the windows `[B, C, K, out...]` of max pooling `x` (padded with -inf, never chosen), the kernel position of each
+    window's maximum `[B, C, out...]` (the first in scan order, a NaN taken as the maximum, as torch's), the output's
+    spatial sizes, and the kernel, stride, padding and dilation for every spatial dim)."""
+    n = len(x.shape) - 2
+    kernel = _sizes(kernel, n)
+    stride, padding, dilation = (_sizes(v, n) for v in (stride or kernel, padding, dilation))
+    if ceil_mode:
+        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
+    if prod(kernel) > MAX_KERNEL_POSITIONS:
+        raise Unsupported(f"a pooling window of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
+    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
+                for size, p, d, k, s in zip(x.shape[2:], padding, dilation, kernel, stride))
+    if any(padding):
+        x = tt.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)], constant_values=float("-inf"))
+    windows = _windows(x, kernel, out, stride, dilation)
+    return windows, tt.argmax(windows, axis=2), out, (kernel, stride, padding, dilation)
+
+
+def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+                          dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> tuple[Traced, Traced]:
+    """(the windows' maxima, where each is: its flat index in the input's spatial dims), as torch's."""
+    windows, position, out, (kernel, stride, padding, dilation) = _pool_window_maxima(x, kernel, stride, padding,
+                                                                                      dilation, ceil_mode)
+    n, sizes = len(out), x.shape[2:]
+    index = 0
+    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
+        offset = position // prod(kernel[dim + 1:]) % k  # this dim's kernel offset
+        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
+        index = index * sizes[dim] + start + offset * d
+    return tt.max(windows, axis=2), index.astype("int64")
+
+
+def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int],
+                                   padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool,
+                                   indices: Traced) -> Traced:
+    """The gradient of max pooling: each window's `dy` added where its maximum is (overlapping windows' shares
+    summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place by the
+    transposed convolution of a one-hot kernel a position (the maxima found again in `x`, as `indices` holds them)."""
+    _, position, out, (kernel, stride, padding, dilation) = _pool_window_maxima(x, kernel, stride, padding, dilation,
+                                                                               ceil_mode)
+    (b, c), k, n = x.shape[:2], prod(kernel), len(out)
+    at = tt.reshape(tt.arange(k), (1, 1, k) + (1,) * n)
+    shares = tt.where(tt.reshape(position, (b, c, 1, *out)) == at, tt.reshape(dy, (b, c, 1, *out)), 0)
+    one_hot = (tt.reshape(tt.arange(k), (k, 1)) == tt.reshape(tt.arange(k), (1, k))).astype(dy.dtype)
+    one_hot = tt.reshape(tt.broadcast_to(tt.reshape(one_hot, (1, k, k)), (c, k, k)), (c * k, 1, *kernel))
+    return _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, x.shape[2:])
+
+
+RULES = {
+    aten.convolution.default: convolution,
+    aten.convolution_backward.default: convolution_backward,
+    aten.max_pool2d_with_indices.default: max_pool_with_indices,
+    aten.max_pool3d_with_indices.default: max_pool_with_indices,
+    aten.max_pool2d_with_indices_backward.default: max_pool_with_indices_backward,
+    aten.max_pool3d_with_indices_backward.default: max_pool_with_indices_backward,
+}
 """ATen overload -> rule, for convolutions and their gradients."""

@@ -190,12 +190,18 @@ def logsumexp(x: Traced, dims: Any, keepdim: bool = False) -> Traced:
     return tt.log(total) + (top if keepdim else tt.max(top, axis=axes))
 
 
-def _standardised(xf: Traced, axes: int | tuple[int, ...], eps: float) -> tuple[Traced, Traced, Traced]:
-    """(`xf` centred and divided by its std over `axes`, the mean, 1 / std), the statistics keeping `axes` as 1s."""
+def _moments(xf: Traced, axes: int | tuple[int, ...]) -> tuple[Traced, Traced]:
+    """The mean of `xf` over `axes` and its biased variance, keeping `axes` as 1s."""
     mu = tt.mean(xf, axis=axes, keepdims=True)
     centred = xf - mu
-    rstd = tt.rsqrt(tt.mean(centred * centred, axis=axes, keepdims=True) + eps)
-    return centred * rstd, mu, rstd
+    return mu, tt.mean(centred * centred, axis=axes, keepdims=True)
+
+
+def _standardised(xf: Traced, axes: int | tuple[int, ...], eps: float) -> tuple[Traced, Traced, Traced]:
+    """(`xf` centred and divided by its std over `axes`, the mean, 1 / std), the statistics keeping `axes` as 1s."""
+    mu, var = _moments(xf, axes)
+    rstd = tt.rsqrt(var + eps)
+    return (xf - mu) * rstd, mu, rstd
 
 
 def _affine(out: Traced, weight: Traced | None, bias: Traced | None, shape: tuple[int, ...] | None = None) -> Traced:
@@ -237,6 +243,25 @@ def batch_norm_inference(x: Traced, weight: Traced | None, bias: Traced | None, 
     return out, nothing, nothing
 
 
+def batch_norm_training(x: Traced, weight: Traced | None, bias: Traced | None, running_mean: Traced,
+                        running_var: Traced, training: bool, momentum: float,
+                        eps: float) -> tuple[Traced, Traced, Traced, Traced, Traced]:
+    """Batch norm over the batch (a training step): each channel (dim 1) standardised by its mean and biased variance
+    over every other dim; (output, mean, 1 / std, and the running mean and variance moved by `momentum` towards the
+    batch's, its variance unbiased), as torch's functional form returns them."""
+    if not training:
+        raise Unsupported("batch norm's functional form outside training")
+    channels = x.shape[1]
+    n = math.prod(x.shape) // channels
+    mu, var = _moments(x.astype("float32"), (0, *range(2, x.ndim)))
+    rstd = tt.rsqrt(var + eps)
+    out = _affine((x.astype("float32") - mu) * rstd, weight, bias, _per_channel(x))
+    mu, var, rstd = (t.reshape(channels) for t in (mu, var, rstd))
+    moved = [(stat * (1 - momentum) + batch * momentum).astype(stat.dtype)
+             for stat, batch in ((running_mean, mu), (running_var, var * (n / (n - 1))))]
+    return out, mu, rstd, *moved
+
+
 def native_dropout(x: Traced, p: float, train: bool | None) -> tuple[Traced, Traced]:
     if train and p > 0:
         raise Unsupported("dropout in training draws torch's random numbers")
@@ -274,6 +299,7 @@ RULES = {
     aten.native_layer_norm.default: native_layer_norm,
     aten.native_group_norm.default: native_group_norm,
     aten._native_batch_norm_legit_no_training.default: batch_norm_inference,
+    aten._native_batch_norm_legit_functional.default: batch_norm_training,
     aten.native_dropout.default: native_dropout,
 }  # fmt: skip
 """ATen overload -> rule, for reductions, matrix products and the NN composites."""

@@ -50,7 +50,8 @@ def is_host_value(node: Node) -> bool:
 
 
 def _stand_in(tracer: Tracer, value: Any) -> Any:
-    """What the trial trace passes for an input's value: a traced array of its shape and dtype, sizes as ints."""
+    """What the trial trace passes for an input's value: a traced array of its shape and dtype, sizes as ints
+    (and floats computed from sizes as floats)."""
     if isinstance(value, torch.Tensor):
         element = element_of(array_dtype(value.dtype))
         arg = tracer.block.insert_arg(tta.array_type(element, static_shape(value)), len(tracer.block.args))
@@ -59,6 +60,8 @@ def _stand_in(tracer: Tracer, value: Any) -> Any:
         return type(value)(_stand_in(tracer, v) for v in value)
     if isinstance(value, torch.SymInt):
         return optimization_hint(value)
+    if isinstance(value, torch.SymFloat):  # a dynamic graph's factor of sizes (a mean's 1 / (H * W))
+        return float(value.node.hint)
     return value
 
 
