@@ -156,15 +156,15 @@ def _sink_below(op: tta.ReshapeOp, user: Operation, shapes: list[tuple[int, ...]
 
 
 def _free_to_merge(value: SSAValue, shape: tuple[int, ...]) -> bool:
-    """Whether `value` takes `shape` at no cost: moving size-1 dims only, undoing a reshape, or a view of an array
-    read from memory. A value computed beside it (a norm's row statistics) stays as it is, and so does the reader: its
-    kernel would otherwise read the same rows in two shapes."""
+    """Whether `value` takes `shape` at no cost: moving size-1 dims only, undoing a reshape, or a contiguous array
+    read from memory (a transposed or broadcast one merged may need a copy). A value computed beside it (a norm's row
+    statistics) stays as it is, and so does the reader: its kernel would otherwise read the same rows in two shapes."""
     if [d for d in shape if d != 1] == [d for d in shape_of(value.type) if d != 1]:
         return True
     if _reshaped_from(value) == shape:
         return True
-    while isinstance(value, OpResult) and isinstance(value.op, (tta.ReshapeOp, tta.TransposeOp, tta.BroadcastToOp)):
-        value = value.op.operands[0]
+    while isinstance(value, OpResult) and isinstance(value.op, tta.ReshapeOp):
+        value = value.op.input
     return not isinstance(value, OpResult)
 
 
