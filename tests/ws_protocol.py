@@ -9,9 +9,10 @@ not overwrite a slot before the consumers released it. Both blocked with no prog
 hang). What this does not check: the lowering to PTX (FileCheck and ptxas do), timing.
 
 The consumers' ping-pong turns (`tt.warpgroup_turn`) are checked apart, on the sequence of turn steps the consumers
-ran: each warpgroup plays it on a model of the named barriers (`bar.sync` and `bar.arrive` count arrivals; the
-barrier completes at two warpgroups' worth, whoever arrived), under every schedule in which one warpgroup runs ahead
-as far as it can, the schedules that break a protocol whose barriers could be completed by one warpgroup twice.
+ran: each warpgroup plays its actions (the lowering's own, `warp_roles.turn_actions`) on a model of the named
+barriers (`bar.sync` and `bar.arrive` count arrivals; the barrier completes at two warpgroups' worth, whoever
+arrived), under every schedule in which one warpgroup runs ahead as far as it can, the schedules that break a
+protocol whose barriers could be completed by one warpgroup twice.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tinyton.dialects import tt
+from tinyton.lowering.tt_to_llvm.warp_roles import TURN_BARRIER, turn_actions
 
 BINARY = {
     tt.AddOp: operator.add, tt.SubOp: operator.sub, tt.MulOp: operator.mul, tt.MaximumOp: max, tt.MinimumOp: min,
@@ -195,30 +197,18 @@ def check(module, program_id: int = 0, arguments: dict[int, int] | None = None,
     return run.copies, run.reads
 
 
-def _turn_actions(steps: list[str], group: int, groups: int) -> list[tuple[str, int]]:
-    """What warpgroup `group` does at each turn step (warp_roles.lower_warpgroup_turn): (`sync` or `arrive`,
-    barrier)."""
-    actions = []
-    for step in steps:
-        if step == "take":
-            actions.append(("sync", group))
-        elif step == "pass":
-            actions.append(("arrive", (group + 1) % groups))
-        elif step == "open" and group == groups - 1:
-            actions.append(("arrive", 0))
-        elif step == "close" and group == 0:
-            actions.append(("sync", 0))
-    return actions
-
-
 def check_turns(steps: list[str], groups: int) -> None:
     """Play the consumers' turn steps on named barriers of two warpgroups' arrivals, each warpgroup in turn running
     ahead of the others as far as it can; raise where they all block, or where a barrier is left part-way."""
     if groups < 2 or not steps:
         return
-    plans = [_turn_actions(steps, g, groups) for g in range(groups)]
+    plans: list[list[tuple[str, int]]] = [[] for _ in range(groups)]  # each warpgroup's actions, in order
+    for step in steps:
+        for group, verb, barrier in turn_actions(step, groups):
+            plans[group].append((verb, barrier))
     for ahead in range(groups):
-        arrived, generation = [0] * groups, [0] * groups  # per barrier: its current generation's arrivals, its count
+        arrived = dict.fromkeys(range(TURN_BARRIER, TURN_BARRIER + groups), 0)  # per barrier: this generation's
+        generation = dict(arrived)  # per barrier: its generations completed
         position, waiting = [0] * groups, [None] * groups  # per warpgroup: next action, (barrier, generation) it awaits
         order = [ahead, *(g for g in range(groups) if g != ahead)]
         while any(position[g] < len(plans[g]) or waiting[g] for g in range(groups)):
@@ -242,5 +232,5 @@ def check_turns(steps: list[str], groups: int) -> None:
             else:
                 raise ProtocolError(f"deadlock in the warpgroups' turns (warpgroup {ahead} ahead): "
                                     f"warpgroups at steps {position} of {[len(p) for p in plans]}")
-        if any(arrived):
+        if any(arrived.values()):
             raise ProtocolError(f"the warpgroups' turns leave named barriers part-way: {arrived} arrivals")

@@ -241,17 +241,16 @@ def build_program(
     returned = list(body.last_op.operands)
     updates = program_updates(program_function(fused))
     results = set(returned)
-    destinations = {dest for k in launches for fusion in k.fusions for _, dest in put_destinations(fusion)}
-    in_place = _reshaped_in_place(launches, results, destinations)
+    puts = [[pair for fusion in k.fusions for pair in put_destinations(fusion)] for k in launches]
+    in_place = _reshaped_in_place(launches, results, {dest for pairs in puts for _, dest in pairs})
     for k in in_place:  # a result that reshapes an intermediate: its producer writes the result's buffer
         slot[k.inputs[k.alias]] = buffer(k.outputs[0])
     kept: list[Any] = []
-    for k in launches:
+    for k, pairs in zip(launches, puts):
         if k in in_place:
             continue
-        for fusion in k.fusions:
-            for out, dest in put_destinations(fusion):  # a put writes into its destination's buffer
-                slot[out] = buffer(dest)
+        for out, dest in pairs:  # a put writes into its destination's buffer
+            slot[out] = buffer(dest)
         if k.alias is not None and k.outputs[0] not in results:  # a contiguous reshape: share the buffer
             slot[k.outputs[0]] = buffer(k.inputs[k.alias])
             continue

@@ -253,9 +253,10 @@ def batch_norm_training(x: Traced, weight: Traced | None, bias: Traced | None, r
         raise Unsupported("batch norm's functional form outside training")
     channels = x.shape[1]
     n = math.prod(x.shape) // channels
-    mu, var = _moments(x.astype("float32"), (0, *range(2, x.ndim)))
+    xf = x.astype("float32")
+    mu, var = _moments(xf, (0, *range(2, x.ndim)))
     rstd = tt.rsqrt(var + eps)
-    out = _affine((x.astype("float32") - mu) * rstd, weight, bias, _per_channel(x))
+    out = _affine((xf - mu) * rstd, weight, bias, _per_channel(x))
     mu, var, rstd = (t.reshape(channels) for t in (mu, var, rstd))
     moved = [(stat * (1 - momentum) + batch * momentum).astype(stat.dtype)
              for stat, batch in ((running_mean, mu), (running_var, var * (n / (n - 1))))]

@@ -66,21 +66,25 @@ TURN_BARRIER = NAMED_BARRIER + 1
 """The first named barrier of the warpgroups' turns (0 is every thread's, NAMED_BARRIER the consumers')."""
 
 
+def turn_actions(step: str, groups: int) -> list[tuple[int, str, int]]:
+    """(warpgroup, `sync` or `arrive`, named barrier) for each warpgroup that acts at a turn `step`: `take` waits on
+    its own barrier, `pass` arrives at the next warpgroup's; `open`, the last warpgroup lets the first go; `close`,
+    the first takes that last pass."""
+    if step == "take":
+        return [(g, "sync", TURN_BARRIER + g) for g in range(groups)]
+    if step == "pass":
+        return [(g, "arrive", TURN_BARRIER + (g + 1) % groups) for g in range(groups)]
+    return [(groups - 1, "arrive", TURN_BARRIER)] if step == "open" else [(0, "sync", TURN_BARRIER)]
+
+
 @lowers(tt.WarpgroupTurnOp)
 def lower_warpgroup_turn(ctx: KernelContext, op: tt.WarpgroupTurnOp) -> None:
     """Each warpgroup's `bar.sync` or `bar.arrive` under a predicate on its index: constant barrier ids, so that
     ptxas counts the barriers the kernel uses (a register id would reserve all 16)."""
-    groups = ctx.num_warps // tt.PRODUCER_WARPS
     step = op.step.data
-    if step == "take":
-        actions = [(g, "sync", TURN_BARRIER + g) for g in range(groups)]
-    elif step == "pass":
-        actions = [(g, "arrive", TURN_BARRIER + (g + 1) % groups) for g in range(groups)]
-    else:  # open: the last warpgroup lets the first go; close: the first takes that last pass
-        actions = [(groups - 1, "arrive", TURN_BARRIER)] if step == "open" else [(0, "sync", TURN_BARRIER)]
     threads = 2 * 32 * tt.PRODUCER_WARPS
     lines = ["{", ".reg .pred p;"]
-    for group, verb, barrier in actions:
+    for group, verb, barrier in turn_actions(step, ctx.num_warps // tt.PRODUCER_WARPS):
         lines += [f"setp.eq.u32 p, $0, {group};", f"@p bar.{verb} {barrier}, {threads};"]
     group_index = ctx.int_op("lshr", ctx.warp, ctx.const(2))
     _inline_asm(ctx, [*lines, "}"], [], [("r", group_index)], None)
