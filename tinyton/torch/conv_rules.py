@@ -156,32 +156,29 @@ def convolution_backward(dy: Traced, x: Traced, weight: Traced, bias_sizes: Sequ
     return dx, dw, db
 
 
-def _pool_window_maxima(x: Traced, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                        dilation: Sequence[int], ceil_mode: bool) -> tuple[Traced, Traced, tuple[int, ...], tuple]:
-    """(the windows `[B, C, K, out...]` of max pooling `x` (padded with -inf, never chosen), the kernel position of each
-    window's maximum `[B, C, out...]` (the first in scan order, a NaN taken as the maximum, as torch's), the output's
-    spatial sizes, and the kernel, stride, padding and dilation for every spatial dim)."""
-    n = len(x.shape) - 2
-    kernel = _sizes(kernel, n)
-    stride, padding, dilation = (_sizes(v, n) for v in (stride or kernel, padding, dilation))
+def _pool_geometry(n: int, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                   dilation: Sequence[int], ceil_mode: bool) -> tuple[tuple[int, ...], ...]:
+    """A max pooling's kernel, stride (the kernel's when empty), padding and dilation for each of `n` spatial dims."""
     if ceil_mode:
         raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
+    kernel = _sizes(kernel, n)
     if prod(kernel) > MAX_KERNEL_POSITIONS:
         raise Unsupported(f"a pooling window of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
-    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
-                for size, p, d, k, s in zip(x.shape[2:], padding, dilation, kernel, stride))
-    if any(padding):
-        x = tt.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)], constant_values=float("-inf"))
-    windows = _windows(x, kernel, out, stride, dilation)
-    return windows, tt.argmax(windows, axis=2), out, (kernel, stride, padding, dilation)
+    return (kernel, *(_sizes(v, n) for v in (stride or kernel, padding, dilation)))
 
 
 def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
                           dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> tuple[Traced, Traced]:
-    """(the windows' maxima, where each is: its flat index in the input's spatial dims), as torch's."""
-    windows, position, out, (kernel, stride, padding, dilation) = _pool_window_maxima(x, kernel, stride, padding,
-                                                                                      dilation, ceil_mode)
-    n, sizes = len(out), x.shape[2:]
+    """(the windows' maxima, where each is: its flat index in the input's spatial dims), as torch's: the windows
+    padded with -inf (never chosen), the first maximum in scan order taken, a NaN as the maximum."""
+    n, sizes = x.ndim - 2, x.shape[2:]
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation, ceil_mode)
+    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
+                for size, p, d, k, s in zip(sizes, padding, dilation, kernel, stride))
+    if any(padding):
+        x = tt.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)], constant_values=float("-inf"))
+    windows = _windows(x, kernel, out, stride, dilation)  # [B, C, K, out...]
+    position = tt.argmax(windows, axis=2)  # the kernel position of each window's maximum
     index = 0
     for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
         offset = position // prod(kernel[dim + 1:]) % k  # this dim's kernel offset
@@ -193,17 +190,22 @@ def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int
 def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int],
                                    padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool,
                                    indices: Traced) -> Traced:
-    """The gradient of max pooling: each window's `dy` added where its maximum is (overlapping windows' shares
-    summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place by the
-    transposed convolution of a one-hot kernel a position (the maxima found again in `x`, as `indices` holds them)."""
-    _, position, out, (kernel, stride, padding, dilation) = _pool_window_maxima(x, kernel, stride, padding, dilation,
-                                                                               ceil_mode)
-    (b, c), k, n = x.shape[:2], prod(kernel), len(out)
+    """The gradient of max pooling: each window's `dy` added where `indices` says its maximum is (overlapping
+    windows' shares summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place
+    by the transposed convolution of a one-hot kernel a position."""
+    n, sizes, out = x.ndim - 2, x.shape[2:], tuple(dy.shape[2:])
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation, ceil_mode)
+    position = 0  # the kernel position of each window's maximum, decoded from its flat index in the input
+    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
+        coordinate = indices // prod(sizes[dim + 1:]) % sizes[dim]
+        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
+        position = position * k + (coordinate - start) // d
+    (b, c), k = x.shape[:2], prod(kernel)
     at = tt.reshape(tt.arange(k), (1, 1, k) + (1,) * n)
     shares = tt.where(tt.reshape(position, (b, c, 1, *out)) == at, tt.reshape(dy, (b, c, 1, *out)), 0)
     one_hot = (tt.reshape(tt.arange(k), (k, 1)) == tt.reshape(tt.arange(k), (1, k))).astype(dy.dtype)
     one_hot = tt.reshape(tt.broadcast_to(tt.reshape(one_hot, (1, k, k)), (c, k, k)), (c * k, 1, *kernel))
-    return _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, x.shape[2:])
+    return _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, sizes)
 
 
 RULES = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -190,18 +190,21 @@ def logsumexp(x: Traced, dims: Any, keepdim: bool = False) -> Traced:
     return tt.log(total) + (top if keepdim else tt.max(top, axis=axes))
 
 
-def _moments(xf: Traced, axes: int | tuple[int, ...]) -> tuple[Traced, Traced]:
-    """The mean of `xf` over `axes` and its biased variance, keeping `axes` as 1s."""
+class Standardised(NamedTuple):
+    """`xf` centred and divided by its std over some axes, and its statistics (keeping those axes as 1s)."""
+
+    out: Traced
+    mean: Traced
+    var: Traced  # biased
+    rstd: Traced
+
+
+def _standardised(xf: Traced, axes: int | tuple[int, ...], eps: float) -> Standardised:
     mu = tt.mean(xf, axis=axes, keepdims=True)
     centred = xf - mu
-    return mu, tt.mean(centred * centred, axis=axes, keepdims=True)
-
-
-def _standardised(xf: Traced, axes: int | tuple[int, ...], eps: float) -> tuple[Traced, Traced, Traced]:
-    """(`xf` centred and divided by its std over `axes`, the mean, 1 / std), the statistics keeping `axes` as 1s."""
-    mu, var = _moments(xf, axes)
+    var = tt.mean(centred * centred, axis=axes, keepdims=True)
     rstd = tt.rsqrt(var + eps)
-    return (xf - mu) * rstd, mu, rstd
+    return Standardised(centred * rstd, mu, var, rstd)
 
 
 def _affine(out: Traced, weight: Traced | None, bias: Traced | None, shape: tuple[int, ...] | None = None) -> Traced:
@@ -221,16 +224,16 @@ def _per_channel(x: Traced) -> tuple[int, ...]:
 def native_layer_norm(x: Traced, shape: Sequence[int], weight: Traced | None, bias: Traced | None,
                       eps: float) -> tuple[Traced, Traced, Traced]:
     """(normalised, mean, 1 / std): the statistics keep the normalised dims as 1s, as torch's."""
-    out, mu, rstd = _standardised(x.astype("float32"), tuple(range(x.ndim - len(shape), x.ndim)), eps)
-    return _affine(out, weight, bias), mu, rstd
+    norm = _standardised(x.astype("float32"), tuple(range(x.ndim - len(shape), x.ndim)), eps)
+    return _affine(norm.out, weight, bias), norm.mean, norm.rstd
 
 
 def native_group_norm(x: Traced, weight: Traced | None, bias: Traced | None, n: int, c: int, hw: int, groups: int,
                       eps: float) -> tuple[Traced, Traced, Traced]:
     """(normalised, mean, 1 / std) of `groups` groups of channels per sample; the statistics `[N, groups]`."""
-    out, mu, rstd = _standardised(x.astype("float32").reshape(n, groups, (c // groups) * hw), -1, eps)
-    out = _affine(out.reshape(x.shape), weight, bias, _per_channel(x))
-    return out, mu.reshape(n, groups), rstd.reshape(n, groups)
+    norm = _standardised(x.astype("float32").reshape(n, groups, (c // groups) * hw), -1, eps)
+    out = _affine(norm.out.reshape(x.shape), weight, bias, _per_channel(x))
+    return out, norm.mean.reshape(n, groups), norm.rstd.reshape(n, groups)
 
 
 def batch_norm_inference(x: Traced, weight: Traced | None, bias: Traced | None, mean: Traced, var: Traced,
@@ -253,11 +256,9 @@ def batch_norm_training(x: Traced, weight: Traced | None, bias: Traced | None, r
         raise Unsupported("batch norm's functional form outside training")
     channels = x.shape[1]
     n = math.prod(x.shape) // channels
-    xf = x.astype("float32")
-    mu, var = _moments(xf, (0, *range(2, x.ndim)))
-    rstd = tt.rsqrt(var + eps)
-    out = _affine((xf - mu) * rstd, weight, bias, _per_channel(x))
-    mu, var, rstd = (t.reshape(channels) for t in (mu, var, rstd))
+    norm = _standardised(x.astype("float32"), (0, *range(2, x.ndim)), eps)
+    out = _affine(norm.out, weight, bias, _per_channel(x))
+    mu, var, rstd = (t.reshape(channels) for t in (norm.mean, norm.var, norm.rstd))
     moved = [(stat * (1 - momentum) + batch * momentum).astype(stat.dtype)
              for stat, batch in ((running_mean, mu), (running_var, var * (n / (n - 1))))]
     return out, mu, rstd, *moved
