@@ -28,9 +28,9 @@ Map = tuple[int | None, ...]
 
 ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
 VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp, tta.SliceOp)
-AXIS_OPS = (tta.ReduceOp, tta.ScanOp)
-"""Ops that walk one axis (reductions, and scans whose every element depends on those before it): the
-domain's reduced axis, unless it has size 1 (`is_trivial`)."""
+AXIS_OPS = (tta.ReduceOp, tta.ScanOp, tta.SortingOp)
+"""Ops that walk one axis (reductions, scans whose every element depends on those before it, sorts whose every
+element depends on the whole row): the domain's reduced axis, unless it has size 1 (`is_trivial`)."""
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
 
@@ -275,7 +275,7 @@ def candidate_domains(
     return candidates + [Domain(shape, None) for shape in trivial]
 
 
-def reduction_order(op: tta.ReduceOp | tta.ScanOp) -> tuple[int, int]:
+def reduction_order(op: tta.ReduceOp | tta.ScanOp | tta.SortingOp) -> tuple[int, int]:
     """Sort key of reduction candidates: higher rank, then more elements, first."""
     shape = shape_of(op.input.type)
     return -len(shape), -prod(shape)
@@ -404,7 +404,9 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
         m, axis = dom.map_of(op.input), op.axis.value.data
         if not is_trivial(op) and m[axis] != dom.red:
             raise NotFusable("reductions in one kernel must reduce the same axis of the same domain")
-        if isinstance(op, tta.ScanOp):
+        if isinstance(op, tta.SortingOp) and not is_trivial(op) and prod(dom.shape[dom.red + 1 :]) != 1:
+            raise NotFusable(f"{op.name} sorts whole rows: its axis is the kernel's last")
+        if isinstance(op, (tta.ScanOp, tta.SortingOp)):
             return m
         return tuple(None if j == axis else a for j, a in enumerate(m) if j != axis or op.keeps_dims)
     if isinstance(op, (tta.ReshapeOp, tta.TransposeOp)):  # in registers: only size-1 dims may move

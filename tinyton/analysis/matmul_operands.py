@@ -88,7 +88,7 @@ def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation
         if not external(v) and m[-1:] != (K_AXIS,):
             _no_product_before(v, matmuls, external)
     for red in reductions:
-        if isinstance(red, (tta.ArgReduceOp, tta.ScanOp)):
+        if isinstance(red, (tta.ArgReduceOp, tta.ScanOp, tta.SortingOp)):
             raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
         source, chain = row_prologue(red, lambda v: not external(v))
         m = loop.maps.get(source)

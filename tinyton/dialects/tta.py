@@ -66,7 +66,7 @@ from tinyton.dialects.tta_math import (
 )
 from tinyton.dialects.tta_reductions import (
     INDEX_ELEMENT, ArgMaxOp, ArgMinOp, ArgReduceOp, CumProdOp, CumSumOp, ReduceMaxOp, ReduceMeanOp, ReduceMinOp,
-    ReduceOp, ReduceProdOp, ReduceSumOp, ScanOp,
+    ReduceOp, ReduceProdOp, ReduceSumOp, ScanOp, SortingOp, SortOp, ArgSortOp,
 )
 from tinyton.dialects.tta_shapes import (
     ShapeError, array_type, broadcast_shapes, check_broadcast_to, check_reshape, checked, dtype_name,
@@ -380,6 +380,8 @@ Tta = Dialect(
         ArgMinOp,
         CumSumOp,
         CumProdOp,
+        SortOp,
+        ArgSortOp,
         MatmulOp,
         TransposeOp,
         ReshapeOp,
@@ -396,7 +398,8 @@ Tta = Dialect(
 )
 
 __all__ = [  # `tta.<name>`: this module's ops and those of the op modules it gathers
-    "AbsOp", "AddOp", "AndOp", "ArangeOp", "ArgMaxOp", "ArgMinOp", "ArgReduceOp", "array_type", "Atan2Op",
+    "AbsOp", "AddOp", "AndOp", "ArangeOp", "ArgMaxOp", "ArgMinOp", "ArgReduceOp", "ArgSortOp", "array_type",
+    "Atan2Op",
     "BinaryOp", "broadcast_shapes", "BroadcastToOp", "CastOp", "CeilOp", "check_broadcast_to", "check_reshape",
     "checked", "CmpOp", "concatenate_shape", "ConcatenateOp", "ConstantOp", "CopysignOp", "CosOp", "CumProdOp",
     "CumSumOp", "DivOp", "dtype_name", "element_type", "ErfOp", "Exp2Op", "expect_result", "Expm1Op", "ExpOp",
@@ -406,6 +409,7 @@ __all__ = [  # `tta.<name>`: this module's ops and those of the op modules it ga
     "normalize_axis", "OrOp", "PowOp", "program_function", "PutOp", "reduced_shape", "ReduceMaxOp", "ReduceMeanOp",
     "ReduceMinOp", "ReduceOp", "ReduceProdOp", "ReduceSumOp", "require", "ReshapeOp", "RETURNS_TUPLE",
     "returns_tuple", "RintOp", "RsqrtOp", "ScanOp", "shape_of", "ShapeError", "ShlOp", "ShrOp", "SinOp", "SliceOp",
-    "SqrtOp", "SubOp", "take_shape", "TakeOp", "TanhOp", "TanOp", "transposed_shape", "TransposeOp", "TruncOp",
+    "SortingOp", "SortOp", "SqrtOp", "SubOp", "take_shape", "TakeOp", "TanhOp", "TanOp", "transposed_shape",
+    "TransposeOp", "TruncOp",
     "Tta", "type_str", "UnaryOp", "UPDATES", "verify_axis", "verify_value", "WhereOp", "XorOp", "YieldOp",
 ]  # fmt: skip

@@ -1,6 +1,7 @@
-"""Reductions and scans of the `tta` dialect: `tta.reduce_*`, `tta.argmax`/`tta.argmin`, `tta.cumsum`/`tta.cumprod`.
+"""Reductions, scans and sorts of the `tta` dialect: `tta.reduce_*`, `tta.argmax`/`tta.argmin`,
+`tta.cumsum`/`tta.cumprod`, `tta.sort`/`tta.argsort`.
 
-Each reduces (or scans) one non-negative `axis`; the tracer turns NumPy's tuple axes and `axis=None` into
+Each reduces (scans, sorts) one non-negative `axis`; the tracer turns NumPy's tuple axes and `axis=None` into
 several ops or a flattening reshape, and composes `var`, `std`, `logsumexp`, `any` and `all` from these
 (so the fusion rules and the paired walks of `lowering/fusion/pairs.py` see the ops they know).
 """
@@ -15,6 +16,7 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_d
 from xdsl.traits import Pure
 
 from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
+from tinyton.limits import MAX_SORTED_ROW
 from tinyton.dialects.tta_shapes import (
     array_type,
     dtype_name,
@@ -153,3 +155,59 @@ class CumSumOp(ScanOp):
 @irdl_op_definition
 class CumProdOp(ScanOp):
     name = "tta.cumprod"
+
+
+class SortingOp(IRDLOperation):
+    """The rows along `axis` (the last: the tracer moves another axis there) in NumPy's order: ascending, NaN
+    after every number, ties in index order (NumPy's `kind="stable"`); `descending` reverses the order of the
+    values (NaN first, as torch's), ties still in index order. `tta.sort` gives the sorted values,
+    `tta.argsort` their int64 indices (`INDEX_ELEMENT`)."""
+
+    input = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[I32])
+    descending = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `axis` `=` $axis (`descending` $descending^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, axis: int, descending: bool = False):
+        t = SSAValue.get(input).type
+        props: dict[str, Attribute] = {"axis": IntegerAttr(axis, 32)}
+        if descending:
+            props["descending"] = UnitAttr()
+        super().__init__(operands=[input], properties=props, result_types=[self.result_type(t)])
+
+    @classmethod
+    def result_type(cls, input_type: Attribute) -> Attribute:
+        return input_type
+
+    @property
+    def is_descending(self) -> bool:
+        return self.descending is not None
+
+    def verify_(self) -> None:
+        verify_value("sort input", self.input.type)
+        shape, axis = shape_of(self.input.type), self.axis.value.data
+        verify_axis(axis, len(shape))
+        require(axis == len(shape) - 1, f"{self.name} sorts along the last axis (the tracer moves the axis there)")
+        require(shape[axis] <= MAX_SORTED_ROW,
+                f"{self.name}: a row is sorted whole in one program's registers, so rows of at most {MAX_SORTED_ROW} "
+                f"elements; got {shape[axis]}")
+        expect_result(self, self.result_type(self.input.type))
+        require(element_type(self.input.type) != i1, f"{self.name} takes numbers (the tracer sorts bools as int8)")
+
+
+@irdl_op_definition
+class SortOp(SortingOp):
+    name = "tta.sort"
+
+
+@irdl_op_definition
+class ArgSortOp(SortingOp):
+    name = "tta.argsort"
+
+    @classmethod
+    def result_type(cls, input_type: Attribute) -> Attribute:
+        return array_type(INDEX_ELEMENT, shape_of(input_type))

@@ -76,6 +76,17 @@ _SCAN = {tta.CumSumOp: np.cumsum, tta.CumProdOp: np.cumprod}
 """Scans run in float32 for floats (as the kernels accumulate)."""
 
 
+def _sorting(op: tta.SortingOp, x: np.ndarray) -> np.ndarray:
+    """NumPy's stable sort (or argsort) along the op's axis; descending: the values reversed (NaN first), equal
+    ones still in index order."""
+    axis = op.axis.value.data
+    n = x.shape[axis]
+    order = np.argsort(x, axis, kind="stable")
+    if op.is_descending:  # the stable order of the reversed row, mapped back to the row's indices
+        order = n - 1 - np.flip(np.argsort(np.flip(x, axis), axis, kind="stable"), axis)
+    return np.take_along_axis(x, order, axis) if isinstance(op, tta.SortOp) else order
+
+
 def _op(op: Operation, args: list[Any]) -> list[Any]:
     """One op on NumPy values; results are cast to the op's result types."""
     kind = type(op)
@@ -97,6 +108,8 @@ def _op(op: Operation, args: list[Any]) -> list[Any]:
     elif isinstance(op, tta.ScanOp):
         x = args[0]
         out = _SCAN[kind](x, axis=op.axis.value.data, dtype=np.float32 if x.dtype.kind == "f" else None)
+    elif isinstance(op, tta.SortingOp):
+        out = _sorting(op, args[0])
     elif isinstance(op, tta.MatmulOp):
         out = np.matmul(*args)
     elif isinstance(op, tta.TransposeOp):

@@ -37,9 +37,6 @@ REFUSED = {
     "extract": f"{DATA_DEPENDENT}; use tt.where(condition, x, 0)",
     "bincount": f"{DATA_DEPENDENT} (its length is the largest value + 1); in a kernel use tl.histogram",
     "trim_zeros": DATA_DEPENDENT,
-    "sort": "not available in array programs yet; in a @tt.jit kernel use tl.sort",
-    "argsort": "not available in array programs yet; in a @tt.jit kernel use tl.sort on (value, index) pairs",
-    "searchsorted": "not available in array programs yet; count with (sorted_array < v).sum(axis=-1)",
     "einsum": "not available; write it with matmul (@), transposes and sums, which fuse",
     "histogram": "not available in array programs; in a @tt.jit kernel use tl.histogram",
 }

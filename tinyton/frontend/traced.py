@@ -231,7 +231,8 @@ class Traced:
     def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False) -> Traced:
         return ARRAY_IMPLS["mean"](self, axis, _no_out("mean", out, keepdims), dtype)
 
-    # NumPy's other reduction and scan methods take NumPy's arguments (tinyton/frontend/array_reductions.py)
+    # NumPy's other reduction, scan and sort methods take NumPy's arguments (frontend/array_reductions.py,
+    # array_sorting.py; `x.sort()` sorts in place in NumPy: array programs write `np.sort(x)`)
     def prod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["prod"](self, *args, **kwargs)  # noqa: E704
     def argmax(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmax"](self, *args, **kwargs)  # noqa: E704
     def argmin(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argmin"](self, *args, **kwargs)  # noqa: E704
@@ -241,6 +242,8 @@ class Traced:
     def all(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["all"](self, *args, **kwargs)  # noqa: E704
     def cumsum(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumsum"](self, *args, **kwargs)  # noqa: E704
     def cumprod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumprod"](self, *args, **kwargs)  # noqa: E704
+    def argsort(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argsort"](self, *args, **kwargs)  # noqa: E704
+    def searchsorted(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["searchsorted"](self, *args, **kwargs)  # noqa: E704, E501
 
     def flatten(self) -> Traced:
         return ARRAY_IMPLS["flatten"](self)

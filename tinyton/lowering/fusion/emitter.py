@@ -155,7 +155,7 @@ class Emitter:
         if not shape_of(value.type):  # a one-element row
             return value
         if kind == "prod":
-            out = self._combine_reduce([value], axis, lambda a, b: [self.binary(tt.MulOp, a[0], b[0])])[0]
+            out = self.combine_reduce([value], axis, lambda a, b: [self.binary(tt.MulOp, a[0], b[0])])[0]
         else:
             cls = {"sum": tt.ReduceSumOp, "max": tt.ReduceMaxOp, "min": tt.ReduceMinOp}[kind]
             out = self.emit(cls(value, axis))
@@ -182,7 +182,7 @@ class Emitter:
             take = self.binary(tt.OrOp, self.better(kind, a, b), self.and_(same, self.cmp("lt", ia, ib)))
             return [self.select(take, a, b), self.select(take, ia, ib)]
 
-        out = self._combine_reduce([value, index], axis, combine)
+        out = self.combine_reduce([value, index], axis, combine)
         if len(shape_of(value.type)) == 2:
             out = [self.expand(v, axis) for v in out]
         return out[0], out[1]
@@ -219,7 +219,7 @@ class Emitter:
             self.emit(tt.CombineYieldOp(self.binary(op, block.args[0], block.args[1])))
         return self.emit(tt.ScanOp([value], axis, block))
 
-    def _combine_reduce(self, values: list[SSAValue], axis: int,
+    def combine_reduce(self, values: list[SSAValue], axis: int,
                         combine: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]]) -> list[SSAValue]:
         """`tt.reduce` of `values` along `axis` with the scalar combine `combine(lhs, rhs)`."""
         block = tt.CombineReduceOp.block_for(values)

@@ -144,9 +144,9 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
         if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)) and splittable(dom):
             return _split_rows(shape, rows, R, red, K)
         choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
-        if has_scan(dom):  # one row per program, chunks `Emitter.scan` cuts into runs of registers
-            chunk = LOOP_CHUNK if k_block(K) > LOOP_CHUNK else 0
-            choice = RowShape(warps_for(min(k_block(K), LOOP_CHUNK)), 1, chunk)
+        if has_scan(dom) or has_sort(dom):  # one row per program, chunks `Emitter.scan` cuts into runs of registers
+            chunk = LOOP_CHUNK if k_block(K) > LOOP_CHUNK and not has_sort(dom) else 0  # a sort holds its row whole
+            choice = RowShape(warps_for(chunk or k_block(K)), 1, chunk)
         per, block = choice.rows, choice.chunk or k_block(K)
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
@@ -168,11 +168,17 @@ def has_scan(dom: Domain) -> bool:
     return any(isinstance(v.op, tta.ScanOp) for v in dom.maps if isinstance(v, OpResult))
 
 
+def has_sort(dom: Domain) -> bool:
+    """Whether the region sorts its rows (`tta.sort`, `tta.argsort`): each is held whole by one program."""
+    return any(isinstance(v.op, tta.SortingOp) for v in dom.maps if isinstance(v, OpResult))
+
+
 def splittable(dom: Domain) -> bool:
     """Whether the region's rows may be split across programs: not with a scan (each slice would need the
-    totals of the slices before it) or an argmax/argmin (no partials of theirs are combined across slices);
-    those rows are walked by one program each, in chunks."""
-    return not any(isinstance(v.op, (tta.ScanOp, tta.ArgReduceOp)) for v in dom.maps if isinstance(v, OpResult))
+    totals of the slices before it), an argmax/argmin (no partials of theirs are combined across slices) or a
+    sort; those rows are walked by one program each, in chunks (a sort's whole)."""
+    ops = (tta.ScanOp, tta.ArgReduceOp, tta.SortingOp)
+    return not any(isinstance(v.op, ops) for v in dom.maps if isinstance(v, OpResult))
 
 
 def _split_rows(shape: tuple[int, ...], rows: tuple[int, ...], R: int, red: int, K: int) -> Geometry:

@@ -32,6 +32,7 @@ from tinyton.lowering.fusion.powers import power
 from tinyton.lowering.fusion.program_indices import ProgramIndices, Scope
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, scan_kind
 from tinyton.lowering.fusion.puts import store_put
+from tinyton.lowering.fusion.sorting import sort_rows
 
 BINARY: dict[type[Operation], type[Operation]] = {
     tta.AddOp: tt.AddOp, tta.SubOp: tt.SubOp, tta.MulOp: tt.MulOp, tta.DivOp: tt.DivOp,
@@ -175,7 +176,7 @@ class RegionEmitter(ProgramIndices):
             (axis,) = self.dom.map_of(op.result)
             index = self.offsets({axis: 1}, scope) if axis is not None else None
             return em.add(index if index is not None else em.i32(0), em.i32(op.start.value.data))
-        if isinstance(op, tta.ArgReduceOp) and is_trivial(op):  # the one element's index
+        if isinstance(op, (tta.ArgReduceOp, tta.ArgSortOp)) and is_trivial(op):  # the one element's index
             return em.const(0, element_type(op.result.type))
         if isinstance(op, IN_REGISTERS) or is_trivial(op):
             return args()[0]
@@ -185,6 +186,8 @@ class RegionEmitter(ProgramIndices):
             return self._gather(op, scope)
         if isinstance(op, tta.ScanOp):
             return self._scan(op, scope)
+        if isinstance(op, tta.SortingOp):
+            return self._sort(op, scope)
         if isinstance(op, tta.DivOp) and self._row_divisor(op):
             return self._divide_by_row(op, scope)
         return self.elementwise(op, args())
@@ -224,6 +227,20 @@ class RegionEmitter(ProgramIndices):
             out = em.binary(COMBINE[kind], out, carry)
             self.scan_next[op] = em.binary(COMBINE[kind], carry, em.reduce(kind, x, k.dim))
         return em.cast(out, el)
+
+    def _sort(self, op: tta.SortingOp, scope: Scope) -> SSAValue:
+        """The row sorted whole in registers (`sorting.py`); a sort and an argsort of one row (torch's `sort`
+        gives both) share the network."""
+        em, k = self.em, self.geom.k
+        assert k.dim == self.geom.rank - 1, "a sort's row is the tile's last dim (`geometry.plan`)"
+        key = ("sort", op.input, op.is_descending)
+        if scope.get(key) is None:
+            x = self.operand(op, 0, scope)
+            x = em.to_shape(x, broadcast_shape(shape_of(x.type), self.geom.tile_shape({self.dom.red})))
+            index = em.to_shape(k.index, shape_of(x.type))
+            scope.memo[key] = sort_rows(em, x, index, k.mask, op.is_descending)
+        values, index = scope.get(key)
+        return values if isinstance(op, tta.SortOp) else em.cast(index, element_type(op.result.type))
 
     def _row_divisor(self, op: tta.DivOp) -> bool:
         """A float division of row elements by one value per row (softmax's `e / sum(e)`)."""
