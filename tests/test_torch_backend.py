@@ -537,3 +537,27 @@ def test_rope_backward_is_one_elementwise_kernel() -> None:
     torch.testing.assert_close(x.grad, reference.grad, **TOL)
     backward = [step.launch.kind for g in e.report.groups if g.graph == "backward" for step in g.last.steps]
     assert backward == ["elementwise"], str(e)
+
+
+def test_sort_and_topk_run_in_tinyton() -> None:
+    """`torch.sort` (ascending, descending, stable, any dim; NaN as the largest value) and `torch.topk` (largest and
+    smallest, odd row lengths): eager's values; the indices of a stable sort are eager's, and every index gathers
+    its value (torch's CPU sort without `stable` and topk order ties their own way)."""
+    torch.manual_seed(0)
+    x = torch.randint(-3, 4, (3, 5, 37)).float()
+    x[0, 0, 3] = x[1, 2, 0] = float("nan")
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (*torch.sort(x, stable=True), *torch.sort(x, dim=1, descending=True, stable=True), *torch.sort(x),
+                *torch.topk(x, 5), *torch.topk(x, 2, dim=0, largest=False), *torch.topk(x.half(), 3, sorted=False))
+
+    e = ttt.explain(f, x)
+    assert not e.fallbacks, e.reasons
+    got, want = e.output, f(x)
+    for values in range(0, len(want), 2):
+        torch.testing.assert_close(got[values], want[values], equal_nan=True, rtol=0, atol=0)
+        assert got[values + 1].dtype == torch.int64
+    for stable in (1, 3):
+        torch.testing.assert_close(got[stable], want[stable], rtol=0, atol=0)
+    for values, indices, dim, source in ((4, 5, -1, x), (6, 7, -1, x), (8, 9, 0, x), (10, 11, -1, x.half())):
+        torch.testing.assert_close(source.gather(dim, got[indices]), got[values], equal_nan=True, rtol=0, atol=0)

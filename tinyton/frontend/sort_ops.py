@@ -9,7 +9,9 @@ which the GPU does in registers or with one `shfl.sync.bfly` when the layout hol
 `sort` is the bitonic sorting network: `log2(n)` merge stages, stage `s` comparing and swapping across
 the cube dimensions of bits `s - 1 ... 0`. A comparison with NaN is false, so with NaNs the network gives
 Triton's result, not NumPy's (NaNs are not moved to the end, and a pair holding one may lose the other
-value). `flip` xors each element with its partner across every dimension of the flipped axis.
+value). `flip` xors each element with its partner across every dimension of the flipped axis. Array programs'
+`np.sort`/`np.argsort` run the same network on (value, index) pairs in NumPy's order (tinyton/lowering/fusion/
+sorting.py).
 """
 
 from __future__ import annotations

@@ -208,3 +208,19 @@ func.func @put_indices(%c: tensor<2x16xf32>, %r: tensor<2x2xf32>, %pos: tensor<1
   func.return %a : tensor<2x16xf32>
 }
 // ERR: tta.put value dim 1 must have one element per index
+
+// -----
+
+func.func @sort_inner_axis(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %z = tta.sort %x axis = 0 : tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %z : tensor<4x8xf32>
+}
+// ERR: tta.sort sorts along the last axis (the tracer moves the axis there)
+
+// -----
+
+func.func @argsort_bool(%x: tensor<8xi1>) -> tensor<8xi64> {
+  %z = tta.argsort %x axis = 0 : tensor<8xi1> -> tensor<8xi64>
+  func.return %z : tensor<8xi64>
+}
+// ERR: tta.argsort takes numbers (the tracer sorts bools as int8)

@@ -44,6 +44,8 @@ func.func @ops(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %i: tensor<3xi32>, %t: te
   %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i64
   %csum = tta.cumsum %x axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
   %cprod = tta.cumprod %n axis = 0 : tensor<8xi32> -> tensor<8xi32>
+  %sorted = tta.sort %x axis = 1 descending : tensor<4x8xf32> -> tensor<4x8xf32>
+  %order = tta.argsort %n axis = 0 : tensor<8xi32> -> tensor<8xi64>
   func.return %add : tensor<4x8xf32>
 }
 
@@ -87,3 +89,5 @@ func.func @ops(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %i: tensor<3xi32>, %t: te
 // CHECK-NEXT: %amin = tta.argmin %n axis = 0 : tensor<8xi32> -> i64
 // CHECK-NEXT: %csum = tta.cumsum %x axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: %cprod = tta.cumprod %n axis = 0 : tensor<8xi32> -> tensor<8xi32>
+// CHECK-NEXT: %sorted = tta.sort %x axis = 1 descending : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %order = tta.argsort %n axis = 0 : tensor<8xi32> -> tensor<8xi64>

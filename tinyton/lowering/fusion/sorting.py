@@ -74,13 +74,16 @@ class _Cube:
         self.shape = shape_of(values.type)
         self.dims = prod(self.shape).bit_length() - 1
         self.pairs = [em.emit(tt.ReshapeOp(v, [2] * self.dims)) for v in (values, index)]
+        self.bits: dict[int, SSAValue] = {}
 
     def bit(self, j: int) -> SSAValue:
-        """True where a lane's index has bit `j` set, shaped to broadcast against the cube."""
-        em = self.em
-        ones = em.cmp("ne", em.emit(tt.ArangeOp(0, 2)), em.i32(0))
-        shape = [1] * (self.dims - j - 1) + [2] + [1] * j
-        return ones if len(shape) == 1 else em.emit(tt.ReshapeOp(ones, shape))
+        """True where a lane's index has bit `j` set, shaped to broadcast against the cube (emitted once)."""
+        if j not in self.bits:
+            em = self.em
+            ones = em.cmp("ne", em.emit(tt.ArangeOp(0, 2)), em.i32(0))
+            shape = [1] * (self.dims - j - 1) + [2] + [1] * j
+            self.bits[j] = ones if len(shape) == 1 else em.emit(tt.ReshapeOp(ones, shape))
+        return self.bits[j]
 
     def compare_and_swap(self, j: int, flip: SSAValue | None) -> None:
         """Each lane takes its partner across bit `j` where the pair is out of order: the lane of the lower index
