@@ -116,7 +116,8 @@ def test_sort_fuses_with_its_producer_and_shares_the_network(simulator) -> None:
 def test_searchsorted(simulator, side: str) -> None:
     a = np.sort(values((37,), np.float32, 1))
     v = values((4, 6), np.float32, 2)
-    got = tt.jit(lambda a, v: (np.searchsorted(a, v, side), a.searchsorted(0.1, side), tt.searchsorted(a, np.nan)))(a, v)
+    program = tt.jit(lambda a, v: (np.searchsorted(a, v, side), a.searchsorted(0.1, side), tt.searchsorted(a, np.nan)))
+    got = program(a, v)
     same(got[0], np.searchsorted(a, v, side))
     same(got[1], np.searchsorted(a, 0.1, side))
     same(got[2], np.searchsorted(a, np.nan))

@@ -243,7 +243,9 @@ class Traced:
     def cumsum(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumsum"](self, *args, **kwargs)  # noqa: E704
     def cumprod(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["cumprod"](self, *args, **kwargs)  # noqa: E704
     def argsort(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["argsort"](self, *args, **kwargs)  # noqa: E704
-    def searchsorted(self, *args: Any, **kwargs: Any) -> Traced: return ARRAY_IMPLS["searchsorted"](self, *args, **kwargs)  # noqa: E704, E501
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Traced:
+        return ARRAY_IMPLS["searchsorted"](self, v, side, sorter)
 
     def flatten(self) -> Traced:
         return ARRAY_IMPLS["flatten"](self)
