@@ -204,6 +204,23 @@ def test_sibling_reductions_share_a_kernel() -> None:
     np.testing.assert_array_equal(m, x.max(-1, keepdims=True))
 
 
+def test_index_arithmetic_reshaped_to_a_column_is_recomputed_in_the_kernel() -> None:
+    """T5's relative-position buckets: `arange` cast before `reshape(n, 1)`. The cast's layout follows the reshape
+    after it (was: a kernel per column index, reading three copies of it)."""
+
+    def buckets(x):
+        i = ops.arange(8).astype(np.int64).reshape(8, 1)
+        j = ops.arange(8).astype(np.int64).reshape(1, 8)
+        distance = -ops.minimum(j - i, 0)
+        return x + ops.where(distance < 3, distance, 2 * distance) + distance
+
+    x = randn(8, 8)
+    (out,), n = run_program(buckets, [x], fuse=True)
+    assert n == 1
+    distance = -np.minimum(np.arange(8)[None, :] - np.arange(8)[:, None], 0)
+    np.testing.assert_allclose(out, x + np.where(distance < 3, distance, 2 * distance) + distance)
+
+
 def test_refused_pattern_is_still_one_kernel() -> None:
     def softmax_and_exp(x):
         e = ops.exp(x - x.max(axis=-1, keepdims=True))

@@ -367,11 +367,15 @@ def _aligned_by_reshape(op: Operation, shape: Sequence[int], external: Callable[
     """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users in the
     kernel are reshapes to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index
     along axis 0, each consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned,
-    NumPy's rule). Users outside the kernel (a yield, another group's ops) read the result from memory, stored
-    through the map chosen here, so they do not constrain it (seed 53 case 1415: a yield beside in-kernel
-    reshapes)."""
+    NumPy's rule). Elementwise users of the same shape are looked through (`arange(n).astype(int64)` cast before
+    the reshape: T5's relative positions, ALiBi's distances), when they all agree. Users outside the kernel (a
+    yield, another group's ops) read the result from memory, stored through the map chosen here, so they do not
+    constrain it (seed 53 case 1415: a yield beside in-kernel reshapes)."""
     users = {u.operation for u in op.results[0].uses
              if u.operation.results and not external(u.operation.results[0])}
+    if users and all(isinstance(u, ELEMENTWISE) and shape_of(u.results[0].type) == tuple(shape) for u in users):
+        found = {None if (a := _aligned_by_reshape(u, shape, external)) is None else tuple(a) for u in users}
+        return list(found.pop()) if len(found) == 1 and None not in found else None
     if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
         return None
     outs = {shape_of(u.results[0].type) for u in users}
