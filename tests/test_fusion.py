@@ -221,6 +221,22 @@ def test_index_arithmetic_reshaped_to_a_column_is_recomputed_in_the_kernel() -> 
     np.testing.assert_allclose(out, x + np.where(distance < 3, distance, 2 * distance) + distance)
 
 
+def test_relative_position_bias_is_one_kernel() -> None:
+    """`emb[buckets].transpose(2, 0, 1)`: the buckets computed along both axes and the gather from the table's
+    columns in one kernel (tinyton-push-layouts takes from the transposed table)."""
+
+    def bias(emb):
+        i = ops.arange(8).astype(np.int64).reshape(8, 1)
+        j = ops.arange(8).astype(np.int64).reshape(1, 8)
+        return ops.transpose(emb[ops.minimum(ops.abs(j - i), 31)], (2, 0, 1))
+
+    emb = randn(32, 4)
+    (out,), n = run_program(bias, [emb], fuse=True)
+    assert n == 1
+    buckets = np.minimum(np.abs(np.arange(8)[None, :] - np.arange(8)[:, None]), 31)
+    np.testing.assert_array_equal(out, emb[buckets].transpose(2, 0, 1))
+
+
 def test_refused_pattern_is_still_one_kernel() -> None:
     def softmax_and_exp(x):
         e = ops.exp(x - x.max(axis=-1, keepdims=True))

@@ -133,6 +133,8 @@ class Domain:
     k_maps: dict[SSAValue, Map] = field(default_factory=dict)
     """A matmul domain's K loops (tinyton/analysis/matmul_operands.py): per value read or computed there (and
     per row statistic), the product axis of each dim (`K_AXIS`: along K)."""
+    placements: dict[Operation, tuple[int, ...] | None] = field(default_factory=dict)
+    """Where the users of a register op's result place its dims (`_placement`)."""
 
     @property
     def kind(self) -> str:
@@ -363,27 +365,49 @@ def _free_axis(dom: Domain, aligned: int, extent: int) -> int:
     return fits[0] if len(fits) == 1 else aligned
 
 
-def _aligned_by_reshape(op: Operation, shape: Sequence[int], external: Callable[[SSAValue], bool]) -> list[int] | None:
-    """Where the dims of `op`'s result sit, as offsets from the domain's last axis, when its users in the
-    kernel are reshapes to one shape that only add or remove size-1 dims (`arange(n).reshape(n, 1)`, an index
-    along axis 0, each consumer with its own copy of the reshape): where that reshape's dims sit (right-aligned,
-    NumPy's rule). Elementwise users of the same shape are looked through (`arange(n).astype(int64)` cast before
-    the reshape: T5's relative positions, ALiBi's distances), when they all agree. Users outside the kernel (a
+def _placement(dom: Domain, op: Operation, external: Callable[[SSAValue], bool]) -> tuple[int, ...] | None:
+    """Where the dims of register op `op`'s result sit, as offsets from the domain's last axis, when its users in
+    the kernel agree on it (`_placed_by`); None where they do not or say nothing (NumPy's right alignment then).
+    An index computed along axis 0 is `arange(n).reshape(n, 1)`, and casts and arithmetic before that reshape (T5's
+    relative positions, ALiBi's distances) or a take's indices after it follow it. Users outside the kernel (a
     yield, another group's ops) read the result from memory, stored through the map chosen here, so they do not
-    constrain it (seed 53 case 1415: a yield beside in-kernel reshapes)."""
-    users = {u.operation for u in op.results[0].uses
-             if u.operation.results and not external(u.operation.results[0])}
-    if users and all(isinstance(u, ELEMENTWISE) and shape_of(u.results[0].type) == tuple(shape) for u in users):
-        found = {None if (a := _aligned_by_reshape(u, shape, external)) is None else tuple(a) for u in users}
-        return list(found.pop()) if len(found) == 1 and None not in found else None
-    if not users or not all(isinstance(u, tta.ReshapeOp) for u in users):
-        return None
-    outs = {shape_of(u.results[0].type) for u in users}
-    out = outs.pop()
-    if outs or [d for d in shape if d != 1] != [d for d in out if d != 1]:
-        return None
-    at = iter(p - len(out) for p, d in enumerate(out) if d != 1)
-    return [next(at) if d != 1 else j - len(shape) for j, d in enumerate(shape)]
+    constrain it (seed 53 case 1415: a yield beside in-kernel reshapes). Each op's users are placed first, on a
+    stack (a kernel's chain of ops may be longer than Python's recursion), once (`dom.placements`)."""
+    stack = [op]
+    while stack:
+        top = stack[-1]
+        if top in dom.placements:
+            stack.pop()
+            continue
+        users = {u.operation for u in top.results[0].uses
+                 if u.operation.results and not external(u.operation.results[0])}
+        pending = [user for user in users if user not in dom.placements]
+        if pending:
+            stack += pending
+            continue
+        stack.pop()
+        found = {_placed_by(dom, user, top) for user in users}
+        dom.placements[top] = found.pop() if len(found) == 1 else None
+    return dom.placements[op]
+
+
+def _placed_by(dom: Domain, user: Operation, op: Operation) -> tuple[int, ...] | None:
+    """Where `user` puts the dims of `op`'s result: a reshape that adds or removes size-1 dims, or an elementwise op
+    (NumPy's broadcasting), where it places its own dims; a take, its indices' dims at its axis. None: elsewhere."""
+    shape, out = shape_of(op.results[0].type), shape_of(user.results[0].type)
+    placed = dom.placements.get(user) or tuple(j - len(out) for j in range(len(out)))
+    if isinstance(user, tta.TakeOp):
+        if user.indices is not op.results[0] or user.table is op.results[0]:
+            return None
+        return placed[user.axis.value.data :][: len(shape)]
+    if isinstance(user, tta.ReshapeOp):
+        if [d for d in shape if d != 1] != [d for d in out if d != 1]:
+            return None
+        at = iter(p for p, d in zip(placed, out) if d != 1)
+        return tuple(next(at) if d != 1 else j - len(shape) for j, d in enumerate(shape))
+    if isinstance(user, ELEMENTWISE) and len(out) >= len(shape):
+        return placed[len(out) - len(shape) :]
+    return None
 
 
 def _infer(dom: Domain, op: Operation, external) -> Map:
@@ -432,7 +456,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
                 s = shape_of(v.type)
                 constraints.append((len(out_shape) - len(s), dom.maps[v], s))
     n, k = len(dom.shape), len(out_shape)
-    by_reshape = _aligned_by_reshape(op, out_shape, external)
+    by_reshape = _placement(dom, op, external)
     if by_reshape is None or min(by_reshape, default=0) < -n:  # a reshape to more dims than the domain has
         by_reshape = [j - k for j in range(k)]  # (seed 58 case 2675: (2, 32, 2, 1) in a (2, 32, 2) kernel)
     aligned = [n + o for o in by_reshape]

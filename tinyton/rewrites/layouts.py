@@ -187,11 +187,16 @@ def _reshaped(b: Builder, value: SSAValue, shape: tuple[int, ...]) -> SSAValue:
 def push_transpose(op: tta.TransposeOp) -> bool:
     """Move transpose `op` above the elementwise op, broadcast, transpose or reduction computing its input, when
     `op` is that value's only reader and keeps the last dim last (a head split or merge; `.mT`, a product's
-    operand, stays where the attention and matmul forms read it); True if rewritten."""
+    operand, stays where the attention and matmul forms read it), or above a take (any permutation that keeps the
+    indices' dims together: `_transpose_table`); True if rewritten."""
     source, perm = op.input, list(op.perm)
-    if not isinstance(source, OpResult) or perm[-1] != len(perm) - 1 or source.uses.get_length() != 1:
+    if not isinstance(source, OpResult) or source.uses.get_length() != 1:
         return False
     producer, b = source.op, Builder(op)
+    if isinstance(producer, tta.TakeOp):
+        return _transpose_table(op, producer)
+    if perm[-1] != len(perm) - 1:
+        return False
     out = shape_of(op.result.type)
     if isinstance(producer, ELEMENTWISE):
         value = recomputed(b, producer, [_transposed(b, v, perm) for v in producer.operands], out)
@@ -224,6 +229,23 @@ def push_transpose(op: tta.TransposeOp) -> bool:
     Rewriter.erase_op(op)
     if not source.uses:  # its operands' transposes may move on: they are their only readers now
         Rewriter.erase_op(producer)
+    return True
+
+
+def _transpose_table(op: tta.TransposeOp, take: tta.TakeOp) -> bool:
+    """Transpose `op` of `take`'s result as a take from the table transposed alike, when the indices' dims stay
+    together and in order: a relative-position bias `emb[buckets].permute(2, 0, 1)` (T5's) gathers `[H, L, L]`
+    from the table's columns in one kernel, where a computed value's transpose needs a kernel of its own."""
+    perm, axis = list(op.perm), take.axis.value.data
+    block = list(range(axis, axis + len(shape_of(take.indices.type))))
+    if not block or axis not in perm or perm[perm.index(axis) :][: len(block)] != block:
+        return False
+    order = [p if p <= axis else p - len(block) + 1 for p in perm if p == axis or p not in block]
+    b = Builder(op)
+    value = b.add(tta.TakeOp(_transposed(b, take.table, order), take.indices, order.index(axis)))
+    op.result.replace_all_uses_with(value)
+    Rewriter.erase_op(op)
+    Rewriter.erase_op(take)
     return True
 
 

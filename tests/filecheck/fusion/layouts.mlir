@@ -137,3 +137,27 @@ func.func @split_rows_kept(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tens
 // PUSH-LABEL: func.func @split_rows_kept
 // PUSH:         %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>
 // PUSH:         %d = tta.sub %v, %m
+
+// A transpose of a take that keeps the indices' dims together is a take from the table transposed alike: T5's
+// relative-position bias `emb[buckets].permute(2, 0, 1)` gathers [H, L, L] from the table's columns, and its
+// buckets, computed along both axes (the column index cast before its reshape to [L, 1]), in the same kernel.
+func.func @bias_from_buckets(%emb: tensor<32x4xf32>) -> tensor<4x8x8xf32> {
+  %r = tta.arange 0 to 8 : tensor<8xi32>
+  %i = tta.cast %r : tensor<8xi32> -> tensor<8xi64>
+  %row = tta.reshape %i : tensor<8xi64> -> tensor<8x1xi64>
+  %col = tta.reshape %i : tensor<8xi64> -> tensor<1x8xi64>
+  %d = tta.sub %col, %row : tensor<1x8xi64>, tensor<8x1xi64> -> tensor<8x8xi64>
+  %a = tta.abs %d : tensor<8x8xi64>
+  %g = tta.take %emb, %a axis = 0 : tensor<32x4xf32>, tensor<8x8xi64> -> tensor<8x8x4xf32>
+  %t = tta.transpose %g permutation = [2, 0, 1] : tensor<8x8x4xf32> -> tensor<4x8x8xf32>
+  func.return %t : tensor<4x8x8xf32>
+}
+
+// PUSH-LABEL: func.func @bias_from_buckets
+// PUSH:         %[[T:.+]] = tta.transpose %emb permutation = [1, 0] : tensor<32x4xf32> -> tensor<4x32xf32>
+// PUSH-NEXT:    %t = tta.take %[[T]], %a axis = 1 : tensor<4x32xf32>, tensor<8x8xi64> -> tensor<4x8x8xf32>
+// PUSH-NEXT:    func.return %t
+
+// FUSE-LABEL: func.func @bias_from_buckets
+// FUSE-NEXT:    %t = tta.fusion "elementwise"(%emb)
+// FUSE-NOT:     tta.fusion
