@@ -24,13 +24,15 @@ from xdsl.utils.exceptions import VerifyException
 from tinyton.dialects import tta
 from tinyton.errors import CompilationError, call_error, error
 from tinyton.frontend import (
-    array_assign, array_indexing, array_ops, array_reductions, array_reshaping, array_sorting, refused, scaled_matmul,
+    array_assign, array_indexing, array_order_statistics, array_ops, array_reductions, array_reshaping, array_sorting,
+    refused, scaled_matmul,
 )
 from tinyton.frontend.promotion import ARRAY_DTYPES, element_of, is_scalar
 from tinyton.frontend.traced import ARRAY_IMPLS, Traced, Tracer
 
 IMPLEMENTATIONS = (
-    array_assign, array_indexing, array_ops, array_reductions, array_reshaping, array_sorting, refused, scaled_matmul,
+    array_assign, array_indexing, array_order_statistics, array_ops, array_reductions, array_reshaping, array_sorting,
+    refused, scaled_matmul,
 )
 """The modules that fill `traced.ARRAY_IMPLS` (what NumPy functions, `tt.` builtins and operators do to traced
 arrays) as they are imported: tracing needs every one of them loaded."""

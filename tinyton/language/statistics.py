@@ -1,7 +1,7 @@
 """Array-program-only reductions with NumPy's (and scipy's) names: `prod`, `var`, `std`, `any`, `all`,
-`logsumexp`, `take_along_axis`, `argsort`, `searchsorted` (implemented by the tracer,
-tinyton/frontend/array_reductions.py and array_sorting.py; kernels write them with `tt.reduce`, `tt.sum` or
-`tt.sort` of a tile)."""
+`logsumexp`, `take_along_axis`, `argsort`, `searchsorted`, `median`, `quantile`, `percentile`, their `nan*` forms,
+`partition`, `argpartition` (implemented by the tracer, tinyton/frontend/array_reductions.py, array_sorting.py and
+array_order_statistics.py; kernels write them with `tt.reduce`, `tt.sum` or `tt.sort` of a tile)."""
 
 from __future__ import annotations
 
@@ -21,4 +21,20 @@ argsort = _array_only(
 )
 searchsorted = _array_only(
     "searchsorted", "NumPy's searchsorted: `tt.searchsorted(a, v, side='left', sorter=None)` of a sorted 1-d `a`."
+)
+median = _array_only(
+    "median", "NumPy's median: `tt.median(x, axis=None, keepdims=False)`, NaN for a row holding a NaN."
+)
+nanmedian = _array_only("nanmedian", "NumPy's nanmedian: `tt.nanmedian(x, axis=None, keepdims=False)`.")
+quantile = _array_only(
+    "quantile", "NumPy's quantile: `tt.quantile(x, q, axis=None, method='linear', keepdims=False)`, q a constant."
+)
+percentile = _array_only(
+    "percentile", "NumPy's percentile: `tt.percentile(x, q, axis=None, method='linear', keepdims=False)`."
+)
+nanquantile = _array_only("nanquantile", "NumPy's nanquantile: `tt.nanquantile(x, q, axis=None, ...)`.")
+nanpercentile = _array_only("nanpercentile", "NumPy's nanpercentile: `tt.nanpercentile(x, q, axis=None, ...)`.")
+partition = _array_only("partition", "NumPy's partition: `tt.partition(x, kth, axis=-1)` (the sorted row).")
+argpartition = _array_only(
+    "argpartition", "NumPy's argpartition: `tt.argpartition(x, kth, axis=-1)` (the stable argsort)."
 )
