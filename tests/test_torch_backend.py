@@ -301,11 +301,11 @@ def test_views_splits_and_rope() -> None:
 def test_unsupported_op_runs_in_torch_with_the_rest_in_tinyton() -> None:
     torch.manual_seed(0)
     x = torch.randn(4, 16)
-    e = check(lambda x: torch.kthvalue(torch.softmax(x, -1), 3, dim=-1).values * 2 + 1, x,
-              fallbacks={"aten.kthvalue.default"})
-    assert e.reasons["aten.kthvalue.default"] == "no tinyton rule"
-    assert e.num_launches == 2  # softmax before the kthvalue, the epilogue after it
-    assert "fallback aten.kthvalue.default" in str(e)
+    e = check(lambda x: torch.cummax(torch.softmax(x, -1), dim=-1).values * 2 + 1, x,
+              fallbacks={"aten.cummax.default"})
+    assert e.reasons["aten.cummax.default"] == "no tinyton rule"
+    assert e.num_launches == 2  # softmax before the cummax, the epilogue after it
+    assert "fallback aten.cummax.default" in str(e)
 
 
 def test_a_dtype_tinyton_lacks_falls_back_with_the_reason() -> None:
@@ -562,3 +562,30 @@ def test_sort_and_topk_run_in_tinyton() -> None:
         torch.testing.assert_close(got[stable], want[stable], rtol=0, atol=0)
     for values, indices, dim, source in ((4, 5, -1, x), (6, 7, -1, x), (8, 9, 0, x), (10, 11, -1, x.half())):
         torch.testing.assert_close(source.gather(dim, got[indices]), got[values], equal_nan=True, rtol=0, atol=0)
+
+
+def test_kthvalue_and_medians_run_in_tinyton() -> None:
+    """`torch.kthvalue`, `torch.median` (whole tensor and along a dim: the lower median) and `torch.nanmedian`, odd
+    and even rows, keepdim: eager's values and, on rows without ties, eager's indices; a row holding one NaN: NaN at
+    its index for median (eager's first NaN), the median of the rest for nanmedian; an all-NaN row NaN."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 6, 7)
+    x[0, 1, 3] = x[2, 0, 5] = float("nan")
+    clean = torch.randn(5, 8)
+
+    def f(x: torch.Tensor, clean: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (*torch.kthvalue(x, 3), *torch.kthvalue(x, 2, dim=1, keepdim=True), *torch.kthvalue(x, 7, dim=-1),
+                *torch.median(x, dim=-1), *torch.median(x, dim=1, keepdim=True), *torch.median(clean, dim=0),
+                *torch.nanmedian(x, dim=-1), *torch.nanmedian(clean, dim=1, keepdim=True), torch.median(x),
+                torch.median(clean), torch.nanmedian(x), torch.nanmedian(clean),
+                *torch.median((clean * 1000).int(), dim=1))
+
+    e = ttt.explain(f, x, clean)
+    assert not e.fallbacks, e.reasons
+    for got, want in zip(e.output, f(x, clean), strict=True):
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+    rows = torch.full((3, 5), float("nan"))
+    rows[1] = torch.arange(5.0)
+    e = ttt.explain(lambda r: (torch.nanmedian(r, dim=1).values, torch.nanmedian(r), torch.median(r)), rows)
+    for got, want in zip(e.output, (torch.nanmedian(rows, dim=1).values, torch.nanmedian(rows), torch.median(rows))):
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)

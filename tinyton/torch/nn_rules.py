@@ -1,4 +1,4 @@
-"""ATen's reductions, sorts, matrix products and the composite NN ops core ATen keeps (softmax, layer norm,
+"""ATen's reductions, matrix products and the composite NN ops core ATen keeps (softmax, layer norm,
 dropout) as array-program builtins, one short rule per op.
 
 Softmax is written in the canonical form the fusion patterns and the flash-attention rewrite recognise
@@ -16,7 +16,6 @@ import torch
 
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
-from tinyton.limits import MAX_SORTED_ROW
 from tinyton.torch.common import Unsupported, array_dtype, prefer
 
 aten = torch.ops.aten
@@ -144,35 +143,6 @@ def cumprod(x: Traced, dim: int, dtype: torch.dtype | None = None) -> Traced:
 
 def prod(x: Traced, dim: int | None = None, keepdim: bool = False, dtype: torch.dtype | None = None) -> Traced:
     return tt.prod(_typed(x, dtype), axis=dim, keepdims=keepdim)
-
-
-# ---- sorts ----------------------------------------------------------------------------------------
-
-
-def sort(x: Traced, dim: int = -1, descending: bool = False) -> tuple[Traced, Traced]:
-    """torch's sort: NaN as the largest value; equal values in index order (`stable=True`'s order, which torch's
-    CPU sort without it need not give: the values match eager, the indices of ties may differ)."""
-    if x.ndim == 0:  # torch sorts a 0-d tensor as one element
-        values, indices = sort(x.reshape(1), 0, descending)
-        return values.reshape(()), indices.reshape(())
-    if x.shape[dim] > MAX_SORTED_ROW:
-        raise Unsupported(f"sort of rows longer than {MAX_SORTED_ROW} (array programs sort a row in registers)")
-    return tt.sort(x, dim, descending=descending), tt.argsort(x, dim, descending=descending)
-
-
-def sort_stable(x: Traced, *, stable: bool | None = None, dim: int = -1,
-                descending: bool = False) -> tuple[Traced, Traced]:
-    return sort(x, dim, descending)
-
-
-def topk(x: Traced, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Traced, Traced]:
-    """torch's topk: the first `k` of the sorted row (NaN the largest), always in sorted order; ties in index order
-    (torch's CPU topk orders them otherwise: the values match eager, the indices of ties may differ)."""
-    values, indices = sort(x, dim, largest)
-    if x.ndim == 0:
-        return values, indices
-    window = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
-    return values[window], indices[window]
 
 
 # ---- matrix products -----------------------------------------------------------------------------
@@ -320,9 +290,6 @@ RULES = {
     aten.cumsum.default: cumsum,
     aten.cumprod.default: cumprod,
     **{op: prod for op in (aten.prod.default, aten.prod.dim_int)},
-    aten.sort.default: sort,
-    aten.sort.stable: sort_stable,
-    aten.topk.default: topk,
     **{op: matmul for op in (aten.mm.default, aten.bmm.default, aten.matmul.default)},
     aten.addmm.default: addmm,
     aten.baddbmm.default: baddbmm,
