@@ -15,6 +15,10 @@ shape of `q` goes first.
   NaN. Arrays without NaN (integers, bools) take the plain forms.
 - `partition`, `argpartition`: the sorted row (its argsort) is a valid partition for every `kth`; within each side
   the order is the sorted one (NumPy's is unspecified).
+
+Where NumPy's result depends on the data or on ml_dtypes, array programs keep their static rule: a 0-d quantile of a
+NaN row is NaN in the result's type (NumPy returns the row's NaN in the array's type), and bfloat16 NaN rows give
+NaN (NumPy does not see ml_dtypes' NaN in its median and quantile).
 """
 
 from __future__ import annotations
