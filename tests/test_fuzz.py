@@ -46,7 +46,7 @@ def test_generator_is_deterministic_and_covers_the_brief() -> None:
                     "tt.any(", "tt.all(", "tt.logsumexp(", "tt.cumsum(", "tt.cumprod(", "tt.take_along_axis(",
                     "::-1", ":-2]", "[..., ", "None, ", "tt.concatenate(", "tt.stack(", "tt.split(", "tt.flip(",
                     "tt.pad(", "constant_values=", "tt.repeat(", "tt.tile(", "tt.squeeze(", "tt.expand_dims(",
-                    "tt.moveaxis(", "tt.ravel(",
+                    "tt.moveaxis(", "tt.ravel(", "tt.sort(", "tt.argsort(",
                     "0.7978845608028654", "* tt.sigmoid(", "tt.concatenate([-", "tt.var(v", "- tt.logsumexp(",
                     "-tt.mean(tt.take_along_axis(", "< 0.5, axis=-1)"):  # fmt: skip
         assert feature in text, feature

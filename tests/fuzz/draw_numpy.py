@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tinyton.limits import MAX_SORTED_ROW
+
 if TYPE_CHECKING:
     from fuzz.generate import Value
 
@@ -87,6 +89,17 @@ class NumPySteps:
         fn = "cumsum" if self.rng.random() < 0.75 else "cumprod"
         axis = "None" if v.ndim == 0 or self.rng.random() < 0.2 else str(self._int_axis(v))
         self.emit(f"tt.{fn}({v.name}, axis={axis})")
+
+    def _sort(self) -> None:
+        v = self.pick()
+        axis = "None" if v.ndim == 0 or self.rng.random() < 0.2 else str(self._int_axis(v))
+        n = v.ref.size if axis == "None" else v.shape[int(axis)]
+        if n > MAX_SORTED_ROW:  # a row is sorted in one program's registers: longer ones are refused
+            return
+        if self.rng.random() < 0.5:
+            self.emit(f"tt.sort({v.name}, axis={axis})")
+        else:
+            self.emit(f"tt.argsort({v.name}, axis={axis})", bound=max(1, n))
 
     # ---- indexing -------------------------------------------------------------------------------
     def _slice_item(self, n: int) -> str:

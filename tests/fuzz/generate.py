@@ -163,7 +163,7 @@ class Builder(NumPySteps):
     # ---- steps ----------------------------------------------------------------------------------
     def step(self) -> None:
         kinds = ["unary", "binary", "binary", "compare", "where", "reduce", "cast", "idiom", "ufunc", "ufunc",
-                 "ufunc2", "astype", "reduce2", "reduce2", "scan", "gather", "block", "block"]  # fmt: skip
+                 "ufunc2", "astype", "reduce2", "reduce2", "scan", "sort", "gather", "block", "block"]  # fmt: skip
         if self.kind != "row":
             kinds += ["transpose", "matmul", "index", "slice", "slice", "advanced", "shape_op", "shape_op"]
         getattr(self, "_" + str(self.rng.choice(kinds)))()

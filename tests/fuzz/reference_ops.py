@@ -198,6 +198,33 @@ def _scan(kind: str, x: Any, axis: int | None = None) -> Ref:
         return finish_float(r, np.where(overflow, INF, err), raw.dtype, robust & ~overflow)
 
 
+def _row_bound(x: Ref, axis: int | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(values, bounds broadcast to them, the axis) of `x` sorted along `axis` (None: flattened)."""
+    val, err = x.val, np.broadcast_to(np.asarray(x.err, F64), x.val.shape)
+    if axis is None:
+        return val.reshape(-1), err.reshape(-1), 0
+    return val, err, axis
+
+
+def sort(x: Any, axis: int | None = -1) -> Ref:
+    """NumPy's stable sort; each sorted element is off by at most the largest bound of its row (sorting moves no
+    value more than the most any element moved)."""
+    val, err, ax = _row_bound(_ref(x), axis)
+    if val.ndim == 0:
+        return Ref(val, err)
+    return Ref(np.sort(val, axis=ax, kind="stable"), np.broadcast_to(np.max(err, axis=ax, keepdims=True), val.shape))
+
+
+def argsort(x: Any, axis: int | None = -1) -> Ref:
+    """NumPy's stable argsort: exact on rows of exact values, unchecked on a row with any inexact one (its order
+    may differ within the bounds)."""
+    val, err, ax = _row_bound(_ref(x), axis)
+    if val.ndim == 0:
+        return Ref(np.asarray(0, np.int64), 0.0)
+    unsure = np.broadcast_to(np.any(err > 0, axis=ax, keepdims=True), val.shape)
+    return Ref(np.argsort(val, axis=ax, kind="stable"), np.where(unsure, INF, 0.0))
+
+
 def take_along_axis(arr: Any, indices: Ref, axis: int | None = -1) -> Ref:
     arr = _ref(arr)
     idx = indices.val
@@ -273,6 +300,7 @@ SHIM = SimpleNamespace(
     any=lambda x, axis=None, keepdims=False: _truth(x, np.any, axis, keepdims),
     all=lambda x, axis=None, keepdims=False: _truth(x, np.all, axis, keepdims), logsumexp=logsumexp,
     cumsum=lambda x, axis=None: _scan("cumsum", x, axis), cumprod=lambda x, axis=None: _scan("cumprod", x, axis),
+    sort=sort, argsort=argsort,
     take_along_axis=take_along_axis, matmul=matmul, transpose=lambda x, axes=None: _ref(x).transpose(axes),
     concatenate=_joined(np.concatenate), stack=_joined(np.stack), split=split, pad=pad,
     flip=_moved(np.flip), squeeze=_moved(np.squeeze), expand_dims=_moved(np.expand_dims), moveaxis=_moved(np.moveaxis),

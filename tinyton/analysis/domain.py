@@ -261,7 +261,8 @@ def candidate_domains(
 ) -> list[Domain]:
     """The domains to try, in order: the matmul's output; else each reduction's (input shape, axis), the
     largest input first (given in that order); else the broadcast of `shapes` (register results and
-    view outputs), or when they do not broadcast together, of the `written` output shapes; then the input of each reduction over a size-1 axis (it may realign dims)."""
+    view outputs), or when they do not broadcast together, of the `written` output shapes; then the input of each
+    reduction over a size-1 axis (it may realign dims)."""
     if matmul is not None:
         return [Domain(shape_of(matmul.result.type), None, matmul=matmul)]
     candidates = [Domain(shape, axis) for shape, axis in reductions]
