@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 
 import tinyton.torch as ttt
 from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks, kernel_kinds
-from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, rope_tables
+from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, rope_tables
 
 
 def test_llama_block_forward_backward() -> None:
@@ -139,6 +139,19 @@ class _Layers(torch.nn.Module):
         c = self.gn(x) + self.bn(x) + x.norm(p=1, dim=1, keepdim=True) + x.norm()
         d = F.pad(x, (1, -2)).sum(-1, keepdim=True) + x.index_select(2, torch.tensor([0, 3, 3]))[..., :1]
         return a + b + c + d
+
+
+def test_t5_relative_position_bias() -> None:
+    """T5's attention: the buckets of the query-key distances (arange cast, reshaped to a column, logs and clamps),
+    the bias table gathered and permuted to `[H, T, T]`: one kernel beside the flash attention (7 when each
+    column index and the permute were kernels of their own), and the bias table's gradient through the gather."""
+    torch.manual_seed(4)
+    model = RelativeAttention()
+    x = torch.randn(2, 12, 32, requires_grad=True)
+    check_forward_backward(model, x)
+    with torch.no_grad():
+        e = ttt.explain(model, x.detach())
+    assert kernel_kinds(e).count("attention") == 1 and e.num_launches <= 4, str(e)
 
 
 def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:

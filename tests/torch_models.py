@@ -156,3 +156,33 @@ class MicroGPT(nn.Module):
         x = x + self.fc2(F.relu(self.fc1(self.norm3(x))))
         logits = self.lm_head(x)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class RelativeAttention(nn.Module):
+    """T5's self-attention with its learned relative-position bias: each key's distance from the query put in one of
+    `buckets` buckets (exact up to half of them, logarithmic beyond, both directions apart), a bias per head and
+    bucket added to the scores (T5 scales neither by 1/sqrt(d))."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.heads, self.buckets, self.max_distance = heads, buckets, max_distance
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.bias = nn.Embedding(buckets, heads)
+
+    def bucket(self, relative: torch.Tensor) -> torch.Tensor:
+        half = self.buckets // 2
+        bucket = (relative > 0).to(torch.long) * half
+        n = relative.abs()
+        exact = half // 2
+        large = exact + (torch.log(n.float() / exact) / math.log(self.max_distance / exact) * (half - exact)).long()
+        return bucket + torch.where(n < exact, n, torch.clamp(large, max=half - 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        position = torch.arange(t, device=x.device)
+        bias = self.bias(self.bucket(position[None, :] - position[:, None])).permute(2, 0, 1)
+        scores = q @ k.transpose(-1, -2) + bias
+        y = scores.softmax(-1) @ v
+        return self.out(y.transpose(1, 2).reshape(b, t, c))
