@@ -18,6 +18,7 @@ import pytest
 
 from tinyton.compiler import program as compiler_program
 from tinyton.frontend import programs
+from tinyton.runtime import driver
 
 ISOLATED_ENV = "TINYTON_ISOLATED"
 ISOLATED_SECONDS = 300
@@ -61,3 +62,15 @@ def attention_blocks(monkeypatch):
         monkeypatch.setattr(programs, "_PROGRAMS", weakref.WeakKeyDictionary())
 
     return use
+
+
+@pytest.fixture
+def simulator(monkeypatch):
+    """Array programs run on the NumPy simulator, whatever the machine has."""
+    monkeypatch.setattr(driver, "backend", lambda: "sim")
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """Array programs run on the GPU (for tests marked `gpu`, which are skipped without one)."""
+    monkeypatch.setattr(driver, "backend", lambda: "cuda")

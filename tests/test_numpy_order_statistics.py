@@ -14,22 +14,11 @@ import pytest
 
 import tinyton as tt
 from tinyton.errors import CompilationError
-from tinyton.runtime import driver
 
 SHAPES_AXES = [((7,), None), ((8,), -1), ((1,), 0), ((3, 5), 1), ((4, 6), 0), ((2, 3, 4), (0, 2)), ((2, 3, 5), None),
                ((), None), ((5, 2, 3), ())]  # fmt: skip
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int64, np.uint8, np.bool_]
 METHODS = ["linear", "lower", "higher", "nearest", "midpoint"]
-
-
-@pytest.fixture
-def simulator(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "sim")
-
-
-@pytest.fixture
-def gpu(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "cuda")
 
 
 def values(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:

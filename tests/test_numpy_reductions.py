@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 import tinyton as tt
 from tinyton.runtime.simulator.errors import DeviceAssertionError
 from tinyton.errors import CompilationError
-from tinyton.runtime import driver
 
 DTYPES = (np.float32, np.float16, np.int32, np.bool_)
 DIMS = (0, 1, 2, 3, 5, 8, 17, 40, 100)
@@ -137,16 +136,6 @@ def check(name: str, x: np.ndarray, kwargs: dict[str, Any]) -> None:
                                    **tolerance(name, x))
     else:
         np.testing.assert_array_equal(got, expected.astype(got.dtype))
-
-
-@pytest.fixture
-def simulator(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "sim")
-
-
-@pytest.fixture
-def gpu(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "cuda")
 
 
 def _property(backend: str):

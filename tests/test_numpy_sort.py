@@ -17,22 +17,11 @@ from tinyton.lowering.fusion import fusion_to_kernels
 from tinyton.lowering.ptx import assemble_ptx, compile_llvm_module
 from tinyton.lowering.tt_to_llvm import lower_to_llvm
 from tinyton.rewrites.pipeline import fuse_module
-from tinyton.runtime import driver
 from toolchains import TOOLCHAINS, needs_ptxas
 
 SHAPES_AXES = [((7,), -1), ((8,), 0), ((1,), -1), ((0,), -1), ((3, 5), -1), ((4, 16), 1), ((6, 3), 0),
                ((2, 3, 33), 1), ((2, 3, 9), None), ((), None), ((5, 0), 1), ((3, 100), -1)]  # fmt: skip
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32, np.int8, np.uint8, np.int64, np.bool_]
-
-
-@pytest.fixture
-def simulator(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "sim")
-
-
-@pytest.fixture
-def gpu(monkeypatch):
-    monkeypatch.setattr(driver, "backend", lambda: "cuda")
 
 
 def values(shape: tuple[int, ...], dtype: Any, seed: int) -> np.ndarray:
