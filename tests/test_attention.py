@@ -188,3 +188,49 @@ def test_tril_mask_is_an_index_mask():
     assert program.num_launches == 1
     keep = np.tril(np.ones((50, 50), bool))
     np.testing.assert_allclose(program(q, k, v), reference(q, k, v, 1.0, 0.0, keep), rtol=1e-4, atol=1e-5)
+
+
+def _alibi_spellings():
+    """ALiBi's bias (a slope per head times the key's distance from the query) as users write it, causal."""
+
+    def distance(s):
+        i, j = tt.arange(s).reshape(s, 1), tt.arange(s).reshape(1, s)
+        return i, j
+
+    def slope_times_difference(q, k, v, slopes):
+        i, j = distance(q.shape[-2])
+        return q @ k.mT * 0.125 + slopes * (j - i).astype(np.float32), i, j
+
+    def minus_slope_times_distance(q, k, v, slopes):
+        i, j = distance(q.shape[-2])
+        return q @ k.mT * 0.125 - slopes * (i - j).astype(np.float32), i, j
+
+    def float_positions(q, k, v, slopes):
+        i, j = distance(q.shape[-2])
+        return q @ k.mT * 0.125 + (j.astype(np.float32) - i.astype(np.float32)) * slopes, i, j
+
+    return [slope_times_difference, minus_slope_times_distance, float_positions]
+
+
+@pytest.mark.parametrize("scores", _alibi_spellings(), ids=lambda f: f.__name__)
+def test_alibi_bias_is_read_once_a_key(scores):
+    """`slope[h] * (j - i)` in every spelling: the row-constant `-slope[h] * i` is dropped (a softmax ignores it), so
+    the attention reads a bias of `[H, 1, S]`, not `[H, S, S]`, and matches NumPy's."""
+
+    @tt.jit
+    def alibi(q, k, v, slopes):
+        s, i, j = scores(q, k, v, slopes)
+        s = tt.where(j <= i, s, float("-inf"))
+        e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+        return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+    rng = np.random.default_rng(11)
+    b, h, n, d = 2, 4, 48, 16
+    q, k, v = (randn(rng, b, h, n, d) for _ in range(3))
+    slopes = (2.0 ** -np.arange(1, h + 1, dtype=np.float32)).reshape(h, 1, 1)
+    program = alibi.compile(q, k, v, slopes)
+    attention_line = next(line for line in str(program.fused).splitlines() if 'tta.fusion "attention"' in line)
+    assert f"tensor<{h}x1x{n}xf32>" in attention_line and f"{n}x{n}xf32>" not in attention_line.split("->")[0]
+    bias = slopes * (np.arange(n)[None, :] - np.arange(n)[:, None])
+    keep = np.tril(np.ones((n, n), bool))
+    np.testing.assert_allclose(program(q, k, v, slopes), reference(q, k, v, 0.125, bias, keep), rtol=1e-4, atol=1e-5)

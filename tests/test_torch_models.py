@@ -13,7 +13,9 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 
 import tinyton.torch as ttt
 from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks, kernel_kinds
-from torch_models import GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, rope_tables
+from torch_models import (
+    AlibiAttention, GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, rope_tables,
+)
 
 
 def test_llama_block_forward_backward() -> None:
@@ -152,6 +154,19 @@ def test_t5_relative_position_bias() -> None:
     with torch.no_grad():
         e = ttt.explain(model, x.detach())
     assert kernel_kinds(e).count("attention") == 1 and e.num_launches <= 4, str(e)
+
+
+def test_alibi_attention() -> None:
+    """ALiBi's `slope * (j - i)` bias: the attention reads `slope * j` (a softmax ignores the row-constant
+    `-slope * i`: tinyton/rewrites/attention_bias.py), computed by one small kernel, H x S values, not H x S x S;
+    forward and backward match eager."""
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, 4, 40, 16, requires_grad=True) for _ in range(3))
+    check_forward_backward(AlibiAttention(), q, k, v)
+    with torch.no_grad():
+        e = ttt.explain(AlibiAttention(), q.detach(), k.detach(), v.detach())
+    assert kernel_kinds(e) == ["elementwise", "attention"], str(e)
+    assert "1 program" in str(e).splitlines()[2], str(e)  # the bias: 4 x 40 values
 
 
 def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:

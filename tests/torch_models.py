@@ -186,3 +186,20 @@ class RelativeAttention(nn.Module):
         scores = q @ k.transpose(-1, -2) + bias
         y = scores.softmax(-1) @ v
         return self.out(y.transpose(1, 2).reshape(b, t, c))
+
+
+class AlibiAttention(nn.Module):
+    """Causal attention with ALiBi's bias (Press et al.): a slope per head times the key's distance from the query,
+    `slope * (j - i)`, added to the scores in place of position embeddings."""
+
+    def __init__(self, heads: int = 4):
+        super().__init__()
+        self.register_buffer("slopes", 2.0 ** -torch.arange(1, heads + 1, dtype=torch.float32))
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        t = q.shape[2]
+        position = torch.arange(t, device=q.device)
+        bias = self.slopes[:, None, None] * (position[None, :] - position[:, None])
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + bias
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=q.device), 1)
+        return scores.masked_fill(causal, float("-inf")).softmax(-1) @ v

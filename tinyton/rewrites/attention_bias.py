@@ -1,0 +1,154 @@
+"""The bias rule of `tinyton-canonicalize-attention`: the terms of an additive bias that do not vary along the keys
+dropped, when only a softmax reads the scores.
+
+A softmax is the same for `s + b(i, j)` and for `s + b(i, j) - c(i)`: every row is shifted by one value. ALiBi's bias,
+`slope[h] * (j - i)` (Press et al.), is `slope[h] * j - slope[h] * i`, whose second term is one value a row: dropped,
+the bias is `slope[h] * j`, `[H, 1, S]` where it was `[H, S, S]`, and the attention kernel reads H x S bias values
+where it read H x S x S (fp32 at S = 2048 and 32 heads: 256 KiB against 512 MiB).
+
+`DropRowConstantBias`: `s + b` (either order) or `s - b` feeding a softmax whose row max and sum nothing else reads (the
+logsumexp the program might return moves with the shift), `b` split into terms through adds, subtractions,
+negations, products with a factor constant along the keys (`slope[h]`), float casts (torch's rules compute in
+float64 and round once) and casts of index arithmetic (aranges and integer constants, whose float values are exact
+in float32 and float64), each term constant along the keys (its last dim 1: `arange(S).reshape(S, 1)`, a per-head
+slope) dropped. The product `slope * j` rounds once where `slope * (j - i)`
+rounded another value, as the other scale rules (attention_canonical.py) round differently from the program as
+written.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import Float32Type, Float64Type
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from tinyton.analysis.attention import SCORE_OPS, last_axis_max
+from tinyton.dialects import tta
+from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
+
+EXACT_INDEX = 1 << 22
+"""Largest `arange` end whose values, and the differences and sums of two of them, a float32 cast keeps exact."""
+
+_KEPT = object()
+"""`_split`'s answer for a term it cannot split: the term is kept whole."""
+
+
+def _constant_along_keys(value: SSAValue) -> bool:
+    shape = shape_of(value.type)
+    return not shape or shape[-1] == 1
+
+
+def _exact_indices(value: SSAValue, budget: int = 16) -> bool:
+    """Integer index arithmetic (aranges of at most EXACT_INDEX, small integer constants, their sums, differences,
+    negations and layouts) whose float32 cast, and that of each of its terms, is exact."""
+    if budget == 0 or not isinstance(value, OpResult):
+        return False
+    op = value.op
+    if isinstance(op, tta.ArangeOp):
+        return max(abs(op.start.value.data), abs(op.end.value.data)) <= EXACT_INDEX
+    if isinstance(op, tta.ConstantOp):
+        return is_int(element_type(value.type)) and abs(op.value.value.data) <= EXACT_INDEX
+    if isinstance(op, (tta.AddOp, tta.SubOp, tta.NegOp, tta.ReshapeOp, tta.BroadcastToOp, tta.CastOp)):
+        return is_int(element_type(value.type)) and all(_exact_indices(v, budget - 1) for v in op.operands)
+    return False
+
+
+def _split(value: SSAValue, rewriter: PatternRewriter, anchor: Operation) -> SSAValue | None | object:
+    """`value` less its terms that are constant along the keys: a new value, None (all of it is), or `_KEPT` (no
+    term is, or the value cannot be split); new ops go before `anchor`."""
+    if _constant_along_keys(value):
+        return None
+    op = value.op if isinstance(value, OpResult) else None
+    parts: list[SSAValue | None | object]
+    if isinstance(op, (tta.AddOp, tta.SubOp)):
+        parts = [_split(v, rewriter, anchor) for v in op.operands]
+        if all(p is _KEPT for p in parts):
+            return _KEPT
+        left, right = (v if p is _KEPT else p for v, p in zip(op.operands, parts))
+        if right is None:
+            return left
+        if left is None:
+            return right if isinstance(op, tta.AddOp) else _emit(rewriter, anchor, tta.NegOp(right))
+        return _emit(rewriter, anchor, type(op)(left, right))
+    if isinstance(op, tta.NegOp):
+        inner = _split(op.input, rewriter, anchor)
+        return inner if inner is None or inner is _KEPT else _emit(rewriter, anchor, tta.NegOp(inner))
+    if isinstance(op, tta.MulOp):
+        for factor, term in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if _constant_along_keys(factor):
+                inner = _split(term, rewriter, anchor)
+                return inner if inner is None or inner is _KEPT else _emit(rewriter, anchor, tta.MulOp(factor, inner))
+        return _KEPT
+    if isinstance(op, tta.CastOp) and is_float(element_type(value.type)):
+        exact = is_float(element_type(op.input.type)) or (
+            isinstance(element_type(value.type), (Float32Type, Float64Type)) and _exact_indices(op.input))
+        if not exact:
+            return _KEPT
+        inner = _split(op.input, rewriter, anchor)
+        if inner is None or inner is _KEPT:
+            return inner
+        return _emit(rewriter, anchor, tta.CastOp(inner, element_type(value.type)))
+    return _KEPT
+
+
+def _emit(rewriter: PatternRewriter, anchor: Operation, op: Operation) -> SSAValue:
+    rewriter.insert(op, InsertPoint.before(anchor))
+    return op.results[0]
+
+
+def _softmax_only(value: SSAValue, budget: int = 16) -> bool:
+    """Whether `value` reaches, through single-use score steps, scores read only by a last-axis softmax whose row max
+    and sum nothing else reads: `exp(s - max s) / sum(exp(s - max s))`, normalised probabilities alone."""
+    while budget:
+        budget -= 1
+        users = {u.operation for u in value.uses}
+        rmax = next((u for u in users if last_axis_max(u)), None)
+        if rmax is not None:
+            return len(users) == 2 and _normalised(value, rmax)
+        if len(users) != 1 or not isinstance(user := users.pop(), SCORE_OPS):
+            return False
+        if shape_of(user.results[0].type) != shape_of(value.type):
+            return False
+        value = user.results[0]
+    return False
+
+
+def _normalised(s: SSAValue, rmax: Operation) -> bool:
+    """`exp(s - m) / sum(exp(s - m))` with `m = rmax(s)`, each intermediate read only there."""
+    sub = _only_user(rmax.results[0])
+    if not isinstance(sub, tta.SubOp) or sub.lhs is not s or sub.rhs is not rmax.results[0]:
+        return False
+    exp = _only_user(sub.result)
+    if not isinstance(exp, tta.ExpOp):
+        return False
+    users = {u.operation for u in exp.result.uses}
+    total = next((u for u in users if isinstance(u, tta.ReduceSumOp)), None)
+    div = _only_user(total.result) if total is not None and len(users) == 2 else None
+    return isinstance(div, tta.DivOp) and div.lhs is exp.result and div.rhs is total.result and div in users
+
+
+def _only_user(value: SSAValue) -> Operation | None:
+    users = {u.operation for u in value.uses}
+    return users.pop() if len(users) == 1 else None
+
+
+class DropRowConstantBias(RewritePattern):
+    """`s + b`, `b + s` or `s - b` → the same of `b'`, `b` less its terms constant along the keys, for scores read
+    only by a softmax."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (tta.AddOp, tta.SubOp)):
+            return
+        orders = ((op.lhs, op.rhs), (op.rhs, op.lhs)) if isinstance(op, tta.AddOp) else ((op.lhs, op.rhs),)
+        for s, b in orders:
+            if shape_of(s.type) != shape_of(op.results[0].type) or _constant_along_keys(b):
+                continue
+            if not _softmax_only(op.results[0]):
+                return
+            kept = _split(b, rewriter, op)
+            if kept is None:  # no term of `b` varies along the keys: a shift of the rows, which a softmax ignores
+                rewriter.replace(op, [], [s])
+            elif kept is not _KEPT:
+                rewriter.replace(op, type(op)(s, kept) if s is op.lhs else type(op)(kept, s))
+            return
