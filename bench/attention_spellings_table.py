@@ -1,8 +1,8 @@
 """The spelling table of bench_attention.py (issue 23): one shape under every spelling of attention a user
 may write, each rewritten into the same flash-attention kernel (tinyton/rewrites/attention_canonical.py,
 attention_masks.py, attention_groups.py): the figures should agree within noise, and the launches be one
-(four for a training step: the forward and FlashAttention-2's three backward kernels). Kinds: full, causal
-(every mask spelling), gqa (k and v repeated over `GQA_GROUP` query heads) and training (forward and
+(four for a training step: the forward and FlashAttention-2's three backward kernels; two for ALiBi, its `[H, 1, S]`
+bias a kernel of its own). Kinds: full, causal (every mask spelling), alibi (causal with ALiBi's bias), gqa (k and v repeated over `GQA_GROUP` query heads) and training (forward and
 backward written as the textbook math, causal)."""
 
 from __future__ import annotations
@@ -238,6 +238,36 @@ def training_additive(q, k, v, do):
     return _gradients(_softmax(q @ k.mT * scale + mask), q, k, v, do, scale)
 
 
+
+def _alibi(q, s, bias):
+    """ALiBi's causal scores: `s + bias` where the key is not after the query."""
+    n = q.shape[-2]
+    return tt.where(tt.arange(n).reshape(1, n) <= tt.arange(n).reshape(n, 1), s + bias, float("-inf"))
+
+
+def _distance(q):
+    n = q.shape[-2]
+    return tt.arange(n).reshape(n, 1), tt.arange(n).reshape(1, n)
+
+
+@tt.jit
+def alibi_keys(q, k, v, slopes):
+    _, j = _distance(q)
+    return _softmax(_alibi(q, q @ k.mT / math.sqrt(q.shape[-1]), slopes * j.astype(q.dtype))) @ v
+
+
+@tt.jit
+def alibi_difference(q, k, v, slopes):
+    i, j = _distance(q)
+    return _softmax(_alibi(q, q @ k.mT / math.sqrt(q.shape[-1]), slopes * (j - i).astype(q.dtype))) @ v
+
+
+@tt.jit
+def alibi_negated(q, k, v, slopes):
+    i, j = _distance(q)
+    return _softmax(_alibi(q, q @ k.mT / math.sqrt(q.shape[-1]), -(slopes * (i - j).astype(q.dtype)))) @ v
+
+
 SPELLINGS = {
     "full": [("s = (q @ k.mT) * scale", scaled, ()), ("q @ k.mT / math.sqrt(d)", divided, ()),
              ("(q * scale) @ k.mT", scaled_q, ()), ("(q / math.sqrt(d)) @ k.swapaxes(-1, -2)", divided_q, ()),
@@ -259,6 +289,9 @@ SPELLINGS = {
                ("where(i >= j, q @ k.mT, -inf) / math.sqrt(d)", causal_scaled_after, ()),
                ("exp(s - tt.logsumexp(s, ...)), masked s", causal_logsumexp, ()),
                ("+ bias (0 / -inf array, reads S x S)", causal_bias, ("bias",))],
+    "alibi": [("slope * j (the row shift dropped by hand)", alibi_keys, ("slopes",)),
+              ("slope * (j - i)", alibi_difference, ("slopes",)),
+              ("-(slope * (i - j))", alibi_negated, ("slopes",))],
     "gqa": [("q.reshape(B, H_kv, G, S, D) @ k[:, :, None].mT", grouped, ()),
             ("q @ tt.repeat(k, G, axis=1).mT", grouped_repeat, ()),
             ("broadcast_to(k[:, :, None], ...).reshape(B, H, S, D)", grouped_broadcast, ())],
@@ -270,11 +303,16 @@ SPELLINGS = {
 """Kind: (spelling, program, extra arguments); the first of each kind is its canonical spelling."""
 
 
-def _references(q, k, v, do, kind: str) -> tuple[torch.Tensor, ...]:
-    """float64 SDPA (and its gradients for a training step) on the same tensors."""
+def _references(q, k, v, do, kind: str, slopes: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """float64 SDPA (and its gradients for a training step) on the same tensors; ALiBi's bias as its mask."""
     leaves = [x.double().requires_grad_() for x in (q, k, v)]
     kv = [x.repeat_interleave(GQA_GROUP, 1) for x in leaves[1:]] if kind == "gqa" else leaves[1:]
-    o = F.scaled_dot_product_attention(leaves[0], *kv, is_causal=kind in ("causal", "training"))
+    mask = None
+    if kind == "alibi":
+        position = torch.arange(q.shape[-2], device=q.device)
+        mask = (slopes.double() * (position[None, :] - position[:, None])).masked_fill(
+            position[None, :] > position[:, None], float("-inf"))
+    o = F.scaled_dot_product_attention(leaves[0], *kv, attn_mask=mask, is_causal=kind in ("causal", "training"))
     if kind != "training":
         return (o.detach(),)
     return (o.detach(), *torch.autograd.grad(o, leaves, do.double()))
@@ -286,13 +324,14 @@ def spelling_table(dtype: torch.dtype) -> None:
     k = torch.randn(b, h, s, d, device=DEVICE, dtype=dtype)
     extras = {"scale": torch.tensor(d**-0.5, device=DEVICE, dtype=dtype),
               "divisor": torch.tensor(math.sqrt(d), device=DEVICE, dtype=dtype),
+              "slopes": (2.0 ** -torch.arange(1, h + 1, device=DEVICE, dtype=torch.float32)).to(dtype).reshape(h, 1, 1),
               "bias": torch.zeros(s, s, device=DEVICE, dtype=dtype).masked_fill(
                   ~torch.ones(s, s, dtype=torch.bool, device=DEVICE).tril(), float("-inf"))}
     rows = []
     for kind, spellings in SPELLINGS.items():
         keys, values = (k[:, :: GQA_GROUP].contiguous(), v_full[:, :: GQA_GROUP].contiguous()) if kind == "gqa" else (k, v_full)
         inputs = (q, keys, values, do) if kind == "training" else (q, keys, values)
-        references = _references(q, keys, values, do, kind)
+        references = _references(q, keys, values, do, kind, extras["slopes"])
         first = None
         for name, program, extra in spellings:
             args = (*inputs, *(extras[e] for e in extra))
@@ -300,7 +339,7 @@ def spelling_table(dtype: torch.dtype) -> None:
             for got, want in zip(results if kind == "training" else (results,), references, strict=True):
                 check_close(f"{name}", got, want, tol=2e-2)
             ms = median_ms(lambda program=program, args=args: program(*args))
-            flops = 4 * b * h * s * s * d * (0.5 if kind in ("causal", "training") else 1.0)
+            flops = 4 * b * h * s * s * d * (0.5 if kind in ("causal", "training", "alibi") else 1.0)
             flops *= 3.5 if kind == "training" else 1.0  # FlashAttention's convention: backward 2.5x the forward
             tf = flops / (ms * 1e-3) / 1e12
             first = tf if first is None else first

@@ -9,8 +9,8 @@ where it read H x S x S (fp32 at S = 2048 and 32 heads: 256 KiB against 512 MiB)
 `DropRowConstantBias`: `s + b` (either order) or `s - b` feeding a softmax whose row max and sum nothing else reads (the
 logsumexp the program might return moves with the shift), `b` split into terms through adds, subtractions,
 negations, products with a factor constant along the keys (`slope[h]`), float casts (torch's rules compute in
-float64 and round once) and casts of index arithmetic (aranges and integer constants, whose float values are exact
-in float32 and float64), each term constant along the keys (its last dim 1: `arange(S).reshape(S, 1)`, a per-head
+float64 and round once) and casts of index arithmetic (aranges and integer constants, whose values are exact in the
+float type: up to 2048 in float16, 2**24 in float32), each term constant along the keys (its last dim 1: `arange(S).reshape(S, 1)`, a per-head
 slope) dropped. The product `slope * j` rounds once where `slope * (j - i)`
 rounded another value, as the other scale rules (attention_canonical.py) round differently from the program as
 written.
@@ -18,7 +18,7 @@ written.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, Float64Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -26,9 +26,6 @@ from xdsl.rewriter import InsertPoint
 from tinyton.analysis.attention import SCORE_OPS, last_axis_max
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
-
-EXACT_INDEX = 1 << 22
-"""Largest `arange` end whose values, and the differences and sums of two of them, a float32 cast keeps exact."""
 
 _KEPT = object()
 """`_split`'s answer for a term it cannot split: the term is kept whole."""
@@ -39,19 +36,32 @@ def _constant_along_keys(value: SSAValue) -> bool:
     return not shape or shape[-1] == 1
 
 
-def _exact_indices(value: SSAValue, budget: int = 16) -> bool:
-    """Integer index arithmetic (aranges of at most EXACT_INDEX, small integer constants, their sums, differences,
-    negations and layouts) whose float32 cast, and that of each of its terms, is exact."""
-    if budget == 0 or not isinstance(value, OpResult):
-        return False
-    op = value.op
+SIGNIFICAND_BITS = {Float16Type: 11, BFloat16Type: 8, Float32Type: 24, Float64Type: 53}
+"""Integers up to 2**bits in magnitude are exact in each float type."""
+
+
+def _exact_indices(value: SSAValue, bits: int, budget: int = 16) -> tuple[int, int] | None:
+    """The range of integer index arithmetic (aranges, integer constants, their sums, differences, negations, layouts
+    and integer casts), when every value of it and of its parts is exact in a float of `bits` significand bits (so a
+    cast of a difference is the difference of the casts); None otherwise."""
+    op = value.op if isinstance(value, OpResult) else None
+    if budget == 0 or op is None or not is_int(element_type(value.type)):
+        return None
     if isinstance(op, tta.ArangeOp):
-        return max(abs(op.start.value.data), abs(op.end.value.data)) <= EXACT_INDEX
-    if isinstance(op, tta.ConstantOp):
-        return is_int(element_type(value.type)) and abs(op.value.value.data) <= EXACT_INDEX
-    if isinstance(op, (tta.AddOp, tta.SubOp, tta.NegOp, tta.ReshapeOp, tta.BroadcastToOp, tta.CastOp)):
-        return is_int(element_type(value.type)) and all(_exact_indices(v, budget - 1) for v in op.operands)
-    return False
+        found = (op.start.value.data, op.end.value.data - 1)
+    elif isinstance(op, tta.ConstantOp):
+        found = (op.value.value.data, op.value.value.data)
+    elif isinstance(op, (tta.ReshapeOp, tta.BroadcastToOp, tta.CastOp, tta.NegOp)):
+        inner = _exact_indices(op.operands[0], bits, budget - 1)
+        found = None if inner is None else (-inner[1], -inner[0]) if isinstance(op, tta.NegOp) else inner
+    elif isinstance(op, (tta.AddOp, tta.SubOp)):
+        a, b = (_exact_indices(v, bits, budget - 1) for v in op.operands)
+        if a is None or b is None:
+            return None
+        found = (a[0] + b[0], a[1] + b[1]) if isinstance(op, tta.AddOp) else (a[0] - b[1], a[1] - b[0])
+    else:
+        return None
+    return found if max(abs(found[0]), abs(found[1])) <= 1 << bits else None
 
 
 def _split(value: SSAValue, rewriter: PatternRewriter, anchor: Operation) -> SSAValue | None | object:
@@ -81,8 +91,8 @@ def _split(value: SSAValue, rewriter: PatternRewriter, anchor: Operation) -> SSA
                 return inner if inner is None or inner is _KEPT else _emit(rewriter, anchor, tta.MulOp(factor, inner))
         return _KEPT
     if isinstance(op, tta.CastOp) and is_float(element_type(value.type)):
-        exact = is_float(element_type(op.input.type)) or (
-            isinstance(element_type(value.type), (Float32Type, Float64Type)) and _exact_indices(op.input))
+        bits = SIGNIFICAND_BITS.get(type(element_type(value.type)))
+        exact = is_float(element_type(op.input.type)) or (bits is not None and _exact_indices(op.input, bits))
         if not exact:
             return _KEPT
         inner = _split(op.input, rewriter, anchor)
