@@ -380,23 +380,34 @@ def _placement(dom: Domain, op: Operation, external: Callable[[SSAValue], bool])
         if top in dom.placements:
             stack.pop()
             continue
-        users = {u.operation for u in top.results[0].uses
-                 if u.operation.results and not external(u.operation.results[0])}
+        users = _users_inside(top, external)
         pending = [user for user in users if user not in dom.placements]
         if pending:
             stack += pending
             continue
         stack.pop()
-        found = {_placed_by(dom, user, top) for user in users}
+        found = {_placed_by(dom, user, top, external) for user in users}
         dom.placements[top] = found.pop() if len(found) == 1 else None
     return dom.placements[op]
 
 
-def _placed_by(dom: Domain, user: Operation, op: Operation) -> tuple[int, ...] | None:
+def _users_inside(op: Operation, external: Callable[[SSAValue], bool]) -> set[Operation]:
+    """The ops of the kernel that read `op`'s result and compute in registers."""
+    return {u.operation for u in op.results[0].uses if u.operation.results and not external(u.operation.results[0])}
+
+
+def _placed_by(dom: Domain, user: Operation, op: Operation,
+               external: Callable[[SSAValue], bool]) -> tuple[int, ...] | None:
     """Where `user` puts the dims of `op`'s result: a reshape that adds or removes size-1 dims, or an elementwise op
-    (NumPy's broadcasting), where it places its own dims; a take, its indices' dims at its axis. None: elsewhere."""
+    (NumPy's broadcasting), where it places its own dims (right-aligned in the domain where its users say nothing);
+    a take, its indices' dims at its axis. None: elsewhere, or a reshape only stored, whose map follows its input
+    (a reduction's rows reshaped for the kernel's result: seed 20261203 case 4936)."""
     shape, out = shape_of(op.results[0].type), shape_of(user.results[0].type)
-    placed = dom.placements.get(user) or tuple(j - len(out) for j in range(len(out)))
+    placed = dom.placements.get(user)
+    if placed is None:
+        if isinstance(user, tta.ReshapeOp) and not _users_inside(user, external):
+            return None
+        placed = tuple(j - len(out) for j in range(len(out)))
     if isinstance(user, tta.TakeOp):
         if user.indices is not op.results[0] or user.table is op.results[0]:
             return None
