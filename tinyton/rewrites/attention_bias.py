@@ -23,7 +23,8 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
-from tinyton.analysis.attention import SCORE_OPS, last_axis_max
+from tinyton.analysis.attention import last_axis_max
+from tinyton.analysis.index_masks import constant_value
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, is_float, is_int, shape_of
 
@@ -108,19 +109,35 @@ def _emit(rewriter: PatternRewriter, anchor: Operation, op: Operation) -> SSAVal
 
 
 def _softmax_only(value: SSAValue, budget: int = 16) -> bool:
-    """Whether `value` reaches, through single-use score steps, scores read only by a last-axis softmax whose row max
-    and sum nothing else reads: `exp(s - max s) / sum(exp(s - max s))`, normalised probabilities alone."""
+    """Whether `value` reaches, through single-use steps that keep a shift of the rows a shift (`_keeps_shifts`),
+    scores read only by a last-axis softmax whose row max and sum nothing else reads: `exp(s - max s) / sum(exp(s -
+    max s))`, normalised probabilities alone."""
     while budget:
         budget -= 1
         users = {u.operation for u in value.uses}
         rmax = next((u for u in users if last_axis_max(u)), None)
         if rmax is not None:
             return len(users) == 2 and _normalised(value, rmax)
-        if len(users) != 1 or not isinstance(user := users.pop(), SCORE_OPS):
-            return False
-        if shape_of(user.results[0].type) != shape_of(value.type):
+        if len(users) != 1 or not _keeps_shifts(user := users.pop(), value):
             return False
         value = user.results[0]
+    return False
+
+
+def _keeps_shifts(op: Operation, value: SSAValue) -> bool:
+    """Whether `op` of `value` (of its shape) turns `value - c`, `c` one value a row, into its own result less one value
+    a row: adding or subtracting anything, negating, scaling by a factor constant along the keys, or masking with
+    -inf. Not a clamp (`maximum(s, floor)`), a finite fill or a factor that varies along the keys."""
+    if not op.results or shape_of(op.results[0].type) != shape_of(value.type):
+        return False
+    if isinstance(op, (tta.AddOp, tta.SubOp, tta.NegOp)):
+        return True
+    if isinstance(op, tta.MulOp) or (isinstance(op, tta.DivOp) and op.lhs is value):
+        other = op.rhs if op.lhs is value else op.lhs
+        return other is not value and _constant_along_keys(other)
+    if isinstance(op, tta.WhereOp) and op.condition is not value:
+        other = op.false_value if op.true_value is value else op.true_value
+        return other is not value and constant_value(other) == float("-inf")
     return False
 
 

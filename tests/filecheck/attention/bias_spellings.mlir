@@ -54,3 +54,27 @@ func.func @alibi_with_logsumexp(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %
 }
 // CHECK-LABEL: func.func @alibi_with_logsumexp
 // CHECK:         %s = tta.add %qk, %bias
+
+// A clamp after the bias (`maximum(s, floor)`) does not keep a shift of the rows a shift: the bias stays whole.
+func.func @alibi_clamped(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tensor<32x16xf32>, %slope: tensor<1x1xf32>) -> tensor<32x16xf32> {
+  %a0 = tta.arange 0 to 32 : tensor<32xi32>
+  %i = tta.reshape %a0 : tensor<32xi32> -> tensor<32x1xi32>
+  %a1 = tta.arange 0 to 32 : tensor<32xi32>
+  %j = tta.reshape %a1 : tensor<32xi32> -> tensor<1x32xi32>
+  %dist = tta.sub %j, %i : tensor<1x32xi32>, tensor<32x1xi32> -> tensor<32x32xi32>
+  %distf = tta.cast %dist : tensor<32x32xi32> -> tensor<32x32xf32>
+  %bias = tta.mul %slope, %distf : tensor<1x1xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %qk = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
+  %s = tta.add %qk, %bias : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %floor = tta.constant -1.000000e+01 : f32 -> f32
+  %c = tta.maximum %s, %floor : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
+  %m = tta.reduce_max %c axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %d = tta.sub %c, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %e = tta.exp %d : tensor<32x32xf32>
+  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
+  %p = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
+  %o = tta.matmul %p, %v : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
+  func.return %o : tensor<32x16xf32>
+}
+// CHECK-LABEL: func.func @alibi_clamped
+// CHECK:         %s = tta.add %qk, %bias
