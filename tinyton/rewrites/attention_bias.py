@@ -71,7 +71,6 @@ def _split(value: SSAValue, rewriter: PatternRewriter, anchor: Operation) -> SSA
     if _constant_along_keys(value):
         return None
     op = value.op if isinstance(value, OpResult) else None
-    parts: list[SSAValue | None | object]
     if isinstance(op, (tta.AddOp, tta.SubOp)):
         parts = [_split(v, rewriter, anchor) for v in op.operands]
         if all(p is _KEPT for p in parts):
