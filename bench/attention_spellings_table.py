@@ -1,8 +1,8 @@
 """The spelling table of bench_attention.py (issue 23): one shape under every spelling of attention a user
 may write, each rewritten into the same flash-attention kernel (tinyton/rewrites/attention_canonical.py,
 attention_masks.py, attention_groups.py): the figures should agree within noise, and the launches be one
-(four for a training step: the forward and FlashAttention-2's three backward kernels; two for ALiBi, its `[H, 1, S]`
-bias a kernel of its own). Kinds: full, causal (every mask spelling), alibi (causal with ALiBi's bias), gqa (k and v repeated over `GQA_GROUP` query heads) and training (forward and
+(four for a training step: the forward and FlashAttention-2's three backward kernels; ALiBi's bias computed in the
+kernel from the block's indices and a slope per head). Kinds: full, causal (every mask spelling), alibi (causal with ALiBi's bias), gqa (k and v repeated over `GQA_GROUP` query heads) and training (forward and
 backward written as the textbook math, causal)."""
 
 from __future__ import annotations

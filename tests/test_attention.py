@@ -3,6 +3,7 @@ tinyton/lowering/fusion/attention.py) that matches NumPy in float64, with no S x
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from attention_reference import attention_reference as reference
@@ -190,47 +191,98 @@ def test_tril_mask_is_an_index_mask():
     np.testing.assert_allclose(program(q, k, v), reference(q, k, v, 1.0, 0.0, keep), rtol=1e-4, atol=1e-5)
 
 
-def _alibi_spellings():
-    """ALiBi's bias (a slope per head times the key's distance from the query) as users write it, causal."""
+def _distance(s):
+    return tt.arange(s).reshape(s, 1), tt.arange(s).reshape(1, s)
 
-    def distance(s):
-        i, j = tt.arange(s).reshape(s, 1), tt.arange(s).reshape(1, s)
-        return i, j
+
+def _alibi_spellings():
+    """Index biases as users write them (ALiBi's slope per head times the key's distance from the query, an encoder's
+    symmetric form, a clipped distance): each the scores and its float64 value from the slopes and the indices."""
 
     def slope_times_difference(q, k, v, slopes):
-        i, j = distance(q.shape[-2])
-        return q @ k.mT * 0.125 + slopes * (j - i).astype(np.float32), i, j
+        i, j = _distance(q.shape[-2])
+        return q @ k.mT * 0.125 + slopes * (j - i).astype(np.float32)
 
     def minus_slope_times_distance(q, k, v, slopes):
-        i, j = distance(q.shape[-2])
-        return q @ k.mT * 0.125 - slopes * (i - j).astype(np.float32), i, j
+        i, j = _distance(q.shape[-2])
+        return q @ k.mT * 0.125 - slopes * (i - j).astype(np.float32)
 
     def float_positions(q, k, v, slopes):
-        i, j = distance(q.shape[-2])
-        return q @ k.mT * 0.125 + (j.astype(np.float32) - i.astype(np.float32)) * slopes, i, j
+        i, j = _distance(q.shape[-2])
+        return q @ k.mT * 0.125 + (j.astype(np.float32) - i.astype(np.float32)) * slopes
 
-    return [slope_times_difference, minus_slope_times_distance, float_positions]
+    def symmetric_distance(q, k, v, slopes):
+        i, j = _distance(q.shape[-2])
+        return q @ k.mT * 0.125 - slopes * tt.abs(j - i).astype(np.float32)
+
+    def clipped_distance(q, k, v, slopes):
+        i, j = _distance(q.shape[-2])
+        return q @ k.mT * 0.125 + slopes * tt.maximum(j - i, -16).astype(np.float32) / 2.0
+
+    def distance(n):
+        return np.arange(n)[None, :] - np.arange(n)[:, None]
+
+    return [(slope_times_difference, distance), (minus_slope_times_distance, distance),
+            (float_positions, distance), (symmetric_distance, lambda n: -np.abs(distance(n))),
+            (clipped_distance, lambda n: np.maximum(distance(n), -16) / 2.0)]
 
 
-@pytest.mark.parametrize("scores", _alibi_spellings(), ids=lambda f: f.__name__)
-def test_alibi_bias_is_read_once_a_key(scores):
-    """`slope[h] * (j - i)` in every spelling: the row-constant `-slope[h] * i` is dropped (a softmax ignores it), so
-    the attention reads a bias of `[H, 1, S]`, not `[H, S, S]`, and matches NumPy's."""
+BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("spelling", _alibi_spellings(), ids=lambda case: case[0].__name__)
+def test_an_index_bias_is_computed_in_the_kernel(monkeypatch, backend, spelling):
+    """A bias computed from aranges and a slope per head, in every spelling: one attention kernel that reads the
+    slopes and computes the rest from each block's indices (no `[H, S, S]` array), matching NumPy's."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    scores, distance = spelling
 
     @tt.jit
     def alibi(q, k, v, slopes):
-        s, i, j = scores(q, k, v, slopes)
+        s = scores(q, k, v, slopes)
+        i, j = _distance(q.shape[-2])
         s = tt.where(j <= i, s, float("-inf"))
         e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
         return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
 
     rng = np.random.default_rng(11)
-    b, h, n, d = 2, 4, 48, 16
+    b, h, n, d = (2, 4, 48, 16) if backend == "sim" else (2, 4, 300, 64)
     q, k, v = (randn(rng, b, h, n, d) for _ in range(3))
     slopes = (2.0 ** -np.arange(1, h + 1, dtype=np.float32)).reshape(h, 1, 1)
     program = alibi.compile(q, k, v, slopes)
+    assert_one_kernel_without_scores(program, n, n)
     attention_line = next(line for line in str(program.fused).splitlines() if 'tta.fusion "attention"' in line)
-    assert f"tensor<{h}x1x{n}xf32>" in attention_line and f"{n}x{n}xf32>" not in attention_line.split("->")[0]
-    bias = slopes * (np.arange(n)[None, :] - np.arange(n)[:, None])
+    assert f"tensor<{h}x1x1xf32>" in attention_line and f"x{n}xf32>, tensor<{b}" not in attention_line
     keep = np.tril(np.ones((n, n), bool))
-    np.testing.assert_allclose(program(q, k, v, slopes), reference(q, k, v, 0.125, bias, keep), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(program(q, k, v, slopes), reference(q, k, v, 0.125, slopes * distance(n), keep),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
+def test_an_index_bias_has_the_programs_values(monkeypatch, backend, dtype):
+    """The kernel adds the bias the program computes, rounded as the program rounds it: `slope * (j - i)` in float16 or
+    bfloat16 near the diagonal is small and fine, where `slope * j` (a softmax ignores the row's shift) would round
+    late rows' values to a whole unit or more. q and k are zero and v the identity, so the output is the
+    probabilities themselves."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+
+    @tt.jit
+    def alibi(q, k, v, slopes):
+        i, j = _distance(q.shape[-2])
+        s = q @ k.mT + slopes * (j - i).astype(q.dtype)
+        s = tt.where(j <= i, s, float("-inf"))
+        e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+        return (e / tt.sum(e, axis=-1, keepdims=True)) @ v
+
+    h, n = 2, 128
+    q = k = np.zeros((h, n, n), dtype)
+    v = np.broadcast_to(np.eye(n, dtype=dtype), (h, n, n)).copy()
+    slopes = np.array([0.7, 0.3], dtype).reshape(h, 1, 1)
+    distance = (np.arange(n)[None, :] - np.arange(n)[:, None]).astype(dtype)
+    bias = (slopes * distance).astype(np.float64)  # rounded in `dtype`, as NumPy computes it
+    expected = np.where(np.tril(np.ones((n, n), bool)), np.exp(bias - bias.max(-1, keepdims=True)), 0.0)
+    expected /= expected.sum(-1, keepdims=True)
+    tolerance = 2.0 ** -np.finfo(dtype).nmant
+    np.testing.assert_allclose(alibi(q, k, v, slopes).astype(np.float64), expected, rtol=4 * tolerance, atol=1e-6)

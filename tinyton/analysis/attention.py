@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
+from tinyton.analysis.index_bias import from_indices, index_ops
 from tinyton.analysis.index_masks import (
     Affine,
     Mask,
@@ -137,7 +138,7 @@ class Attention:
         selects = [op for sel in (self.k_select, self.v_select) if sel is not None for op in sel.ops]
         selects += [op for st in (self.k_stored, self.v_stored) if st is not None for op in st.ops]
         first = [*selects, *self.q.ops, *([self.transpose] if self.transpose is not None else [])]
-        masks = [op for step in self.steps for v in step.others for op in mask_ops(v) if index_mask(v)]
+        masks = [op for step in self.steps for v in step.others if from_indices(v) for op in index_ops(v)]
         last = [op for op in (self.p_cast, self.pv, *(op for view in self.out for op in view.ops)) if op is not None]
         return [*first, *masks, self.qk, *(s.op for s in self.steps), *self.softmax, *last, *self.lse]
 

@@ -29,7 +29,8 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.attention import Attention, score_chain
 from tinyton.analysis.domain import VIEWS
-from tinyton.analysis.index_masks import index_mask, is_constant, mask_ops
+from tinyton.analysis.index_bias import from_indices, index_ops
+from tinyton.analysis.index_masks import is_constant
 from tinyton.analysis.logsumexp import row_logsumexp
 from tinyton.analysis.strided_views import QView, output_views, own_layout, stored, strided_view
 from tinyton.dialects import tta
@@ -331,7 +332,7 @@ def _gradients(ds: tta.MulOp, p: SSAValue, dp_op: tta.MatmulOp, vt: tta.Transpos
            *_casts(product.lhs), *_casts(product.rhs), product, dq_mm, *dq.ops, dk_t, dk_mm, *dk.ops, dv_t, dv_mm,
            *dv.ops, *_casts(dq_mm.lhs), *_casts(dk_t.input), *_casts(dv_t.input), *_casts(dq_mm.rhs),
            *_casts(dk_mm.rhs), *_casts(dv_mm.rhs)]
-    masks = [op for step in scores.steps for value in step.others if index_mask(value) for op in mask_ops(value)]
+    masks = [op for step in scores.steps for value in step.others if from_indices(value) for op in index_ops(value)]
     forward = [scores.transpose, scores.qk, *(step.op for step in scores.steps), *prob_ops]
     if scores.pv is not None:
         forward.append(scores.pv)

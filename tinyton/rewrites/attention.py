@@ -15,7 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tinyton.analysis.attention import score_chain, select_of, softmax_logsumexp
-from tinyton.analysis.index_masks import index_mask, mask_ops
+from tinyton.analysis.index_bias import from_indices, index_ops
 from tinyton.analysis.strided_views import output_views, stored, strided_view
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
@@ -31,14 +31,14 @@ def last_axis(value: SSAValue, axis: IntegerAttr) -> bool:
 
 def outline_attention(matched: Sequence[Operation], kind: StringAttr, s: SSAValue) -> tuple[list[Operation], str]:
     """The matched ops plus the view ops of q (reshapes, transposes: read in place), `q @ kᵀ`, the
-    transpose of k, the score steps and the index masks (causal
-    masks from `tt.arange`, cloned so that every attention gets its own), k or v selected by an
+    transpose of k, the score steps and the index masks and biases (causal
+    masks, ALiBi's distances from `tt.arange`, cloned so that every attention gets its own), k or v selected by an
     index mask from two views (a cache update), the transposes and reshapes that lay the output out
     again (stored through them: `output_views`) and the rows' logsumexp if it is kept: one region."""
     chain = score_chain(s)
     assert chain is not None, "checked by the attention_scores constraint"
     qk, transpose, steps = chain
-    masks = [op for step in steps for value in step.others if index_mask(value) for op in own_copy(step.op, value)]
+    masks = [op for step in steps for value in step.others if from_indices(value) for op in own_copy(step.op, value)]
     path = [*strided_view(qk.lhs, windows=True).ops, *([transpose] if transpose is not None else []), *masks, qk, *(step.op for step in steps)]
     k = transpose.input if transpose is not None else qk.rhs
     pv = next(op for op in matched if isinstance(op, tta.MatmulOp))
@@ -59,9 +59,9 @@ def _selected(operand: SSAValue) -> list[Operation]:
 
 
 def own_copy(user: Operation, value: SSAValue) -> list[Operation]:
-    """Clone the ops computing index mask `value` before `user`, point `user` at the clone, and erase the
+    """Clone the ops computing index mask or bias `value` before `user`, point `user` at the clone, and erase the
     originals left without users. Returns the clones."""
-    originals = mask_ops(value)
+    originals = index_ops(value)
     mapping: dict[SSAValue, SSAValue] = {}
     clones = []
     for op in originals:

@@ -18,7 +18,7 @@ from tinyton.analysis.attention_backward import (
     find_backward,
     same_array,
 )
-from tinyton.analysis.index_masks import index_mask
+from tinyton.analysis.index_bias import from_indices
 from tinyton.dialects import tta
 from tinyton.rewrites.attention import own_copy
 from tinyton.rewrites.outline import Group, convex
@@ -27,7 +27,7 @@ KIND = "attention_backward"
 
 
 def backward_groups(fn: func.FuncOp) -> list[Group]:
-    """One group per attention backward in `fn`, its index masks cloned for it (as the forward's are)."""
+    """One group per attention backward in `fn`, its index masks and biases cloned for it (as the forward's are)."""
     groups: list[Group] = []
     claimed: set = set()
     for op in reversed(list(fn.body.block.ops)):
@@ -36,7 +36,7 @@ def backward_groups(fn: func.FuncOp) -> list[Group]:
         _one_array_each(found)
         for step in found.scores.steps:
             for value in step.others:
-                if index_mask(value) is not None:
+                if from_indices(value):
                     own_copy(step.op, value)
         found = find_backward(op)
         if found is None or not claimed.isdisjoint(found.ops):

@@ -22,8 +22,6 @@ so the rounding of other programs stays NumPy's:
   `tt.logsumexp`'s (tinyton/analysis/logsumexp.py) → `exp(s - m) / sum(exp(s - m))`;
 - `ReciprocalToDivision`: `e * (1 / sum)` → `e / sum`;
 - `NormalizeBeforeProduct`: `(e @ v) / sum(e)` → `(e / sum(e)) @ v`;
-- the bias rule (attention_bias.py): the terms of an additive bias constant along the keys dropped (ALiBi's
-  `slope * (j - i)` → `slope * j`, read as `[H, 1, S]`), when only a softmax reads the scores;
 - the mask rules (attention_masks.py): `where(drop, -inf, s)`, `s + where(keep, 0, -inf)`,
   `tt.triu(full(-inf), 1)` and a scale after the mask → `where(keep, s * c, -inf)`;
 - the grouped-query rule (attention_groups.py): k and v through `np.repeat` or `broadcast_to(...).reshape`
@@ -59,7 +57,6 @@ from tinyton.analysis.logsumexp import row_log_sum, row_logsumexp
 from tinyton.analysis.pass_inputs import check_array_program
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
-from tinyton.rewrites.attention_bias import DropRowConstantBias
 from tinyton.rewrites.attention_gradients import GRADIENT_RULES
 from tinyton.rewrites.attention_groups import GROUP_RULES
 from tinyton.rewrites.attention_masks import MASK_RULES
@@ -267,7 +264,6 @@ RULES: tuple[RewritePattern, ...] = (
     DivisionToMultiplication(),
     MergeConstantScales(),
     *MASK_RULES,
-    DropRowConstantBias(),
     *GROUP_RULES,
     *GRADIENT_RULES,
 )

@@ -1,10 +1,10 @@
-// RUN: tinyton-opt %s -p tinyton-canonicalize-attention | filecheck %s
-// RUN: tinyton-opt %s -p tinyton-flash-attention | filecheck %s --check-prefix=FLASH
+// RUN: tinyton-opt %s -p tinyton-flash-attention | filecheck %s
 
-// An additive bias loses its terms that are constant along the keys when only a softmax reads the scores
-// (tinyton/rewrites/attention_bias.py): ALiBi's `slope[h] * (j - i)` becomes `slope[h] * j`, which the attention
-// reads as [H, 1, S] where it read [H, S, S].
+// A bias computed from aranges and values constant along the queries and keys (tinyton/analysis/index_bias.py) is
+// cloned into the attention region like an index mask: the kernel computes it from each block's indices and reads
+// only the slopes, one a head, where it read [H, S, S].
 
+// ALiBi: `slope[h] * (j - i)`.
 func.func @alibi(%q: tensor<4x32x16xf32>, %kt: tensor<4x16x32xf32>, %v: tensor<4x32x16xf32>, %slope: tensor<4x1x1xf32>) -> tensor<4x32x16xf32> {
   %a0 = tta.arange 0 to 32 : tensor<32xi32>
   %i = tta.reshape %a0 : tensor<32xi32> -> tensor<32x1xi32>
@@ -24,23 +24,47 @@ func.func @alibi(%q: tensor<4x32x16xf32>, %kt: tensor<4x16x32xf32>, %v: tensor<4
   func.return %o : tensor<4x32x16xf32>
 }
 // CHECK-LABEL: func.func @alibi
-// CHECK:         %[[JF:.*]] = tta.cast %j : tensor<1x32xi32> -> tensor<1x32xf32>
-// CHECK-NEXT:    %[[B:.*]] = tta.mul %slope, %[[JF]] : tensor<4x1x1xf32>, tensor<1x32xf32> -> tensor<4x1x32xf32>
-// CHECK-NEXT:    %s = tta.add %qk, %[[B]] : tensor<4x32x32xf32>, tensor<4x1x32xf32> -> tensor<4x32x32xf32>
-// CHECK-NOT:     tta.sub %j, %i
-// FLASH-LABEL: func.func @alibi
-// FLASH:         %[[B:.*]] = tta.mul {{.*}} -> tensor<4x1x32xf32>
-// FLASH-NEXT:    %o = tta.fusion "attention"(%q, %kt, %[[B]], %v) : ({{.*}}, tensor<4x1x32xf32>, {{.*}})
+// CHECK-NEXT:    %o = tta.fusion "attention"(%slope, %q, %kt, %v) : (tensor<4x1x1xf32>, {{.*}}) -> tensor<4x32x16xf32> {
+// CHECK:           %dist = tta.sub %j, %i
+// CHECK-NEXT:      %distf = tta.cast %dist
+// CHECK-NEXT:      %bias = tta.mul
+// CHECK:           %s = tta.add %qk, %bias
+// CHECK:         func.return %o
 
-// The program also returns the rows' logsumexp, which moves with a shift of the rows: the bias stays whole.
-func.func @alibi_with_logsumexp(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %slope: tensor<1x1xf32>) -> (tensor<32x32xf32>, tensor<32x1xf32>) {
+// An encoder's symmetric form, `-slope * abs(j - i)`, in float16, over a batch of heads.
+func.func @symmetric(%q: tensor<2x4x32x16xf16>, %kt: tensor<2x4x16x32xf16>, %v: tensor<2x4x32x16xf16>, %slope: tensor<4x1x1xf16>) -> tensor<2x4x32x16xf16> {
   %a0 = tta.arange 0 to 32 : tensor<32xi32>
-  %i = tta.reshape %a0 : tensor<32xi32> -> tensor<32x1xi32>
-  %a1 = tta.arange 0 to 32 : tensor<32xi32>
-  %j = tta.reshape %a1 : tensor<32xi32> -> tensor<1x32xi32>
-  %dist = tta.sub %j, %i : tensor<1x32xi32>, tensor<32x1xi32> -> tensor<32x32xi32>
-  %distf = tta.cast %dist : tensor<32x32xi32> -> tensor<32x32xf32>
-  %bias = tta.mul %slope, %distf : tensor<1x1xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %a64 = tta.cast %a0 : tensor<32xi32> -> tensor<32xi64>
+  %i = tta.reshape %a64 : tensor<32xi64> -> tensor<32x1xi64>
+  %j = tta.cast %a0 : tensor<32xi32> -> tensor<32xi64>
+  %dist = tta.sub %j, %i : tensor<32xi64>, tensor<32x1xi64> -> tensor<32x32xi64>
+  %abs = tta.abs %dist : tensor<32x32xi64>
+  %absf = tta.cast %abs : tensor<32x32xi64> -> tensor<32x32xf16>
+  %scaled = tta.mul %slope, %absf : tensor<4x1x1xf16>, tensor<32x32xf16> -> tensor<4x32x32xf16>
+  %qk = tta.matmul %q, %kt : tensor<2x4x32x16xf16>, tensor<2x4x16x32xf16> -> tensor<2x4x32x32xf16>
+  %s = tta.sub %qk, %scaled : tensor<2x4x32x32xf16>, tensor<4x32x32xf16> -> tensor<2x4x32x32xf16>
+  %m = tta.reduce_max %s axis = 3 keepdims : tensor<2x4x32x32xf16> -> tensor<2x4x32x1xf16>
+  %d = tta.sub %s, %m : tensor<2x4x32x32xf16>, tensor<2x4x32x1xf16> -> tensor<2x4x32x32xf16>
+  %e = tta.exp %d : tensor<2x4x32x32xf16>
+  %l = tta.reduce_sum %e axis = 3 keepdims : tensor<2x4x32x32xf16> -> tensor<2x4x32x1xf16>
+  %p = tta.div %e, %l : tensor<2x4x32x32xf16>, tensor<2x4x32x1xf16> -> tensor<2x4x32x32xf16>
+  %o = tta.matmul %p, %v : tensor<2x4x32x32xf16>, tensor<2x4x32x16xf16> -> tensor<2x4x32x16xf16>
+  func.return %o : tensor<2x4x32x16xf16>
+}
+// CHECK-LABEL: func.func @symmetric
+// CHECK-NEXT:    %o = tta.fusion "attention"(%slope, %q, %kt, %v) : (tensor<4x1x1xf16>, {{.*}}) -> tensor<2x4x32x16xf16> {
+// CHECK:           %abs = tta.abs %dist
+// CHECK:           %s = tta.sub %qk, %scaled
+
+// A product of two indices (`i * j`) is no index bias (the kernel's 32-bit product could wrap where the program's
+// 64-bit one did not): the bias is computed by a kernel of its own and read.
+func.func @index_product(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tensor<32x16xf32>) -> tensor<32x16xf32> {
+  %a0 = tta.arange 0 to 32 : tensor<32xi32>
+  %a64 = tta.cast %a0 : tensor<32xi32> -> tensor<32xi64>
+  %i = tta.reshape %a64 : tensor<32xi64> -> tensor<32x1xi64>
+  %j = tta.cast %a0 : tensor<32xi32> -> tensor<32xi64>
+  %ij = tta.mul %i, %j : tensor<32x1xi64>, tensor<32xi64> -> tensor<32x32xi64>
+  %bias = tta.cast %ij : tensor<32x32xi64> -> tensor<32x32xf32>
   %qk = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
   %s = tta.add %qk, %bias : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
   %m = tta.reduce_max %s axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
@@ -48,33 +72,9 @@ func.func @alibi_with_logsumexp(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %
   %e = tta.exp %d : tensor<32x32xf32>
   %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
   %p = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
-  %log = tta.log %l : tensor<32x1xf32>
-  %lse = tta.add %m, %log : tensor<32x1xf32>, tensor<32x1xf32> -> tensor<32x1xf32>
-  func.return %p, %lse : tensor<32x32xf32>, tensor<32x1xf32>
-}
-// CHECK-LABEL: func.func @alibi_with_logsumexp
-// CHECK:         %s = tta.add %qk, %bias
-
-// A clamp after the bias (`maximum(s, floor)`) does not keep a shift of the rows a shift: the bias stays whole.
-func.func @alibi_clamped(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tensor<32x16xf32>, %slope: tensor<1x1xf32>) -> tensor<32x16xf32> {
-  %a0 = tta.arange 0 to 32 : tensor<32xi32>
-  %i = tta.reshape %a0 : tensor<32xi32> -> tensor<32x1xi32>
-  %a1 = tta.arange 0 to 32 : tensor<32xi32>
-  %j = tta.reshape %a1 : tensor<32xi32> -> tensor<1x32xi32>
-  %dist = tta.sub %j, %i : tensor<1x32xi32>, tensor<32x1xi32> -> tensor<32x32xi32>
-  %distf = tta.cast %dist : tensor<32x32xi32> -> tensor<32x32xf32>
-  %bias = tta.mul %slope, %distf : tensor<1x1xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
-  %qk = tta.matmul %q, %kt : tensor<32x16xf32>, tensor<16x32xf32> -> tensor<32x32xf32>
-  %s = tta.add %qk, %bias : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
-  %floor = tta.constant -1.000000e+01 : f32 -> f32
-  %c = tta.maximum %s, %floor : tensor<32x32xf32>, f32 -> tensor<32x32xf32>
-  %m = tta.reduce_max %c axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
-  %d = tta.sub %c, %m : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
-  %e = tta.exp %d : tensor<32x32xf32>
-  %l = tta.reduce_sum %e axis = 1 keepdims : tensor<32x32xf32> -> tensor<32x1xf32>
-  %p = tta.div %e, %l : tensor<32x32xf32>, tensor<32x1xf32> -> tensor<32x32xf32>
   %o = tta.matmul %p, %v : tensor<32x32xf32>, tensor<32x16xf32> -> tensor<32x16xf32>
   func.return %o : tensor<32x16xf32>
 }
-// CHECK-LABEL: func.func @alibi_clamped
-// CHECK:         %s = tta.add %qk, %bias
+// CHECK-LABEL: func.func @index_product
+// CHECK:         %bias = tta.cast %ij
+// CHECK-NEXT:    %o = tta.fusion "attention"(%q, %kt, %bias, %v) : ({{.*}}, tensor<32x32xf32>, {{.*}})

@@ -16,9 +16,11 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, i1, i32
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention, ScoreStep
+from tinyton.analysis.index_bias import from_indices, index_bias
 from tinyton.analysis.index_masks import Affine, Logic, Mask, index_mask, is_constant, is_minus_inf
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.lowering.fusion.attention_bias import BiasTiles
 from tinyton.lowering.fusion.emitter import Emitter, f32
 
 LOG2E = 1.4426950408889634
@@ -50,7 +52,7 @@ def _constant_factor(step: ScoreStep) -> float:
 def score_arrays(att: Attention) -> list[SSAValue]:
     """The arrays the score steps read block by block (not constants, one-element scales or index masks)."""
     return [v for step in att.steps for v in step.others
-            if not is_constant(v) and index_mask(v) is None and prod(shape_of(v.type)) > 1]
+            if not is_constant(v) and not from_indices(v) and prod(shape_of(v.type)) > 1]
 
 
 class ScoreSteps:
@@ -108,10 +110,21 @@ class ScoreSteps:
         if isinstance(mask, Logic):
             a, b = (self._mask_tile(part, rows, cols) for part in mask.parts)
             return em.binary(tt.AndOp if mask.kind == "and" else tt.OrOp, a, b)
-        value = self._affine_value(mask.lhs)  # one-element integer inputs, read once per block
-        for position, coef in mask.lhs.coef:
+        return em.cmp(mask.predicate, self._affine_tile(mask.lhs, rows, cols), em.i32(0))
+
+    def _affine_tile(self, affine: Affine, rows: SSAValue, cols: SSAValue) -> SSAValue:
+        """An affine index expression on this block (i32): `[rows, 1]`, `[1, cols]` or both, as its indices vary."""
+        em = self.em
+        value = self._affine_value(affine)
+        for position, coef in affine.coef:
             value = em.binary(tt.AddOp, value, em.mul_int(rows if position == -2 else cols, coef))
-        return em.cmp(mask.predicate, value, em.i32(0))
+        return value
+
+    def _read_leaf(self, value: SSAValue) -> SSAValue:
+        """A value constant along the block (an index bias's slope) at the program's batch entry, as a `[1, 1]`
+        tile of its type."""
+        origin = self.em.const(0, i32, (1, 1))
+        return self.load(value, origin, origin, 0, 0, None)
 
     def _score_block(self, s: SSAValue, rows: SSAValue, cols: SSAValue, row_ok: SSAValue, col_ok: SSAValue | None,
                      masked: bool) -> SSAValue:
@@ -248,6 +261,8 @@ class ScoreSteps:
                 operands.append(s)
             elif (index := index_mask(value)) is not None:
                 operands.append(self._mask_tile(index, rows, cols))
+            elif index_bias(value):
+                operands.append(BiasTiles(em, self._affine_tile, self._read_leaf).tile(value, rows, cols))
             elif minus_inf is not None and is_minus_inf(value):
                 operands.append(minus_inf)
             elif is_constant(value):
