@@ -205,6 +205,22 @@ def test_slices_pads_and_flips_of_computed_values_fuse(monkeypatch, backend) -> 
                                + np.flip(y[:, :8], 0), rtol=1e-6)
 
 
+def test_checks_of_a_window_of_computed_indices_share_one_kernel() -> None:
+    """`one_hot`'s checks of top-k indices (`(i < 0).any()`, `(i >= n).any()`: reductions of the window of an argsort
+    flattened) read the argsort's output in place, all in one kernel (4 launches when each check read a copy of the
+    window: a kernel stored one per check, then one kernel per check)."""
+    x = values((8, 4), np.float32)
+
+    def program(x):
+        top = x.argsort(axis=1)[:, :2]
+        return (top < 0).any(), (top >= 4).any(), (top == 3).any(), top + 1
+
+    compiled = tt.jit(program)
+    assert compiled.compile(x).num_launches == 3
+    for got, want in zip(compiled(x), program(x)):  # NumPy runs the program as it is
+        np.testing.assert_array_equal(got, want)
+
+
 def test_shape_errors_name_the_op_shapes_and_fix() -> None:
     x, y = values((2, 3), np.float32), values((2, 4), np.float32)
     cases = [
@@ -246,6 +262,10 @@ CHAINS = {  # program, kernels when fused
     "bool pad": (lambda x: np.pad(x > 3, 1, constant_values=True), 1),
     "slice of a reduction": (lambda x: x.sum(axis=1)[1:3] * 2, 2),
     "matmul of slices": (lambda x: x[:, :4] @ x[:4, 1:], 1),  # windows of inputs, read in place
+    # rows of a window flattened (a reshape NumPy copies) are read in place too: 2 kernels when a copy was stored
+    "full reduction of a window": (lambda x: (x * 2)[1:, 2:].sum(), 1),
+    "full reduction of a transposed window": (lambda x: x.T[::2].max(), 1),
+    "flattened transpose": (lambda x: x.T.reshape(-1) * 2, 1),
 }
 
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 import tinyton.torch as ttt
 from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks, kernel_kinds
 from torch_models import (
-    AlibiAttention, GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, rope_tables,
+    AlibiAttention, GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, TopKMoE, rope_tables,
 )
 
 
@@ -166,6 +166,18 @@ def test_alibi_attention() -> None:
     with torch.no_grad():
         e = ttt.explain(AlibiAttention(), q.detach(), k.detach(), v.detach())
     assert kernel_kinds(e) == ["attention"], str(e)
+
+
+def test_moe_router_checks_its_experts_in_one_kernel() -> None:
+    """A top-k router's `one_hot` checks its indices (`any` of those below 0, `any` of those past the experts): both
+    checks read the top-k window of the router's argsort in place, in one kernel (13 launches when a kernel copied the
+    window once per check and each check was a kernel of its own)."""
+    torch.manual_seed(6)
+    model, x = TopKMoE(), torch.randn(8, 16)
+    with torch.no_grad():
+        e = ttt.explain(model, x)
+        torch.testing.assert_close(e.output, model(x), **TOL)
+    assert not e.fallbacks and e.num_launches <= 11, str(e)
 
 
 def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:

@@ -203,3 +203,22 @@ class AlibiAttention(nn.Module):
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + bias
         causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=q.device), 1)
         return scores.masked_fill(causal, float("-inf")).softmax(-1) @ v
+
+
+class TopKMoE(nn.Module):
+    """A mixture-of-experts layer written with einsums (GShard's dense dispatch): each token's router softmax, its
+    top-k experts' weights renormalised, a one-hot dispatch, every expert's SiLU MLP, the outputs combined."""
+
+    def __init__(self, dim: int = 16, experts: int = 4, hidden: int = 32, k: int = 2) -> None:
+        super().__init__()
+        self.k, self.experts = k, experts
+        self.router = nn.Linear(dim, experts, bias=False)
+        self.w1 = nn.Parameter(torch.randn(experts, dim, hidden) * 0.1)
+        self.w2 = nn.Parameter(torch.randn(experts, hidden, dim) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weights, chosen = self.router(x).softmax(-1).topk(self.k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        combine = torch.einsum("tk,tke->te", weights, F.one_hot(chosen, self.experts).to(x.dtype))
+        h = F.silu(torch.einsum("td,edh->teh", x, self.w1))
+        return torch.einsum("te,ted->td", combine, torch.einsum("teh,ehd->ted", h, self.w2))

@@ -6,14 +6,14 @@ planner can never build a group the codegen cannot emit.
 The kernel iterates over a *domain* D (a shape) with at most one reduced axis `red`. Every value held
 in registers gets a *map*: for each of its dims, the D axis it runs along, or None for a size-1
 (broadcast) dim. Maps are strictly increasing (no transposes in registers). Values defined outside
-the group are read from memory through a `View` (a strided window on an input buffer): transpose,
-broadcast_to and contiguous reshapes of inputs cost nothing but index arithmetic.
+the group are read from memory through a `View` (tinyton/analysis/views.py: a strided window on an input
+buffer): transposes, broadcasts, slices and reshapes of inputs cost nothing but index arithmetic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from math import prod
 
@@ -21,104 +21,18 @@ from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.matmul_operands import check_matmul
 from tinyton.analysis.not_fusable import NotFusable
+from tinyton.analysis.views import VIEWS, View, check_strided, columns_window, view_after
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
 Map = tuple[int | None, ...]
 
 ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
-VIEWS = (tta.TransposeOp, tta.ReshapeOp, tta.BroadcastToOp, tta.SliceOp)
 AXIS_OPS = (tta.ReduceOp, tta.ScanOp, tta.SortingOp)
 """Ops that walk one axis (reductions, scans whose every element depends on those before it, sorts whose every
 element depends on the whole row): the domain's reduced axis, unless it has size 1 (`is_trivial`)."""
 INDEX_LIMIT = 1 << 31
 """Kernels index with i32: every buffer and the domain must have fewer elements."""
-
-
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
-
-
-@dataclass(frozen=True)
-class View:
-    """Elements of `base` (a value from outside the group) read at `offset + sum(index[i] * strides[i])`;
-    where an index leaves `bounds` (per dim `[lo, hi)`; None: nowhere) the view reads `fill` instead (a
-    slice past the input's end: `np.pad`, the parts of a concatenation)."""
-
-    base: SSAValue
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
-    bounds: tuple[tuple[int, int], ...] | None = None
-    fill: bool | int | float | None = None
-
-    @staticmethod
-    def of(value: SSAValue) -> View:
-        shape = shape_of(value.type)
-        return View(value, shape, contiguous_strides(shape))
-
-    @property
-    def is_contiguous(self) -> bool:
-        """Row-major and unmasked (a contiguous reshape is free), maybe at an offset."""
-        dense = all(s == c for s, c, d in zip(self.strides, contiguous_strides(self.shape), self.shape) if d != 1)
-        return dense and self.bounds is None
-
-    @property
-    def is_plain(self) -> bool:
-        """No offset and no bounds: what a matmul operand's descriptors and tiles read."""
-        return self.offset == 0 and self.bounds is None
-
-    def dims(self, axes: tuple[int, ...], rank: int) -> list[tuple[int, int]]:
-        """(size, stride) along each of `axes` of a domain of `rank` dims that this view broadcasts into
-        (right-aligned, as NumPy broadcasts); (1, 0) where the view has no such dim."""
-        own = (a - rank + len(self.shape) for a in axes)
-        return [(self.shape[j], self.strides[j]) if j >= 0 else (1, 0) for j in own]
-
-    def apply(self, op: Operation) -> View | None:
-        """The view after a transpose / broadcast_to / reshape / slice; None if it needs a copy."""
-        out = shape_of(op.results[0].type)
-        if isinstance(op, tta.SliceOp):
-            return self._slice(op, out)
-        bounds = self.bounds
-        if isinstance(op, tta.TransposeOp):
-            bounds = None if bounds is None else tuple(bounds[p] for p in op.perm)
-            return replace(self, shape=out, strides=tuple(self.strides[p] for p in op.perm), bounds=bounds)
-        if isinstance(op, tta.BroadcastToOp):
-            lead = len(out) - len(self.shape)
-            src = [(1, 0)] * lead + list(zip(self.shape, self.strides))
-            if bounds is not None:  # a broadcast dim (size 1) read inside its bounds is read whole; others keep theirs
-                bounds = tuple((0, n) if d == 1 and b == (0, 1) else b
-                               for (d, _), b, n in zip(src, [(0, 1)] * lead + list(bounds), out))
-            return replace(self, shape=out, strides=tuple(0 if d == 1 else s for (d, s) in src), bounds=bounds)
-        if self.is_contiguous:
-            return replace(self, shape=out, strides=contiguous_strides(out))
-        kept = [(d, s, b) for d, s, b in zip(self.shape, self.strides, bounds or [None] * len(self.shape)) if d != 1]
-        if bounds is not None and any(b != (0, 1) for d, b in zip(self.shape, bounds) if d == 1):
-            return None  # a removed size-1 dim that reads the fill
-        if [d for d, _, _ in kept] == [d for d in out if d != 1]:  # only size-1 dims added or removed
-            it = iter(kept)
-            dims = [next(it) if d != 1 else (1, 0, (0, 1)) for d in out]
-            return replace(self, shape=out, strides=tuple(s for _, s, _ in dims),
-                           bounds=None if bounds is None else tuple(b for _, _, b in dims))
-        return None
-
-    def _slice(self, op: tta.SliceOp, out: tuple[int, ...]) -> View | None:
-        """A window of this view: the offset moves to the start, strides scale by the steps, and the
-        indices inside both the window and the old bounds stay readable."""
-        fill = op.fill_value
-        if self.bounds is not None and fill is not None and self.fill is not None and fill != self.fill:
-            return None  # two paddings with different values
-        old = self.bounds or tuple((0, n) for n in self.shape)
-        offset = self.offset + sum(st * s for st, s in zip(op.starts, self.strides))
-        bounds = tuple(tta.inside_range(st - lo, step, n, hi - lo) for st, step, n, (lo, hi) in
-                       zip(op.starts, op.steps, out, old))
-        full = all(b == (0, n) for b, n in zip(bounds, out))
-        return View(self.base, out, tuple(s * step for s, step in zip(self.strides, op.steps)), offset,
-                    None if full else bounds, None if full else (self.fill if fill is None else fill))
 
 
 @dataclass
@@ -212,12 +126,6 @@ def _check_map(m: Map, what: Operation) -> Map:
     return m
 
 
-def columns_window(view: View) -> bool:
-    """A right operand read whole, or at shifted columns (bounds only on its last dim): what a product of
-    few rows reads for a window of its columns (tinyton/rewrites/remap.py `_push_into_product`)."""
-    return view.bounds is None or all(b == (0, n) for b, n in zip(view.bounds[:-1], view.shape[:-1]))
-
-
 def has_template(op: Operation) -> bool:
     return isinstance(op, (*ELEMENTWISE, *VIEWS, *AXIS_OPS, tta.MatmulOp, tta.TakeOp, tta.PutOp))
 
@@ -238,18 +146,6 @@ def check_puts(ops: Sequence[Operation], external: Callable[[SSAValue], bool]) -
             raise NotFusable("a put's destination is neither computed nor read by the put's kernel")
         if any(u.operation in members for u in op.result.uses):
             raise NotFusable("a put's result is read from memory, after the put's kernel")
-
-
-def view_after(op: Operation, views: Mapping[SSAValue, View], inside: Callable[[SSAValue], bool]) -> View | None:
-    """The view `op` makes of a value read from memory (its input is outside the group or a view
-    itself); None when `op` computes in registers. A scalar constant is never read from memory: every
-    region reading it gets its own copy (tinyton/rewrites/outline.py), so the planner, which sees it
-    outside the group, must also see its layout ops (`zeros(n)`: a broadcast constant) as computed."""
-    if not isinstance(op, VIEWS) or (isinstance(op.input, OpResult) and isinstance(op.input.op, tta.ConstantOp)):
-        return None
-    if op.input in views or not inside(op.input):
-        return (views.get(op.input) or View.of(op.input)).apply(op)
-    return None
 
 
 def candidate_domains(
@@ -316,6 +212,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
     k_loop = None
     if matmuls:
         k_loop = check_matmul(matmuls, reductions, external)
+        check_strided(k_loop.maps, views, "a matmul's K loop")
         register = [op for op in register if op not in k_loop.ops]
         reductions = []
     by_size = sorted(reductions, key=reduction_order)
@@ -460,6 +357,7 @@ def _infer(dom: Domain, op: Operation, external) -> Map:
     if isinstance(op, tta.TakeOp):
         if dom.view(op.table).bounds is not None:
             raise NotFusable("take reads an unpadded table (a padded one needs its own kernel)")
+        check_strided([op.table], dom.views, "a gather")
         if not external(op.indices):
             constraints.append((op.axis.value.data, dom.maps[op.indices], shape_of(op.indices.type)))
     else:

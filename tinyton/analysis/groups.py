@@ -32,8 +32,8 @@ from tinyton.analysis.domain import (
     infer_map,
     is_trivial,
     register_shape,
-    view_after,
 )
+from tinyton.analysis.views import check_strided, view_after
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -239,6 +239,7 @@ class Union:
         if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
             raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
         k_maps = check_matmul(summary.matmuls, [], external).maps if summary.matmuls else {}
+        check_strided(k_maps, self.views, "a matmul's K loop")
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
             raise _Fresh  # shapes that do not broadcast together: `analyze` tries the outputs' shape
         order = sorted(summary.reductions.items(), key=lambda kv: (-len(kv[0][0]), -prod(kv[0][0]), kv[1]))

@@ -62,7 +62,7 @@ dims that are not contiguous with each other (nanoGPT's and `nn.MultiheadAttenti
 later reshape splitting them back makes a view again."""
 
 
-def _regrouped(dims: Sequence[Atoms], out: Sequence[int]) -> list[Atoms] | None:
+def regrouped(dims: Sequence[Atoms], out: Sequence[int]) -> list[Atoms] | None:
     """`dims` reshaped to `out`: their pieces in order (an extent-1 one dropped, neighbours that walk memory as one
     merged), cut into runs of `out`'s extents (a piece split in two where a run ends inside it); None where a run
     cannot end inside a piece."""
@@ -117,9 +117,9 @@ def _through(base: SSAValue, ops: Sequence[Operation]) -> QView | None:
             offset += sum(start * _stride(dim) for start, dim in zip(op.starts, dims))
             dims = [((n, _stride(dim) * step),) for n, dim, step in zip(out, dims, op.steps)]
         elif isinstance(op, tta.ReshapeOp):
-            if 0 in shape or (regrouped := _regrouped(dims, out)) is None:
+            if 0 in shape or (grouped := regrouped(dims, out)) is None:
                 return None
-            dims = regrouped
+            dims = grouped
         shape = out
     if any(len(dim) > 1 for dim in dims):
         return None
@@ -134,7 +134,7 @@ def _stride(dim: Atoms) -> int:
 def _reshaped(shape: Sequence[int], strides: Sequence[int], out: Sequence[int]) -> tuple[int, ...] | None:
     """The strides of a reshape to `out` of the strided view (`shape`, `strides`), or None when it needs a copy
     (NumPy's rule: each run of dims that merges or splits must be contiguous within itself)."""
-    if 0 in shape or (dims := _regrouped([((n, st),) for n, st in zip(shape, strides)], out)) is None:
+    if 0 in shape or (dims := regrouped([((n, st),) for n, st in zip(shape, strides)], out)) is None:
         return None
     return None if any(len(dim) > 1 for dim in dims) else tuple(map(_stride, dims))
 

@@ -39,9 +39,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.transforms.common_subexpression_elimination import cse
 
-from tinyton.analysis.domain import VIEWS, NotFusable
+from tinyton.analysis.domain import NotFusable
 from tinyton.analysis.groups import GroupDomain, Union
 from tinyton.analysis.pass_inputs import check_array_program
+from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
 from tinyton.profiling import stage

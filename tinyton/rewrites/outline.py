@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, OpResult, SSAValue, Use
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tinyton.analysis.domain import ELEMENTWISE, VIEWS, Domain, NotFusable, analyze
+from tinyton.analysis.domain import ELEMENTWISE, Domain, NotFusable, analyze
+from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, shape_of
 from tinyton.rewrites.group_graph import lexicographic_order

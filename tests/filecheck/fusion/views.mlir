@@ -1,4 +1,5 @@
 // RUN: tinyton-opt %s -p tinyton-fuse | filecheck %s
+// RUN: tinyton-opt %s -p tinyton-fuse,tinyton-fusion-to-kernels | filecheck %s --check-prefix=KERNEL
 
 // Layout ops on values read from memory are views: each consumer absorbs its own copy (and the two
 // consumers, over one domain and sharing their input, then share a kernel).
@@ -39,3 +40,33 @@ func.func @lone_reshape(%x: tensor<6x9xf32>) -> tensor<54xf32> {
 
 // CHECK-LABEL: func.func @lone_reshape
 // CHECK-NEXT:    %f = tta.fusion "reshape"(%x)
+
+// `x[1:, 2:].sum()`: the window's rows flattened for the reduction do not walk memory as one, but the reshape is
+// a view all the same (its dim in two pieces, (4, 6) and (4, 1)): one kernel reads x, none copies the window.
+// The load decomposes each index over the pieces: `(i // 4) * 6 + i % 4`, past the window's start (1 * 6 + 2).
+
+func.func @sum_of_window(%x: tensor<5x6xf32>) -> f32 {
+  %w = tta.slice %x start = [1, 2] step = [1, 1] : tensor<5x6xf32> -> tensor<4x4xf32>
+  %f = tta.reshape %w : tensor<4x4xf32> -> tensor<16xf32>
+  %s = tta.reduce_sum %f axis = 0 : tensor<16xf32> -> f32
+  func.return %s : f32
+}
+
+// CHECK-LABEL: func.func @sum_of_window
+// CHECK-NEXT:    %s = tta.fusion "row_reduction"(%x) {{.*}}: (tensor<5x6xf32>) -> f32
+// CHECK:         func.return %s
+
+// KERNEL-LABEL:  func.func @sum_of_window_{{.+}}(%x: !tt.ptr<f32>
+// KERNEL:          %[[I:.+]] = tt.arange 0 to 16
+// KERNEL:          %[[C4:.+]] = tt.constant 4 : i32
+// KERNEL-NEXT:     %[[FOUR:.+]] = tt.splat %[[C4]] : i32 -> tensor<16xi32>
+// KERNEL-NEXT:     %[[COL:.+]] = tt.mod %[[I]], %[[FOUR]]
+// KERNEL-NEXT:     %[[ROW:.+]] = tt.floordiv %[[I]], %[[FOUR]]
+// KERNEL:          %[[C6:.+]] = tt.constant 6 : i32
+// KERNEL-NEXT:     %[[SIX:.+]] = tt.splat %[[C6]]
+// KERNEL-NEXT:     %[[ROWS:.+]] = tt.mul %[[ROW]], %[[SIX]]
+// KERNEL-NEXT:     %[[AT:.+]] = tt.add %[[COL]], %[[ROWS]]
+// KERNEL:          tt.add %[[AT]], %{{.+}}
+// KERNEL:          tt.load
+// KERNEL-NEXT:     tt.reduce_sum
+// KERNEL-NOT:    tt.load

@@ -13,7 +13,7 @@ from dataclasses import replace
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention, Select
-from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.views import contiguous_strides
 from tinyton.analysis.strided_views import QView
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from tinyton.analysis.domain import View
+from tinyton.analysis.views import View
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import Emitter, f32, identity

@@ -11,7 +11,7 @@ from math import prod
 
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.domain import View
+from tinyton.analysis.views import View
 from tinyton.dialects import tt
 from tinyton.lowering.fusion.emitter import Emitter
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from tinyton.analysis.domain import View
+from tinyton.analysis.views import View
 from tinyton.analysis.matmul_operands import K_AXIS, is_scalar_constant
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of

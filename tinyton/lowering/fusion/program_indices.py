@@ -15,6 +15,8 @@ from typing import Any
 from xdsl.ir import Block, SSAValue
 
 from tinyton.analysis.domain import Domain
+from tinyton.analysis.strided_views import Atoms
+from tinyton.analysis.views import Stride
 from tinyton.dialects import tt
 from tinyton.dialects.tt import shape_of
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape
@@ -115,8 +117,9 @@ class ProgramIndices:
         s.mask = em.cmp("lt", s.index, self.root.memo[(*key, s.extent)]) if s.needs_mask else None
 
     # ---- addresses ---------------------------------------------------------------------------
-    def offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
-        """`sum(index[a] * strides[a])` over the domain axes, one decomposed term per source."""
+    def offsets(self, strides: dict[int, Stride], scope: Scope) -> SSAValue | None:
+        """`sum(index[a] * strides[a])` over the domain axes, one decomposed term per source (an axis walking
+        memory in pieces, a merged dim of a view: the sum over its pieces, its index decomposed over them)."""
         target = scope if self.kvar(a for a, st in strides.items() if st) else self.root
         key = ("offsets", tuple(sorted(strides.items())))
         if key not in target.memo:
@@ -124,10 +127,10 @@ class ProgramIndices:
                 target.memo[key] = self._offsets(strides, target)
         return target.memo[key]
 
-    def _offsets(self, strides: dict[int, int], scope: Scope) -> SSAValue | None:
+    def _offsets(self, strides: dict[int, Stride], scope: Scope) -> SSAValue | None:
         total = None
         for s in self.geom.sources:
-            pairs = tuple((self.dom.shape[a], strides.get(a, 0)) for a in s.axes)
+            pairs = tuple(piece for a in s.axes for piece in _pieces(self.dom.shape[a], strides.get(a, 0)))
             if not any(st for _, st in pairs):
                 continue
             target = scope if s is self.geom.k else self.root
@@ -176,7 +179,7 @@ class ProgramIndices:
                 target.memo[key] = self.em.to_shape(m, shape)
         return target.get(key)
 
-    def pointers(self, ptr: SSAValue, strides: dict[int, int], scope: Scope, extra: SSAValue | None = None):
+    def pointers(self, ptr: SSAValue, strides: dict[int, Stride], scope: Scope, extra: SSAValue | None = None):
         """(pointer tile or scalar, tile shape) for kernel pointer `ptr` at per-axis strides plus `extra`."""
         em = self.em
         shape = broadcast_shape(self.geom.tile_shape(set(strides)), shape_of(extra.type) if extra else ())
@@ -191,3 +194,8 @@ class ProgramIndices:
 
     def kvar(self, axes: Any) -> bool:
         return self.geom.k is not None and self.dom.red in set(axes)
+
+
+def _pieces(extent: int, stride: Stride) -> Atoms:
+    """An axis of `extent` walked at `stride` as (extent, stride) pieces, outermost first."""
+    return stride if isinstance(stride, tuple) else ((extent, stride),)

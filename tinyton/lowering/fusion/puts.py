@@ -11,7 +11,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
-from tinyton.analysis.domain import contiguous_strides
+from tinyton.analysis.views import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import shape_of
 from tinyton.lowering.fusion.emitter import broadcast_shape

@@ -14,13 +14,8 @@ from collections.abc import Callable, Sequence
 from xdsl.dialects.builtin import Signedness, i1, i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.domain import (
-    Domain,
-    Map,
-    View,
-    contiguous_strides,
-    is_trivial,
-)
+from tinyton.analysis.domain import Domain, Map, is_trivial
+from tinyton.analysis.views import Stride, View, contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, is_float, shape_of
 from tinyton.lowering.fusion.cache_policy import hints
@@ -80,9 +75,10 @@ class RegionEmitter(ProgramIndices):
         """A split K loop's partial products and per-tile counters (kernel pointers; `split_k.py`)."""
 
     @staticmethod
-    def load_strides(view: View, m: Map) -> dict[int, int]:
-        """Domain axis -> element stride of the load of `view` through map `m` (the axes it varies along)."""
-        return {a: st for a, st in zip(m, view.strides) if a is not None and st != 0}
+    def load_strides(view: View, m: Map) -> dict[int, Stride]:
+        """Domain axis -> how the load of `view` through map `m` walks memory along it (the axes it varies along):
+        an element stride, or the pieces of a merged dim."""
+        return {a: st for a, st in ((a, view.load_stride(j)) for j, a in enumerate(m)) if a is not None and st != 0}
 
     def load_tile(self, value: SSAValue, m: Map) -> tuple[tuple, tuple[int, ...]]:
         """(memo key, tile shape) of the load of input `value` through map `m`: equal keys are one load."""
@@ -102,7 +98,7 @@ class RegionEmitter(ProgramIndices):
                 target.memo[key] = self._load(view, m, strides, target)
         return target.get(key)
 
-    def _load(self, view: View, m: Map, strides: dict[int, int], scope: Scope) -> SSAValue:
+    def _load(self, view: View, m: Map, strides: dict[int, Stride], scope: Scope) -> SSAValue:
         em = self.em
         element = element_type(view.base.type)
         inside = self._inside(view, m, scope)
@@ -305,7 +301,7 @@ class RegionEmitter(ProgramIndices):
         return em.emit(tt.LoadOp(ptr, em.and_(self.mask(shape, scope), em.to_shape(inside, shape))))
 
 
-def _load_key(view: View, strides: dict[int, int]) -> tuple:
+def _load_key(view: View, strides: dict[int, Stride]) -> tuple:
     """The memo key of a load: one view base read with the same strides is one load."""
     return ("load", view.base, tuple(sorted(strides.items())), view.offset, view.bounds, view.fill)
 

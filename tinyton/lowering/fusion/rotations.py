@@ -17,7 +17,8 @@ from collections.abc import Iterable
 
 from xdsl.ir import OpResult, SSAValue
 
-from tinyton.analysis.domain import Domain, View
+from tinyton.analysis.domain import Domain
+from tinyton.analysis.views import View
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import shape_of
 from tinyton.lowering.fusion.emitter import Emitter
