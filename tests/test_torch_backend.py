@@ -564,6 +564,30 @@ def test_sort_and_topk_run_in_tinyton() -> None:
         torch.testing.assert_close(source.gather(dim, got[indices]), got[values], equal_nan=True, rtol=0, atol=0)
 
 
+def test_scatters_of_several_elements_a_row_and_topks_gradient() -> None:
+    """`scatter` of k elements a row (a tensor or a scalar source, along any dim) is k selects, one kernel per output
+    shape, and
+    top-k's gradient (a scatter of the k values' gradients into zeros: an MoE router's backward) runs in tinyton with
+    the softmax's gradient around it (the scatter ran in torch, with a kernel storing the zeros it scattered into)."""
+    torch.manual_seed(0)
+    base, src = torch.randn(4, 6), torch.randn(4, 3)
+    index = torch.stack([torch.randperm(6)[:3] for _ in range(4)])  # torch leaves repeated indices' order open
+
+    def f(base: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return base.scatter(1, index, src), base.T.scatter(0, index.T, 2.5), base.scatter(1, index, src * 2) * 3
+
+    e = check(f, base, index, src)
+    assert e.num_launches == 2, str(e)
+    x = torch.randn(8, 5, requires_grad=True)
+    e = ttt.explain(lambda x: (x.softmax(-1).topk(2, dim=-1).values ** 2).sum(), x)
+    e.output.backward()
+    reference = x.detach().clone().requires_grad_()
+    (reference.softmax(-1).topk(2, dim=-1).values ** 2).sum().backward()
+    torch.testing.assert_close(x.grad, reference.grad, **TOL)
+    backward = [step.launch.kind for g in e.report.groups if g.graph == "backward" for step in g.last.steps]
+    assert not e.fallbacks and len(backward) == 1, e.reasons or str(e)
+
+
 def test_kthvalue_and_medians_run_in_tinyton() -> None:
     """`torch.kthvalue`, `torch.median` (whole tensor and along a dim: the lower median) and `torch.nanmedian`, odd
     and even rows, keepdim: eager's values and, on rows without ties, eager's indices; a row holding one NaN: NaN at

@@ -171,13 +171,15 @@ def test_alibi_attention() -> None:
 def test_moe_router_checks_its_experts_in_one_kernel() -> None:
     """A top-k router's `one_hot` checks its indices (`any` of those below 0, `any` of those past the experts): both
     checks read the top-k window of the router's argsort in place, in one kernel (13 launches when a kernel copied the
-    window once per check and each check was a kernel of its own)."""
+    window once per check and each check was a kernel of its own). Its training step runs in tinyton too: top-k's
+    gradient is a scatter of k elements a row."""
     torch.manual_seed(6)
     model, x = TopKMoE(), torch.randn(8, 16)
     with torch.no_grad():
         e = ttt.explain(model, x)
         torch.testing.assert_close(e.output, model(x), **TOL)
     assert not e.fallbacks and e.num_launches <= 11, str(e)
+    check_forward_backward(model, x.requires_grad_())
 
 
 def test_activations_norms_and_shape_ops_beyond_the_llms() -> None:

@@ -2,7 +2,7 @@
 
 Slices, concatenation and gathers are written with NumPy's spellings (`x[a:b]`, `tt.concatenate`,
 `tt.take_along_axis`) where array programs have them, else composed of `tt.take` with index arrays from
-`tt.arange` (a gather), and scatters of one element per row as a `tt.where` against an index row (one-hot),
+`tt.arange` (a gather), and scatters of a few elements per row as `tt.where`s against index rows (one-hot),
 so that the models' ops run in tinyton today and take the direct builtins as they land.
 """
 
@@ -246,14 +246,23 @@ def gather(x: Traced, dim: int, index: Traced, sparse_grad: bool = False) -> Tra
     return tt.sum(tt.where(_one_hot_row(x, axis, index), x, 0), axis=axis, keepdims=True)
 
 
+SCATTER_SELECTS = 16
+"""Most elements a row a scatter writes (one select each, in one elementwise kernel); top-k's backward writes k."""
+
+
 def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
-    """One element per row written (cross_entropy's backward): a select against the index row."""
+    """Elements written at their indices along `dim` (cross_entropy's backward writes one a row, top-k's k): one select
+    against each index column, in order, so where a row's indices repeat the last write wins (torch leaves it open)."""
     axis = _axis(dim, base.ndim)
-    if not _same_other_dims(base, index, axis) or index.shape[axis] != 1:
-        raise Unsupported("scatter of other than one element per row")
+    if not _same_other_dims(base, index, axis) or index.shape[axis] > SCATTER_SELECTS:
+        raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
     if isinstance(src, Traced) and src.shape != index.shape:
         raise Unsupported("scatter with a source larger than its index")
-    return tt.where(_one_hot_row(base, axis, index), src, base)
+    out = base
+    for i in range(index.shape[axis]):
+        column = (slice(None),) * axis + (slice(i, i + 1),)
+        out = tt.where(_one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
+    return out
 
 
 def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
