@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 import tinyton.torch as ttt
 from torch_checks import TOL, check_forward_backward, check_training, expected_fallbacks, kernel_kinds
 from torch_models import (
-    AlibiAttention, GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, TopKMoE, rope_tables,
+    AlibiAttention, BertLayer, GPTBlock, LayerNorm, LlamaBlock, MicroGPT, NanoGPT, RelativeAttention, TopKMoE,
+    rope_tables,
 )
 
 
@@ -166,6 +167,19 @@ def test_alibi_attention() -> None:
     with torch.no_grad():
         e = ttt.explain(AlibiAttention(), q.detach(), k.detach(), v.detach())
     assert kernel_kinds(e) == ["attention"], str(e)
+
+
+def test_bert_layer_with_a_padding_mask() -> None:
+    """BERT's padding mask, `(1 - mask) * finfo.min` added to the scores, is read whole by the attention (a rule that
+    dropped terms constant along the keys had dropped its `finfo.min`: the keys not masked scored `finfo.max` and the
+    softmax was NaN; before that the rule failed with a TypeError on the mask, and the layer ran in torch)."""
+    torch.manual_seed(7)
+    model, x, mask = BertLayer(), torch.randn(2, 8, 32), torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    check_forward_backward(model, x.clone().requires_grad_(), mask)
+    with torch.no_grad():
+        e = ttt.explain(model, x, mask)
+        torch.testing.assert_close(e.output, model(x, mask), **TOL)
+    assert not e.fallbacks and kernel_kinds(e).count("attention") == 1, str(e)
 
 
 def test_moe_router_checks_its_experts_in_one_kernel() -> None:

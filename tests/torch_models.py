@@ -222,3 +222,24 @@ class TopKMoE(nn.Module):
         combine = torch.einsum("tk,tke->te", weights, F.one_hot(chosen, self.experts).to(x.dtype))
         h = F.silu(torch.einsum("td,edh->teh", x, self.w1))
         return torch.einsum("te,ted->td", combine, torch.einsum("teh,ehd->ted", h, self.w2))
+
+
+class BertLayer(nn.Module):
+    """A BERT encoder layer (post-norm) with Hugging Face's padding mask: `(1 - mask) * finfo.min` added to the scores
+    of the keys past each sequence's end."""
+
+    def __init__(self, dim: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.ff = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        scores = q @ k.transpose(-1, -2) / math.sqrt(c // self.heads) + bias
+        y = scores.softmax(-1) @ v
+        x = self.ln1(x + self.out(y.transpose(1, 2).reshape(b, t, c)))
+        return self.ln2(x + self.ff(x))

@@ -30,9 +30,9 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from tinyton.analysis.attention import Attention, score_chain
 from tinyton.analysis.index_bias import from_indices, index_ops
 from tinyton.analysis.index_masks import is_constant
-from tinyton.analysis.views import VIEWS
 from tinyton.analysis.logsumexp import row_logsumexp
 from tinyton.analysis.strided_views import QView, output_views, own_layout, stored, strided_view
+from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 

@@ -78,3 +78,26 @@ func.func @index_product(%q: tensor<32x16xf32>, %kt: tensor<16x32xf32>, %v: tens
 // CHECK-LABEL: func.func @index_product
 // CHECK:         %bias = tta.cast %ij
 // CHECK-NEXT:    %o = tta.fusion "attention"(%q, %kt, %bias, %v) : ({{.*}}, tensor<32x32xf32>, {{.*}})
+
+// BERT's padding mask, `(1 - mask) * finfo.min` of an int mask read from memory: no index bias (it is read, not
+// computed from the indices), so the attention reads it as it is.
+func.func @padding_mask(%q: tensor<2x8x16xf32>, %kt: tensor<2x16x8xf32>, %v: tensor<2x8x16xf32>, %mask: tensor<2x8xi64>) -> tensor<2x8x16xf32> {
+  %m3 = tta.reshape %mask : tensor<2x8xi64> -> tensor<2x1x8xi64>
+  %mf = tta.cast %m3 : tensor<2x1x8xi64> -> tensor<2x1x8xf32>
+  %one = tta.constant 1.000000e+00 : f32 -> f32
+  %inv = tta.sub %one, %mf : f32, tensor<2x1x8xf32> -> tensor<2x1x8xf32>
+  %low = tta.constant -3.40282347e+38 : f32 -> f32
+  %bias = tta.mul %inv, %low : tensor<2x1x8xf32>, f32 -> tensor<2x1x8xf32>
+  %qk = tta.matmul %q, %kt : tensor<2x8x16xf32>, tensor<2x16x8xf32> -> tensor<2x8x8xf32>
+  %s = tta.add %qk, %bias : tensor<2x8x8xf32>, tensor<2x1x8xf32> -> tensor<2x8x8xf32>
+  %m = tta.reduce_max %s axis = 2 keepdims : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+  %d = tta.sub %s, %m : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+  %e = tta.exp %d : tensor<2x8x8xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<2x8x8xf32> -> tensor<2x8x1xf32>
+  %p = tta.div %e, %l : tensor<2x8x8xf32>, tensor<2x8x1xf32> -> tensor<2x8x8xf32>
+  %o = tta.matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+  func.return %o : tensor<2x8x16xf32>
+}
+// CHECK-LABEL: func.func @padding_mask
+// CHECK:         %bias = tta.mul %inv, %low
+// CHECK-NEXT:    %o = tta.fusion "attention"(%q, %kt, %bias, %v) : ({{.*}}, tensor<2x1x8xf32>, {{.*}})
