@@ -207,6 +207,19 @@ def test_convolutions_are_windows_and_a_matmul(name: str) -> None:
     assert 0 < e.num_launches <= (8 if "transposed" in name else 4) and "matmul" in str(e)
 
 
+@pytest.mark.parametrize("name", ["1d-padded", "2d-3x3", "2d-patches"])
+def test_a_convolutions_bias_and_activation_run_in_its_epilogue(name: str) -> None:
+    """The product `[B, 1, C, H * W]` of a convolution of one group is viewed as `[B, C, H, W]`: its bias and an
+    activation move onto the product's shape, into its epilogue (a kernel of their own for 2-d convolutions, whose
+    reshape also drops the group's size-1 dim: 3 launches)."""
+    torch.manual_seed(0)
+    make, shape = CONVOLUTIONS[name]
+    model = torch.nn.Sequential(make(), torch.nn.GELU()).eval()
+    with torch.no_grad():
+        e = check(model, torch.randn(*shape))
+    assert e.num_launches == 2 and kernel_kinds(e)[-1] == "matmul_epilogue", str(e)
+
+
 @pytest.mark.parametrize("name", CONVOLUTIONS)
 def test_convolutions_train_in_tinyton(name: str) -> None:
     """`convolution_backward` (the input gradient a transposed convolution, or a convolution for a transposed one;

@@ -50,10 +50,15 @@ def _transposed(b: Builder, value: SSAValue, perm: Sequence[int]) -> SSAValue:
 
 def _merged_runs(src: Sequence[int], out: Sequence[int]) -> list[tuple[int, int]] | None:
     """The runs `(first, last)` of `src`'s dims whose products are `out`'s dims, when `out` merges adjacent dims of
-    `src` and merges some (a reshape moving size-1 dims only is free in registers); None for any other reshape."""
+    `src` and merges some (a reshape moving size-1 dims only is free in registers); None for any other reshape. A
+    size-1 dim of `out` where `src` has none is an empty run (`last < first`: a convolution's single group of
+    `[B, 1, C, H * W]` is `[B, C, H, W]` merged)."""
     runs, i = [], 0
     for n in out:
         first, size = i, 1
+        if n == 1 and (i == len(src) or src[i] != 1):
+            runs.append((first, first - 1))
+            continue
         while i < len(src) and (size < n or i == first):
             size, i = size * src[i], i + 1
         if size != n or n == 0:

@@ -138,6 +138,30 @@ func.func @split_rows_kept(%x: tensor<16x64xf32>, %w: tensor<64x32xf32>) -> tens
 // PUSH:         %v = tta.reshape %p : tensor<16x32xf32> -> tensor<2x8x32xf32>
 // PUSH:         %d = tta.sub %v, %m
 
+// A convolution is `w [1, C, K] @ columns [B, 1, K, H * W]` viewed as `[B, C, H, W]`: the reshape drops the size-1 dim
+// of the single group as it splits the positions, and still moves below the bias add (the bias `[C, 1, 1]` merged to
+// `[1, 1, C, 1]`): the bias and an activation run in the product's epilogue (a kernel of their own when a size-1 dim
+// the reshape drops stopped the rule).
+func.func @convolution_bias(%w: tensor<1x8x12xf32>, %cols: tensor<2x1x12x16xf32>, %b: tensor<8x1x1xf32>) -> tensor<2x8x4x4xf32> {
+  %p = tta.matmul %w, %cols : tensor<1x8x12xf32>, tensor<2x1x12x16xf32> -> tensor<2x1x8x16xf32>
+  %v = tta.reshape %p : tensor<2x1x8x16xf32> -> tensor<2x8x4x4xf32>
+  %a = tta.add %v, %b : tensor<2x8x4x4xf32>, tensor<8x1x1xf32> -> tensor<2x8x4x4xf32>
+  %zero = tta.constant 0.000000e+00 : f32 -> f32
+  %r = tta.maximum %a, %zero : tensor<2x8x4x4xf32>, f32 -> tensor<2x8x4x4xf32>
+  func.return %r : tensor<2x8x4x4xf32>
+}
+
+// PUSH-LABEL: func.func @convolution_bias
+// PUSH:         %[[B:.+]] = tta.reshape %b : tensor<8x1x1xf32> -> tensor<1x1x8x1xf32>
+// PUSH-NEXT:    %[[A:.+]] = tta.add %p, %[[B]] : tensor<2x1x8x16xf32>, tensor<1x1x8x1xf32> -> tensor<2x1x8x16xf32>
+// PUSH:         tta.maximum %{{.+}} : tensor<2x1x8x16xf32>, f32 -> tensor<2x1x8x16xf32>
+
+// FUSE-LABEL: func.func @convolution_bias
+// FUSE-NEXT:    %[[E:.+]] = tta.fusion "matmul_epilogue"(%w, %cols, %b) {{.*}} -> tensor<2x1x8x16xf32>
+// FUSE:         %r = tta.fusion "reshape"(%[[E]])
+// FUSE-NOT:     tta.fusion
+// FUSE:         func.return
+
 // A transpose of a take that keeps the indices' dims together is a take from the table transposed alike: T5's
 // relative-position bias `emb[buckets].permute(2, 0, 1)` gathers [H, L, L] from the table's columns, and its
 // buckets, computed along both axes (the column index cast before its reshape to [L, 1]), in the same kernel.
