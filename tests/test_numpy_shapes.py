@@ -23,7 +23,7 @@ from tinyton.lowering.ptx import assemble_ptx
 from tinyton.rewrites.pipeline import fuse_module
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fusion_helpers import compile_program, run_program  # noqa: E402
+from fusion_helpers import compile_program, execute, run_program  # noqa: E402
 from test_numpy_indexing import (  # noqa: E402
     BACKENDS,
     DTYPES,
@@ -219,6 +219,23 @@ def test_checks_of_a_window_of_computed_indices_share_one_kernel() -> None:
     assert compiled.compile(x).num_launches == 3
     for got, want in zip(compiled(x), program(x)):  # NumPy runs the program as it is
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_window_that_two_kernels_read_is_stored_once() -> None:
+    """A window of an input read as the left operand of two products of different widths (which read it whole, a
+    kernel of their own each) is copied by one kernel that stores it once (once per product when each product's copy of
+    the view was a result of its own)."""
+    rng = np.random.default_rng(0)
+    x, w1, w2 = (rng.standard_normal(shape).astype(np.float32) for shape in ((8, 5), (4, 6), (4, 3)))
+
+    def program(x, w1, w2):
+        window = x[:, 1:]
+        return window @ w1, window @ w2
+
+    module, specs = compile_program(program, [x, w1, w2], fuse=True)
+    assert [len(spec.outputs) for spec in specs] == [1, 1, 1]
+    for got, want in zip(execute(module, specs, [x, w1, w2]), program(x, w1, w2)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_shape_errors_name_the_op_shapes_and_fix() -> None:

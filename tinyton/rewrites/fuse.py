@@ -14,7 +14,7 @@ group is one kernel the codegen can emit):
   norm cones are proposed as groups with their matmuls, and copied for projections of another width);
 - layout ops (transpose, reshape, broadcast_to) of values read from memory are views: absorbed by
   every consumer (each gets its own copy of the op, matmuls reading one as their left operand one per
-  output shape), never materialised for them;
+  output shape; the copies in one kernel are one again), never materialised for them;
 - a put (`x[key] = v`) stores into its destination's buffer: the destination's other readers come first
   (ordering edges of the group graph, tinyton/rewrites/in_place.py);
 - an index array reshaped onto another axis (`(arange(T) == pos)[:, None]`) joins its consumer: when the
@@ -54,6 +54,7 @@ from tinyton.rewrites.outline import (
     erase_dead_ops,
     functions,
     inline_fusions,
+    merge_view_copies,
     rebuild,
 )
 from tinyton.rewrites.attention_canonical import canonicalize_attention
@@ -245,7 +246,7 @@ def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:
     duplicate_shared_prologues(fn)
     duplicate_free_ops(fn, seeds)
     ops = [op for op in fn.body.block.ops if not isinstance(op, func.ReturnOp) and _is_node(op)]
-    return rebuild(fn, Planner(ops, seeds).run())
+    return rebuild(fn, [(merge_view_copies(group), kind) for group, kind in Planner(ops, seeds).run()])
 
 
 def _is_node(op: Operation) -> bool:

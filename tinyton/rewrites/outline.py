@@ -92,6 +92,31 @@ def duplicate_free_ops(fn: func.FuncOp, seeds: Sequence[Group] = ()) -> None:
                             shape_of(u.operation.results[0].type) if siblings else (u.operation, u.index))  # fmt: skip
 
 
+def merge_view_copies(ops: Sequence[Operation]) -> list[Operation]:
+    """`ops` (a group, in program order) with its copies of one view of memory made one again (`duplicate_free_ops`
+    gave each reader its own): a kernel that stores a view for readers in other kernels, which cannot read it in
+    place (a window that two projections of different widths read as their left operand), stores it once, not once
+    per reader. A view has no layout of its own in the kernel, so the group's analysis stands."""
+    members, views = set(ops), set()
+    first: dict[tuple, Operation] = {}
+    kept: list[Operation] = []
+    for op in ops:
+        source = op.operands[0] if isinstance(op, VIEWS) else None
+        computed = isinstance(source, OpResult) and source.op in members and source.op not in views
+        if source is None or computed:
+            kept.append(op)
+            continue
+        key = (op.name, source, tuple(sorted(op.properties.items())), op.results[0].type)
+        same = first.setdefault(key, op)
+        if same is not op:
+            op.results[0].replace_all_uses_with(same.results[0])
+            Rewriter.erase_op(op)
+            continue
+        views.add(op)
+        kept.append(op)
+    return kept
+
+
 def _computes_indices(op: Operation, found: set[Operation]) -> bool:
     """An elementwise op or a view of int or bool values computed from constants and aranges only (`found`: the ops
     already known to): index arithmetic and masks (`(i - start) // step`, `i < n`), which a reader recomputes for
