@@ -153,6 +153,25 @@ def test_every_backward_spelling_matches_the_program(spelling, s):
 
 
 @tt.jit
+def alibi(q, k, v, do, slopes):
+    """ALiBi's causal training step: its bias computed from the indices and a slope per head in all four kernels."""
+    n = q.shape[-2]
+    i, j = tt.arange(n)[:, None], tt.arange(n)[None, :]
+    s = tt.where(i >= j, q @ k.mT * SCALE + slopes * (j - i).astype(q.dtype), float("-inf"))
+    return gradients(softmax(s), q, k, v, do, SCALE)
+
+
+@pytest.mark.parametrize("s", [70, 129])
+def test_an_index_bias_is_computed_in_every_backward_kernel(s):
+    rng = np.random.default_rng(s)
+    args = tuple(rng.standard_normal((3, s, 32)).astype(np.float32) for _ in range(4))
+    slopes = np.array([0.5, 0.25, 0.125], np.float32).reshape(3, 1, 1)
+    assert_matches_the_program(alibi, (*args, slopes), s, s)
+    inputs = [shape for shape, _ in alibi.compile(*args, slopes).buffer_specs[:5]]
+    assert (3, 1, 1) in inputs and not any(shape[-2:] == (s, s) or shape[-2:] == (1, s) for shape in inputs)
+
+
+@tt.jit
 def biased(q, k, v, do, bias):
     return gradients(softmax(q @ k.mT * SCALE + bias), q, k, v, do, SCALE)
 
