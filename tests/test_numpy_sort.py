@@ -77,7 +77,8 @@ test_matches_numpy_on_gpu = pytest.mark.gpu(_matches_numpy("gpu"))
 
 @pytest.mark.parametrize("length", [2, 1000, 4097, 32768])
 def test_long_rows(simulator, length: int) -> None:
-    """A row is sorted whole in registers up to 32768 elements (longer than a scan's looped chunk)."""
+    """A row is sorted whole in registers up to 32768 elements (longer than a scan's looped chunk); longer ones in
+    chunks, merged (tests/test_numpy_long_sort.py)."""
     x = values((2, length), np.float32, length)
     got = tt.jit(lambda a: (np.sort(a), np.argsort(a)))(x)
     same(got[0], np.sort(x, kind="stable"))
@@ -125,11 +126,6 @@ def test_searchsorted(simulator, side: str) -> None:
 def test_errors(simulator, program, message: str) -> None:
     with pytest.raises(CompilationError, match=message):
         tt.jit(program)(np.zeros((3, 4), np.float32))
-
-
-def test_rows_longer_than_the_registers_hold_are_refused(simulator) -> None:
-    with pytest.raises(CompilationError, match="rows of at most 32768"):
-        tt.jit(lambda x: np.sort(x))(np.zeros(40000, np.float32))
 
 
 def sorts(x, y):

@@ -62,6 +62,12 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _split_long_sorts() -> type[ModulePass]:
+    from tinyton.rewrites.long_sorts import SplitLongSortsPass
+
+    return SplitLongSortsPass
+
+
 def _concatenate_to_slices() -> type[ModulePass]:
     from tinyton.rewrites.remap import ConcatenateToSlicesPass
 
@@ -114,6 +120,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-canonicalize-attention": _canonicalize_attention,
     "tinyton-row-scale": _row_scale,
     "tinyton-fuse": _fuse,
+    "tinyton-split-long-sorts": _split_long_sorts,
     "tinyton-concatenate-to-slices": _concatenate_to_slices,
     "tinyton-push-slices": _push_slices,
     "tinyton-push-layouts": _push_layouts,

@@ -94,7 +94,7 @@ class NumPySteps:
         v = self.pick()
         axis = "None" if v.ndim == 0 or self.rng.random() < 0.2 else str(self._int_axis(v))
         n = v.ref.size if axis == "None" else v.shape[int(axis)]
-        if n > MAX_SORTED_ROW:  # a row is sorted in one program's registers: longer ones are refused
+        if n > MAX_SORTED_ROW:  # longer rows are sorted in chunks, merged: slow on the simulator, not drawn (seeds)
             return
         if self.rng.random() < 0.5:
             self.emit(f"tt.sort({v.name}, axis={axis})")

@@ -16,7 +16,6 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, opt_prop_d
 from xdsl.traits import Pure
 
 from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
-from tinyton.limits import MAX_SORTED_ROW
 from tinyton.dialects.tta_shapes import (
     array_type,
     dtype_name,
@@ -161,7 +160,8 @@ class SortingOp(IRDLOperation):
     """The rows along `axis` (the last: the tracer moves another axis there) in NumPy's order: ascending, NaN
     after every number, ties in index order (NumPy's `kind="stable"`); `descending` reverses the order of the
     values (NaN first, as torch's), ties still in index order. `tta.sort` gives the sorted values,
-    `tta.argsort` their int64 indices (`INDEX_ELEMENT`)."""
+    `tta.argsort` their int64 indices (`INDEX_ELEMENT`). Rows of any length: a kernel sorts a row whole in registers
+    (up to `limits.max_sorted_row`), and `tinyton-split-long-sorts` makes longer ones chunks of that, merged."""
 
     input = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I32])
@@ -192,9 +192,6 @@ class SortingOp(IRDLOperation):
         shape, axis = shape_of(self.input.type), self.axis.value.data
         verify_axis(axis, len(shape))
         require(axis == len(shape) - 1, f"{self.name} sorts along the last axis (the tracer moves the axis there)")
-        require(shape[axis] <= MAX_SORTED_ROW,
-                f"{self.name}: a row is sorted whole in one program's registers, so rows of at most {MAX_SORTED_ROW} "
-                f"elements; got {shape[axis]}")
         expect_result(self, self.result_type(self.input.type))
         require(element_type(self.input.type) != i1, f"{self.name} takes numbers (the tracer sorts bools as int8)")
 

@@ -64,6 +64,7 @@ from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.gathers import PushGathersPass
 from tinyton.rewrites.layouts import PushLayoutsPass
+from tinyton.rewrites.long_sorts import SplitLongSortsPass
 from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
 from tinyton.rewrites.row_stats import row_stat_groups
@@ -276,7 +277,8 @@ def merge_equal_ops(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
+    """Sorts of rows longer than one program holds split into chunk sorts and merges (`tinyton-split-long-sorts`),
+    common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
     heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), slices of computed
     values onto the arrays read (`tinyton-push-slices`, concatenations first, but for those of attention gradients,
     which the backward's kernels store in place: any left after the patterns are pushed then), gathers of them onto their
@@ -289,6 +291,8 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_array_program(op, self.name)
+        with stage("long sorts split into chunks"):
+            SplitLongSortsPass().apply(ctx, op)
         with stage("common subexpressions"):  # `x.astype(bf16)` per projection: one cast, so siblings share it
             merge_equal_ops(op)
         with stage("projections split into heads"):

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from tinyton.rewrites.fuse import FusePass
 from tinyton.rewrites.in_place import InPlacePass
+from tinyton.rewrites.long_sorts import SplitLongSortsPass
 from tinyton.rewrites.outline import outline_each_op
 from tinyton.rewrites.patterns import default_context
 from tinyton.rewrites.remap import ConcatenateToSlicesPass
@@ -22,6 +23,7 @@ def fuse_module(module: ModuleOp, fuse: bool = True) -> ModuleOp:
     if fuse:
         FusePass().apply(default_context(), module)
     else:
+        SplitLongSortsPass().apply(default_context(), module)
         ConcatenateToSlicesPass().apply(default_context(), module)
         InPlacePass().apply(default_context(), module)
         outline_each_op(module)

@@ -24,7 +24,10 @@ from xdsl.ir import OpResult, SSAValue
 
 from tinyton.analysis.domain import Domain
 from tinyton.dialects import tta
+from tinyton.dialects.tt_types import element_type
+from tinyton.errors import CompilationError
 from tinyton.intmath import cdiv, next_power_of_2
+from tinyton.limits import max_sorted_row
 from tinyton.lowering.fusion.emitter import SCAN_RUN
 from tinyton.lowering.fusion.matmul_tiles import MatmulTiles, row_axes
 from tinyton.lowering.fusion.rotations import pairable, products, rotation_half
@@ -144,6 +147,9 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
         if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)) and splittable(dom):
             return _split_rows(shape, rows, R, red, K)
         choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
+        if has_sort(dom) and K > longest_sorted_row(dom):
+            raise CompilationError(f"a sort's row of {K} elements is longer than one program sorts whole "
+                                   f"({longest_sorted_row(dom)}): tinyton-split-long-sorts (in tinyton-fuse) splits it")
         if has_scan(dom) or has_sort(dom):  # one row per program, chunks `Emitter.scan` cuts into runs of registers
             chunk = LOOP_CHUNK if k_block(K) > LOOP_CHUNK and not has_sort(dom) else 0  # a sort holds its row whole
             choice = RowShape(warps_for(chunk or k_block(K)), 1, chunk)
@@ -171,6 +177,13 @@ def has_scan(dom: Domain) -> bool:
 def has_sort(dom: Domain) -> bool:
     """Whether the region sorts its rows (`tta.sort`, `tta.argsort`): each is held whole by one program."""
     return any(isinstance(v.op, tta.SortingOp) for v in dom.maps if isinstance(v, OpResult))
+
+
+def longest_sorted_row(dom: Domain) -> int:
+    """The longest row the region's sorts may hold whole: 32768, 16384 where one sorts 64-bit values (the exchanges
+    between warps go through shared memory, `limits.SORTED_ROW_BYTES`)."""
+    sorts = (v.op for v in dom.maps if isinstance(v, OpResult) and isinstance(v.op, tta.SortingOp))
+    return min(max_sorted_row(element_type(op.input.type).bitwidth) for op in sorts)
 
 
 def splittable(dom: Domain) -> bool:
