@@ -601,6 +601,21 @@ def test_scatters_of_several_elements_a_row_and_topks_gradient() -> None:
     assert not e.fallbacks and len(backward) == 1, e.reasons or str(e)
 
 
+def test_topk_over_a_vocabulary_runs_in_tinyton() -> None:
+    """`torch.topk` over Llama 3's 128256 logits, a row longer than one program sorts (sorted in chunks and
+    merged), and the median of such a row: eager's values and indices (no ties), no fallback."""
+    torch.manual_seed(0)
+    logits = torch.randn(2, 128256)
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (*torch.topk(x, 50), *torch.median(x, dim=-1))
+
+    e = ttt.explain(f, logits)
+    assert not e.fallbacks, e.reasons
+    for got, want in zip(e.output, f(logits), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
 def test_kthvalue_and_medians_run_in_tinyton() -> None:
     """`torch.kthvalue`, `torch.median` (whole tensor and along a dim: the lower median) and `torch.nanmedian`, odd
     and even rows, keepdim: eager's values and, on rows without ties, eager's indices; a row holding one NaN: NaN at

@@ -1,7 +1,7 @@
 """ATen's sorts and order statistics (`sort`, `topk`, `kthvalue`, `median`, `nanmedian`) on the array programs'
-sort: a row sorted whole in registers, NaN as the largest value, equal values in index order (tinyton/frontend/
-array_sorting.py). Values are eager's; indices are eager's where the row has no ties (torch's CPU kernels order
-ties, NaNs included, their own way: every index given gathers its value).
+sort: rows of any length (a long one sorted in chunks and merged), NaN as the largest value, equal values in index
+order (tinyton/frontend/array_sorting.py). Values are eager's; indices are eager's where the row has no ties
+(torch's CPU kernels order ties, NaNs included, their own way: every index given gathers its value).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import torch
 
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
-from tinyton.limits import MAX_SORTED_ROW
 from tinyton.torch.common import Unsupported
 
 aten = torch.ops.aten
@@ -24,8 +23,6 @@ def sort(x: Traced, dim: int = -1, descending: bool = False) -> tuple[Traced, Tr
     if x.ndim == 0:  # torch sorts a 0-d tensor as one element
         values, indices = sort(x.reshape(1), 0, descending)
         return values.reshape(()), indices.reshape(())
-    if x.shape[dim] > MAX_SORTED_ROW:
-        raise Unsupported(f"sort of rows longer than {MAX_SORTED_ROW} (array programs sort a row in registers)")
     return tt.sort(x, dim, descending=descending), tt.argsort(x, dim, descending=descending)
 
 
