@@ -2,11 +2,12 @@
 
 A sort is a row op (tinyton/dialects/tta_reductions.py `tta.sort`/`tta.argsort`): its kernel holds each row whole
 and sorts it in registers with the bitonic network of `tl.sort` on (value, index) pairs
-(tinyton/lowering/fusion/sorting.py). The order is NumPy's `kind="stable"` one whatever `kind` asks for: NaN after
-every number, equal values in index order; so `argsort` gives NumPy's stable indices, and `sort` NumPy's values for
-every kind. The ops sort along the last axis: another axis is moved there and back (`moveaxis`), and `axis=None`
-sorts the flattened array. `searchsorted` counts, per value, the elements before it (a compare and a sum, which
-fuse).
+(tinyton/lowering/fusion/sorting.py); a longer row than that holds (`limits.max_sorted_row`) is sorted in chunks,
+merged pairwise (`tinyton-split-long-sorts`, tinyton/rewrites/long_sorts.py). The order is NumPy's `kind="stable"` one whatever
+`kind` asks for: NaN after every number, equal values in index order; so `argsort` gives NumPy's stable indices, and
+`sort` NumPy's values for every kind. The ops sort along the last axis: another axis is moved there and back
+(`moveaxis`), and `axis=None` sorts the flattened array. `searchsorted` counts, per value, the elements before it (a
+compare and a sum, which fuse).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def _sorted(op: type[tta.SortingOp], a: Any, axis: int | None, descending: bool)
 def sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *, stable: bool | None = None,
          descending: bool = False) -> Traced:
     """NumPy's sort: `a` sorted along `axis` (None: flattened), NaN last; every `kind` gives the stable order
-    (rows of up to 32768 elements, each sorted in registers); `descending=True` (torch's) reverses it, NaN first."""
+    (a row of up to 32768 elements, 16384 of 64-bit values, sorted whole in registers, a longer one in chunks
+    merged pairwise); `descending=True` (torch's) reverses it, NaN first."""
     _check_kind("sort", kind, order)
     return _sorted(tta.SortOp, a, axis, descending)
 
