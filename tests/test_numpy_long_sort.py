@@ -101,6 +101,16 @@ def test_kernels_a_sort_and_an_argsort_share(simulator) -> None:
     assert {shape_of(op.input.type) for op in chunk_sorts} == {(2, 4, 25000)}
 
 
+def test_sorts_of_one_column_share_their_chunk_sorts() -> None:
+    """`np.sort(x, 0)` and `np.argsort(x, 0)` each move the axis last with a transpose of their own: the sorts of
+    one direction share one chunk sort all the same (two networks for the two directions, not four)."""
+    x = values((40000, 3), np.float32, 4)
+    module = trace(lambda a: sorts(a, 0), [x])
+    SplitLongSortsPass().apply(Context(), module)
+    assert sum(isinstance(op, tta.SortOp) for op in module.walk()) == 2
+    check_sorts(tuple(evaluate(module, x)), x, 0)
+
+
 def test_median_and_quantiles_of_a_million(simulator) -> None:
     """np.median and np.quantile of 10**6 values: a sort of 32 chunks merged five times, read where asked."""
     x = np.random.default_rng(1).standard_normal(10**6).astype(np.float32)

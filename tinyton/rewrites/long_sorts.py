@@ -20,7 +20,7 @@ the row, sorts after every element and is dropped. A sort and an argsort of one 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -28,10 +28,11 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tinyton.analysis.domain import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, shape_of
 from tinyton.dtypes import ELEMENT_TO_NUMPY
@@ -154,12 +155,12 @@ def _chunks(b: Builder, x: SSAValue, chunks: int, chunk: int, descending: bool) 
 
 
 def split_sort(ops: Sequence[tta.SortingOp]) -> None:
-    """Replace `ops` (sorts and argsorts of one input and direction, of long rows) by chunk sorts and merge
-    passes."""
+    """Replace `ops` (sorts and argsorts of one input, or of views alike of it, in one direction, of long rows) by
+    chunk sorts and merge passes."""
     first = ops[0]
     b, descending = Builder(first), first.is_descending
     shape = shape_of(first.input.type)
-    n, rows = shape[-1], prod(shape[:-1])
+    n, count = shape[-1], prod(shape[:-1])
     chunks, chunk = chunking(n, longest_row(first))
     padded = chunks * chunk
     x = _chunks(b, first.input, chunks, chunk, descending)
@@ -167,11 +168,11 @@ def split_sort(ops: Sequence[tta.SortingOp]) -> None:
     if any(isinstance(op, tta.ArgSortOp) for op in ops):
         starts = b.add(tta.CastOp(index_grid(b, (1, chunks, 1), (0, chunk, 0)), i64))
         tables.append(b.add(tta.AddOp(b.add(tta.ArgSortOp(x, 2, descending)), starts)))
-    tables = [b.add(tta.ReshapeOp(t, (rows * padded,))) for t in tables]
+    tables = [b.add(tta.ReshapeOp(t, (count * padded,))) for t in tables]
     merger = _Merger(b, descending)
     runs = [chunk << k for k in range(chunks.bit_length() - 1)]
     for run in runs[:-1]:
-        tables = merger.merge(tables, run, b.add(tta.ArangeOp(0, rows * padded)))
+        tables = merger.merge(tables, run, b.add(tta.ArangeOp(0, count * padded)))
     row_strides = [padded * prod(shape[k + 1 : -1]) for k in range(len(shape) - 1)]
     results = merger.merge(tables, runs[-1], index_grid(b, shape, (*row_strides, 1)))
     for op in ops:
@@ -185,12 +186,22 @@ def is_long(op: tta.SortingOp) -> bool:
     return shape[-1] > longest_row(op) and prod(shape) > 0
 
 
+def value_key(value: SSAValue) -> Hashable:
+    """`value`, or for a view of a value (a transpose, a reshape) the view's kind, properties and input's key: the
+    tracer spells one view per reader (`np.sort(x, 0)` and `np.argsort(x, 0)` each move the axis last)."""
+    if not isinstance(value, OpResult) or not isinstance(value.op, VIEWS):
+        return value
+    view = value.op
+    return view.name, value.type, tuple(sorted(view.properties.items())), value_key(view.operands[0])
+
+
 def split_long_sorts(fn: func.FuncOp) -> None:
-    """Split every long sort of `fn`, the sorts and argsorts of one input and direction together."""
-    groups: dict[tuple[SSAValue, bool], list[tta.SortingOp]] = {}
+    """Split every long sort of `fn`, the sorts and argsorts of one input (or of views alike of it) and direction
+    together."""
+    groups: dict[tuple[Hashable, bool], list[tta.SortingOp]] = {}
     for op in fn.body.block.ops:
         if isinstance(op, tta.SortingOp) and is_long(op):
-            groups.setdefault((op.input, op.is_descending), []).append(op)
+            groups.setdefault((value_key(op.input), op.is_descending), []).append(op)
     for ops in groups.values():
         split_sort(ops)
 
