@@ -579,9 +579,9 @@ def test_sort_and_topk_run_in_tinyton() -> None:
 
 def test_scatters_of_several_elements_a_row_and_topks_gradient() -> None:
     """`scatter` of k elements a row (a tensor or a scalar source, along any dim) is k selects, one kernel per output
-    shape, and
-    top-k's gradient (a scatter of the k values' gradients into zeros: an MoE router's backward) runs in tinyton with
-    the softmax's gradient around it (the scatter ran in torch, with a kernel storing the zeros it scattered into)."""
+    shape, and top-k's gradient (a scatter of the k values' gradients into zeros: an MoE router's backward) runs in
+    tinyton with the softmax's gradient around it (the scatter ran in torch, with a kernel storing the zeros it
+    scattered into)."""
     torch.manual_seed(0)
     base, src = torch.randn(4, 6), torch.randn(4, 3)
     index = torch.stack([torch.randperm(6)[:3] for _ in range(4)])  # torch leaves repeated indices' order open
