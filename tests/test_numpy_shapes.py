@@ -205,6 +205,22 @@ def test_slices_pads_and_flips_of_computed_values_fuse(monkeypatch, backend) -> 
                                + np.flip(y[:, :8], 0), rtol=1e-6)
 
 
+def test_a_window_of_a_chain_reading_each_value_twice_compiles_at_once() -> None:
+    """`x = x * 0.5 + x` twenty times, then a window: each step reads the step before twice, and the window pushed up
+    the chain is one slice a step (it was two slices of each step's input, so 2**20 at the top: minutes at 14 steps,
+    hours at 20); one kernel, NumPy's values."""
+    x = values((8, 8), np.float32)
+
+    def program(x):
+        for _ in range(20):
+            x = x * np.float32(0.5) + x
+        return x[1:, 2:]
+
+    compiled = tt.jit(program).compile(x)
+    assert compiled.num_launches == 1 and str(compiled.fused).count("tta.") < 1000  # 2**20 slices without
+    np.testing.assert_allclose(compiled(x), program(x), rtol=1e-6)
+
+
 def test_checks_of_a_window_of_computed_indices_share_one_kernel() -> None:
     """`one_hot`'s checks of top-k indices (`(i < 0).any()`, `(i >= n).any()`: reductions of the window of an argsort
     flattened) read the argsort's output in place, all in one kernel (4 launches when each check read a copy of the

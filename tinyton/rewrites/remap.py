@@ -40,11 +40,17 @@ Window = tuple[int, int, int]
 """(start, step, size) of one dim of a slice."""
 
 
-class Builder:
-    """Inserts ops before `anchor`, located where it is."""
+SliceKey = tuple[SSAValue, tuple[Window, ...], Any]
+"""A slice's input, windows and fill."""
 
-    def __init__(self, anchor: Operation):
+
+class Builder:
+    """Inserts ops before `anchor`, located where it is; a slice already made (or pushed) with the same input,
+    windows and fill is reused where it is defined before `anchor` (`slices`, shared by a pass's builders)."""
+
+    def __init__(self, anchor: Operation, slices: dict[SliceKey, SSAValue] | None = None):
         self.anchor = anchor
+        self.slices = {} if slices is None else slices
 
     def add(self, op: Operation) -> SSAValue:
         op.location = self.anchor.location
@@ -58,8 +64,19 @@ class Builder:
         shape = shape_of(value.type)
         if all(w == (0, 1, n) for w, n in zip(windows, shape)) and fill is None:
             return value
-        return self.add(tta.SliceOp(value, [w[0] for w in windows], [w[1] for w in windows],
-                                    [w[2] for w in windows], fill))
+        key = (value, tuple(windows), fill)
+        made = self.slices.get(key)
+        if made is not None and self._available(made):
+            return made
+        self.slices[key] = self.add(tta.SliceOp(value, [w[0] for w in windows], [w[1] for w in windows],
+                                                [w[2] for w in windows], fill))
+        return self.slices[key]
+
+    def _available(self, value: SSAValue) -> bool:
+        """Whether `value` is still defined, before the anchor."""
+        if not isinstance(value, OpResult):
+            return True
+        return value.op.parent is self.anchor.parent and value.op.is_before_in_block(self.anchor)
 
     def index_along(self, axis: int, shape: Sequence[int]) -> SSAValue:
         """`arange(shape[axis])` shaped to broadcast along `axis` of `shape`."""
@@ -125,14 +142,16 @@ def _operand_windows(windows: Sequence[Window], operand_shape: Sequence[int]) ->
     return [(0, 1, 1) if n == 1 else windows[k + j] for j, n in enumerate(operand_shape)]
 
 
-def push_slice(op: tta.SliceOp) -> bool:
-    """Move slice `op` above the op computing its input, if that is a remappable op; True if rewritten."""
+def push_slice(op: tta.SliceOp, slices: dict[SliceKey, SSAValue] | None = None) -> bool:
+    """Move slice `op` above the op computing its input, if that is a remappable op; True if rewritten. `slices`
+    remembers the slices made and what each became, so a value read twice by the ops above (`x * x`) is sliced
+    once: without it a chain of such ops is sliced twice as often at every step up."""
     source = op.input
     out = shape_of(op.result.type)
     if not isinstance(source, OpResult) or prod(out) == 0:
         return False
     producer = source.op
-    b = Builder(op)
+    b = Builder(op, slices)
     windows = _windows(op)
     fill = op.fill
     if isinstance(producer, tta.SliceOp):
@@ -167,6 +186,7 @@ def push_slice(op: tta.SliceOp) -> bool:
             return False
     else:
         value = _arange_window(b, producer, windows[0])
+    b.slices[(source, tuple(windows), fill)] = value
     op.result.replace_all_uses_with(value)
     Rewriter.erase_op(op)
     return True
@@ -251,7 +271,8 @@ def push_all(fn: func.FuncOp, kind: type[Operation], push: Callable[[Any], bool]
 
 def push_slices(fn: func.FuncOp) -> None:
     """Push every slice of `fn` up as far as it goes, then drop what no longer has users."""
-    push_all(fn, tta.SliceOp, push_slice)
+    slices: dict[SliceKey, SSAValue] = {}
+    push_all(fn, tta.SliceOp, lambda op: push_slice(op, slices))
 
 
 @dataclass(frozen=True)
