@@ -211,7 +211,7 @@ def analyze(ops: Sequence[Operation], outputs: Iterable[SSAValue]) -> Domain:
             raise NotFusable("take reads its table from memory; a computed table needs its own kernel")
     k_loop = None
     if matmuls:
-        k_loop = check_matmul(matmuls, reductions, external)
+        k_loop = check_matmul(matmuls, reductions, external, views)
         check_strided(k_loop.maps, views, "a matmul's K loop")
         register = [op for op in register if op not in k_loop.ops]
         reductions = []

@@ -238,7 +238,7 @@ class Union:
             raise _Fresh  # `analyze` checks what a put's kernel reads
         if summary.matmuls and (summary.reductions or not all(external(m.lhs) for m in summary.matmuls)):
             raise _Fresh  # row reductions or a prologue in a matmul's K loop: `analyze` finds their ops
-        k_maps = check_matmul(summary.matmuls, [], external).maps if summary.matmuls else {}
+        k_maps = check_matmul(summary.matmuls, [], external, self.views).maps if summary.matmuls else {}
         check_strided(k_maps, self.views, "a matmul's K loop")
         if not summary.reductions and not summary.matmuls and isinstance(summary.shapes, str):
             raise _Fresh  # shapes that do not broadcast together: `analyze` tries the outputs' shape

@@ -2,9 +2,11 @@
 
 A matmul region's domain is its product `[..., M, N]`; its K loop reads `[BM, BK]` tiles of the left operand.
 Two kinds of values vary along K, so they live in that loop and get no map in the domain:
-- row statistics: a reduction over the last axis of an elementwise chain of one array `x [..., M, K]` read
-  from memory (RMSNorm's `mean(x * x)`), accumulated from K tiles: in the product's own loop when `x` is
-  the left operand, else in a loop before it (`row_prologue`);
+- row statistics: a reduction along K of an elementwise chain of one array read from memory, accumulated from K
+  tiles: RMSNorm's `mean(x * x)` over the last axis of `x [..., M, K]`, in the product's own loop when `x` is the
+  left operand, else in a loop before it (`row_prologue`); `dy.sum(0)` beside `dy.T @ x`, a linear layer's bias
+  gradient beside its weight gradient, is a sum over K of the left operand `dy.T` too, its elements read in the
+  other order (`permuted_map`), stored once by the programs of the first column tile;
 - the left operand's prologue: a left operand computed in the group (RMSNorm's `(x * r * w).astype(bf16)`,
   the cast of an attention output to the projection's type) is evaluated per K tile, exactly as written,
   from tiles of arrays in memory, scalar constants and per-row values of the domain (`r`, computed before
@@ -14,13 +16,14 @@ The lowering is tinyton/lowering/fusion/matmul.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import prod
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.not_fusable import NotFusable
+from tinyton.analysis.views import View
 from tinyton.dialects import tta
 from tinyton.dialects.tt import shape_of
 
@@ -58,12 +61,12 @@ class KLoop:
 
 
 def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation],
-                 external: Callable[[SSAValue], bool]) -> KLoop:
+                 external: Callable[[SSAValue], bool], views: Mapping[SSAValue, View]) -> KLoop:
     """One matmul with elementwise epilogues, or sibling matmuls (one output shape, an operand in common,
     as q/k/v projections of one input): one K loop each over the same output tile, one launch. Right
     operands are read from memory; a left operand is read from memory or computed by a prologue
-    (`lhs_prologue`). The reductions must be row statistics (`row_prologue`) of a left operand or of an
-    array a prologue reads."""
+    (`lhs_prologue`). The reductions must be statistics along K (`row_prologue`) of a left operand read
+    from memory (through any view of its elements: `views`) or of an array a prologue reads."""
     first = matmuls[0]
     for op in matmuls[1:]:
         if shape_of(op.result.type) != shape_of(first.result.type) or not set(op.operands) & set(first.operands):
@@ -92,12 +95,38 @@ def check_matmul(matmuls: Sequence[tta.MatmulOp], reductions: Sequence[Operation
             raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
         source, chain = row_prologue(red, lambda v: not external(v))
         m = loop.maps.get(source)
-        if not external(source) or m is None or m[-1:] != (K_AXIS,):
-            raise NotFusable("a matmul kernel reduces the rows of its left operand (or of an array its prologue "
-                             "reads) only")
+        for lhs in dict.fromkeys(op.lhs for op in matmuls if external(op.lhs)):
+            m = m or permuted_map(_view(source, views), _view(lhs, views), loop.maps[lhs])
+        axis = red.axis.value.data
+        if m is None or m[axis] != K_AXIS:
+            raise NotFusable("a matmul kernel reduces its left operand (or an array its prologue reads) along K only")
         loop.ops.update(chain)
-        loop.maps[red.result] = (*m[:-1], *((None,) if red.keeps_dims else ()))
+        loop.maps[source] = m
+        loop.maps[red.result] = tuple(None if j == axis else a for j, a in enumerate(m) if j != axis or red.keeps_dims)
     return loop
+
+
+def _view(value: SSAValue, views: Mapping[SSAValue, View]) -> View:
+    return views.get(value) or View.of(value)
+
+
+def permuted_map(source: View, lhs: View, lhs_map: tuple[int | None, ...]) -> tuple[int | None, ...] | None:
+    """The K-loop map of an array read as `source` when it holds exactly the elements of a left operand read as
+    `lhs` (mapped `lhs_map`), its dims in any order: each dim is the left operand's dim of its extent and stride
+    (`dy` and `dy.T` of `dy.T @ x`). None when it holds other elements, or a dim is ambiguous (broadcast)."""
+    if (source.base is not lhs.base or source.offset != lhs.offset or source.bounds is not None
+            or lhs.bounds is not None or source.pieces is not None or lhs.pieces is not None):
+        return None
+    wide = [(n, st) for n, st in zip(lhs.shape, lhs.strides) if n != 1]
+    dims = {(n, st): a for (n, st), a in zip(zip(lhs.shape, lhs.strides), lhs_map) if n != 1}
+    if len(dims) != len(wide) or any(st == 0 for _, st in wide):
+        return None
+    out: list[int | None] = []
+    for n, st in zip(source.shape, source.strides):
+        if n != 1 and (n, st) not in dims:
+            return None
+        out.append(None if n == 1 else dims.pop((n, st)))
+    return None if dims else tuple(out)
 
 
 def _operand_map(shape: Sequence[int], n: int) -> tuple[int | None, ...]:
@@ -174,11 +203,11 @@ def _no_product_before(value: SSAValue, matmuls: Sequence[tta.MatmulOp], externa
 
 
 def row_prologue(red: Operation, inside: Callable[[SSAValue], bool]) -> tuple[SSAValue, list[Operation]]:
-    """`red` reduces the last axis of an elementwise function of one array read from memory (`sum(x * x)`
-    of RMSNorm): that array and the elementwise ops in program order. Other operands must be scalar
-    constants, and no op of the chain may be used outside it."""
-    if not isinstance(red, tta.ReduceOp) or red.axis.value.data != len(shape_of(red.input.type)) - 1:
-        raise NotFusable("a matmul kernel reduces only the last axis of its left operand")
+    """`red` reduces an elementwise function of one array read from memory (`sum(x * x)` of RMSNorm): that
+    array and the elementwise ops in program order. Other operands must be scalar constants, and no op of the
+    chain may be used outside it. (Whether the axis runs along a K loop is the caller's question.)"""
+    if not isinstance(red, tta.ReduceOp):
+        raise NotFusable(f"{red.name} is not computed in a matmul's K loop")
     chain: list[Operation] = []
     value = red.input
     while inside(value):

@@ -67,7 +67,7 @@ from tinyton.rewrites.layouts import PushLayoutsPass
 from tinyton.rewrites.long_sorts import SplitLongSortsPass
 from tinyton.rewrites.remap import PushSlicesPass
 from tinyton.rewrites.row_scale import RowScalePass
-from tinyton.rewrites.row_stats import row_stat_groups
+from tinyton.rewrites.row_stats import operand_sum_groups, row_stat_groups
 
 
 ROW_PATTERNS = frozenset({"rmsnorm", "softmax"})
@@ -101,7 +101,8 @@ class Planner:
             if g is not None and kind:
                 self.kinds[g].add(kind)
         self.analysis: dict[int, GroupDomain | None] = {g: self._analyze(g) for g in self.members}
-        for proposed in [*row_stat_groups(self.ops, self.index), *prologue_groups(self.ops, self.index)]:
+        proposals = [row_stat_groups, prologue_groups, operand_sum_groups]
+        for proposed in [group for propose in proposals for group in propose(self.ops, self.index)]:
             self._propose(proposed)
 
     # ---- legality ---------------------------------------------------------------------------
@@ -233,10 +234,13 @@ class Planner:
 
 def _writes_once(merged: Union | GroupDomain, outputs) -> bool:
     """Each output varies along every domain axis but the reduced one (a per-column array computed in a
-    per-element kernel would be stored once per row)."""
+    per-element kernel would be stored once per row), or is a statistic of a matmul's K loop, which varies
+    along every axis but the columns (`dy.sum(0)` beside `dy.T @ x`: the programs of the first column tile
+    store it, `first_tiles`)."""
     dom = merged.dom
     wide = {i for i, d in enumerate(dom.shape) if d > 1 and i != dom.red}
-    return all(wide <= set(dom.map_of(v)) for v in outputs)
+    columns = {len(dom.shape) - 1}
+    return all(wide - (columns if v in dom.k_maps else set()) <= set(dom.map_of(v)) for v in outputs)
 
 
 def fuse_function(fn: func.FuncOp) -> list[tta.FusionOp]:

@@ -1,4 +1,4 @@
-"""Seed groups for the fusion planner: a row statistic of a matmul's left operand joins that matmul.
+"""Seed groups for the fusion planner: a statistic of a matmul's left operand joins that matmul.
 
 After `tinyton-row-scale`, RMSNorm before a projection reads `r = rsqrt(mean(x * x) + eps)` and
 `(x @ w) * r`. Greedy producer→consumer merging would take `x * x` into the kernel that computes `x`, or
@@ -7,6 +7,12 @@ kernel can accumulate `sum(x * x)` in its K loop (tinyton/analysis/domain.py, `r
 the greedy loop, each such statistic is proposed as one group with the matmuls it scales: the elementwise
 chain, the reduction, the per-row ops after it, the sibling matmuls reading `x` and the ops applying the
 statistic to their products. The planner keeps a proposal only if its analysis accepts it.
+
+A training step's linear layer reads its output gradient `dy` twice more: as `dy.T` in the weight gradient
+`dy.T @ x` and whole in the bias gradient `dy.sum(0)`, a sum over the product's K. Greedy merging sees a
+reduction and a matmul over different domains that share an input, so each would read `dy` in a kernel of its
+own; `operand_sum_groups` proposes them as one group, and the matmul kernel sums the K tiles of `dy.T` it
+loads anyway (tinyton/analysis/matmul_operands.py, `permuted_map`).
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import Operation, OpResult, SSAValue
 
-from tinyton.analysis.domain import ELEMENTWISE
+from tinyton.analysis.domain import ELEMENTWISE, is_trivial
 from tinyton.analysis.matmul_operands import is_scalar_constant
+from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
 from tinyton.rewrites.outline import convex
@@ -79,4 +86,52 @@ def row_stat_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) ->
             continue
         claimed |= members
         groups.append(sorted(members, key=index.__getitem__))
+    return groups
+
+
+def _elementwise_source(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """The value a chain of single-use elementwise ops of one array (other operands scalar constants) computes
+    `value` from, and the chain in program order."""
+    chain: list[Operation] = []
+    while isinstance(value, OpResult) and isinstance(value.op, (tta.BinaryOp, tta.UnaryOp, tta.CastOp)):
+        rest = {v for v in value.op.operands if not is_scalar_constant(v)}
+        if len(list(value.uses)) != 1 or len(rest) != 1:
+            break
+        chain.insert(0, value.op)
+        value = rest.pop()
+    return value, chain
+
+
+def _viewed(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """The value a chain of layout ops (transposes, reshapes, ...) reads, and the chain."""
+    chain: list[Operation] = []
+    while isinstance(value, OpResult) and isinstance(value.op, VIEWS):
+        chain.insert(0, value.op)
+        value = value.op.operands[0]
+    return value, chain
+
+
+def operand_sum_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) -> list[list[Operation]]:
+    """Proposed groups (ops in program order; several may hold one reduction: the planner keeps the first its
+    analysis accepts): a reduction of an array, through elementwise ops and views, with the matmuls reading a
+    view of the same array as their left operand (all the readers of that operand: siblings share it)."""
+    left_operands: dict[SSAValue, list[SSAValue]] = {}
+    for op in ops:
+        if isinstance(op, tta.MatmulOp):
+            viewers = left_operands.setdefault(_viewed(op.lhs)[0], [])
+            viewers += [op.lhs] if op.lhs not in viewers else []
+    groups = []
+    for red in ops:
+        if not isinstance(red, tta.ReduceOp) or isinstance(red, tta.ArgReduceOp) or is_trivial(red):
+            continue
+        viewed, chain = _elementwise_source(red.input)
+        array, views = _viewed(viewed)
+        for lhs in left_operands.get(array, []):
+            if not all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in lhs.uses):
+                continue
+            members = {*chain, red, *views, *_viewed(lhs)[1], *(u.operation for u in lhs.uses)}
+            inner = members - {red, *(u.operation for u in lhs.uses)}
+            read_inside = all(u.operation in members for op in inner for u in op.results[0].uses)
+            if read_inside and all(op in index for op in members) and convex(members, index):
+                groups.append(sorted(members, key=index.__getitem__))
     return groups

@@ -23,7 +23,7 @@ from tinyton.lowering.fusion.emitter import Emitter, f32, identity
 from tinyton.lowering.fusion.matmul_descriptors import descriptor, descriptor_load
 from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element, reduction_kind
 from tinyton.lowering.fusion.matmul_left import (
-    RowReduction,
+    RowStatistic,
     acc_element,
     evaluate,
     finish_row,
@@ -126,13 +126,14 @@ class _Right:
         return self.em.emit(tt.TransOp(b, (1, 0))) if self.k_major else b
 
 
-def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] = (),
+def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowStatistic] = (),
                  prologue: Sequence[Operation] = ()) -> list[SSAValue]:
     """Emit one K loop at program scope for products of one left operand (SwiGLU's `x @ w1.T` and `x @ w3.T`:
     `x`'s tile is read once a K step, both dots stay in flight); returns their result tiles `[BM, BN]` in
-    their result types. The reductions `stats` of the left operand are computed in the same loop, into the
-    program scope's memo. A computed left operand is evaluated per K tile by its `prologue` ops (program
-    order), whose per-row operands are already in the program scope.
+    their result types. The reductions `stats` of the left operand (each of an array holding its elements, in
+    any order: `permuted_map`) are computed in the same loop from its tiles, into the program scope's memo. A
+    computed left operand is evaluated per K tile by its `prologue` ops (program order), whose per-row operands
+    are already in the program scope.
 
     A one-row tile (BM = 1: a decode step's `x @ w.T`, picked by the tuner) is the GEMV form: the products
     of the `[1, BK]` row and the `[BN, BK]` (or `[BK, BN]`) tile of B are summed in f32 lanes on CUDA cores (one
@@ -163,7 +164,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     acc_el = accumulator_element(el)  # f32, or f64 for f64 operands
     acc0 = [em.const(0.0, acc_el, r.shape if gemv else (bm, r.n_src.block)) for r in rights]
     precisions = [fp32_matmul_precision() if el == f32 and r.element == f32 else "ieee" for r in rights]
-    row0 = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk)) for red, _ in stats]
+    row0 = [em.const(identity(reduction_kind(red), acc_element(red)), acc_element(red), (bm, bk))
+            for red, _, _ in stats]
     # a tile the stats read stays in registers; a computed one never was in memory
     a_desc = None if stats or computed or gemv else descriptor(rg, a_view, right=False)
 
@@ -233,8 +235,8 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
             else:
                 b = r.tile(k0, k_mask(False))
                 out.append(em.emit(tt.DotOp(a, b, acc, precisions[i], max_num_imprecise_acc=imprecise)))
-        for (red, chain), part in zip(stats, carried[accs:]):
-            env = {lhs: a}
+        for (red, source, chain), part in zip(stats, carried[accs:]):
+            env = {source: a}
             evaluate(rg, chain, env, lambda v: a)
             v = masked_identity(em, red, env[red.input], mask)
             out.append(em.binary(COMBINE[reduction_kind(red)], part, v))
@@ -243,7 +245,7 @@ def emit_matmuls(rg, ops: Sequence[tta.MatmulOp], stats: Sequence[RowReduction] 
     stages = None if gemv else rg.geom.notes["STAGES"]  # the GEMV form loads ahead itself: no dot to pipeline
     warp_specialize = bool(rg.geom.notes.get("WARP_SPECIALIZE")) and not gemv
     results = em.for_loop(lb, ub, bk, [*acc0, *row0, *tiles0], body, stages, warp_specialize)
-    for (red, _), part in zip(stats, results[accs : accs + len(stats)]):
+    for (red, _, _), part in zip(stats, results[accs : accs + len(stats)]):
         rg.root.memo[red.result] = finish_row(rg, red, part, K)
     # the GEMV form's lanes summed over K, as the `[1, BN]` row; a split K: the ranges' sums, in the last program
     sums = [em.expand(em.emit(tt.ReduceSumOp(acc, 1 if r.k_major else 0)), 0) if gemv else acc

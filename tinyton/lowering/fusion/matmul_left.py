@@ -22,10 +22,8 @@ from tinyton.lowering.fusion.reduction_kinds import COMBINE, accumulator_element
 from tinyton.lowering.fusion.region import inside_bounds
 
 
-RowReduction = tuple[tta.ReduceOp, Sequence[Operation]]
-"""A reduction over the last axis of an elementwise chain of the left operand (the chain in program order)."""
 RowStatistic = tuple[tta.ReduceOp, SSAValue, Sequence[Operation]]
-"""A reduction over the last axis of an elementwise chain (in program order) of an array in memory."""
+"""A reduction along K of an elementwise chain (in program order) of an array in memory."""
 
 
 def evaluate(rg, ops: Sequence[Operation], env: dict[SSAValue, SSAValue], leaf) -> None:

@@ -162,6 +162,18 @@ class ProgramIndices:
             inner *= ext
         return out
 
+    def first_tiles(self, axes: set[int]) -> SSAValue | None:
+        """Whether this program is at the first tile of every source its program id cuts that is along none of
+        `axes`, the axes a stored value varies along (None: always). Programs that differ along such a source
+        compute the same elements, so only the first stores them (a matmul's sums of its left operand's rows, the
+        same for every column tile); the reduced axis and a split K loop's ranges are not such sources."""
+        first = None
+        for s in self.geom.sources:
+            if s.programs > 1 and s.axes and not set(s.axes) & axes and self.dom.red not in s.axes:
+                index = s.index if s.dim is None else s.start
+                first = self.em.and_(first, self.em.cmp("eq", index, self.em.i32(0)))
+        return first
+
     def mask(self, shape: tuple[int, ...], scope: Scope) -> SSAValue | None:
         """Lanes of a `shape` tile that lie inside the domain (None: all of them)."""
         if not shape:

@@ -137,7 +137,9 @@ class RegionEmitter(ProgramIndices):
         shape = broadcast_shape(shape, shape_of(reg.type))
         if shape and shape_of(p.type) != shape:
             p = self.em.to_shape(p, shape)
-        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), self.mask(shape, scope)))
+        first = self.first_tiles(set(strides))
+        mask = self.em.and_(self.mask(shape, scope), self.em.to_shape(first, shape) if first is not None else None)
+        self.em.emit(tt.StoreOp(p, self.em.to_shape(reg, shape), mask))
 
     # ---- values --------------------------------------------------------------------------
     def operand_value(self, value: SSAValue, m: Map, scope: Scope) -> SSAValue:

@@ -18,8 +18,7 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import is_trivial
-from tinyton.analysis.matmul_operands import row_prologue
-from tinyton.analysis.matmul_operands import lhs_prologue
+from tinyton.analysis.matmul_operands import lhs_prologue, permuted_map, row_prologue
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.lowering.fusion.emitter import identity
@@ -187,20 +186,21 @@ class Scheduler:
         external = lambda v: v in rg.dom.views or not (isinstance(v, OpResult) and v.op in members)  # noqa: E731
         pending = [(red, source, chain) for red, source, chain in self._row_prologues(external)
                    if red.result not in rg.root.memo]
+        lhs_view, lhs_map = rg.dom.view(op.lhs), rg.dom.k_maps[op.lhs]
+        mine = [stat for stat in pending if permuted_map(rg.dom.view(stat[1]), lhs_view, lhs_map) is not None]
         prologue: list[Operation] = []
         if not external(op.lhs):
             matmuls = {m for m in self.ops if isinstance(m, tta.MatmulOp)}
             ops, maps = lhs_prologue(op.lhs, external, matmuls, len(rg.dom.shape))
             prologue = [o for o in self.ops if o in ops]
-            before = [stat for stat in pending if stat[1] != op.lhs]
+            before = [stat for stat in pending if stat not in mine]
             if before:
                 emit_row_statistics(rg, before)
             for v in maps:
                 if not external(v) and not (isinstance(v, OpResult) and v.op in ops):
                     self.ensure(v, rg.root)  # a per-row value the prologue reads
-        mine = [(red, chain) for red, source, chain in pending if source == op.lhs]
         if mine and rg.geom.split_k is not None:  # each program's K loop sees its range only
-            emit_row_statistics(rg, [(red, op.lhs, chain) for red, chain in mine])
+            emit_row_statistics(rg, mine)
             mine = []
         products = [m for m in self.ops if isinstance(m, tta.MatmulOp) and m.lhs is op.lhs]
         for product, tile in zip(products, emit_matmuls(rg, products, mine, prologue)):
