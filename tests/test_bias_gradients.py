@@ -139,8 +139,10 @@ def test_sums_over_row_and_column_tiles_and_k_ranges(monkeypatch, tiles: MatmulT
     monkeypatch.setattr(array_program, "matmul_tiles", lambda p: tiles.fit(p))
     rng = np.random.default_rng(2)
     dy, x = rng.standard_normal((70, 48), dtype=np.float32), rng.standard_normal((70, 96), dtype=np.float32)
-    program = linear_grads.compile(dy, x)
+    fresh = tt.jit(lambda dy, x: linear_grads.fn(dy, x))  # compiled for these tiles
+    program = fresh.compile(dy, x)
     assert program.num_launches == 1 and program.steps[0].launch.tiles["BM"] == 16
+    assert program.steps[0].launch.tiles.get("SPLIT_K", 1) == tiles.split_k
     dw, db = program(dy, x)
     np.testing.assert_allclose(dw, dy.T @ x, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(db, dy.sum(0), rtol=1e-5, atol=1e-5)
