@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import ELEMENTWISE, is_trivial
-from tinyton.analysis.matmul_operands import is_scalar_constant
+from tinyton.analysis.matmul_operands import PROLOGUE_MAX_ROWS, is_scalar_constant, left_rows
 from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import shape_of
@@ -114,7 +114,10 @@ def _viewed(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
 def operand_sum_groups(ops: Sequence[Operation], index: Mapping[Operation, int]) -> list[list[Operation]]:
     """Proposed groups (ops in program order; several may hold one reduction: the planner keeps the first its
     analysis accepts): a reduction of an array, through elementwise ops and views, with the matmuls reading a
-    view of the same array as their left operand (all the readers of that operand: siblings share it)."""
+    view of the same array as their left operand (all the readers of that operand: siblings share it), of at most
+    PROLOGUE_MAX_ROWS rows: the kernel sums the operand's tiles from registers, outside the TMA and wgmma
+    pipeline, which a prologue of more rows was measured to slow down (analysis/matmul_operands.py); whether
+    a larger weight gradient gains from it is still to be measured on a GPU."""
     left_operands: dict[SSAValue, list[SSAValue]] = {}
     for op in ops:
         if isinstance(op, tta.MatmulOp):
@@ -127,6 +130,8 @@ def operand_sum_groups(ops: Sequence[Operation], index: Mapping[Operation, int])
         viewed, chain = _elementwise_source(red.input)
         array, views = _viewed(viewed)
         for lhs in left_operands.get(array, []):
+            if left_rows(lhs) > PROLOGUE_MAX_ROWS:
+                continue  # its tiles summed beside the tensor-core pipeline, as a prologue's are: not yet measured
             if not all(isinstance(u.operation, tta.MatmulOp) and u.index == 0 for u in lhs.uses):
                 continue
             members = {*chain, red, *views, *_viewed(lhs)[1], *(u.operation for u in lhs.uses)}
