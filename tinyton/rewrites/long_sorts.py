@@ -32,7 +32,7 @@ from xdsl.ir import Attribute, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from tinyton.analysis.domain import VIEWS
+from tinyton.analysis.views import VIEWS
 from tinyton.dialects import tta
 from tinyton.dialects.tt_types import element_type, is_float, shape_of
 from tinyton.dtypes import ELEMENT_TO_NUMPY
