@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tinyton as tt
+from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
 from tinyton.lowering.ptx.usage import register_usage
@@ -89,6 +90,30 @@ def test_float8_probabilities_are_as_accurate_as_numpys(monkeypatch, backend, pr
     assert got.dtype == np.float32
     ours, theirs = np.abs(got - exact), np.abs(numpy - exact)
     assert ours.max() <= 1.5 * theirs.max() and np.sqrt((ours**2).mean()) <= 1.5 * np.sqrt((theirs**2).mean())
+    np.testing.assert_allclose(got, numpy, atol=0.15)
+
+
+BLOCK_FORMS = [((1, 2, 60, 256), None), ((1, 2, 60, 128), None), ((1, 2, 60, 64), None), ((1, 2, 200, 256), None),
+               ((1, 2, 60, 64), Blocks(64, 32, 4)), ((1, 2, 60, 256), Blocks(64, 64, 4)),
+               ((1, 2, 200, 256), Blocks(128, 32, 8))]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape, blocks", BLOCK_FORMS, ids=lambda c: "x".join(map(str, c)) if isinstance(c, tuple)
+                         else f"{c.bm}-{c.bn}-{c.num_warps}" if c else "default")
+def test_float8_attention_of_each_head_dim_and_block(monkeypatch, attention_blocks, backend, shape, blocks):
+    """Head dims 64-256 under one warpgroup (64 queries, short rows) and two, key blocks of 32 (p's and vᵀ's
+    rows one 32-byte swizzle wide) and 64: bench_attention.py's float8 table found a (1, 2, 60, 256) problem
+    off by 0.22 on an H100 (2026-12-06), the shapes above the only ones tried on a GPU before."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    if blocks is not None:
+        attention_blocks(blocks)
+    q, k, v = _inputs(shape, seed=3)
+    got = np.asarray(cast_probabilities(q, k, v))
+    p, vf = _probabilities(q, k), v.astype(np.float32)
+    exact, numpy = p @ vf, p.astype(E4M3).astype(np.float32) @ vf
+    ours, theirs = np.abs(got - exact), np.abs(numpy - exact)
+    assert np.sqrt((ours**2).mean()) <= 1.5 * np.sqrt((theirs**2).mean())
     np.testing.assert_allclose(got, numpy, atol=0.15)
 
 
