@@ -70,7 +70,7 @@ def _node(value: SSAValue, memo: dict[SSAValue, tuple[frozenset[Operation], bool
     if is_constant(value) or program_leaf(value) and not _from_leaves(value):
         return frozenset(), False
     op = value.op if isinstance(value, OpResult) else None
-    if not isinstance(op, BIAS_OPS) or not _exact_int(op) or not _keeps_positions(op):
+    if op is None or not _bias_step(op):
         return None
     ops, varies = {op}, False
     for operand in op.operands:
@@ -80,6 +80,11 @@ def _node(value: SSAValue, memo: dict[SSAValue, tuple[frozenset[Operation], bool
         ops |= inner[0]
         varies = varies or inner[1]
     return (frozenset(ops), varies) if len(ops) <= MAX_BIAS_OPS else None
+
+
+def _bias_step(op: Operation) -> bool:
+    """An op the kernel replays as the program computes it: one of BIAS_OPS, exact on integers, moving no axis."""
+    return isinstance(op, BIAS_OPS) and _exact_int(op) and _keeps_positions(op)
 
 
 def _exact_int(op: Operation) -> bool:
@@ -110,8 +115,7 @@ def _from_leaves(value: SSAValue) -> bool:
     """A program leaf computed by a bias step from program leaves and constants (torch's rules cast a slope to
     float64): the kernel computes it too, reading what it is computed from."""
     op = value.op if isinstance(value, OpResult) else None
-    return (isinstance(op, BIAS_OPS) and _exact_int(op) and _keeps_positions(op)
-            and all(program_leaf(v) or is_constant(v) for v in op.operands))  # fmt: skip
+    return op is not None and _bias_step(op) and all(program_leaf(v) or is_constant(v) for v in op.operands)
 
 
 def is_leaf(value: SSAValue) -> bool:

@@ -47,10 +47,10 @@ def _bound(affine: Affine, shape: tuple[int, ...]) -> int | None:
     return abs(affine.const) + sum(abs(c) * (shape[p] - 1) for p, c in affine.coef)
 
 
-def _only_rounded_to_f32(value: SSAValue) -> bool:
-    """Whether every use of `value` casts it to a float of at most 32 bits."""
+def _only_cast_to_floats(value: SSAValue, f64: bool = True) -> bool:
+    """Whether every use of `value` casts it to a float (of at most 32 bits unless `f64`)."""
     return all(isinstance(u.operation, tta.CastOp) and is_float(t := element_type(u.operation.results[0].type))
-               and not _is_f64(t) for u in value.uses)  # fmt: skip
+               and (f64 or not _is_f64(t)) for u in value.uses)  # fmt: skip
 
 
 class BiasTiles:
@@ -94,7 +94,7 @@ class BiasTiles:
             return em.binary(_BINARY[type(op)], *self._common(inputs))
         if isinstance(element, IntegerType):
             return em.binary(_BINARY[type(op)], *(em.cast(v, element) for v in inputs))
-        if _is_f64(element) and not (all(element_type(v.type) == f32 for v in inputs) and _only_rounded_to_f32(value)):
+        if _is_f64(element) and not (all(element_type(v.type) == f32 for v in inputs) and _only_cast_to_floats(value, f64=False)):
             return em.binary(_BINARY[type(op)], *(em.cast(v, element) for v in inputs))
         result = em.binary(_BINARY[type(op)], *(em.cast(v, f32) for v in inputs))
         return result if _is_f64(element) or element == f32 else em.cast(em.cast(result, element), f32)
@@ -103,9 +103,7 @@ class BiasTiles:
         """An affine index expression: in f32 from indices converted once a block when it is only cast to floats
         and bounded below 2**24, else in i32 and widened to its type."""
         em, bound = self.em, _bound(affine, shape_of(value.type))
-        if bound is None or bound > EXACT_IN_F32 or not all(
-                isinstance(u.operation, tta.CastOp) and is_float(element_type(u.operation.results[0].type))
-                for u in value.uses):  # fmt: skip
+        if bound is None or bound > EXACT_IN_F32 or not _only_cast_to_floats(value):
             return em.cast(self.affine_tile(affine, self.rows, self.cols), element_type(value.type))
         terms = [em.const(float(affine.const), f32)] if affine.const or not affine.coef else []
         for position, coef in affine.coef:
