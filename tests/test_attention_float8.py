@@ -20,7 +20,7 @@ import tinyton as tt
 from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
-from tinyton.lowering.ptx.usage import register_usage
+from tinyton.lowering.ptx.usage import ptxas_report, register_usage
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16
 BACKENDS = ["sim", pytest.param("cuda", marks=pytest.mark.gpu)]
@@ -135,6 +135,19 @@ def test_both_products_run_on_e4m3_wgmma(monkeypatch):
     assert len(shapes) == 2 and "mma.sync" not in ptx
     assert (register_usage(ptx, "sm_90a") or (0, 0))[1] == 0
     assemble_ptx(ptx, "sm_90a")
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("shape", [(1, 2, 60, 256), (2, 8, 1024, 256)], ids=["64-queries", "128-queries"])
+def test_head_dim_256_keeps_its_wgmmas_in_flight(monkeypatch, shape):
+    """At head dim 256 the f32-promoted `p @ v` runs as 64-wide instructions (`wgmma_layout.PROMOTED_REGISTERS`):
+    its 128 accumulator registers a thread and two 256-wide partials needed 384, and ptxas serialised every wgmma
+    (C7512)."""
+    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
+    ptx = cast_probabilities.compile(*_inputs(shape)).asm["ptx"]
+    assert "m64n256k32" not in ptx and "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in ptx
+    report = ptxas_report(ptx, "sm_90a")
+    assert report is not None and "C7512" not in report and "C7514" not in report, report
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

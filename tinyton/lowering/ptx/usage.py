@@ -9,8 +9,9 @@ import subprocess
 from tinyton.lowering.ptx.toolchain import find_tool
 
 
-def register_usage(ptx: str, arch: str) -> tuple[int, int] | None:
-    """(registers per thread, spilled 4-byte registers) of the PTX's kernel; None without ptxas."""
+def ptxas_report(ptx: str, arch: str) -> str | None:
+    """What `ptxas -v` says of the PTX (registers, spills, and its performance notes such as C7512 or C7514: wgmmas
+    serialised); None without ptxas or when it rejects the PTX."""
     ptxas = find_tool("ptxas")
     if ptxas is None:
         return None
@@ -19,9 +20,14 @@ def register_usage(ptx: str, arch: str) -> tuple[int, int] | None:
                               capture_output=True, check=False)
     except OSError:
         return None
-    report = proc.stderr.decode(errors="replace")
-    registers = re.search(r"Used (\d+) registers", report)
-    spills = re.search(r"(\d+) bytes spill stores", report)
-    if proc.returncode != 0 or registers is None:
+    return proc.stderr.decode(errors="replace") if proc.returncode == 0 else None
+
+
+def register_usage(ptx: str, arch: str) -> tuple[int, int] | None:
+    """(registers per thread, spilled 4-byte registers) of the PTX's kernel; None without ptxas."""
+    report = ptxas_report(ptx, arch)
+    registers = re.search(r"Used (\d+) registers", report or "")
+    spills = re.search(r"(\d+) bytes spill stores", report or "")
+    if report is None or registers is None:
         return None
     return int(registers.group(1)), int(spills.group(1)) // 4 if spills else 0

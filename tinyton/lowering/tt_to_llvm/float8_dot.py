@@ -20,17 +20,17 @@ from xdsl.dialects.builtin import ModuleOp, f16
 
 from tinyton.dialects import tt
 from tinyton.lowering.tt_to_llvm.mma_layout import k_major_b
-from tinyton.lowering.tt_to_llvm.wgmma_layout import k_step, runs_on_wgmma, wgmma_tiling
+from tinyton.lowering.tt_to_llvm.wgmma_layout import k_step, promotes, runs_on_wgmma, wgmma_tiling
 
 
 def promotion_steps(op: tt.DotOp | tt.PromotedDotOp) -> int | None:
     """The wgmma instructions (K steps) of `op` summed into one partial accumulator before it is added to the
     f32 one, as Triton's WGMMA lowering counts them (at least one, a partial also ends with the dot's K);
     None when the dot accumulates in its wgmma chain (not float8, or no `max_num_imprecise_acc`)."""
-    limit = op.max_num_imprecise_acc
-    if limit is None or not isinstance(tt.element_type(op.a.type), tt.FLOAT8_TYPES):
+    if not promotes(op):
         return None
-    return max(1, -(-limit.value.data // k_step(op)))
+    assert op.max_num_imprecise_acc is not None
+    return max(1, -(-op.max_num_imprecise_acc.value.data // k_step(op)))
 
 
 def chain_in_flight(op: tt.DotOp | tt.PromotedDotOp, num_warps: int) -> int | None:

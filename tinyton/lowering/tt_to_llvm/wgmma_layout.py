@@ -10,7 +10,8 @@ with g = lane / 4, t = lane % 4. The register order is therefore
     then N repetitions, then M repetitions,
 
 and the warp bits are rows +16, +32, then warpgroups along M (+64, ...), then along N. Warpgroups go to M
-first (as Triton's `warpsPerTileV3`); an instruction is at most 256 wide.
+first (as Triton's `warpsPerTileV3`); an instruction is at most 256 wide, a promoted float8 dot's narrower where
+its registers call for it (`PROMOTED_REGISTERS`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ WARPGROUP = 4
 ROWS = 64
 """Rows of one instruction (the M of m64nNk16)."""
 MAX_N = 256
+PROMOTED_REGISTERS = 192
+"""f32 registers a thread gives a float8 dot promoted in f32 (`promotes`): its accumulator and two partials, one
+being added while the next block's chain runs (N / 2 registers each). A 64 x 256 `p @ v` of float8 attention at head
+dim 256 in 256-wide instructions needed 128 + 2 x 128: ptxas used 255, spilled 304 bytes and serialised the wgmmas
+(C7512); in 64-wide ones it spills 88 bytes, serialises nothing. Only 256-wide instructions are narrowed: the
+matmuls' 128-wide promoted tiles were measured as they are (`matmul_tiles.FLOAT8_CANDIDATES`)."""
 SWIZZLES = (32, 64, 128)
 """wgmma's swizzle widths in bytes: the row of a shared-memory panel (`swizzle.Swizzle.row_bytes`)."""
 
@@ -49,19 +56,20 @@ class WgmmaTiling:
     n: int
     groups_m: int
     groups_n: int
+    max_n: int = MAX_N
 
     @staticmethod
-    def of(m: int, n: int, num_warps: int) -> WgmmaTiling:
+    def of(m: int, n: int, num_warps: int, max_n: int = MAX_N) -> WgmmaTiling:
         groups = num_warps // WARPGROUP
         gm = 1
         while gm < groups and ROWS * gm * 2 <= m:
             gm *= 2
-        return WgmmaTiling(m, n, gm, groups // gm)
+        return WgmmaTiling(m, n, gm, groups // gm, max_n)
 
     @property
     def instr_n(self) -> int:
         """The N of one instruction."""
-        return min(MAX_N, self.n // self.groups_n)
+        return min(self.max_n, self.n // self.groups_n)
 
     @property
     def reps_m(self) -> int:
@@ -130,9 +138,19 @@ def wgmma_fits(op: tt.DotOp, num_warps: int, arch: str, k_major: bool) -> bool:
     )
 
 
-def wgmma_tiling(op: tt.DotOp, num_warps: int) -> WgmmaTiling:
+def promotes(op: tt.DotOp | tt.PromotedDotOp) -> bool:
+    """Whether `op` adds its wgmma chains' partial sums to its accumulator in f32 (float8 operands and
+    `max_num_imprecise_acc`: `float8_dot.promotion_steps`)."""
+    return op.max_num_imprecise_acc is not None and isinstance(tt.element_type(op.a.type), tt.FLOAT8_TYPES)
+
+
+def wgmma_tiling(op: tt.DotOp | tt.PromotedDotOp, num_warps: int) -> WgmmaTiling:
     m, n = tt.shape_of(op.result.type)
-    return WgmmaTiling.of(m, n, num_warps)
+    max_n, tiling = MAX_N, WgmmaTiling.of(m, n, num_warps)
+    if promotes(op) and tiling.instr_n > MAX_N // 2:
+        while max_n > 8 and m * n // (32 * num_warps) + max_n > PROMOTED_REGISTERS:
+            max_n //= 2
+    return WgmmaTiling.of(m, n, num_warps, max_n)
 
 
 def register_a(op: tt.DotOp, layout: Layout | None, num_warps: int) -> bool:
