@@ -29,8 +29,9 @@ for part in "$@"; do
                 files=${part#tests:}
             fi
             # shellcheck disable=SC2086  # the files split into words on purpose
-            TINYTON_CACHE_DIR=$tests_cache TINYTON_COMPILE_JOBS=$test_compile_jobs timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m gpu ${files//,/ } 2>&1 \
-                | tee "$out/pytest-gpu-part.log" | grep -E "passed|failed|FAILED|Error" | tail -20 ;;
+            # -v: each result on a line of its own as it comes, so a part cut by its timeout still names its failures
+            TINYTON_CACHE_DIR=$tests_cache TINYTON_COMPILE_JOBS=$test_compile_jobs timeout "${TESTS_TIMEOUT:-400}" python3 -m pytest -v -rs -p no:cacheprovider "${parallel[@]}" -m gpu ${files//,/ } 2>&1 \
+                | tee "$out/pytest-gpu-part.log" | grep -E " passed| failed|FAILED|Error" | tail -20 ;;
         fuzz) TINYTON_FUZZ_TILES=${TINYTON_FUZZ_TILES:-drawn} bash scripts/fuzz-gpu.sh "${FUZZ_CASES:-10000}" "${FUZZ_SEED:-20261123}" 0 "${FUZZ_LIMIT:-300}" | tail -8 ;;
         examples) for e in examples/*.py; do printf '%s: ' "$e"; TINYTON_BACKEND=cuda timeout 120 python3 "$e" 2>&1 | tail -1; done | tee "$out/examples.log" ;;
         bench:*|probe:*)
