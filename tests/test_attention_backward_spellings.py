@@ -172,6 +172,28 @@ def test_an_index_bias_is_computed_in_every_backward_kernel(s):
 
 
 @tt.jit
+def grouped_alibi(q, k, v, do, slopes):
+    """ALiBi's training step over grouped-query heads (k and v repeated, their gradients summed over each group)."""
+    b, h, n, d = q.shape
+    h_kv = k.shape[1]
+    kr, vr = tt.repeat(k, h // h_kv, axis=1), tt.repeat(v, h // h_kv, axis=1)
+    i, j = tt.arange(n)[:, None], tt.arange(n)[None, :]
+    s = tt.where(i >= j, q @ kr.mT * SCALE + slopes * (j - i).astype(q.dtype), float("-inf"))
+    o, dq, dk, dv = gradients(softmax(s), q, kr, vr, do, SCALE)
+    return o, dq, dk.reshape(b, h_kv, h // h_kv, n, d).sum(2), dv.reshape(b, h_kv, h // h_kv, n, d).sum(2)
+
+
+def test_an_index_bias_over_grouped_heads_is_computed_in_every_backward_kernel():
+    """The group rule rebuilds the bias over the grouped heads from its slopes (a reshape of the `[H, S, S]` bias
+    made the step ten kernels with S x S buffers)."""
+    rng = np.random.default_rng(33)
+    q, do = (rng.standard_normal((2, 8, 70, 32)).astype(np.float32) for _ in range(2))
+    k, v = (rng.standard_normal((2, 2, 70, 32)).astype(np.float32) for _ in range(2))
+    slopes = (2.0 ** -np.arange(1, 9, dtype=np.float32)).reshape(8, 1, 1)
+    assert_matches_the_program(grouped_alibi, (q, k, v, do, slopes), 70, 70)
+
+
+@tt.jit
 def biased(q, k, v, do, bias):
     return gradients(softmax(q @ k.mT * SCALE + bias), q, k, v, do, SCALE)
 

@@ -106,6 +106,32 @@ def test_bias_and_causal_mask_regrouped(bias_shape):
 
 
 @tt.jit
+def repeated_with_alibi(q, k, v, slopes):
+    g, n = q.shape[1] // k.shape[1], q.shape[-2]
+    i, j = tt.arange(n)[:, None], tt.arange(n)[None, :]
+    s = q @ tt.repeat(k, g, axis=1).mT * SCALE + slopes * (j - i).astype(np.float32)
+    return softmax(tt.where(j <= i, s, float("-inf"))) @ tt.repeat(v, g, axis=1)
+
+
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_an_index_bias_is_regrouped_from_its_slopes(monkeypatch, backend):
+    """ALiBi over repeated keys: the bias is rebuilt over the grouped heads from its slopes reshaped, so the one
+    attention kernel still computes it from the indices (a reshape of the `[H, S, S]` bias was a kernel of its own
+    and an array the attention read)."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    n = 60 if backend == "sim" else 300
+    q, k, v = inputs(27, n, n)
+    slopes = (2.0 ** -np.arange(1, H + 1, dtype=np.float32)).reshape(H, 1, 1)
+    program = repeated_with_alibi.compile(q, k, v, slopes)
+    assert [step.launch.kind for step in program.steps] == ["attention"]
+    attention = next(line for line in str(program.fused).splitlines() if 'tta.fusion "attention"' in line)
+    assert f"x{n}x{n}x" not in attention, "no bias array read"
+    distance = np.arange(n)[None, :] - np.arange(n)[:, None]
+    want = reference(q, k, v, bias=slopes * distance, keep=np.tril(np.ones((n, n), bool)))
+    np.testing.assert_allclose(program(q, k, v, slopes), want, rtol=1e-4, atol=1e-5)
+
+
+@tt.jit
 def split_heads_repeated(x, k, v):  # x (B, S, H, D): q a transposed view, its heads split into groups in place
     q = x.transpose(0, 2, 1, 3)
     g = q.shape[1] // k.shape[1]

@@ -13,7 +13,9 @@ broadcast along a size-1 batch axis. Every op computing per batch entry around t
 the softmax, `p @ v`, and in a training step the backward's products, `ds` and the gradients) is rebuilt
 over the grouped batch shape, the same arithmetic on the same elements; the arrays it reads are reshaped to
 that shape and its results back (a reshape of a contiguous array is read in place; a gradient the program
-reshapes to the grouped shape itself, to sum over the group, is used as it is).
+reshapes to the grouped shape itself, to sum over the group, is used as it is). An index bias (ALiBi's
+`slopes * (j - i)`, tinyton/analysis/index_bias.py) is rebuilt over the grouped shape from its slopes reshaped,
+so that the kernel still computes it from the indices (a reshape of the `[H, S, S]` bias would be an array).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from tinyton.analysis.attention import feeds_softmax
+from tinyton.analysis.index_bias import bias_ops, index_bias
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tta_shapes import array_type, broadcast_shapes
@@ -112,7 +115,8 @@ def repeated(value: SSAValue) -> Repeated | None:
     return found
 
 
-def _regrouped(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, ...]) -> tuple[SSAValue, tuple[int, ...]] | None:
+def _regrouped(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, ...]
+               ) -> tuple[SSAValue, tuple[int, ...]] | None:
     """How k, v, a bias or mask array or a constant of batch shape `batch` is read over `grouped`: an array
     and the shape to reshape it to (repeated k and v: their broadcast form); None when it varies along only
     part of a merged run of axes."""
@@ -147,7 +151,8 @@ def _per_batch_entry(op: Operation, batch: tuple[int, ...]) -> bool:
     return True
 
 
-_PER_ENTRY = (tta.BinaryOp, tta.UnaryOp, tta.CmpOp, tta.WhereOp, tta.CastOp, tta.MatmulOp, tta.TransposeOp, tta.ReduceOp)
+_PER_ENTRY = (tta.BinaryOp, tta.UnaryOp, tta.CmpOp, tta.WhereOp, tta.CastOp, tta.MatmulOp, tta.TransposeOp,
+              tta.ReduceOp)
 
 
 def _members(seed: Operation, batch: tuple[int, ...]) -> list[Operation]:
@@ -167,7 +172,8 @@ def _members(seed: Operation, batch: tuple[int, ...]) -> list[Operation]:
     return [op for op in block.ops if op in members]
 
 
-def _grouped_op(op: Operation, operands: Sequence[SSAValue], batch: tuple[int, ...], grouped: tuple[int, ...]) -> Operation:
+def _grouped_op(op: Operation, operands: Sequence[SSAValue], batch: tuple[int, ...], grouped: tuple[int, ...]
+                ) -> Operation:
     """`op` over the grouped batch shape, reading `operands`."""
     properties = dict(op.properties)
     shift = len(grouped) - len(batch)
@@ -180,6 +186,43 @@ def _grouped_op(op: Operation, operands: Sequence[SSAValue], batch: tuple[int, .
     entries = broadcast_shapes(*((1,) * (len(grouped) - len(b)) + tuple(b) for b in batches))  # k: 1 per group
     types = [array_type(element_type(r.type), (*entries, *shape_of(r.type)[-2:])) for r in op.results]
     return type(op).create(operands=operands, result_types=types, properties=properties, attributes=dict(op.attributes))
+
+
+def _reshaped(value: SSAValue, shape: Sequence[int], at: InsertPoint, rewriter: PatternRewriter) -> SSAValue:
+    reshape = tta.ReshapeOp(value, shape)
+    rewriter.insert(reshape, at)
+    return reshape.result
+
+
+def _grouped_bias(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, ...], at: InsertPoint,
+                  rewriter: PatternRewriter) -> SSAValue | None:
+    """Index bias `value` computed over the grouped batch shape: its elementwise steps with batch axes rebuilt on
+    their operands regrouped (the slopes reshaped), those without (the indices' arithmetic) read as they are; None
+    when `value` is no index bias or a step with batch axes is not elementwise."""
+    if not index_bias(value):
+        return None
+    steps = [op for op in bias_ops(value) if any(len(shape_of(r.type)) > 2 for r in op.results)]
+    if any(not isinstance(op, _ELEMENTWISE) for op in steps):
+        return None
+    new: dict[SSAValue, SSAValue] = {}
+    for op in steps:
+        operands = []
+        for operand in op.operands:
+            if operand not in new:
+                found = _regrouped(operand, batch, grouped)
+                if found is None:
+                    return None
+                source, shape = found
+                same = shape_of(source.type) == tuple(shape)
+                new[operand] = source if same else _reshaped(source, shape, at, rewriter)
+            operands.append(new[operand])
+        grouped_op = _grouped_op(op, operands, batch, grouped)
+        rewriter.insert(grouped_op, at)
+        new.update(zip(op.results, grouped_op.results))
+    return new[value]
+
+
+_ELEMENTWISE = (tta.BinaryOp, tta.UnaryOp, tta.CastOp)
 
 
 class RepeatedKeysToBroadcast(RewritePattern):
@@ -205,9 +248,9 @@ class RepeatedKeysToBroadcast(RewritePattern):
         for value, (source, shape) in reads.items():
             new[value] = source
             if shape_of(source.type) != tuple(shape):
-                reshape = tta.ReshapeOp(source, shape)
-                rewriter.insert(reshape, InsertPoint.before(members[0]))
-                new[value] = reshape.result
+                at = InsertPoint.before(members[0])
+                bias = _grouped_bias(value, batch, grouped, at, rewriter)
+                new[value] = bias or _reshaped(source, shape, at, rewriter)
         for op in members:
             grouped_op = _grouped_op(op, [new[v] for v in op.operands], batch, grouped)
             rewriter.insert(grouped_op, InsertPoint.before(op))

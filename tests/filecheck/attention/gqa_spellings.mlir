@@ -76,3 +76,39 @@ func.func @plain_matmul(%q: tensor<4x32x16xf32>, %k: tensor<2x16x32xf32>) -> ten
 // CHECK-LABEL: func.func @plain_matmul
 // CHECK:         %kr = tta.concatenate %k0, %k1
 // CHECK-NEXT:    %s = tta.matmul %q, %kr
+
+// ALiBi over repeated keys: the bias is rebuilt over the grouped heads from its slopes reshaped (not the [H, S, S]
+// bias reshaped), so the flash rule still computes it from the indices in the kernel.
+func.func @repeated_alibi(%q: tensor<4x32x16xf32>, %k: tensor<2x32x16xf32>, %v: tensor<2x32x16xf32>, %slope: tensor<4x1x1xf32>) -> tensor<4x32x16xf32> {
+  %a0 = tta.arange 0 to 32 : tensor<32xi32>
+  %i = tta.reshape %a0 : tensor<32xi32> -> tensor<32x1xi32>
+  %a1 = tta.arange 0 to 32 : tensor<32xi32>
+  %j = tta.reshape %a1 : tensor<32xi32> -> tensor<1x32xi32>
+  %dist = tta.sub %j, %i : tensor<1x32xi32>, tensor<32x1xi32> -> tensor<32x32xi32>
+  %distf = tta.cast %dist : tensor<32x32xi32> -> tensor<32x32xf32>
+  %bias = tta.mul %slope, %distf : tensor<4x1x1xf32>, tensor<32x32xf32> -> tensor<4x32x32xf32>
+  %k0 = tta.slice %k start = [0, 0, 0] step = [0, 1, 1] : tensor<2x32x16xf32> -> tensor<2x32x16xf32>
+  %k1 = tta.slice %k start = [1, 0, 0] step = [0, 1, 1] : tensor<2x32x16xf32> -> tensor<2x32x16xf32>
+  %kr = tta.concatenate %k0, %k1 axis = 0 : tensor<2x32x16xf32>, tensor<2x32x16xf32> -> tensor<4x32x16xf32>
+  %kt = tta.transpose %kr permutation = [0, 2, 1] : tensor<4x32x16xf32> -> tensor<4x16x32xf32>
+  %qk = tta.matmul %q, %kt : tensor<4x32x16xf32>, tensor<4x16x32xf32> -> tensor<4x32x32xf32>
+  %s = tta.add %qk, %bias : tensor<4x32x32xf32>, tensor<4x32x32xf32> -> tensor<4x32x32xf32>
+  %m = tta.reduce_max %s axis = 2 keepdims : tensor<4x32x32xf32> -> tensor<4x32x1xf32>
+  %d = tta.sub %s, %m : tensor<4x32x32xf32>, tensor<4x32x1xf32> -> tensor<4x32x32xf32>
+  %e = tta.exp %d : tensor<4x32x32xf32>
+  %l = tta.reduce_sum %e axis = 2 keepdims : tensor<4x32x32xf32> -> tensor<4x32x1xf32>
+  %p = tta.div %e, %l : tensor<4x32x32xf32>, tensor<4x32x1xf32> -> tensor<4x32x32xf32>
+  %v0 = tta.slice %v start = [0, 0, 0] step = [0, 1, 1] : tensor<2x32x16xf32> -> tensor<2x32x16xf32>
+  %v1 = tta.slice %v start = [1, 0, 0] step = [0, 1, 1] : tensor<2x32x16xf32> -> tensor<2x32x16xf32>
+  %vr = tta.concatenate %v0, %v1 axis = 0 : tensor<2x32x16xf32>, tensor<2x32x16xf32> -> tensor<4x32x16xf32>
+  %o = tta.matmul %p, %vr : tensor<4x32x32xf32>, tensor<4x32x16xf32> -> tensor<4x32x16xf32>
+  func.return %o : tensor<4x32x16xf32>
+}
+// CHECK-LABEL: func.func @repeated_alibi
+// CHECK:         %[[SLOPE:.*]] = tta.reshape %slope : tensor<4x1x1xf32> -> tensor<2x2x1x1xf32>
+// CHECK:         %[[BIAS:.*]] = tta.mul %[[SLOPE]], %distf : tensor<2x2x1x1xf32>, tensor<32x32xf32> -> tensor<2x2x32x32xf32>
+// CHECK-NOT:     tta.reshape %bias
+// CHECK:         tta.add {{.*}}, %[[BIAS]] : tensor<2x2x32x32xf32>, tensor<2x2x32x32xf32> -> tensor<2x2x32x32xf32>
+// FLASH-LABEL: func.func @repeated_alibi
+// FLASH:         tta.fusion "attention"({{.*}}) : ({{.*}}tensor<2x2x1x1xf32>{{.*}}) -> tensor<4x32x16xf32>
+// FLASH-NOT:     tta.fusion
