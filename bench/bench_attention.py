@@ -20,6 +20,7 @@ same kernel(s).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -144,52 +145,53 @@ def checked(out: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
     return out[: reference.shape[0], : reference.shape[1]]
 
 
-def main(tables: list[str]) -> None:
-    print(f"device: {device_name()}; torch {torch.__version__}\n")
-    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
-    for dtype in (dtypes[t] for t in tables if t in dtypes):
-        rows = []
-        for shape, kind in CASES:
-            b, h, s, d = shape
-            program, args, (q, k, v), options, reference = case(shape, kind, dtype)
-            print(f"# {dtype} {shape} {kind}: compiling", flush=True)
-            check_close(f"tinyton {shape} {kind}", checked(program(*args).reshape(shape), reference), reference, tol=2e-2)
-            launches = program.compile(*args).num_launches
-            times = {
-                "tinyton": median_ms(lambda: program(*args)),
-                "SDPA flash": peer(measure, lambda: sdpa(SDPBackend.FLASH_ATTENTION)(q, k, v, **options)),
-                "SDPA cuDNN": peer(measure, lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(q, k, v, **options)),
-                "Triton": "n/a (no bias or GQA)",
-            }
-            if kind in ("full", "causal"):
-                triton = lambda: triton_attention.attention(q, k, v, kind == "causal")
-                if not ONESHOT:
-                    check_close(f"Triton {shape}", checked(triton(), reference), reference, tol=2e-2)
-                times["Triton"] = peer(measure, triton)
-            if "unfused" not in tables:  # its matmuls are tuned on first use: minutes of a device call
-                times["tinyton unfused"] = "not asked (`unfused`)"
-            elif b * h * s * s * 2 <= 4 << 30:  # unfused materialises the scores: only where they fit
-                unfused = program.compile(*args, fuse=False)
-                check_close(f"tinyton unfused {shape} {kind}", checked(unfused(*args).reshape(shape), reference),
-                            reference, tol=2e-2)
-                times["tinyton unfused"] = median_ms(lambda: unfused(*args))
-            else:
-                times["tinyton unfused"] = "skipped (S x S too large)"
-            causal = kind == "causal"
-            figures = {n: (tflops(shape, s, causal, t) if isinstance(t, float) else t) for n, t in times.items()}
-            best_sdpa = max((f for n, f in figures.items() if n.startswith("SDPA") and isinstance(f, float)), default=None)
-            ratio = f"{100 * figures['tinyton'] / best_sdpa:.0f}%" if best_sdpa else "n/a"
-            rows.append([f"{shape} {kind}", *figures.values(), ratio, launches])
-            print(f"# {rows[-1]}", flush=True)
-        print_table(
-            f"Attention forward, {str(dtype).split('.')[-1]} (TFLOPS)",
-            ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "Triton", "tinyton unfused", "tinyton / best SDPA", "launches"],
-            rows,
-        )
-    if "fp8" in tables:
-        float8_table()
+def forward_table(dtype: torch.dtype, unfused_asked: bool) -> None:
+    """The 12 forward shapes in `dtype` against SDPA's flash and cuDNN backends and Triton."""
     rows = []
-    for b, h, s_kv, d in DECODES if "decode" in tables else []:
+    for shape, kind in CASES:
+        b, h, s, d = shape
+        program, args, (q, k, v), options, reference = case(shape, kind, dtype)
+        print(f"# {dtype} {shape} {kind}: compiling", flush=True)
+        check_close(f"tinyton {shape} {kind}", checked(program(*args).reshape(shape), reference), reference, tol=2e-2)
+        launches = program.compile(*args).num_launches
+        times = {
+            "tinyton": median_ms(lambda: program(*args)),
+            "SDPA flash": peer(measure, lambda: sdpa(SDPBackend.FLASH_ATTENTION)(q, k, v, **options)),
+            "SDPA cuDNN": peer(measure, lambda: sdpa(SDPBackend.CUDNN_ATTENTION)(q, k, v, **options)),
+            "Triton": "n/a (no bias or GQA)",
+        }
+        if kind in ("full", "causal"):
+            triton = lambda: triton_attention.attention(q, k, v, kind == "causal")
+            if not ONESHOT:
+                check_close(f"Triton {shape}", checked(triton(), reference), reference, tol=2e-2)
+            times["Triton"] = peer(measure, triton)
+        if not unfused_asked:  # its matmuls are tuned on first use: minutes of a device call
+            times["tinyton unfused"] = "not asked (`unfused`)"
+        elif b * h * s * s * 2 <= 4 << 30:  # unfused materialises the scores: only where they fit
+            unfused = program.compile(*args, fuse=False)
+            check_close(f"tinyton unfused {shape} {kind}", checked(unfused(*args).reshape(shape), reference),
+                        reference, tol=2e-2)
+            times["tinyton unfused"] = median_ms(lambda: unfused(*args))
+        else:
+            times["tinyton unfused"] = "skipped (S x S too large)"
+        causal = kind == "causal"
+        figures = {n: (tflops(shape, s, causal, t) if isinstance(t, float) else t) for n, t in times.items()}
+        best_sdpa = max((f for n, f in figures.items() if n.startswith("SDPA") and isinstance(f, float)), default=None)
+        ratio = f"{100 * figures['tinyton'] / best_sdpa:.0f}%" if best_sdpa else "n/a"
+        rows.append([f"{shape} {kind}", *figures.values(), ratio, launches])
+        print(f"# {rows[-1]}", flush=True)
+    print_table(
+        f"Attention forward, {str(dtype).split('.')[-1]} (TFLOPS)",
+        ["(B, H, S, D)", "tinyton", "SDPA flash", "SDPA cuDNN", "Triton", "tinyton unfused", "tinyton / best SDPA",
+         "launches"],
+        rows,
+    )
+
+
+def decode_table() -> None:
+    """Decode steps (S_q = 1 against a KV cache) in µs against SDPA and Triton."""
+    rows = []
+    for b, h, s_kv, d in DECODES:
         q = torch.randn(b, h, 1, d, device=DEVICE, dtype=torch.float16)
         k, v = (torch.randn(b, h, s_kv, d, device=DEVICE, dtype=torch.float16) for _ in range(2))
         reference = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
@@ -201,18 +203,38 @@ def main(tables: list[str]) -> None:
             "Triton": peer(measure, lambda: triton_attention.attention(q, k, v, False)),
         }
         micros = [t * 1e3 if isinstance(t, float) else t for t in decode.values()]
-        sdpa_best = min((t for n, t in zip(decode, micros) if n.startswith("SDPA") and isinstance(t, float)), default=None)
+        sdpa_best = min((t for n, t in zip(decode, micros) if n.startswith("SDPA") and isinstance(t, float)),
+                        default=None)
         ratio = f"{micros[0] / sdpa_best:.2f}x" if sdpa_best else "n/a"
         rows.append([f"({b}, {h}, {s_kv}, {d})", *micros, ratio, attention.compile(q, k, v, d**-0.5).num_launches])
         print(f"# {rows[-1]}", flush=True)
-    if rows:
-        print_table("Decode step (S_q = 1, fp16), µs", ["(B, H, S_kv, D)", *decode, "tinyton / best SDPA", "launches"], rows)
+    header = ["(B, H, S_kv, D)", *decode, "tinyton / best SDPA", "launches"]
+    print_table("Decode step (S_q = 1, fp16), µs", header, rows)
+
+
+def main(tables: list[str]) -> None:
+    """Each asked table in turn; a table whose result check fails is reported and the others still run (under
+    bench/sanitize.py, the tables after it are then still checked), and the run exits 1."""
+    print(f"device: {device_name()}; torch {torch.__version__}\n")
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16}
+    runs: list[tuple[str, Callable[[], None]]] = [
+        (t, lambda dtype=dtypes[t]: forward_table(dtype, "unfused" in tables)) for t in tables if t in dtypes]
+    runs += [("fp8", float8_table)] if "fp8" in tables else []
+    runs += [("decode", decode_table)] if "decode" in tables else []
     if "backward" in tables:
-        backward_table(torch.float16)
-        backward_table(torch.bfloat16)
-        training_table(torch.float16)
-    if "spellings" in tables:
-        spelling_table(torch.float16)
+        runs += [("backward fp16", lambda: backward_table(torch.float16)),
+                 ("backward bf16", lambda: backward_table(torch.bfloat16)),
+                 ("training fp16", lambda: training_table(torch.float16))]
+    runs += [("spellings", lambda: spelling_table(torch.float16))] if "spellings" in tables else []
+    wrong = []
+    for name, run in runs:
+        try:
+            run()
+        except AssertionError as error:
+            print(f"# WRONG ({name} table, the rest of it not run): {error}", flush=True)
+            wrong.append(name)
+    if wrong:
+        sys.exit(f"wrong results in the {', '.join(wrong)} table(s)")
 
 
 def float8_table() -> None:
