@@ -189,6 +189,17 @@ def test_the_chosen_shape_reaches_the_kernel(monkeypatch):
     np.testing.assert_allclose(program(x), np_softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-7)
 
 
+
+def test_sorts_and_scans_are_not_tuned():
+    """A sort holds its row whole, a scan walks it in fixed chunks: their shape is fixed, so the tuner is never
+    asked (it would time identical kernels: on a GPU, a long row's sort network compiled once per candidate)."""
+    x = np.zeros((64, 4096), np.float32)
+    for fn in (lambda a: np.sort(a * 2.0), lambda a: tt.cumsum(a * 2.0, axis=-1)):
+        module = fuse_module(tt.jit(fn).compile(x).graph.clone(), fuse=True)
+        asked = []
+        specs = fusion_to_kernels(module, choose_rows=lambda p: asked.append(p) or default_row_shape(p))
+        assert not asked and [s.kind for s in specs] == ["row_reduction"]
+
 @pytest.mark.gpu
 def test_row_shapes_are_measured_on_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(row_tuning.TUNER, "cache", KernelCache(tmp_path, disk=True))

@@ -146,13 +146,14 @@ def plan(dom: Domain, row_shape: Callable[[int, int], RowShape] | None = None) -
         looped = k_block(K) > MAX_ROW_BLOCK
         if K >= SPLIT_MIN_ROW and (R < SPLIT_ROWS or (looped and R < MIN_PROGRAMS)) and splittable(dom):
             return _split_rows(shape, rows, R, red, K)
-        choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
         if has_sort(dom) and K > longest_sorted_row(dom):
             raise CompilationError(f"a sort's row of {K} elements is longer than one program sorts whole "
                                    f"({longest_sorted_row(dom)}): tinyton-split-long-sorts (in tinyton-fuse) splits it")
         if has_scan(dom) or has_sort(dom):  # one row per program, chunks `Emitter.scan` cuts into runs of registers
             chunk = LOOP_CHUNK if k_block(K) > LOOP_CHUNK and not has_sort(dom) else 0  # a sort holds its row whole
-            choice = RowShape(warps_for(chunk or k_block(K)), 1, chunk)
+            choice = RowShape(warps_for(chunk or k_block(K)), 1, chunk)  # fixed: the row tuner is not asked
+        else:
+            choice = row_shape(R, K) if row_shape is not None else default_row_shape(RowProblem(R, K, ""))
         per, block = choice.rows, choice.chunk or k_block(K)
         rank = 2 if per > 1 else 1
         p = Source(rows, R, per, 0 if rank == 2 else None)
