@@ -45,20 +45,20 @@ def check_sorts(got: tuple[np.ndarray, ...], x: np.ndarray, axis: int | None = -
 def test_chunking() -> None:
     """The fewest chunks, a power of two of them, of at most the longest row a program sorts (half as long for
     64-bit values), padding less than one per chunk."""
-    assert (max_sorted_row(8), max_sorted_row(32), max_sorted_row(64)) == (MAX_SORTED_ROW, 32768, 16384)
-    assert chunking(MAX_SORTED_ROW + 1, MAX_SORTED_ROW) == (2, 16385)
+    assert (max_sorted_row(8), max_sorted_row(32), max_sorted_row(64)) == (MAX_SORTED_ROW, 8192, 4096)
+    assert chunking(MAX_SORTED_ROW + 1, MAX_SORTED_ROW) == (2, 4097)
     assert chunking(2 * MAX_SORTED_ROW, MAX_SORTED_ROW) == (2, MAX_SORTED_ROW)
-    assert chunking(100000, MAX_SORTED_ROW) == (4, 25000)
-    assert chunking(128256, MAX_SORTED_ROW) == (4, 32064)  # Llama 3's vocabulary
-    assert chunking(10**6, MAX_SORTED_ROW) == (32, 31250)
-    assert chunking(20000, max_sorted_row(64)) == (2, 10000)
+    assert chunking(100000, MAX_SORTED_ROW) == (16, 6250)
+    assert chunking(128256, MAX_SORTED_ROW) == (16, 8016)  # Llama 3's vocabulary
+    assert chunking(10**6, MAX_SORTED_ROW) == (128, 7813)
+    assert chunking(5000, max_sorted_row(64)) == (2, 2500)
 
 
 @pytest.mark.parametrize("length", [MAX_SORTED_ROW + 1, 70001], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 def test_split_sorts_match_numpy_on_the_reference(dtype: Any, length: int) -> None:
     """The rewritten program (chunk sorts by the row op's semantics, merges of tta ops) on the reference
-    interpreter: two rows, two to eight chunks, the last one padded."""
+    interpreter: two rows, two to thirty-two chunks, the last one padded."""
     x = values((2, length), dtype, length)
     module = trace(sorts, [x])
     SplitLongSortsPass().apply(Context(), module)
@@ -68,16 +68,17 @@ def test_split_sorts_match_numpy_on_the_reference(dtype: Any, length: int) -> No
     check_sorts(tuple(evaluate(module, x)), x)
 
 
-CASES = [((MAX_SORTED_ROW + 1,), np.float32, -1), ((65536,), np.int32, -1), ((100000,), np.float16, -1),
-         ((2, 40000), np.float32, -1), ((20000, 1), np.float64, 0), ((2, 17000), ml_dtypes.bfloat16, None)]  # fmt: skip
+CASES = [((MAX_SORTED_ROW + 1,), np.float32, -1), ((16384,), np.int32, -1), ((25000,), np.float16, -1),
+         ((2, 10000), np.float32, -1), ((5000, 1), np.float64, 0), ((2, 4250), ml_dtypes.bfloat16, None)]  # fmt: skip
 
 
 def _long_rows(backend: str):
     @pytest.mark.parametrize("shape, dtype, axis", CASES, ids=lambda c: str(c) if isinstance(c, tuple) else None)
     def test(shape: tuple[int, ...], dtype: Any, axis: int | None, request) -> None:
-        """Rows of 32769 (two chunks, one padded), 65536, 100000 (four chunks), two rows of 40000, a column of
-        20000 float64 values (two chunks: 64-bit rows are half as long) and 34000 elements flattened (axis=None);
-        floats with NaN, ±inf, ±0.0 and ties."""
+        """Rows of 8193 (two chunks, one padded), 16384, 25000 (four chunks), two rows of 10000, a column of
+        5000 float64 values (two chunks: 64-bit rows are half as long) and 8500 elements flattened (axis=None);
+        floats with NaN, ±inf, ±0.0 and ties. On a GPU each case compiles one chunk-sort kernel of 8192 (4096)
+        lanes, both directions, and a merge kernel per pass and direction."""
         request.getfixturevalue(backend)
         x = values(shape, dtype, shape[0])
         check_sorts(tt.jit(lambda a: sorts(a, axis))(x), x, axis)
@@ -92,13 +93,13 @@ test_long_rows_on_gpu = pytest.mark.gpu(_long_rows("gpu"))
 def test_kernels_a_sort_and_an_argsort_share(simulator) -> None:
     """A sort and an argsort of one long row: one kernel sorting its chunks (one network for both), then one
     per merge pass; the producer of a row read whole is its own kernel (the chunks are a reshape)."""
-    x = np.zeros((2, 100000), np.float32)
+    x = np.zeros((2, 25000), np.float32)
     _, fused = fused_modules(lambda a: (np.sort(a), np.argsort(a)), [x])
     regions = fusions(fused)
     assert [r.kind.data for r in regions] == ["row_reduction", "elementwise", "elementwise"]
     chunk_sorts = [op for op in regions[0].block.ops if isinstance(op, tta.SortingOp)]
     assert [type(op) for op in chunk_sorts] == [tta.SortOp, tta.ArgSortOp]
-    assert {shape_of(op.input.type) for op in chunk_sorts} == {(2, 4, 25000)}
+    assert {shape_of(op.input.type) for op in chunk_sorts} == {(2, 4, 6250)}
 
 
 def test_sorts_of_one_column_share_their_chunk_sorts() -> None:
@@ -112,7 +113,7 @@ def test_sorts_of_one_column_share_their_chunk_sorts() -> None:
 
 
 def test_median_and_quantiles_of_a_million(simulator) -> None:
-    """np.median and np.quantile of 10**6 values: a sort of 32 chunks merged five times, read where asked."""
+    """np.median and np.quantile of 10**6 values: a sort of 128 chunks merged seven times, read where asked."""
     x = np.random.default_rng(1).standard_normal(10**6).astype(np.float32)
     got = tt.jit(lambda a: (np.median(a), np.quantile(a, [0.001, 0.5, 0.75]), np.percentile(a, 99.9)))(x)
     statistics.same(got[0], np.median(x))
@@ -143,7 +144,7 @@ def test_order_statistics_of_long_rows(simulator) -> None:
 def test_merge_kernels_lower_to_ptx_that_ptxas_takes(toolchain: str) -> None:
     """The merge pass of a sort and an argsort of float16 rows (the chunk sorts are the row op's kernels, which
     tests/test_numpy_sort.py lowers)."""
-    module = trace(lambda a: (np.sort(a), np.argsort(a)), [np.zeros((2, 40000), np.float16)])
+    module = trace(lambda a: (np.sort(a), np.argsort(a)), [np.zeros((2, 10000), np.float16)])
     fuse_module(module, True)
     (merge,) = [spec for spec in fusion_to_kernels(module) if spec.kind != "row_reduction"]
     lower_to_llvm(merge.module, None)

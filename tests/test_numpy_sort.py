@@ -75,9 +75,9 @@ test_matches_numpy = _matches_numpy("simulator")
 test_matches_numpy_on_gpu = pytest.mark.gpu(_matches_numpy("gpu"))
 
 
-@pytest.mark.parametrize("length", [2, 1000, 4097, 32768])
+@pytest.mark.parametrize("length", [2, 1000, 4097, 8192])
 def test_long_rows(simulator, length: int) -> None:
-    """A row is sorted whole in registers up to 32768 elements (longer than a scan's looped chunk); longer ones in
+    """A row is sorted whole in registers up to 8192 elements (longer than a scan's looped chunk); longer ones in
     chunks, merged (tests/test_numpy_long_sort.py)."""
     x = values((2, length), np.float32, length)
     got = tt.jit(lambda a: (np.sort(a), np.argsort(a)))(x)

@@ -55,7 +55,7 @@ def _sorted(op: type[tta.SortingOp], a: Any, axis: int | None, descending: bool)
 def sort(a: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *, stable: bool | None = None,
          descending: bool = False) -> Traced:
     """NumPy's sort: `a` sorted along `axis` (None: flattened), NaN last; every `kind` gives the stable order
-    (a row of up to 32768 elements, 16384 of 64-bit values, sorted whole in registers, a longer one in chunks
+    (a row of up to 8192 elements, 4096 of 64-bit values, sorted whole in registers, a longer one in chunks
     merged pairwise); `descending=True` (torch's) reverses it, NaN first."""
     _check_kind("sort", kind, order)
     return _sorted(tta.SortOp, a, axis, descending)

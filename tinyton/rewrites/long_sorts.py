@@ -2,7 +2,7 @@
 
 Takes: a module of `func.func`s of tta ops. Gives: the same functions computing the same values, where every
 `tta.sort`/`tta.argsort` of rows longer than one program sorts whole in registers (tinyton/lowering/fusion/
-sorting.py; `max_sorted_row`, tinyton/limits.py: 32768, 16384 for 64-bit values) is
+sorting.py; `max_sorted_row`, tinyton/limits.py: 8192, 4096 for 64-bit values) is
 - the rows cut into P chunks of c elements (P a power of two, c at most that), the last one padded with the
   order's last value (NaN for ascending floats, -inf descending, an int type's largest or smallest);
 - each chunk sorted by the row op (a `tta.sort` and a `tta.argsort` of one row share one network), its indices

@@ -181,8 +181,8 @@ def has_sort(dom: Domain) -> bool:
 
 
 def longest_sorted_row(dom: Domain) -> int:
-    """The longest row the region's sorts may hold whole: 32768, 16384 where one sorts 64-bit values (the exchanges
-    between warps go through shared memory, `limits.SORTED_ROW_BYTES`)."""
+    """The longest row the region's sorts may hold whole: 8192, 4096 where one sorts 64-bit values (an unrolled network
+    in registers, `limits.SORTED_ROW_BYTES`)."""
     sorts = (v.op for v in dom.maps if isinstance(v, OpResult) and isinstance(v.op, tta.SortingOp))
     return min(max_sorted_row(element_type(op.input.type).bitwidth) for op in sorts)
 
