@@ -22,6 +22,8 @@ from tinyton.runtime import driver
 
 ISOLATED_ENV = "TINYTON_ISOLATED"
 ISOLATED_SECONDS = 300
+_BACKEND = driver.backend
+"""The cached resolver (fixtures below monkeypatch `driver.backend` itself)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,6 +52,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if child.returncode != 0:
         pytest.fail(f"{pyfuncitem.nodeid} failed in its own process:\n{(child.stdout + child.stderr)[-4000:]}")
     return True
+
+
+@pytest.fixture(autouse=True)
+def backend_of_this_test():
+    """`driver.backend()` is resolved once per process (cached), and many tests pick theirs by monkeypatching
+    `TINYTON_BACKEND`: without resolving it again per test, the first such test of a worker decided for all the
+    later ones (a `cuda` case silently on the simulator, or `driver.backend() == "cuda"` checks failing on a GPU
+    host after a `sim` case)."""
+    _BACKEND.cache_clear()
+    yield
+    _BACKEND.cache_clear()
 
 
 @pytest.fixture

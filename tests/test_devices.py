@@ -133,3 +133,11 @@ def test_one_compile_serves_both_devices():
     k0 = add_kernel[(1,)](x0, x0, torch.empty_like(x0), 100, BLOCK=128)
     k1 = add_kernel[(1,)](x1, x1, torch.empty_like(x1), 100, BLOCK=128)
     assert k0 is k1 and sorted(k0._launchers) == [0, 1]
+
+
+@pytest.mark.parametrize("choice", ["sim", "cuda", "sim"])
+def test_each_test_resolves_its_own_backend(monkeypatch, choice: str) -> None:
+    """`driver.backend()` is cached per process; conftest resolves it again for each test, so a test choosing its
+    backend with `TINYTON_BACKEND` gets that one whatever the test before it chose (nothing is launched here)."""
+    monkeypatch.setenv("TINYTON_BACKEND", choice)
+    assert driver.backend() == choice
