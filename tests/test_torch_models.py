@@ -254,6 +254,35 @@ def test_max_pooling_forward_and_backward(pool: dict) -> None:
     assert torch.equal(pooled.output[1], indices) and not pooled.fallbacks, pooled.reasons
 
 
+AVERAGE_POOLS = {
+    "2x2": (lambda: torch.nn.AvgPool2d(2), (2, 3, 8, 9)),
+    "3x3-stride-2-padded-uncounted": (lambda: torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False), (2, 3, 9, 10)),
+    "ceil-uncounted": (lambda: torch.nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False), (2, 3, 7, 9)),
+    "ceil-padded": (lambda: torch.nn.AvgPool2d((3, 2), (2, 3), (1, 0), ceil_mode=True), (2, 3, 8, 10)),
+    "divisor": (lambda: torch.nn.AvgPool2d(3, 1, 1, divisor_override=5), (2, 3, 6, 6)),
+    "unbatched": (lambda: torch.nn.AvgPool2d(2), (3, 8, 8)),
+    "1d": (lambda: torch.nn.AvgPool1d(3, 2, 1), (2, 3, 11)),
+    "3d": (lambda: torch.nn.AvgPool3d(2), (2, 3, 4, 4, 6)),
+    "adaptive-uneven": (lambda: torch.nn.AdaptiveAvgPool2d((2, 3)), (2, 3, 7, 8)),
+    "adaptive-6-of-13": (lambda: torch.nn.AdaptiveAvgPool2d(6), (2, 4, 13, 13)),
+    "adaptive-up": (lambda: torch.nn.AdaptiveAvgPool2d(5), (2, 3, 3, 4)),
+    "adaptive-1d": (lambda: torch.nn.AdaptiveAvgPool1d(4), (2, 3, 10)),
+    "adaptive-3d": (lambda: torch.nn.AdaptiveAvgPool3d((2, 3, 2)), (2, 3, 5, 7, 4)),
+}
+
+
+@pytest.mark.parametrize("name", AVERAGE_POOLS)
+def test_average_pooling_forward_and_backward(name: str) -> None:
+    """Average pooling as torch's (the padding counted or not, `ceil_mode`'s last window clipped, `divisor_override`)
+    and adaptive average pooling (bins of uneven and overlapping sizes), 1-d to 3-d, and their gradients: one
+    reduction for an average pooling, one a dim for an adaptive one (and a kernel storing the bins' weights where two
+    dims share them); no ATen op in torch (each ran in torch whole)."""
+    torch.manual_seed(0)
+    make, shape = AVERAGE_POOLS[name]
+    e = check_forward_backward(make(), torch.randn(*shape, requires_grad=True))
+    assert e.num_launches <= (len(shape) - 1 if name.startswith("adaptive") else 1), str(e)
+
+
 def test_a_convolutional_classifier_with_batch_norm_and_pooling_trains_in_tinyton() -> None:
     """Convolutions, batch norm on the batch's statistics, ReLU and SiLU, max and global average pooling and a
     log-softmax head: forward and backward as eager's, no ATen op in torch; with the batch size dynamic too (as dynamo

@@ -5,11 +5,14 @@ Non-overlapping windows (a vision transformer's patch embedding: stride equal to
 dilation) are a reshape and a transpose of the input; other windows are strided slices of the padded input, one a
 kernel position, stacked. A transposed convolution is a convolution of its input spread by the stride, padded, by
 the flipped kernel; `convolution_backward` is one of each kind and a weight gradient (`dy` times the windows).
-Kernels of more than `MAX_KERNEL_POSITIONS` positions run in torch.
+Kernels of more than `MAX_KERNEL_POSITIONS` positions run in torch. Pooling takes the same windows (a maximum or a sum
+over the kernel positions); its gradient is a transposed convolution (by one-hot kernels, or ones for an average).
+Adaptive average pooling averages each dim's bins by a bin-weight matrix, one reduction a dim.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from math import prod
@@ -157,10 +160,8 @@ def convolution_backward(dy: Traced, x: Traced, weight: Traced, bias_sizes: Sequ
 
 
 def _pool_geometry(n: int, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                   dilation: Sequence[int], ceil_mode: bool) -> tuple[tuple[int, ...], ...]:
-    """A max pooling's kernel, stride (the kernel's when empty), padding and dilation for each of `n` spatial dims."""
-    if ceil_mode:
-        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
+                   dilation: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """A pooling's kernel, stride (the kernel's when empty), padding and dilation for each of `n` spatial dims."""
     kernel = _sizes(kernel, n)
     if prod(kernel) > MAX_KERNEL_POSITIONS:
         raise Unsupported(f"a pooling window of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
@@ -172,7 +173,9 @@ def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int
     """(the windows' maxima, where each is: its flat index in the input's spatial dims), as torch's: the windows
     padded with -inf (never chosen), the first maximum in scan order taken, a NaN as the maximum."""
     n, sizes = x.ndim - 2, x.shape[2:]
-    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation, ceil_mode)
+    if ceil_mode:
+        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
     out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
                 for size, p, d, k, s in zip(sizes, padding, dilation, kernel, stride))
     if any(padding):
@@ -194,7 +197,9 @@ def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int],
     windows' shares summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place
     by the transposed convolution of a one-hot kernel a position."""
     n, sizes, out = x.ndim - 2, x.shape[2:], tuple(dy.shape[2:])
-    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation, ceil_mode)
+    if ceil_mode:
+        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
     position = 0  # the kernel position of each window's maximum, decoded from its flat index in the input
     for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
         coordinate = indices // prod(sizes[dim + 1:]) % sizes[dim]
@@ -208,6 +213,101 @@ def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int],
     return _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, sizes)
 
 
+def _pooled_sizes(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                  ceil_mode: bool) -> tuple[int, ...]:
+    """torch's pooled sizes: windows from the start of the padded input, each starting inside the input or its left
+    padding; `ceil_mode` keeps a last window that runs past the padded input."""
+    out = []
+    for size, k, s, p in zip(sizes, kernel, stride, padding):
+        o = (size + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+        out.append(o - 1 if ceil_mode and (o - 1) * s >= size + p else o)
+    return tuple(out)
+
+
+def _pool_divisor(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                  out: Sequence[int], count_include_pad: bool) -> Traced:
+    """`[out...]`: the number of positions of each window, clipped to the padded input (`count_include_pad`) or to the
+    input itself, as torch's average pooling divides by; one factor per spatial dim."""
+    divisor, n = 1, len(out)
+    for dim, (size, k, s, p, o) in enumerate(zip(sizes, kernel, stride, padding, out)):
+        start = tt.arange(o) * s - p
+        low, high = (-p, size + p) if count_include_pad else (0, size)
+        count = tt.minimum(start + k, high) - tt.maximum(start, low)
+        divisor = divisor * tt.reshape(count, (o,) + (1,) * (n - 1 - dim))
+    return divisor.astype("float32")
+
+
+def _batched(x: Traced, n: int) -> Traced:
+    """`x` `[B, C, L...]` of `n` spatial dims: an unbatched `[C, L...]` given a batch of one."""
+    return tt.reshape(x, (1,) * (n + 2 - x.ndim) + x.shape)
+
+
+def avg_pool(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+             ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None, *,
+             n: int) -> Traced:
+    """torch's average pooling over `n` spatial dims: each window's sum, the padding (and, with `ceil_mode`, what a
+    last window runs past) zeros, divided by `divisor_override` or by the window's size (`_pool_divisor`); 16-bit
+    floats summed in float32."""
+    sizes = x.shape[-n:]
+    kernel, stride, padding, _ = _pool_geometry(n, kernel, stride, padding, (1,))
+    out = _pooled_sizes(sizes, kernel, stride, padding, ceil_mode)
+    batched = _batched(x.astype("float32") if x.dtype.itemsize < 4 else x, n)
+    widths = [(p, max(p, (o - 1) * s + k - size - p)) for size, k, s, p, o in zip(sizes, kernel, stride, padding, out)]
+    padded = tt.pad(batched, [(0, 0), (0, 0), *widths]) if any(b or a for b, a in widths) else batched
+    sums = tt.sum(_windows(padded, kernel, out, stride, (1,) * n), axis=2)
+    divisor = divisor_override or _pool_divisor(sizes, kernel, stride, padding, out, count_include_pad)
+    return tt.reshape(sums / divisor, (*x.shape[:-n], *out))
+
+
+def avg_pool_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                      ceil_mode: bool, count_include_pad: bool, divisor_override: int | None, *, n: int) -> Traced:
+    """The gradient of average pooling: each window's `dy` over its divisor, added to every position of the window,
+    by the transposed convolution of a kernel of ones a channel."""
+    sizes = x.shape[-n:]
+    kernel, stride, padding, _ = _pool_geometry(n, kernel, stride, padding, (1,))
+    divisor = divisor_override or _pool_divisor(sizes, kernel, stride, padding, dy.shape[-n:], count_include_pad)
+    shares = _batched(dy / divisor, n)
+    c = shares.shape[1]
+    ones = tt.full((c, 1, *kernel), 1.0, shares.dtype)
+    return tt.reshape(_transposed(shares, ones, stride, padding, (1,) * n, c, sizes), x.shape)
+
+
+def _bin_means(length: int, bins: int) -> Traced:
+    """`[bins, length]`: row i the mean over adaptive pooling's bin i, elements `floor(i L / bins)` to
+    `ceil((i + 1) L / bins)` (neighbouring bins share an element where `bins` does not divide `L`)."""
+    i, j = tt.reshape(tt.arange(bins), (bins, 1)), tt.reshape(tt.arange(length), (1, length))
+    start, end = i * length // bins, ((i + 1) * length + bins - 1) // bins
+    inside = ((j >= start) & (j < end)).astype("float32")
+    return inside / (end - start).astype("float32")
+
+
+def _along(x: Traced, matrix: Traced, axis: int) -> Traced:
+    """`x` with its dim `axis` (`matrix.shape[1]` long) replaced by `matrix @` that dim (`matrix.shape[0]` long): a
+    broadcast product summed over the dim, one reduction that computes the matrix's elements where it reads them."""
+    rows, length = matrix.shape
+    weights = tt.reshape(matrix, (rows, length) + (1,) * (x.ndim - axis - 1))
+    return tt.sum(tt.reshape(x, (*x.shape[:axis], 1, *x.shape[axis:])) * weights, axis=axis + 1)
+
+
+def adaptive_avg_pool(x: Traced, output_size: Sequence[int]) -> Traced:
+    """torch's adaptive average pooling of the last `len(output_size)` dims: each dim multiplied by its bins' means
+    (`_bin_means`), one reduction a dim; 16-bit floats in float32."""
+    x = x.astype("float32") if x.dtype.itemsize < 4 else x
+    n = len(output_size)
+    for dim, bins in enumerate(output_size):
+        x = _along(x, _bin_means(x.shape[x.ndim - n + dim], int(bins)), x.ndim - n + dim)
+    return x
+
+
+def adaptive_avg_pool_backward(dy: Traced, x: Traced, *, n: int) -> Traced:
+    """The gradient of adaptive average pooling: each dim of `dy` multiplied by the transposed bins' means."""
+    dy = dy.astype("float32") if dy.dtype.itemsize < 4 else dy
+    for dim in range(n):
+        axis = dy.ndim - n + dim
+        dy = _along(dy, tt.transpose(_bin_means(x.shape[axis], dy.shape[axis])), axis)
+    return dy
+
+
 RULES = {
     aten.convolution.default: convolution,
     aten.convolution_backward.default: convolution_backward,
@@ -215,5 +315,13 @@ RULES = {
     aten.max_pool3d_with_indices.default: max_pool_with_indices,
     aten.max_pool2d_with_indices_backward.default: max_pool_with_indices_backward,
     aten.max_pool3d_with_indices_backward.default: max_pool_with_indices_backward,
+    aten.avg_pool2d.default: functools.partial(avg_pool, n=2),
+    aten.avg_pool3d.default: functools.partial(avg_pool, n=3),
+    aten.avg_pool2d_backward.default: functools.partial(avg_pool_backward, n=2),
+    aten.avg_pool3d_backward.default: functools.partial(avg_pool_backward, n=3),
+    aten._adaptive_avg_pool2d.default: adaptive_avg_pool,
+    aten._adaptive_avg_pool3d.default: adaptive_avg_pool,
+    aten._adaptive_avg_pool2d_backward.default: functools.partial(adaptive_avg_pool_backward, n=2),
+    aten._adaptive_avg_pool3d_backward.default: functools.partial(adaptive_avg_pool_backward, n=3),
 }
 """ATen overload -> rule, for convolutions and their gradients."""
