@@ -236,18 +236,23 @@ def test_batch_norm_trains_on_the_batch_statistics() -> None:
     assert not e.fallbacks, e.reasons
 
 
-@pytest.mark.parametrize("pool", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
-                                  {"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)},
-                                  {"kernel_size": 3, "stride": 1, "padding": 1}],
-                         ids=["2x2", "3x3-stride-2-padded", "dilated", "overlapping"])
-def test_max_pooling_forward_and_backward(pool: dict) -> None:
+@pytest.mark.parametrize("pool,shape", [
+    ({"kernel_size": 2}, (2, 3, 9, 8)), ({"kernel_size": 3, "stride": 2, "padding": 1}, (2, 3, 9, 8)),
+    ({"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)}, (2, 3, 9, 8)),
+    ({"kernel_size": 3, "stride": 1, "padding": 1}, (2, 3, 9, 8)),
+    ({"kernel_size": 3, "stride": 2, "ceil_mode": True}, (2, 3, 9, 8)),
+    ({"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 2, "ceil_mode": True}, (2, 3, 9, 8)),
+    ({"kernel_size": 2}, (3, 9, 8)),
+], ids=["2x2", "3x3-stride-2-padded", "dilated", "overlapping", "ceil", "ceil-padded-dilated", "unbatched"])
+def test_max_pooling_forward_and_backward(pool: dict, shape: tuple[int, ...]) -> None:
     """Max pooling with indices as torch's (the first maximum of a window in scan order, a NaN the maximum, the padding
-    never chosen), and its gradient: each window's added where its maximum is, overlapping windows' summed."""
+    and what a last window of `ceil_mode` runs past never chosen; an unbatched input too), and its gradient: each
+    window's added where its maximum is, overlapping windows' summed (`ceil_mode` and unbatched inputs ran in torch)."""
     torch.manual_seed(0)
-    x = torch.randn(2, 3, 9, 8)
-    x[1, 2, :2, :2] = 5.0  # ties
+    x = torch.randn(*shape)
+    x[..., 2, :2, :2] = 5.0  # ties
     check_forward_backward(torch.nn.MaxPool2d(**pool), x.clone().requires_grad_())
-    x[0, 0, 1, 1] = float("nan")
+    x[..., 0, 1, 1] = float("nan")
     pooled = ttt.explain(lambda x: torch.nn.functional.max_pool2d_with_indices(x, **pool), x)
     values, indices = torch.nn.functional.max_pool2d_with_indices(x, **pool)
     torch.testing.assert_close(pooled.output[0], values, equal_nan=True)

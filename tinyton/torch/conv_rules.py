@@ -168,60 +168,26 @@ def _pool_geometry(n: int, kernel: Sequence[int], stride: Sequence[int], padding
     return (kernel, *(_sizes(v, n) for v in (stride or kernel, padding, dilation)))
 
 
-def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
-                          dilation: Sequence[int] = (1,), ceil_mode: bool = False) -> tuple[Traced, Traced]:
-    """(the windows' maxima, where each is: its flat index in the input's spatial dims), as torch's: the windows
-    padded with -inf (never chosen), the first maximum in scan order taken, a NaN as the maximum."""
-    n, sizes = x.ndim - 2, x.shape[2:]
-    if ceil_mode:
-        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
-    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
-    out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1
-                for size, p, d, k, s in zip(sizes, padding, dilation, kernel, stride))
-    if any(padding):
-        x = tt.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)], constant_values=float("-inf"))
-    windows = _windows(x, kernel, out, stride, dilation)  # [B, C, K, out...]
-    position = tt.argmax(windows, axis=2)  # the kernel position of each window's maximum
-    index = 0
-    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
-        offset = position // prod(kernel[dim + 1:]) % k  # this dim's kernel offset
-        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
-        index = index * sizes[dim] + start + offset * d
-    return tt.max(windows, axis=2), index.astype("int64")
-
-
-def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int],
-                                   padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool,
-                                   indices: Traced) -> Traced:
-    """The gradient of max pooling: each window's `dy` added where `indices` says its maximum is (overlapping
-    windows' shares summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place
-    by the transposed convolution of a one-hot kernel a position."""
-    n, sizes, out = x.ndim - 2, x.shape[2:], tuple(dy.shape[2:])
-    if ceil_mode:
-        raise Unsupported("max pooling with ceil_mode (windows past the padded input)")
-    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
-    position = 0  # the kernel position of each window's maximum, decoded from its flat index in the input
-    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
-        coordinate = indices // prod(sizes[dim + 1:]) % sizes[dim]
-        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
-        position = position * k + (coordinate - start) // d
-    (b, c), k = x.shape[:2], prod(kernel)
-    at = tt.reshape(tt.arange(k), (1, 1, k) + (1,) * n)
-    shares = tt.where(tt.reshape(position, (b, c, 1, *out)) == at, tt.reshape(dy, (b, c, 1, *out)), 0)
-    one_hot = (tt.reshape(tt.arange(k), (k, 1)) == tt.reshape(tt.arange(k), (1, k))).astype(dy.dtype)
-    one_hot = tt.reshape(tt.broadcast_to(tt.reshape(one_hot, (1, k, k)), (c, k, k)), (c * k, 1, *kernel))
-    return _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, sizes)
-
-
 def _pooled_sizes(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-                  ceil_mode: bool) -> tuple[int, ...]:
+                  dilation: Sequence[int], ceil_mode: bool) -> tuple[int, ...]:
     """torch's pooled sizes: windows from the start of the padded input, each starting inside the input or its left
     padding; `ceil_mode` keeps a last window that runs past the padded input."""
     out = []
-    for size, k, s, p in zip(sizes, kernel, stride, padding):
-        o = (size + 2 * p - k + (s - 1 if ceil_mode else 0)) // s + 1
+    for size, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
+        o = (size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
         out.append(o - 1 if ceil_mode and (o - 1) * s >= size + p else o)
     return tuple(out)
+
+
+def _pool_windows(x: Traced, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                  dilation: Sequence[int], out: Sequence[int], value: float) -> Traced:
+    """The windows `[B, C, K, out...]` of `x` `[B, C, L...]` padded with `value`, on the right also as far as a last
+    window of `ceil_mode` runs."""
+    widths = [(p, max(p, (o - 1) * s + d * (k - 1) + 1 - size - p))
+              for size, k, s, p, d, o in zip(x.shape[2:], kernel, stride, padding, dilation, out)]
+    if any(b or a for b, a in widths):
+        x = tt.pad(x, [(0, 0), (0, 0), *widths], constant_values=value)
+    return _windows(x, kernel, out, stride, dilation)
 
 
 def _pool_divisor(sizes: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -242,6 +208,49 @@ def _batched(x: Traced, n: int) -> Traced:
     return tt.reshape(x, (1,) * (n + 2 - x.ndim) + x.shape)
 
 
+def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
+                          dilation: Sequence[int] = (1,), ceil_mode: bool = False, *,
+                          n: int) -> tuple[Traced, Traced]:
+    """(the windows' maxima, where each is: its flat index in the input's `n` spatial dims), as torch's: the windows
+    padded with -inf (never chosen; so is what a last window of `ceil_mode` runs past), the first maximum in scan order
+    taken, a NaN as the maximum."""
+    sizes = x.shape[-n:]
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
+    out = _pooled_sizes(sizes, kernel, stride, padding, dilation, ceil_mode)
+    windows = _pool_windows(_batched(x, n), kernel, stride, padding, dilation, out, float("-inf"))  # [B, C, K, out...]
+    position = tt.argmax(windows, axis=2)  # the kernel position of each window's maximum
+    index = 0
+    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
+        offset = position // prod(kernel[dim + 1:]) % k  # this dim's kernel offset
+        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
+        index = index * sizes[dim] + start + offset * d
+    shape = (*x.shape[:-n], *out)
+    return tt.reshape(tt.max(windows, axis=2), shape), tt.reshape(index.astype("int64"), shape)
+
+
+def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequence[int],
+                                   padding: Sequence[int], dilation: Sequence[int], ceil_mode: bool,
+                                   indices: Traced, *, n: int) -> Traced:
+    """The gradient of max pooling: each window's `dy` added where `indices` says its maximum is (overlapping
+    windows' shares summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place
+    by the transposed convolution of a one-hot kernel a position."""
+    sizes, out = x.shape[-n:], tuple(dy.shape[-n:])
+    kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
+    dy, indices = _batched(dy, n), _batched(indices, n)
+    position = 0  # the kernel position of each window's maximum, decoded from its flat index in the input
+    for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
+        coordinate = indices // prod(sizes[dim + 1:]) % sizes[dim]
+        start = tt.reshape(tt.arange(o) * s - p, (o,) + (1,) * (n - 1 - dim))
+        position = position * k + (coordinate - start) // d
+    (b, c), k = dy.shape[:2], prod(kernel)
+    at = tt.reshape(tt.arange(k), (1, 1, k) + (1,) * n)
+    shares = tt.where(tt.reshape(position, (b, c, 1, *out)) == at, tt.reshape(dy, (b, c, 1, *out)), 0)
+    one_hot = (tt.reshape(tt.arange(k), (k, 1)) == tt.reshape(tt.arange(k), (1, k))).astype(dy.dtype)
+    one_hot = tt.reshape(tt.broadcast_to(tt.reshape(one_hot, (1, k, k)), (c, k, k)), (c * k, 1, *kernel))
+    dx = _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, sizes)
+    return tt.reshape(dx, x.shape)
+
+
 def avg_pool(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (0,),
              ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None, *,
              n: int) -> Traced:
@@ -250,11 +259,9 @@ def avg_pool(x: Traced, kernel: Sequence[int], stride: Sequence[int] = (), paddi
     floats summed in float32."""
     sizes = x.shape[-n:]
     kernel, stride, padding, _ = _pool_geometry(n, kernel, stride, padding, (1,))
-    out = _pooled_sizes(sizes, kernel, stride, padding, ceil_mode)
+    out = _pooled_sizes(sizes, kernel, stride, padding, (1,) * n, ceil_mode)
     batched = _batched(x.astype("float32") if x.dtype.itemsize < 4 else x, n)
-    widths = [(p, max(p, (o - 1) * s + k - size - p)) for size, k, s, p, o in zip(sizes, kernel, stride, padding, out)]
-    padded = tt.pad(batched, [(0, 0), (0, 0), *widths]) if any(b or a for b, a in widths) else batched
-    sums = tt.sum(_windows(padded, kernel, out, stride, (1,) * n), axis=2)
+    sums = tt.sum(_pool_windows(batched, kernel, stride, padding, (1,) * n, out, 0.0), axis=2)
     divisor = divisor_override or _pool_divisor(sizes, kernel, stride, padding, out, count_include_pad)
     return tt.reshape(sums / divisor, (*x.shape[:-n], *out))
 
@@ -311,10 +318,10 @@ def adaptive_avg_pool_backward(dy: Traced, x: Traced, *, n: int) -> Traced:
 RULES = {
     aten.convolution.default: convolution,
     aten.convolution_backward.default: convolution_backward,
-    aten.max_pool2d_with_indices.default: max_pool_with_indices,
-    aten.max_pool3d_with_indices.default: max_pool_with_indices,
-    aten.max_pool2d_with_indices_backward.default: max_pool_with_indices_backward,
-    aten.max_pool3d_with_indices_backward.default: max_pool_with_indices_backward,
+    aten.max_pool2d_with_indices.default: functools.partial(max_pool_with_indices, n=2),
+    aten.max_pool3d_with_indices.default: functools.partial(max_pool_with_indices, n=3),
+    aten.max_pool2d_with_indices_backward.default: functools.partial(max_pool_with_indices_backward, n=2),
+    aten.max_pool3d_with_indices_backward.default: functools.partial(max_pool_with_indices_backward, n=3),
     aten.avg_pool2d.default: functools.partial(avg_pool, n=2),
     aten.avg_pool3d.default: functools.partial(avg_pool, n=3),
     aten.avg_pool2d_backward.default: functools.partial(avg_pool_backward, n=2),
