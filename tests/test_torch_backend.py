@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -359,6 +360,30 @@ def test_embedding_takes_int64_token_ids_forward_and_backward() -> None:
     expected = torch.zeros_like(table).index_add_(0, ids.flatten(), torch.full((32, 16), 2.0))
     torch.testing.assert_close(table.grad, expected, **TOL)
     assert not e.fallbacks, e.reasons
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_negative_indices_gradients_count_from_the_end(dim: int) -> None:
+    """`x[idx]` and `x[:, idx]` with negative indices (torch's from-the-end) read the rows eager reads, and their
+    gradient (an accumulating `index_put`, a one-hot matmul) adds back into those rows: the one-hot of a negative index
+    had matched no row, and its share of the gradient was silently lost."""
+    torch.manual_seed(0)
+    x = torch.randn(5, 6, requires_grad=True)
+    if dim == 0:
+        check_forward_backward(_Lambda(lambda x, i: x[i]), x, torch.tensor([[-1, 0], [-5, 3], [-1, -2]]))
+    else:
+        check_forward_backward(_Lambda(lambda x, i: x[:, i]), x, torch.tensor([-1, 0, -6, 3, -1]))
+
+
+class _Lambda(torch.nn.Module):
+    """A function as a module, for `check_forward_backward` (which compares gradients of a module's inputs)."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
 
 
 def test_reduce_overhead_mode_runs_without_a_gpu() -> None:

@@ -281,8 +281,11 @@ def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
 
 
 def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
-    """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul."""
+    """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul. A negative index
+    counts from the end, as torch's indexing (`x[:, -1]`) reads it: the gradient of `x[idx]` puts it back there (the
+    one-hot of the index itself matched no row, and the gradient was lost)."""
     flat = tt.reshape(indices, (1, -1))
+    flat = tt.where(flat < 0, flat + rows, flat)
     values = tt.reshape(values, (flat.shape[1], -1))
     hot = (tt.reshape(tt.arange(0, rows), (rows, 1)) == flat).astype(values.dtype)
     return hot @ values
