@@ -491,6 +491,22 @@ def test_outputs_never_share_an_inputs_memory() -> None:
     torch.testing.assert_close(e.output[0], x + 1)
 
 
+def test_zero_dimensional_results_keep_their_shape() -> None:
+    """A program computing 0-d tensors from sizes alone (an interpolation's scale under dynamic shapes, `scalar_tensor`
+    of a size) returns them 0-d, as torch's graph has them: its NumPy results were made contiguous by
+    `np.ascontiguousarray`, which returns a 0-d array as `[1]`: the graph's outputs had the wrong shape, and a partition
+    reading them refused its inputs."""
+    def fn(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        n = torch.scalar_tensor(x.shape[0], dtype=torch.float64)
+        return n, n * 2.0, torch.scalar_tensor(3)
+
+    x = torch.randn(6, 4)
+    e = ttt.explain(fn, x)
+    for got, want in zip(e.output, fn(x), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)  # shapes and dtypes too
+    assert not e.fallbacks, e.reasons
+
+
 def test_later_calls_convert_as_the_first_did() -> None:
     """Each signature decides on its first call which arguments are narrowed (int64 ids), which results are
     converted and which alias an input (copied): the later calls, which skip those checks, give the same."""

@@ -221,8 +221,8 @@ class CompiledPartition:
 
 def _as_expected(result: Any, expected: Any) -> Any:
     """A program's result as the tensor torch's graph expects: a torch tensor on its device, in its dtype."""
-    if isinstance(result, np.ndarray):
-        result = from_host(np.ascontiguousarray(result))
+    if isinstance(result, np.ndarray):  # `asarray`, not `ascontiguousarray`, which makes a 0-d array 1-d
+        result = from_host(np.asarray(result, order="C"))
     if isinstance(expected, torch.Tensor):
         if result.device != expected.device:
             result = result.to(expected.device)
