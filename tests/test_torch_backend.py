@@ -375,6 +375,40 @@ def test_negative_indices_gradients_count_from_the_end(dim: int) -> None:
         check_forward_backward(_Lambda(lambda x, i: x[:, i]), x, torch.tensor([-1, 0, -6, 3, -1]))
 
 
+INTERPOLATIONS = {
+    "nearest-2x": ({"scale_factor": 2}, (2, 3, 4, 5)),
+    "nearest-size": ({"size": (7, 9)}, (2, 3, 4, 5)),
+    "nearest-down": ({"size": (3, 2)}, (2, 3, 7, 5)),
+    "nearest-exact": ({"scale_factor": 2, "mode": "nearest-exact"}, (2, 3, 4, 5)),
+    "nearest-3d": ({"scale_factor": (2, 1, 3)}, (2, 3, 2, 3, 4)),
+    "bilinear": ({"scale_factor": 2, "mode": "bilinear"}, (2, 3, 4, 5)),
+    "bilinear-corners": ({"size": (7, 9), "mode": "bilinear", "align_corners": True}, (2, 3, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", INTERPOLATIONS)
+def test_interpolation_gathers_rows_and_columns_and_sums_them_back(name: str) -> None:
+    """`F.interpolate` (nearest, up and down, 2-d and 3-d; bilinear's corners) reads `x[:, :, rows, cols]`, index arrays
+    that broadcast together (`[Ho, 1]` and `[Wo]`), as eager does; its gradient, an accumulating `index_put` by them,
+    sums each output row into its input row and then each column into its column (one one-hot matmul a dim, no
+    transposes). Both ran in torch ("several index arrays")."""
+    torch.manual_seed(0)
+    kwargs, shape = INTERPOLATIONS[name]
+    check_forward_backward(_Lambda(lambda x: F.interpolate(x, **kwargs)), torch.randn(*shape, requires_grad=True))
+
+
+def test_several_index_arrays_and_their_gradient() -> None:
+    """`x[:, rows, cols]` with negative indices, both as an outer product (the gradient summed a dim at a time) and
+    paired (`x[range, labels]`: its gradient, by indices that are no outer product, runs in torch, which scatters
+    it)."""
+    torch.manual_seed(0)
+    rows, cols = torch.tensor([[-1], [0], [2]]), torch.tensor([1, -1, -4, 1])
+    check_forward_backward(_Lambda(lambda x: x[:, rows, cols]), torch.randn(2, 5, 4, requires_grad=True))
+    paired = check_forward_backward(_Lambda(lambda x, t: x[torch.arange(4), t]), torch.randn(4, 6, requires_grad=True),
+                                    torch.tensor([5, 0, -1, 2]), fallbacks={"aten.index_put.default"})
+    assert "outer product" in paired.reasons["aten.index_put.default"]
+
+
 class _Lambda(torch.nn.Module):
     """A function as a module, for `check_forward_backward` (which compares gradients of a module's inputs)."""
 

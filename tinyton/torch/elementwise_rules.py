@@ -244,7 +244,8 @@ RULES = {
     **{op: sub for op in (aten.sub.Tensor, aten.sub.Scalar)},
     **{op: rsub for op in (aten.rsub.Tensor, aten.rsub.Scalar)},
     **{op: mul for op in (aten.mul.Tensor, aten.mul.Scalar)},
-    **{op: div for op in (aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode)},
+    **{op: div for op in (aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode, aten.div.Scalar_mode,
+                          aten.true_divide.Tensor, aten.true_divide.Scalar)},
     **{op: pow_ for op in (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)},
     **{op: _comparison(m) for ops, m in (
         ((aten.eq.Tensor, aten.eq.Scalar), "__eq__"), ((aten.ne.Tensor, aten.ne.Scalar), "__ne__"),

@@ -218,10 +218,12 @@ def embedding(weight: Traced, indices: Traced, *args: Any) -> Traced:
 
 
 def index(x: Traced, indices: Sequence[Traced | None]) -> Traced:
-    """`x[idx]` with one index array (possibly after full slices: `x[:, idx]`): a take along its axis."""
+    """`x[idx]` with one index array (possibly after full slices: `x[:, idx]`): a take along its axis; with several
+    (nearest interpolation's `x[:, :, rows, cols]`), the array programs' indexing, which broadcasts them together and
+    places their dims as torch does (NumPy's rules)."""
     arrays = [(i, a) for i, a in enumerate(indices) if a is not None]
-    if len(arrays) != 1:
-        raise Unsupported("advanced indexing with several index arrays")
+    if len(arrays) > 1:
+        return x[tuple(slice(None) if a is None else a for a in indices)]
     axis, idx = arrays[0]
     return tt.take(x, idx, axis=axis)
 
@@ -280,32 +282,65 @@ def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
     return base + tt.transpose(summed, order).astype(base.dtype)
 
 
-def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
-    """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul. A negative index
-    counts from the end, as torch's indexing (`x[:, -1]`) reads it: the gradient of `x[idx]` puts it back there (the
-    one-hot of the index itself matched no row, and the gradient was lost)."""
-    flat = tt.reshape(indices, (1, -1))
+def _one_hot(rows: int, index: Traced, dtype: Any) -> Traced:
+    """`[rows, n]`: 1 where entry j of the (flattened) index is row i. A negative index counts from the end, as torch's
+    indexing (`x[:, -1]`) reads it: the gradient of `x[idx]` puts it back there (the one-hot of the index itself
+    matched no row, and the gradient was lost)."""
+    flat = tt.reshape(index, (1, -1))
     flat = tt.where(flat < 0, flat + rows, flat)
-    values = tt.reshape(values, (flat.shape[1], -1))
-    hot = (tt.reshape(tt.arange(0, rows), (rows, 1)) == flat).astype(values.dtype)
-    return hot @ values
+    return (tt.reshape(tt.arange(0, rows), (rows, 1)) == flat).astype(dtype)
+
+
+def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
+    """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul."""
+    hot = _one_hot(rows, indices, values.dtype)
+    return hot @ tt.reshape(values, (hot.shape[1], -1))
+
+
+def _summed_into(values: Traced, axis: int, index: Traced, rows: int) -> Traced:
+    """`values` with its dim `axis` (one entry of the 1-D `index` each) summed into `rows` rows, entry i into row
+    `index[i]`: a matmul by the index's one-hot on that dim, batched over the dims before it (the last dim multiplied
+    from the right: no transpose)."""
+    hot = _one_hot(rows, index, values.dtype)
+    if axis == values.ndim - 1:
+        return values @ tt.transpose(hot)
+    return tt.swapaxes(hot @ tt.swapaxes(values, axis, -2), axis, -2)
+
+
+def _outer_lines(arrays: Sequence[Traced]) -> list[Traced] | None:
+    """Each index array as a 1-D index where they make an outer product: array k varying only along dim k of their
+    broadcast shape (nearest interpolation's rows `[Ho, 1]` and columns `[Wo]`, or one 1-D array); else None."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    if len(shape) != len(arrays):
+        return None
+    lines = []
+    for k, a in enumerate(arrays):
+        aligned = (1,) * (len(shape) - a.ndim) + a.shape
+        if any(n != 1 for d, n in enumerate(aligned) if d != k):
+            return None
+        lines.append(tt.broadcast_to(tt.reshape(a, (aligned[k],)), (shape[k],)))
+    return lines
 
 
 def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
-    """`base.index_put_(indices, values, accumulate=True)` with one index array after whole axes (embedding's and
-    `index_select`'s backward): a one-hot matmul along the indexed axis, moved first."""
-    axis = next((i for i, index in enumerate(indices) if index is not None), None)
-    if (not accumulate or axis is None or any(index is not None for index in indices[axis + 1 :])
-            or values.dtype.kind != "f" or (axis and indices[axis].ndim != 1)):  # fmt: skip
-        raise Unsupported("index_put other than an accumulation by one index array after whole axes")
-    index = indices[axis]
-    values = tt.broadcast_to(values, base.shape[:axis] + index.shape + base.shape[axis + 1 :])
-    if axis == 0:  # rows by an index array of any shape
-        return base + tt.reshape(_one_hot_sum(base.shape[0], index, values), base.shape)
-    first = (axis, *range(axis), *range(axis + 1, base.ndim))  # the indexed axis first
-    summed = tt.reshape(_one_hot_sum(base.shape[axis], index, tt.transpose(values, first)),
-                        tuple(base.shape[a] for a in first))
-    return base + tt.transpose(summed, tuple(int(a) for a in np.argsort(first)))
+    """`base.index_put_(indices, values, accumulate=True)` with adjacent index arrays after whole axes: one before any
+    other axis (embedding's backward) a one-hot matmul; a 1-D one (`index_select`'s backward), or several that make an
+    outer product (nearest interpolation's backward), one one-hot matmul along each indexed axis in turn (the sums
+    over each output row and column, instead of one over their product)."""
+    at = [i for i, index in enumerate(indices) if index is not None]
+    if not accumulate or not at or at != list(range(at[0], at[0] + len(at))) or values.dtype.kind != "f":
+        raise Unsupported("index_put other than an accumulation by adjacent index arrays after whole axes")
+    arrays = [indices[i] for i in at]
+    axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+    values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
+    if axis == 0 and len(arrays) == 1:  # rows by an index array of any shape
+        return base + tt.reshape(_one_hot_sum(base.shape[0], arrays[0], values), base.shape)
+    lines = _outer_lines(arrays)
+    if lines is None:
+        raise Unsupported("index_put by index arrays other than a 1-D one or an outer product of them")
+    for k, line in enumerate(lines):
+        values = _summed_into(values, axis + k, line, base.shape[axis + k])
+    return base + values
 
 
 def embedding_dense_backward(grad: Traced, indices: Traced, num_weights: int, padding_idx: int,
