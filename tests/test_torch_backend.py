@@ -348,6 +348,21 @@ def test_int64_arithmetic_runs_in_torch_but_int64_indices_run_in_tinyton() -> No
     assert e.num_launches >= 1
 
 
+def test_integer_sums_accumulate_in_int64() -> None:
+    """Sums of integer tensors (a padding mask's lengths, `mask.sum(-1)`; int32 and bool ones too) accumulate in int64
+    as torch's, past 2**31 exactly; in tinyton where array programs hold int64 (they ran in torch)."""
+    mask, big = torch.randint(0, 2, (4, 16)), torch.full((3, 4), 2**40) + torch.arange(4)
+    small = torch.randint(-5, 5, (4, 16), dtype=torch.int32)
+    def sums(m: torch.Tensor, b: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return m.sum(-1), b.sum(), b.sum(0, keepdim=True), s.sum(0), (m > 0).sum()
+
+    e = ttt.explain(sums, mask, big, small)
+    for got, want in zip(e.output, sums(mask, big, small), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    narrowed = array_dtype(torch.int64).itemsize == 4
+    assert set(e.fallbacks) == ({"aten.sum.dim_IntList", "aten.sum.default"} if narrowed else set()), e.reasons
+
+
 def test_embedding_takes_int64_token_ids_forward_and_backward() -> None:
     """torch's token ids are int64: the gather takes them as they are (the H200 run refused them with "take
     indices must be int32"), forward and backward, with nothing in torch."""

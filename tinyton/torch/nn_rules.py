@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 import tinyton.language as tt
@@ -33,10 +34,12 @@ def _typed(x: Traced, dtype: torch.dtype | None) -> Traced:
 
 
 def _sum_operand(x: Traced) -> Traced:
-    """torch sums ints in int64, array programs refuse int32 sums: exact in float32 up to 2**24, counts of
-    bools stay exact int32."""
+    """torch sums integers in int64 (a padding mask's lengths, `mask.sum(-1)`), and so do array programs that hold
+    int64; where they hold it as int32 the sum runs in torch. Counts of bools stay exact in int32."""
     if x.dtype.kind in "iu":
-        raise Unsupported("sum of an integer tensor (torch accumulates in int64)")
+        if array_dtype(torch.int64) != np.int64:
+            raise Unsupported("sum of an integer tensor (torch accumulates in int64)")
+        return x.astype(np.int64)
     return x
 
 
