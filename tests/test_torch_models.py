@@ -236,6 +236,19 @@ def test_batch_norm_trains_on_the_batch_statistics() -> None:
     assert not e.fallbacks, e.reasons
 
 
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.InstanceNorm2d(3, affine=True), (2, 3, 5, 5)), (lambda: torch.nn.InstanceNorm1d(4), (2, 4, 7)),
+    (lambda: torch.nn.InstanceNorm3d(3), (3, 4, 5, 2)),
+    (lambda: torch.nn.BatchNorm2d(3, track_running_stats=False), (2, 3, 4, 5)),
+], ids=["instance-2d-affine", "instance-1d", "instance-3d-unbatched", "batch-no-running-stats"])
+def test_norms_on_the_batchs_statistics_without_running_ones(make, shape: tuple[int, ...]) -> None:
+    """Instance norm (torch's batch norm of `[1, N * C, ...]`) and batch norm without running statistics: AOTAutograd's
+    `_native_batch_norm_legit.no_stats`, each channel standardised over the batch, forward and backward as eager's
+    (it ran in torch)."""
+    torch.manual_seed(0)
+    check_forward_backward(make(), torch.randn(*shape, requires_grad=True))
+
+
 @pytest.mark.parametrize("pool,shape", [
     ({"kernel_size": 2}, (2, 3, 9, 8)), ({"kernel_size": 3, "stride": 2, "padding": 1}, (2, 3, 9, 8)),
     ({"kernel_size": (2, 3), "stride": (1, 2), "dilation": (2, 1)}, (2, 3, 9, 8)),

@@ -259,12 +259,29 @@ def batch_norm_training(x: Traced, weight: Traced | None, bias: Traced | None, r
         raise Unsupported("batch norm's functional form outside training")
     channels = x.shape[1]
     n = math.prod(x.shape) // channels
-    norm = _standardised(x.astype("float32"), (0, *range(2, x.ndim)), eps)
-    out = _affine(norm.out, weight, bias, _per_channel(x))
+    out, norm = _batch_standardised(x, weight, bias, eps)
     mu, var, rstd = (t.reshape(channels) for t in (norm.mean, norm.var, norm.rstd))
     moved = [(stat * (1 - momentum) + batch * momentum).astype(stat.dtype)
              for stat, batch in ((running_mean, mu), (running_var, var * (n / (n - 1))))]
     return out, mu, rstd, *moved
+
+
+def batch_norm_no_stats(x: Traced, weight: Traced | None, bias: Traced | None, training: bool, momentum: float,
+                        eps: float) -> tuple[Traced, Traced, Traced]:
+    """Batch norm on the batch's statistics with no running ones (`track_running_stats=False`, and instance norm,
+    torch's batch norm of `[1, N * C, ...]`): (output, mean, 1 / std) per channel."""
+    if not training:
+        raise Unsupported("batch norm without running statistics outside training")
+    out, norm = _batch_standardised(x, weight, bias, eps)
+    return out, norm.mean.reshape(x.shape[1]), norm.rstd.reshape(x.shape[1])
+
+
+def _batch_standardised(x: Traced, weight: Traced | None, bias: Traced | None,
+                        eps: float) -> tuple[Traced, Standardised]:
+    """Batch norm's output and statistics: each channel (dim 1) standardised over every other dim, then scaled and
+    shifted."""
+    norm = _standardised(x.astype("float32"), (0, *range(2, x.ndim)), eps)
+    return _affine(norm.out, weight, bias, _per_channel(x)), norm
 
 
 def native_dropout(x: Traced, p: float, train: bool | None) -> tuple[Traced, Traced]:
@@ -305,6 +322,7 @@ RULES = {
     aten.native_group_norm.default: native_group_norm,
     aten._native_batch_norm_legit_no_training.default: batch_norm_inference,
     aten._native_batch_norm_legit_functional.default: batch_norm_training,
+    aten._native_batch_norm_legit.no_stats: batch_norm_no_stats,
     aten.native_dropout.default: native_dropout,
 }  # fmt: skip
 """ATen overload -> rule, for reductions, matrix products and the NN composites."""
