@@ -300,6 +300,19 @@ def test_norms_activations_losses() -> None:
     check(lambda x: F.dropout(x, 0.5, training=False) * 2, x)
 
 
+def test_var_mean_and_std_mean() -> None:
+    """`torch.var_mean` and `torch.std_mean` (unbiased or not, over a dim or all), forward and backward: the variance
+    and the mean (`aten.var_mean` ran in torch)."""
+    torch.manual_seed(0)
+
+    def stats(x: torch.Tensor) -> torch.Tensor:
+        var, mean = torch.var_mean(x, -1)
+        std, mean0 = torch.std_mean(x, -1, correction=0)
+        return torch.stack([var, mean, std, mean0, torch.var_mean(x)[0].expand(6)])
+
+    check_forward_backward(_Lambda(stats), torch.randn(6, 16, requires_grad=True))
+
+
 def test_views_splits_and_rope() -> None:
     torch.manual_seed(0)
     x = torch.randn(2, 6, 8)

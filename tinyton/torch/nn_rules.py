@@ -112,6 +112,12 @@ def var(x: Traced, dims: Any = None, correction: float | None = None, keepdim: b
     return tt.mean(centred * centred, axis=axes, keepdims=keepdim) * (count / max(count - correction, 0))
 
 
+def var_mean(x: Traced, dims: Any = None, correction: float | None = None,
+             keepdim: bool = False) -> tuple[Traced, Traced]:
+    """`torch.var_mean` (and `std_mean`, the square root of its variance): the variance and the mean."""
+    return var(x, dims, correction, keepdim), mean(x, dims, keepdim)
+
+
 def argmax(x: Traced, dim: int | None = None, keepdim: bool = False) -> Traced:
     return tt.argmax(x, axis=dim, keepdims=keepdim)
 
@@ -301,6 +307,7 @@ RULES = {
     **{op: any_dims for op in (aten.any.dim, aten.any.dims, aten.any.default)},
     **{op: all_dims for op in (aten.all.dim, aten.all.dims, aten.all.default)},
     aten.var.correction: var,
+    aten.var_mean.correction: var_mean,
     aten.argmax.default: argmax,
     aten.argmin.default: argmin,
     aten.max.default: max_all,
