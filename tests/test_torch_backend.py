@@ -192,6 +192,10 @@ CONVOLUTIONS = {
     "2d-transposed-grouped": (lambda: torch.nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), groups=2, dilation=(1, 2)),
                               (1, 4, 5, 4)),
     "1d-transposed-cropped": (lambda: torch.nn.ConvTranspose1d(3, 2, 2, padding=1), (2, 3, 7)),
+    "2d-patches-16x16": (lambda: torch.nn.Conv2d(3, 8, 16, stride=16), (1, 3, 32, 40)),
+    "2d-transposed-tiles": (lambda: torch.nn.ConvTranspose2d(8, 4, 2, stride=2), (2, 8, 3, 5)),
+    "2d-transposed-tiles-grouped": (lambda: torch.nn.ConvTranspose2d(4, 6, (2, 3), stride=(2, 3), groups=2,
+                                                                     output_padding=1), (1, 4, 3, 2)),
 }
 
 
@@ -199,7 +203,8 @@ CONVOLUTIONS = {
 def test_convolutions_are_windows_and_a_matmul(name: str) -> None:
     """Convolutions (1-d and 2-d, padded, strided, dilated, grouped, depthwise, a ViT's patches, transposed) run in
     tinyton: windows of the input gathered into columns, one matmul per group (a transposed one's input spread by
-    the stride first)."""
+    the stride first, or, for tiles, each input position's block put in place). A ViT's 16 x 16 patches, 256 kernel
+    positions, are a reshape: only overlapping windows are limited to `MAX_KERNEL_POSITIONS` (it ran in torch)."""
     torch.manual_seed(0)
     make, shape = CONVOLUTIONS[name]
     conv = make().eval()

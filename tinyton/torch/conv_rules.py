@@ -4,9 +4,10 @@ matmul per group of channels, whose epilogue adds the bias.
 Non-overlapping windows (a vision transformer's patch embedding: stride equal to the kernel, no padding or
 dilation) are a reshape and a transpose of the input; other windows are strided slices of the padded input, one a
 kernel position, stacked. A transposed convolution is a convolution of its input spread by the stride, padded, by
-the flipped kernel; `convolution_backward` is one of each kind and a weight gradient (`dy` times the windows).
-Kernels of more than `MAX_KERNEL_POSITIONS` positions run in torch. Pooling takes the same windows (a maximum or a sum
-over the kernel positions); its gradient is a transposed convolution (by one-hot kernels, or ones for an average).
+the flipped kernel (for non-overlapping windows, a matmul whose blocks are laid side by side); `convolution_backward`
+is one of each kind and a weight gradient (`dy` times the windows). Overlapping windows of more than
+`MAX_KERNEL_POSITIONS` positions run in torch. Pooling takes the same windows (a maximum or a sum over the kernel
+positions); its gradient is a transposed convolution (by one-hot kernels, or ones for an average).
 Adaptive average pooling averages each dim's bins by a bin-weight matrix, one reduction a dim.
 """
 
@@ -27,7 +28,8 @@ from tinyton.torch.shape_rules import constant_pad_nd
 aten = torch.ops.aten
 
 MAX_KERNEL_POSITIONS = 64
-"""Most kernel positions (a 7 x 7 kernel has 49) gathered as slices: each is a window of the input in the columns."""
+"""Most kernel positions (a 7 x 7 kernel has 49) gathered as slices: each is a window of the input in the columns.
+Non-overlapping windows (a vision transformer's 16 x 16 patches) are a reshape: any kernel."""
 
 
 def _patches(x: Traced, kernel: Sequence[int], out: Sequence[int]) -> Traced:
@@ -39,9 +41,29 @@ def _patches(x: Traced, kernel: Sequence[int], out: Sequence[int]) -> Traced:
     return tt.transpose(split, order)
 
 
+def _unpatched(blocks: Traced, sizes: Sequence[int]) -> Traced:
+    """`_patches` undone: the blocks `[B, C, k..., o...]` side by side, `[B, C, o * k...]`, then zeros to `sizes` (or
+    cropped to them: a last block of a pooling's `ceil_mode` runs past the input)."""
+    n = len(sizes)
+    kernel, out = blocks.shape[2 : 2 + n], blocks.shape[2 + n :]
+    order = (0, 1, *(d for i in range(n) for d in (2 + n + i, 2 + i)))  # [B, C, o1, k1, ...]
+    tiled = tt.reshape(tt.transpose(blocks, order), (*blocks.shape[:2], *(o * k for o, k in zip(out, kernel))))
+    widths = [v for size, o, k in reversed(list(zip(sizes, out, kernel))) for v in (0, size - o * k)]
+    return constant_pad_nd(tiled, widths)
+
+
+def _non_overlapping(kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                     dilation: Sequence[int]) -> bool:
+    """Whether the windows tile the input: stride equal to the kernel, no padding or dilation."""
+    return tuple(stride) == tuple(kernel) and not any(padding) and set(dilation) == {1}
+
+
 def _windows(x: Traced, kernel: Sequence[int], out: Sequence[int], stride: Sequence[int],
              dilation: Sequence[int]) -> Traced:
-    """The windows `[B, C, K, o...]` of `x` (padded), one strided slice a kernel position (K = prod(kernel))."""
+    """The windows `[B, C, K, o...]` of `x` (padded), one strided slice a kernel position (K = prod(kernel), at most
+    `MAX_KERNEL_POSITIONS`: a larger kernel runs in torch)."""
+    if prod(kernel) > MAX_KERNEL_POSITIONS:
+        raise Unsupported(f"windows of {prod(kernel)} kernel positions as slices (at most {MAX_KERNEL_POSITIONS})")
     slices = [x[(slice(None), slice(None), *(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in
                                             zip(p, dilation, stride, out)))]
               for p in itertools.product(*map(range, kernel))]  # fmt: skip
@@ -56,7 +78,7 @@ def _sizes(values: Sequence[int], n: int) -> tuple[int, ...]:
 def _columns(x: Traced, kernel: Sequence[int], out: Sequence[int], stride: Sequence[int], padding: Sequence[int],
              dilation: Sequence[int], groups: int) -> Traced:
     """The windows of `x` `[B, C, L...]` (padded) that make the `out` positions, as columns `[B, G, C/G * K, P]`."""
-    if tuple(stride) == tuple(kernel) and not any(padding) and set(dilation) == {1}:
+    if _non_overlapping(kernel, stride, padding, dilation):
         columns = _patches(x, kernel, out)
     else:
         if any(padding):
@@ -69,8 +91,6 @@ def _convolve(x: Traced, weight: Traced, stride: Sequence[int], padding: Sequenc
               groups: int) -> Traced:
     """`[B, O, out...]`: the convolution of `x` `[B, C, L...]` by `weight` `[O, C/G, k...]`, no bias."""
     kernel = tuple(weight.shape[2:])
-    if prod(kernel) > MAX_KERNEL_POSITIONS:
-        raise Unsupported(f"a convolution kernel of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
     sizes = [length + 2 * p for length, p in zip(x.shape[2:], padding)]
     out = tuple((size - d * (k - 1) - 1) // s + 1 for size, d, k, s in zip(sizes, dilation, kernel, stride))
     columns = _columns(x, kernel, out, stride, padding, dilation, groups)
@@ -96,9 +116,15 @@ def _transposed(x: Traced, weight: Traced, stride: Sequence[int], padding: Seque
     """The transposed convolution of `x` `[B, C_in, L...]` by `weight` `[C_in, C_out/G, k...]`, of spatial `sizes`:
     what a convolution by `weight` takes back to its input's shape (its input gradient). It is a convolution of `x`
     spread by the stride and padded by `d (k - 1) - p` (cropped where that is negative, and on the right to
-    `sizes`), stride 1, by the kernel flipped with its channels swapped within each group."""
+    `sizes`), stride 1, by the kernel flipped with its channels swapped within each group. For non-overlapping windows
+    (a U-Net's 2 x 2 upsampling, a patch embedding's input gradient) each input position's products with the kernel
+    are a block of the output of their own: one matmul a group, the blocks laid side by side, for any kernel."""
     kernel, n = tuple(weight.shape[2:]), len(sizes)
     c_in, c_out = weight.shape[0], weight.shape[1] * groups
+    if _non_overlapping(kernel, stride, padding, dilation):
+        w = tt.swapaxes(tt.reshape(weight, (groups, c_in // groups, -1)), 1, 2)  # [G, C_out/G * K, C_in/G]
+        blocks = w @ tt.reshape(x, (x.shape[0], groups, c_in // groups, -1))  # [B, G, C_out/G * K, P]
+        return _unpatched(tt.reshape(blocks, (x.shape[0], c_out, *kernel, *x.shape[2:])), sizes)
     x = _spread(x, stride)
     for axis in range(n):
         before = dilation[axis] * (kernel[axis] - 1) - padding[axis]
@@ -163,8 +189,6 @@ def _pool_geometry(n: int, kernel: Sequence[int], stride: Sequence[int], padding
                    dilation: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """A pooling's kernel, stride (the kernel's when empty), padding and dilation for each of `n` spatial dims."""
     kernel = _sizes(kernel, n)
-    if prod(kernel) > MAX_KERNEL_POSITIONS:
-        raise Unsupported(f"a pooling window of {prod(kernel)} positions (at most {MAX_KERNEL_POSITIONS})")
     return (kernel, *(_sizes(v, n) for v in (stride or kernel, padding, dilation)))
 
 
