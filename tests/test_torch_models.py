@@ -272,6 +272,33 @@ def test_max_pooling_forward_and_backward(pool: dict, shape: tuple[int, ...]) ->
     assert torch.equal(pooled.output[1], indices) and not pooled.fallbacks, pooled.reasons
 
 
+@pytest.mark.parametrize("make,shape", [
+    (lambda: torch.nn.AdaptiveMaxPool2d(1), (2, 3, 20, 24)),
+    (lambda: torch.nn.AdaptiveMaxPool2d((2, 3)), (2, 3, 8, 9)),
+    (lambda: torch.nn.AdaptiveMaxPool3d((1, 2, 1)), (2, 3, 4, 4, 6)),
+    (lambda: torch.nn.AdaptiveMaxPool2d(2), (3, 8, 8)),
+    (lambda: torch.nn.MaxPool2d(10), (2, 3, 20, 31)),
+], ids=["global", "2x3", "3d", "unbatched", "10x10-tiles"])
+def test_max_pooling_by_tiles_of_any_size(make, shape: tuple[int, ...]) -> None:
+    """Adaptive max pooling into bins that divide the input (global max pooling among them) is max pooling by tiles,
+    and tiles of any size are a reshape (a global pooling's 480 positions, past the 64 gathered as slices), their
+    gradient the tiles of shares laid back in place: values and gradients as eager's (adaptive max pooling and pooling
+    windows of more than 64 positions ran in torch)."""
+    torch.manual_seed(0)
+    check_forward_backward(make(), torch.randn(*shape, requires_grad=True))
+
+
+def test_adaptive_max_pooling_indices() -> None:
+    """Adaptive max pooling's indices as eager's: the first maximum of a bin in scan order (ties), a NaN the maximum."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 8, 9)
+    x[0, 0, 1:3, 1:3], x[1, 1, 0, 0] = 5.0, float("nan")
+    pooled = ttt.explain(lambda x: torch.nn.functional.adaptive_max_pool2d(x, (2, 3), return_indices=True), x)
+    values, indices = torch.nn.functional.adaptive_max_pool2d(x, (2, 3), return_indices=True)
+    torch.testing.assert_close(pooled.output[0], values, equal_nan=True)
+    assert torch.equal(pooled.output[1], indices) and not pooled.fallbacks, pooled.reasons
+
+
 AVERAGE_POOLS = {
     "2x2": (lambda: torch.nn.AvgPool2d(2), (2, 3, 8, 9)),
     "3x3-stride-2-padded-uncounted": (lambda: torch.nn.AvgPool2d(3, 2, 1, count_include_pad=False), (2, 3, 9, 10)),

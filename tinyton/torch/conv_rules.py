@@ -8,7 +8,8 @@ the flipped kernel (for non-overlapping windows, a matmul whose blocks are laid 
 is one of each kind and a weight gradient (`dy` times the windows). Overlapping windows of more than
 `MAX_KERNEL_POSITIONS` positions run in torch. Pooling takes the same windows (a maximum or a sum over the kernel
 positions); its gradient is a transposed convolution (by one-hot kernels, or ones for an average).
-Adaptive average pooling averages each dim's bins by a bin-weight matrix, one reduction a dim.
+Adaptive average pooling averages each dim's bins by a bin-weight matrix, one reduction a dim; adaptive max pooling
+into even bins is max pooling by tiles (a reshape, for any size).
 """
 
 from __future__ import annotations
@@ -241,7 +242,11 @@ def max_pool_with_indices(x: Traced, kernel: Sequence[int], stride: Sequence[int
     sizes = x.shape[-n:]
     kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
     out = _pooled_sizes(sizes, kernel, stride, padding, dilation, ceil_mode)
-    windows = _pool_windows(_batched(x, n), kernel, stride, padding, dilation, out, float("-inf"))  # [B, C, K, out...]
+    batched = _batched(x, n)
+    if _non_overlapping(kernel, stride, padding, dilation) and not ceil_mode:  # tiles: any kernel (global pooling)
+        windows = tt.reshape(_patches(batched, kernel, out), (*batched.shape[:2], prod(kernel), *out))
+    else:
+        windows = _pool_windows(batched, kernel, stride, padding, dilation, out, float("-inf"))  # [B, C, K, out...]
     position = tt.argmax(windows, axis=2)  # the kernel position of each window's maximum
     index = 0
     for dim, (k, s, p, d, o) in enumerate(zip(kernel, stride, padding, dilation, out)):
@@ -257,7 +262,7 @@ def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int],
                                    indices: Traced, *, n: int) -> Traced:
     """The gradient of max pooling: each window's `dy` added where `indices` says its maximum is (overlapping
     windows' shares summed). Per kernel position, the shares of the windows whose maximum it holds, put back in place
-    by the transposed convolution of a one-hot kernel a position."""
+    by the transposed convolution of a one-hot kernel a position; for tiles, the shares are the tiles."""
     sizes, out = x.shape[-n:], tuple(dy.shape[-n:])
     kernel, stride, padding, dilation = _pool_geometry(n, kernel, stride, padding, dilation)
     dy, indices = _batched(dy, n), _batched(indices, n)
@@ -269,6 +274,8 @@ def max_pool_with_indices_backward(dy: Traced, x: Traced, kernel: Sequence[int],
     (b, c), k = dy.shape[:2], prod(kernel)
     at = tt.reshape(tt.arange(k), (1, 1, k) + (1,) * n)
     shares = tt.where(tt.reshape(position, (b, c, 1, *out)) == at, tt.reshape(dy, (b, c, 1, *out)), 0)
+    if _non_overlapping(kernel, stride, padding, dilation):
+        return tt.reshape(_unpatched(tt.reshape(shares, (b, c, *kernel, *out)), sizes), x.shape)
     one_hot = (tt.reshape(tt.arange(k), (k, 1)) == tt.reshape(tt.arange(k), (1, k))).astype(dy.dtype)
     one_hot = tt.reshape(tt.broadcast_to(tt.reshape(one_hot, (1, k, k)), (c, k, k)), (c * k, 1, *kernel))
     dx = _transposed(tt.reshape(shares, (b, c * k, *out)), one_hot, stride, padding, dilation, c, sizes)
@@ -301,6 +308,27 @@ def avg_pool_backward(dy: Traced, x: Traced, kernel: Sequence[int], stride: Sequ
     c = shares.shape[1]
     ones = tt.full((c, 1, *kernel), 1.0, shares.dtype)
     return tt.reshape(_transposed(shares, ones, stride, padding, (1,) * n, c, sizes), x.shape)
+
+
+def _even_bins(sizes: Sequence[int], bins: Sequence[int]) -> tuple[int, ...]:
+    """The tile of an adaptive pooling whose counts of bins divide their dims (so its bins are a max pooling's tiles:
+    global pooling among them); uneven bins run in torch."""
+    if any(size % int(b) for size, b in zip(sizes, bins)):
+        raise Unsupported(f"adaptive max pooling of {tuple(sizes)} into uneven bins {tuple(bins)}")
+    return tuple(size // int(b) for size, b in zip(sizes, bins))
+
+
+def adaptive_max_pool(x: Traced, output_size: Sequence[int]) -> tuple[Traced, Traced]:
+    """torch's adaptive max pooling into even bins: max pooling by tiles of `L / bins` (maxima and indices)."""
+    n = len(output_size)
+    kernel = _even_bins(x.shape[-n:], output_size)
+    return max_pool_with_indices(x, kernel, kernel, (0,) * n, (1,) * n, False, n=n)
+
+
+def adaptive_max_pool_backward(dy: Traced, x: Traced, indices: Traced, *, n: int) -> Traced:
+    """The gradient of adaptive max pooling into even bins: max pooling's, by tiles."""
+    kernel = _even_bins(x.shape[-n:], dy.shape[-n:])
+    return max_pool_with_indices_backward(dy, x, kernel, kernel, (0,) * n, (1,) * n, False, indices, n=n)
 
 
 def _bin_means(length: int, bins: int) -> Traced:
@@ -354,5 +382,9 @@ RULES = {
     aten._adaptive_avg_pool3d.default: adaptive_avg_pool,
     aten._adaptive_avg_pool2d_backward.default: functools.partial(adaptive_avg_pool_backward, n=2),
     aten._adaptive_avg_pool3d_backward.default: functools.partial(adaptive_avg_pool_backward, n=3),
+    aten.adaptive_max_pool2d.default: adaptive_max_pool,
+    aten.adaptive_max_pool3d.default: adaptive_max_pool,
+    aten.adaptive_max_pool2d_backward.default: functools.partial(adaptive_max_pool_backward, n=2),
+    aten.adaptive_max_pool3d_backward.default: functools.partial(adaptive_max_pool_backward, n=3),
 }
 """ATen overload -> rule, for convolutions and their gradients."""
