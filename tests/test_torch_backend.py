@@ -408,6 +408,16 @@ def test_negative_indices_gradients_count_from_the_end(dim: int) -> None:
         check_forward_backward(_Lambda(lambda x, i: x[:, i]), x, torch.tensor([-1, 0, -6, 3, -1]))
 
 
+@pytest.mark.parametrize("pad,shape", [((1, 2, 2, 1), (2, 3, 5, 6)), ((3, 0), (2, 3, 5)), ((4, 4), (2, 3, 2)),
+                                       ((1, 1, 0, 2, 2, 1), (2, 3, 4, 3, 5)), ((1, 2, 2, 1), (3, 5, 6))],
+                         ids=["2d", "1d-one-side", "1d-wider-than-input", "3d", "unbatched"])
+def test_replicate_padding_forward_and_backward(pad: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """`F.pad(mode="replicate")` (a convolution's `padding_mode="replicate"`): its gradient adds each padded copy's
+    share into the edge it copies, corners included (`replication_pad*d_backward` ran in torch)."""
+    torch.manual_seed(0)
+    check_forward_backward(_Lambda(lambda x: F.pad(x, pad, mode="replicate")), torch.randn(*shape, requires_grad=True))
+
+
 INTERPOLATIONS = {
     "nearest-2x": ({"scale_factor": 2}, (2, 3, 4, 5)),
     "nearest-size": ({"size": (7, 9)}, (2, 3, 4, 5)),

@@ -184,6 +184,24 @@ def constant_pad_nd(x: Traced, pad: Sequence[int], value: Any = 0) -> Traced:
     return tt.pad(x, widths, constant_values=value) if any(b or a for b, a in widths) else x
 
 
+def replication_pad_backward(dy: Traced, x: Traced, padding: Sequence[int]) -> Traced:
+    """The gradient of replicate padding (`F.pad(mode="replicate")`, `padding_mode="replicate"`), a dim at a time from
+    the last: the unpadded window of `dy`, each edge element plus the sum of its copies padded on."""
+    for i in range(len(padding) // 2):
+        axis, before, after = x.ndim - 1 - i, int(padding[2 * i]), int(padding[2 * i + 1])
+        if before < 0 or after < 0:
+            raise Unsupported("replicate padding's gradient with a negative padding")
+        n = x.shape[axis]
+        position = _along(tt.arange(0, n), axis, x.ndim)
+        inner = slice_(dy, axis, before, before + n)
+        for edge, start, count in ((0, 0, before), (n - 1, before + n, after)):
+            if count:
+                copies = tt.sum(slice_(dy, axis, start, start + count), axis=axis, keepdims=True)
+                inner = inner + tt.where(position == edge, copies, 0)
+        dy = inner
+    return dy
+
+
 def index_select(x: Traced, dim: int, index: Traced) -> Traced:
     return _take(x, index, _axis(dim, x.ndim))
 
@@ -404,6 +422,7 @@ RULES = {
     aten.slice_scatter.default: slice_scatter,
     aten.flip.default: flip,
     aten.constant_pad_nd.default: constant_pad_nd,
+    **{getattr(aten, f"replication_pad{n}d_backward").default: replication_pad_backward for n in (1, 2, 3)},
     aten.index_select.default: index_select,
     aten.embedding.default: embedding,
     aten.embedding_dense_backward.default: embedding_dense_backward,
