@@ -236,6 +236,21 @@ def test_batch_norm_trains_on_the_batch_statistics() -> None:
     assert not e.fallbacks, e.reasons
 
 
+@pytest.mark.parametrize("make,shape,dim", [
+    (lambda: torch.nn.Linear(8, 4), (3, 8), 0),
+    (lambda: torch.nn.Linear(8, 4), (3, 8), None),
+    (lambda: torch.nn.Conv1d(8, 8, 5, padding=2, groups=2), (2, 8, 12), 2),
+    (lambda: torch.nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1), (2, 8, 6), 0),
+], ids=["linear", "linear-whole-weight", "conv1d-kernel-dim", "transposed-conv1d"])
+def test_weight_norm_trains_in_tinyton(make, shape: tuple[int, ...], dim: int | None) -> None:
+    """Weight norm (`parametrizations.weight_norm`: wav2vec2's positional convolution normalises over its kernel dim,
+    HiFi-GAN's and EnCodec's convolutions over their first dim, or over the whole weight): forward and backward as
+    eager's (`_weight_norm_interface_backward` ran in torch)."""
+    torch.manual_seed(0)
+    module = torch.nn.utils.parametrizations.weight_norm(make(), dim=dim)
+    check_forward_backward(module, torch.randn(*shape, requires_grad=True))
+
+
 @pytest.mark.parametrize("make,shape", [
     (lambda: torch.nn.InstanceNorm2d(3, affine=True), (2, 3, 5, 5)), (lambda: torch.nn.InstanceNorm1d(4), (2, 4, 7)),
     (lambda: torch.nn.InstanceNorm3d(3), (3, 4, 5, 2)),

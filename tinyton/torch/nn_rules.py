@@ -290,6 +290,15 @@ def _batch_standardised(x: Traced, weight: Traced | None, bias: Traced | None,
     return _affine(norm.out, weight, bias, _per_channel(x)), norm
 
 
+def weight_norm_backward(grad_w: Traced, v: Traced, g: Traced, norms: Traced, dim: int) -> tuple[Traced, Traced]:
+    """The gradients of weight norm's `v` and `g` (`w = g v / |v|`, the norm over every dim but `dim`, over all for
+    -1): `g`'s is `grad_w` along `v`'s direction, `v`'s the rest of `grad_w` scaled by `g / |v|`; in float32."""
+    grad_w, v, g, norms = (t.astype("float32") for t in (grad_w, v, g, norms))
+    axes = tuple(a for a in range(v.ndim) if a != dim % v.ndim) if dim != -1 else None
+    along = tt.sum(grad_w * v, axis=axes, keepdims=True)
+    return g / norms * (grad_w - v * (along / (norms * norms))), tt.reshape(along / norms, g.shape)
+
+
 def native_dropout(x: Traced, p: float, train: bool | None) -> tuple[Traced, Traced]:
     if train and p > 0:
         raise Unsupported("dropout in training draws torch's random numbers")
@@ -330,6 +339,7 @@ RULES = {
     aten._native_batch_norm_legit_no_training.default: batch_norm_inference,
     aten._native_batch_norm_legit_functional.default: batch_norm_training,
     aten._native_batch_norm_legit.no_stats: batch_norm_no_stats,
+    aten._weight_norm_interface_backward.default: weight_norm_backward,
     aten.native_dropout.default: native_dropout,
 }  # fmt: skip
 """ATen overload -> rule, for reductions, matrix products and the NN composites."""
