@@ -249,6 +249,16 @@ def test_fmod_and_remainder_run_in_tinyton() -> None:
     assert e.num_launches == 1, str(e)
 
 
+def test_float_floor_division_is_torchs() -> None:
+    """`a // b` and `torch.div(rounding_mode="floor")` of floats as torch's (NumPy's): `(a - fmod(a, b)) / b` rounded,
+    so `1.0 // 0.1` is 9 and `2.0 // -inf` is -1; the rule's `floor(a / b)` gave 10 and -0, silently."""
+    a = torch.tensor([1.0, 0.3, -1.0, 7.0, 1e-30, 5.0, -0.0, 2.0, -7.5, 3.0])
+    b = torch.tensor([0.1, 0.1, 0.1, 0.7, 3.0, float("inf"), 3.0, -float("inf"), 2.0, 0.0])
+    e = check(lambda a, b: (a // b, torch.div(a, b, rounding_mode="floor"), a // 0.1), a, b)
+    for got, want in zip(e.output, (a // b, a // b, a // 0.1), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
 def test_scatter_add_and_index_add_run_in_tinyton() -> None:
     """`scatter_add` along any dim (an index shorter than its source: the source read over the index's extent), and
     `index_add` (an accumulating `index_put`): one-hot sums, eager's values, nothing in torch."""

@@ -46,10 +46,12 @@ def mul(a: Any, b: Any) -> Any:
 
 
 def div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
+    """`a / b`, or rounded down: `a // b`, for floats too torch's (and NumPy's) `(a - fmod(a, b)) / b` rounded, not
+    `floor(a / b)`, whose division rounds first (`1.0 // 0.1` is 9, `floor(1.0 / 0.1)` 10)."""
     if rounding_mode is None:
         return a / b
     if rounding_mode == "floor":
-        return a // b if _is_int(a) and _is_int(b) else tt.floor(a / b)
+        return a // b
     raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
 
 
