@@ -259,6 +259,22 @@ def test_float_floor_division_is_torchs() -> None:
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
+def test_division_rounded_toward_zero_and_trunc() -> None:
+    """`torch.div(rounding_mode="trunc")` of floats (`trunc(a / b)`, as torch) and of ints (exact: the rounded-down
+    quotient, one more where negative and inexact), and `torch.trunc` / `torch.frac`: they ran in torch."""
+    a, b = torch.tensor([-3.5, 3.5, 7.0, -0.2, 1.0]), torch.tensor([2.0, -2.0, 0.7, 3.0, 0.1])
+    i, j = torch.tensor([-7, 7, -6, 6, 0, -1]), torch.tensor([2, -2, 3, -4, 5, 3])
+
+    def f(a: torch.Tensor, b: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (torch.div(a, b, rounding_mode="trunc"), torch.div(i, j, rounding_mode="trunc"),
+                torch.div(i, 4, rounding_mode="trunc"), torch.trunc(a * 1.7), torch.frac(a * 1.7))
+
+    e = ttt.explain(f, a, b, i, j)
+    for got, want in zip(e.output, f(a, b, i, j), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert not e.fallbacks, e.reasons
+
+
 def test_scatter_add_and_index_add_run_in_tinyton() -> None:
     """`scatter_add` along any dim (an index shorter than its source: the source read over the index's extent), and
     `index_add` (an accumulating `index_put`): one-hot sums, eager's values, nothing in torch."""

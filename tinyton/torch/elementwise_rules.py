@@ -47,11 +47,17 @@ def mul(a: Any, b: Any) -> Any:
 
 def div(a: Any, b: Any, rounding_mode: str | None = None) -> Any:
     """`a / b`, or rounded down: `a // b`, for floats too torch's (and NumPy's) `(a - fmod(a, b)) / b` rounded, not
-    `floor(a / b)`, whose division rounds first (`1.0 // 0.1` is 9, `floor(1.0 / 0.1)` 10)."""
+    `floor(a / b)`, whose division rounds first (`1.0 // 0.1` is 9, `floor(1.0 / 0.1)` 10); or toward zero: torch's
+    `trunc(a / b)` of floats, and of ints the rounded-down quotient, one more where it is negative and inexact."""
     if rounding_mode is None:
         return a / b
     if rounding_mode == "floor":
         return a // b
+    if rounding_mode == "trunc":
+        if not (_is_int(a) and _is_int(b)):
+            return tt.trunc(a / b)
+        quotient = a // b
+        return tt.where((quotient < 0) & (quotient * b != a), quotient + 1, quotient)
     raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
 
 
@@ -261,7 +267,7 @@ RULES = {
     aten.reciprocal.default: reciprocal,
     **{getattr(aten, name).default: _unary(name) for name in (
         "exp", "log", "sqrt", "rsqrt", "abs", "erf", "sin", "cos", "exp2", "log2", "log1p", "expm1", "floor", "ceil",
-        "sign",
+        "sign", "trunc",
     )},
     aten.round.default: _unary("round"),
     aten.sigmoid.default: sigmoid,
