@@ -356,6 +356,19 @@ def test_views_splits_and_rope() -> None:
     check(shapes, x)
 
 
+def test_diagonals_and_their_gradient() -> None:
+    """`torch.diagonal` (einsum's `ii->i`; any offset, any two dims) is a strided window of the two dims merged, and its
+    gradient, `diagonal_scatter`, a scatter into that window; a diagonal of an input is torch's view of it, no kernel
+    (both ran in torch)."""
+    torch.manual_seed(0)
+    check_forward_backward(_Lambda(lambda a: torch.diagonal(a, 1, -2, -1) * 2), torch.randn(2, 4, 5, requires_grad=True))
+    check_forward_backward(_Lambda(lambda a: torch.diagonal(a.exp(), -2, 0, 2)), torch.randn(5, 3, 4, requires_grad=True))
+    check_forward_backward(_Lambda(lambda a, s: torch.diagonal_scatter(a, s * 2, -1)), torch.randn(4, 3),
+                           torch.randn(3, requires_grad=True))
+    view = ttt.explain(lambda a: torch.einsum("ii->i", a), torch.randn(4, 4))
+    assert view.num_launches == 0 and not view.fallbacks, view.reasons
+
+
 def test_unsupported_op_runs_in_torch_with_the_rest_in_tinyton() -> None:
     torch.manual_seed(0)
     x = torch.randn(4, 16)

@@ -32,7 +32,7 @@ RULES: dict[Any, Callable[..., Any]] = {
 aten = shape_rules.aten
 ALIASING = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,
                       aten.expand.default, aten.unsqueeze.default, aten.squeeze.dims, aten.slice.Tensor,
-                      aten.select.int})
+                      aten.select.int, aten.diagonal.default})
 """ATen ops whose result shares its input's storage: a partition's output made by a chain of them is made by
 torch (tinyton/torch/compiled_partition.py)."""
 

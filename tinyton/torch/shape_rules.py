@@ -228,6 +228,36 @@ def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = N
     return tt.where(_along(inside, axis, base.ndim), part, base)
 
 
+def _diagonal_window(x: Traced, offset: int, dim1: int, dim2: int) -> tuple[Traced, tuple[int, ...], slice]:
+    """`x` with `dim1` and `dim2` moved last and merged (`[..., n * m]`), the order that moves them, and the strided
+    window of the merged dim that is the diagonal at `offset` (step m + 1 from its first element)."""
+    d1, d2 = _axis(dim1, x.ndim), _axis(dim2, x.ndim)
+    order = (*(d for d in range(x.ndim) if d not in (d1, d2)), d1, d2)
+    n, m = x.shape[d1], x.shape[d2]
+    count = min(n, m - offset) if offset >= 0 else min(n + offset, m)
+    if count <= 0:
+        raise Unsupported("an empty diagonal")
+    start = offset if offset >= 0 else -offset * m
+    merged = tt.reshape(tt.transpose(x, order), (*(x.shape[d] for d in order[:-2]), n * m))
+    return merged, order, slice(start, start + (count - 1) * (m + 1) + 1, m + 1)
+
+
+def diagonal(x: Traced, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Traced:
+    """`x.diagonal(offset, dim1, dim2)` (einsum's `ii->i`): a strided window of the two dims merged, the diagonal
+    last, as torch puts it."""
+    merged, _, window = _diagonal_window(x, offset, dim1, dim2)
+    return slice_(merged, merged.ndim - 1, window.start, window.stop, window.step)
+
+
+def diagonal_scatter(x: Traced, src: Traced, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Traced:
+    """`x` with its diagonal replaced by `src` (the diagonal's gradient): `slice_scatter` into the window `diagonal`
+    reads, the dims put back."""
+    merged, order, window = _diagonal_window(x, offset, dim1, dim2)
+    merged = slice_scatter(merged, src, merged.ndim - 1, window.start, window.stop, window.step)
+    moved = tt.reshape(merged, tuple(x.shape[d] for d in order))
+    return tt.transpose(moved, tuple(int(a) for a in np.argsort(order)))
+
+
 # ---- gathers and scatters -------------------------------------------------------------------------
 
 
@@ -420,6 +450,8 @@ RULES = {
     aten.split.Tensor: split,
     aten.cat.default: cat,
     aten.slice_scatter.default: slice_scatter,
+    aten.diagonal.default: diagonal,
+    aten.diagonal_scatter.default: diagonal_scatter,
     aten.flip.default: flip,
     aten.constant_pad_nd.default: constant_pad_nd,
     **{getattr(aten, f"replication_pad{n}d_backward").default: replication_pad_backward for n in (1, 2, 3)},
