@@ -1,4 +1,4 @@
-"""ATen's views, copies, indexing and creation ops as array-program builtins, one short rule per op.
+"""ATen's views, copies and creation ops as array-program builtins, one short rule per op.
 
 Slices, concatenation and gathers are written with NumPy's spellings (`x[a:b]`, `tt.concatenate`,
 `tt.take_along_axis`) where array programs have them, else composed of `tt.take` with index arrays from
@@ -23,7 +23,6 @@ from tinyton.frontend.traced import Traced
 from tinyton.torch.common import (
     Unsupported,
     array_dtype,
-    has_builtin,
     prefer,
     supports_slicing,
 )
@@ -31,11 +30,12 @@ from tinyton.torch.common import (
 aten = torch.ops.aten
 
 
-def _axis(dim: int, ndim: int) -> int:
+def dim_axis(dim: int, ndim: int) -> int:
+    """torch's `dim` (negative: from the end) as an axis."""
     return dim + ndim if dim < 0 else dim
 
 
-def _along(index: Traced, axis: int, ndim: int) -> Traced:
+def along_axis(index: Traced, axis: int, ndim: int) -> Traced:
     """A 1-D index array shaped to broadcast along `axis` of an `ndim`-dimensional array."""
     return tt.reshape(index, tuple(-1 if d == axis else 1 for d in range(ndim)))
 
@@ -48,7 +48,7 @@ def view(x: Traced, shape: Sequence[int]) -> Traced:
 
 
 def permute(x: Traced, dims: Sequence[int]) -> Traced:
-    return tt.transpose(x, tuple(_axis(d, x.ndim) for d in dims))
+    return tt.transpose(x, tuple(dim_axis(d, x.ndim) for d in dims))
 
 
 def t(x: Traced) -> Traced:
@@ -65,12 +65,13 @@ def expand(x: Traced, shape: Sequence[int], implicit: bool = False) -> Traced:
 
 
 def unsqueeze(x: Traced, dim: int) -> Traced:
-    dim = _axis(dim, x.ndim + 1)
+    dim = dim_axis(dim, x.ndim + 1)
     return tt.reshape(x, (*x.shape[:dim], 1, *x.shape[dim:]))
 
 
 def squeeze(x: Traced, dims: int | Sequence[int] | None = None) -> Traced:
-    axes = range(x.ndim) if dims is None else [_axis(d, x.ndim) for d in ((dims,) if isinstance(dims, int) else dims)]
+    listed = (dims,) if isinstance(dims, int) else dims
+    axes = range(x.ndim) if listed is None else [dim_axis(d, x.ndim) for d in listed]
     return tt.reshape(x, tuple(n for i, n in enumerate(x.shape) if not (i in axes and n == 1)))
 
 
@@ -90,15 +91,15 @@ def repeat(x: Traced, repeats: Sequence[int]) -> Traced:
 # ---- slices and concatenation --------------------------------------------------------------------
 
 
-def _take(x: Traced, index: Traced, axis: int) -> Traced:
+def moved_take(x: Traced, index: Traced, axis: int) -> Traced:
     """`tt.take(x, index, axis)` for a 1-D index, moved before the unary op or the gather along `axis` that
     computed `x`: the gather then reads its source where it is stored, instead of ending the kernel (a gather
     of a computed value needs memory), so RoPE's `cat([-x2, x1])` of slices is one elementwise kernel."""
     op = x.value.op if isinstance(x.value, OpResult) else None
     if isinstance(op, tta.UnaryOp):
-        return x.tracer.emit(type(op), _take(Traced(x.tracer, op.input), index, axis).value)
+        return x.tracer.emit(type(op), moved_take(Traced(x.tracer, op.input), index, axis).value)
     if isinstance(op, tta.TakeOp) and op.axis.value.data == axis and len(shape_of(op.indices.type)) == 1:
-        return _take(Traced(x.tracer, op.table), _composed(Traced(x.tracer, op.indices), index), axis)
+        return moved_take(Traced(x.tracer, op.table), _composed(Traced(x.tracer, op.indices), index), axis)
     return tt.take(x, index, axis=axis)
 
 
@@ -114,11 +115,11 @@ def _composed(inner: Traced, index: Traced) -> Traced:
 def _gather_range(x: Traced, axis: int, start: int, count: int, step: int) -> Traced:
     """`x` at indices start, start + step, ... along `axis` (count of them), as a gather."""
     index = tt.arange(start, start + count) if step == 1 else tt.arange(0, count) * step + start
-    return _take(x, index, axis)
+    return moved_take(x, index, axis)
 
 
 def slice_(x: Traced, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> Traced:
-    axis = _axis(dim, x.ndim)
+    axis = dim_axis(dim, x.ndim)
     start, end, step = slice(start, end, step).indices(x.shape[axis])
     if (start, end, step) == (0, x.shape[axis], 1):
         return x
@@ -130,7 +131,7 @@ def slice_(x: Traced, dim: int = 0, start: int | None = None, end: int | None = 
 def select(x: Traced, dim: int, index: int) -> Traced:
     """`x[..., index, ...]`: a window of one along `dim`, reshaped away (a view a reader reads in place:
     `nn.MultiheadAttention`'s q, k and v selected from its packed projection)."""
-    axis = _axis(dim, x.ndim)
+    axis = dim_axis(dim, x.ndim)
     index = index + x.shape[axis] if index < 0 else index
     return tt.reshape(slice_(x, axis, index, index + 1), x.shape[:axis] + x.shape[axis + 1 :])
 
@@ -141,20 +142,20 @@ def split_with_sizes(x: Traced, sizes: Sequence[int], dim: int = 0) -> list[Trac
 
 
 def split(x: Traced, size: int, dim: int = 0) -> list[Traced]:
-    n = x.shape[_axis(dim, x.ndim)]
+    n = x.shape[dim_axis(dim, x.ndim)]
     return split_with_sizes(x, [min(size, n - a) for a in range(0, n, size)] or [0], dim)
 
 
 def _concatenate(arrays: Sequence[Traced], axis: int = 0) -> Traced:
     """Each output index takes its piece's element: one gather per piece, selected by the index's range."""
-    axis = _axis(axis, arrays[0].ndim)
+    axis = dim_axis(axis, arrays[0].ndim)
     total = sum(a.shape[axis] for a in arrays)
-    index = _along(tt.arange(0, total), axis, arrays[0].ndim)
+    index = along_axis(tt.arange(0, total), axis, arrays[0].ndim)
     result, offset = None, 0
     for a in arrays:
         n = a.shape[axis]
         if n:
-            part = _take(a, tt.minimum(tt.maximum(tt.arange(0, total) - offset, 0), n - 1), axis)
+            part = moved_take(a, tt.minimum(tt.maximum(tt.arange(0, total) - offset, 0), n - 1), axis)
             result = part if result is None else tt.where(index >= offset, part, result)
         offset += n
     return result
@@ -165,11 +166,11 @@ concatenate = prefer("concatenate", _concatenate)
 
 def cat(arrays: Sequence[Traced], dim: int = 0) -> Traced:
     arrays = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)]  # torch skips legacy empty 1-D tensors
-    return arrays[0] if len(arrays) == 1 else concatenate(arrays, axis=_axis(dim, arrays[0].ndim))
+    return arrays[0] if len(arrays) == 1 else concatenate(arrays, axis=dim_axis(dim, arrays[0].ndim))
 
 
 def flip(x: Traced, dims: Sequence[int]) -> Traced:
-    return tt.flip(x, tuple(_axis(d, x.ndim) for d in dims))
+    return tt.flip(x, tuple(dim_axis(d, x.ndim) for d in dims))
 
 
 def constant_pad_nd(x: Traced, pad: Sequence[int], value: Any = 0) -> Traced:
@@ -192,7 +193,7 @@ def replication_pad_backward(dy: Traced, x: Traced, padding: Sequence[int]) -> T
         if before < 0 or after < 0:
             raise Unsupported("replicate padding's gradient with a negative padding")
         n = x.shape[axis]
-        position = _along(tt.arange(0, n), axis, x.ndim)
+        position = along_axis(tt.arange(0, n), axis, x.ndim)
         inner = slice_(dy, axis, before, before + n)
         for edge, start, count in ((0, 0, before), (n - 1, before + n, after)):
             if count:
@@ -202,16 +203,12 @@ def replication_pad_backward(dy: Traced, x: Traced, padding: Sequence[int]) -> T
     return dy
 
 
-def index_select(x: Traced, dim: int, index: Traced) -> Traced:
-    return _take(x, index, _axis(dim, x.ndim))
-
-
 def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = None, end: int | None = None,
                   step: int = 1) -> Traced:
     """`base` with `base[..., start:end:step, ...] = src` along `dim`: src padded to base's extent where the index
     is in the slice (a window of src, which fuses as a view: the backward of RoPE's `cat` of two halves is one
     elementwise kernel), or, for a step over 1, a gather of src there."""
-    axis = _axis(dim, base.ndim)
+    axis = dim_axis(dim, base.ndim)
     start, end, step = slice(start, end, step).indices(base.shape[axis])
     count = len(range(start, end, step))
     if count == 0:
@@ -224,14 +221,14 @@ def slice_scatter(base: Traced, src: Traced, dim: int = 0, start: int | None = N
         part = tt.pad(src, widths)
     else:
         inside = inside & ((i - start) % step == 0)
-        part = _take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis)
-    return tt.where(_along(inside, axis, base.ndim), part, base)
+        part = moved_take(src, tt.minimum(tt.maximum((i - start) // step, 0), count - 1), axis)
+    return tt.where(along_axis(inside, axis, base.ndim), part, base)
 
 
 def _diagonal_window(x: Traced, offset: int, dim1: int, dim2: int) -> tuple[Traced, tuple[int, ...], slice]:
     """`x` with `dim1` and `dim2` moved last and merged (`[..., n * m]`), the order that moves them, and the strided
     window of the merged dim that is the diagonal at `offset` (step m + 1 from its first element)."""
-    d1, d2 = _axis(dim1, x.ndim), _axis(dim2, x.ndim)
+    d1, d2 = dim_axis(dim1, x.ndim), dim_axis(dim2, x.ndim)
     order = (*(d for d in range(x.ndim) if d not in (d1, d2)), d1, d2)
     n, m = x.shape[d1], x.shape[d2]
     count = min(n, m - offset) if offset >= 0 else min(n + offset, m)
@@ -256,147 +253,6 @@ def diagonal_scatter(x: Traced, src: Traced, offset: int = 0, dim1: int = 0, dim
     merged = slice_scatter(merged, src, merged.ndim - 1, window.start, window.stop, window.step)
     moved = tt.reshape(merged, tuple(x.shape[d] for d in order))
     return tt.transpose(moved, tuple(int(a) for a in np.argsort(order)))
-
-
-# ---- gathers and scatters -------------------------------------------------------------------------
-
-
-def embedding(weight: Traced, indices: Traced, *args: Any) -> Traced:
-    return tt.take(weight, indices, axis=0)
-
-
-def index(x: Traced, indices: Sequence[Traced | None]) -> Traced:
-    """`x[idx]` with one index array (possibly after full slices: `x[:, idx]`): a take along its axis; with several
-    (nearest interpolation's `x[:, :, rows, cols]`), the array programs' indexing, which broadcasts them together and
-    places their dims as torch does (NumPy's rules)."""
-    arrays = [(i, a) for i, a in enumerate(indices) if a is not None]
-    if len(arrays) > 1:
-        return x[tuple(slice(None) if a is None else a for a in indices)]
-    axis, idx = arrays[0]
-    return tt.take(x, idx, axis=axis)
-
-
-def _one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
-    """Where the index array (one entry along `axis`) equals each position along `axis`."""
-    return _along(tt.arange(0, x.shape[axis]), axis, x.ndim) == index
-
-
-def _same_other_dims(x: Traced, index: Traced, axis: int) -> bool:
-    return index.ndim == x.ndim and all(index.shape[d] == x.shape[d] for d in range(x.ndim) if d != axis)
-
-
-def gather(x: Traced, dim: int, index: Traced, sparse_grad: bool = False) -> Traced:
-    axis = _axis(dim, x.ndim)
-    if not _same_other_dims(x, index, axis):
-        raise Unsupported("gather with an index smaller than the input outside `dim`")
-    if has_builtin("take_along_axis"):
-        return tt.take_along_axis(x, index, axis=axis)
-    if index.shape[axis] != 1:
-        raise Unsupported("gather of several elements per row needs tt.take_along_axis")
-    return tt.sum(tt.where(_one_hot_row(x, axis, index), x, 0), axis=axis, keepdims=True)
-
-
-SCATTER_SELECTS = 16
-"""Most elements a row a scatter writes (one select each, in one elementwise kernel); top-k's backward writes k."""
-
-
-def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
-    """Elements written at their indices along `dim` (cross_entropy's backward writes one a row, top-k's k): one select
-    against each index column, in order, so where a row's indices repeat the last write wins (torch leaves it open)."""
-    axis = _axis(dim, base.ndim)
-    if not _same_other_dims(base, index, axis) or index.shape[axis] > SCATTER_SELECTS:
-        raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
-    if isinstance(src, Traced) and src.shape != index.shape:
-        raise Unsupported("scatter with a source larger than its index")
-    out = base
-    for i in range(index.shape[axis]):
-        column = (slice(None),) * axis + (slice(i, i + 1),)
-        out = tt.where(_one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
-    return out
-
-
-def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
-    """`base.scatter_add(dim, index, src)`: each `src` element (over the index's extent) added at its index along
-    `dim`: a sum over the index's axis of `src` where the index equals each position (a one-hot reduction, as
-    embedding's backward sums: no atomics, the same order every run)."""
-    axis = _axis(dim, base.ndim)
-    if index.ndim != base.ndim or any(index.shape[d] != base.shape[d] for d in range(base.ndim) if d != axis):
-        raise Unsupported("scatter_add with an index smaller than the input outside `dim`")
-    src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
-    positions = tt.reshape(tt.arange(0, base.shape[axis]), (1,) * index.ndim + (-1,))
-    hot = tt.reshape(index, (*index.shape, 1)) == positions  # [..., I, ..., J]
-    summed = tt.sum(tt.where(hot, tt.reshape(src, (*src.shape, 1)), 0), axis=axis)  # [..., ..., J]
-    order = (*range(axis), base.ndim - 1, *range(axis, base.ndim - 1))  # J back in the place of `dim`
-    return base + tt.transpose(summed, order).astype(base.dtype)
-
-
-def _one_hot(rows: int, index: Traced, dtype: Any) -> Traced:
-    """`[rows, n]`: 1 where entry j of the (flattened) index is row i. A negative index counts from the end, as torch's
-    indexing (`x[:, -1]`) reads it: the gradient of `x[idx]` puts it back there (the one-hot of the index itself
-    matched no row, and the gradient was lost)."""
-    flat = tt.reshape(index, (1, -1))
-    flat = tt.where(flat < 0, flat + rows, flat)
-    return (tt.reshape(tt.arange(0, rows), (rows, 1)) == flat).astype(dtype)
-
-
-def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
-    """sum over i of values[i] into row indices[i]: (one-hot of the indices)ᵀ @ values, a matmul."""
-    hot = _one_hot(rows, indices, values.dtype)
-    return hot @ tt.reshape(values, (hot.shape[1], -1))
-
-
-def _summed_into(values: Traced, axis: int, index: Traced, rows: int) -> Traced:
-    """`values` with its dim `axis` (one entry of the 1-D `index` each) summed into `rows` rows, entry i into row
-    `index[i]`: a matmul by the index's one-hot on that dim, batched over the dims before it (the last dim multiplied
-    from the right: no transpose)."""
-    hot = _one_hot(rows, index, values.dtype)
-    if axis == values.ndim - 1:
-        return values @ tt.transpose(hot)
-    return tt.swapaxes(hot @ tt.swapaxes(values, axis, -2), axis, -2)
-
-
-def _outer_lines(arrays: Sequence[Traced]) -> list[Traced] | None:
-    """Each index array as a 1-D index where they make an outer product: array k varying only along dim k of their
-    broadcast shape (nearest interpolation's rows `[Ho, 1]` and columns `[Wo]`, or one 1-D array); else None."""
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    if len(shape) != len(arrays):
-        return None
-    lines = []
-    for k, a in enumerate(arrays):
-        aligned = (1,) * (len(shape) - a.ndim) + a.shape
-        if any(n != 1 for d, n in enumerate(aligned) if d != k):
-            return None
-        lines.append(tt.broadcast_to(tt.reshape(a, (aligned[k],)), (shape[k],)))
-    return lines
-
-
-def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
-    """`base.index_put_(indices, values, accumulate=True)` with adjacent index arrays after whole axes: one before any
-    other axis (embedding's backward) a one-hot matmul; a 1-D one (`index_select`'s backward), or several that make an
-    outer product (nearest interpolation's backward), one one-hot matmul along each indexed axis in turn (the sums
-    over each output row and column, instead of one over their product)."""
-    at = [i for i, index in enumerate(indices) if index is not None]
-    if not accumulate or not at or at != list(range(at[0], at[0] + len(at))) or values.dtype.kind != "f":
-        raise Unsupported("index_put other than an accumulation by adjacent index arrays after whole axes")
-    arrays = [indices[i] for i in at]
-    axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
-    values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
-    if axis == 0 and len(arrays) == 1:  # rows by an index array of any shape
-        return base + tt.reshape(_one_hot_sum(base.shape[0], arrays[0], values), base.shape)
-    lines = _outer_lines(arrays)
-    if lines is None:
-        raise Unsupported("index_put by index arrays other than a 1-D one or an outer product of them")
-    for k, line in enumerate(lines):
-        values = _summed_into(values, axis + k, line, base.shape[axis + k])
-    return base + values
-
-
-def embedding_dense_backward(grad: Traced, indices: Traced, num_weights: int, padding_idx: int,
-                             scale_grad_by_freq: bool) -> Traced:
-    if scale_grad_by_freq:
-        raise Unsupported("embedding backward with scale_grad_by_freq")
-    summed = _one_hot_sum(num_weights, indices, grad)
-    return summed if padding_idx < 0 else tt.where(_along(tt.arange(0, num_weights), 0, 2) == padding_idx, 0, summed)
 
 
 # ---- creation -------------------------------------------------------------------------------------
@@ -455,18 +311,10 @@ RULES = {
     aten.flip.default: flip,
     aten.constant_pad_nd.default: constant_pad_nd,
     **{getattr(aten, f"replication_pad{n}d_backward").default: replication_pad_backward for n in (1, 2, 3)},
-    aten.index_select.default: index_select,
-    aten.embedding.default: embedding,
-    aten.embedding_dense_backward.default: embedding_dense_backward,
-    aten.index.Tensor: index,
-    aten.gather.default: gather,
-    **{op: scatter for op in (aten.scatter.value, aten.scatter.src)},
-    aten.scatter_add.default: scatter_add,
-    aten.index_put.default: index_put,
     aten.full.default: full,
     aten.full_like.default: full_like,
     aten.scalar_tensor.default: scalar_tensor,
     aten.empty.memory_format: empty,
     **{op: arange for op in (aten.arange.default, aten.arange.start, aten.arange.start_step)},
 }  # fmt: skip
-"""ATen overload -> rule, for the shape, indexing and creation ops."""
+"""ATen overload -> rule, for the shape and creation ops (the indexing ops: index_rules.py)."""
