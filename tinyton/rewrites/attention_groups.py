@@ -153,6 +153,8 @@ def _per_batch_entry(op: Operation, batch: tuple[int, ...]) -> bool:
 
 _PER_ENTRY = (tta.BinaryOp, tta.UnaryOp, tta.CmpOp, tta.WhereOp, tta.CastOp, tta.MatmulOp, tta.TransposeOp,
               tta.ReduceOp)
+_ELEMENTWISE = (tta.BinaryOp, tta.UnaryOp, tta.CastOp)
+"""The steps of an index bias rebuilt over grouped heads (`_grouped_bias`)."""
 
 
 def _members(seed: Operation, batch: tuple[int, ...]) -> list[Operation]:
@@ -220,9 +222,6 @@ def _grouped_bias(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, .
         rewriter.insert(grouped_op, at)
         new.update(zip(op.results, grouped_op.results))
     return new[value]
-
-
-_ELEMENTWISE = (tta.BinaryOp, tta.UnaryOp, tta.CastOp)
 
 
 class RepeatedKeysToBroadcast(RewritePattern):
