@@ -199,26 +199,23 @@ def _reshaped(value: SSAValue, shape: Sequence[int], at: InsertPoint, rewriter: 
 def _grouped_bias(value: SSAValue, batch: tuple[int, ...], grouped: tuple[int, ...], at: InsertPoint,
                   rewriter: PatternRewriter) -> SSAValue | None:
     """Index bias `value` computed over the grouped batch shape: its elementwise steps with batch axes rebuilt on
-    their operands regrouped (the slopes reshaped), those without (the indices' arithmetic) read as they are; None
-    when `value` is no index bias or a step with batch axes is not elementwise."""
+    their operands regrouped (the slopes reshaped), those without (the indices' arithmetic) read as they are; None,
+    nothing inserted, when `value` is no index bias, a step with batch axes is not elementwise or an operand cannot
+    be regrouped."""
     if not index_bias(value):
         return None
     steps = [op for op in bias_ops(value) if any(len(shape_of(r.type)) > 2 for r in op.results)]
     if any(not isinstance(op, _ELEMENTWISE) for op in steps):
         return None
+    computed = {r for op in steps for r in op.results}
+    leaves = {v: _regrouped(v, batch, grouped) for op in steps for v in op.operands if v not in computed}
+    if any(found is None for found in leaves.values()):
+        return None
     new: dict[SSAValue, SSAValue] = {}
+    for leaf, (source, shape) in leaves.items():
+        new[leaf] = source if shape_of(source.type) == tuple(shape) else _reshaped(source, shape, at, rewriter)
     for op in steps:
-        operands = []
-        for operand in op.operands:
-            if operand not in new:
-                found = _regrouped(operand, batch, grouped)
-                if found is None:
-                    return None
-                source, shape = found
-                same = shape_of(source.type) == tuple(shape)
-                new[operand] = source if same else _reshaped(source, shape, at, rewriter)
-            operands.append(new[operand])
-        grouped_op = _grouped_op(op, operands, batch, grouped)
+        grouped_op = _grouped_op(op, [new[v] for v in op.operands], batch, grouped)
         rewriter.insert(grouped_op, at)
         new.update(zip(op.results, grouped_op.results))
     return new[value]

@@ -94,7 +94,8 @@ class BiasTiles:
             return em.binary(_BINARY[type(op)], *self._common(inputs))
         if isinstance(element, IntegerType):
             return em.binary(_BINARY[type(op)], *(em.cast(v, element) for v in inputs))
-        if _is_f64(element) and not (all(element_type(v.type) == f32 for v in inputs) and _only_cast_to_floats(value, f64=False)):
+        exact_in_f32 = all(element_type(v.type) == f32 for v in inputs) and _only_cast_to_floats(value, f64=False)
+        if _is_f64(element) and not exact_in_f32:
             return em.binary(_BINARY[type(op)], *(em.cast(v, element) for v in inputs))
         result = em.binary(_BINARY[type(op)], *(em.cast(v, f32) for v in inputs))
         return result if _is_f64(element) or element == f32 else em.cast(em.cast(result, element), f32)

@@ -26,8 +26,7 @@ def ptxas_report(ptx: str, arch: str) -> str | None:
 def register_usage(ptx: str, arch: str) -> tuple[int, int] | None:
     """(registers per thread, spilled 4-byte registers) of the PTX's kernel; None without ptxas."""
     report = ptxas_report(ptx, arch)
-    registers = re.search(r"Used (\d+) registers", report or "")
-    spills = re.search(r"(\d+) bytes spill stores", report or "")
-    if report is None or registers is None:
+    if report is None or (registers := re.search(r"Used (\d+) registers", report)) is None:
         return None
+    spills = re.search(r"(\d+) bytes spill stores", report)
     return int(registers.group(1)), int(spills.group(1)) // 4 if spills else 0
