@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import tinyton as tt
+from tinyton.compiler import compile_module
 from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.ptx import assemble_ptx
 from tinyton.lowering.ptx.toolchain import find_tool
@@ -66,7 +67,42 @@ def _probabilities(q, k, causal=False):
 
 @pytest.mark.parametrize("program", [widened, cast_probabilities, causal_cast], ids=["widened", "cast", "causal"])
 def test_float8_attention_is_one_flash_kernel(program):
-    assert program.compile(*_inputs()).num_launches == 1
+    """One flash-attention kernel; where both products are float8, a kernel before it copies v transposed (keys
+    contiguous: a float8 wgmma reads its operands K-major), unless v is stored that way (`given_transposed`)."""
+    kinds = [step.launch.kind for step in program.compile(*_inputs()).steps]
+    assert kinds == (["attention"] if program is widened else ["attention_values", "attention"])
+
+
+@tt.jit
+def given_transposed(q, k, vt):
+    return _softmax(q @ k.mT * 0.125).astype(vt.dtype) @ vt.mT
+
+
+def _attention_ptx(program, *args) -> str:
+    """The PTX of `program`'s flash-attention kernel (its last launch) for sm_90a."""
+    launch = program.compile(*args).steps[-1].launch
+    return compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite").asm["ptx"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_transposed_v_is_read_as_stored(monkeypatch, backend):
+    """v given as `vᵀ.mT` (its keys contiguous) needs no copy: one kernel, reading vᵀ's rows."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    q, k, v = _inputs((1, 2, 200, 128), seed=5)
+    vt = np.ascontiguousarray(v.swapaxes(-1, -2))
+    assert given_transposed.compile(q, k, vt).num_launches == 1
+    np.testing.assert_array_equal(np.asarray(given_transposed(q, k, vt)), np.asarray(cast_probabilities(q, k, v)))
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+@pytest.mark.parametrize("program", [cast_probabilities, given_transposed], ids=["copied", "given"])
+def test_value_blocks_are_copied_whole(program):
+    """The flash kernel reads v's K-major blocks as it reads k's: `cp.async` copies of whole rows, no element loaded
+    from global memory by a thread (the in-kernel transpose gathered v a byte at a time, no load pipelined)."""
+    q, k, v = _inputs((2, 4, 1024, 128))
+    args = (q, k, np.ascontiguousarray(v.swapaxes(-1, -2))) if program is given_transposed else (q, k, v)
+    ptx = _attention_ptx(program, *args)
+    assert "ld.global" not in ptx and "st.shared.b8" not in ptx and "cp.async.cg.shared.global" in ptx
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -127,10 +163,9 @@ def test_a_cast_to_another_float8_type_is_not_rewritten():
 
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
-def test_both_products_run_on_e4m3_wgmma(monkeypatch):
+def test_both_products_run_on_e4m3_wgmma():
     """On sm_90a q kᵀ and p v are e4m3 wgmmas (k32 steps), float32 accumulators; ptxas -v: no spills."""
-    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
-    ptx = cast_probabilities.compile(*_inputs((2, 8, 1024, 128))).asm["ptx"]
+    ptx = _attention_ptx(cast_probabilities, *_inputs((2, 8, 1024, 128)))
     shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m64n\d+k32)\.f32\.e4m3\.e4m3", ptx))
     assert len(shapes) == 2 and "mma.sync" not in ptx
     assert (register_usage(ptx, "sm_90a") or (0, 0))[1] == 0
@@ -139,12 +174,11 @@ def test_both_products_run_on_e4m3_wgmma(monkeypatch):
 
 @pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
 @pytest.mark.parametrize("shape", [(1, 2, 60, 256), (2, 8, 1024, 256)], ids=["64-queries", "128-queries"])
-def test_head_dim_256_keeps_its_wgmmas_in_flight(monkeypatch, shape):
+def test_head_dim_256_keeps_its_wgmmas_in_flight(shape):
     """At head dim 256 the f32-promoted `p @ v` runs as 64-wide instructions (`wgmma_layout.PROMOTED_REGISTERS`):
     its 128 accumulator registers a thread and two 256-wide partials needed 384, and ptxas serialised every wgmma
     (C7512)."""
-    monkeypatch.setenv("TINYTON_ARCH", "sm_90a")
-    ptx = cast_probabilities.compile(*_inputs(shape)).asm["ptx"]
+    ptx = _attention_ptx(cast_probabilities, *_inputs(shape))
     assert "m64n256k32" not in ptx and "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in ptx
     report = ptxas_report(ptx, "sm_90a")
     assert report is not None and "C7512" not in report and "C7514" not in report, report

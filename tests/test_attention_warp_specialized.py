@@ -147,6 +147,42 @@ def test_a_bias_block_rides_in_the_ring(monkeypatch, attention_blocks, backend, 
     np.testing.assert_allclose(program(q, k, v, bias), want, rtol=2e-2, atol=2e-2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@FORMS
+@pytest.mark.parametrize("scale", [0.125, -0.125])
+def test_a_runtime_scale_of_either_sign(monkeypatch, attention_blocks, backend, form, scale):
+    """A 0-d array scale: each block's softmax is emitted for either sign (maxima or minima of the unscaled scores)
+    and a branch a block picks one; the loop's carried values read only inside the branch stay carried."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(_specialized(**form))
+    rng = np.random.default_rng(7)
+    q, k, v = (randn(rng, 2, 3, 200, 64, dtype=np.float16) for _ in range(3))
+    runtime = np.array(scale, np.float16)
+    program = batched_attention.compile(q, k, v, runtime)
+    assert "tt.warp_specialize" in _kv_loop(program) and "scf.if" in _kv_loop(program)
+    np.testing.assert_allclose(program(q, k, v, runtime), reference(q, k, v, scale), rtol=2e-2, atol=2e-2)
+
+
+@needs_ptxas
+def test_a_runtime_scale_takes_a_whole_softmax_for_each_sign(attention_blocks):
+    """sm_90a, the persistent ping-pong form of 128-key blocks: a 0-d array scale's kernel lowers (the loop's values
+    read only in the branch stay carried) with nothing spilled; each branch holds a whole softmax, so that ptxas
+    reduces one row under the other's exp2 as for a constant scale: the exp2s twice over, the maxima's reductions in
+    one branch and the minima's in the other, the products as many."""
+    attention_blocks(Blocks(128, 128, 8, stages=2, warp_specialize=True, pingpong=True, persistent=True))
+    q = np.zeros((2, 4, 1024, 128), np.float16)
+    kernels = []
+    for scale in (0.1, np.array(0.1, np.float16)):
+        launch = batched_attention.compile(q, q, q, scale).steps[0].launch
+        kernels.append(compile_module(launch.module, num_warps=launch.num_warps, arch="sm_90a", toolchain="llvmlite"))
+    constant, runtime = kernels
+    assert runtime.n_spills == constant.n_spills == 0
+    count = lambda kernel, instruction: kernel.asm["ptx"].count(instruction)
+    assert count(runtime, "ex2.approx") == 2 * count(constant, "ex2.approx")
+    assert count(runtime, "min.NaN.f32") > 0 and count(constant, "min.NaN.f32") == 0
+    assert count(runtime, "wgmma.mma_async") == count(constant, "wgmma.mma_async")
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
     is."""

@@ -30,13 +30,16 @@ the same launch.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
-from tinyton.dialects import tt
+from tinyton.analysis.strided_views import QView, Stored
+from tinyton.dialects import tt, tta
+from tinyton.dialects.tt_types import FLOAT8_TYPES
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
@@ -338,14 +341,26 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
 
     def _softmax_step(self, s: SSAValue, m_old: SSAValue, l_old: SSAValue) -> tuple[SSAValue, ...]:
         """The online softmax of one score block in base 2: the new row maxima and sums, the factor `alpha`
-        that moves what was accumulated to the new maxima, and the probabilities in v's type."""
+        that moves what was accumulated to the new maxima, and the probabilities in v's type. Under a runtime
+        scale, whose sign decides between the scores' maxima and minima, the step is emitted for each sign and a
+        branch a block picks one: a branch around the reductions alone had split the step, and ptxas no longer
+        reduced one row under the other's exp2 (H100, 2026-12-06: 95 % of a constant's speed)."""
+        scale = self._deferred_scale()
+        if not isinstance(scale, SSAValue):
+            return self._softmax_of_sign(s, m_old, l_old)
+        positive = self.em.cmp("ge", scale, self.em.const(0.0, f32))
+        return tuple(self.em.branch(positive, lambda: self._softmax_of_sign(s, m_old, l_old, True),
+                                    lambda: self._softmax_of_sign(s, m_old, l_old, False)))
+
+    def _softmax_of_sign(self, s: SSAValue, m_old: SSAValue, l_old: SSAValue, positive: bool = True) -> list[SSAValue]:
+        """`_softmax_step` where a runtime scale is `positive` (or negative)."""
         em = self.em
-        m_new = em.binary(tt.MaximumOp, m_old, self.row_maxima(s))
+        m_new = em.binary(tt.MaximumOp, m_old, self.row_maxima(s, positive))
         m_safe = em.finite_max(m_new)  # empty rows stay 0
         p = self._scaled_exp2(s, m_safe)
         alpha = em.emit(tt.Exp2Op(em.binary(tt.SubOp, m_old, m_safe)))
         l_new = em.binary(tt.AddOp, em.binary(tt.MulOp, l_old, alpha), em.reduce("sum", p, 1))
-        return m_new, l_new, alpha, em.cast(p, element_type(self.att.v.type))
+        return [m_new, l_new, alpha, em.cast(p, element_type(self.att.v.type))]
 
     def _precision(self, a: SSAValue) -> str:
         """f32 operands: three TF32 products on the tensor cores where the blocks say (`Blocks.tf32x3`), else
@@ -361,12 +376,53 @@ def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValu
     `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp,
     `tt.logsumexp`'s when `lse_guarded`); returns the grid (for `Blocks.persistent`, a program for each of the
     `sm_count` SMs at most)."""
-    pointers = dict(pointers)
-    for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
-        if st is not None and st.ops:  # reshapes keep the layout; the cast is applied to each loaded block
-            pointers[value] = pointers[st.base]
-    program = _Program(em, att, pointers, blocks, split, partials, lse, lse_guarded, sm_count)
+    program = _Program(em, att, _stored_pointers(att, pointers), blocks, split, partials, lse, lse_guarded, sm_count)
     program.emit()
     if program.tiles:
         return persist(em.block, program.tiles, sm_count), 1, 1
     return program.grid
+
+
+def _stored_pointers(att: Attention, pointers: dict[SSAValue, SSAValue]) -> dict[SSAValue, SSAValue]:
+    """`pointers`, k and v read from the arrays they are views of (reshapes keep the layout; a cast is applied to
+    each loaded block)."""
+    pointers = dict(pointers)
+    for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
+        if st is not None and st.ops:
+            pointers[value] = pointers[st.base]
+    return pointers
+
+
+VALUE_TRANSPOSE_BLOCKS = Blocks(64, 64, 4)
+"""The value-transposing kernel's programs: 64 keys of v each, on 4 warps (`emit_value_transpose`)."""
+
+
+def transposes_values(att: Attention) -> bool:
+    """Whether the kernel reads v through a transposed copy (`emit_value_transpose`): a float8 `p @ v` (the
+    probabilities cast to v's float8 type, an e4m3 or e5m2 wgmma, which reads both operands K-major) of a v whose
+    keys lie a row apart. Not for decoding's packed query heads, a v chosen by a select or cast as it is read."""
+    v = att.v_stored
+    if att.p_cast is None or att.v_select is not None or not isinstance(element_type(att.v.type), FLOAT8_TYPES):
+        return False
+    if packed_group_axes(att) or v is not None and any(isinstance(op, tta.CastOp) for op in v.ops):
+        return False
+    return v is None or v.view is None or v.view.strides[-2] != 1
+
+
+def transposed_values_shape(att: Attention) -> tuple[int, ...]:
+    """The transposed copy of v: `(..., D_v, S_kv)` over the output's batch."""
+    out, (s_kv, d_v) = shape_of(att.pv.result.type), shape_of(att.v.type)[-2:]
+    return (*out[:-2], d_v, s_kv)
+
+
+def emit_value_transpose(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue],
+                         out: SSAValue) -> tuple[int, int, int]:
+    """The kernel that copies v transposed into `out` (`BlockReads.emit_value_transpose`); returns its grid."""
+    return _Program(em, att, _stored_pointers(att, pointers), VALUE_TRANSPOSE_BLOCKS).emit_value_transpose(out)
+
+
+def with_transposed_values(att: Attention) -> Attention:
+    """`att` reading v as its transposed copy (`transposed_values_shape`), to which the caller points v."""
+    *batch, d_v, s_kv = transposed_values_shape(att)
+    strides = [d_v * s_kv * prod(batch[i + 1 :]) for i in range(len(batch))]
+    return replace(att, v_stored=Stored(att.v, (), QView(att.v, (), (*batch, s_kv, d_v), (*strides, 1, s_kv))))

@@ -14,7 +14,14 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dtypes import dtype_of
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.lowering.fusion.attention import emit_attention
+from tinyton.lowering.fusion.attention import (
+    VALUE_TRANSPOSE_BLOCKS,
+    emit_attention,
+    emit_value_transpose,
+    transposed_values_shape,
+    transposes_values,
+    with_transposed_values,
+)
 from tinyton.lowering.fusion.attention_backward import BackwardBuffers, backward_blocks, emit_key_value_grads
 from tinyton.lowering.fusion.attention_backward_rows import emit_delta, emit_query_grads
 from tinyton.lowering.fusion.attention_blocks import (
@@ -54,13 +61,28 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     split = kv_split(problem, blocks, sm_count) if att.lse_result is None else None
     notes = {"block_m": blocks.bm, "block_n": blocks.bn}
     if split is None:
-        kernel, params = new_kernel(fusion, name)
+        copy = Scratch(transposed_values_shape(att), element_type(att.v.type)) if transposes_values(att) else None
+        scratch = (copy,) if copy is not None else ()
+        specs = []
+        if copy is not None:  # v copied transposed first, for a float8 `p @ v`
+            kernel, params = new_kernel(fusion, f"{name}_values", scratch)
+            args = kernel.body.block.args
+            pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+            grid = emit_value_transpose(Emitter(kernel.body.block), att, pointers, args[-1])
+            module = finish_module(kernel, VALUE_TRANSPOSE_BLOCKS.num_warps)
+            specs.append(KernelSpec(f"{name}_values", "attention_values", module, grid,
+                                    VALUE_TRANSPOSE_BLOCKS.num_warps, params, fusion, {}, scratch=scratch))
+        kernel, params = new_kernel(fusion, name, scratch)
         args = kernel.body.block.args
         pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
-        grid = emit_attention(Emitter(kernel.body.block), att, pointers, blocks, lse=pointers.get(att.lse_result),
+        reads = att
+        if copy is not None:
+            reads, pointers[att.v] = with_transposed_values(att), args[-1]
+        grid = emit_attention(Emitter(kernel.body.block), reads, pointers, blocks, lse=pointers.get(att.lse_result),
                               sm_count=sm_count)
         module = finish_module(kernel, blocks.num_warps)
-        return [KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes)]
+        return [*specs, KernelSpec(name, fusion.kind.data, module, grid, blocks.num_warps, params, fusion, notes,
+                                   scratch=scratch)]
     rows = (split.count, problem.batch, problem.s_q)
     counters = Scratch((cdiv(problem.s_q, blocks.bm) * problem.batch,), i32, counter=True)
     scratch = (Scratch(rows, f32), Scratch(rows, f32), Scratch((*rows, problem.d_v), f32), counters)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from math import prod
 
 from xdsl.ir import SSAValue
 
@@ -17,6 +18,7 @@ from tinyton.analysis.views import contiguous_strides
 from tinyton.analysis.strided_views import QView
 from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
+from tinyton.intmath import cdiv
 from tinyton.lowering.fusion.attention_blocks import Blocks
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape
 
@@ -166,12 +168,49 @@ class BlockReads:
         return em.emit(tt.TransOp(kt, (1, 0))) if rows else kt
 
     def _value_block(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue, cast: bool = True) -> SSAValue:
-        """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored)."""
+        """The value block at `j`, `[BN, D_v]` (rows at or past `bound` read 0; `cast=False`: as stored). A v
+        stored transposed (keys contiguous: `vᵀ.mT`) is read as its `[D_v, BN]` rows and transposed, as k is: the
+        dot then reads it K-major (a float8 product's only form) from rows copied whole, not gathered a byte apiece."""
         em = self.em
+        if self._values_transposed():
+            keys = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
+            d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
+            ok = em.and_(em.cmp("lt", keys, bound) if bound is not None else None,
+                         self._below(d_rows, self.dvp, self.d_v))
+            rows = self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast)
+            return em.emit(tt.TransOp(rows, (1, 0)))
         kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
         v_row_ok = em.cmp("lt", kv_rows, bound) if bound is not None else None
         v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
         return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok, cast)
+
+    def emit_value_transpose(self, out: SSAValue) -> tuple[int, int, int]:
+        """A kernel of its own, before the attention's: each program copies a `[BN, D_v]` block of v (through its
+        view, over the output's batch entries) transposed into `out`, a contiguous `(..., D_v, S_kv)` array, which the
+        attention then reads as a v stored transposed (`_values_transposed`). A float8 `p @ v` reads v K-major, and
+        v's rows, keys a row apart, would otherwise be gathered a byte at a time in every program's KV loop."""
+        em, bn = self.em, self.bn
+        self.batch_index = em.emit(tt.ProgramIdOp(1))
+        self.coords = self._batch_coords(self.batch_index)
+        j = em.mul_int(em.emit(tt.ProgramIdOp(0)), bn)
+        ragged = self.s_kv % bn != 0
+        block = self._value_block(j, em.i32(self.s_kv) if ragged else None, em.arange(self.dvp, 2, 1), cast=False)
+        keys = em.binary(tt.AddOp, em.to_shape(j, (1, bn)), em.arange(bn, 2, 1))  # [1, BN]
+        d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
+        offsets = em.binary(tt.AddOp, em.mul_int(d_rows, self.s_kv), keys)
+        offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(self.batch_index, self.d_v * self.s_kv), (1, 1)), offsets)
+        shape = (self.dvp, bn)
+        mask = em.and_(em.cmp("lt", keys, em.i32(self.s_kv)) if ragged else None,
+                       self._below(d_rows, self.dvp, self.d_v))
+        ptrs = em.emit(tt.AddPtrOp(em.to_shape(out, shape), em.to_shape(offsets, shape)))
+        mask = em.to_shape(mask, shape) if mask is not None else None
+        em.emit(tt.StoreOp(ptrs, em.emit(tt.TransOp(block, (1, 0))), mask))
+        return cdiv(self.s_kv, bn), prod(self.batch), 1
+
+    def _values_transposed(self) -> bool:
+        """Whether v is a strided view of an array whose keys are contiguous (`vᵀ.mT`, or a transposed copy)."""
+        view = self._stored_view(self.att.v) if self.att.v_select is None else None
+        return view is not None and view.shape[-2] > 1 and view.strides[-2] == 1 and view.strides[-1] != 1
 
     def _kv_tiles(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue) -> list[SSAValue]:
         """The key and value blocks at `j` as stored (keys at or past `bound` read 0): what a prefetching loop

@@ -214,16 +214,14 @@ class ScoreSteps:
             if isinstance(self._deferred_scale(), SSAValue):
                 self._masked_score()
 
-    def row_maxima(self, s: SSAValue) -> SSAValue:
+    def row_maxima(self, s: SSAValue, positive: bool = True) -> SSAValue:
         """Each row's maximum of a score block in log2 units: of the unscaled scores times a deferred scale, their
-        minima under a negative one (a runtime scale's sign chosen by a branch a block)."""
+        minima under a negative one (a runtime scale's sign: `positive`, which the caller branches on)."""
         em, c = self.em, self._deferred_scale()
         if c is None:
             return em.reduce("max", s, 1)
         if isinstance(c, SSAValue):
-            extreme = em.branch(em.cmp("ge", c, em.const(0.0, f32)), lambda: [em.reduce("max", s, 1)],
-                                lambda: [em.reduce("min", s, 1)])[0]
-            return em.binary(tt.MulOp, extreme, c)
+            return em.binary(tt.MulOp, em.reduce("max" if positive else "min", s, 1), c)
         return em.binary(tt.MulOp, em.reduce("max" if c > 0 else "min", s, 1), em.const(c, f32))
 
     def _scaled_exp2(self, s: SSAValue, offset: SSAValue) -> SSAValue:

@@ -195,7 +195,8 @@ class _YieldUse:
 
 
 def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
-    """The yield operands that `value` reaches through pure ops only (None: it reaches anything else)."""
+    """The yield operands that `value` reaches through pure ops of the loop's body only (None: it reaches anything
+    else, an op nested in a branch among them)."""
     out: list[_YieldUse] = []
     seen: set[Operation] = set()
     pending = [value]
@@ -205,7 +206,7 @@ def _forward(value: SSAValue, yield_op: Operation) -> list[_YieldUse] | None:
             if user is yield_op:
                 out.append(_YieldUse(use.index))
             elif user not in seen:
-                if not user.has_trait(Pure) or user.regions:
+                if not user.has_trait(Pure) or user.regions or user.parent_block() is not yield_op.parent_block():
                     return None
                 seen.add(user)
                 pending += user.results
