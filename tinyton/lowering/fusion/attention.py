@@ -30,16 +30,13 @@ the same launch.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
-from tinyton.analysis.strided_views import QView, Stored
-from tinyton.dialects import tt, tta
-from tinyton.dialects.tt_types import FLOAT8_TYPES
+from tinyton.dialects import tt
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.intmath import cdiv, next_power_of_2
 from tinyton.lowering.fusion.attention_blocks import Blocks, KVSplit, packed_group_axes, query_row_stride
@@ -376,14 +373,14 @@ def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValu
     `partials` of a `split` KV loop, to kernel arguments; `lse`, given, receives each row's logsumexp,
     `tt.logsumexp`'s when `lse_guarded`); returns the grid (for `Blocks.persistent`, a program for each of the
     `sm_count` SMs at most)."""
-    program = _Program(em, att, _stored_pointers(att, pointers), blocks, split, partials, lse, lse_guarded, sm_count)
+    program = _Program(em, att, stored_pointers(att, pointers), blocks, split, partials, lse, lse_guarded, sm_count)
     program.emit()
     if program.tiles:
         return persist(em.block, program.tiles, sm_count), 1, 1
     return program.grid
 
 
-def _stored_pointers(att: Attention, pointers: dict[SSAValue, SSAValue]) -> dict[SSAValue, SSAValue]:
+def stored_pointers(att: Attention, pointers: dict[SSAValue, SSAValue]) -> dict[SSAValue, SSAValue]:
     """`pointers`, k and v read from the arrays they are views of (reshapes keep the layout; a cast is applied to
     each loaded block)."""
     pointers = dict(pointers)
@@ -392,37 +389,3 @@ def _stored_pointers(att: Attention, pointers: dict[SSAValue, SSAValue]) -> dict
             pointers[value] = pointers[st.base]
     return pointers
 
-
-VALUE_TRANSPOSE_BLOCKS = Blocks(64, 64, 4)
-"""The value-transposing kernel's programs: 64 keys of v each, on 4 warps (`emit_value_transpose`)."""
-
-
-def transposes_values(att: Attention) -> bool:
-    """Whether the kernel reads v through a transposed copy (`emit_value_transpose`): a float8 `p @ v` (the
-    probabilities cast to v's float8 type, an e4m3 or e5m2 wgmma, which reads both operands K-major) of a v whose
-    keys lie a row apart. Not for decoding's packed query heads, a v chosen by a select or cast as it is read."""
-    v = att.v_stored
-    if att.p_cast is None or att.v_select is not None or not isinstance(element_type(att.v.type), FLOAT8_TYPES):
-        return False
-    if packed_group_axes(att) or v is not None and any(isinstance(op, tta.CastOp) for op in v.ops):
-        return False
-    return v is None or v.view is None or v.view.strides[-2] != 1
-
-
-def transposed_values_shape(att: Attention) -> tuple[int, ...]:
-    """The transposed copy of v: `(..., D_v, S_kv)` over the output's batch."""
-    out, (s_kv, d_v) = shape_of(att.pv.result.type), shape_of(att.v.type)[-2:]
-    return (*out[:-2], d_v, s_kv)
-
-
-def emit_value_transpose(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue],
-                         out: SSAValue) -> tuple[int, int, int]:
-    """The kernel that copies v transposed into `out` (`BlockReads.emit_value_transpose`); returns its grid."""
-    return _Program(em, att, _stored_pointers(att, pointers), VALUE_TRANSPOSE_BLOCKS).emit_value_transpose(out)
-
-
-def with_transposed_values(att: Attention) -> Attention:
-    """`att` reading v as its transposed copy (`transposed_values_shape`), to which the caller points v."""
-    *batch, d_v, s_kv = transposed_values_shape(att)
-    strides = [d_v * s_kv * prod(batch[i + 1 :]) for i in range(len(batch))]
-    return replace(att, v_stored=Stored(att.v, (), QView(att.v, (), (*batch, s_kv, d_v), (*strides, 1, s_kv))))

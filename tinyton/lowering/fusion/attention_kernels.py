@@ -1,6 +1,6 @@
 """The kernels of attention regions: the flash-attention forward (`attention.py`; flash-decoding's split KV
-loop combined by its last programs, `attention_combine.py`) and FlashAttention-2's backward
-(`attention_backward.py`)."""
+loop combined by its last programs, `attention_combine.py`; a float8 `p @ v`'s v copied transposed first,
+`attention_values.py`) and FlashAttention-2's backward (`attention_backward.py`)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,7 @@ from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dtypes import dtype_of
 from tinyton.intmath import cdiv, next_power_of_2
-from tinyton.lowering.fusion.attention import (
-    VALUE_TRANSPOSE_BLOCKS,
-    emit_attention,
-    emit_value_transpose,
-    transposed_values_shape,
-    transposes_values,
-    with_transposed_values,
-)
+from tinyton.lowering.fusion.attention import emit_attention
 from tinyton.lowering.fusion.attention_backward import BackwardBuffers, backward_blocks, emit_key_value_grads
 from tinyton.lowering.fusion.attention_backward_rows import emit_delta, emit_query_grads
 from tinyton.lowering.fusion.attention_blocks import (
@@ -34,6 +27,13 @@ from tinyton.lowering.fusion.attention_blocks import (
 from tinyton.lowering.fusion.attention_combine import combine_in_last_chunk
 from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.attention_scores import score_arrays
+from tinyton.lowering.fusion.attention_values import (
+    VALUE_TRANSPOSE_BLOCKS,
+    emit_value_transpose,
+    transposed_values_shape,
+    transposes_values,
+    with_transposed_values,
+)
 from tinyton.lowering.fusion.emitter import Emitter, f32
 from tinyton.lowering.fusion.kernel_spec import KernelSpec, finish_module, new_kernel
 from tinyton.lowering.fusion.split import Scratch
