@@ -173,28 +173,33 @@ class BlockReads:
         dot then reads it K-major (a float8 product's only form) from rows copied whole, not gathered a byte apiece."""
         em = self.em
         if self._values_transposed():
-            keys = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
-            d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
-            ok = em.and_(em.cmp("lt", keys, bound) if bound is not None else None,
-                         self._below(d_rows, self.dvp, self.d_v))
-            rows = self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast)
-            return em.emit(tt.TransOp(rows, (1, 0)))
+            return em.emit(tt.TransOp(self._value_columns(j, bound, cast), (1, 0)))
         kv_rows = em.binary(tt.AddOp, em.to_shape(j, (self.bn, 1)), em.arange(self.bn, 2, 0))  # [BN, 1]
         v_row_ok = em.cmp("lt", kv_rows, bound) if bound is not None else None
         v_ok = em.and_(v_row_ok, self._below(dv_cols, self.dvp, self.d_v))
         return self._read(self.att.v, self.att.v_select, kv_rows, dv_cols, (self.d_v, 1), v_ok, cast)
 
+    def _value_columns(self, j: SSAValue, bound: SSAValue | None, cast: bool = True) -> SSAValue:
+        """vᵀ's block at key `j`, `[D_v, BN]`, read through v's view whatever its layout (keys at or past `bound`,
+        None: all in range, read 0)."""
+        em = self.em
+        keys = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
+        d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
+        ok = em.and_(em.cmp("lt", keys, bound) if bound is not None else None, self._below(d_rows, self.dvp, self.d_v))
+        return self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast)
+
     def emit_value_transpose(self, out: SSAValue) -> tuple[int, int, int]:
-        """A kernel of its own, before the attention's: each program copies a `[BN, D_v]` block of v (through its
+        """A kernel of its own, before the attention's: each program copies v's keys `[j, j + BN)` (through its
         view, over the output's batch entries) transposed into `out`, a contiguous `(..., D_v, S_kv)` array, which the
         attention then reads as a v stored transposed (`_values_transposed`). A float8 `p @ v` reads v K-major, and
-        v's rows, keys a row apart, would otherwise be gathered a byte at a time in every program's KV loop."""
+        v's rows, keys a row apart, would otherwise be gathered a byte at a time in every program's KV loop. Here
+        the bytes are gathered once, through L1, and each thread stores its keys of one column as a vector."""
         em, bn = self.em, self.bn
         self.batch_index = em.emit(tt.ProgramIdOp(1))
         self.coords = self._batch_coords(self.batch_index)
         j = em.mul_int(em.emit(tt.ProgramIdOp(0)), bn)
         ragged = self.s_kv % bn != 0
-        block = self._value_block(j, em.i32(self.s_kv) if ragged else None, em.arange(self.dvp, 2, 1), cast=False)
+        columns = self._value_columns(j, em.i32(self.s_kv) if ragged else None, cast=False)
         keys = em.binary(tt.AddOp, em.to_shape(j, (1, bn)), em.arange(bn, 2, 1))  # [1, BN]
         d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
         offsets = em.binary(tt.AddOp, em.mul_int(d_rows, self.s_kv), keys)
@@ -203,8 +208,7 @@ class BlockReads:
         mask = em.and_(em.cmp("lt", keys, em.i32(self.s_kv)) if ragged else None,
                        self._below(d_rows, self.dvp, self.d_v))
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(out, shape), em.to_shape(offsets, shape)))
-        mask = em.to_shape(mask, shape) if mask is not None else None
-        em.emit(tt.StoreOp(ptrs, em.emit(tt.TransOp(block, (1, 0))), mask))
+        em.emit(tt.StoreOp(ptrs, columns, em.to_shape(mask, shape) if mask is not None else None))
         return cdiv(self.s_kv, bn), prod(self.batch), 1
 
     def _values_transposed(self) -> bool:
