@@ -184,6 +184,16 @@ def test_head_dim_256_keeps_its_wgmmas_in_flight(shape):
     assert report is not None and "C7512" not in report and "C7514" not in report, report
 
 
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not found")
+def test_wide_blocks_keep_their_wgmmas_in_flight(attention_blocks):
+    """128 x 128 blocks on 8 warps: both products promote every 128 products, as a matmul's
+    (`matmul.FLOAT8_IMPRECISE_ACC`), so ptxas neither spills nor serialises the wgmmas (promoting every k32 wgmma
+    doubled the partial accumulators: 368 bytes spilled and C7512)."""
+    attention_blocks(Blocks(128, 128, 8, stages=2))
+    report = ptxas_report(_attention_ptx(causal_cast, *_inputs((1, 4, 2048, 128))), "sm_90a")
+    assert report is not None and "C7512" not in report and " 0 bytes spill stores" in report, report
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("a_dtype, b_dtype", [(np.float32, E4M3), (E5M2, BF16), (np.float16, E4M3)],
                          ids=["f32@e4m3", "e5m2@bf16", "f16@e4m3"])

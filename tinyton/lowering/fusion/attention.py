@@ -45,7 +45,7 @@ from tinyton.lowering.fusion.attention_output import OutputLayout
 from tinyton.lowering.fusion.attention_reads import BlockReads
 from tinyton.lowering.fusion.attention_scores import ScoreSteps
 from tinyton.lowering.fusion.emitter import Emitter, f32
-from tinyton.lowering.fusion.matmul import ATTENTION_FLOAT8_IMPRECISE_ACC, imprecise_acc
+from tinyton.lowering.fusion.matmul import imprecise_acc
 from tinyton.lowering.fusion.persistent import persist
 
 LN2 = 0.6931471805599453
@@ -328,12 +328,12 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
     def _scores(self, q: SSAValue, kt: SSAValue) -> SSAValue:
         """`q @ kᵀ` of one block on the tensor cores (or FMAs, TF32x3), in f32."""
         zero = self.em.const(0.0, f32, (self.bm, self.bn))
-        imprecise = imprecise_acc(element_type(q.type), self.dp, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        imprecise = imprecise_acc(element_type(q.type), self.dp)
         return self.em.emit(tt.DotOp(q, kt, zero, self._precision(q), imprecise))
 
     def _weighted_values(self, p: SSAValue, v: SSAValue, acc: SSAValue) -> SSAValue:
         """`acc + p @ v` (p already in v's type)."""
-        imprecise = imprecise_acc(element_type(p.type), self.bn, ATTENTION_FLOAT8_IMPRECISE_ACC)
+        imprecise = imprecise_acc(element_type(p.type), self.bn)
         return self.em.emit(tt.DotOp(p, v, acc, self._precision(p), imprecise))
 
     def _softmax_step(self, s: SSAValue, m_old: SSAValue, l_old: SSAValue) -> tuple[SSAValue, ...]:

@@ -44,19 +44,17 @@ FLOAT8_IMPRECISE_ACC = 128
 Hopper's ~13-bit float8 accumulator before the partial is added in f32 (NumPy's f32 accumulation, as cuBLAS's
 `torch._scaled_mm` without `use_fast_accum`), DeepSeek-V3's interval, not Triton's kernel default of the whole K.
 In a pipelined K loop each iteration's dot is two chains of at most 128 products, the second left running into
-the next iteration (`tt.promoted_dot`, `float8_dot.chain_in_flight`)."""
+the next iteration (`tt.promoted_dot`, `float8_dot.chain_in_flight`). Attention's float8 dots, one block deep
+(K = D for the scores, the key block for `p @ v`), take the same interval: promoting every k32 wgmma instead had
+doubled their partial accumulators and f32 additions (sm_90a, D = 128: 255 registers and 592 FADDs a thread for
+128 x 64 blocks against 199 and 272; 128 x 128 blocks spilled and serialised their wgmmas, C7512), and the
+probabilities' own rounding to e4m3 (2^-4) dwarfs what 128 products in the float8 accumulator lose (~2^-13)."""
 
 
-ATTENTION_FLOAT8_IMPRECISE_ACC = 32
-"""Attention's float8 dots (scores, probabilities times values) promote every k32 wgmma, as before the matmuls'
-interval grew: each is one tile deep, never a K loop the pipeliner keeps in flight, so the longer interval would
-buy no speed there, only lose bits of the probabilities."""
-
-
-def imprecise_acc(element, k: int, interval: int = FLOAT8_IMPRECISE_ACC) -> int | None:
-    """The `max_num_imprecise_acc` of an array program's dot of `element` operands over K steps of `k`, promoting
-    every `interval` products."""
-    return min(interval, k) if isinstance(element, tt.FLOAT8_TYPES) else None
+def imprecise_acc(element, k: int) -> int | None:
+    """The `max_num_imprecise_acc` of an array program's dot of `element` operands over K steps of `k`: a float8
+    dot promotes every `FLOAT8_IMPRECISE_ACC` products."""
+    return min(FLOAT8_IMPRECISE_ACC, k) if isinstance(element, tt.FLOAT8_TYPES) else None
 
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
     """Per-domain-axis strides of a matmul operand (batch dims right-aligned) and its K stride."""
