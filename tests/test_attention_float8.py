@@ -129,6 +129,37 @@ def test_float8_probabilities_are_as_accurate_as_numpys(monkeypatch, backend, pr
     np.testing.assert_allclose(got, numpy, atol=0.15)
 
 
+WARP_SPECIALIZED = [Blocks(128, 64, 8, stages=2, warp_specialize=True),
+                    Blocks(128, 64, 8, stages=2, warp_specialize=True, overlap=True),
+                    Blocks(128, 128, 8, stages=2, warp_specialize=True),
+                    Blocks(128, 128, 8, stages=2, warp_specialize=True, persistent=True)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("blocks", WARP_SPECIALIZED, ids=["plain", "overlapped", "128-keys", "persistent"])
+@pytest.mark.parametrize("program, causal", [(cast_probabilities, False), (causal_cast, True)], ids=["full", "causal"])
+def test_warp_specialized_float8_attention(monkeypatch, attention_blocks, backend, blocks, program, causal):
+    """FlashAttention-3's producer and consumers for float8: k and the transposed copy of v copied by TMA into the
+    ring (vᵀ's `[D, BN]` boxes, transposed for the dot), p staged through shared memory by the consumers (no
+    ping-pong turns: the staging's barrier spans both warpgroups); a ragged last block and the causal diagonal."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(blocks)
+    q, k, v = _inputs((2, 3, 200, 128), seed=11)
+    compiled = program.compile(q, k, v)
+    assert "tt.warp_specialize" in str(compiled.steps[-1].launch.module)
+    got = np.asarray(program(q, k, v))
+    p, vf = _probabilities(q, k, causal), v.astype(np.float32)
+    exact, numpy = p @ vf, p.astype(E4M3).astype(np.float32) @ vf
+    assert np.sqrt(((got - exact) ** 2).mean()) <= 1.5 * np.sqrt(((numpy - exact) ** 2).mean())
+    np.testing.assert_allclose(got, numpy, atol=0.15)
+
+
+def test_float8_takes_no_pingpong_turns(attention_blocks):
+    """A ping-pong form asked of a float8 attention runs its plain loops (`specializes`), as do its candidates."""
+    attention_blocks(Blocks(128, 64, 8, stages=2, warp_specialize=True, pingpong=True))
+    assert "tt.warp_specialize" not in str(cast_probabilities.compile(*_inputs((1, 2, 200, 128))).steps[-1].launch.module)
+
+
 BLOCK_FORMS = [((1, 2, 60, 256), None), ((1, 2, 60, 128), None), ((1, 2, 60, 64), None), ((1, 2, 200, 256), None),
                ((1, 2, 60, 64), Blocks(64, 32, 4)), ((1, 2, 60, 256), Blocks(64, 64, 4)),
                ((1, 2, 200, 256), Blocks(128, 32, 8))]  # fmt: skip

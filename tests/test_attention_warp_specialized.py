@@ -183,6 +183,28 @@ def test_a_runtime_scale_takes_a_whole_softmax_for_each_sign(attention_blocks):
     assert count(runtime, "wgmma.mma_async") == count(constant, "wgmma.mma_async")
 
 
+@tt.jit
+def transposed_values(q, k, vt):
+    s = q @ k.mT * 0.125
+    e = tt.exp(s - tt.max(s, axis=-1, keepdims=True))
+    return (e / tt.sum(e, axis=-1, keepdims=True)) @ vt.mT
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@FORMS
+def test_values_stored_transposed_ride_in_the_ring(monkeypatch, attention_blocks, backend, form):
+    """v given as `vᵀ.mT` (keys contiguous): the producer copies vᵀ's `[D, BN]` boxes, transposed for the dot as k's
+    rows are; a ragged last block reads 0 past the keys."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    attention_blocks(_specialized(**form))
+    rng = np.random.default_rng(13)
+    q, k, v = (randn(rng, 2, 3, 200, 64, dtype=np.float16) for _ in range(3))
+    vt = np.ascontiguousarray(v.swapaxes(-1, -2))
+    program = transposed_values.compile(q, k, vt)
+    assert "tt.warp_specialize" in _kv_loop(program)
+    np.testing.assert_allclose(program(q, k, vt), reference(q, k, v, 0.125), rtol=2e-2, atol=2e-2)
+
+
 def test_forms_it_does_not_fit_keep_the_plain_loops(attention_blocks):
     """A split KV loop (decoding) and a k read transposed keep the plain kernel: the request is ignored, as Triton's
     is."""

@@ -149,8 +149,8 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
     """What the tuner measures for a 16-bit problem: the default, then query blocks of 64 and 128 (at
     most the padded S_q, 16 for decoding), key blocks by head dim, 4 or 8 warps (8 only for 128 queries:
     two warpgroups), for prefill each also with its two products overlapped (`Blocks.overlap`) and those on 8 warps
-    also warp-specialised (`Blocks.warp_specialize`), with and without ping-pong (`Blocks.pingpong`), the ping-pong
-    ones also persistent (`Blocks.persistent`), head dims over
+    also warp-specialised (`Blocks.warp_specialize`), with and without ping-pong (`Blocks.pingpong`; float8 without,
+    its p staged through shared memory), the ping-pong ones also persistent (`Blocks.persistent`), head dims over
     64 also in FlashAttention-3's wider key blocks (128 keys, 64 over head dim 128; two stages beside q in shared
     memory); for decoding,
     each of those with the KV loop split in half, the heuristic's count,
@@ -174,8 +174,9 @@ def candidates(p: AttentionProblem, sm_count: int = NOMINAL_SM_COUNT) -> list[Bl
         found += [replace(b, overlap=True) for b in found]  # producer warpgroup
         wide_keys = 128 if widest <= 128 else 64  # FlashAttention-3's blocks: two stages beside q in shared memory
         wide = [Blocks(128, wide_keys, 8, stages=2, overlap=o) for o in (False, True)] if 64 < widest and 128 < p.s_q else []
+        turns = (False,) if p.element_bytes == 1 else (False, True)  # float8 stages p: no ping-pong (attention_forms)
         specialized = [replace(b, warp_specialize=True, pingpong=pp)
-                       for b in [*found, *wide] if b.num_warps == 8 for pp in (False, True)]
+                       for b in [*found, *wide] if b.num_warps == 8 for pp in turns]
         found += specialized + [replace(b, persistent=True) for b in specialized if b.pingpong]
     return list(dict.fromkeys([*found, *_broadcast_candidates(p, sm_count)]))
 

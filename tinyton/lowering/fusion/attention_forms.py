@@ -62,6 +62,7 @@ class FlashAttention3Forms:
     _weighted_values: Callable[..., SSAValue]
     _softmax_step: Callable[..., tuple[SSAValue, ...]]
     _stored_view: Callable[..., QView | None]
+    _values_transposed: Callable[..., bool]
     _below: Callable[..., SSAValue | None]
     block_pointers: Callable[..., SSAValue]
     _query_block: Callable[..., SSAValue]
@@ -163,28 +164,29 @@ class FlashAttention3Forms:
         `SHARED_A_MIN_N`). A causal mask or a ragged last block is applied to every
         block from `split` on, a branch in the one loop (the plain kernel's split into unmasked and masked loops
         would be two loops to specialise). None, emitting nothing, for a split, packed or broadcast rows, a
-        key limit, f32, or where TMA cannot read k or v (a window at an offset, a select, a k stored transposed).
+        key limit, f32, float8 in turns (`specializes`), or where TMA cannot read k or v (a window at an offset, a
+        select, a k stored transposed). A v stored transposed (float8's copy) is copied as vᵀ's `[D_v, BN]` boxes.
         With `Blocks.overlap` too, the consumers overlap their products as `_overlapped_block` does; with
         `Blocks.pingpong`, their two warpgroups issue each step's products in turns."""
         att, blocks = self.att, self.blocks
         if not self.specializes():
             return None
-        k_view, v_view = self._descriptor_view(att.k), self._descriptor_view(att.v)
-        assert k_view is not None and v_view is not None
+        k_view = self._descriptor_view(att.k)
+        assert k_view is not None and self._value_descriptor_view() is not None
         em = self.em
         needs_mask = att.causal_offset is not None or self.s_kv % self.bn != 0
         unmasked_end = split if isinstance(split, SSAValue) else em.i32(split)
         if blocks.overlap:  # the producer copies it before the loop's blocks (a tile ahead, with q, when persistent)
-            self.last_values = self._descriptor_rows(att.v, v_view, self._last_block(end), self.d_v, self.dvp)
+            self.last_values = self._descriptor_values(self._last_block(end))
 
         def body(j: SSAValue, values: list[SSAValue]) -> list[SSAValue]:
             masked = em.cmp("ge", j, unmasked_end) if needs_mask else False
             self.score_tiles = self._score_tiles(j)
             kt = em.emit(tt.TransOp(self._descriptor_rows(att.k, k_view, j, self.d, self.dp), (1, 0)))
             if blocks.overlap:
-                v = self._descriptor_rows(att.v, v_view, self._previous_block(j), self.d_v, self.dvp)
+                v = self._descriptor_values(self._previous_block(j))
                 return self._overlapped_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
-            v = self._descriptor_rows(att.v, v_view, j, self.d_v, self.dvp)
+            v = self._descriptor_values(j)
             return self._kv_block(j, rows, row_ok, q, dv_cols, masked, *values, loaded=[kt, v])
 
         carried = em.for_loop(0, end, self.bn, carried, body, self.blocks.stages, warp_specialize=True,
@@ -212,9 +214,30 @@ class FlashAttention3Forms:
         att, blocks = self.att, self.blocks
         if not blocks.warp_specialize or blocks.broadcast or self.split is not None or self.packed:
             return False
-        if att.key_limit is not None or element_type(att.q.base.type).bitwidth != 16 or not att.k_transposed:
+        bits = element_type(att.q.base.type).bitwidth
+        if att.key_limit is not None or bits > 16 or not att.k_transposed:
             return False
-        return self._descriptor_view(att.k) is not None and self._descriptor_view(att.v) is not None
+        if bits == 8 and (blocks.pingpong or att.p_cast is None):  # float8: both products e4m3 wgmmas, p staged
+            return False  # through shared memory (a barrier of both consumer warpgroups: no turns between them)
+        return self._descriptor_view(att.k) is not None and self._value_descriptor_view() is not None
+
+    def _value_descriptor_view(self) -> QView | None:
+        """The view of v that `_descriptor_values` reads: v's rows, or for a v stored transposed (float8's copy,
+        attention_values.py) vᵀ's rows, `(..., D_v, S_kv)`."""
+        if not self._values_transposed():
+            return self._descriptor_view(self.att.v)
+        view = self._stored_view(self.att.v)
+        *batch, s_kv, d_v = view.shape
+        *strides, _, d_stride = view.strides
+        return self.descriptor_view(QView(view.base, view.ops, (*batch, d_v, s_kv), (*strides, d_stride, 1), view.offset))
+
+    def _descriptor_values(self, j: SSAValue) -> SSAValue:
+        """The value block at key `j`, `[BN, D_v]`, as TMA copies it: v's rows, or vᵀ's `[D_v, BN]` box transposed."""
+        view = self._value_descriptor_view()
+        if not self._values_transposed():
+            return self._descriptor_rows(self.att.v, view, j, self.d_v, self.dvp)
+        box = self.descriptor_block(self.att.v, view, (self.em.i32(0), j), (self.dvp, self.bn), self.s_kv)
+        return self.em.emit(tt.TransOp(box, (1, 0)))
 
     def _descriptor_view(self, value: SSAValue) -> QView | None:
         """The view of k or v that `descriptor_rows` reads (`descriptor_view`); None for a select."""
