@@ -110,7 +110,8 @@ def test_the_tuning_module_is_one_attention_region(causal, score_arrays, dtype):
     p = AttentionProblem(3, 5, 300, 32, 16, dtype, causal, score_arrays=score_arrays)
     seen = []
     choose = lambda problem: seen.append(problem) or default_blocks(problem)  # noqa: E731
-    *copies, spec = fusion_to_kernels(fuse_module(attention_tuning.attention_module(p), fuse=True), choose_blocks=choose)
+    module = fuse_module(attention_tuning.attention_module(p), fuse=True)
+    *copies, spec = fusion_to_kernels(module, choose_blocks=choose)
     assert seen == [p]
     assert [c.kind for c in copies] == (["attention_values"] if dtype == "float8e4nv" else [])
     assert spec.kind == "attention" and spec.grid == (1, 3, 1)

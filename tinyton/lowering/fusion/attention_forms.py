@@ -229,7 +229,8 @@ class FlashAttention3Forms:
         view = self._stored_view(self.att.v)
         *batch, s_kv, d_v = view.shape
         *strides, _, d_stride = view.strides
-        return self.descriptor_view(QView(view.base, view.ops, (*batch, d_v, s_kv), (*strides, d_stride, 1), view.offset))
+        rows = QView(view.base, view.ops, (*batch, d_v, s_kv), (*strides, d_stride, 1), view.offset)
+        return self.descriptor_view(rows)
 
     def _descriptor_values(self, j: SSAValue) -> SSAValue:
         """The value block at key `j`, `[BN, D_v]`, as TMA copies it: v's rows, or vᵀ's `[D_v, BN]` box transposed."""
