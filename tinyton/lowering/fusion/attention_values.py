@@ -40,7 +40,8 @@ def transposes_values(att: Attention) -> bool:
 
 
 def transposed_values_shape(att: Attention) -> tuple[int, ...]:
-    """The transposed copy of v: `(..., D_v, S_kv)` over the output's batch."""
+    """The transposed copy of v: `(..., D_v, S_kv)` over the output's batch (a grouped-query v is copied once for
+    each query head of its group: the attention's programs address it as they address their output)."""
     out, (s_kv, d_v) = shape_of(att.pv.result.type), shape_of(att.v.type)[-2:]
     return (*out[:-2], d_v, s_kv)
 
