@@ -1,0 +1,147 @@
+"""The torch backend's indexing, scattering and searching ops that had run in torch: forward and backward against eager,
+with nothing left to torch (CPU tensors on the simulator)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the torch backend's tests need torch (pip install torch)")
+F = torch.nn.functional
+
+from torch_checks import Lambda, check_forward_backward
+
+import tinyton.torch as ttt
+
+
+def exact(fn, *args) -> ttt.Explanation:
+    """`fn` through the backend gives eager's results bit for bit (dtypes included, NaN where eager's), in tinyton."""
+    e = ttt.explain(fn, *args)
+    for got, want in zip(e.output, fn(*args), strict=True):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+    assert not e.fallbacks, e.reasons
+    return e
+
+
+def test_cross_entropy_written_out_trains_in_tinyton() -> None:
+    """Hand-written cross entropy, `-log_softmax(x)[arange(n), labels].mean()`: the gather of one element a row and
+    its gradient (an accumulating `index_put` by paired index arrays, no outer product: a one-hot matmul on the
+    indexed dims flattened, which ran in torch), negative labels counting from the end."""
+    torch.manual_seed(0)
+    logits = torch.randn(6, 10, requires_grad=True)
+    labels = torch.tensor([3, 0, 9, -1, 3, -10])
+    check_forward_backward(Lambda(lambda x, t: -x.log_softmax(-1)[torch.arange(6), t].mean()), logits, labels)
+    check_forward_backward(Lambda(lambda x, t: x[torch.arange(2)[:, None], :, t] * 3),
+                           torch.randn(2, 4, 5, requires_grad=True), torch.tensor([[1, -1, 1], [0, 4, 4]]))
+
+
+@pytest.mark.parametrize("shifts,dims,shape", [(2, 1, (3, 5)), ((2, -1), (1, 0), (3, 5)), (-3, None, (3, 5)),
+                                               (7, -1, (3, 5)), (-8, (0,), (3, 5)), (0, 0, (3, 5)),
+                                               ((1, 1), (0, 0), (3, 5)), (2, 1, (3, 0)), ((-1, 4), (-1, -3), (2, 3, 4))],
+                         ids=["one", "two-dims", "flat-negative", "past-the-size", "negative-past-the-size", "zero",
+                              "same-dim-twice", "empty-tensor", "3d"])
+def test_roll_forward_and_backward(shifts, dims, shape) -> None:
+    """`torch.roll`, any shifts and dims (negative, larger than the dim, zero, repeated, none: the flattened tensor),
+    forward and backward."""
+    torch.manual_seed(0)
+    kwargs = {} if dims is None else {"dims": dims}
+    fn = Lambda(lambda x: torch.roll(x * 2, shifts, **kwargs))
+    if 0 in shape:
+        exact(lambda x: (torch.roll(x * 2, shifts, **kwargs),), torch.randn(*shape))
+    else:
+        check_forward_backward(fn, torch.randn(*shape, requires_grad=True))
+
+
+def test_roll_without_shifts_is_eagers_error() -> None:
+    """Empty shifts are an error, eager's message."""
+    with pytest.raises(Exception, match="`shifts` required"):
+        ttt.explain(lambda x: torch.roll(x, (), ()), torch.randn(3))
+
+
+def _assign(x: torch.Tensor, i: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    y = x * 1
+    y[i] = v * 2
+    return y
+
+
+def _assign_cells(x: torch.Tensor, i: torch.Tensor, j: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[:, i, j] = v
+    return y.exp()
+
+
+def test_index_put_assigns_and_its_gradient() -> None:
+    """`x[i] = v` (rows, negative indices) and `x[:, i, j] = v` (paired arrays, a value broadcast), accumulate=False:
+    eager's values, the gradient through both `x` (zero where written) and `v` (read back at the indices)."""
+    torch.manual_seed(0)
+    check_forward_backward(Lambda(_assign), torch.randn(5, 3, requires_grad=True), torch.tensor([0, -1, 2]),
+                           torch.randn(3, 3, requires_grad=True))
+    check_forward_backward(Lambda(_assign_cells), torch.randn(2, 4, 5, requires_grad=True),
+                           torch.tensor([0, -1, 2]), torch.tensor([4, 0, -5]), torch.randn(2, 1, requires_grad=True))
+
+
+def test_index_put_of_integers_and_bools() -> None:
+    """Assignments into integer and bool tensors, and integer accumulations (repeats counted), are exact and keep
+    their dtype."""
+    ints, flags = torch.arange(12).reshape(3, 4), torch.zeros(3, 4, dtype=torch.bool)
+    i, j = torch.tensor([2, -3]), torch.tensor([-1, 1])
+    exact(lambda a, b: (a.index_put((i,), torch.tensor(7)), a.index_put((i, j), torch.tensor([5, 6])),
+                        torch.ops.aten.index_put(b, [None, j], torch.tensor(True)), a.index_put((j,), (a[0] * -2.7).long()),
+                        a.index_put((torch.tensor([0, 2, 0, -3]),), a[:1] * 5, accumulate=True),
+                        a.index_put((i, j), torch.tensor([3, 4]), accumulate=True)),
+          ints, flags)
+
+
+@pytest.mark.parametrize("where", ["rows", "columns", "paired", "2-d-index"])
+def test_index_put_accumulates_duplicates(where: str) -> None:
+    """`index_put_(accumulate=True)` counts every write of a repeated index (negative ones from the end), forward and
+    backward, by one index array or several."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 5, requires_grad=True)
+    i = torch.tensor([1, -3, 1, 3, 1])
+    fn, v = {
+        "rows": (lambda x, v: x.index_put((i,), v, accumulate=True), torch.randn(5, 5)),
+        "columns": (lambda x, v: torch.ops.aten.index_put(x, [None, i], v, True), torch.randn(4, 5)),
+        "paired": (lambda x, v: x.index_put((i, -i), v, accumulate=True), torch.randn(5)),
+        "2-d-index": (lambda x, v: torch.ops.aten.index_put(x, [None, i.reshape(1, 5)], v, True), torch.randn(4, 1, 5)),
+    }[where]
+    check_forward_backward(Lambda(fn), x, v.requires_grad_())
+
+
+def test_unfold_backward_runs_in_tinyton() -> None:
+    """`F.unfold` (`nn.Unfold`) with kernel, dilation, padding and stride: its gradient (an accumulating `index_put`
+    of every window back into the image) ran in torch."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 6, requires_grad=True)
+    check_forward_backward(Lambda(lambda x: F.unfold(x, 2)), x)
+    check_forward_backward(torch.nn.Unfold((3, 2), dilation=(1, 2), padding=1, stride=(2, 1)), x.detach().requires_grad_())
+
+
+REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+
+
+@pytest.mark.parametrize("include_self", [True, False], ids=["with-self", "without-self"])
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_scatter_reduce_forward_and_backward(reduce: str, include_self: bool) -> None:
+    """`scatter_reduce` along any dim, repeated indices, positions none writes: eager's values and gradients
+    (amax/amin's split evenly between tied maxima, as eager's)."""
+    torch.manual_seed(0)
+    base, src = torch.randn(3, 5, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    index = torch.tensor([[0, 2, 2, 4], [1, 1, 1, 1], [4, 3, 0, 3]])
+    check_forward_backward(Lambda(lambda b, s: b.scatter_reduce(1, index, s, reduce, include_self=include_self)),
+                           base, src)
+    b3, s3, i3 = torch.randn(4, 2, 3), torch.randn(5, 2, 3), torch.randint(0, 4, (5, 2, 3))
+    check_forward_backward(Lambda(lambda b, s: b.scatter_reduce(0, i3, s, reduce, include_self=include_self) * 2),
+                           b3.requires_grad_(), s3.requires_grad_())
+
+
+@pytest.mark.parametrize("include_self", [True, False], ids=["with-self", "without-self"])
+def test_scatter_reduce_of_integers_and_nans(include_self: bool) -> None:
+    """Integer scatter_reduce is exact (mean rounded down, as eager's floor division; amax/amin from the dtype's
+    bounds); a NaN written (or in `self`, with include_self) makes amax and amin NaN, as eager's; a source longer
+    than the index is read over the index's extent."""
+    ints, isrc = torch.tensor([[7, -3, 0, 5]]), torch.tensor([[-8, 9, 9, 2, -1, 6]])
+    iindex = torch.tensor([[1, 1, 3, 1, 0]])
+    x, src = torch.tensor([[1.0, float("nan"), 2.0, 0.5]]), torch.tensor([[3.0, float("nan"), -1.0, 0.0, 4.0, 1.0]])
+    exact(lambda a, s, x, t: tuple(y.scatter_reduce(-1, iindex, z, r, include_self=include_self)
+                                   for r in REDUCES for y, z in ((a, s), (x, t))), ints, isrc, x, src)
