@@ -145,3 +145,37 @@ def test_scatter_reduce_of_integers_and_nans(include_self: bool) -> None:
     x, src = torch.tensor([[1.0, float("nan"), 2.0, 0.5]]), torch.tensor([[3.0, float("nan"), -1.0, 0.0, 4.0, 1.0]])
     exact(lambda a, s, x, t: tuple(y.scatter_reduce(-1, iindex, z, r, include_self=include_self)
                                    for r in REDUCES for y, z in ((a, s), (x, t))), ints, isrc, x, src)
+
+
+def test_round_to_decimals() -> None:
+    """`torch.round(x, decimals=d)`, positive, zero and negative d: eager's values (halves to even, of the scaled
+    value), float16 in float32 as eager's, a zero gradient."""
+    x = torch.tensor([1.25, 2.5, -0.125, 0.005, 1234.5, -1250.0, 0.0, float("nan"), float("inf"), 3.14159])
+    exact(lambda x: tuple(torch.round(x, decimals=d) for d in (2, 1, 0, -1, -2, 3)) + (torch.round(x.half(), decimals=2),),
+          x)
+    check_forward_backward(Lambda(lambda x: torch.round(x * 3, decimals=1) + x), torch.randn(4, 5, requires_grad=True))
+
+
+@pytest.mark.parametrize("right", [False, True], ids=["left", "right"])
+def test_searchsorted_and_bucketize(right: bool) -> None:
+    """`torch.searchsorted` (1-D and row-wise boundaries, ties, values past both ends, `side=`, `sorter=`,
+    `out_int32`, a scalar) and `torch.bucketize`: eager's indices and dtypes, NaNs included (a NaN value goes last;
+    NaNs among the boundaries where eager's binary search meets them)."""
+    torch.manual_seed(0)
+    nan = float("nan")
+    seq = torch.tensor([-1.0, 0.0, 0.0, 0.5, 2.0, 2.0, 2.0, 7.0])
+    values = torch.tensor([[0.0, 2.0, -5.0], [9.0, nan, 0.25]])
+    rows = torch.sort(torch.randn(2, 3, 9)).values
+    row_values = torch.cat([rows[..., :4], torch.randn(2, 3, 3)], -1)
+    with_nans, unsorted = torch.tensor([1.0, 2.0, nan]), torch.tensor([3.0, 1.0, 2.0, 0.5, 6.0])
+    side = "right" if right else "left"
+
+    def f(seq, values, rows, row_values, with_nans, unsorted):
+        return (torch.searchsorted(seq, values, right=right), torch.searchsorted(rows, row_values, side=side),
+                torch.searchsorted(seq, values, right=right, out_int32=True),
+                torch.searchsorted(with_nans, values, right=right), torch.searchsorted(unsorted, values, right=right),
+                torch.searchsorted(unsorted, values, sorter=torch.argsort(unsorted), right=right),
+                torch.searchsorted(seq, 2.0, right=right), torch.bucketize(values, seq, right=right),
+                torch.searchsorted(seq.int(), (values * 2).nan_to_num().int(), right=right))
+
+    exact(f, seq, values, rows, row_values, with_nans, unsorted)
