@@ -179,3 +179,14 @@ def test_searchsorted_and_bucketize(right: bool) -> None:
                 torch.searchsorted(seq.int(), (values * 2).nan_to_num().int(), right=right))
 
     exact(f, seq, values, rows, row_values, with_nans, unsorted)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.5, 1.5, 3.0, float("inf"), 0.0])
+def test_cdist_forward_and_backward(p: float) -> None:
+    """`torch.cdist` for p = 2, 1, fractional, 3, inf and 0, batched (batch dims broadcast), forward and both
+    gradients; equal rows (a zero distance: its gradient zero, as eager's) and equal coordinates included."""
+    torch.manual_seed(0)
+    x1, x2 = torch.randn(2, 5, 3), torch.randn(1, 4, 3)
+    x2[0, 1] = x1[1, 2]
+    x2[0, 2, 0] = x1[0, 3, 0]
+    check_forward_backward(Lambda(lambda a, b: torch.cdist(a, b, p=p)), x1.requires_grad_(), x2.requires_grad_())

@@ -14,6 +14,7 @@ from typing import Any
 
 from tinyton.torch import (
     conv_rules,
+    distance_rules,
     elementwise_rules,
     index_rules,
     nn_rules,
@@ -36,6 +37,7 @@ RULES: dict[Any, Callable[..., Any]] = {
     **nn_rules.RULES,
     **order_rules.RULES,
     **conv_rules.RULES,
+    **distance_rules.RULES,
     operator.getitem: getitem,
 }
 
