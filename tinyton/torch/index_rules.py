@@ -149,15 +149,31 @@ def _accumulated(base: Traced, axis: int, arrays: Sequence[Traced], values: Trac
     return tt.reshape(scatter_add(merged, axis, index, values), base.shape)
 
 
+def _masked(base: Traced, axis: int, mask: Traced, values: Traced, accumulate: bool) -> Traced:
+    """`base[..., mask] = values` (`+=`) with one value for every masked element (`x[x < 0] = 0`, or a row each): a
+    select where the mask holds. Values differing between the masked elements (their count is the mask's data) run
+    in torch."""
+    rest = base.shape[axis + mask.ndim :]
+    padded = (1,) * (axis + 1 + len(rest) - values.ndim) + values.shape
+    if len(padded) != axis + 1 + len(rest) or padded[axis] != 1:
+        raise Unsupported("index_put by a bool mask of values differing between the masked elements")
+    value = tt.reshape(values, padded[:axis] + (1,) * mask.ndim + padded[axis + 1 :]).astype(base.dtype)
+    hit = tt.reshape(mask, (1,) * axis + mask.shape + (1,) * len(rest))
+    return tt.where(hit, base + value if accumulate else value, base)
+
+
 def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
     """`base.index_put(indices, values, accumulate)` (`x[i, j] = v`, `x[i] += v` with repeats counted, and the
     gradients of indexing) by integer index arrays; an index out of its dim's range writes nothing (eager raises; a
     kernel cannot). Arrays apart (`x[i, :, j]`) index the dims they broadcast to first, as torch's (NumPy's) rule
-    places them: the indexed dims moved to the front, the arrays put there, and moved back."""
+    places them: the indexed dims moved to the front, the arrays put there, and moved back. A bool mask (alone) with
+    one value for its elements is a select."""
     at = [i for i, index in enumerate(indices) if index is not None]
     arrays = [indices[i] for i in at]
+    if len(arrays) == 1 and arrays[0].dtype.kind == "b":
+        return _masked(base, at[0], arrays[0], values, accumulate)
     if not at or any(a.dtype.kind not in "iu" for a in arrays):
-        raise Unsupported("index_put other than by integer index arrays (a bool mask's elements depend on its data)")
+        raise Unsupported("index_put other than by integer index arrays or one bool mask")
     if at != list(range(at[0], at[0] + len(at))):
         order = (*at, *(d for d in range(base.ndim) if d not in at))
         moved = index_put(tt.transpose(base, order), arrays, values, accumulate)
