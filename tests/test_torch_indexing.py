@@ -113,13 +113,14 @@ def _assign_masked(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     y = x * 2
     y[y < 0] = 0.5
     y[rows] = torch.tensor([1.0, 2.0, 3.0])
-    y[:, rows[:3]] += 4
+    torch.ops.aten.index_put_(y, [None, rows[:3]], torch.tensor(4.0), True)
     return y
 
 
 def test_index_put_by_a_bool_mask_of_one_value() -> None:
-    """`x[mask] = v` and `x[:, mask] += v` with one value (or one row) for every masked element: a select, forward and
-    backward; values differing between the masked elements (data-dependent) run in torch."""
+    """`x[mask] = v` and `index_put_([None, mask], v, accumulate=True)` with one value (or one row) for every masked
+    element: a select, forward and backward; values differing between the masked elements (data-dependent) run in
+    torch."""
     torch.manual_seed(0)
     rows = torch.tensor([True, False, True, True])
     check_forward_backward(Lambda(_assign_masked), torch.randn(4, 3, requires_grad=True), rows)
@@ -225,3 +226,12 @@ def test_cdist_forward_and_backward(p: float) -> None:
     x2[0, 1] = x1[1, 2]
     x2[0, 2, 0] = x1[0, 3, 0]
     check_forward_backward(Lambda(lambda a, b: torch.cdist(a, b, p=p)), x1.requires_grad_(), x2.requires_grad_())
+
+
+def test_empty_indices_write_nothing() -> None:
+    """`index_put` (assigning or accumulating) and the scatters by an empty index give `self` unchanged, in
+    tinyton."""
+    x, none = torch.randn(4, 3), torch.tensor([], dtype=torch.long)
+    exact(lambda x: (x.index_put((none,), torch.tensor(1.0)), x.index_put((none,), torch.tensor(1.0), accumulate=True),
+                     x.index_put((none, none), torch.tensor(1.0)), x.scatter_reduce(0, none.reshape(0, 3), x[:0], "amax"),
+                     x.scatter_add(0, none.reshape(0, 3), x[:0])), x)

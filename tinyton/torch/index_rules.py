@@ -104,6 +104,14 @@ def _merged(x: Traced, axis: int, count: int) -> Traced:
     return tt.reshape(x, (*x.shape[:axis], -1, *x.shape[axis + count :]))
 
 
+def _flattened(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> tuple[Traced, Traced, Traced]:
+    """The dims the arrays index flattened into one: the arrays as one 1-D index into it, and `base` and `values`
+    (broadcast to the indexed shape) with those dims merged."""
+    indexed = len(np.broadcast_shapes(*(a.shape for a in arrays)))
+    flat = _flat_index(arrays, base.shape[axis : axis + len(arrays)])
+    return flat, _merged(base, axis, len(arrays)), _merged(values, axis, indexed)
+
+
 def _last_writer(flat: Traced, rows: int) -> Traced:
     """`[rows]`: the last position of the 1-D index `flat` holding each row, -1 for a row none holds (an assignment's
     later write wins, as NumPy's does; torch leaves repeated indices' order open)."""
@@ -115,12 +123,9 @@ def _last_writer(flat: Traced, rows: int) -> Traced:
 def _assigned(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> Traced:
     """`base[..., *arrays, ...] = values` (values already broadcast to the indexed shape): the indexed dims flattened
     into one, each of its rows taking the value its last writer gives (a one-hot against the index, any dtype)."""
-    count = len(arrays)
-    flat = _flat_index(arrays, base.shape[axis : axis + count])
-    merged = _merged(base, axis, count)
+    flat, merged, values = _flattened(base, axis, arrays, values)
     writer = along_axis(_last_writer(flat, merged.shape[axis]), axis, merged.ndim)
-    taken = tt.take(_merged(values, axis, len(np.broadcast_shapes(*(a.shape for a in arrays)))),
-                    tt.reshape(tt.maximum(writer, 0), (-1,)), axis=axis)
+    taken = tt.take(values, tt.reshape(tt.maximum(writer, 0), (-1,)), axis=axis)
     return tt.reshape(tt.where(writer >= 0, taken.astype(base.dtype), merged), base.shape)
 
 
@@ -139,10 +144,7 @@ def _accumulated(base: Traced, axis: int, arrays: Sequence[Traced], values: Trac
         for k, line in enumerate(lines):
             values = _summed_into(values, axis + k, line, base.shape[axis + k])
         return base + values
-    count = len(arrays)
-    flat = _flat_index(arrays, base.shape[axis : axis + count])
-    merged = _merged(base, axis, count)
-    values = _merged(values, axis, len(np.broadcast_shapes(*(a.shape for a in arrays))))
+    flat, merged, values = _flattened(base, axis, arrays, values)
     if floats:
         return base + tt.reshape(_summed_into(values, axis, flat, merged.shape[axis]), base.shape)
     index = tt.broadcast_to(along_axis(flat, axis, values.ndim), values.shape)
@@ -179,6 +181,8 @@ def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, ac
         moved = index_put(tt.transpose(base, order), arrays, values, accumulate)
         return tt.transpose(moved, tuple(int(d) for d in np.argsort(order)))
     axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+    if 0 in shape:
+        return base  # no index: nothing written
     values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
     return (_accumulated if accumulate else _assigned)(base, axis, arrays, values)
 

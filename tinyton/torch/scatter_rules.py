@@ -64,6 +64,8 @@ def _reduced(base: Traced, axis: int, index: Traced, src: Any, reduction: Callab
 def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
     """`base.scatter_add(dim, index, src)`: each `src` element (over the index's extent) added at its index along
     `dim`."""
+    if index.size == 0:
+        return base
     return base + _reduced(base, dim_axis(dim, base.ndim), index, src, tt.sum, 0).astype(base.dtype)
 
 
@@ -93,6 +95,8 @@ def scatter_reduce(base: Traced, dim: int, index: Traced, src: Traced, reduce: s
     reduced (sum, prod, mean, amax, amin; NaN propagating through amax and amin, as eager's), with the position's own
     value where `include_self`, a position none writes keeping its value; an integer mean rounded down (eager's
     floor division). Another `reduce` is eager's error when dynamo traces the call."""
+    if index.size == 0:
+        return base
     axis = dim_axis(dim, base.ndim)
     reduction, take_in = REDUCTIONS[reduce]
     reduced = _reduced(base, axis, index, src, reduction, _identity(reduce, base.dtype)).astype(base.dtype)
