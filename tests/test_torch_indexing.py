@@ -47,11 +47,14 @@ def test_roll_forward_and_backward(shifts, dims, shape) -> None:
     forward and backward."""
     torch.manual_seed(0)
     kwargs = {} if dims is None else {"dims": dims}
-    fn = Lambda(lambda x: torch.roll(x * 2, shifts, **kwargs))
+
+    def roll(x: torch.Tensor) -> torch.Tensor:
+        return torch.roll(x * 2, shifts, **kwargs)
+
     if 0 in shape:
-        exact(lambda x: (torch.roll(x * 2, shifts, **kwargs),), torch.randn(*shape))
+        exact(lambda x: (roll(x),), torch.randn(*shape))
     else:
-        check_forward_backward(fn, torch.randn(*shape, requires_grad=True))
+        check_forward_backward(Lambda(roll), torch.randn(*shape, requires_grad=True))
 
 
 BAD_INPUTS = {
