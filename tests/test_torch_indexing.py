@@ -25,12 +25,15 @@ def exact(fn, *args) -> ttt.Explanation:
 
 def test_cross_entropy_written_out_trains_in_tinyton() -> None:
     """Hand-written cross entropy, `-log_softmax(x)[arange(n), labels].mean()`: the gather of one element a row and
-    its gradient (an accumulating `index_put` by paired index arrays, no outer product: a one-hot matmul on the
-    indexed dims flattened, which ran in torch), negative labels counting from the end."""
+    its gradient (an accumulating `index_put` by paired index arrays, no outer product, which ran in torch: each
+    gradient spread over its row, then a `[n, n] @ [n, vocabulary]` one-hot matmul), negative labels counting from
+    the end, duplicates summed; a vocabulary of 4000."""
     torch.manual_seed(0)
     logits = torch.randn(6, 10, requires_grad=True)
     labels = torch.tensor([3, 0, 9, -1, 3, -10])
-    check_forward_backward(Lambda(lambda x, t: -x.log_softmax(-1)[torch.arange(6), t].mean()), logits, labels)
+    loss = Lambda(lambda x, t: -x.log_softmax(-1)[torch.arange(x.shape[0]), t].mean())
+    check_forward_backward(loss, logits, labels)
+    check_forward_backward(loss, torch.randn(32, 4000, requires_grad=True), torch.randint(0, 4000, (32,)))
     check_forward_backward(Lambda(lambda x, t: x[torch.arange(2)[:, None], :, t] * 3),
                            torch.randn(2, 4, 5, requires_grad=True), torch.tensor([[1, -1, 1], [0, 4, 4]]))
 
@@ -131,20 +134,25 @@ def test_index_put_by_a_bool_mask_of_one_value() -> None:
     assert "differing between the masked elements" in e.reasons["aten.index_put.default"]
 
 
-@pytest.mark.parametrize("where", ["rows", "columns", "paired", "2-d-index"])
+ACCUMULATIONS = {
+    "rows": (lambda x, i, v: x.index_put((i,), v, accumulate=True), (4, 5), (5, 5)),
+    "columns": (lambda x, i, v: torch.ops.aten.index_put(x, [None, i], v, True), (4, 5), (4, 5)),
+    "paired": (lambda x, i, v: x.index_put((i, -i), v, accumulate=True), (4, 5), (5,)),
+    "2-d-index": (lambda x, i, v: torch.ops.aten.index_put(x, [None, i.reshape(1, 5)], v, True), (4, 5), (4, 1, 5)),
+    "three-paired": (lambda x, i, v: torch.ops.aten.index_put(x, [None, i, i[:, None] + 1, -i], v, True),
+                     (2, 4, 5, 6), (2, 1, 5)),
+}
+
+
+@pytest.mark.parametrize("where", ACCUMULATIONS)
 def test_index_put_accumulates_duplicates(where: str) -> None:
     """`index_put_(accumulate=True)` counts every write of a repeated index (negative ones from the end), forward and
-    backward, by one index array or several."""
+    backward, by one index array or several (paired, broadcast together, with whole dims around them)."""
     torch.manual_seed(0)
-    x = torch.randn(4, 5, requires_grad=True)
+    fn, shape, values = ACCUMULATIONS[where]
     i = torch.tensor([1, -3, 1, 3, 1])
-    fn, v = {
-        "rows": (lambda x, v: x.index_put((i,), v, accumulate=True), torch.randn(5, 5)),
-        "columns": (lambda x, v: torch.ops.aten.index_put(x, [None, i], v, True), torch.randn(4, 5)),
-        "paired": (lambda x, v: x.index_put((i, -i), v, accumulate=True), torch.randn(5)),
-        "2-d-index": (lambda x, v: torch.ops.aten.index_put(x, [None, i.reshape(1, 5)], v, True), torch.randn(4, 1, 5)),
-    }[where]
-    check_forward_backward(Lambda(fn), x, v.requires_grad_())
+    check_forward_backward(Lambda(fn), torch.randn(*shape, requires_grad=True), i,
+                           torch.randn(*values, requires_grad=True))
 
 
 def test_unfold_backward_runs_in_tinyton() -> None:
@@ -235,6 +243,7 @@ def test_empty_indices_write_nothing() -> None:
     """`index_put` (assigning or accumulating) and the scatters by an empty index give `self` unchanged, in
     tinyton."""
     x, none = torch.randn(4, 3), torch.tensor([], dtype=torch.long)
-    exact(lambda x: (x.index_put((none,), torch.tensor(1.0)), x.index_put((none,), torch.tensor(1.0), accumulate=True),
-                     x.index_put((none, none), torch.tensor(1.0)), x.scatter_reduce(0, none.reshape(0, 3), x[:0], "amax"),
+    one = torch.tensor(1.0)
+    exact(lambda x: (x.index_put((none,), one), x.index_put((none,), one, accumulate=True),
+                     x.index_put((none, none), one), x.scatter_reduce(0, none.reshape(0, 3), x[:0], "amax"),
                      x.scatter_add(0, none.reshape(0, 3), x[:0])), x)

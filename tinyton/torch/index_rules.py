@@ -129,13 +129,22 @@ def _assigned(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced)
     return tt.reshape(tt.where(writer >= 0, taken.astype(base.dtype), merged), base.shape)
 
 
+def _spread(values: Traced, axis: int, index: Traced, rows: int) -> Traced:
+    """`values` (dim `axis` one entry of the 1-D `index` each) with a dim of `rows` inserted before `axis`: entry i
+    kept in row `index[i]`, zero in the others (a select against the index, one-hot)."""
+    hot = tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(index, (1, -1))
+    hot = tt.reshape(hot, (1,) * axis + hot.shape + (1,) * (values.ndim - axis - 1))
+    return tt.where(hot, tt.reshape(values, (*values.shape[:axis], 1, *values.shape[axis:])), 0)
+
+
 def _accumulated(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> Traced:
     """`base[..., *arrays, ...] += values` (values broadcast to the indexed shape, every write counted). Floats by
     one-hot matmuls: one index array before any other axis (embedding's backward) one; a 1-D one (`index_select`'s
     backward), or several that make an outer product (nearest interpolation's backward), one along each indexed axis
-    in turn (the sums over each output row and column, instead of one over their product); others (paired arrays,
-    `x[arange(n), labels]`'s backward) one on the indexed dims flattened into one. Integers by `scatter_add`'s
-    one-hot sum on the flattened dims (exact)."""
+    in turn (the sums over each output row and column, instead of one over their product); other arrays (paired ones,
+    `x[arange(n), labels]`'s backward) spread each value over the rows the leading arrays index (a select), then sum
+    them into the last array's dim by its one-hot (a matmul: `[n, C]`, never the one-hot of all the indexed dims,
+    `[n, R·C]`). Integers by `scatter_add`'s one-hot sum on the indexed dims flattened (exact)."""
     floats = values.dtype.kind == "f"
     if floats and axis == 0 and len(arrays) == 1:  # rows by an index array of any shape
         return base + tt.reshape(_one_hot_sum(base.shape[0], arrays[0], values), base.shape)
@@ -144,11 +153,19 @@ def _accumulated(base: Traced, axis: int, arrays: Sequence[Traced], values: Trac
         for k, line in enumerate(lines):
             values = _summed_into(values, axis + k, line, base.shape[axis + k])
         return base + values
-    flat, merged, values = _flattened(base, axis, arrays, values)
-    if floats:
-        return base + tt.reshape(_summed_into(values, axis, flat, merged.shape[axis]), base.shape)
-    index = tt.broadcast_to(along_axis(flat, axis, values.ndim), values.shape)
-    return tt.reshape(scatter_add(merged, axis, index, values), base.shape)
+    if not floats:
+        flat, merged, values = _flattened(base, axis, arrays, values)
+        index = tt.broadcast_to(along_axis(flat, axis, values.ndim), values.shape)
+        return tt.reshape(scatter_add(merged, axis, index, values), base.shape)
+    shape = tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+    arrays = [tt.broadcast_to(a, shape) for a in arrays]
+    rows = base.shape[axis : axis + len(arrays)]
+    values = _merged(values, axis, len(shape))
+    if len(arrays) > 1:
+        values = _spread(values, axis, _flat_index(arrays[:-1], rows[:-1]), int(np.prod(rows[:-1])))
+        axis += 1
+    summed = _summed_into(values, axis, _flat_index(arrays[-1:], rows[-1:]), rows[-1])
+    return base + tt.reshape(summed, base.shape)
 
 
 def _masked(base: Traced, axis: int, mask: Traced, values: Traced, accumulate: bool) -> Traced:
