@@ -24,6 +24,17 @@ def expected_fallbacks(*builtins_and_ops: tuple[str, str]) -> set[str]:
     return {op for builtin, op in builtins_and_ops if not has_builtin(builtin)}
 
 
+class Lambda(torch.nn.Module):
+    """A function as a module, for `check_forward_backward` (which compares gradients of a module's inputs)."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: torch.Tensor) -> torch.Tensor:
+        return self.fn(*args)
+
+
 def check_forward_backward(model: torch.nn.Module, *args: torch.Tensor, fallbacks: set[str] = frozenset(),
                            tol: dict | None = None) -> ttt.Explanation:
     """The compiled model's output and every gradient (parameters and float inputs) match eager's, and

@@ -171,6 +171,16 @@ def _unary(name: str) -> Any:
     return rule
 
 
+def round_decimals(x: Traced, decimals: int = 0) -> Traced:
+    """`torch.round(x, decimals=d)` as eager computes it: `rint(x * 10**d) / 10**d` (d < 0: `rint(x / 10**-d) *
+    10**-d`), halves to even, 16-bit floats in float32; integers (eager has no kernel) run in torch, its error."""
+    if x.dtype.kind != "f":
+        raise Unsupported(f"round with decimals of {x.dtype} (eager's error)")
+    scale = 10.0 ** abs(decimals)
+    x = _f32(x)
+    return tt.rint(x / scale) * scale if decimals < 0 else tt.rint(x * scale) / scale
+
+
 def clamp(x: Traced, min: Any = None, max: Any = None) -> Traced:
     if min is not None:
         x = tt.maximum(x, min)
@@ -270,6 +280,7 @@ RULES = {
         "sign", "trunc",
     )},
     aten.round.default: _unary("round"),
+    aten.round.decimals: round_decimals,
     aten.sigmoid.default: sigmoid,
     aten.tanh.default: tanh,
     aten.silu.default: silu,

@@ -1,5 +1,6 @@
-"""ATen's indexing ops as array-program builtins, one short rule per op: takes and gathers, and scatters of a few
-elements per row as `tt.where`s against index rows (one-hot), their gradients as one-hot sums (a matmul a dim).
+"""ATen's indexing ops as array-program builtins, one short rule per op: takes and gathers, and `index_put`
+(assignments as selects against the index, one-hot; accumulations and indexing's gradients as one-hot sums, a
+matmul a dim). The scatters are scatter_rules.py's.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
 from tinyton.torch.common import Unsupported, has_builtin
+from tinyton.torch.scatter_rules import one_hot_row, same_other_dims, scatter_add
 from tinyton.torch.shape_rules import along_axis, dim_axis, moved_take
 
 aten = torch.ops.aten
@@ -37,58 +39,15 @@ def index(x: Traced, indices: Sequence[Traced | None]) -> Traced:
     return tt.take(x, idx, axis=axis)
 
 
-def _one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
-    """Where the index array (one entry along `axis`) equals each position along `axis`."""
-    return along_axis(tt.arange(0, x.shape[axis]), axis, x.ndim) == index
-
-
-def _same_other_dims(x: Traced, index: Traced, axis: int) -> bool:
-    return index.ndim == x.ndim and all(index.shape[d] == x.shape[d] for d in range(x.ndim) if d != axis)
-
-
 def gather(x: Traced, dim: int, index: Traced, sparse_grad: bool = False) -> Traced:
     axis = dim_axis(dim, x.ndim)
-    if not _same_other_dims(x, index, axis):
+    if not same_other_dims(x, index, axis):
         raise Unsupported("gather with an index smaller than the input outside `dim`")
     if has_builtin("take_along_axis"):
         return tt.take_along_axis(x, index, axis=axis)
     if index.shape[axis] != 1:
         raise Unsupported("gather of several elements per row needs tt.take_along_axis")
-    return tt.sum(tt.where(_one_hot_row(x, axis, index), x, 0), axis=axis, keepdims=True)
-
-
-SCATTER_SELECTS = 16
-"""Most elements a row a scatter writes (one select each, in one elementwise kernel); top-k's backward writes k."""
-
-
-def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
-    """Elements written at their indices along `dim` (cross_entropy's backward writes one a row, top-k's k): one select
-    against each index column, in order, so where a row's indices repeat the last write wins (torch leaves it open)."""
-    axis = dim_axis(dim, base.ndim)
-    if not _same_other_dims(base, index, axis) or index.shape[axis] > SCATTER_SELECTS:
-        raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
-    if isinstance(src, Traced) and src.shape != index.shape:
-        raise Unsupported("scatter with a source larger than its index")
-    out = base
-    for i in range(index.shape[axis]):
-        column = (slice(None),) * axis + (slice(i, i + 1),)
-        out = tt.where(_one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
-    return out
-
-
-def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
-    """`base.scatter_add(dim, index, src)`: each `src` element (over the index's extent) added at its index along
-    `dim`: a sum over the index's axis of `src` where the index equals each position (a one-hot reduction, as
-    embedding's backward sums: no atomics, the same order every run)."""
-    axis = dim_axis(dim, base.ndim)
-    if index.ndim != base.ndim or any(index.shape[d] != base.shape[d] for d in range(base.ndim) if d != axis):
-        raise Unsupported("scatter_add with an index smaller than the input outside `dim`")
-    src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
-    positions = tt.reshape(tt.arange(0, base.shape[axis]), (1,) * index.ndim + (-1,))
-    hot = tt.reshape(index, (*index.shape, 1)) == positions  # [..., I, ..., J]
-    summed = tt.sum(tt.where(hot, tt.reshape(src, (*src.shape, 1)), 0), axis=axis)  # [..., ..., J]
-    order = (*range(axis), base.ndim - 1, *range(axis, base.ndim - 1))  # J back in the place of `dim`
-    return base + tt.transpose(summed, order).astype(base.dtype)
+    return tt.sum(tt.where(one_hot_row(x, axis, index), x, 0), axis=axis, keepdims=True)
 
 
 def _one_hot(rows: int, index: Traced, dtype: Any) -> Traced:
@@ -131,25 +90,118 @@ def _outer_lines(arrays: Sequence[Traced]) -> list[Traced] | None:
     return lines
 
 
-def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
-    """`base.index_put_(indices, values, accumulate=True)` with adjacent index arrays after whole axes: one before any
-    other axis (embedding's backward) a one-hot matmul; a 1-D one (`index_select`'s backward), or several that make an
-    outer product (nearest interpolation's backward), one one-hot matmul along each indexed axis in turn (the sums
-    over each output row and column, instead of one over their product)."""
-    at = [i for i, index in enumerate(indices) if index is not None]
-    if not accumulate or not at or at != list(range(at[0], at[0] + len(at))) or values.dtype.kind != "f":
-        raise Unsupported("index_put other than an accumulation by adjacent index arrays after whole axes")
-    arrays = [indices[i] for i in at]
-    axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
-    values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
-    if axis == 0 and len(arrays) == 1:  # rows by an index array of any shape
+def _flat_index(arrays: Sequence[Traced], sizes: Sequence[int]) -> Traced:
+    """The index arrays (broadcast together) as one 1-D index into their dims flattened row-major, each negative
+    index counted from the end of its dim (torch's `x[i, -1]`)."""
+    flat: Traced | int = 0
+    for a, n in zip(arrays, sizes):
+        flat = flat * n + tt.where(a < 0, a + n, a)
+    return tt.reshape(tt.broadcast_to(flat, tuple(np.broadcast_shapes(*(a.shape for a in arrays)))), (-1,))
+
+
+def _merged(x: Traced, axis: int, count: int) -> Traced:
+    """`x` with its dims `axis` .. `axis + count - 1` flattened into one."""
+    return tt.reshape(x, (*x.shape[:axis], -1, *x.shape[axis + count :]))
+
+
+def _flattened(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> tuple[Traced, Traced, Traced]:
+    """The dims the arrays index flattened into one: the arrays as one 1-D index into it, and `base` and `values`
+    (broadcast to the indexed shape) with those dims merged."""
+    indexed = len(np.broadcast_shapes(*(a.shape for a in arrays)))
+    flat = _flat_index(arrays, base.shape[axis : axis + len(arrays)])
+    return flat, _merged(base, axis, len(arrays)), _merged(values, axis, indexed)
+
+
+def _last_writer(flat: Traced, rows: int) -> Traced:
+    """`[rows]`: the last position of the 1-D index `flat` holding each row, -1 for a row none holds (an assignment's
+    later write wins, as NumPy's does; torch leaves repeated indices' order open)."""
+    positions = tt.reshape(tt.arange(0, flat.shape[0]), (1, -1))
+    hit = tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(flat, (1, -1))
+    return tt.max(tt.where(hit, positions, -1), axis=1)
+
+
+def _assigned(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> Traced:
+    """`base[..., *arrays, ...] = values` (values already broadcast to the indexed shape): the indexed dims flattened
+    into one, each of its rows taking the value its last writer gives (a one-hot against the index, any dtype)."""
+    flat, merged, values = _flattened(base, axis, arrays, values)
+    writer = along_axis(_last_writer(flat, merged.shape[axis]), axis, merged.ndim)
+    taken = tt.take(values, tt.reshape(tt.maximum(writer, 0), (-1,)), axis=axis)
+    return tt.reshape(tt.where(writer >= 0, taken.astype(base.dtype), merged), base.shape)
+
+
+def _spread(values: Traced, axis: int, index: Traced, rows: int) -> Traced:
+    """`values` (dim `axis` one entry of the 1-D `index` each) with a dim of `rows` inserted before `axis`: entry i
+    kept in row `index[i]`, zero in the others (a select against the index, one-hot)."""
+    hot = tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(index, (1, -1))
+    hot = tt.reshape(hot, (1,) * axis + hot.shape + (1,) * (values.ndim - axis - 1))
+    return tt.where(hot, tt.reshape(values, (*values.shape[:axis], 1, *values.shape[axis:])), 0)
+
+
+def _accumulated(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> Traced:
+    """`base[..., *arrays, ...] += values` (values broadcast to the indexed shape, every write counted). Floats by
+    one-hot matmuls: one index array before any other axis (embedding's backward) one; a 1-D one (`index_select`'s
+    backward), or several that make an outer product (nearest interpolation's backward), one along each indexed axis
+    in turn (the sums over each output row and column, instead of one over their product); other arrays (paired ones,
+    `x[arange(n), labels]`'s backward) spread each value over the rows the leading arrays index (a select), then sum
+    them into the last array's dim by its one-hot (a matmul: `[n, C]`, never the one-hot of all the indexed dims,
+    `[n, R·C]`). Integers by `scatter_add`'s one-hot sum on the indexed dims flattened (exact)."""
+    floats = values.dtype.kind == "f"
+    if floats and axis == 0 and len(arrays) == 1:  # rows by an index array of any shape
         return base + tt.reshape(_one_hot_sum(base.shape[0], arrays[0], values), base.shape)
-    lines = _outer_lines(arrays)
-    if lines is None:
-        raise Unsupported("index_put by index arrays other than a 1-D one or an outer product of them")
-    for k, line in enumerate(lines):
-        values = _summed_into(values, axis + k, line, base.shape[axis + k])
-    return base + values
+    lines = _outer_lines(arrays) if floats else None
+    if lines is not None:
+        for k, line in enumerate(lines):
+            values = _summed_into(values, axis + k, line, base.shape[axis + k])
+        return base + values
+    if not floats:
+        flat, merged, values = _flattened(base, axis, arrays, values)
+        index = tt.broadcast_to(along_axis(flat, axis, values.ndim), values.shape)
+        return tt.reshape(scatter_add(merged, axis, index, values), base.shape)
+    shape = tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+    arrays = [tt.broadcast_to(a, shape) for a in arrays]
+    rows = base.shape[axis : axis + len(arrays)]
+    values = _merged(values, axis, len(shape))
+    if len(arrays) > 1:
+        values = _spread(values, axis, _flat_index(arrays[:-1], rows[:-1]), int(np.prod(rows[:-1])))
+        axis += 1
+    summed = _summed_into(values, axis, _flat_index(arrays[-1:], rows[-1:]), rows[-1])
+    return base + tt.reshape(summed, base.shape)
+
+
+def _masked(base: Traced, axis: int, mask: Traced, values: Traced, accumulate: bool) -> Traced:
+    """`base[..., mask] = values` (`+=`) with one value for every masked element (`x[x < 0] = 0`, or a row each): a
+    select where the mask holds. Values differing between the masked elements (their count is the mask's data) run
+    in torch."""
+    rest = base.shape[axis + mask.ndim :]
+    padded = (1,) * (axis + 1 + len(rest) - values.ndim) + values.shape
+    if len(padded) != axis + 1 + len(rest) or padded[axis] != 1:
+        raise Unsupported("index_put by a bool mask of values differing between the masked elements")
+    value = tt.reshape(values, padded[:axis] + (1,) * mask.ndim + padded[axis + 1 :]).astype(base.dtype)
+    hit = tt.reshape(mask, (1,) * axis + mask.shape + (1,) * len(rest))
+    return tt.where(hit, base + value if accumulate else value, base)
+
+
+def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
+    """`base.index_put(indices, values, accumulate)` (`x[i, j] = v`, `x[i] += v` with repeats counted, and the
+    gradients of indexing) by integer index arrays; an index out of its dim's range writes nothing (eager raises; a
+    kernel cannot). Arrays apart (`x[i, :, j]`) index the dims they broadcast to first, as torch's (NumPy's) rule
+    places them: the indexed dims moved to the front, the arrays put there, and moved back. A bool mask (alone) with
+    one value for its elements is a select."""
+    at = [i for i, index in enumerate(indices) if index is not None]
+    arrays = [indices[i] for i in at]
+    if len(arrays) == 1 and arrays[0].dtype.kind == "b":
+        return _masked(base, at[0], arrays[0], values, accumulate)
+    if not at or any(a.dtype.kind not in "iu" for a in arrays):
+        raise Unsupported("index_put other than by integer index arrays or one bool mask")
+    if at != list(range(at[0], at[0] + len(at))):
+        order = (*at, *(d for d in range(base.ndim) if d not in at))
+        moved = index_put(tt.transpose(base, order), arrays, values, accumulate)
+        return tt.transpose(moved, tuple(int(d) for d in np.argsort(order)))
+    axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
+    if 0 in shape:
+        return base  # no index: nothing written
+    values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
+    return (_accumulated if accumulate else _assigned)(base, axis, arrays, values)
 
 
 def embedding_dense_backward(grad: Traced, indices: Traced, num_weights: int, padding_idx: int,
@@ -168,8 +220,6 @@ RULES = {
     aten.embedding_dense_backward.default: embedding_dense_backward,
     aten.index.Tensor: index,
     aten.gather.default: gather,
-    **{op: scatter for op in (aten.scatter.value, aten.scatter.src)},
-    aten.scatter_add.default: scatter_add,
     aten.index_put.default: index_put,
 }  # fmt: skip
 """ATen overload -> rule, for the indexing ops."""

@@ -1,18 +1,21 @@
 """ATen's sorts and order statistics (`sort`, `topk`, `kthvalue`, `median`, `nanmedian`) on the array programs'
 sort: rows of any length (a long one sorted in chunks and merged), NaN as the largest value, equal values in index
 order (tinyton/frontend/array_sorting.py). Values are eager's; indices are eager's where the row has no ties
-(torch's CPU kernels order ties, NaNs included, their own way: every index given gathers its value).
+(torch's CPU kernels order ties, NaNs included, their own way: every index given gathers its value). `searchsorted`
+and `bucketize` are eager's binary search, step by step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 import torch
 
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
-from tinyton.torch.common import Unsupported
+from tinyton.torch.common import Unsupported, array_dtype
 
 aten = torch.ops.aten
 
@@ -106,6 +109,39 @@ def nanmedian_all(x: Traced) -> Traced:
     return nanmedian_dim(x.reshape(-1), 0)[0]
 
 
+def _binary_search(seq: Traced, values: Traced, right: bool) -> Traced:
+    """Eager's search of each value in `seq` (1-D, or one row for each row of `values`): its loop, `start` and `end`
+    halving to where `seq[mid] >= value` (`right`: `>`) first holds, run for every value at once (the length's bit
+    count of steps), so that its results on NaNs and on unsorted rows are eager's too (a NaN value: the length)."""
+    n = seq.shape[-1]
+    start, end = tt.full(values.shape, 0, np.int32), tt.full(values.shape, n, np.int32)
+    for _ in range(n.bit_length()):
+        mid = start + (end - start) // 2
+        at = tt.minimum(mid, n - 1)
+        found = tt.take(seq, at) if seq.ndim == 1 else tt.take_along_axis(seq, at, axis=-1)
+        after = found > values if right else found >= values
+        searching = start < end
+        start, end = tt.where(searching & ~after, mid + 1, start), tt.where(searching & after, mid, end)
+    return start
+
+
+def searchsorted(seq: Traced, values: Any, *, out_int32: bool = False, right: bool = False, side: str | None = None,
+                 sorter: Traced | None = None) -> Traced:
+    """`torch.searchsorted(seq, values, right=, side=, sorter=)`: where each value goes in its (sorted) row of `seq`,
+    int64 (`out_int32`: int32); a Python number searched as a 0-d tensor."""
+    if sorter is not None:
+        seq = tt.take(seq, sorter) if seq.ndim == 1 else tt.take_along_axis(seq, sorter, axis=-1)
+    if not isinstance(values, Traced):
+        values = tt.full((), values, np.float32 if isinstance(values, float) else seq.dtype)
+    found = _binary_search(seq, values, right if side is None else side == "right")
+    return found.astype(array_dtype(torch.int32 if out_int32 else torch.int64))
+
+
+def bucketize(values: Any, boundaries: Traced, *, out_int32: bool = False, right: bool = False) -> Traced:
+    """`torch.bucketize(values, boundaries, right=)`: searchsorted with the arguments swapped."""
+    return searchsorted(boundaries, values, out_int32=out_int32, right=right)
+
+
 RULES = {
     aten.sort.default: sort,
     aten.sort.stable: sort_stable,
@@ -115,5 +151,7 @@ RULES = {
     aten.median.dim: median_dim,
     aten.nanmedian.default: nanmedian_all,
     aten.nanmedian.dim: nanmedian_dim,
+    **{op: searchsorted for op in (aten.searchsorted.Tensor, aten.searchsorted.Scalar)},
+    **{op: bucketize for op in (aten.bucketize.Tensor, aten.bucketize.Scalar)},
 }
 """ATen overload -> rule, for sorts and order statistics."""

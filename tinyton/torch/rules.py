@@ -12,7 +12,16 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from tinyton.torch import conv_rules, elementwise_rules, index_rules, nn_rules, order_rules, shape_rules
+from tinyton.torch import (
+    conv_rules,
+    distance_rules,
+    elementwise_rules,
+    index_rules,
+    nn_rules,
+    order_rules,
+    scatter_rules,
+    shape_rules,
+)
 
 
 def getitem(values: Any, index: int) -> Any:
@@ -24,9 +33,11 @@ RULES: dict[Any, Callable[..., Any]] = {
     **elementwise_rules.RULES,
     **shape_rules.RULES,
     **index_rules.RULES,
+    **scatter_rules.RULES,
     **nn_rules.RULES,
     **order_rules.RULES,
     **conv_rules.RULES,
+    **distance_rules.RULES,
     operator.getitem: getitem,
 }
 

@@ -280,6 +280,17 @@ def empty(shape: Sequence[int], dtype: torch.dtype | None = None, **_: Any) -> T
     return full(shape, 0, dtype or torch.float32)
 
 
+def new_empty_strided(x: Traced, shape: Sequence[int], stride: Sequence[int], dtype: torch.dtype | None = None,
+                      **_: Any) -> Traced:
+    """A new tensor (a clone's under dynamic shapes, before its `copy`): zeros, array programs having no strides."""
+    return tt.full(tuple(int(d) for d in shape), 0, x.dtype if dtype is None else array_dtype(dtype))
+
+
+def copy(x: Traced, src: Traced, non_blocking: bool = False) -> Traced:
+    """`src`'s values in `x`'s shape and dtype."""
+    return tt.broadcast_to(src, x.shape).astype(x.dtype)
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, dtype: torch.dtype | None = None, **_: Any) -> Traced:
     start, end = (0, start) if end is None else (start, end)
     if not all(isinstance(v, int) for v in (start, end, step)):
@@ -315,6 +326,8 @@ RULES = {
     aten.full_like.default: full_like,
     aten.scalar_tensor.default: scalar_tensor,
     aten.empty.memory_format: empty,
+    aten.new_empty_strided.default: new_empty_strided,
+    aten.copy.default: copy,
     **{op: arange for op in (aten.arange.default, aten.arange.start, aten.arange.start_step)},
 }  # fmt: skip
 """ATen overload -> rule, for the shape and creation ops (the indexing ops: index_rules.py)."""

@@ -1,0 +1,116 @@
+"""ATen's scatters as array-program builtins: each a reduction over the index's axis of the source where the index
+equals each position along `dim` (a one-hot, as embedding's backward sums: no atomics, the same order every run), or,
+for a few elements a row, selects against the index's columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+import tinyton.language as tt
+from tinyton.frontend.traced import Traced
+from tinyton.torch.common import Unsupported
+from tinyton.torch.shape_rules import along_axis, dim_axis
+
+aten = torch.ops.aten
+
+
+def one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
+    """Where the index array (one entry along `axis`) equals each position along `axis`."""
+    return along_axis(tt.arange(0, x.shape[axis]), axis, x.ndim) == index
+
+
+def same_other_dims(x: Traced, index: Traced, axis: int) -> bool:
+    return index.ndim == x.ndim and all(index.shape[d] == x.shape[d] for d in range(x.ndim) if d != axis)
+
+
+SCATTER_SELECTS = 16
+"""Most elements a row a scatter writes (one select each, in one elementwise kernel); top-k's backward writes k."""
+
+
+def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
+    """Elements written at their indices along `dim` (cross_entropy's backward writes one a row, top-k's k): one select
+    against each index column, in order, so where a row's indices repeat the last write wins (torch leaves it open)."""
+    axis = dim_axis(dim, base.ndim)
+    if not same_other_dims(base, index, axis) or index.shape[axis] > SCATTER_SELECTS:
+        raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
+    if isinstance(src, Traced) and src.shape != index.shape:
+        raise Unsupported("scatter with a source larger than its index")
+    out = base
+    for i in range(index.shape[axis]):
+        column = (slice(None),) * axis + (slice(i, i + 1),)
+        out = tt.where(one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
+    return out
+
+
+def _reduced(base: Traced, axis: int, index: Traced, src: Any, reduction: Callable[..., Traced], fill: Any) -> Traced:
+    """`reduction` (`tt.sum`, `tt.max`, ...) over the index's axis of `src` (read over the index's extent; a scalar:
+    everywhere) where the index equals each position along `axis`, `fill` elsewhere: an array of `base`'s shape."""
+    if not same_other_dims(base, index, axis):
+        raise Unsupported("a scatter with an index smaller than the input outside `dim`")
+    if isinstance(src, Traced):
+        src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
+        src = tt.reshape(src, (*src.shape, 1))
+    positions = tt.reshape(tt.arange(0, base.shape[axis]), (1,) * index.ndim + (-1,))
+    hot = tt.reshape(index, (*index.shape, 1)) == positions  # [..., I, ..., J]
+    reduced = reduction(tt.where(hot, src, fill), axis=axis)  # [..., ..., J]
+    return tt.transpose(reduced, (*range(axis), base.ndim - 1, *range(axis, base.ndim - 1)))  # J in `dim`'s place
+
+
+def scatter_add(base: Traced, dim: int, index: Traced, src: Traced) -> Traced:
+    """`base.scatter_add(dim, index, src)`: each `src` element (over the index's extent) added at its index along
+    `dim`."""
+    if index.size == 0:
+        return base
+    return base + _reduced(base, dim_axis(dim, base.ndim), index, src, tt.sum, 0).astype(base.dtype)
+
+
+REDUCTIONS: dict[str, tuple[Callable[..., Traced], Callable[[Traced, Traced], Traced]]] = {
+    "sum": (tt.sum, tt.add),
+    "mean": (tt.sum, tt.add),
+    "prod": (tt.prod, tt.multiply),
+    "amax": (tt.max, tt.maximum),
+    "amin": (tt.min, tt.minimum),
+}
+"""scatter_reduce's `reduce` -> (the reduction over the elements written to a position, how it takes in `self`)."""
+
+
+def _identity(reduce: str, dtype: np.dtype) -> Any:
+    """The value `reduce` over no element gives (where a position is not written), in `dtype`."""
+    if reduce in ("sum", "mean", "prod"):
+        return int(reduce == "prod")
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype)
+    return int(info.min if reduce == "amax" else info.max)
+
+
+def scatter_reduce(base: Traced, dim: int, index: Traced, src: Traced, reduce: str, *,
+                   include_self: bool = True) -> Traced:
+    """`base.scatter_reduce(dim, index, src, reduce, include_self)`: the `src` elements written to each position
+    reduced (sum, prod, mean, amax, amin; NaN propagating through amax and amin, as eager's), with the position's own
+    value where `include_self`, a position none writes keeping its value; an integer mean rounded down (eager's
+    floor division). Another `reduce` is eager's error when dynamo traces the call."""
+    if index.size == 0:
+        return base
+    axis = dim_axis(dim, base.ndim)
+    reduction, take_in = REDUCTIONS[reduce]
+    reduced = _reduced(base, axis, index, src, reduction, _identity(reduce, base.dtype)).astype(base.dtype)
+    counts = _reduced(base, axis, index, 1, tt.sum, 0)
+    out = take_in(base, reduced) if include_self else tt.where(counts > 0, reduced, base)
+    if reduce != "mean":
+        return out
+    counts = counts + 1 if include_self else tt.maximum(counts, 1)
+    return (out / counts if base.dtype.kind == "f" else out // counts).astype(base.dtype)
+
+
+RULES = {
+    **{op: scatter for op in (aten.scatter.value, aten.scatter.src)},
+    aten.scatter_add.default: scatter_add,
+    aten.scatter_reduce.two: scatter_reduce,
+}  # fmt: skip
+"""ATen overload -> rule, for the scatters."""
