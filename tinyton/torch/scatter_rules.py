@@ -24,6 +24,15 @@ def one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
     return along_axis(tt.arange(0, x.shape[axis]), axis, x.ndim) == index
 
 
+def checked_index(index: Traced, size: int, wraps: bool = True) -> Traced:
+    """`index` into a dim of `size`, read through a bounds-checked gather of `arange(size)`: an index outside
+    `[-size, size)` (`[0, size)` unless it `wraps`, as a scatter's) stops the kernel with an IndexError (`tt.assert`)
+    as eager raises, where a one-hot against it would silently write nothing; negatives counted from the end."""
+    if not wraps:
+        index = tt.where(index < 0, size, index)
+    return tt.take(tt.arange(0, size), index)
+
+
 def same_other_dims(x: Traced, index: Traced, axis: int) -> bool:
     return index.ndim == x.ndim and all(index.shape[d] == x.shape[d] for d in range(x.ndim) if d != axis)
 
@@ -40,7 +49,7 @@ def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
         raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
     if isinstance(src, Traced) and src.shape != index.shape:
         raise Unsupported("scatter with a source larger than its index")
-    out = base
+    out, index = base, checked_index(index, base.shape[axis], wraps=False)
     for i in range(index.shape[axis]):
         column = (slice(None),) * axis + (slice(i, i + 1),)
         out = tt.where(one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
@@ -52,6 +61,7 @@ def _reduced(base: Traced, axis: int, index: Traced, src: Any, reduction: Callab
     everywhere) where the index equals each position along `axis`, `fill` elsewhere: an array of `base`'s shape."""
     if not same_other_dims(base, index, axis):
         raise Unsupported("a scatter with an index smaller than the input outside `dim`")
+    index = checked_index(index, base.shape[axis], wraps=False)
     if isinstance(src, Traced):
         src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
         src = tt.reshape(src, (*src.shape, 1))
