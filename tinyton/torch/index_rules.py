@@ -183,8 +183,8 @@ def _masked(base: Traced, axis: int, mask: Traced, values: Traced, accumulate: b
 
 def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
     """`base.index_put(indices, values, accumulate)` (`x[i, j] = v`, `x[i] += v` with repeats counted, and the
-    gradients of indexing) by integer index arrays; an index out of its dim's range stops the kernel with an
-    IndexError (`checked_index`), as eager raises. Arrays apart (`x[i, :, j]`) index the dims they broadcast to first, as torch's (NumPy's) rule
+    gradients of indexing) by integer index arrays; an assigned index out of its dim's range stops the kernel with
+    an IndexError (`checked_index`), as eager raises. Arrays apart (`x[i, :, j]`) index the dims they broadcast to first, as torch's (NumPy's) rule
     places them: the indexed dims moved to the front, the arrays put there, and moved back. A bool mask (alone) with
     one value for its elements is a select."""
     at = [i for i, index in enumerate(indices) if index is not None]
@@ -200,7 +200,8 @@ def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, ac
     axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
     if 0 in shape:
         return base  # no index: nothing written
-    arrays = [checked_index(a, base.shape[axis + k]) for k, a in enumerate(arrays)]
+    if not accumulate:  # an assignment's indices checked; an accumulation's are a gradient's (`checked_index`)
+        arrays = [checked_index(a, base.shape[axis + k]) for k, a in enumerate(arrays)]
     values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
     return (_accumulated if accumulate else _assigned)(base, axis, arrays, values)
 

@@ -27,7 +27,11 @@ def one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
 def checked_index(index: Traced, size: int, wraps: bool = True) -> Traced:
     """`index` into a dim of `size`, read through a bounds-checked gather of `arange(size)`: an index outside
     `[-size, size)` (`[0, size)` unless it `wraps`, as a scatter's) stops the kernel with an IndexError (`tt.assert`)
-    as eager raises, where a one-hot against it would silently write nothing; negatives counted from the end."""
+    as eager raises, where a one-hot against it would silently write nothing; negatives counted from the end. Taken
+    by `scatter_reduce` and assigning `index_put`; not by `scatter`, `scatter_add` and accumulating `index_put`, the
+    forms autograd gives gathers' and indexing's gradients (and top-k's, cross entropy's), whose indices the forward
+    has checked: the check is a kernel of its own (its gather is not fused), and an out-of-range index a user passes
+    them writes nothing."""
     if not wraps:
         index = tt.where(index < 0, size, index)
     return tt.take(tt.arange(0, size), index)
@@ -49,7 +53,7 @@ def scatter(base: Traced, dim: int, index: Traced, src: Any) -> Traced:
         raise Unsupported(f"scatter of other than at most {SCATTER_SELECTS} elements per row")
     if isinstance(src, Traced) and src.shape != index.shape:
         raise Unsupported("scatter with a source larger than its index")
-    out, index = base, checked_index(index, base.shape[axis], wraps=False)
+    out = base
     for i in range(index.shape[axis]):
         column = (slice(None),) * axis + (slice(i, i + 1),)
         out = tt.where(one_hot_row(base, axis, index[column]), src[column] if isinstance(src, Traced) else src, out)
@@ -61,7 +65,6 @@ def _reduced(base: Traced, axis: int, index: Traced, src: Any, reduction: Callab
     everywhere) where the index equals each position along `axis`, `fill` elsewhere: an array of `base`'s shape."""
     if not same_other_dims(base, index, axis):
         raise Unsupported("a scatter with an index smaller than the input outside `dim`")
-    index = checked_index(index, base.shape[axis], wraps=False)
     if isinstance(src, Traced):
         src = src[tuple(slice(0, n) for n in index.shape)] if src.shape != index.shape else src
         src = tt.reshape(src, (*src.shape, 1))
@@ -108,6 +111,7 @@ def scatter_reduce(base: Traced, dim: int, index: Traced, src: Traced, reduce: s
     if index.size == 0:
         return base
     axis = dim_axis(dim, base.ndim)
+    index = checked_index(index, base.shape[axis], wraps=False)
     reduction, take_in = REDUCTIONS[reduce]
     reduced = _reduced(base, axis, index, src, reduction, _identity(reduce, base.dtype)).astype(base.dtype)
     counts = _reduced(base, axis, index, 1, tt.sum, 0)
