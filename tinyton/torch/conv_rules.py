@@ -340,7 +340,7 @@ def _bin_means(length: int, bins: int) -> Traced:
     return inside / (end - start).astype("float32")
 
 
-def _along(x: Traced, matrix: Traced, axis: int) -> Traced:
+def _matrix_along(x: Traced, matrix: Traced, axis: int) -> Traced:
     """`x` with its dim `axis` (`matrix.shape[1]` long) replaced by `matrix @` that dim (`matrix.shape[0]` long): a
     broadcast product summed over the dim, one reduction that computes the matrix's elements where it reads them."""
     rows, length = matrix.shape
@@ -354,7 +354,7 @@ def adaptive_avg_pool(x: Traced, output_size: Sequence[int]) -> Traced:
     x = x.astype("float32") if x.dtype.itemsize < 4 else x
     n = len(output_size)
     for dim, bins in enumerate(output_size):
-        x = _along(x, _bin_means(x.shape[x.ndim - n + dim], int(bins)), x.ndim - n + dim)
+        x = _matrix_along(x, _bin_means(x.shape[x.ndim - n + dim], int(bins)), x.ndim - n + dim)
     return x
 
 
@@ -363,7 +363,7 @@ def adaptive_avg_pool_backward(dy: Traced, x: Traced, *, n: int) -> Traced:
     dy = dy.astype("float32") if dy.dtype.itemsize < 4 else dy
     for dim in range(n):
         axis = dy.ndim - n + dim
-        dy = _along(dy, tt.transpose(_bin_means(x.shape[axis], dy.shape[axis])), axis)
+        dy = _matrix_along(dy, tt.transpose(_bin_means(x.shape[axis], dy.shape[axis])), axis)
     return dy
 
 
