@@ -4,9 +4,11 @@ loop combined by its last programs, `attention_combine.py`; a float8 `p @ v`'s v
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects.builtin import i32
+from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
 from tinyton.analysis.attention_backward import AttentionBackward
@@ -52,6 +54,11 @@ def attention_problem(att: Attention) -> AttentionProblem:
                             len(score_arrays(att)))
 
 
+def _region_pointers(fusion: tta.FusionOp, args: Sequence[SSAValue]) -> dict[SSAValue, SSAValue]:
+    """The region's inputs and outputs -> the kernel arguments `new_kernel` made for them (its scratch follow)."""
+    return dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+
+
 def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: Blocks,
                       sm_count: int) -> list[KernelSpec]:
     """One flash-attention kernel (storing the rows' logsumexp too when the region returns it); when `kv_split`
@@ -67,14 +74,13 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
         if copy is not None:  # v copied transposed first, for a float8 `p @ v`
             kernel, params = new_kernel(fusion, f"{name}_values", scratch)
             args = kernel.body.block.args
-            pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
-            grid = emit_value_transpose(Emitter(kernel.body.block), att, pointers, args[-1])
+            grid = emit_value_transpose(Emitter(kernel.body.block), att, _region_pointers(fusion, args), args[-1])
             module = finish_module(kernel, VALUE_TRANSPOSE_BLOCKS.num_warps)
             specs.append(KernelSpec(f"{name}_values", "attention_values", module, grid,
                                     VALUE_TRANSPOSE_BLOCKS.num_warps, params, fusion, {}, scratch=scratch))
         kernel, params = new_kernel(fusion, name, scratch)
         args = kernel.body.block.args
-        pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+        pointers = _region_pointers(fusion, args)
         reads = att
         if copy is not None:
             reads, pointers[att.v] = with_transposed_values(att), args[-1]
@@ -89,7 +95,7 @@ def attention_kernels(fusion: tta.FusionOp, att: Attention, name: str, blocks: B
     notes["kv_splits"] = split.count
     kernel, params = new_kernel(fusion, name, scratch)
     args = kernel.body.block.args
-    pointers = dict(zip([*fusion.block.args, *fusion.yield_op.values], args))
+    pointers = _region_pointers(fusion, args)
     m, l_sum, acc, counter = args[len(pointers) :]
     em = Emitter(kernel.body.block)
     grid = emit_attention(em, att, pointers, blocks, split, (m, l_sum, acc))
@@ -123,9 +129,8 @@ def attention_backward_kernels(fusion: tta.FusionOp, bwd: AttentionBackward, nam
     def kernel(stage: str, kind: str, warps: int, emit) -> None:
         kernel, params = new_kernel(fusion, f"{name}_{stage}", scratch_t)
         args = list(kernel.body.block.args)
-        n = len(fusion.block.args) + len(results)
-        pointers = dict(zip([*fusion.block.args, *results], args))
-        extra = dict(zip(scratch_t, args[n:]))
+        pointers = _region_pointers(fusion, args)
+        extra = dict(zip(scratch_t, args[len(fusion.block.args) + len(results) :]))
         lse = pointers[bwd.lse] if lse_scratch is None else extra[lse_scratch]
         for st, value in ((att.k_stored, att.k), (att.v_stored, att.v)):
             if st is not None:  # read through reshapes and a cast of the array in memory, as the forward reads them

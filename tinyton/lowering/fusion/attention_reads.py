@@ -27,6 +27,12 @@ MAX_DESCRIPTOR_RANK = 5
 entry, then rows and columns."""
 
 
+def keys_contiguous(view: QView | None) -> bool:
+    """Whether a k or v read through `view` (None: its own row-major layout) has its keys, not its columns, a stride
+    of 1 apart: stored transposed."""
+    return view is not None and view.shape[-2] > 1 and view.strides[-2] == 1 and view.strides[-1] != 1
+
+
 class BlockReads:
     """The addressing and block reads of `attention._Program`, which provides the emitter, the region, the blocks,
     the kernel's pointers and sizes, and the masks' helpers."""
@@ -182,11 +188,17 @@ class BlockReads:
     def _value_columns(self, j: SSAValue, bound: SSAValue | None, cast: bool = True) -> SSAValue:
         """vᵀ's block at key `j`, `[D_v, BN]`, read through v's view whatever its layout (keys at or past `bound`,
         None: all in range, read 0)."""
-        em = self.em
-        keys = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))  # [1, BN]
-        d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
-        ok = em.and_(em.cmp("lt", keys, bound) if bound is not None else None, self._below(d_rows, self.dvp, self.d_v))
+        keys, d_rows, ok = self._column_tile(j, bound)
         return self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast)
+
+    def _column_tile(self, j: SSAValue, bound: SSAValue | None) -> tuple[SSAValue, SSAValue, SSAValue | None]:
+        """vᵀ's block at key `j` as indices: the keys `[1, BN]`, v's columns `[Dv, 1]`, and which lanes are in range
+        (keys below `bound`, columns below D_v; None: all)."""
+        em = self.em
+        keys = em.binary(tt.AddOp, em.to_shape(j, (1, self.bn)), em.arange(self.bn, 2, 1))
+        d_rows = em.arange(self.dvp, 2, 0)
+        ok = em.and_(em.cmp("lt", keys, bound) if bound is not None else None, self._below(d_rows, self.dvp, self.d_v))
+        return keys, d_rows, ok
 
     def emit_value_transpose(self, out: SSAValue) -> tuple[int, int, int]:
         """A kernel of its own, before the attention's: each program copies v's keys `[j, j + BN)` (through its
@@ -198,23 +210,18 @@ class BlockReads:
         self.batch_index = em.emit(tt.ProgramIdOp(1))
         self.coords = self._batch_coords(self.batch_index)
         j = em.mul_int(em.emit(tt.ProgramIdOp(0)), bn)
-        ragged = self.s_kv % bn != 0
-        columns = self._value_columns(j, em.i32(self.s_kv) if ragged else None, cast=False)
-        keys = em.binary(tt.AddOp, em.to_shape(j, (1, bn)), em.arange(bn, 2, 1))  # [1, BN]
-        d_rows = em.arange(self.dvp, 2, 0)  # [Dv, 1]
+        keys, d_rows, ok = self._column_tile(j, em.i32(self.s_kv) if self.s_kv % bn else None)
+        columns = self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast=False)
         offsets = em.binary(tt.AddOp, em.mul_int(d_rows, self.s_kv), keys)
         offsets = em.binary(tt.AddOp, em.to_shape(em.mul_int(self.batch_index, self.d_v * self.s_kv), (1, 1)), offsets)
         shape = (self.dvp, bn)
-        mask = em.and_(em.cmp("lt", keys, em.i32(self.s_kv)) if ragged else None,
-                       self._below(d_rows, self.dvp, self.d_v))
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(out, shape), em.to_shape(offsets, shape)))
-        em.emit(tt.StoreOp(ptrs, columns, em.to_shape(mask, shape) if mask is not None else None))
+        em.emit(tt.StoreOp(ptrs, columns, em.to_shape(ok, shape) if ok is not None else None))
         return cdiv(self.s_kv, bn), prod(self.batch), 1
 
     def _values_transposed(self) -> bool:
         """Whether v is a strided view of an array whose keys are contiguous (`vᵀ.mT`, or a transposed copy)."""
-        view = self._stored_view(self.att.v) if self.att.v_select is None else None
-        return view is not None and view.shape[-2] > 1 and view.strides[-2] == 1 and view.strides[-1] != 1
+        return self.att.v_select is None and keys_contiguous(self._stored_view(self.att.v))
 
     def _kv_tiles(self, j: SSAValue, bound: SSAValue | None, dv_cols: SSAValue) -> list[SSAValue]:
         """The key and value blocks at `j` as stored (keys at or past `bound` read 0): what a prefetching loop

@@ -9,17 +9,18 @@ the kernel, in shared memory, with its producer warps.
 from __future__ import annotations
 
 from dataclasses import replace
-from math import prod
 
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.attention import Attention
+from tinyton.analysis.views import contiguous_strides
 from tinyton.analysis.strided_views import QView, Stored
 from tinyton.dialects import tta
 from tinyton.dialects.tt import element_type, shape_of
 from tinyton.dialects.tt_types import FLOAT8_TYPES
 from tinyton.lowering.fusion.attention import _Program, stored_pointers
 from tinyton.lowering.fusion.attention_blocks import Blocks, packed_group_axes
+from tinyton.lowering.fusion.attention_reads import keys_contiguous
 from tinyton.lowering.fusion.emitter import Emitter
 
 
@@ -36,7 +37,7 @@ def transposes_values(att: Attention) -> bool:
         return False
     if packed_group_axes(att) or v is not None and any(isinstance(op, tta.CastOp) for op in v.ops):
         return False
-    return v is None or v.view is None or v.view.strides[-2] != 1
+    return not keys_contiguous(v.view if v is not None else None)
 
 
 def transposed_values_shape(att: Attention) -> tuple[int, ...]:
@@ -54,6 +55,7 @@ def emit_value_transpose(em: Emitter, att: Attention, pointers: dict[SSAValue, S
 
 def with_transposed_values(att: Attention) -> Attention:
     """`att` reading v as its transposed copy (`transposed_values_shape`), to which the caller points v."""
-    *batch, d_v, s_kv = transposed_values_shape(att)
-    strides = [d_v * s_kv * prod(batch[i + 1 :]) for i in range(len(batch))]
-    return replace(att, v_stored=Stored(att.v, (), QView(att.v, (), (*batch, s_kv, d_v), (*strides, 1, s_kv))))
+    *batch, d_v, s_kv = shape = transposed_values_shape(att)
+    *strides, d_stride, key_stride = contiguous_strides(shape)
+    view = QView(att.v, (), (*batch, s_kv, d_v), (*strides, key_stride, d_stride))
+    return replace(att, v_stored=Stored(att.v, (), view))

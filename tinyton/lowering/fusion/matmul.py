@@ -56,6 +56,7 @@ def imprecise_acc(element, k: int) -> int | None:
     dot promotes every `FLOAT8_IMPRECISE_ACC` products."""
     return min(FLOAT8_IMPRECISE_ACC, k) if isinstance(element, tt.FLOAT8_TYPES) else None
 
+
 def _strides(view: View, batch: int, row_axis: int, row_dim: int) -> tuple[dict[int, int], int]:
     """Per-domain-axis strides of a matmul operand (batch dims right-aligned) and its K stride."""
     strides = {}
