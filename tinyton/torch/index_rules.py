@@ -50,13 +50,16 @@ def gather(x: Traced, dim: int, index: Traced, sparse_grad: bool = False) -> Tra
     return tt.sum(tt.where(one_hot_row(x, axis, index), x, 0), axis=axis, keepdims=True)
 
 
+def _hits(rows: int, index: Traced) -> Traced:
+    """`[rows, n]`: where entry j of the (flattened, non-negative) index is row i."""
+    return tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(index, (1, -1))
+
+
 def _one_hot(rows: int, index: Traced, dtype: Any) -> Traced:
     """`[rows, n]`: 1 where entry j of the (flattened) index is row i. A negative index counts from the end, as torch's
     indexing (`x[:, -1]`) reads it: the gradient of `x[idx]` puts it back there (the one-hot of the index itself
     matched no row, and the gradient was lost)."""
-    flat = tt.reshape(index, (1, -1))
-    flat = tt.where(flat < 0, flat + rows, flat)
-    return (tt.reshape(tt.arange(0, rows), (rows, 1)) == flat).astype(dtype)
+    return _hits(rows, tt.where(index < 0, index + rows, index)).astype(dtype)
 
 
 def _one_hot_sum(rows: int, indices: Traced, values: Traced) -> Traced:
@@ -116,8 +119,7 @@ def _last_writer(flat: Traced, rows: int) -> Traced:
     """`[rows]`: the last position of the 1-D index `flat` holding each row, -1 for a row none holds (an assignment's
     later write wins, as NumPy's does; torch leaves repeated indices' order open)."""
     positions = tt.reshape(tt.arange(0, flat.shape[0]), (1, -1))
-    hit = tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(flat, (1, -1))
-    return tt.max(tt.where(hit, positions, -1), axis=1)
+    return tt.max(tt.where(_hits(rows, flat), positions, -1), axis=1)
 
 
 def _assigned(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced) -> Traced:
@@ -132,7 +134,7 @@ def _assigned(base: Traced, axis: int, arrays: Sequence[Traced], values: Traced)
 def _spread(values: Traced, axis: int, index: Traced, rows: int) -> Traced:
     """`values` (dim `axis` one entry of the 1-D `index` each) with a dim of `rows` inserted before `axis`: entry i
     kept in row `index[i]`, zero in the others (a select against the index, one-hot)."""
-    hot = tt.reshape(tt.arange(0, rows), (rows, 1)) == tt.reshape(index, (1, -1))
+    hot = _hits(rows, index)
     hot = tt.reshape(hot, (1,) * axis + hot.shape + (1,) * (values.ndim - axis - 1))
     return tt.where(hot, tt.reshape(values, (*values.shape[:axis], 1, *values.shape[axis:])), 0)
 
