@@ -164,6 +164,42 @@ def test_float8_takes_no_pingpong_turns(attention_blocks):
     assert "tt.warp_specialize" not in str(launch.module)
 
 
+def _grouped_inputs(group: int) -> list[np.ndarray]:
+    """Grouped-query q `(B, H_kv, G, S, D)` against k and v `(B, H_kv, 1, S, D)`: the canonical grouped form, given as
+    such (a program's float8 arrays are matmul operands only: not repeated or reshaped)."""
+    rng = np.random.default_rng(7)
+    shapes = [(2, 2, group, 77, 64), (2, 2, 1, 77, 64), (2, 2, 1, 77, 64)]
+    return [rng.standard_normal(shape).astype(E4M3) for shape in shapes]
+
+
+GROUPED = [(2, cast_probabilities, False), (4, cast_probabilities, False), (4, causal_cast, True)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("group, program, causal", GROUPED, ids=["2-full", "4-full", "4-causal"])
+@pytest.mark.parametrize("blocks", [None, WARP_SPECIALIZED[0]], ids=["default", "warp-specialized"])
+def test_grouped_values_are_copied_once_per_key_head(monkeypatch, attention_blocks, backend, group, program, causal,
+                                                     blocks):
+    """A grouped-query v is copied transposed once for each key/value head (the copy and its grid over v's batch,
+    the group's axis 1), and every query head of the group reads that copy: the same result as k and v repeated
+    over the group's heads (a copy for each query head), as accurate as NumPy's."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    if blocks is not None:
+        attention_blocks(blocks)
+    q, k, v = _grouped_inputs(group)
+    copy, flash = (step.launch for step in program.compile(q, k, v).steps)
+    assert copy.kind == "attention_values" and ("tt.warp_specialize" in str(flash.module)) == (blocks is not None)
+    assert [buffer.shape for buffer in copy.scratch] == [(*v.shape[:-2], v.shape[-1], v.shape[-2])]
+    assert copy.grid == (2, 2 * 2, 1)  # 77 keys in blocks of 64, over B x H_kv
+    got = np.asarray(program(q, k, v))
+    repeated = [np.repeat(x, group, axis=2) for x in (k, v)]
+    np.testing.assert_array_equal(got, np.asarray(program(q, *repeated)))
+    p, vf = _probabilities(q, k, causal), v.astype(np.float32)
+    exact, numpy = p @ vf, p.astype(E4M3).astype(np.float32) @ vf
+    assert np.sqrt(((got - exact) ** 2).mean()) <= 1.5 * np.sqrt(((numpy - exact) ** 2).mean())
+    np.testing.assert_allclose(got, numpy, atol=0.15)
+
+
 BLOCK_FORMS = [((1, 2, 60, 256), None), ((1, 2, 60, 128), None), ((1, 2, 60, 64), None), ((1, 2, 200, 256), None),
                ((1, 2, 60, 64), Blocks(64, 32, 4)), ((1, 2, 60, 256), Blocks(64, 64, 4)),
                ((1, 2, 200, 256), Blocks(128, 32, 8))]  # fmt: skip

@@ -54,10 +54,11 @@ class BlockReads:
     _columns: Callable[..., tuple[SSAValue, SSAValue | None]]
     _mask_tile: Callable[..., SSAValue]
 
-    def _batch_coords(self, flat: SSAValue) -> list[SSAValue]:
-        """The batch coordinates of the program's flat batch index (packed axes: 0, their heads are rows)."""
+    def _batch_coords(self, flat: SSAValue, axes: list[int] | None = None) -> list[SSAValue]:
+        """The batch coordinates of the program's flat batch index, row-major over `axes` (None: all but the packed
+        axes, whose heads are rows); the other axes' are 0."""
         coords = [self.em.i32(0)] * len(self.batch)
-        axes = [i for i in range(len(self.batch)) if i not in self.packed]
+        axes = [i for i in range(len(self.batch)) if i not in self.packed] if axes is None else axes
         self._decompose(flat, axes, coords)
         return coords
 
@@ -202,13 +203,16 @@ class BlockReads:
 
     def emit_value_transpose(self, out: SSAValue) -> tuple[int, int, int]:
         """A kernel of its own, before the attention's: each program copies v's keys `[j, j + BN)` (through its
-        view, over the output's batch entries) transposed into `out`, a contiguous `(..., D_v, S_kv)` array, which the
-        attention then reads as a v stored transposed (`_values_transposed`). A float8 `p @ v` reads v K-major, and
-        v's rows, keys a row apart, would otherwise be gathered a byte at a time in every program's KV loop. Here
-        the bytes are gathered once, through L1, and each thread stores its keys of one column as a vector."""
+        view, over v's own batch entries: a grouped-query v once per key/value head, not per query head) transposed
+        into `out`, a contiguous `(..., D_v, S_kv)` array, which the attention then reads as a v stored transposed
+        (`_values_transposed`). A float8 `p @ v` reads v K-major, and v's rows, keys a row apart, would otherwise be
+        gathered a byte at a time in every program's KV loop. Here the bytes are gathered once, through L1, and
+        each thread stores its keys of one column as a vector."""
         em, bn = self.em, self.bn
-        self.batch_index = em.emit(tt.ProgramIdOp(1))
-        self.coords = self._batch_coords(self.batch_index)
+        v_batch = shape_of(self.att.v.type)[:-2]
+        first = len(self.batch) - len(v_batch)
+        self.batch_index = em.emit(tt.ProgramIdOp(1))  # over v's batch: its size-1 axes (broadcast) read 0
+        self.coords = self._batch_coords(self.batch_index, [first + i for i, n in enumerate(v_batch) if n > 1])
         j = em.mul_int(em.emit(tt.ProgramIdOp(0)), bn)
         keys, d_rows, ok = self._column_tile(j, em.i32(self.s_kv) if self.s_kv % bn else None)
         columns = self._read(self.att.v, None, keys, d_rows, (self.d_v, 1), ok, cast=False)
@@ -217,7 +221,7 @@ class BlockReads:
         shape = (self.dvp, bn)
         ptrs = em.emit(tt.AddPtrOp(em.to_shape(out, shape), em.to_shape(offsets, shape)))
         em.emit(tt.StoreOp(ptrs, columns, em.to_shape(ok, shape) if ok is not None else None))
-        return cdiv(self.s_kv, bn), prod(self.batch), 1
+        return cdiv(self.s_kv, bn), prod(v_batch), 1
 
     def _values_transposed(self) -> bool:
         """Whether v is a strided view of an array whose keys are contiguous (`vᵀ.mT`, or a transposed copy)."""

@@ -3,7 +3,9 @@ or e5m2 wgmma, which reads both operands K-major, so v's blocks must be read wit
 the usual way (keys a row apart) is first copied transposed by a kernel of its own (`emit_value_transpose`), and the
 flash kernel reads the copy as a v stored transposed (`BlockReads._values_transposed`): whole rows by `cp.async`, as
 k's, where the kernel had gathered v a byte at a time in every step of its KV loop. FlashAttention-3 transposes in
-the kernel, in shared memory, with its producer warps.
+the kernel, in shared memory, with its producer warps. A grouped-query v (broadcast along the group's axis) is copied
+once for each key/value head, not for each query head: the copy keeps v's batch shape, and the flash kernel reads it
+as it reads v, the same copy for every query head of a group.
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def transposes_values(att: Attention) -> bool:
 
 
 def transposed_values_shape(att: Attention) -> tuple[int, ...]:
-    """The transposed copy of v: `(..., D_v, S_kv)` over the output's batch (a grouped-query v is copied once for
-    each query head of its group: the attention's programs address it as they address their output)."""
-    out, (s_kv, d_v) = shape_of(att.pv.result.type), shape_of(att.v.type)[-2:]
-    return (*out[:-2], d_v, s_kv)
+    """The transposed copy of v: `(..., D_v, S_kv)` over v's own batch (a grouped-query v's group axis kept as 1:
+    the attention's programs read one key/value head's copy for all the query heads of its group)."""
+    *batch, s_kv, d_v = shape_of(att.v.type)
+    return (*batch, d_v, s_kv)
 
 
 def emit_value_transpose(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValue],
@@ -54,8 +56,10 @@ def emit_value_transpose(em: Emitter, att: Attention, pointers: dict[SSAValue, S
 
 
 def with_transposed_values(att: Attention) -> Attention:
-    """`att` reading v as its transposed copy (`transposed_values_shape`), to which the caller points v."""
+    """`att` reading v as its transposed copy (`transposed_values_shape`), to which the caller points v: over v's
+    batch, as v is read (stride 0 along its size-1 axes, a grouped-query v's group axis)."""
     *batch, d_v, s_kv = shape = transposed_values_shape(att)
     *strides, d_stride, key_stride = contiguous_strides(shape)
+    strides = [st if n > 1 else 0 for n, st in zip(batch, strides)]
     view = QView(att.v, (), (*batch, s_kv, d_v), (*strides, key_stride, d_stride))
     return replace(att, v_stored=Stored(att.v, (), view))
