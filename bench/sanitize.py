@@ -62,8 +62,12 @@ GROUPS = {
     # FlashAttention-3's forward forms (ping-pong turns, overlapped products, 128- and 256-wide q in shared memory,
     # causal and ragged ends, an empty loop, persistent programs, a bias block in the ring) and the backward kernels (causal fp16, a ragged grouped-query bf16)
     "float8": [*PYTEST, "tests/test_fp8_matmul.py", "-k", "promoted_float8_tiles"],  # promoted dots in flight, each tile
+    # float8 attention: the warp-specialised forms (TMA boxes of v's transposed copy) and a grouped-query v's copy
+    "attention-float8": [*PYTEST, "tests/test_attention_float8.py", "-k",
+                         "warp_specialized_float8 or grouped_values and 4-causal"],
 }
 GROUP_ENV = {"warp-specialized": {"TINYTON_ISOLATED": "1"}, "attention-forms": {"TINYTON_ISOLATED": "1"},
+             "attention-float8": {"TINYTON_ISOLATED": "1"},
              "splits": {"TINYTON_TUNE": "0"}}
 """Environment a group adds: the warp-specialised GPU tests run in their own processes (tests/conftest.py), which
 the sanitizer does not follow (`--target-processes application-only`); here they run in its process. The
