@@ -33,7 +33,7 @@ from __future__ import annotations
 from math import prod
 
 from xdsl.dialects.builtin import Float32Type
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from tinyton.analysis.attention import Attention
 from tinyton.dialects import tt
@@ -89,10 +89,14 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
         self.sm_count = sm_count
         self.tiles = 0
         """A persistent kernel's tiles (`Blocks.persistent`, `_tile`); 0 for a program a tile."""
+        self.invariant: Operation | None = None
+        """The last op of what every tile reads alike (a runtime scale), which a persistent kernel runs once."""
 
     # ---- the kernel ---------------------------------------------------------------------------
     def emit(self) -> None:
         em, att = self.em, self.att
+        self.prepare_scale()
+        self.invariant = em.block.last_op
         block, self.batch_index = self._tile()
         self.coords = self._batch_coords(self.batch_index)
         start = self.start = em.mul_int(block, self.bm)
@@ -108,7 +112,6 @@ class _Program(BlockReads, ScoreSteps, FlashAttention3Forms):
             q = self.load(att.q.base, rows, d_cols, query_row_stride(att, self.packed), att.q.strides[-1], q_ok, att.q)
         if self.blocks.broadcast:  # `[BM, 1, D]` f32 before the KV loop: loaded in the layout the products read
             q = em.expand(em.cast(q, f32), 1)
-        self.prepare_scale()
         self._read_scalars()
 
         zero_rows = em.const(0.0, f32, (self.bm, 1))
@@ -376,7 +379,7 @@ def emit_attention(em: Emitter, att: Attention, pointers: dict[SSAValue, SSAValu
     program = _Program(em, att, stored_pointers(att, pointers), blocks, split, partials, lse, lse_guarded, sm_count)
     program.emit()
     if program.tiles:
-        return persist(em.block, program.tiles, sm_count), 1, 1
+        return persist(em.block, program.tiles, sm_count, invariant=program.invariant), 1, 1
     return program.grid
 
 

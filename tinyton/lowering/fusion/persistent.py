@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i32
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 
 from tinyton.dialects import tt
 
@@ -39,12 +39,15 @@ def programs_sharing_an_sm(shared_bytes: int, num_warps: int) -> int:
     return 2 if fits else 1
 
 
-def persist(block: Block, tiles: int, sm_count: int, per_sm: int = 1) -> int:
+def persist(block: Block, tiles: int, sm_count: int, per_sm: int = 1, invariant: Operation | None = None) -> int:
     """Wrap a kernel's body `block` in a loop over its `tiles` (each its former `program_id(0)`); gives the
-    programs to launch: `per_sm` for each of the GPU's SMs, or tiles if fewer."""
+    programs to launch: `per_sm` for each of the GPU's SMs, or tiles if fewer. The ops up to `invariant` (what
+    every tile reads alike, such as a runtime scale) stay in front of the loop: run once, not a load a tile."""
     programs = min(tiles, sm_count * per_sm)
     body = Block(arg_types=[i32])
-    for op in [op for op in block.ops if not isinstance(op, func.ReturnOp)]:
+    ops = list(block.ops)
+    tile_ops = ops[ops.index(invariant) + 1:] if invariant is not None else ops
+    for op in [op for op in tile_ops if not isinstance(op, func.ReturnOp)]:
         op.detach()
         body.add_op(op)
     for op in list(body.walk()):
