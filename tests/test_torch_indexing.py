@@ -80,25 +80,68 @@ def test_bad_input_is_eagers_error(name: str) -> None:
         ttt.explain(fn, *args)
 
 
+def _accumulate_in_place(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    return (x * 1).index_put_((i,), torch.ones(2), accumulate=True)
+
+
 OUT_OF_RANGE = {
     "index_put": (_assign_at := lambda x, i: x.index_put((i,), torch.ones(2)), torch.tensor([1, 7])),
     "index_put-negative": (_assign_at, torch.tensor([-6, 0])),
+    "index_put-accumulate": (lambda x, i: x.index_put((i,), torch.ones(2), accumulate=True), torch.tensor([0, 5])),
+    "index_put_-accumulate-negative": (_accumulate_in_place, torch.tensor([-6, 0])),
     "scatter_reduce": (lambda x, i: x.scatter_reduce(0, i, x[:2], "amax"), torch.tensor([0, 9])),
     "scatter_reduce-negative": (lambda x, i: x.scatter_reduce(0, i, x[:2], "sum"), torch.tensor([-1, 0])),
+    "scatter-value": (_scatter_value := lambda x, i: x.scatter(0, i, 2.0), torch.tensor([1, 7])),
+    "scatter-value-negative": (_scatter_value, torch.tensor([-1, 0])),
+    "scatter-src": (_scatter_src := lambda x, i: x.scatter(0, i, x[:2] + 1), torch.tensor([5, 0])),
+    "scatter-src-negative": (_scatter_src, torch.tensor([0, -5])),
+    "scatter_add": (_scatter_add := lambda x, i: x.scatter_add(0, i, x[:2] + 1), torch.tensor([0, 5])),
+    "scatter_add-negative": (_scatter_add, torch.tensor([-1, 0])),
 }
 
 
 @pytest.mark.parametrize("name", OUT_OF_RANGE)
 def test_an_index_out_of_range_raises(name: str) -> None:
-    """An assigned or scatter-reduced index past its dim (or negative, for a scatter) raises as eager does, not a
-    tensor with nothing written there: the rules read each index through a bounds-checked gather (`checked_index`;
-    the forms autograd gives gradients do not check)."""
+    """An index a user passes a scatter or `index_put` past its dim (or negative, for a scatter) raises as eager
+    does, not a tensor with nothing written there: the rules of forward and inference graphs read each index through
+    a bounds-checked gather (`checked_index`; a backward graph's scatters and accumulations, gradients, do not
+    check)."""
     fn, index = OUT_OF_RANGE[name]
     x = torch.zeros(5)
     with pytest.raises((IndexError, RuntimeError), match="out of bounds"):  # eager's: IndexError, RuntimeError
         fn(x, index)
     with pytest.raises(Exception, match="out of bounds"):
         torch.compile(fn, backend="tinyton")(x, index)
+
+
+def test_checked_scatters_in_range_are_eagers() -> None:
+    """The checked forms (a user's `scatter`, `scatter_add`, accumulating `index_put`) give eager's results for
+    indices in range: a scatter's last position, an accumulation's negative index counting from the end, in
+    tinyton."""
+    x, i = torch.arange(-7.0, 8.0).reshape(3, 5) / 4, torch.tensor([[4, 0], [1, 3], [2, 2]])  # exact sums
+    rows = torch.tensor([-1, 0, -1])
+    exact(lambda x: (x.scatter(1, i[:, :1], 2.0), x.scatter(1, i[:, 1:], x[:, :1] * 3), x.scatter_add(1, i, x[:, :2]),
+                     x.index_put((rows,), x[0] * 2, accumulate=True), _accumulate_in_place(x[0], rows[:2] * 4)), x)
+
+
+GRADIENT_SCATTERS = {
+    "gather": (lambda x, t: x.gather(1, t[:, None]) * 3, "aten.scatter_add.default"),
+    "cross_entropy": (lambda x, t: F.cross_entropy(x * 2, t), "aten.scatter.value"),
+    "topk": (lambda x, t: (x * 2).topk(3).values * 3, "aten.scatter.src"),
+    "indexing": (lambda x, t: x[:, t] * 2, "aten.index_put.default"),
+}
+
+
+@pytest.mark.parametrize("name", GRADIENT_SCATTERS)
+def test_gradients_scatters_are_unchecked(name: str) -> None:
+    """The scatters and accumulations autograd gives gradients (a backward graph's) do not check their indices, which
+    the forward read: the backward keeps its launches (one; two for indexing's one-hot sum), nothing in torch."""
+    torch.manual_seed(0)
+    fn, op = GRADIENT_SCATTERS[name]
+    e = check_forward_backward(Lambda(fn), torch.randn(6, 10, requires_grad=True), torch.tensor([3, 0, 9, 1, 3, 2]))
+    backward = [g for g in e.report.groups if g.graph == "backward"]
+    assert any(op in g.ops for g in backward), str(e)
+    assert sum(g.last.num_launches for g in backward) == (2 if name == "indexing" else 1), str(e)
 
 
 def _assign(x: torch.Tensor, i: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ passed as the contiguous tensor and permuted back inside the program, where a vi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -148,8 +148,8 @@ class CompiledPartition:
     A plain callable, not an `nn.Module`: the outer graph calls it as an attribute (`self.tinyton_0(...)`), and a
     module's `__call__` (hooks, forward dispatch) would cost every call microseconds for nothing."""
 
-    def __init__(self, gm: GraphModule, group: Group, report: Report) -> None:
-        self.gm, self.group, self.report = gm, group, report
+    def __init__(self, gm: GraphModule, group: Group, report: Report, rules: Mapping[Any, Callable[..., Any]]) -> None:
+        self.gm, self.group, self.report, self.rules = gm, group, report, rules
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.returns_tuple = isinstance(output.args[0], (tuple, list))
         outputs = output.args[0] if self.returns_tuple else (output.args[0],)
@@ -203,7 +203,7 @@ class CompiledPartition:
         return self._returned(args, results)
 
     def _program(self, *args: Any) -> tuple[Any, ...]:
-        return run_graph(self.gm, args, self.returned)
+        return run_graph(self.gm, self.rules, args, self.returned)
 
     def _returned(self, args: Sequence[Any], results: list[Any]) -> Any:
         """The graph's outputs: the program's `results`, or torch's views of them or of inputs."""

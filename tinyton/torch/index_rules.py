@@ -183,12 +183,13 @@ def _masked(base: Traced, axis: int, mask: Traced, values: Traced, accumulate: b
     return tt.where(hit, base + value if accumulate else value, base)
 
 
-def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
+def _index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool,
+               checked: bool) -> Traced:
     """`base.index_put(indices, values, accumulate)` (`x[i, j] = v`, `x[i] += v` with repeats counted, and the
-    gradients of indexing) by integer index arrays; an assigned index out of its dim's range stops the kernel with
-    an IndexError (`checked_index`), as eager raises. Arrays apart (`x[i, :, j]`) index the dims they broadcast to first, as torch's (NumPy's) rule
-    places them: the indexed dims moved to the front, the arrays put there, and moved back. A bool mask (alone) with
-    one value for its elements is a select."""
+    gradients of indexing) by integer index arrays; where `checked`, an index out of its dim's range stops the kernel
+    with an IndexError (`checked_index`), as eager raises. Arrays apart (`x[i, :, j]`) index the dims they broadcast
+    to first, as torch's (NumPy's) rule places them: the indexed dims moved to the front, the arrays put there, and
+    moved back. A bool mask (alone) with one value for its elements is a select."""
     at = [i for i, index in enumerate(indices) if index is not None]
     arrays = [indices[i] for i in at]
     if len(arrays) == 1 and arrays[0].dtype.kind == "b":
@@ -197,15 +198,27 @@ def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, ac
         raise Unsupported("index_put other than by integer index arrays or one bool mask")
     if at != list(range(at[0], at[0] + len(at))):
         order = (*at, *(d for d in range(base.ndim) if d not in at))
-        moved = index_put(tt.transpose(base, order), arrays, values, accumulate)
+        moved = _index_put(tt.transpose(base, order), arrays, values, accumulate, checked)
         return tt.transpose(moved, tuple(int(d) for d in np.argsort(order)))
     axis, shape = at[0], tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
     if 0 in shape:
         return base  # no index: nothing written
-    if not accumulate:  # an assignment's indices checked; an accumulation's are a gradient's (`checked_index`)
+    if checked:
         arrays = [checked_index(a, base.shape[axis + k]) for k, a in enumerate(arrays)]
     values = tt.broadcast_to(values, base.shape[:axis] + shape + base.shape[axis + len(at) :])
     return (_accumulated if accumulate else _assigned)(base, axis, arrays, values)
+
+
+def index_put(base: Traced, indices: Sequence[Traced | None], values: Traced, accumulate: bool = False) -> Traced:
+    """A backward graph's `index_put`: an assignment's indices checked, not an accumulation's, a gradient of indexing
+    whose indices the forward has checked (`checked_index`)."""
+    return _index_put(base, indices, values, accumulate, checked=not accumulate)
+
+
+def checked_index_put(base: Traced, indices: Sequence[Traced | None], values: Traced,
+                      accumulate: bool = False) -> Traced:
+    """A user's `index_put` (forward and inference graphs): every index checked, an accumulation's too."""
+    return _index_put(base, indices, values, accumulate, checked=True)
 
 
 def embedding_dense_backward(grad: Traced, indices: Traced, num_weights: int, padding_idx: int,
@@ -226,4 +239,7 @@ RULES = {
     aten.gather.default: gather,
     aten.index_put.default: index_put,
 }  # fmt: skip
-"""ATen overload -> rule, for the indexing ops."""
+"""ATen overload -> rule, for the indexing ops (a backward graph's: accumulating `index_put` unchecked)."""
+
+CHECKED_RULES = {aten.index_put.default: checked_index_put}
+"""The indexing ops a user calls (forward and inference graphs) whose rules differ: indices checked."""

@@ -8,7 +8,7 @@ torch's is refused, never returned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -17,7 +17,6 @@ from torch.fx import GraphModule, Node
 import tinyton.language as tt
 from tinyton.frontend.traced import Traced
 from tinyton.torch.common import Unsupported, array_dtype, optimization_hint
-from tinyton.torch.rules import RULES
 
 
 def op_name(node: Node) -> str:
@@ -46,9 +45,10 @@ def conform(result: Any, expected: Any) -> Any:
     return result if result.dtype == dtype else result.astype(dtype)
 
 
-def run_node(node: Node, env: dict[Node, Any]) -> Any:
-    """The node's rule applied to its (traced) arguments."""
-    rule = RULES.get(node.target)
+def run_node(node: Node, env: dict[Node, Any], rules: Mapping[Any, Callable[..., Any]]) -> Any:
+    """The node's rule (from `rules`, the graph's: tinyton/torch/rules.py, `rules_for`) applied to its (traced)
+    arguments."""
+    rule = rules.get(node.target)
     if rule is None:
         raise Unsupported("tinyton has no rule for this op")
     args = torch.fx.node.map_arg(node.args, env.__getitem__)
@@ -56,16 +56,17 @@ def run_node(node: Node, env: dict[Node, Any]) -> Any:
     return conform(rule(*args, **kwargs), node.meta.get("val"))
 
 
-def run_graph(gm: GraphModule, args: Sequence[Any], nodes: Sequence[Node] | None = None) -> tuple[Any, ...]:
-    """The graph's outputs for traced (and int) inputs, in the order of its output node, or the values of
-    `nodes`."""
+def run_graph(gm: GraphModule, rules: Mapping[Any, Callable[..., Any]], args: Sequence[Any],
+              nodes: Sequence[Node] | None = None) -> tuple[Any, ...]:
+    """The graph's outputs for traced (and int) inputs through `rules`, in the order of its output node, or the
+    values of `nodes`."""
     env: dict[Node, Any] = {}
     inputs = iter(args)
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             env[node] = next(inputs)
         elif node.op == "call_function":
-            env[node] = run_node(node, env)
+            env[node] = run_node(node, env, rules)
         elif node.op == "output":
             if nodes is not None:
                 return tuple(env[n] for n in nodes)

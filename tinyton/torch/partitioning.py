@@ -19,7 +19,7 @@ from tinyton.torch.compiled_partition import CompiledPartition
 from tinyton.torch.graph_rewrites import batched_matmuls, transposed_products
 from tinyton.torch.interpret import op_name
 from tinyton.torch.report import Group, Report
-from tinyton.torch.rules import RULES, VIEWS
+from tinyton.torch.rules import RULES, VIEWS, rules_for
 from tinyton.torch.support import is_host_value, unsupported_reason
 
 
@@ -32,7 +32,9 @@ class _Supported(OperatorSupportBase):
 
 
 def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
-    """`gm` with its supported parts replaced by `CompiledPartition`s (in place); fallbacks go to `report`."""
+    """`gm` (the AOTAutograd graph named `graph`) with its supported parts replaced by `CompiledPartition`s (in place),
+    translated by the graph's rules (`rules_for`); fallbacks go to `report`."""
+    rules = rules_for(graph)
     batched_matmuls(gm)
     transposed_products(gm)
     supported = set()
@@ -43,7 +45,7 @@ def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
             if node.args[0] in supported:
                 supported.add(node)
             continue
-        reason = unsupported_reason(node)
+        reason = unsupported_reason(node, rules)
         if reason is None:
             supported.add(node)
         else:
@@ -58,5 +60,5 @@ def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
             group = Group(graph, [op_name(n) for n in sub.graph.nodes if n.op == "call_function"])
             report.groups.append(group)
             delattr(fused, node.target)  # the submodule becomes a plain callable attribute (CompiledPartition)
-            setattr(fused, node.target, CompiledPartition(sub, group, report))
+            setattr(fused, node.target, CompiledPartition(sub, group, report, rules))
     return GraphModule(fused, fused.graph)  # compiled now: a lazy module's first `forward` is a stand-in

@@ -1,9 +1,10 @@
 """The ATen -> array-program translation table: one rule per ATen overload (rules as data).
 
 A rule takes the node's arguments with tensors as traced arrays (`Traced`) and returns traced arrays
-(a tuple for ops with several results). `RULES` is the union of the per-concept tables; an op missing here,
-or a rule raising `Unsupported`, a CompilationError or an AttributeError (a `tt.` builtin array programs do
-not have yet), runs in torch instead (tinyton/torch/support.py).
+(a tuple for ops with several results). `RULES` is the union of the per-concept tables, `CHECKED_RULES` its
+variant for a user's graphs (`rules_for`); an op missing here, or a rule raising `Unsupported`, a CompilationError
+or an AttributeError (a `tt.` builtin array programs do not have yet), runs in torch instead
+(tinyton/torch/support.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,21 @@ RULES: dict[Any, Callable[..., Any]] = {
     **distance_rules.RULES,
     operator.getitem: getitem,
 }
+"""Every op's rule, as a backward graph translates it: its scatters and accumulations are autograd's gradients of
+gathers and indexing, whose indices the forward has checked; a check would be a kernel of its own
+(`scatter_rules.checked_index`)."""
+
+CHECKED_RULES: dict[Any, Callable[..., Any]] = {
+    **RULES, **scatter_rules.CHECKED_RULES, **index_rules.CHECKED_RULES,
+}
+"""A forward or inference graph's rules: its scatters and accumulations are a user's calls, an index out of range
+raises as eager's."""
+
+
+def rules_for(graph: str) -> dict[Any, Callable[..., Any]]:
+    """The rules translating the AOTAutograd graph named `graph` ("forward", "backward" or "inference")."""
+    return RULES if graph == "backward" else CHECKED_RULES
+
 
 aten = shape_rules.aten
 ALIASING = frozenset({aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,

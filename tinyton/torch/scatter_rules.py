@@ -5,6 +5,7 @@ for a few elements a row, selects against the index's columns.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,13 +29,26 @@ def checked_index(index: Traced, size: int, wraps: bool = True) -> Traced:
     """`index` into a dim of `size`, read through a bounds-checked gather of `arange(size)`: an index outside
     `[-size, size)` (`[0, size)` unless it `wraps`, as a scatter's) stops the kernel with an IndexError (`tt.assert`)
     as eager raises, where a one-hot against it would silently write nothing; negatives counted from the end. Taken
-    by `scatter_reduce` and assigning `index_put`; not by `scatter`, `scatter_add` and accumulating `index_put`, the
-    forms autograd gives gathers' and indexing's gradients (and top-k's, cross entropy's), whose indices the forward
-    has checked: the check is a kernel of its own (its gather is not fused), and an out-of-range index a user passes
-    them writes nothing."""
+    by every scatter and `index_put` a user calls (forward and inference graphs: `CHECKED_RULES`); in a backward
+    graph only by `scatter_reduce` and assigning `index_put`, not by the scatters and accumulations autograd gives
+    gathers' and indexing's gradients (and top-k's, cross entropy's), whose indices the forward has checked: the
+    check is a kernel of its own (its gather is not fused)."""
     if not wraps:
         index = tt.where(index < 0, size, index)
     return tt.take(tt.arange(0, size), index)
+
+
+def checked(rule: Callable[..., Traced]) -> Callable[..., Traced]:
+    """A scatter's `rule` (`base, dim, index, ...`) reading its index through `checked_index`: a negative index is
+    out of range, as eager's scatters have it."""
+
+    @functools.wraps(rule)
+    def rule_checked(base: Traced, dim: int, index: Traced, *args: Any, **kwargs: Any) -> Traced:
+        if index.size:
+            index = checked_index(index, base.shape[dim_axis(dim, base.ndim)], wraps=False)
+        return rule(base, dim, index, *args, **kwargs)
+
+    return rule_checked
 
 
 def same_other_dims(x: Traced, index: Traced, axis: int) -> bool:
@@ -111,7 +125,6 @@ def scatter_reduce(base: Traced, dim: int, index: Traced, src: Traced, reduce: s
     if index.size == 0:
         return base
     axis = dim_axis(dim, base.ndim)
-    index = checked_index(index, base.shape[axis], wraps=False)
     reduction, take_in = REDUCTIONS[reduce]
     reduced = _reduced(base, axis, index, src, reduction, _identity(reduce, base.dtype)).astype(base.dtype)
     counts = _reduced(base, axis, index, 1, tt.sum, 0)
@@ -125,6 +138,12 @@ def scatter_reduce(base: Traced, dim: int, index: Traced, src: Traced, reduce: s
 RULES = {
     **{op: scatter for op in (aten.scatter.value, aten.scatter.src)},
     aten.scatter_add.default: scatter_add,
-    aten.scatter_reduce.two: scatter_reduce,
+    aten.scatter_reduce.two: checked(scatter_reduce),
 }  # fmt: skip
-"""ATen overload -> rule, for the scatters."""
+"""ATen overload -> rule, for the scatters (a backward graph's: `scatter` and `scatter_add` unchecked)."""
+
+CHECKED_RULES = {
+    **{op: checked(scatter) for op in (aten.scatter.value, aten.scatter.src)},
+    aten.scatter_add.default: checked(scatter_add),
+}  # fmt: skip
+"""The scatters a user calls (forward and inference graphs), their indices checked (`checked_index`)."""

@@ -8,6 +8,7 @@ driver has a GPU) in a dtype array programs hold. The trial trace is thrown away
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -106,9 +107,9 @@ def _int64_reason(node: Node, tensors: list[torch.Tensor]) -> str | None:
     return "int64 arithmetic (array programs hold int64 as int32)"
 
 
-def unsupported_reason(node: Node) -> str | None:
-    """Why tinyton cannot run this node (None: it can)."""
-    if node.target not in RULES:
+def unsupported_reason(node: Node, rules: Mapping[Any, Callable[..., Any]]) -> str | None:
+    """Why tinyton cannot run this node through `rules` (its graph's) (None: it can)."""
+    if node.target not in rules:
         return "no tinyton rule"
     try:
         tensors = _tensors(node.meta.get("val")) + [t for n in node.all_input_nodes for t in _tensors(n.meta.get("val"))]
@@ -123,7 +124,7 @@ def unsupported_reason(node: Node) -> str | None:
         tracer = Tracer()
         with tracer.active():
             env = {n: _stand_in(tracer, n.meta.get("val")) for n in node.all_input_nodes}
-            run_node(node, env)
+            run_node(node, env, rules)
     except Unsupported as e:
         return str(e)
     except Exception as e:  # noqa: BLE001 - a probe: whatever a rule raises, the op runs in torch
