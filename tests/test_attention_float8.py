@@ -166,7 +166,7 @@ def test_float8_takes_no_pingpong_turns(attention_blocks):
 
 def _grouped_inputs(group: int) -> list[np.ndarray]:
     """Grouped-query q `(B, H_kv, G, S, D)` against k and v `(B, H_kv, 1, S, D)`: the canonical grouped form, given as
-    such (a program's float8 arrays are matmul operands only: not repeated or reshaped)."""
+    such (`test_repeated_heads_are_the_grouped_kernel` repeats k and v in the program instead)."""
     rng = np.random.default_rng(7)
     shapes = [(2, 2, group, 77, 64), (2, 2, 1, 77, 64), (2, 2, 1, 77, 64)]
     return [rng.standard_normal(shape).astype(E4M3) for shape in shapes]
@@ -198,6 +198,27 @@ def test_grouped_values_are_copied_once_per_key_head(monkeypatch, attention_bloc
     exact, numpy = p @ vf, p.astype(E4M3).astype(np.float32) @ vf
     assert np.sqrt(((got - exact) ** 2).mean()) <= 1.5 * np.sqrt(((numpy - exact) ** 2).mean())
     np.testing.assert_allclose(got, numpy, atol=0.15)
+
+
+@tt.jit
+def repeated_heads(q, k, v):
+    g = q.shape[1] // k.shape[1]
+    return _softmax(q @ tt.repeat(k, g, axis=1).mT * 0.125).astype(v.dtype) @ tt.repeat(v, g, axis=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_repeated_heads_are_the_grouped_kernel(monkeypatch, backend):
+    """k and v `(B, H_kv, S, D)` repeated over each group's query heads by `tt.repeat` (float8 arrays move as NumPy's
+    do) are the grouped flash kernel: v copied transposed once per key/value head, not per query head; the result
+    that of the heads repeated before the call."""
+    monkeypatch.setenv("TINYTON_BACKEND", backend)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(shape).astype(E4M3) for shape in [(2, 4, 77, 64), (2, 2, 77, 64), (2, 2, 77, 64)])
+    steps = repeated_heads.compile(q, k, v).steps
+    assert [step.launch.kind for step in steps] == ["attention_values", "attention"]
+    assert [buffer.shape for buffer in steps[0].launch.scratch] == [(2, 2, 1, 64, 77)]
+    repeated = [np.repeat(x, 2, axis=1) for x in (k, v)]
+    np.testing.assert_array_equal(np.asarray(repeated_heads(q, k, v)), np.asarray(cast_probabilities(q, *repeated)))
 
 
 BLOCK_FORMS = [((1, 2, 60, 256), None), ((1, 2, 60, 128), None), ((1, 2, 60, 64), None), ((1, 2, 200, 256), None),

@@ -1,8 +1,9 @@
 """`astype` to and from float8 in array programs: NumPy's (ml_dtypes') values, on the simulator and a GPU.
 
 `tt.cast` saturates float8 conversions as Triton does (kernels keep that); an array program's cast rounds what
-lies past the largest finite value to NaN (e4m3fn) or ±inf (e5m2) as ml_dtypes does (lowering/fusion/casts.py).
-Float8 values are otherwise matmul operands only: arithmetic on them is refused with the fix in the message.
+lies past the largest finite value to NaN (e4m3fn) or ±inf (e5m2), signed as the value, as ml_dtypes does
+(lowering/fusion/casts.py). Float8 values are otherwise matmul operands and moved data (tests/test_float8_moves.py):
+arithmetic on them is refused with the fix in the message.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ def _values(dtype) -> np.ndarray:
 @pytest.mark.parametrize("source", [np.float32, np.float16, ml_dtypes.bfloat16, np.float64, np.int32],
                          ids=["f32", "f16", "bf16", "f64", "i32"])
 def test_cast_to_float8_is_numpys(monkeypatch, backend, source, target):
+    """Bit for bit: a negative value past e4m3fn's range is its negative NaN (0xFF), as NumPy's."""
     monkeypatch.setenv("TINYTON_BACKEND", backend)
     x = _values(source)
     got = np.asarray(tt.jit(lambda x: x.astype(target))(x))
     want = x.astype(target)
     assert got.dtype == np.dtype(target)
-    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

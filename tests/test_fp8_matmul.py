@@ -290,7 +290,7 @@ def test_scaled_matmul_is_one_kernel_with_the_scales_in_its_epilogue(monkeypatch
     (lambda a, b: scaled_any(a, b, np.ones((3, 1), np.float32), 1.0, tt.float32), r"scale_a has shape \(3, 1\); give one value \(per tensor\) or shape \(64, 1\)"),
     (lambda a, b: scaled_any(a, b, 1.0, np.ones((1, 48), np.float16), tt.float32), "scale_b must be a Python float or a float32 array"),
     (lambda a, b: scaled_any(a, b, 1.0, 1.0, tt.int32), "out_dtype must be float32, float16 or bfloat16"),
-    (lambda a, b: _add(a), "float8 arrays are matmul operands only"),
+    (lambda a, b: _add(a), "float8 arrays are matmul operands .* not arithmetic operands"),
 ], ids=["operand", "scale shape", "scale dtype", "out dtype", "elementwise"])
 def test_bad_input_is_a_clear_error(call, message):
     a, b = _operands(64, 48, 32, (E4M3, E4M3))

@@ -160,7 +160,7 @@ class _ShapeOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[array_type(element_type(t), shape)])
 
     def verify_(self) -> None:
-        verify_value("input", self.input.type)
+        verify_value("input", self.input.type, moved=True)
         require(
             element_type(self.input.type) == element_type(self.result.type),
             f"{self.name} keeps the element type ({dtype_name(self.input.type)})",
@@ -237,7 +237,7 @@ class TakeOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        verify_value("table", self.table.type)
+        verify_value("table", self.table.type, moved=True)
         indices = self.indices.type
         index = element_type(indices)
         require(isinstance(index, IntegerType) and index.bitwidth > 1,

@@ -24,7 +24,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tinyton.dialects.tt_elementwise import CMP_PREDICATES, CastOpBase, UnaryOpBase
-from tinyton.dialects.tt_types import FLOAT, FLOAT8_TYPES, INT, element_kind, element_type, require, shape_of
+from tinyton.dialects.tt_types import FLOAT, INT, element_kind, element_type, require, shape_of
 from tinyton.dialects.tta_shapes import (
     array_type,
     broadcast_shapes,
@@ -40,10 +40,12 @@ class _ElementwiseOp(IRDLOperation):
     """Checks the element kind (ints include bool) and that all operands share one element type."""
 
     KINDS: ClassVar[tuple[str, ...]] = (INT, FLOAT)
+    MOVES: ClassVar[bool] = False
+    """Whether the op only moves its operands' values (a select): float8 ones are then allowed."""
 
     def _verify_operands(self, values: Sequence[SSAValue]) -> None:
         for i, v in enumerate(values):
-            verify_value(f"operand {i}", v.type)
+            verify_value(f"operand {i}", v.type, self.MOVES)
         first = element_type(values[0].type)
         if not all(element_type(v.type) == first for v in values):
             types = ", ".join(dtype_name(v.type) for v in values)
@@ -246,6 +248,7 @@ class WhereOp(_ElementwiseOp):
     """`np.where(cond, a, b)`, all three broadcast together."""
 
     name = "tta.where"
+    MOVES: ClassVar[bool] = True
     condition = operand_def()
     true_value = operand_def()
     false_value = operand_def()
@@ -279,8 +282,7 @@ class CastOp(CastOpBase):
 
     def verify_(self) -> None:
         for what, t in (("cast input", self.input.type), ("cast result", self.result.type)):
-            if not isinstance(element_type(t), FLOAT8_TYPES):
-                verify_value(what, t)
+            verify_value(what, t, moved=True)
         require(shape_of(self.input.type) == shape_of(self.result.type), "cast keeps the shape")
 
 

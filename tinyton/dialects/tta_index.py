@@ -140,7 +140,7 @@ class SliceOp(Windowed, IRDLOperation):
         return any((lo, hi) != (0, n) for (lo, hi), n in zip(self.inside(), shape_of(self.result.type)) if n)
 
     def verify_(self) -> None:
-        verify_value("slice input", self.input.type)
+        verify_value("slice input", self.input.type, moved=True)
         src, out = shape_of(self.input.type), shape_of(self.result.type)
         require(len(self.starts) == len(self.steps) == len(src) == len(out),
                 f"tta.slice takes one start and step per dim of its rank-{len(src)} input and result")
@@ -173,7 +173,7 @@ class ConcatenateOp(IRDLOperation):
     def verify_(self) -> None:
         require(len(self.inputs) > 0, "need at least one array to concatenate")
         for i, v in enumerate(self.inputs):
-            verify_value(f"input {i}", v.type)
+            verify_value(f"input {i}", v.type, moved=True)
         first = element_type(self.inputs[0].type)
         require(all(element_type(v.type) == first for v in self.inputs),
                 "tta.concatenate inputs must share one element type (insert tta.cast)")

@@ -87,7 +87,7 @@ class PutOp(Windowed, IRDLOperation):
         return None if self.axis is None else self.axis.value.data
 
     def verify_(self) -> None:
-        verify_value("put destination", self.dest.type)
+        verify_value("put destination", self.dest.type, moved=True)
         dest, value = shape_of(self.dest.type), shape_of(self.value.type)
         require(element_type(self.value.type) == element_type(self.dest.type),
                 f"tta.put value must be {dtype_name(self.dest.type)} (insert tta.cast)")

@@ -27,7 +27,7 @@ from xdsl.ir import Attribute
 from xdsl.irdl import IRDLOperation
 from xdsl.utils.exceptions import VerifyException
 
-from tinyton.dialects.tt_types import element_type, require, tile_type, type_name
+from tinyton.dialects.tt_types import FLOAT8_TYPES, element_type, require, tile_type, type_name
 
 R = TypeVar("R")
 
@@ -41,6 +41,14 @@ _DTYPE_NAMES = {
 }
 ELEMENT_TYPES: tuple[Attribute, ...] = tuple(_DTYPE_NAMES)
 """The element types of array programs (NumPy's dtypes of `tinyton.frontend.promotion.ARRAY_DTYPES`)."""
+
+
+FLOAT8_ARITHMETIC = (
+    "float8 arrays are matmul operands (`a @ b`, tt.scaled_matmul) and data to cast or move (reshape, slice, repeat, "
+    "concatenate, where, ...) in array programs, not arithmetic operands (NumPy computes that in float32 and rounds); "
+    "convert them first with x.astype(np.float32)"
+)
+"""Why arithmetic on float8 arrays is refused, and the fix (the tracer's error and the verifiers')."""
 
 
 class ShapeError(ValueError):
@@ -160,9 +168,14 @@ def expect_result(op: IRDLOperation, expected: Attribute) -> None:
         raise VerifyException(f"{op.name} result must be {type_str(expected)}, got {type_str(got)}")
 
 
-def verify_value(what: str, t: Attribute) -> None:
-    """Values are scalars or static tensors of the `ELEMENT_TYPES`."""
-    if element_type(t) not in ELEMENT_TYPES:  # the message prints the type: built on failure only
+def verify_value(what: str, t: Attribute, moved: bool = False) -> None:
+    """Values are scalars or static tensors of the `ELEMENT_TYPES`; float8 ones only where an op moves or casts
+    them (`moved`: reshapes, slices, gathers, joins, selects and assignments keep their bits): NumPy computes
+    anything else of float8 in float32 and rounds, which array programs ask the user to spell as a cast."""
+    element = element_type(t)
+    if isinstance(element, FLOAT8_TYPES) and not moved:
+        raise VerifyException(f"{what} is float8 ({type_str(t)}): {FLOAT8_ARITHMETIC}")
+    if element not in ELEMENT_TYPES and not isinstance(element, FLOAT8_TYPES):  # message built on failure only
         raise VerifyException(f"{what} has unsupported type {type_str(t)}; use {', '.join(_DTYPE_NAMES.values())}")
     if isinstance(t, TensorType):
         require(all(d >= 0 for d in t.get_shape()), f"{what} must have a static shape")

@@ -1,7 +1,7 @@
 """The element types of array programs and NumPy's promotion rules between them (NEP 50, as NumPy 2).
 
 Array programs support float64, float32, float16, bfloat16, int64, int32, int16, int8, uint64, uint8 and bool, and
-float8 (e4m3fn, e5m2) as matmul operands. Python
+float8 (e4m3fn, e5m2) as matmul operands and data that ops move (reshapes, slices, gathers, joins, selects). Python
 scalars are "weak": they take the array's type when of the same kind (`x * 2` keeps `x`'s dtype, `f16 + 1.0`
 is float16) and the default type of their kind otherwise (`i32 * 0.5` is float64); NumPy scalars
 (`np.float32(2)`) are typed. The answers are NumPy's own (`np.result_type`, and each ufunc's loop,
@@ -22,6 +22,7 @@ import numpy as np
 from xdsl.dialects.builtin import Float8E4M3FNType, Float8E5M2Type
 from xdsl.ir import Attribute
 
+from tinyton.dialects.tta_shapes import FLOAT8_ARITHMETIC
 from tinyton.dtypes import ELEMENT_TO_NUMPY, NUMPY_TO_ELEMENT, bfloat16
 from tinyton.errors import CompilationError
 
@@ -32,7 +33,8 @@ ARRAY_DTYPES = (
 _NAMES = ", ".join(ARRAY_DTYPES)
 FLOAT8 = {Float8E4M3FNType(), Float8E5M2Type()}
 """float8 arrays (e4m3fn, e5m2) are matmul operands (`a @ b` gives float32, as ml_dtypes' NumPy does;
-`tt.scaled_matmul`) and can be converted (`astype`); no other op takes them."""
+`tt.scaled_matmul`), can be converted (`astype`) and moved (reshaped, sliced, gathered, joined, selected: their
+bits kept, as NumPy's); no arithmetic takes them (NumPy's computes in float32 and rounds: spelled as a cast)."""
 
 
 @cache
@@ -105,19 +107,23 @@ def bfloat16_keys(keys: Sequence[Any]) -> list[Any]:
 
 
 def refuse_float8(elements: Iterable[Attribute]) -> None:
-    """float8 arrays take part in matmuls and casts only: anything else is this error."""
+    """float8 arrays take part in matmuls, casts and data movement only: arithmetic is this error."""
     if FLOAT8.intersection(elements):
-        raise CompilationError(
-            "float8 arrays are matmul operands only (`a @ b`, tt.scaled_matmul) in array programs; convert them "
-            "first with x.astype(np.float32)"
-        )
+        raise CompilationError(FLOAT8_ARITHMETIC)
 
 
 def result_element(arrays: Sequence[Attribute], scalars: Sequence[Any]) -> Attribute:
-    """The common element type of arrays and scalars mixed in one operation (NumPy's rules, NEP 50)."""
-    refuse_float8(arrays)
+    """The common element type of arrays and scalars mixed in one operation (NumPy's rules, NEP 50): float8
+    arrays keep their type or widen as ml_dtypes' NumPy widens them; a scalar would be a float8 constant, which
+    kernels do not make."""
     keys = [numpy_key(a) for a in arrays] + [numpy_key(v) for v in scalars]
     try:
-        return element_of(common_dtype(keys))
+        element = element_of(common_dtype(keys))
     except TypeError as e:
         raise TypeError(f"{e} (the common type of {', '.join(map(str, keys))})") from None
+    if scalars and element in FLOAT8:
+        raise CompilationError(
+            "a Python scalar with float8 arrays (`where(c, x, 0.0)`) would be a float8 constant, which array "
+            "programs do not make; convert the arrays first with x.astype(np.float32)"
+        )
+    return element
