@@ -104,7 +104,7 @@ OUT_OF_RANGE = {
 def test_an_index_out_of_range_raises(name: str) -> None:
     """An index a user passes a scatter or `index_put` past its dim (or negative, for a scatter) raises as eager
     does, not a tensor with nothing written there: the rules of forward and inference graphs read each index through
-    a bounds-checked gather (`checked_index`; a backward graph's scatters and accumulations, gradients, do not
+    an elementwise bounds check (`checked_index`; a backward graph's scatters and accumulations, gradients, do not
     check)."""
     fn, index = OUT_OF_RANGE[name]
     x = torch.zeros(5)

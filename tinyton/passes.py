@@ -92,6 +92,12 @@ def _push_gathers() -> type[ModulePass]:
     return PushGathersPass
 
 
+def _check_indices() -> type[ModulePass]:
+    from tinyton.rewrites.index_checks import CheckIndicesPass
+
+    return CheckIndicesPass
+
+
 def _split_heads() -> type[ModulePass]:
     from tinyton.rewrites.heads import SplitHeadsPass
 
@@ -125,6 +131,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tinyton-push-slices": _push_slices,
     "tinyton-push-layouts": _push_layouts,
     "tinyton-push-gathers": _push_gathers,
+    "tinyton-check-indices": _check_indices,
     "tinyton-in-place": _in_place,
     "tinyton-split-heads": _split_heads,
     "tinyton-fusion-to-kernels": _fusion_to_kernels,

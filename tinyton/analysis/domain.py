@@ -27,7 +27,8 @@ from tinyton.dialects.tt import shape_of
 
 Map = tuple[int | None, ...]
 
-ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.ConstantOp, tta.ArangeOp)
+ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.CheckIndexOp, tta.ConstantOp,
+               tta.ArangeOp)
 AXIS_OPS = (tta.ReduceOp, tta.ScanOp, tta.SortingOp)
 """Ops that walk one axis (reductions, scans whose every element depends on those before it, sorts whose every
 element depends on the whole row): the domain's reduced axis, unless it has size 1 (`is_trivial`)."""

@@ -55,8 +55,9 @@ from tinyton.dialects.tt_types import FLOAT8_TYPES, element_type, is_float, requ
 
 # The shape rules and the elementwise ops live in their own modules; `tta.<name>` reaches all of them.
 from tinyton.dialects.tta_elementwise import (
-    AbsOp, AddOp, AndOp, BinaryOp, CastOp, CmpOp, ConstantOp, DivOp, ExpOp, FloorDivOp, LogOp, MaximumOp,
-    MinimumOp, ModOp, FmodOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp, WhereOp, XorOp,
+    AbsOp, AddOp, AndOp, BinaryOp, CastOp, CheckIndexOp, CmpOp, ConstantOp, DivOp, ExpOp, FloorDivOp, LogOp,
+    MaximumOp, MinimumOp, ModOp, FmodOp, MulOp, NegOp, OrOp, PowOp, RsqrtOp, ShlOp, ShrOp, SqrtOp, SubOp, UnaryOp,
+    WhereOp, XorOp,
 )
 from tinyton.dialects.tta_index import ConcatenateOp, SliceOp, concatenate_shape, inside_range
 from tinyton.dialects.tta_put import UPDATES, PutOp
@@ -370,6 +371,7 @@ Tta = Dialect(
         *MATH_OPS,
         WhereOp,
         CastOp,
+        CheckIndexOp,
         ConstantOp,
         ReduceSumOp,
         ReduceMaxOp,
@@ -400,7 +402,8 @@ Tta = Dialect(
 __all__ = [  # `tta.<name>`: this module's ops and those of the op modules it gathers
     "AbsOp", "AddOp", "AndOp", "ArangeOp", "ArgMaxOp", "ArgMinOp", "ArgReduceOp", "ArgSortOp", "array_type",
     "Atan2Op",
-    "BinaryOp", "broadcast_shapes", "BroadcastToOp", "CastOp", "CeilOp", "check_broadcast_to", "check_reshape",
+    "BinaryOp", "broadcast_shapes", "BroadcastToOp", "CastOp", "CeilOp", "check_broadcast_to", "CheckIndexOp",
+    "check_reshape",
     "checked", "CmpOp", "concatenate_shape", "ConcatenateOp", "ConstantOp", "CopysignOp", "CosOp", "CumProdOp",
     "CumSumOp", "DivOp", "dtype_name", "element_type", "ErfOp", "Exp2Op", "expect_result", "Expm1Op", "ExpOp",
     "FLOAT8_TYPES", "FloorDivOp", "FloorOp", "FmaxOp", "FminOp", "format_shape", "FusionOp", "HypotOp",

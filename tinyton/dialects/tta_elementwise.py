@@ -1,4 +1,4 @@
-"""Elementwise ops of the `tta` dialect: arithmetic, comparisons, math, `where`, casts and constants.
+"""Elementwise ops of the `tta` dialect: arithmetic, comparisons, math, `where`, casts, constants and index checks.
 
 Unlike `tt`, operands broadcast implicitly (NumPy's rule) and the result has the broadcast shape; operands
 still share one element type (the tracer inserts `tta.cast`). Each op class says which element kinds
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import I32, FloatAttr, IntegerAttr, IntegerType, StringAttr, TensorType, i1, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -303,3 +303,30 @@ class ConstantOp(IRDLOperation):
         verify_value("constant", self.result.type)
         if self.result.type != self.value.type:
             raise VerifyException(f"constant result must be {type_str(self.value.type)}, a scalar")
+
+
+@irdl_op_definition
+class CheckIndexOp(IRDLOperation):
+    """`np.arange(size)[indices]` computed from the indices, what `tta.take` of such an arange becomes
+    (`tinyton-check-indices`): each index as int32, a negative one counted from the end, one outside `[-size, size)`
+    stopping the program (NumPy's IndexError). Elementwise, it fuses into its readers, where the gather needed the
+    arange in memory (a kernel to write it, one to gather): torch's scatters check their indices with it."""
+
+    name = "tta.check_index"
+    input = operand_def()
+    size = prop_def(IntegerAttr[I32])
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "$input `size` `=` $size attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, indices: SSAValue | Operation, size: int):
+        shape = shape_of(SSAValue.get(indices).type)
+        super().__init__(operands=[indices], properties={"size": IntegerAttr(size, 32)},
+                         result_types=[array_type(i32, shape)])
+
+    def verify_(self) -> None:
+        index = element_type(self.input.type)
+        require(isinstance(index, IntegerType) and index.bitwidth > 1,
+                f"check_index indices must be integers, got {dtype_name(self.input.type)}")
+        require(self.size.value.data >= 0, f"check_index size must be non-negative, got {self.size.value.data}")
+        expect_result(self, array_type(i32, shape_of(self.input.type)))

@@ -116,6 +116,8 @@ def _op(op: Operation, args: list[Any]) -> list[Any]:
         out = np.transpose(args[0], op.perm)
     elif isinstance(op, tta.TakeOp):
         out = np.take(args[0], args[1], axis=op.axis.value.data)
+    elif isinstance(op, tta.CheckIndexOp):  # IndexError as the gather of an arange it replaces
+        out = np.arange(op.size.value.data)[args[0]]
     elif isinstance(op, tta.SliceOp):
         out = _window(args[0], op)
     elif isinstance(op, tta.ConcatenateOp):

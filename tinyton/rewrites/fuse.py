@@ -63,6 +63,7 @@ from tinyton.rewrites.in_place import ordering_edges, prepare_puts
 from tinyton.rewrites.patterns import FusePatternsPass
 from tinyton.rewrites.prologues import duplicate_shared_prologues, prologue_groups
 from tinyton.rewrites.gathers import PushGathersPass
+from tinyton.rewrites.index_checks import check_indices
 from tinyton.rewrites.layouts import PushLayoutsPass
 from tinyton.rewrites.long_sorts import SplitLongSortsPass
 from tinyton.rewrites.remap import PushSlicesPass
@@ -283,7 +284,8 @@ def merge_equal_ops(module: ModuleOp) -> None:
 class FusePass(ModulePass):
     """Sorts of rows longer than one program holds split into chunk sorts and merges (`tinyton-split-long-sorts`),
     common subexpressions merged (xDSL's `cse`: a value spelled twice is one value), projections split into
-    heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), slices of computed
+    heads (`tinyton-split-heads`), attention in one form (`tinyton-canonicalize-attention`), gathers of aranges as
+    index checks (`tinyton-check-indices`), slices of computed
     values onto the arrays read (`tinyton-push-slices`, concatenations first, but for those of attention gradients,
     which the backward's kernels store in place: any left after the patterns are pushed then), gathers of them onto their
     operands (`tinyton-push-gathers`), row scales behind matmuls
@@ -304,6 +306,8 @@ class FusePass(ModulePass):
             merge_equal_ops(op)
         with stage("attention spellings"):  # before row scales: `e * (1 / sum)` is a softmax, not a row scale;
             canonicalize_attention(op)  # before slices are pushed: `np.repeat` of k and v is still one
+        with stage("gathers of aranges as index checks"):  # before slices are pushed: through the checks too
+            check_indices(op)
         with stage("slices pushed to the arrays read"):
             PushSlicesPass(keep_gradients=True).apply(ctx, op)
         with stage("gathers pushed to the arrays read"):

@@ -35,7 +35,9 @@ from tinyton.dialects.tt_types import element_type, is_float, shape_of, tile_typ
 from tinyton.rewrites.attention_canonical import backward_product_operand
 from tinyton.rewrites.outline import erase_dead_ops, functions
 
-ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp)
+ELEMENTWISE = (tta.BinaryOp, tta.CmpOp, tta.UnaryOp, tta.WhereOp, tta.CastOp, tta.CheckIndexOp)
+"""Ops computed element by element, which a slice or gather of their value moves to their operands (an index check
+then checks the elements read, as a dead one checks none)."""
 Window = tuple[int, int, int]
 """(start, step, size) of one dim of a slice."""
 

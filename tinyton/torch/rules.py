@@ -42,8 +42,7 @@ RULES: dict[Any, Callable[..., Any]] = {
     operator.getitem: getitem,
 }
 """Every op's rule, as a backward graph translates it: its scatters and accumulations are autograd's gradients of
-gathers and indexing, whose indices the forward has checked; a check would be a kernel of its own
-(`scatter_rules.checked_index`)."""
+gathers and indexing, whose indices the forward has checked (`scatter_rules.checked_index`)."""
 
 CHECKED_RULES: dict[Any, Callable[..., Any]] = {
     **RULES, **scatter_rules.CHECKED_RULES, **index_rules.CHECKED_RULES,

@@ -26,13 +26,13 @@ def one_hot_row(x: Traced, axis: int, index: Traced) -> Traced:
 
 
 def checked_index(index: Traced, size: int, wraps: bool = True) -> Traced:
-    """`index` into a dim of `size`, read through a bounds-checked gather of `arange(size)`: an index outside
-    `[-size, size)` (`[0, size)` unless it `wraps`, as a scatter's) stops the kernel with an IndexError (`tt.assert`)
-    as eager raises, where a one-hot against it would silently write nothing; negatives counted from the end. Taken
-    by every scatter and `index_put` a user calls (forward and inference graphs: `CHECKED_RULES`); in a backward
-    graph only by `scatter_reduce` and assigning `index_put`, not by the scatters and accumulations autograd gives
-    gathers' and indexing's gradients (and top-k's, cross entropy's), whose indices the forward has checked: the
-    check is a kernel of its own (its gather is not fused)."""
+    """`index` into a dim of `size`, read as `arange(size)[index]`: an index outside `[-size, size)` (`[0, size)`
+    unless it `wraps`, as a scatter's) stops the kernel with an IndexError (`tt.assert`) as eager raises, where a
+    one-hot against it would silently write nothing; negatives counted from the end. The gather of an arange is an
+    elementwise check of the index (`tinyton-check-indices`), in the kernel that reads it. Taken by every scatter and
+    `index_put` a user calls (forward and inference graphs: `CHECKED_RULES`); in a backward graph only by
+    `scatter_reduce` and assigning `index_put`, not by the scatters and accumulations autograd gives gathers' and
+    indexing's gradients (and top-k's, cross entropy's), whose indices the forward has checked."""
     if not wraps:
         index = tt.where(index < 0, size, index)
     return tt.take(tt.arange(0, size), index)

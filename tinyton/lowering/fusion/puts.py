@@ -8,13 +8,13 @@ written).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import i1
 from xdsl.ir import SSAValue
 
 from tinyton.analysis.views import contiguous_strides
 from tinyton.dialects import tt, tta
 from tinyton.dialects.tt import shape_of
 from tinyton.lowering.fusion.emitter import broadcast_shape
+from tinyton.lowering.fusion.index_check import checked_index
 
 
 def store_put(rg, put: tta.PutOp, ptr: SSAValue, scope) -> None:
@@ -28,12 +28,8 @@ def store_put(rg, put: tta.PutOp, ptr: SSAValue, scope) -> None:
     offset = sum(put.starts[d] * strides_of[d] for d in range(len(dest)) if d != axis)
     extra, inside = em.i32(offset) if offset else None, None
     if axis is not None:
-        idx, n = rg.operand(put, 2, scope), dest[axis]
-        inside = em.and_(em.cmp("ge", idx, em.i32(-n)), em.cmp("lt", idx, em.i32(n)))
-        lanes = rg.mask(shape_of(inside.type), scope)
-        checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
-        em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
-        idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
+        idx, inside = checked_index(em, rg.operand(put, 2, scope), dest[axis], axis,
+                                    lambda shape: rg.mask(shape, scope))
         extra = em.add(extra, em.mul_int(idx, strides_of[axis]))
     p, shape = rg.pointers(ptr, strides, scope, extra)
     shape = broadcast_shape(shape, shape_of(values.type))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects.builtin import Signedness, i1, i32
 from xdsl.ir import Operation, OpResult, SSAValue
 
 from tinyton.analysis.domain import Domain, Map, is_trivial
@@ -22,6 +21,7 @@ from tinyton.lowering.fusion.cache_policy import hints
 from tinyton.lowering.fusion.casts import numpy_cast
 from tinyton.lowering.fusion.emitter import Emitter, broadcast_shape, f32, identity
 from tinyton.lowering.fusion.geometry import Geometry
+from tinyton.lowering.fusion.index_check import checked_index
 from tinyton.lowering.fusion.matmul_descriptors import descriptor_store
 from tinyton.lowering.fusion.powers import power
 from tinyton.lowering.fusion.program_indices import ProgramIndices, Scope
@@ -182,6 +182,8 @@ class RegionEmitter(ProgramIndices):
             return self.operand(op, 1, scope)
         if isinstance(op, tta.TakeOp):
             return self._gather(op, scope)
+        if isinstance(op, tta.CheckIndexOp):  # `arange(n)[idx]`: the index itself, checked
+            return checked_index(em, args()[0], op.size.value.data, 0, lambda shape: self.mask(shape, scope))[0]
         if isinstance(op, tta.ScanOp):
             return self._scan(op, scope)
         if isinstance(op, tta.SortingOp):
@@ -280,23 +282,12 @@ class RegionEmitter(ProgramIndices):
 
     def _gather(self, op: tta.TakeOp, scope: Scope) -> SSAValue:
         """`table[..., idx, ...]`: the indices (negative ones wrap, as in NumPy) become offsets. An index
-        outside `[-n, n)` stops the kernel (`tt.assert`: NumPy's IndexError) and is never read. The check is
-        in the index's own type (int64, uint64, ...); only then is it narrowed to i32, exactly."""
+        outside `[-n, n)` stops the kernel (`checked_index`: NumPy's IndexError) and is never read."""
         em, dom = self.em, self.dom
         view = dom.view(op.table)
         tmap, axis = dom.take_table_axes(op)
-        idx = self.operand(op, 1, scope)
-        n, index = view.shape[axis], element_type(idx.type)
-        if index.bitwidth < 32:  # widens exactly (an i8 cannot hold the bounds)
-            idx, index = em.cast(idx, i32), i32
-        inside = em.cmp("lt", idx, em.const(n, index))
-        if index.signedness.data != Signedness.UNSIGNED:
-            inside = em.and_(em.cmp("ge", idx, em.const(-n, index)), inside)
-        lanes = self.mask(shape_of(inside.type), scope)
-        checked = inside if lanes is None else em.binary(tt.OrOp, inside, em.binary(tt.XorOp, lanes, em.const(1, i1)))
-        em.emit(tt.AssertOp(checked, f"index out of bounds for axis {axis} with size {n} (IndexError in NumPy)"))
-        idx = em.cast(idx, i32)
-        idx = em.select(em.cmp("lt", idx, em.i32(0)), em.binary(tt.AddOp, idx, em.i32(n)), idx)
+        idx, inside = checked_index(em, self.operand(op, 1, scope), view.shape[axis], axis,
+                                    lambda shape: self.mask(shape, scope))
         strides = {a: st for a, st in zip(tmap, view.strides) if a is not None and st != 0}
         extra = em.add(em.mul_int(idx, view.strides[axis]), em.i32(view.offset) if view.offset else None)
         ptr, shape = self.pointers(self.ptrs[view.base], strides, scope, extra)
