@@ -25,9 +25,9 @@ def test_profile_prints_the_stages_as_a_tree(monkeypatch: pytest.MonkeyPatch, ca
     lines = capsys.readouterr().err.splitlines()
     names = [line.removeprefix("tinyton profile: ").rsplit(None, 2)[0] for line in lines]
     assert names[:3] == ["compile array program _rmsnorm", "  trace", "  fuse"]
-    assert names[3:11] == ["    long sorts split into chunks", "    common subexpressions",
+    assert names[3:12] == ["    long sorts split into chunks", "    common subexpressions",
                            "    projections split into heads", "    attention spellings",
-                           "    slices pushed to the arrays read", "    gathers pushed to the arrays read",
+                           "    gathers of aranges as index checks", "    slices pushed to the arrays read", "    gathers pushed to the arrays read",
                            "    row scales behind matmuls", "    fusion patterns (PDL)"]
     assert "  generate kernels (tta.fusion -> tt)" in names
     assert all(line.endswith(" ms") for line in lines)
