@@ -19,7 +19,7 @@ from tinyton.torch.compiled_partition import CompiledPartition
 from tinyton.torch.graph_rewrites import batched_matmuls, transposed_products
 from tinyton.torch.interpret import op_name
 from tinyton.torch.report import Group, Report
-from tinyton.torch.rules import RULES, VIEWS, rules_for
+from tinyton.torch.rules import VIEWS, rules_for
 from tinyton.torch.support import is_host_value, unsupported_reason
 
 
@@ -52,7 +52,7 @@ def partition(gm: GraphModule, report: Report, graph: str) -> GraphModule:
             report.fall_back(op_name(node), reason)
     partitioner = CapabilityBasedPartitioner(gm, _Supported(supported), allows_single_node_partition=True)
     proposed = [p for p in partitioner.propose_partitions()
-                if any(RULES[n.target] not in VIEWS for n in p.nodes)]
+                if any(rules[n.target] not in VIEWS for n in p.nodes)]
     fused = partitioner.fuse_partitions(proposed, prefix="tinyton_")
     for node in fused.graph.nodes:
         if node.op == "call_module" and node.target.startswith("tinyton_"):
